@@ -1,0 +1,10 @@
+/* The subcommands. Each cmd_<name>.c defines one entry point that takes the
+ * arguments after the command name and returns the process exit code:
+ * 0 ok, 1 a verdict failed, 2 bad usage or input, 3 environment failure. */
+#ifndef CP_CLI_COMMANDS_H
+#define CP_CLI_COMMANDS_H
+
+int cp_cmd_convert(int argc, char **argv);
+int cp_cmd_info(int argc, char **argv);
+
+#endif

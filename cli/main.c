@@ -1,0 +1,92 @@
+/* cannprof: git-style dispatch to one cmd_<name>.c per subcommand. */
+#include "cli/commands.h"
+#include "cli/options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+/* Sorted by name. */
+static const struct command commands[] = {
+    {"convert", cp_cmd_convert, "convert an ONNX model into a CPU offline model (.om), ATC flags"},
+    {"info", cp_cmd_info, "describe an .onnx or .om file: I/O, ops, parameters, FLOPs, config"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cannprof <command> [options]\n"
+               "       cannprof --version | --help | help <command>\n\n"
+               "cannprof profiles, diagnoses and tunes models converted to offline models.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nexit codes: 0 ok, 1 a verdict failed, 2 bad usage or input, "
+               "3 environment or internal failure\n"
+               "'cannprof <command> --help' shows a command's options.\n");
+}
+
+static int cmp_cmd(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, ((const struct command *)elem)->name);
+}
+
+static const struct command *find(const char *name)
+{
+    return bsearch(name, commands, sizeof commands / sizeof *commands, sizeof *commands, cmp_cmd);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("cannprof %s\n", CP_VERSION_STRING);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc < 3) {
+            usage(stdout);
+            return 0;
+        }
+        const struct command *c = find(argv[2]);
+        if (!c) {
+            fprintf(stderr, "cannprof: error: unknown command '%s'\n", argv[2]);
+            return 2;
+        }
+        char *args[] = {(char *)"--help", NULL};
+        return c->run(1, args);
+    }
+    const struct command *c = find(cmd);
+    if (!c) {
+        const char *best = NULL;
+        size_t best_d = (size_t)-1;
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+            size_t d = cp_edit_distance(cmd, commands[i].name);
+            if (d < best_d) {
+                best_d = d;
+                best = commands[i].name;
+            }
+        }
+        if (best && best_d <= 2)
+            fprintf(stderr, "cannprof: error: unknown command '%s'; did you mean '%s'?\n", cmd,
+                    best);
+        else
+            fprintf(stderr, "cannprof: error: unknown command '%s'; see 'cannprof --help'\n",
+                    cmd);
+        return 2;
+    }
+    return c->run(argc - 2, argv + 2);
+}

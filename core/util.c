@@ -1,0 +1,95 @@
+/* Clock, logging and small text helpers. */
+#include "core/core.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t cp_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void cp_log_msg(const struct cp_log *log, enum cp_log_level lvl, const char *fmt, ...)
+{
+    static const char *const names[] = {"DEBUG", "INFO", "WARNING", "ERROR", "NULL"};
+    if (!log || lvl < log->level || log->level == CP_LOG_NULL || lvl >= CP_LOG_NULL)
+        return;
+    FILE *f = log->stream ? log->stream : stderr;
+    fprintf(f, "[%s] ", names[lvl]);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+}
+
+size_t cp_edit_distance(const char *a, const char *b)
+{
+    size_t la = strnlen(a, 255), lb = strnlen(b, 255);
+    size_t row[256];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = diag + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+bool cp_parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0')
+        return false;
+    *out = v;
+    return true;
+}
+
+void cp_format_bytes(uint64_t n, char out[32])
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, 32, "%llu B", (unsigned long long)n);
+    else
+        snprintf(out, 32, "%.2f %s", v, units[u]);
+}
+
+void cp_format_si(double v, char out[32])
+{
+    static const char *const units[] = {"", "K", "M", "G", "T", "P"};
+    int u = 0;
+    while (v >= 1000.0 && u < 5) {
+        v /= 1000.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, 32, "%.0f", v);
+    else
+        snprintf(out, 32, "%.2f %s", v, units[u]);
+}

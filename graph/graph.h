@@ -1,0 +1,370 @@
+/*
+ * graph: cannprof's intermediate representation of a model.
+ *
+ * A `struct cp_graph` owns everything in it: tensors, nodes, attributes and
+ * names live in the graph's arena and die with it. Tensors and nodes are
+ * referred to by index (int32), so passes can rewrite the graph without
+ * dangling pointers; an absent optional input is index -1.
+ *
+ * Every node carries `origins`, the names of the original ONNX nodes it stands
+ * for. Import sets one origin per node; passes that fuse nodes merge the
+ * lists, so any later finding can name nodes of the user's own model.
+ *
+ * The op table (`cp_op_*`) is the single list of operators the CPU target
+ * knows. Each op has its definition here (attributes, validation, shape and
+ * dtype inference, FLOP and byte estimates); kernels live in runner/.
+ *
+ * Pieces: graph.c (construction, arena), op.c (op table), verify.c
+ * (topological order, dangling inputs, cycles, duplicate names), infer*.c
+ * (shape/dtype inference with small-integer value propagation, so the
+ * Shape→Gather→Concat→Reshape chains PyTorch exports resolve), cost.c (FLOPs
+ * and bytes), dtype.c (dtype and layout names and sizes).
+ */
+#ifndef CP_GRAPH_H
+#define CP_GRAPH_H
+
+#include "core/core.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- dtypes and layouts ------------------------------------------------ */
+
+enum cp_dtype {
+    CP_DTYPE_UNDEFINED = 0,
+    CP_DTYPE_F32,
+    CP_DTYPE_F16,
+    CP_DTYPE_BF16,
+    CP_DTYPE_I8,
+    CP_DTYPE_U8,
+    CP_DTYPE_I32,
+    CP_DTYPE_I64,
+    CP_DTYPE_BOOL,
+    CP_DTYPE_COUNT
+};
+
+/* "f32", "i64", ... ; "undefined" for CP_DTYPE_UNDEFINED. */
+const char *cp_dtype_name(enum cp_dtype t);
+/* Inverse of cp_dtype_name; CP_DTYPE_UNDEFINED when unknown. */
+enum cp_dtype cp_dtype_from_name(const char *name);
+/* Bytes per element (bool is 1); 0 for undefined. */
+size_t cp_dtype_size(enum cp_dtype t);
+/* ONNX TensorProto.DataType value <-> ours; CP_DTYPE_UNDEFINED / 0 if none. */
+enum cp_dtype cp_dtype_from_onnx(int onnx_type);
+int cp_dtype_to_onnx(enum cp_dtype t);
+bool cp_dtype_is_float(enum cp_dtype t);
+
+/* The memory format a tensor's data is kept in. */
+enum cp_layout {
+    CP_LAYOUT_UNDEF = 0, /* not decided yet */
+    CP_LAYOUT_ND,        /* plain row-major, no image semantics */
+    CP_LAYOUT_NCHW,
+    CP_LAYOUT_NHWC,
+    CP_LAYOUT_NCDHW,
+    CP_LAYOUT_NCHW8C,  /* oneDNN blocked, 8 channels */
+    CP_LAYOUT_NCHW16C, /* oneDNN blocked, 16 channels */
+    CP_LAYOUT_COUNT
+};
+
+const char *cp_layout_name(enum cp_layout l);
+enum cp_layout cp_layout_from_name(const char *name); /* UNDEF when unknown */
+
+/* ---- shapes ------------------------------------------------------------- */
+
+#define CP_MAX_RANK 8
+
+/* A dimension: value >= 0 is known; value < 0 is dynamic, and `sym` then may
+ * name it (symbolic dimension such as "batch"; arena-owned, may be NULL). */
+struct cp_dim {
+    int64_t value;
+    const char *sym;
+};
+
+/* rank < 0: rank unknown (the shape is not inferred yet). */
+struct cp_shape {
+    int rank;
+    struct cp_dim dims[CP_MAX_RANK];
+};
+
+void cp_shape_set_unknown(struct cp_shape *s);
+/* A fully known shape from values. rank must be <= CP_MAX_RANK. */
+void cp_shape_set(struct cp_shape *s, int rank, const int64_t *dims);
+bool cp_shape_is_static(const struct cp_shape *s);
+/* Element count of a static shape (1 for rank 0); -1 if not static or on
+ * overflow. */
+int64_t cp_shape_numel(const struct cp_shape *s);
+bool cp_shape_equal(const struct cp_shape *a, const struct cp_shape *b);
+/* "1x4x64x64", "?x77x768", "batchx3", "scalar", "unknown". Writes out[n]. */
+void cp_shape_format(const struct cp_shape *s, char *out, size_t n);
+
+/* ---- tensors ------------------------------------------------------------ */
+
+enum cp_tensor_kind {
+    CP_TENSOR_INTERMEDIATE = 0, /* produced by a node */
+    CP_TENSOR_INPUT,            /* graph input fed at run time */
+    CP_TENSOR_INITIALIZER,      /* constant weight data */
+};
+
+/* Who owns an initializer's bytes. */
+enum cp_data_owner {
+    CP_DATA_NONE = 0, /* no data */
+    CP_DATA_ARENA,    /* in the graph's arena */
+    CP_DATA_HEAP,     /* malloc'ed, freed with the graph */
+    CP_DATA_MMAP,     /* points into a mapping the graph holds (cp_graph_adopt_mmap) */
+};
+
+struct cp_tensor {
+    const char *name; /* unique within the graph; arena-owned */
+    enum cp_dtype dtype;
+    struct cp_shape shape;
+    enum cp_layout layout;
+    enum cp_tensor_kind kind;
+    /* Initializer data (kind == INITIALIZER), nbytes = numel * dtype size. */
+    const void *data;
+    size_t nbytes;
+    enum cp_data_owner owner;
+    /* Small integer value known at conversion time (shape arithmetic), filled
+     * by shape inference for i64/i32/bool tensors of at most
+     * CP_VALUE_MAX_ELEMS elements; NULL if not known. Arena-owned. */
+    const int64_t *value;
+    int64_t value_len;
+    int32_t producer; /* node index, -1 for inputs/initializers */
+};
+
+#define CP_VALUE_MAX_ELEMS 64
+
+/* ---- attributes --------------------------------------------------------- */
+
+enum cp_attr_type {
+    CP_ATTR_INT = 1,
+    CP_ATTR_FLOAT,
+    CP_ATTR_STRING,
+    CP_ATTR_INTS,
+    CP_ATTR_FLOATS,
+    CP_ATTR_STRINGS,
+    CP_ATTR_TENSOR, /* a tensor value (e.g. ConstantOfShape's value) */
+};
+
+struct cp_attr {
+    const char *name;
+    enum cp_attr_type type;
+    int64_t i;
+    float f;
+    const char *s;
+    const int64_t *ints;
+    const float *floats;
+    const char *const *strings;
+    size_t n;                /* element count for INTS/FLOATS/STRINGS */
+    int32_t tensor;          /* CP_ATTR_TENSOR: index of a detached tensor */
+};
+
+/* ---- operators ---------------------------------------------------------- */
+
+/* The operator table. Order is part of the .om format: append only. */
+enum cp_op {
+    CP_OP_UNKNOWN = 0,
+    CP_OP_ADD,
+    CP_OP_SUB,
+    CP_OP_MUL,
+    CP_OP_DIV,
+    CP_OP_POW,
+    CP_OP_SQRT,
+    CP_OP_EXP,
+    CP_OP_ERF,
+    CP_OP_TANH,
+    CP_OP_SIGMOID,
+    CP_OP_RELU,
+    CP_OP_LEAKY_RELU,
+    CP_OP_CLIP,
+    CP_OP_SOFTMAX,
+    CP_OP_REDUCE_MEAN,
+    CP_OP_REDUCE_SUM,
+    CP_OP_REDUCE_MAX,
+    CP_OP_MATMUL,
+    CP_OP_GEMM,
+    CP_OP_CONV,
+    CP_OP_CONV_TRANSPOSE,
+    CP_OP_MAX_POOL,
+    CP_OP_AVERAGE_POOL,
+    CP_OP_GLOBAL_AVERAGE_POOL,
+    CP_OP_BATCH_NORMALIZATION,
+    CP_OP_INSTANCE_NORMALIZATION,
+    CP_OP_LAYER_NORMALIZATION,
+    CP_OP_CONCAT,
+    CP_OP_SPLIT,
+    CP_OP_SLICE,
+    CP_OP_GATHER,
+    CP_OP_RESHAPE,
+    CP_OP_FLATTEN,
+    CP_OP_TRANSPOSE,
+    CP_OP_SQUEEZE,
+    CP_OP_UNSQUEEZE,
+    CP_OP_SHAPE,
+    CP_OP_EXPAND,
+    CP_OP_WHERE,
+    CP_OP_EQUAL,
+    CP_OP_CAST,
+    CP_OP_CONSTANT,
+    CP_OP_CONSTANT_OF_SHAPE,
+    CP_OP_IDENTITY,
+    CP_OP_RESIZE,
+    CP_OP_PAD,
+    CP_OP_RANGE,
+    CP_OP_DROPOUT, /* inference: identity; removed by a cleanup pass */
+    CP_OP_COUNT
+};
+
+/* ONNX op_type name ("MatMul"); "Unknown" for CP_OP_UNKNOWN. */
+const char *cp_op_name(enum cp_op op);
+/* Lookup by ONNX op_type in the default domain; CP_OP_UNKNOWN if none. */
+enum cp_op cp_op_from_name(const char *op_type);
+
+/* ---- nodes -------------------------------------------------------------- */
+
+struct cp_node {
+    const char *name; /* unique within the graph (may be generated); arena */
+    enum cp_op op;
+    const char *op_type; /* as written in the source model; arena */
+    const char *domain;  /* "" for the default ONNX domain; arena */
+    struct cp_attr *attrs;
+    size_t n_attrs;
+    int32_t *inputs; /* tensor indices; -1 = absent optional input */
+    size_t n_inputs;
+    int32_t *outputs; /* tensor indices; -1 = absent optional output */
+    size_t n_outputs;
+    const char **origins; /* original ONNX node names; arena */
+    size_t n_origins;
+    bool dead; /* removed by a pass; skipped everywhere, dropped by compact */
+};
+
+/* ---- the graph ---------------------------------------------------------- */
+
+struct cp_graph;
+
+/* Create an empty graph. Free with cp_graph_free. NULL on out-of-memory. */
+struct cp_graph *cp_graph_create(void);
+void cp_graph_free(struct cp_graph *g); /* NULL is a no-op */
+
+/* Arena allocation: zeroed memory that lives as long as the graph. NULL on
+ * out-of-memory. */
+void *cp_graph_alloc(struct cp_graph *g, size_t size);
+const char *cp_graph_strdup(struct cp_graph *g, const char *s);
+
+/* Model-level facts. */
+const char *cp_graph_name(const struct cp_graph *g);
+void cp_graph_set_name(struct cp_graph *g, const char *name);
+int64_t cp_graph_opset(const struct cp_graph *g);
+void cp_graph_set_opset(struct cp_graph *g, int64_t opset);
+
+/* Add a tensor. The name is copied and must be unique (CP_ERR_INVALID
+ * otherwise). OUT: *index. Data is attached with cp_graph_set_data. */
+enum cp_status cp_graph_add_tensor(struct cp_graph *g, const char *name, enum cp_dtype dtype,
+                                   const struct cp_shape *shape, enum cp_tensor_kind kind,
+                                   int32_t *index, struct cp_diag *d);
+
+/* Attach initializer data. `owner` says who frees it: ARENA and MMAP are
+ * never freed individually, HEAP is freed with the graph (ownership passes
+ * to the graph even on failure). nbytes must match the tensor's static
+ * shape and dtype. */
+enum cp_status cp_graph_set_data(struct cp_graph *g, int32_t tensor, const void *data,
+                                 size_t nbytes, enum cp_data_owner owner, struct cp_diag *d);
+
+/* Keep a mapping alive as long as the graph; the graph unmaps it. */
+enum cp_status cp_graph_adopt_mmap(struct cp_graph *g, struct cp_mmap *m);
+
+/* Look up a tensor by name; -1 if none. */
+int32_t cp_graph_find_tensor(const struct cp_graph *g, const char *name);
+
+/* Add a node; inputs/outputs/origins are copied. Output tensors must exist
+ * and have no producer yet (their producer is set here). op_type is the
+ * ONNX name; op is derived from it when domain is "" or "ai.onnx". OUT:
+ * *index (may be NULL). */
+enum cp_status cp_graph_add_node(struct cp_graph *g, const char *name, const char *op_type,
+                                 const char *domain, const int32_t *inputs, size_t n_inputs,
+                                 const int32_t *outputs, size_t n_outputs, const char *const *origins,
+                                 size_t n_origins, int32_t *index, struct cp_diag *d);
+
+/* Attributes on a node (name copied; arrays copied into the arena). */
+enum cp_status cp_node_set_int(struct cp_graph *g, int32_t node, const char *name, int64_t v);
+enum cp_status cp_node_set_float(struct cp_graph *g, int32_t node, const char *name, float v);
+enum cp_status cp_node_set_string(struct cp_graph *g, int32_t node, const char *name,
+                                  const char *v);
+enum cp_status cp_node_set_ints(struct cp_graph *g, int32_t node, const char *name,
+                                const int64_t *v, size_t n);
+enum cp_status cp_node_set_floats(struct cp_graph *g, int32_t node, const char *name,
+                                  const float *v, size_t n);
+enum cp_status cp_node_set_strings(struct cp_graph *g, int32_t node, const char *name,
+                                   const char *const *v, size_t n);
+/* `tensor` is a tensor index created with kind INITIALIZER that is not used as
+ * a node input ("detached"); it is kept for the attribute only. */
+enum cp_status cp_node_set_tensor(struct cp_graph *g, int32_t node, const char *name,
+                                  int32_t tensor);
+
+/* Attribute lookup; NULL when absent. */
+const struct cp_attr *cp_node_attr(const struct cp_node *n, const char *name);
+int64_t cp_node_attr_int(const struct cp_node *n, const char *name, int64_t dflt);
+float cp_node_attr_float(const struct cp_node *n, const char *name, float dflt);
+const char *cp_node_attr_string(const struct cp_node *n, const char *name, const char *dflt);
+
+/* Graph inputs and outputs (tensor indices, in declaration order). */
+enum cp_status cp_graph_add_input(struct cp_graph *g, int32_t tensor);
+enum cp_status cp_graph_add_output(struct cp_graph *g, int32_t tensor);
+
+/* Accessors. Pointers stay valid until the next add of the same kind. */
+size_t cp_graph_n_tensors(const struct cp_graph *g);
+size_t cp_graph_n_nodes(const struct cp_graph *g); /* includes dead nodes */
+struct cp_tensor *cp_graph_tensor(const struct cp_graph *g, int32_t i);
+struct cp_node *cp_graph_node(const struct cp_graph *g, int32_t i);
+size_t cp_graph_n_inputs(const struct cp_graph *g);
+size_t cp_graph_n_outputs(const struct cp_graph *g);
+int32_t cp_graph_input(const struct cp_graph *g, size_t i);
+int32_t cp_graph_output(const struct cp_graph *g, size_t i);
+/* Live (not dead) node count. */
+size_t cp_graph_n_live_nodes(const struct cp_graph *g);
+
+/* ---- analysis ----------------------------------------------------------- */
+
+/* Verify structure: unique tensor and node names, every node input either a
+ * graph input, an initializer or the output of exactly one node, graph
+ * outputs produced, no cycles. The first problem found goes into `d`, naming
+ * the node and tensor. */
+enum cp_status cp_graph_verify(const struct cp_graph *g, struct cp_diag *d);
+
+/* Topological order of live nodes (stable: ties keep insertion order).
+ * OUT: *order (caller frees), *n. CP_ERR_INVALID naming a node on a cycle. */
+enum cp_status cp_graph_topo_order(const struct cp_graph *g, int32_t **order, size_t *n,
+                                   struct cp_diag *d);
+
+/* Reorder the node array topologically and drop dead nodes. Node indices
+ * change; tensor indices do not. */
+enum cp_status cp_graph_compact(struct cp_graph *g, struct cp_diag *d);
+
+/* Infer dtype and shape of every intermediate tensor from graph inputs and
+ * initializers, in topological order, propagating small integer values
+ * through shape arithmetic. Dimensions that cannot be known stay dynamic.
+ * Errors name the node and say what is inconsistent (e.g. MatMul inner
+ * dimensions 64 vs 32). */
+enum cp_status cp_graph_infer(struct cp_graph *g, struct cp_diag *d);
+
+/* Per-node cost estimate, from inferred shapes. Dynamic dimensions count as
+ * 1. flops counts a multiply-add as 2; bytes counts every input and output
+ * tensor read or written once. */
+struct cp_node_cost {
+    double flops;
+    double bytes;
+};
+struct cp_node_cost cp_node_cost(const struct cp_graph *g, const struct cp_node *n);
+
+/* Totals over live nodes. */
+struct cp_graph_stats {
+    size_t n_nodes;
+    size_t n_params;        /* elements in initializers */
+    size_t param_bytes;
+    double flops;
+    double bytes;
+    size_t op_count[CP_OP_COUNT];
+};
+void cp_graph_stats(const struct cp_graph *g, struct cp_graph_stats *out);
+
+#endif
