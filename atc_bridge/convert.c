@@ -34,8 +34,8 @@ static void target_description(char *out, size_t n)
                 snprintf(model, sizeof model, "%s", val);
                 got_model = true;
             } else if (!got_flags && strncmp(line, "flags", 5) == 0) {
-                static const char *const wanted[] = {"avx2", "fma", "avx512f", "avx512bw",
-                                                     "avx512_vnni", "avx512_bf16",
+                static const char *const wanted[] = {"avx2",        "fma",         "avx512f",
+                                                     "avx512bw",    "avx512_vnni", "avx512_bf16",
                                                      "avx512_fp16", "amx_bf16"};
                 size_t pos = 0;
                 for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {

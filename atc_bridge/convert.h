@@ -16,7 +16,7 @@
 #include "graph/graph.h"
 
 #define CP_MAX_INPUT_SHAPES 16
-#define CP_MAX_DYN_BATCH 100
+#define CP_MAX_DYN_BATCH    100
 
 enum cp_precision_mode {
     CP_PREC_FORCE_FP32 = 0, /* the CPU target's default */
@@ -62,9 +62,9 @@ struct cp_input_shape {
 };
 
 struct cp_convert_config {
-    char model[1024];   /* --model: source path as given */
-    int framework;      /* --framework: 5 (ONNX) */
-    char output[1024];  /* --output: path without ".om" */
+    char model[1024];  /* --model: source path as given */
+    int framework;     /* --framework: 5 (ONNX) */
+    char output[1024]; /* --output: path without ".om" */
     struct cp_input_shape input_shapes[CP_MAX_INPUT_SHAPES];
     size_t n_input_shapes;
     enum cp_input_format input_format;

@@ -20,9 +20,9 @@
 #include "core/core.h"
 #include "graph/graph.h"
 
-#define CP_OM_MAGIC "CPOM"
+#define CP_OM_MAGIC          "CPOM"
 #define CP_OM_FORMAT_VERSION 1
-#define CP_OM_ALIGN 64
+#define CP_OM_ALIGN          64
 
 /* What a .om says about itself. Strings are owned by the struct: release
  * with cp_om_meta_release. */

@@ -26,7 +26,6 @@ static void help(void)
     cp_opts_print_help(stdout, options, N_OPTIONS);
 }
 
-
 struct hist_entry {
     enum cp_op op;
     size_t count;
@@ -100,8 +99,9 @@ static void describe_graph(const struct cp_graph *g, bool json, struct cp_buf *b
         cp_buf_printf(b, "],\"nodes\":%zu,\"ops\":{", s.n_nodes);
         for (size_t i = 0; i < nh; i++)
             cp_buf_printf(b, "%s\"%s\":%zu", i ? "," : "", cp_op_name(hist[i].op), hist[i].count);
-        cp_buf_printf(b, "},\"parameters\":%zu,\"parameter_bytes\":%zu,\"flops\":%.0f,"
-                         "\"bytes_moved\":%.0f}",
+        cp_buf_printf(b,
+                      "},\"parameters\":%zu,\"parameter_bytes\":%zu,\"flops\":%.0f,"
+                      "\"bytes_moved\":%.0f}",
                       s.n_params, s.param_bytes, s.flops, s.bytes);
         return;
     }
@@ -126,9 +126,8 @@ static int info_onnx(const char *path, bool json)
     cp_diag_init(&d);
     struct cp_graph *g = NULL;
     char hash[33];
-    if (cp_onnx_import(path, NULL, 0, &g, hash, &d) != CP_OK ||
-        cp_graph_verify(g, &d) != CP_OK || cp_graph_compact(g, &d) != CP_OK ||
-        cp_graph_infer(g, &d) != CP_OK) {
+    if (cp_onnx_import(path, NULL, 0, &g, hash, &d) != CP_OK || cp_graph_verify(g, &d) != CP_OK ||
+        cp_graph_compact(g, &d) != CP_OK || cp_graph_infer(g, &d) != CP_OK) {
         cp_graph_free(g);
         cp_cli_error("info", d.msg);
         return cp_status_exit_code(d.status);
@@ -181,7 +180,7 @@ static int info_ascend(const char *path, const uint8_t *data, size_t len, bool j
     cp_diag_init(&d);
     struct cp_ascend_om_header h;
     if (cp_om_read_ascend_header(data, len, &h, &d) != CP_OK) {
-        cp_cli_error("info", d.msg);
+        fprintf(stderr, "cannprof info: error: %s: %s\n", path, d.msg);
         return cp_status_exit_code(d.status);
     }
     struct cp_buf b;
@@ -189,15 +188,17 @@ static int info_ascend(const char *path, const uint8_t *data, size_t len, bool j
     if (json) {
         cp_buf_puts(&b, "{\"file\":");
         cp_buf_json_str(&b, path);
-        cp_buf_printf(&b, ",\"kind\":\"ascend_om\",\"header\":{\"magic\":\"0x%08X\","
-                          "\"headsize\":%u,\"version\":\"0x%08X\",\"length\":%u,"
-                          "\"is_encrypt\":%u,\"is_checksum\":%u,\"modeltype\":%u,"
-                          "\"genmode\":%u,\"name\":",
+        cp_buf_printf(&b,
+                      ",\"kind\":\"ascend_om\",\"header\":{\"magic\":\"0x%08X\","
+                      "\"headsize\":%u,\"version\":\"0x%08X\",\"length\":%u,"
+                      "\"is_encrypt\":%u,\"is_checksum\":%u,\"modeltype\":%u,"
+                      "\"genmode\":%u,\"name\":",
                       h.magic, h.headsize, h.version, h.length, h.is_encrypt, h.is_checksum,
                       h.modeltype, h.genmode);
         cp_buf_json_str(&b, h.name);
-        cp_buf_printf(&b, ",\"ops\":%u,\"om_ir_version\":%u,\"model_num\":%u,"
-                          "\"platform_version\":",
+        cp_buf_printf(&b,
+                      ",\"ops\":%u,\"om_ir_version\":%u,\"model_num\":%u,"
+                      "\"platform_version\":",
                       h.ops, h.om_ir_version, h.model_num);
         cp_buf_json_str(&b, h.platform_version);
         cp_buf_printf(&b, ",\"platform_type\":%u,\"model_length\":%llu,\"file_size\":%zu}}\n",
@@ -253,8 +254,9 @@ static int info_om(const char *path, bool json)
     if (json) {
         cp_buf_puts(&b, "{\"file\":");
         cp_buf_json_str(&b, path);
-        cp_buf_printf(&b, ",\"kind\":\"cpu_om\",\"format_version\":%u,\"bytes\":%zu,"
-                          "\"tool_version\":",
+        cp_buf_printf(&b,
+                      ",\"kind\":\"cpu_om\",\"format_version\":%u,\"bytes\":%zu,"
+                      "\"tool_version\":",
                       meta.format_version, file_len);
         cp_buf_json_str(&b, meta.tool_version ? meta.tool_version : "");
         cp_buf_puts(&b, ",\"source\":");

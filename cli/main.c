@@ -84,8 +84,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "cannprof: error: unknown command '%s'; did you mean '%s'?\n", cmd,
                     best);
         else
-            fprintf(stderr, "cannprof: error: unknown command '%s'; see 'cannprof --help'\n",
-                    cmd);
+            fprintf(stderr, "cannprof: error: unknown command '%s'; see 'cannprof --help'\n", cmd);
         return 2;
     }
     return c->run(argc - 2, argv + 2);

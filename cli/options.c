@@ -67,8 +67,8 @@ static enum cp_status push(struct cp_args *out, const struct cp_opt *o, const ch
     return CP_OK;
 }
 
-enum cp_status cp_args_parse(const char *cmd, const struct cp_opt *table, size_t n_table,
-                             int argc, char **argv, struct cp_args *out, struct cp_diag *d)
+enum cp_status cp_args_parse(const char *cmd, const struct cp_opt *table, size_t n_table, int argc,
+                             char **argv, struct cp_args *out, struct cp_diag *d)
 {
     memset(out, 0, sizeof *out);
     for (size_t i = 1; i < n_table; i++)
@@ -95,8 +95,7 @@ enum cp_status cp_args_parse(const char *cmd, const struct cp_opt *table, size_t
             const char *eq = strchr(arg + 2, '=');
             size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
             if (len >= sizeof name)
-                return cp_diag_set(d, CP_ERR_USAGE, "%s: option '%.40s...' is too long", cmd,
-                                   arg);
+                return cp_diag_set(d, CP_ERR_USAGE, "%s: option '%.40s...' is too long", cmd, arg);
             memcpy(name, arg + 2, len);
             name[len] = 0;
             if (eq)
@@ -105,20 +104,18 @@ enum cp_status cp_args_parse(const char *cmd, const struct cp_opt *table, size_t
         } else {
             if (arg[2] != '\0')
                 return cp_diag_set(d, CP_ERR_USAGE,
-                                   "%s: unknown option '%s' (long options take two dashes)",
-                                   cmd, arg);
+                                   "%s: unknown option '%s' (long options take two dashes)", cmd,
+                                   arg);
             snprintf(name, sizeof name, "%c", arg[1]);
             o = find_short(table, n_table, arg[1]);
         }
         if (!o) {
             const char *near = arg[1] == '-' ? nearest(table, n_table, name) : NULL;
             if (near)
-                return cp_diag_set(d, CP_ERR_USAGE,
-                                   "%s: unknown option '%s'; did you mean '--%s'?", cmd, arg,
-                                   near);
-            return cp_diag_set(d, CP_ERR_USAGE,
-                               "%s: unknown option '%s'; see 'cannprof %s --help'", cmd, arg,
-                               cmd);
+                return cp_diag_set(d, CP_ERR_USAGE, "%s: unknown option '%s'; did you mean '--%s'?",
+                                   cmd, arg, near);
+            return cp_diag_set(d, CP_ERR_USAGE, "%s: unknown option '%s'; see 'cannprof %s --help'",
+                               cmd, arg, cmd);
         }
         if (o->kind == CP_OPT_FLAG) {
             if (value)

@@ -43,8 +43,8 @@ struct cp_args {
 /* Parse argv[0..argc) (argv[0] is the first argument after the command name)
  * against `table` (sorted by name; checked). Errors name the flag and, for
  * an unknown one, suggest the nearest valid flag. */
-enum cp_status cp_args_parse(const char *cmd, const struct cp_opt *table, size_t n_table,
-                             int argc, char **argv, struct cp_args *out, struct cp_diag *d);
+enum cp_status cp_args_parse(const char *cmd, const struct cp_opt *table, size_t n_table, int argc,
+                             char **argv, struct cp_args *out, struct cp_diag *d);
 
 /* Last value given for option `id`, or NULL. */
 const char *cp_args_get(const struct cp_args *a, int id);

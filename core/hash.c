@@ -35,8 +35,7 @@ void cp_hasher_update(struct cp_hasher *h, const void *p, size_t n)
 
 static void hex128(XXH128_hash_t v, char out[33])
 {
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)v.high64,
-             (unsigned long long)v.low64);
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)v.high64, (unsigned long long)v.low64);
 }
 
 void cp_hasher_hex(struct cp_hasher *h, char out[33])

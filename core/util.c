@@ -54,7 +54,9 @@ size_t cp_edit_distance(const char *a, const char *b)
 
 bool cp_parse_i64(const char *s, int64_t *out)
 {
-    if (!s || !*s)
+    /* strtoll would skip leading blanks and take a '+': the whole string
+     * must be the number. */
+    if (!s || !*s || !(*s == '-' || (*s >= '0' && *s <= '9')))
         return false;
     char *end;
     errno = 0;

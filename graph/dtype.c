@@ -61,9 +61,8 @@ bool cp_dtype_is_float(enum cp_dtype t)
 }
 
 static const char *const layouts[] = {
-    [CP_LAYOUT_UNDEF] = "undef",   [CP_LAYOUT_ND] = "ND",
-    [CP_LAYOUT_NCHW] = "NCHW",     [CP_LAYOUT_NHWC] = "NHWC",
-    [CP_LAYOUT_NCDHW] = "NCDHW",   [CP_LAYOUT_NCHW8C] = "nChw8c",
+    [CP_LAYOUT_UNDEF] = "undef",     [CP_LAYOUT_ND] = "ND",       [CP_LAYOUT_NCHW] = "NCHW",
+    [CP_LAYOUT_NHWC] = "NHWC",       [CP_LAYOUT_NCDHW] = "NCDHW", [CP_LAYOUT_NCHW8C] = "nChw8c",
     [CP_LAYOUT_NCHW16C] = "nChw16c",
 };
 static_assert(sizeof layouts / sizeof layouts[0] == CP_LAYOUT_COUNT, "layout table size");

@@ -42,6 +42,7 @@ void cp_graph_free(struct cp_graph *g)
         c = next;
     }
     free(g->name);
+    free(g->name_slots);
     free(g->tensors);
     free(g->nodes);
     free(g->inputs);
@@ -131,14 +132,51 @@ static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
     return true;
 }
 
+static size_t name_hash(const char *s)
+{
+    return (size_t)cp_hash64(s, strlen(s));
+}
+
 int32_t cp_graph_find_tensor(const struct cp_graph *g, const char *name)
 {
-    /* Linear scan: graphs have at most a few thousand tensors and lookups
-     * happen at import time only. */
+    if (!g->cap_slots)
+        return -1;
+    size_t mask = g->cap_slots - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
+        uint32_t slot = g->name_slots[i];
+        if (slot == 0)
+            return -1;
+        if (strcmp(g->tensors[slot - 1]->name, name) == 0)
+            return (int32_t)(slot - 1);
+    }
+}
+
+static void index_insert(struct cp_graph *g, size_t tensor)
+{
+    size_t mask = g->cap_slots - 1;
+    size_t i = name_hash(g->tensors[tensor]->name) & mask;
+    while (g->name_slots[i])
+        i = (i + 1) & mask;
+    g->name_slots[i] = (uint32_t)(tensor + 1);
+}
+
+/* Keep the index at most half full. */
+static bool index_reserve(struct cp_graph *g, size_t n)
+{
+    if (n * 2 <= g->cap_slots)
+        return true;
+    size_t cap = g->cap_slots ? g->cap_slots : 64;
+    while (cap < n * 2)
+        cap *= 2;
+    uint32_t *slots = cp_calloc(cap, sizeof *slots);
+    if (!slots)
+        return false;
+    free(g->name_slots);
+    g->name_slots = slots;
+    g->cap_slots = cap;
     for (size_t i = 0; i < g->n_tensors; i++)
-        if (strcmp(g->tensors[i]->name, name) == 0)
-            return (int32_t)i;
-    return -1;
+        index_insert(g, i);
+    return true;
 }
 
 enum cp_status cp_graph_add_tensor(struct cp_graph *g, const char *name, enum cp_dtype dtype,
@@ -151,7 +189,10 @@ enum cp_status cp_graph_add_tensor(struct cp_graph *g, const char *name, enum cp
         return cp_diag_set(d, CP_ERR_INVALID, "tensor without a name");
     if (g->n_tensors >= INT32_MAX)
         return cp_diag_set(d, CP_ERR_INVALID, "too many tensors");
-    if (!grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *g->tensors))
+    if (cp_graph_find_tensor(g, name) >= 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "duplicate tensor name '%s'", name);
+    if (!grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *g->tensors) ||
+        !index_reserve(g, g->n_tensors + 1))
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory adding tensor '%s'", name);
     struct cp_tensor *t = cp_graph_alloc(g, sizeof *t);
     const char *nm = cp_graph_strdup(g, name);
@@ -170,6 +211,7 @@ enum cp_status cp_graph_add_tensor(struct cp_graph *g, const char *name, enum cp
     t->kind = kind;
     t->producer = -1;
     g->tensors[g->n_tensors] = t;
+    index_insert(g, g->n_tensors);
     if (index)
         *index = (int32_t)g->n_tensors;
     g->n_tensors++;
@@ -236,14 +278,14 @@ enum cp_status cp_graph_add_node(struct cp_graph *g, const char *name, const cha
         return cp_diag_set(d, CP_ERR_INVALID, "too many nodes");
     for (size_t i = 0; i < n_inputs; i++)
         if (inputs[i] < -1 || inputs[i] >= (int32_t)g->n_tensors)
-            return cp_diag_set(d, CP_ERR_INVALID, "node '%s': input %zu refers to no tensor",
-                               name, i);
+            return cp_diag_set(d, CP_ERR_INVALID, "node '%s': input %zu refers to no tensor", name,
+                               i);
     for (size_t i = 0; i < n_outputs; i++) {
         if (outputs[i] == -1)
             continue;
         if (outputs[i] < 0 || outputs[i] >= (int32_t)g->n_tensors)
-            return cp_diag_set(d, CP_ERR_INVALID, "node '%s': output %zu refers to no tensor",
-                               name, i);
+            return cp_diag_set(d, CP_ERR_INVALID, "node '%s': output %zu refers to no tensor", name,
+                               i);
         struct cp_tensor *t = g->tensors[outputs[i]];
         if (t->producer >= 0 || t->kind != CP_TENSOR_INTERMEDIATE)
             return cp_diag_set(d, CP_ERR_INVALID,
@@ -328,8 +370,7 @@ enum cp_status cp_node_set_float(struct cp_graph *g, int32_t node, const char *n
     return CP_OK;
 }
 
-enum cp_status cp_node_set_string(struct cp_graph *g, int32_t node, const char *name,
-                                  const char *v)
+enum cp_status cp_node_set_string(struct cp_graph *g, int32_t node, const char *name, const char *v)
 {
     struct cp_attr *a = attr_slot(g, node, name);
     if (!a)

@@ -155,8 +155,8 @@ struct cp_attr {
     const int64_t *ints;
     const float *floats;
     const char *const *strings;
-    size_t n;                /* element count for INTS/FLOATS/STRINGS */
-    int32_t tensor;          /* CP_ATTR_TENSOR: index of a detached tensor */
+    size_t n;       /* element count for INTS/FLOATS/STRINGS */
+    int32_t tensor; /* CP_ATTR_TENSOR: index of a detached tensor */
 };
 
 /* ---- operators ---------------------------------------------------------- */
@@ -282,8 +282,9 @@ int32_t cp_graph_find_tensor(const struct cp_graph *g, const char *name);
  * *index (may be NULL). */
 enum cp_status cp_graph_add_node(struct cp_graph *g, const char *name, const char *op_type,
                                  const char *domain, const int32_t *inputs, size_t n_inputs,
-                                 const int32_t *outputs, size_t n_outputs, const char *const *origins,
-                                 size_t n_origins, int32_t *index, struct cp_diag *d);
+                                 const int32_t *outputs, size_t n_outputs,
+                                 const char *const *origins, size_t n_origins, int32_t *index,
+                                 struct cp_diag *d);
 
 /* Attributes on a node (name copied; arrays copied into the arena). */
 enum cp_status cp_node_set_int(struct cp_graph *g, int32_t node, const char *name, int64_t v);
@@ -359,7 +360,7 @@ struct cp_node_cost cp_node_cost(const struct cp_graph *g, const struct cp_node 
 /* Totals over live nodes. */
 struct cp_graph_stats {
     size_t n_nodes;
-    size_t n_params;        /* elements in initializers */
+    size_t n_params; /* elements in initializers */
     size_t param_bytes;
     double flops;
     double bytes;

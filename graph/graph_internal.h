@@ -18,6 +18,10 @@ struct cp_graph {
     size_t n_inputs, cap_inputs;
     int32_t *outputs;
     size_t n_outputs, cap_outputs;
+    /* Open-addressing index of tensor names: slot = tensor index + 1, 0 =
+     * empty. Capacity is a power of two, at least twice n_tensors. */
+    uint32_t *name_slots;
+    size_t cap_slots;
     struct cp_mmap *maps; /* adopted mappings */
     size_t n_maps;
 };

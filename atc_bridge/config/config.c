@@ -95,8 +95,9 @@ static enum cp_status pick(const char *const *names, int n, const char *flag, co
     cp_buf_init(&b);
     for (int i = 0; i < n; i++)
         cp_buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-    enum cp_status st = cp_diag_set(d, CP_ERR_USAGE, "--%s: '%s' is not a valid value; use one of: %s",
-                                    flag, value, b.data ? b.data : "");
+    enum cp_status st =
+        cp_diag_set(d, CP_ERR_USAGE, "--%s: '%s' is not a valid value; use one of: %s", flag, value,
+                    b.data ? b.data : "");
     cp_buf_release(&b);
     return st;
 }
@@ -146,8 +147,7 @@ static enum cp_status parse_input_shape(struct cp_convert_config *c, const char 
         }
         for (size_t k = 0; k < c->n_input_shapes; k++)
             if (strcmp(c->input_shapes[k].name, item) == 0) {
-                st = cp_diag_set(d, CP_ERR_USAGE, "--input_shape: input '%s' is given twice",
-                                 item);
+                st = cp_diag_set(d, CP_ERR_USAGE, "--input_shape: input '%s' is given twice", item);
                 goto out;
             }
         snprintf(s->name, sizeof s->name, "%s", item);
@@ -295,27 +295,32 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
     }
     if (strcmp(flag, "input_format") == 0) {
         st = pick(format_names, CP_FMT_COUNT, flag, value, &v, d);
-        c->input_format = (enum cp_input_format)v;
+        if (st == CP_OK)
+            c->input_format = (enum cp_input_format)v;
         return st;
     }
     if (strcmp(flag, "precision_mode") == 0) {
         st = pick(precision_names, CP_PREC_COUNT, flag, value, &v, d);
-        c->precision_mode = (enum cp_precision_mode)v;
+        if (st == CP_OK)
+            c->precision_mode = (enum cp_precision_mode)v;
         return st;
     }
     if (strcmp(flag, "buffer_optimize") == 0) {
         st = pick(buffer_names, CP_BUF_COUNT, flag, value, &v, d);
-        c->buffer_optimize = (enum cp_buffer_opt)v;
+        if (st == CP_OK)
+            c->buffer_optimize = (enum cp_buffer_opt)v;
         return st;
     }
     if (strcmp(flag, "op_select_implmode") == 0) {
         st = pick(implmode_names, CP_IMPL_COUNT, flag, value, &v, d);
-        c->implmode = (enum cp_implmode)v;
+        if (st == CP_OK)
+            c->implmode = (enum cp_implmode)v;
         return st;
     }
     if (strcmp(flag, "log") == 0) {
         st = pick(log_names, CP_LOG_NULL + 1, flag, value, &v, d);
-        c->log = (enum cp_log_level)v;
+        if (st == CP_OK)
+            c->log = (enum cp_log_level)v;
         return st;
     }
     return cp_diag_set(d, CP_ERR_USAGE, "--%s is not a conversion flag", flag);
@@ -358,8 +363,7 @@ static void shell_word(struct cp_buf *out, const char *s)
 {
     bool plain = *s != '\0';
     for (const char *p = s; *p; p++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:,=+@%",
-                    *p))
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:,=+@%", *p))
             plain = false;
     if (plain) {
         cp_buf_puts(out, s);
@@ -503,8 +507,7 @@ static enum cp_status json_pick(json_t *o, const char *key, const char *const *n
                        json_string_value(v));
 }
 
-static enum cp_status json_str(json_t *o, const char *key, char *dst, size_t cap,
-                               struct cp_diag *d)
+static enum cp_status json_str(json_t *o, const char *key, char *dst, size_t cap, struct cp_diag *d)
 {
     json_t *v = json_object_get(o, key);
     if (!v)
@@ -534,7 +537,7 @@ static enum cp_status json_shapes(json_t *o, struct cp_convert_config *c, struct
             return cp_diag_set(d, CP_ERR_CORRUPT, "config: bad 'input_shape' dims");
         for (size_t k = 0; k < json_array_size(dims); k++) {
             json_t *v = json_array_get(dims, k);
-            if (!json_is_integer(v))
+            if (!json_is_integer(v) || json_integer_value(v) < -1 || json_integer_value(v) == 0)
                 return cp_diag_set(d, CP_ERR_CORRUPT, "config: bad 'input_shape' dim");
             is->dims[k] = json_integer_value(v);
         }
@@ -552,20 +555,24 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
     json_t *o = json_loads(text, 0, &err);
     if (!o || !json_is_object(o)) {
         json_decref(o);
-        return cp_diag_set(d, CP_ERR_CORRUPT, "config: not a JSON object (%s at line %d)",
-                           err.text, err.line);
+        return cp_diag_set(d, CP_ERR_CORRUPT, "config: not a JSON object (%s at line %d)", err.text,
+                           err.line);
     }
     enum cp_status st;
     int v;
     if ((st = json_str(o, "model", c->model, sizeof c->model, d)) ||
         (st = json_str(o, "output", c->output, sizeof c->output, d)) ||
-        (st = json_str(o, "fusion_switch_file", c->fusion_switch_file,
-                       sizeof c->fusion_switch_file, d)) ||
+        (st = json_str(o, "fusion_switch_file", c->fusion_switch_file, sizeof c->fusion_switch_file,
+                       d)) ||
         (st = json_str(o, "soc_version", c->soc_version, sizeof c->soc_version, d)) ||
         (st = json_shapes(o, c, d)))
         goto out;
     json_t *fw = json_object_get(o, "framework");
-    if (fw && json_is_integer(fw))
+    if (fw && !json_is_integer(fw)) {
+        st = cp_diag_set(d, CP_ERR_CORRUPT, "config: 'framework' is not an integer");
+        goto out;
+    }
+    if (fw)
         c->framework = (int)json_integer_value(fw);
     v = c->input_format;
     if ((st = json_pick(o, "input_format", format_names, CP_FMT_COUNT, &v, d)))
@@ -595,7 +602,7 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
         }
         for (size_t i = 0; i < json_array_size(batch); i++) {
             json_t *b = json_array_get(batch, i);
-            if (!json_is_integer(b)) {
+            if (!json_is_integer(b) || json_integer_value(b) < 1) {
                 st = cp_diag_set(d, CP_ERR_CORRUPT, "config: bad 'dynamic_batch_size'");
                 goto out;
             }

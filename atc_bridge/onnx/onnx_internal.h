@@ -1,0 +1,164 @@
+/*
+ * Private to atc_bridge/onnx/: the pieces of ONNX import.
+ *
+ * import.c walks a decoded ModelProto: it checks the opset, lists every
+ * unsupported op at once (first pass), then creates initializers, graph
+ * inputs, nodes and outputs. ops.c holds the op table, one row per operator
+ * of enum cp_op ({ONNX name, opset range, input/output counts, attribute
+ * specs, loader}); a loader adds its node and copies and checks attributes.
+ * tensor.c decodes TensorProtos (typed fields, raw_data, external data) and
+ * value types. wire.c bounds message nesting before protobuf-c's unpack,
+ * which recurses without limit. names.c is a string -> index hash map, so lookups stay O(1) on
+ * models with thousands of tensors.
+ *
+ * Every message starts with the model's display name (its path).
+ */
+#ifndef CP_ONNX_INTERNAL_H
+#define CP_ONNX_INTERNAL_H
+
+#include "atc_bridge/convert.h"
+#include "core/core.h"
+#include "graph/graph.h"
+#include "onnx/onnx.pb-c.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Supported opsets of the default ONNX domain. */
+#define CP_ONNX_OPSET_MIN 11
+#define CP_ONNX_OPSET_MAX 17
+/* Deepest message nesting accepted (protobuf's C++ default). */
+#define CP_ONNX_MAX_NESTING 100
+
+/* ---- string -> index map ------------------------------------------------ */
+
+/* Keys are borrowed: they must outlive the map (graph arena strings do). */
+struct onnx_names {
+    const char **keys;
+    int32_t *vals;
+    size_t cap, n;
+};
+
+void onnx_names_init(struct onnx_names *m);
+void onnx_names_release(struct onnx_names *m);
+/* The value stored for `key`; -1 when absent. */
+int32_t onnx_names_get(const struct onnx_names *m, const char *key);
+/* Insert or replace. CP_ERR_NOMEM on failure. */
+enum cp_status onnx_names_put(struct onnx_names *m, const char *key, int32_t val);
+
+/* ---- import context ------------------------------------------------------ */
+
+struct onnx_ctx {
+    struct cp_graph *g;
+    struct cp_diag *d;
+    const char *where; /* display name of the model: every message starts with it */
+    const char *dir;   /* folder for external data; NULL refuses external data */
+    int64_t opset;     /* default-domain opset */
+    const struct cp_input_shape *shapes; /* --input_shape overrides */
+    size_t n_shapes;
+    struct onnx_names tensors; /* tensor name -> tensor index */
+    struct onnx_names nodes;   /* node names in use -> node index */
+};
+
+/* Record an error prefixed with the model's name; returns `st`. */
+enum cp_status onnx_err(struct onnx_ctx *c, enum cp_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Forward an error a graph call left in `local`, prefixed with the model's
+ * name. Returns its status. */
+enum cp_status onnx_err_from(struct onnx_ctx *c, const struct cp_diag *local, enum cp_status st);
+
+/* Whether a node domain is the default ONNX domain ("" or "ai.onnx"). */
+bool onnx_is_default_domain(const char *domain);
+
+/* ONNX TensorProto.DataType name ("FLOAT", "DOUBLE", ...), "type N" style
+ * text for unknown values goes into buf[24]. */
+const char *onnx_dtype_name(int onnx_type, char buf[24]);
+
+/* Check, before unpacking, that the encoded model nests messages at most
+ * CP_ONNX_MAX_NESTING deep (protobuf-c recurses without a limit) and that its
+ * framing holds together. CP_ERR_PARSE otherwise. */
+enum cp_status onnx_wire_check(struct onnx_ctx *c, const uint8_t *data, size_t len);
+
+/* ---- the op table --------------------------------------------------------- */
+
+/* An attribute an op knows: its type and whether it is required. Attributes
+ * not listed are copied as they come. */
+struct onnx_attr_spec {
+    const char *name;
+    enum cp_attr_type type;
+    bool required;
+};
+
+struct onnx_op_def;
+
+/* A loader builds one ONNX node into the graph: normally it adds the node
+ * (onnx_add_node) and copies its attributes (onnx_copy_attrs), then checks
+ * what the op needs. `name` is the node's unique (possibly generated) name,
+ * `origin` the name to remember as provenance. */
+typedef enum cp_status (*onnx_loader_fn)(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                         const Onnx__NodeProto *np, const char *name,
+                                         const char *origin);
+
+struct onnx_op_def {
+    const char *name; /* ONNX op_type, default domain */
+    enum cp_op op;
+    int min_opset, max_opset;
+    int min_inputs, max_inputs; /* max -1: unbounded */
+    int min_outputs, max_outputs;
+    const struct onnx_attr_spec *attrs; /* terminated by {NULL}; may be NULL */
+    onnx_loader_fn load;
+};
+
+/* The row for a default-domain op_type; NULL when the op is not supported at
+ * all. The caller checks the opset range. */
+const struct onnx_op_def *onnx_op_find(const char *op_type);
+/* Table access for tests: rows are sorted by name. */
+size_t onnx_op_count(void);
+const struct onnx_op_def *onnx_op_at(size_t i);
+
+/* Add a graph node for `np`: resolves or creates input tensors, creates
+ * output tensors (INTERMEDIATE), checks input/output counts against `def`.
+ * OUT: *index. */
+enum cp_status onnx_add_node(struct onnx_ctx *c, const struct onnx_op_def *def,
+                             const Onnx__NodeProto *np, const char *name, const char *origin,
+                             int32_t *index);
+
+/* Copy every attribute of `np` onto graph node `node`, checking that each
+ * declared type matches its payload and that `def`'s specs hold (types,
+ * required attributes). */
+enum cp_status onnx_copy_attrs(struct onnx_ctx *c, const struct onnx_op_def *def,
+                               const Onnx__NodeProto *np, int32_t node, const char *name);
+
+/* Check one attribute's declared type against its payload (a missing type
+ * is taken from the payload, as old exporters left it out). OUT: *type, the
+ * ONNX AttributeType. */
+enum cp_status onnx_attr_type(struct onnx_ctx *c, const Onnx__NodeProto *np, const char *name,
+                              const Onnx__AttributeProto *a, int *type);
+
+/* ---- tensors -------------------------------------------------------------- */
+
+/* Decode a TensorProto's dtype, shape and data. `what` names it in messages
+ * ("initializer 'w'"). OUT: *dtype, *shape (syms arena-owned), *data (heap,
+ * caller frees; NULL when there are 0 bytes), *nbytes. */
+enum cp_status onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *tp, const char *what,
+                                  enum cp_dtype *dtype, struct cp_shape *shape, void **data,
+                                  size_t *nbytes);
+
+/* Make `name` an initializer holding `data` (heap; ownership passes here,
+ * even on failure). When a tensor of that name already exists as a
+ * not-yet-produced intermediate (a forward reference), it is turned into the
+ * initializer; any other existing tensor is a duplicate (CP_ERR_INVALID).
+ * OUT: *index (may be NULL). */
+enum cp_status onnx_set_initializer(struct onnx_ctx *c, const char *name, enum cp_dtype dtype,
+                                    const struct cp_shape *shape, void *data, size_t nbytes,
+                                    const char *what, int32_t *index);
+
+/* The dtype and shape a ValueInfoProto declares. `what` names it ("input
+ * 'x'"). A missing shape gives rank -1. CP_ERR_UNSUPPORTED for non-tensor
+ * types and dtypes we lack. */
+enum cp_status onnx_value_type(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi, const char *what,
+                               enum cp_dtype *dtype, struct cp_shape *shape);
+
+#endif
