@@ -465,22 +465,59 @@ def transpose_perms(m):
 
 
 # --------------------------------------------------------------------------
+def make_module(name):
+    """Build one example as a PyTorch module in eval mode, with the seeded
+    weights and the inputs its test data uses. Returns (model, inputs,
+    input_names, output_names, opset). The benchmark scripts in bench/ use
+    this to time PyTorch eager on exactly the exported model."""
+    if name == "sd_unet_tiny":
+        seed_everything(0)
+        model = SDUNetTiny()
+        perturb_norm_affine(model)
+        rng = np.random.RandomState(100)
+        inputs = [
+            torch.from_numpy(rng.randn(1, 4, 32, 32).astype(np.float32)),
+            torch.tensor([421.0], dtype=torch.float32),
+            torch.from_numpy(rng.randn(1, 77, 64).astype(np.float32)),
+        ]
+        names = ["sample", "timestep", "encoder_hidden_states"]
+        return model.eval(), inputs, names, ["noise_pred"], 17
+    if name == "resnet_tiny":
+        seed_everything(1)
+        model = ResNetTiny()
+        perturb_norm_affine(model)
+        calibrate_batchnorm(model, (1, 3, 64, 64))
+        rng = np.random.RandomState(101)
+        inputs = [torch.from_numpy(rng.randn(1, 3, 64, 64).astype(np.float32))]
+        return model.eval(), inputs, ["input"], ["logits"], 13
+    if name.startswith("transformer_encoder_op"):
+        opset = int(name[len("transformer_encoder_op"):])
+        seed_everything(2)
+        model = TinyTransformerEncoder()
+        perturb_norm_affine(model)
+        rng = np.random.RandomState(102)
+        inputs = [torch.from_numpy(rng.randn(1, 128, 64).astype(np.float32))]
+        return model.eval(), inputs, ["x"], ["y"], opset
+    if name == "nhwc_roundtrip":
+        seed_everything(3)
+        model = NHWCRoundTrip()
+        perturb_norm_affine(model)
+        rng = np.random.RandomState(103)
+        inputs = [torch.from_numpy(rng.randn(1, 3, 64, 64).astype(np.float32))]
+        return model.eval(), inputs, ["input"], ["output"], 13
+    raise ValueError(f"unknown example model {name!r}")
+
+
+MODEL_NAMES = ["sd_unet_tiny", "resnet_tiny", "transformer_encoder_op14",
+               "transformer_encoder_op17", "nhwc_roundtrip"]
+
+
 def build_all():
     results = []
 
     # 1. sd_unet_tiny (opset 17)
-    seed_everything(0)
-    model = SDUNetTiny()
-    perturb_norm_affine(model)
-    rng = np.random.RandomState(100)
-    inputs = [
-        torch.from_numpy(rng.randn(1, 4, 32, 32).astype(np.float32)),
-        torch.tensor([421.0], dtype=torch.float32),
-        torch.from_numpy(rng.randn(1, 77, 64).astype(np.float32)),
-    ]
-    r = export_model("sd_unet_tiny", model, inputs,
-                     ["sample", "timestep", "encoder_hidden_states"],
-                     ["noise_pred"], opset=17)
+    model, inputs, names, outs, opset = make_module("sd_unet_tiny")
+    r = export_model("sd_unet_tiny", model, inputs, names, outs, opset=opset)
     h = r["hist"]
     assert count_attention_patterns(r["model"]) == 4, "attention pattern missing"
     assert h["InstanceNormalization"] >= 1 and h["LayerNormalization"] >= 1
@@ -489,17 +526,12 @@ def build_all():
     results.append(r)
 
     # 2. resnet_tiny (opset 13, BatchNormalization nodes kept)
-    seed_everything(1)
-    model = ResNetTiny()
-    perturb_norm_affine(model)
-    calibrate_batchnorm(model, (1, 3, 64, 64))
-    rng = np.random.RandomState(101)
-    inputs = [torch.from_numpy(rng.randn(1, 3, 64, 64).astype(np.float32))]
+    model, inputs, names, outs, opset = make_module("resnet_tiny")
     # TrainingMode.EVAL makes torch run its eval peephole, which folds every
     # BatchNorm into the preceding Conv.  PRESERVE (with the model in eval())
     # still exports inference-mode BatchNormalization but skips that folding.
-    r = export_model("resnet_tiny", model, inputs, ["input"], ["logits"],
-                     opset=13, do_constant_folding=False,
+    r = export_model("resnet_tiny", model, inputs, names, outs,
+                     opset=opset, do_constant_folding=False,
                      training=torch.onnx.TrainingMode.PRESERVE)
     n_bn = sum(isinstance(mm, nn.BatchNorm2d) for mm in model.modules())
     assert r["hist"]["BatchNormalization"] == n_bn, (r["hist"], n_bn)
@@ -510,13 +542,9 @@ def build_all():
 
     # 3. transformer_encoder_op14 / _op17 (same weights, same data)
     for opset in (14, 17):
-        seed_everything(2)
-        model = TinyTransformerEncoder()
-        perturb_norm_affine(model)
-        rng = np.random.RandomState(102)
-        inputs = [torch.from_numpy(rng.randn(1, 128, 64).astype(np.float32))]
-        r = export_model(f"transformer_encoder_op{opset}", model, inputs,
-                         ["x"], ["y"], opset=opset)
+        name = f"transformer_encoder_op{opset}"
+        model, inputs, names, outs, _ = make_module(name)
+        r = export_model(name, model, inputs, names, outs, opset=opset)
         h = r["hist"]
         assert count_attention_patterns(r["model"]) == 2
         assert "Erf" in h, h
@@ -529,13 +557,8 @@ def build_all():
         results.append(r)
 
     # 4. nhwc_roundtrip (opset 13)
-    seed_everything(3)
-    model = NHWCRoundTrip()
-    perturb_norm_affine(model)
-    rng = np.random.RandomState(103)
-    inputs = [torch.from_numpy(rng.randn(1, 3, 64, 64).astype(np.float32))]
-    r = export_model("nhwc_roundtrip", model, inputs, ["input"], ["output"],
-                     opset=13)
+    model, inputs, names, outs, opset = make_module("nhwc_roundtrip")
+    r = export_model("nhwc_roundtrip", model, inputs, names, outs, opset=opset)
     perms = transpose_perms(r["model"])
     assert perms.count([0, 2, 3, 1]) == 3 and perms.count([0, 3, 1, 2]) == 3, perms
     results.append(r)
