@@ -14,8 +14,11 @@ struct command {
 
 /* Sorted by name. */
 static const struct command commands[] = {
+    {"bench", cp_cmd_bench, "measure latency statistics and throughput; --trace records a trace"},
     {"convert", cp_cmd_convert, "convert an ONNX model into a CPU offline model (.om), ATC flags"},
+    {"export", cp_cmd_export, "export a trace store as Chrome trace JSON or folded stacks"},
     {"info", cp_cmd_info, "describe an .onnx or .om file: I/O, ops, parameters, FLOPs, config"},
+    {"run", cp_cmd_run, "run a model once; inputs from .pb/.npy or seeded random; .npy out"},
 };
 
 static void usage(FILE *f)

@@ -337,7 +337,7 @@ static int64_t data_numel(const struct cp_tensor *t)
 {
     size_t es = cp_dtype_size(t->dtype);
     int64_t numel = cp_shape_numel(&t->shape);
-    if (!t->data || es == 0 || numel < 0 || (size_t)numel * es != t->nbytes)
+    if ((!t->data && numel != 0) || es == 0 || numel < 0 || (size_t)numel * es != t->nbytes)
         return -1;
     return numel;
 }

@@ -10,6 +10,7 @@ CP_PACKAGES=(
     libyaml-dev libsqlite3-dev libgsl-dev libcurl4-openssl-dev
     libcriterion-dev libdnnl-dev libprotobuf-c-dev protobuf-c-compiler
     libonnx-dev libjansson-dev libxxhash-dev
+    libonnx-testdata
 )
 
 cp_missing_packages() {

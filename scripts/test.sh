@@ -10,4 +10,17 @@ cd "$CP_ROOT"
 mkdir -p build
 cp_build "$CP_ROOT/build"
 cd build
-ctest --output-on-failure -j"$(nproc)" "$@"
+log=$(mktemp /tmp/cannprof-ctest.XXXXXX)
+trap 'rm -f "$log"' EXIT
+set +e
+ctest --output-on-failure -j"$(nproc)" "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+# The ONNX conformance summary is printed by its test; ctest shows a test's
+# output only on failure, so repeat it here, then end with ctest's verdict.
+if grep -q 'conformance summary' Testing/Temporary/LastTest.log 2>/dev/null; then
+    echo
+    sed -n '/^conformance summary/,/^$/p' Testing/Temporary/LastTest.log | head -n 30
+    grep -E '^[0-9]+% tests passed' "$log" | tail -n 1
+fi
+exit "$rc"

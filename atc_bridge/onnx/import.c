@@ -71,6 +71,7 @@ struct unsup {
     char *name; /* domain-qualified for non-default domains */
     size_t count;
     const struct onnx_op_def *def; /* set when only the opset is wrong */
+    size_t first;                  /* index of the first node with this op */
 };
 
 static int cmp_unsup(const void *a, const void *b)
@@ -82,7 +83,7 @@ static int cmp_unsup(const void *a, const void *b)
 }
 
 static enum cp_status note_unsup(struct unsup **list, size_t *n, const char *domain,
-                                 const char *op_type, const struct onnx_op_def *def)
+                                 const char *op_type, const struct onnx_op_def *def, size_t node)
 {
     struct cp_buf b;
     cp_buf_init(&b);
@@ -104,7 +105,7 @@ static enum cp_status note_unsup(struct unsup **list, size_t *n, const char *dom
         return CP_ERR_NOMEM;
     }
     *list = p;
-    p[*n] = (struct unsup){cp_buf_steal(&b), 1, def};
+    p[*n] = (struct unsup){cp_buf_steal(&b), 1, def, node};
     (*n)++;
     return CP_OK;
 }
@@ -127,7 +128,7 @@ static enum cp_status check_supported(struct onnx_ctx *c, const Onnx__GraphProto
             onnx_is_default_domain(np->domain) ? onnx_op_find(np->op_type) : NULL;
         if (def && c->opset >= def->min_opset && c->opset <= def->max_opset)
             continue;
-        if (note_unsup(&list, &n, np->domain, np->op_type, def) != CP_OK) {
+        if (note_unsup(&list, &n, np->domain, np->op_type, def, i) != CP_OK) {
             st = onnx_err(c, CP_ERR_NOMEM, "out of memory");
             goto out;
         }
@@ -146,6 +147,15 @@ static enum cp_status check_supported(struct onnx_ctx *c, const Onnx__GraphProto
         else if (def)
             cp_buf_printf(&b, "; needs opset %d\u2013%d", def->min_opset, def->max_opset);
         cp_buf_putc(&b, ')');
+    }
+    /* Name a node of each, so the user can find them in the model. */
+    cp_buf_puts(&b, "; first nodes: ");
+    for (size_t i = 0; i < n; i++) {
+        const Onnx__NodeProto *np = gp->node[list[i].first];
+        if (np->name && *np->name)
+            cp_buf_printf(&b, "%s'%s' (%s)", i ? ", " : "", np->name, list[i].name);
+        else
+            cp_buf_printf(&b, "%snode %zu (%s)", i ? ", " : "", list[i].first, list[i].name);
     }
     if (cp_buf_status(&b) != CP_OK)
         st = onnx_err(c, CP_ERR_NOMEM, "out of memory");
@@ -255,6 +265,8 @@ static enum cp_status apply_override(struct onnx_ctx *c, const char *name, struc
             /* A dimension left dynamic keeps the model's name for it. */
             s.dims[i].sym = o->dims[i] < 0 && shape->rank == o->rank ? shape->dims[i].sym : NULL;
         }
+        if (!cp_shape_equal(&s, shape))
+            c->shapes_changed = true;
         *shape = s;
     }
     return CP_OK;
@@ -362,9 +374,9 @@ static enum cp_status check_resolved(struct onnx_ctx *c)
 
 /* ---- outputs and declared types --------------------------------------------------- */
 
-/* Give an intermediate tensor the dtype (and, without --input_shape
- * overrides, which would make them stale, the shape) the model declares for
- * it. Declarations we cannot read are skipped: inference decides anyway. */
+/* Give an intermediate tensor the dtype (and, unless --input_shape changed
+ * an input's shape, which would make them stale, the shape) the model
+ * declares for it. Declarations we cannot read are skipped: inference decides anyway. */
 static void apply_declared(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 {
     if (!vi->name)
@@ -383,7 +395,7 @@ static void apply_declared(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
         return;
     if (t->dtype == CP_DTYPE_UNDEFINED)
         t->dtype = dt;
-    if (t->shape.rank < 0 && c->n_shapes == 0)
+    if (t->shape.rank < 0 && !c->shapes_changed)
         t->shape = shape;
 }
 

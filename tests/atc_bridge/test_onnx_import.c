@@ -770,7 +770,8 @@ Test(onnx_import, test_onnx_unsupported_ops_are_listed_at_once)
     char want[1024];
     snprintf(want, sizeof want,
              "%s/model.onnx: unsupported ops: Foo (3 nodes), Bar (1 node), "
-             "com.microsoft.FusedGemm (1 node)",
+             "com.microsoft.FusedGemm (1 node); first nodes: 'f1' (Foo), 'b1' (Bar), "
+             "'fg' (com.microsoft.FusedGemm)",
              scratch);
     cr_assert_str_eq(d.msg, want);
 }

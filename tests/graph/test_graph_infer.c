@@ -844,3 +844,16 @@ Test(graph_infer, test_infer_leaves_unknown_ops_alone)
     gb_assert_shape(g, "z", 1, GB_DIMS(5));
     cp_graph_free(g);
 }
+
+Test(graph_infer, test_infer_reduce_sum_with_empty_axes_initializer_reduces_all)
+{
+    /* ONNX models carry an empty `axes` initializer as a tensor with no
+     * bytes at all; it is a known, empty list, not an unknown value. */
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", F32, 3, GB_DIMS(2, 3, 4));
+    gb_init(g, "ax", CP_DTYPE_I64, 1, GB_DIMS(0), NULL);
+    gb_node(g, "sum", "ReduceSum", GB_IN("x", "ax"), GB_IN("s"));
+    gb_infer_ok(g);
+    gb_assert_shape(g, "s", 3, GB_DIMS(1, 1, 1));
+    cp_graph_free(g);
+}

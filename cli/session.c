@@ -1,0 +1,172 @@
+/* Model opening and input feeding shared by run and bench. */
+#include "cli/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static enum cp_status open_onnx(struct cp_cli_session *s, const struct cp_cli_session_opts *o,
+                                struct cp_diag *d)
+{
+    struct cp_graph *g = NULL;
+    char hash[33];
+    enum cp_status st = cp_onnx_import(o->model_path, s->shapes.input_shapes,
+                                       s->shapes.n_input_shapes, &g, hash, d);
+    if (st == CP_OK)
+        st = cp_graph_verify(g, d);
+    if (st == CP_OK)
+        st = cp_graph_compact(g, d);
+    if (st == CP_OK)
+        st = cp_graph_infer(g, d);
+    if (st != CP_OK) {
+        cp_graph_free(g);
+        return st;
+    }
+    struct cp_om_meta meta;
+    memset(&meta, 0, sizeof meta);
+    cp_convert_config_init(&meta.config);
+    snprintf(meta.config.model, sizeof meta.config.model, "%s", o->model_path);
+    meta.format_version = CP_OM_FORMAT_VERSION;
+    meta.tool_version = (char *)CP_VERSION_STRING;
+    meta.source_path = (char *)o->model_path;
+    meta.source_hash = hash;
+    meta.target = (char *)"cpu (unconverted onnx)";
+    s->from_onnx = true;
+    return cp_model_from_graph(s->rt, g, &meta, &s->model, d);
+}
+
+enum cp_status cp_cli_session_open(struct cp_cli_session *s, const struct cp_cli_session_opts *o,
+                                   struct cp_diag *d)
+{
+    memset(s, 0, sizeof *s);
+    cp_convert_config_init(&s->shapes);
+    enum cp_status st;
+    if (o->input_shape &&
+        (st = cp_convert_config_set(&s->shapes, "input_shape", o->input_shape, d)) != CP_OK)
+        return st;
+    struct cp_runtime_options ro = {.threads = o->threads, .trace = o->trace};
+    if ((st = cp_runtime_create(&ro, &s->rt, d)) != CP_OK)
+        return st;
+    if (cp_path_has_suffix(o->model_path, ".onnx"))
+        st = open_onnx(s, o, d);
+    else
+        st = cp_model_load(s->rt, o->model_path, &s->model, d);
+    if (st != CP_OK)
+        goto out_close;
+    struct cp_plan_options po = {
+        .input_shapes = s->shapes.input_shapes,
+        .n_input_shapes = s->shapes.n_input_shapes,
+        .batch = o->batch,
+        .buffer_optimize = o->buffer_optimize,
+    };
+    if ((st = cp_plan_create(s->model, &po, &s->plan, d)) != CP_OK)
+        goto out_close;
+    return CP_OK;
+out_close:
+    cp_cli_session_close(s);
+    return st;
+}
+
+void cp_cli_session_close(struct cp_cli_session *s)
+{
+    cp_plan_free(s->plan);
+    cp_model_free(s->model);
+    cp_runtime_free(s->rt);
+    memset(s, 0, sizeof *s);
+}
+
+static enum cp_status set_one(struct cp_cli_session *s, size_t idx, const char *file,
+                              struct cp_diag *d)
+{
+    if (!file[0])
+        return cp_diag_set(d, CP_ERR_USAGE, "--input %s=: no file given",
+                           cp_plan_input(s->plan, idx)->name);
+    struct cp_host_tensor t;
+    enum cp_status st = cp_tensor_read_file(file, &t, d);
+    if (st != CP_OK)
+        return st;
+    st = cp_plan_set_input(s->plan, idx, &t, d);
+    cp_host_tensor_release(&t);
+    if (st != CP_OK && !strstr(d->msg, file)) {
+        /* Name the file too: the plan only knows the input. */
+        struct cp_buf b;
+        cp_buf_init(&b);
+        cp_buf_printf(&b, "%s: %s", file, d->msg);
+        if (b.data) {
+            size_t n = b.len < sizeof d->msg - 1 ? b.len : sizeof d->msg - 1;
+            memcpy(d->msg, b.data, n);
+            d->msg[n] = '\0';
+        }
+        cp_buf_release(&b);
+    }
+    return st;
+}
+
+enum cp_status cp_cli_session_set_inputs(struct cp_cli_session *s, const char *const *inputs,
+                                         size_t n, uint64_t seed, struct cp_diag *d)
+{
+    size_t n_in = cp_plan_n_inputs(s->plan);
+    bool *given = cp_calloc(n_in ? n_in : 1, sizeof *given);
+    if (!given)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; i < n && st == CP_OK; i++) {
+        const char *eq = strchr(inputs[i], '=');
+        if (!eq) {
+            if (n_in != 1) {
+                st = cp_diag_set(d, CP_ERR_USAGE,
+                                 "--input %s: the model has %zu inputs; write --input NAME=FILE",
+                                 inputs[i], n_in);
+                break;
+            }
+            given[0] = true;
+            st = set_one(s, 0, inputs[i], d);
+            continue;
+        }
+        size_t len = (size_t)(eq - inputs[i]);
+        size_t idx = n_in;
+        for (size_t k = 0; k < n_in; k++) {
+            const char *name = cp_plan_input(s->plan, k)->name;
+            if (strlen(name) == len && strncmp(name, inputs[i], len) == 0)
+                idx = k;
+        }
+        if (idx == n_in) {
+            struct cp_buf names;
+            cp_buf_init(&names);
+            for (size_t k = 0; k < n_in; k++)
+                cp_buf_printf(&names, "%s%s", k ? ", " : "", cp_plan_input(s->plan, k)->name);
+            st =
+                cp_diag_set(d, CP_ERR_USAGE,
+                            "--input %.*s=...: the model has no input '%.*s'; "
+                            "its inputs are: %s",
+                            (int)len, inputs[i], (int)len, inputs[i], names.data ? names.data : "");
+            cp_buf_release(&names);
+            break;
+        }
+        if (given[idx]) {
+            st =
+                cp_diag_set(d, CP_ERR_USAGE, "--input: '%.*s' is given twice", (int)len, inputs[i]);
+            break;
+        }
+        given[idx] = true;
+        st = set_one(s, idx, eq + 1, d);
+    }
+    for (size_t k = 0; k < n_in && st == CP_OK; k++) {
+        if (given[k])
+            continue;
+        const struct cp_tensor *t = cp_plan_input(s->plan, k);
+        struct cp_host_tensor h;
+        memset(&h, 0, sizeof h);
+        snprintf(h.name, sizeof h.name, "%s", t->name);
+        h.dtype = t->dtype;
+        h.rank = t->shape.rank;
+        for (int i = 0; i < h.rank; i++)
+            h.dims[i] = t->shape.dims[i].value;
+        st = cp_tensor_fill_random(&h, seed + k, d);
+        if (st == CP_OK)
+            st = cp_plan_set_input(s->plan, k, &h, d);
+        cp_host_tensor_release(&h);
+    }
+    free(given);
+    return st;
+}

@@ -1,0 +1,38 @@
+/* Shared by run and bench: open a model (.om, or .onnx run unconverted),
+ * build a plan, and feed it inputs from files or seeded random data. */
+#ifndef CP_CLI_SESSION_H
+#define CP_CLI_SESSION_H
+
+#include "runner/runner.h"
+
+#include <stdbool.h>
+
+struct cp_cli_session {
+    struct cp_runtime *rt;
+    struct cp_model *model;
+    struct cp_plan *plan;
+    struct cp_convert_config shapes; /* only input_shapes is used */
+    bool from_onnx;
+};
+
+struct cp_cli_session_opts {
+    const char *model_path;
+    const char *input_shape; /* "--input_shape" text or NULL */
+    int64_t batch;           /* 0: the model's */
+    int threads;             /* 0: all cores */
+    int buffer_optimize;     /* -1: the model's */
+    struct cp_trace_recorder *trace;
+};
+
+/* Open the model and build the plan. Errors go to `d`. */
+enum cp_status cp_cli_session_open(struct cp_cli_session *s, const struct cp_cli_session_opts *o,
+                                   struct cp_diag *d);
+void cp_cli_session_close(struct cp_cli_session *s);
+
+/* Set every input: from "--input NAME=FILE" values (n of them), or, for
+ * inputs not given, from seeded random data. A FILE alone is accepted when
+ * the model has exactly one input. Errors name the input and file. */
+enum cp_status cp_cli_session_set_inputs(struct cp_cli_session *s, const char *const *inputs,
+                                         size_t n, uint64_t seed, struct cp_diag *d);
+
+#endif

@@ -1,0 +1,514 @@
+/*
+ * Data movement in plain C, for any element type (copied as bytes):
+ * Concat, Split, Slice, Gather and nearest-neighbour Resize.
+ *
+ * Each kernel reduces its node to "rows": the output is walked in runs
+ * that are contiguous in both tensors (memcpy) or, for Slice with a step
+ * and Resize, in runs with a fixed input stride or an index table. Index
+ * tables and offsets are computed in prepare; run only copies.
+ */
+#include "runner/cpu/fast_util.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COPY_GRAIN (256 * 1024) /* bytes per thread worth splitting for */
+
+static void state_release(struct cp_kexec *k)
+{
+    free(k->state);
+    k->state = NULL;
+}
+
+static int norm_axis(int64_t axis, int rank)
+{
+    if (axis < 0)
+        axis += rank;
+    return axis >= 0 && axis < rank ? (int)axis : -1;
+}
+
+/* ---- Concat / Split ----------------------------------------------------- */
+
+/* Concat and Split share a geometry: `outer` rows, each the concatenation
+ * of the parts' chunks (chunk[i] bytes of part i). */
+struct cat_state {
+    int64_t outer;
+    size_t nparts;
+    size_t row;      /* bytes per outer row of the whole tensor */
+    size_t chunk[];  /* bytes per outer row of each part */
+};
+
+static bool cat_geom(const struct cp_tensor *whole, const struct cp_tensor *const *parts,
+                     size_t np, int64_t axis_attr, int64_t *outer, size_t *chunks, size_t *row)
+{
+    int64_t wd[CP_MAX_RANK], pd[CP_MAX_RANK];
+    int r = cp_fk_dims(whole, wd);
+    if (r < 1)
+        return false;
+    int ax = norm_axis(axis_attr, r);
+    if (ax < 0)
+        return false;
+    size_t es = cp_dtype_size(whole->dtype);
+    int64_t o = 1, inner = 1, sum = 0;
+    for (int i = 0; i < ax; i++)
+        o *= wd[i];
+    for (int i = ax + 1; i < r; i++)
+        inner *= wd[i];
+    for (size_t p = 0; p < np; p++) {
+        if (!parts[p] || parts[p]->dtype != whole->dtype || cp_fk_dims(parts[p], pd) != r)
+            return false;
+        for (int i = 0; i < r; i++)
+            if (i != ax && pd[i] != wd[i])
+                return false;
+        sum += pd[ax];
+        if (chunks)
+            chunks[p] = (size_t)(pd[ax] * inner) * es;
+    }
+    if (sum != wd[ax] || es == 0)
+        return false;
+    *outer = o;
+    *row = (size_t)(wd[ax] * inner) * es;
+    return true;
+}
+
+static bool concat_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    const struct cp_tensor *parts[64];
+    if (n->n_inputs < 1 || n->n_inputs > 64 || n->n_outputs != 1 || !cp_fk_out(g, n, 0) ||
+        !cp_node_attr(n, "axis"))
+        return false;
+    for (size_t i = 0; i < n->n_inputs; i++)
+        parts[i] = cp_fk_in(g, n, i);
+    int64_t outer;
+    size_t row;
+    return cat_geom(cp_fk_out(g, n, 0), parts, n->n_inputs, cp_node_attr_int(n, "axis", 0), &outer,
+                    NULL, &row);
+}
+
+static bool split_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    const struct cp_tensor *parts[64];
+    if (n->n_inputs < 1 || n->n_inputs > 2 || n->n_outputs < 1 || n->n_outputs > 64 ||
+        !cp_fk_in(g, n, 0))
+        return false;
+    for (size_t i = 0; i < n->n_outputs; i++)
+        if (!(parts[i] = cp_fk_out(g, n, i)))
+            return false;
+    int64_t outer;
+    size_t row;
+    return cat_geom(cp_fk_in(g, n, 0), parts, n->n_outputs, cp_node_attr_int(n, "axis", 0),
+                    &outer, NULL, &row);
+}
+
+static enum cp_status cat_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    bool split = k->node->op == CP_OP_SPLIT;
+    size_t np = split ? k->node->n_outputs : k->node->n_inputs;
+    struct cat_state *s = calloc(1, sizeof *s + np * sizeof(size_t));
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    const struct cp_tensor *whole = split ? k->in[0] : k->out[0];
+    const struct cp_tensor *const *parts = split ? k->out : k->in;
+    if (!cat_geom(whole, parts, np, cp_node_attr_int(k->node, "axis", 0), &s->outer, s->chunk,
+                  &s->row)) {
+        free(s);
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': shapes do not match", k->node->name);
+    }
+    s->nparts = np;
+    k->state = s;
+    return CP_OK;
+}
+
+static enum cp_status cat_run(struct cp_kexec *k)
+{
+    const struct cat_state *s = k->state;
+    bool split = k->node->op == CP_OP_SPLIT;
+    char *whole = split ? k->in_data[0] : k->out_data[0];
+    void **parts = split ? k->out_data : k->in_data;
+    int64_t total = s->outer * (int64_t)s->nparts;
+    int nt = cp_fk_threads(k, s->outer * (int64_t)s->row, COPY_GRAIN);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t t = 0; t < total; t++) {
+        int64_t o = t / (int64_t)s->nparts;
+        size_t p = (size_t)(t % (int64_t)s->nparts), off = 0;
+        for (size_t q = 0; q < p; q++)
+            off += s->chunk[q];
+        if (!s->chunk[p])
+            continue;
+        char *w = whole + (size_t)o * s->row + off;
+        char *pp = (char *)parts[p] + (size_t)o * s->chunk[p];
+        if (split)
+            memcpy(pp, w, s->chunk[p]);
+        else
+            memcpy(w, pp, s->chunk[p]);
+    }
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_concat = {"c:concat",  CP_OP_CONCAT, concat_supports,
+                                         cat_prepare, cat_run,      state_release};
+const struct cp_kernel cp_fast_split = {"c:split",   CP_OP_SPLIT, split_supports,
+                                        cat_prepare, cat_run,     state_release};
+
+/* ---- strided copies (Slice, Resize) ------------------------------------- */
+
+/* out[i0, .., i_{r-1}] = in[sum_d idx_d(i_d)] where idx_d is either
+ * start_d + i*step_d (in elements of the input, pre-multiplied by the
+ * input stride) or a table. The last dim is the inner loop. */
+struct gather_state {
+    int rank;
+    size_t es;
+    int64_t odims[CP_MAX_RANK];
+    int64_t rows;
+    int64_t *tab[CP_MAX_RANK]; /* per dim: input element offset of each output index */
+    int64_t storage[];
+};
+
+static struct gather_state *gather_alloc(int rank, const int64_t *odims, size_t es)
+{
+    int64_t total = 0;
+    for (int i = 0; i < rank; i++)
+        total += odims[i];
+    struct gather_state *s = calloc(1, sizeof *s + (size_t)total * sizeof(int64_t));
+    if (!s)
+        return NULL;
+    s->rank = rank;
+    s->es = es;
+    s->rows = 1;
+    int64_t *p = s->storage;
+    for (int i = 0; i < rank; i++) {
+        s->odims[i] = odims[i];
+        s->tab[i] = p;
+        p += odims[i];
+        if (i < rank - 1)
+            s->rows *= odims[i];
+    }
+    return s;
+}
+
+#define GATHER_INNER(T)                                                                            \
+    do {                                                                                           \
+        const T *src = (const T *)in + base;                                                       \
+        T *dst = (T *)out + r * L;                                                                 \
+        for (int64_t j = 0; j < L; j++)                                                            \
+            dst[j] = src[t[j]];                                                                    \
+    } while (0)
+
+static enum cp_status gather_run(struct cp_kexec *k)
+{
+    const struct gather_state *s = k->state;
+    const char *in = k->in_data[0];
+    char *out = k->out_data[0];
+    int R = s->rank;
+    int64_t L = s->odims[R - 1];
+    const int64_t *t = s->tab[R - 1];
+    /* Contiguous runs along the last dim copy as one block. */
+    bool contiguous = true;
+    for (int64_t j = 1; j < L && contiguous; j++)
+        contiguous = t[j] == t[0] + j;
+    int nt = cp_fk_threads(k, s->rows * L * (int64_t)s->es, COPY_GRAIN);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t r = 0; r < s->rows; r++) {
+        int64_t base = 0, q = r;
+        for (int d = R - 2; d >= 0; d--) {
+            base += s->tab[d][q % s->odims[d]];
+            q /= s->odims[d];
+        }
+        if (contiguous) {
+            memcpy(out + (size_t)(r * L) * s->es, in + (size_t)(base + t[0]) * s->es,
+                   (size_t)L * s->es);
+            continue;
+        }
+        switch (s->es) {
+        case 1:
+            GATHER_INNER(uint8_t);
+            break;
+        case 2:
+            GATHER_INNER(uint16_t);
+            break;
+        case 4:
+            GATHER_INNER(uint32_t);
+            break;
+        default:
+            GATHER_INNER(uint64_t);
+            break;
+        }
+    }
+    return CP_OK;
+}
+
+/* Slice: starts/ends/axes/steps as constant inputs (opset >= 10). */
+static bool slice_geom(const struct cp_graph *g, const struct cp_node *n, int64_t *start,
+                       int64_t *step)
+{
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *y = cp_fk_out(g, n, 0);
+    int64_t xd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    int r = cp_fk_dims(x, xd);
+    if (r < 1 || cp_fk_dims(y, yd) != r || x->dtype != y->dtype || n->n_inputs < 3)
+        return false;
+    int64_t st[CP_MAX_RANK], en[CP_MAX_RANK], ax[CP_MAX_RANK], sp[CP_MAX_RANK];
+    size_t ns, ne, na, nsp;
+    if (!cp_fk_const_ints(cp_fk_in(g, n, 1), st, CP_MAX_RANK, &ns) ||
+        !cp_fk_const_ints(cp_fk_in(g, n, 2), en, CP_MAX_RANK, &ne) || ns != ne)
+        return false;
+    if (cp_fk_in(g, n, 3)) {
+        if (!cp_fk_const_ints(cp_fk_in(g, n, 3), ax, CP_MAX_RANK, &na) || na != ns)
+            return false;
+    } else {
+        for (size_t i = 0; i < ns; i++)
+            ax[i] = (int64_t)i;
+    }
+    if (cp_fk_in(g, n, 4)) {
+        if (!cp_fk_const_ints(cp_fk_in(g, n, 4), sp, CP_MAX_RANK, &nsp) || nsp != ns)
+            return false;
+    } else {
+        for (size_t i = 0; i < ns; i++)
+            sp[i] = 1;
+    }
+    for (int i = 0; i < r; i++) {
+        start[i] = 0;
+        step[i] = 1;
+    }
+    bool seen[CP_MAX_RANK] = {false};
+    for (size_t i = 0; i < ns; i++) {
+        int a = norm_axis(ax[i], r);
+        if (a < 0 || seen[a] || sp[i] == 0)
+            return false;
+        seen[a] = true;
+        int64_t dim = xd[a], s = st[i], e = en[i], k = sp[i], cnt;
+        if (s < 0)
+            s = s < -dim ? 0 : s + dim;
+        if (e < 0)
+            e = e < -dim ? -1 : e + dim;
+        if (k > 0) {
+            s = s > dim ? dim : s;
+            e = e > dim ? dim : (e < 0 ? 0 : e);
+            cnt = e > s ? (e - s + k - 1) / k : 0;
+        } else {
+            s = s > dim - 1 ? dim - 1 : s;
+            e = e > dim - 1 ? dim - 1 : e;
+            cnt = s > e ? (s - e + (-k) - 1) / (-k) : 0;
+        }
+        if (cnt != yd[a])
+            return false;
+        start[a] = s;
+        step[a] = k;
+    }
+    for (int i = 0; i < r; i++)
+        if (!seen[i] && yd[i] != xd[i])
+            return false;
+    return cp_shape_numel(&y->shape) > 0;
+}
+
+static bool slice_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    int64_t start[CP_MAX_RANK], step[CP_MAX_RANK];
+    return n->n_outputs == 1 && cp_fk_in(g, n, 0) && cp_fk_out(g, n, 0) &&
+           slice_geom(g, n, start, step);
+}
+
+static enum cp_status slice_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    int64_t start[CP_MAX_RANK], step[CP_MAX_RANK], xd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    if (!slice_geom(k->g, k->node, start, step))
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': bad slice", k->node->name);
+    int r = cp_fk_dims(k->in[0], xd);
+    cp_fk_dims(k->out[0], yd);
+    struct gather_state *s = gather_alloc(r, yd, cp_dtype_size(k->in[0]->dtype));
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    int64_t stride = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        for (int64_t j = 0; j < yd[i]; j++)
+            s->tab[i][j] = (start[i] + j * step[i]) * stride;
+        stride *= xd[i];
+    }
+    k->state = s;
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_slice = {"c:slice",     CP_OP_SLICE, slice_supports,
+                                        slice_prepare, gather_run,  state_release};
+
+/* Resize, mode nearest, without roi. */
+static double resize_src(const char *ctm, int64_t x, double scale, int64_t in, int64_t out)
+{
+    double xr = (double)x;
+    if (strcmp(ctm, "asymmetric") == 0)
+        return xr / scale;
+    if (strcmp(ctm, "align_corners") == 0)
+        return out == 1 ? 0.0 : xr * (double)(in - 1) / (double)(out - 1);
+    if (strcmp(ctm, "pytorch_half_pixel") == 0)
+        return out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
+    if (strcmp(ctm, "tf_half_pixel_for_nn") == 0)
+        return (xr + 0.5) / scale;
+    return (xr + 0.5) / scale - 0.5; /* half_pixel */
+}
+
+static int64_t resize_round(const char *nm, double v)
+{
+    if (strcmp(nm, "floor") == 0)
+        return (int64_t)floor(v);
+    if (strcmp(nm, "ceil") == 0)
+        return (int64_t)ceil(v);
+    double f = floor(v);
+    if (v - f == 0.5)
+        return strcmp(nm, "round_prefer_ceil") == 0 ? (int64_t)f + 1 : (int64_t)f;
+    return (int64_t)floor(v + 0.5);
+}
+
+static bool resize_geom(const struct cp_graph *g, const struct cp_node *n, double *scales)
+{
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *y = cp_fk_out(g, n, 0);
+    int64_t xd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    int r = cp_fk_dims(x, xd);
+    if (r < 1 || cp_fk_dims(y, yd) != r || x->dtype != y->dtype || n->n_outputs != 1)
+        return false;
+    if (strcmp(cp_node_attr_string(n, "mode", "nearest"), "nearest") != 0)
+        return false;
+    const char *ctm = cp_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    if (strcmp(ctm, "tf_crop_and_resize") == 0)
+        return false;
+    const char *nm = cp_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+    if (strcmp(nm, "floor") && strcmp(nm, "ceil") && strcmp(nm, "round_prefer_floor") &&
+        strcmp(nm, "round_prefer_ceil"))
+        return false;
+    float sc[CP_MAX_RANK];
+    size_t nsc = 0;
+    const struct cp_tensor *ts = cp_fk_in(g, n, 2);
+    if (ts && cp_shape_numel(&ts->shape) > 0) {
+        if (!cp_fk_const_floats(ts, sc, CP_MAX_RANK, &nsc) || nsc != (size_t)r)
+            return false;
+        for (int i = 0; i < r; i++) {
+            if (!(sc[i] > 0.0f) || (int64_t)floor((double)xd[i] * sc[i]) != yd[i])
+                return false;
+            scales[i] = sc[i];
+        }
+    } else {
+        for (int i = 0; i < r; i++) {
+            if (xd[i] <= 0)
+                return false;
+            scales[i] = (double)yd[i] / (double)xd[i];
+        }
+    }
+    return cp_shape_numel(&y->shape) > 0;
+}
+
+static bool resize_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    double scales[CP_MAX_RANK];
+    return n->n_inputs >= 1 && n->n_inputs <= 4 && cp_fk_in(g, n, 0) && cp_fk_out(g, n, 0) &&
+           resize_geom(g, n, scales);
+}
+
+static enum cp_status resize_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    double scales[CP_MAX_RANK];
+    int64_t xd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    if (!resize_geom(k->g, k->node, scales))
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': bad resize", k->node->name);
+    int r = cp_fk_dims(k->in[0], xd);
+    cp_fk_dims(k->out[0], yd);
+    const char *ctm =
+        cp_node_attr_string(k->node, "coordinate_transformation_mode", "half_pixel");
+    const char *nm = cp_node_attr_string(k->node, "nearest_mode", "round_prefer_floor");
+    struct gather_state *s = gather_alloc(r, yd, cp_dtype_size(k->in[0]->dtype));
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    int64_t stride = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        for (int64_t j = 0; j < yd[i]; j++) {
+            int64_t v = resize_round(nm, resize_src(ctm, j, scales[i], xd[i], yd[i]));
+            v = v < 0 ? 0 : (v >= xd[i] ? xd[i] - 1 : v);
+            s->tab[i][j] = v * stride;
+        }
+        stride *= xd[i];
+    }
+    k->state = s;
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_resize = {"c:resize_nearest", CP_OP_RESIZE, resize_supports,
+                                         resize_prepare,     gather_run,   state_release};
+
+/* ---- Gather -------------------------------------------------------------- */
+
+struct gidx_state {
+    int64_t outer, nidx, dim;
+    size_t inner_bytes;
+    bool i64;
+};
+
+static bool gidx_geom(const struct cp_graph *g, const struct cp_node *n, struct gidx_state *s)
+{
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *ix = cp_fk_in(g, n, 1), *y = cp_fk_out(g, n, 0);
+    int64_t xd[CP_MAX_RANK];
+    int r = cp_fk_dims(x, xd);
+    if (r < 1 || !ix || !y || !cp_shape_is_static(&ix->shape) || !cp_shape_is_static(&y->shape) ||
+        (ix->dtype != CP_DTYPE_I64 && ix->dtype != CP_DTYPE_I32) || y->dtype != x->dtype)
+        return false;
+    int ax = norm_axis(cp_node_attr_int(n, "axis", 0), r);
+    if (ax < 0)
+        return false;
+    s->outer = 1;
+    int64_t inner = 1;
+    for (int i = 0; i < ax; i++)
+        s->outer *= xd[i];
+    for (int i = ax + 1; i < r; i++)
+        inner *= xd[i];
+    s->dim = xd[ax];
+    s->nidx = cp_shape_numel(&ix->shape);
+    s->inner_bytes = (size_t)inner * cp_dtype_size(x->dtype);
+    s->i64 = ix->dtype == CP_DTYPE_I64;
+    return cp_shape_numel(&y->shape) == s->outer * s->nidx * inner && s->dim > 0;
+}
+
+static bool gidx_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    struct gidx_state s;
+    return n->n_inputs == 2 && n->n_outputs == 1 && gidx_geom(g, n, &s);
+}
+
+static enum cp_status gidx_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    struct gidx_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    if (!gidx_geom(k->g, k->node, s)) {
+        free(s);
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': bad gather", k->node->name);
+    }
+    k->state = s;
+    return CP_OK;
+}
+
+static enum cp_status gidx_run(struct cp_kexec *k)
+{
+    const struct gidx_state *s = k->state;
+    const char *x = k->in_data[0];
+    char *y = k->out_data[0];
+    const int64_t *i64 = k->in_data[1];
+    const int32_t *i32 = k->in_data[1];
+    for (int64_t j = 0; j < s->nidx; j++) {
+        int64_t v = s->i64 ? i64[j] : i32[j];
+        if (v < -s->dim || v >= s->dim)
+            return CP_ERR_INTERNAL; /* out-of-range index */
+    }
+    int64_t total = s->outer * s->nidx;
+    int nt = cp_fk_threads(k, total * (int64_t)s->inner_bytes, COPY_GRAIN);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t t = 0; t < total; t++) {
+        int64_t o = t / s->nidx, j = t % s->nidx;
+        int64_t v = s->i64 ? i64[j] : i32[j];
+        if (v < 0)
+            v += s->dim;
+        memcpy(y + (size_t)t * s->inner_bytes,
+               x + (size_t)(o * s->dim + v) * s->inner_bytes, s->inner_bytes);
+    }
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_gather = {"c:gather",   CP_OP_GATHER, gidx_supports,
+                                         gidx_prepare, gidx_run,     state_release};

@@ -1,0 +1,64 @@
+/*
+ * The fast kernel table, in preference order: for each node the registry
+ * takes the first entry whose op matches and whose `supports` accepts the
+ * node, else the op's reference kernel.
+ *
+ * Where both a C and a oneDNN kernel cover an op, the order follows
+ * measurements on the example models (2 threads, AVX-512): for the small
+ * activations these models have, the C loops beat a primitive call.
+ */
+#include "runner/cpu/fast_kernels.h"
+
+#include <stddef.h>
+
+const struct cp_kernel *const cp_fast_kernels[] = {
+    /* compute-bound: oneDNN */
+    &cp_dnnl_conv,
+    &cp_dnnl_deconv,
+    &cp_fast_matmul_n16,
+    &cp_dnnl_matmul,
+    &cp_dnnl_gemm,
+    &cp_dnnl_max_pool,
+    &cp_dnnl_avg_pool,
+    &cp_fast_global_avg_pool,
+    &cp_dnnl_global_avg_pool,
+    &cp_fast_softmax,
+    &cp_dnnl_softmax,
+    &cp_dnnl_layer_norm,
+    &cp_fast_batch_norm,
+    &cp_dnnl_batch_norm,
+    &cp_fast_instance_norm,
+    /* elementwise */
+    &cp_fast_add,
+    &cp_fast_sub,
+    &cp_fast_mul,
+    &cp_fast_div,
+    &cp_fast_where,
+    &cp_fast_relu,
+    &cp_fast_leaky_relu,
+    &cp_fast_sigmoid,
+    &cp_fast_exp,
+    &cp_fast_sqrt,
+    &cp_fast_clip,
+    &cp_fast_erf,
+    &cp_fast_pow,
+    &cp_dnnl_tanh,
+    &cp_dnnl_relu,
+    &cp_dnnl_leaky_relu,
+    &cp_dnnl_sigmoid,
+    &cp_dnnl_exp,
+    &cp_dnnl_sqrt,
+    &cp_dnnl_clip,
+    /* reductions */
+    &cp_fast_reduce_mean,
+    &cp_fast_reduce_sum,
+    &cp_fast_reduce_max,
+    /* data movement */
+    &cp_dnnl_transpose,
+    &cp_fast_concat,
+    &cp_fast_split,
+    &cp_fast_slice,
+    &cp_fast_gather,
+    &cp_fast_resize,
+    NULL,
+};

@@ -1,0 +1,89 @@
+/*
+ * Private to runner/: the kernel interface of the CPU target.
+ *
+ * A kernel is a const table entry: the op it implements, a `supports`
+ * predicate over a node with concrete shapes, and prepare/run/release.
+ * The plan picks, for each node, the first kernel in the registry whose
+ * predicate accepts it (fast kernels are listed before the reference one;
+ * `reference_only` plans skip to the reference). Every op has a reference
+ * kernel, written for clarity, which the test harness uses as the truth
+ * for the faster ones.
+ *
+ * Memory is fixed when the plan is built: `in[i]`/`out[i]` point into the
+ * arena or at weights and never move, so `prepare` may bind them once
+ * (oneDNN memory objects) and `run` only computes. `run` must not
+ * allocate; a kernel that needs scratch memory asks for it in prepare
+ * through `scratch_bytes` and finds it in `scratch` at run time.
+ */
+#ifndef CP_RUNNER_KERNEL_H
+#define CP_RUNNER_KERNEL_H
+
+#include "graph/graph.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What every kernel instance sees. */
+struct cp_kernel_env {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    int threads;
+};
+
+struct cp_kernel;
+
+/* One node's kernel instance inside a plan. */
+struct cp_kexec {
+    const struct cp_kernel *kernel;
+    const struct cp_graph *g;
+    const struct cp_node *node;
+    const struct cp_kernel_env *env;
+    /* Tensors (concrete shapes) and their data; NULL for absent optional
+     * inputs/outputs. Arrays have node->n_inputs / n_outputs entries. */
+    const struct cp_tensor **in;
+    const struct cp_tensor **out;
+    void **in_data;
+    void **out_data;
+    /* Kernel-private state, set by prepare, freed by release. */
+    void *state;
+    /* Scratch: prepare sets scratch_bytes; the plan then points scratch at
+     * that many bytes (64-byte aligned), shared between kernels. */
+    size_t scratch_bytes;
+    void *scratch;
+};
+
+struct cp_kernel {
+    const char *name; /* "ref", "onednn:conv", "c:binary_f32", ... */
+    enum cp_op op;
+    /* Whether this kernel handles the node as it is (dtypes, shapes,
+     * attributes). Must not allocate. */
+    bool (*supports)(const struct cp_graph *g, const struct cp_node *n);
+    /* Create primitives and state. May allocate. NULL: nothing to do. */
+    enum cp_status (*prepare)(struct cp_kexec *k, struct cp_diag *d);
+    /* Compute. Must not allocate. Returns CP_OK or CP_ERR_INTERNAL. */
+    enum cp_status (*run)(struct cp_kexec *k);
+    /* Free state. NULL: nothing to free. */
+    void (*release)(struct cp_kexec *k);
+};
+
+/* Pick the kernel for a node: the first fast kernel for its op whose
+ * predicate accepts it, else the reference kernel (always, with
+ * `reference_only`). NULL when the op has no kernel at all. */
+const struct cp_kernel *cp_kernel_select(const struct cp_graph *g, const struct cp_node *n,
+                                         bool reference_only);
+
+/* The reference kernel of an op, or NULL. */
+const struct cp_kernel *cp_kernel_reference(enum cp_op op);
+
+/* Ops whose output is a view of input 0 (same bytes, new shape): Reshape,
+ * Flatten, Squeeze, Unsqueeze, Identity, Dropout. The planner aliases their
+ * output to the input instead of running a kernel. */
+bool cp_op_is_view(enum cp_op op);
+
+/* Kernel tables, NULL-terminated: the fast ones in preference order, and
+ * one reference kernel per op. */
+extern const struct cp_kernel *const cp_ref_kernels[];
+extern const struct cp_kernel *const cp_fast_kernels[];
+
+#endif

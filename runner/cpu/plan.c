@@ -1,0 +1,380 @@
+/* Building a plan: everything that allocates happens here, so running it
+ * allocates nothing.
+ *
+ * 1. A private graph read from the model's bytes (weights stay where they
+ *    are), with concrete shapes (plan_shapes.c).
+ * 2. The execution order; view nodes (Reshape and friends) run no kernel
+ *    and alias their input's storage.
+ * 3. Memory: liveness and placement (memplan.c), one arena allocated and
+ *    zeroed once; every tensor gets its data pointer.
+ * 4. A kernel instance per executed node, prepared (oneDNN primitives are
+ *    created here); one scratch area shared by all.
+ * 5. The trace kernel table (plan_trace.c). */
+#include "runner/cpu/plan_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t align64(uint64_t x)
+{
+    return (x + (CP_MEM_ALIGN - 1)) & ~(uint64_t)(CP_MEM_ALIGN - 1);
+}
+
+/* ---- views ------------------------------------------------------------------- */
+
+/* How many readers each tensor has: node inputs and graph outputs. */
+static uint32_t *count_uses(const struct cp_graph *g, const int32_t *order, size_t n)
+{
+    uint32_t *uses = cp_calloc(cp_graph_n_tensors(g) + 1, sizeof *uses);
+    if (!uses)
+        return NULL;
+    for (size_t k = 0; k < n; k++) {
+        const struct cp_node *node = cp_graph_node(g, order[k]);
+        for (size_t i = 0; i < node->n_inputs; i++)
+            if (node->inputs[i] >= 0)
+                uses[node->inputs[i]]++;
+    }
+    for (size_t i = 0; i < cp_graph_n_outputs(g); i++)
+        uses[cp_graph_output(g, i)]++;
+    return uses;
+}
+
+/* A view op runs nothing, except a Dropout whose mask someone reads (the
+ * kernel must materialise it) or whose training_mode is not known to be
+ * false (the kernel's `supports` then decides, and refuses). */
+static bool node_is_view(const struct cp_graph *g, const struct cp_node *n, const uint32_t *uses)
+{
+    if (!cp_op_is_view(n->op))
+        return false;
+    for (size_t i = 1; i < n->n_outputs; i++)
+        if (n->outputs[i] >= 0 && uses[n->outputs[i]] > 0)
+            return false;
+    if (n->op == CP_OP_DROPOUT && n->n_inputs > 2 && n->inputs[2] >= 0) {
+        const struct cp_tensor *tm = cp_graph_tensor(g, n->inputs[2]);
+        if (!(tm->value && tm->value_len == 1 && tm->value[0] == 0))
+            return false;
+    }
+    return true;
+}
+
+/* ---- shape checks ------------------------------------------------------------- */
+
+static enum cp_status check_tensor(const struct cp_plan *p, const struct cp_node *n, int32_t t,
+                                   const char *role, size_t pos, struct cp_diag *d)
+{
+    const struct cp_tensor *T = cp_graph_tensor(p->g, t);
+    if (T->dtype == CP_DTYPE_UNDEFINED || !cp_shape_is_static(&T->shape)) {
+        char s[96];
+        cp_shape_format(&T->shape, s, sizeof s);
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: node '%s' (%s): %s %zu '%s' has shape %s and dtype %s after shape "
+                           "inference; the plan needs both to be known",
+                           p->m->name, n->name, n->op_type, role, pos, T->name, s,
+                           cp_dtype_name(T->dtype));
+    }
+    if (T->kind == CP_TENSOR_INITIALIZER && !T->data && cp_memplan_tensor_bytes(T) > 0)
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: node '%s' (%s) reads initializer '%s', which has no data",
+                           p->m->name, n->name, n->op_type, T->name);
+    return CP_OK;
+}
+
+static enum cp_status check_shapes(const struct cp_plan *p, const int32_t *order,
+                                   const bool *is_view, size_t n, struct cp_diag *d)
+{
+    for (size_t k = 0; k < n; k++) {
+        const struct cp_node *node = cp_graph_node(p->g, order[k]);
+        for (size_t i = 0; i < node->n_inputs; i++)
+            if (node->inputs[i] >= 0) {
+                enum cp_status st = check_tensor(p, node, node->inputs[i], "input", i, d);
+                if (st != CP_OK)
+                    return st;
+            }
+        /* A view's extra outputs (Dropout's unread mask) are never made. */
+        size_t n_out = is_view[k] && node->n_outputs ? 1 : node->n_outputs;
+        for (size_t i = 0; i < n_out; i++)
+            if (node->outputs[i] >= 0) {
+                enum cp_status st = check_tensor(p, node, node->outputs[i], "output", i, d);
+                if (st != CP_OK)
+                    return st;
+            }
+    }
+    return CP_OK;
+}
+
+/* ---- memory -------------------------------------------------------------------- */
+
+static enum cp_status alloc_arena(struct cp_plan *p, struct cp_diag *d)
+{
+    uint64_t t0 = cp_clock_ns();
+    uint64_t size = align64(p->mem.arena_bytes ? p->mem.arena_bytes : CP_MEM_ALIGN);
+    if (size > SIZE_MAX || posix_memalign(&p->arena, CP_MEM_ALIGN, (size_t)size) != 0) {
+        p->arena = NULL;
+        char b[32];
+        cp_format_bytes(size, b);
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory allocating a %s activation arena",
+                           p->m->name, b);
+    }
+    memset(p->arena, 0, (size_t)size);
+    size_t nt = cp_graph_n_tensors(p->g);
+    p->ptr = cp_calloc(nt + 1, sizeof *p->ptr);
+    if (!p->ptr)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory planning", p->m->name);
+    for (size_t t = 0; t < nt; t++) {
+        int32_t b = p->mem.block[t], r = p->mem.root[t];
+        if (b >= 0)
+            p->ptr[t] = (char *)p->arena + p->mem.blocks[b].offset;
+        else if (r >= 0)
+            p->ptr[t] = (void *)cp_graph_tensor(p->g, r)->data; /* read-only weights */
+    }
+    cp_runtime_record(p->rt, p->rt->names.alloc, -1, t0, cp_clock_ns());
+    return CP_OK;
+}
+
+/* ---- kernels ------------------------------------------------------------------- */
+
+/* "f32 1x3x8x8, i64 4" : what a kernel saw, for messages. */
+static void describe_inputs(const struct cp_graph *g, const struct cp_node *n, char *out,
+                            size_t cap)
+{
+    size_t pos = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < n->n_inputs && pos < cap; i++) {
+        char s[96];
+        const char *dt = "absent";
+        s[0] = 0;
+        if (n->inputs[i] >= 0) {
+            const struct cp_tensor *t = cp_graph_tensor(g, n->inputs[i]);
+            cp_shape_format(&t->shape, s, sizeof s);
+            dt = cp_dtype_name(t->dtype);
+        }
+        int w = snprintf(out + pos, cap - pos, "%s%s%s%s", i ? ", " : "", dt, s[0] ? " " : "", s);
+        if (w < 0)
+            break;
+        pos += (size_t)w;
+    }
+}
+
+static enum cp_status select_kernel(const struct cp_plan *p, const struct cp_node *n,
+                                    bool reference_only, const struct cp_kernel **out,
+                                    struct cp_diag *d)
+{
+    const struct cp_kernel *k = cp_kernel_select(p->g, n, reference_only);
+    if (!k)
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED, "%s: no kernel for node '%s' (%s)", p->m->name,
+                           n->name, n->op_type);
+    if (k->supports && !k->supports(p->g, n)) {
+        char what[512];
+        describe_inputs(p->g, n, what, sizeof what);
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED,
+                           "%s: node '%s' (%s): no kernel supports it with inputs %s", p->m->name,
+                           n->name, n->op_type, what);
+    }
+    *out = k;
+    return CP_OK;
+}
+
+/* Kernel instances for the executed nodes, their tensor arrays pointing
+ * into two pools. */
+static enum cp_status make_kernels(struct cp_plan *p, const int32_t *order, const bool *is_view,
+                                   size_t n, bool reference_only, struct cp_diag *d)
+{
+    size_t n_io = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!is_view[k]) {
+            const struct cp_node *node = cp_graph_node(p->g, order[k]);
+            n_io += node->n_inputs + node->n_outputs;
+            p->n_kx++;
+        }
+    p->kx = cp_calloc(p->n_kx + 1, sizeof *p->kx);
+    p->io_tensors = cp_calloc(n_io + 1, sizeof *p->io_tensors);
+    p->io_data = cp_calloc(n_io + 1, sizeof *p->io_data);
+    if (!p->kx || !p->io_tensors || !p->io_data)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory planning", p->m->name);
+    size_t io = 0, i = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (is_view[k])
+            continue;
+        const struct cp_node *node = cp_graph_node(p->g, order[k]);
+        struct cp_kexec *x = &p->kx[i++];
+        enum cp_status st = select_kernel(p, node, reference_only, &x->kernel, d);
+        if (st != CP_OK)
+            return st;
+        x->g = p->g;
+        x->node = node;
+        x->env = &p->rt->env;
+        x->in = &p->io_tensors[io];
+        x->in_data = &p->io_data[io];
+        for (size_t j = 0; j < node->n_inputs; j++, io++) {
+            int32_t t = node->inputs[j];
+            p->io_tensors[io] = t >= 0 ? cp_graph_tensor(p->g, t) : NULL;
+            p->io_data[io] = t >= 0 ? p->ptr[t] : NULL;
+        }
+        x->out = &p->io_tensors[io];
+        x->out_data = &p->io_data[io];
+        for (size_t j = 0; j < node->n_outputs; j++, io++) {
+            int32_t t = node->outputs[j];
+            p->io_tensors[io] = t >= 0 ? cp_graph_tensor(p->g, t) : NULL;
+            p->io_data[io] = t >= 0 ? p->ptr[t] : NULL;
+        }
+    }
+    return CP_OK;
+}
+
+/* The kernel's own message when it names the node, else one that does. */
+static enum cp_status prepare_failed(const struct cp_plan *p, const struct cp_kexec *x,
+                                     enum cp_status st, const struct cp_diag *local,
+                                     struct cp_diag *d)
+{
+    const char *msg = local->msg[0] ? local->msg : cp_status_str(st);
+    if (strstr(msg, x->node->name))
+        return cp_diag_set(d, st, "%s: %s", p->m->name, msg);
+    return cp_diag_set(d, st, "%s: node '%s' (%s), kernel %s: %s", p->m->name, x->node->name,
+                       x->node->op_type, x->kernel->name, msg);
+}
+
+static enum cp_status prepare_kernels(struct cp_plan *p, struct cp_diag *d)
+{
+    cp_runtime_bind_threads(p->rt);
+    size_t scratch = 0;
+    for (size_t i = 0; i < p->n_kx; i++) {
+        struct cp_kexec *x = &p->kx[i];
+        if (x->kernel->prepare) {
+            struct cp_diag local;
+            cp_diag_init(&local);
+            enum cp_status st = x->kernel->prepare(x, &local);
+            if (st != CP_OK)
+                return prepare_failed(p, x, st, &local, d);
+        }
+        p->n_prepared = i + 1;
+        if (x->scratch_bytes > scratch)
+            scratch = x->scratch_bytes;
+    }
+    if (scratch == 0)
+        return CP_OK;
+    uint64_t t0 = cp_clock_ns();
+    p->scratch_bytes = (size_t)align64(scratch);
+    if (posix_memalign(&p->scratch, CP_MEM_ALIGN, p->scratch_bytes) != 0) {
+        p->scratch = NULL;
+        char b[32];
+        cp_format_bytes(p->scratch_bytes, b);
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory allocating %s of kernel scratch",
+                           p->m->name, b);
+    }
+    for (size_t i = 0; i < p->n_kx; i++)
+        p->kx[i].scratch = p->scratch;
+    cp_runtime_record(p->rt, p->rt->names.alloc, -1, t0, cp_clock_ns());
+    return CP_OK;
+}
+
+/* ---- the plan ------------------------------------------------------------------- */
+
+static enum cp_status resolve_buffer_opt(const struct cp_plan *p, int requested,
+                                         enum cp_buffer_opt *out, struct cp_diag *d)
+{
+    if (requested < 0) {
+        *out = p->m->meta.config.buffer_optimize;
+        return CP_OK;
+    }
+    if (requested >= CP_BUF_COUNT)
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "buffer_optimize %d is not valid: l2_optimize, l1_optimize or "
+                           "off_optimize",
+                           requested);
+    *out = (enum cp_buffer_opt)requested;
+    return CP_OK;
+}
+
+/* Steps 2 to 4 on a plan whose graph has concrete shapes. */
+static enum cp_status build(struct cp_plan *p, const struct cp_plan_options *opt, struct cp_diag *d)
+{
+    enum cp_buffer_opt mode = CP_BUF_L2_OPTIMIZE;
+    enum cp_status st = resolve_buffer_opt(p, opt->buffer_optimize, &mode, d);
+    if (st != CP_OK)
+        return st;
+    int32_t *order = NULL;
+    size_t n = 0;
+    uint32_t *uses = NULL;
+    bool *is_view = NULL;
+    struct cp_diag local;
+    cp_diag_init(&local);
+    if ((st = cp_graph_topo_order(p->g, &order, &n, &local)) != CP_OK) {
+        cp_diag_set(d, st, "%s: %s", p->m->name, local.msg);
+        goto out_free;
+    }
+    uses = count_uses(p->g, order, n);
+    is_view = cp_calloc(n + 1, sizeof *is_view);
+    if (!uses || !is_view) {
+        st = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory planning", p->m->name);
+        goto out_free;
+    }
+    for (size_t k = 0; k < n; k++)
+        is_view[k] = node_is_view(p->g, cp_graph_node(p->g, order[k]), uses);
+    if ((st = check_shapes(p, order, is_view, n, d)) != CP_OK)
+        goto out_free;
+    if ((st = cp_memplan_build(p->g, order, is_view, n, mode, &p->mem, &local)) != CP_OK) {
+        cp_diag_set(d, st, "%s: %s", p->m->name, local.msg);
+        goto out_free;
+    }
+    if ((st = alloc_arena(p, d)) != CP_OK)
+        goto out_free;
+    if ((st = make_kernels(p, order, is_view, n, opt->reference_only, d)) != CP_OK)
+        goto out_free;
+    st = prepare_kernels(p, d);
+out_free:
+    free(order);
+    free(uses);
+    free(is_view);
+    return st;
+}
+
+enum cp_status cp_plan_create(struct cp_model *m, const struct cp_plan_options *opt,
+                              struct cp_plan **out, struct cp_diag *d)
+{
+    *out = NULL;
+    uint64_t t0 = cp_clock_ns();
+    static const struct cp_plan_options defaults = {.buffer_optimize = -1};
+    if (!opt)
+        opt = &defaults;
+    struct cp_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory planning", m->name);
+    p->m = m;
+    p->rt = m->rt;
+    enum cp_status st = cp_om_read_buffer(m->bytes, m->len, m->name, &p->g, NULL, d);
+    if (st != CP_OK)
+        goto out_free_plan;
+    if ((st = cp_plan_apply_shapes(p->g, m->name, &m->meta, opt, d)) != CP_OK)
+        goto out_free_plan;
+    if ((st = build(p, opt, d)) != CP_OK)
+        goto out_free_plan;
+    if ((st = cp_plan_build_trace(p, d)) != CP_OK)
+        goto out_free_plan;
+    cp_runtime_record(p->rt, p->rt->names.plan, -1, t0, cp_clock_ns());
+    *out = p;
+    return CP_OK;
+
+out_free_plan:
+    cp_plan_free(p);
+    return st;
+}
+
+void cp_plan_free(struct cp_plan *p)
+{
+    if (!p)
+        return;
+    for (size_t i = p->n_prepared; i-- > 0;)
+        if (p->kx[i].kernel->release)
+            p->kx[i].kernel->release(&p->kx[i]);
+    cp_plan_free_trace(p);
+    free(p->kx);
+    free(p->io_tensors);
+    free(p->io_data);
+    free(p->scratch);
+    free(p->arena);
+    free(p->ptr);
+    cp_memplan_release(&p->mem);
+    cp_graph_free(p->g);
+    free(p);
+}

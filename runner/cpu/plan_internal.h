@@ -1,0 +1,56 @@
+/*
+ * Private to runner/cpu/plan*.c: the plan struct and the steps of building
+ * it.
+ *
+ * plan.c builds and frees a plan: private graph, concrete shapes
+ * (plan_shapes.c), execution order, memory (memplan.c), kernel instances
+ * and the trace kernel table (plan_trace.c). plan_exec.c runs it and moves
+ * inputs in and outputs out.
+ */
+#ifndef CP_RUNNER_PLAN_INTERNAL_H
+#define CP_RUNNER_PLAN_INTERNAL_H
+
+#include "runner/cpu/kernel.h"
+#include "runner/cpu/memplan.h"
+#include "runner/runner_internal.h"
+
+struct cp_plan {
+    struct cp_model *m;
+    struct cp_runtime *rt;
+    struct cp_graph *g; /* private: read from the model's bytes, shapes concrete */
+
+    /* Data pointer of every tensor: into the arena, or at initializer
+     * bytes (read-only), or NULL when the plan never touches it. */
+    void **ptr;
+    struct cp_memplan mem;
+    void *arena; /* 64-byte aligned, zeroed once */
+
+    /* Kernel instances in execution order, and the pools their tensor
+     * arrays point into. */
+    struct cp_kexec *kx;
+    size_t n_kx;
+    size_t n_prepared; /* how many need release */
+    const struct cp_tensor **io_tensors;
+    void **io_data;
+    void *scratch;
+    size_t scratch_bytes;
+
+    /* Trace: the kernel table (strings below owned by the plan) and the
+     * interned node names of the runtime's recorder (-1 without one). */
+    struct cp_trace_kernel *ktab;
+    int32_t *kname;
+};
+
+/* Apply opt's input shapes and batch to the graph inputs of `g`, reset every
+ * intermediate shape, and infer. Errors name the input (and list the
+ * model's inputs or profiles), or the node where inference fails. `name`
+ * is the model's name for messages. */
+enum cp_status cp_plan_apply_shapes(struct cp_graph *g, const char *name,
+                                    const struct cp_om_meta *meta,
+                                    const struct cp_plan_options *opt, struct cp_diag *d);
+
+/* Fill p->ktab (one entry per kernel instance) and p->kname. */
+enum cp_status cp_plan_build_trace(struct cp_plan *p, struct cp_diag *d);
+void cp_plan_free_trace(struct cp_plan *p);
+
+#endif

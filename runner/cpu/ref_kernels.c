@@ -1,0 +1,27 @@
+/* The reference kernel table: one kernel per op in enum cp_op, except
+ * Unknown (no kernel) and Constant (its output is data, placed by the plan
+ * like a weight). Order follows the op enum. */
+#include "runner/cpu/ref_util.h"
+
+const struct cp_kernel *const cp_ref_kernels[] = {
+    &cp_ref_add,        &cp_ref_sub,           &cp_ref_mul,
+    &cp_ref_div,        &cp_ref_pow,           &cp_ref_sqrt,
+    &cp_ref_exp,        &cp_ref_erf,           &cp_ref_tanh,
+    &cp_ref_sigmoid,    &cp_ref_relu,          &cp_ref_leaky_relu,
+    &cp_ref_clip,       &cp_ref_softmax,       &cp_ref_reduce_mean,
+    &cp_ref_reduce_sum, &cp_ref_reduce_max,    &cp_ref_matmul,
+    &cp_ref_gemm,       &cp_ref_conv,          &cp_ref_conv_transpose,
+    &cp_ref_max_pool,   &cp_ref_average_pool,  &cp_ref_global_average_pool,
+    &cp_ref_batch_norm, &cp_ref_instance_norm, &cp_ref_layer_norm,
+    &cp_ref_concat,     &cp_ref_split,         &cp_ref_slice,
+    &cp_ref_gather,     &cp_ref_reshape,       &cp_ref_flatten,
+    &cp_ref_transpose,  &cp_ref_squeeze,       &cp_ref_unsqueeze,
+    &cp_ref_shape,      &cp_ref_expand,        &cp_ref_where,
+    &cp_ref_equal,      &cp_ref_cast,          &cp_ref_constant_of_shape,
+    &cp_ref_identity,   &cp_ref_resize,        &cp_ref_pad,
+    &cp_ref_range,      &cp_ref_dropout,       NULL,
+};
+
+/* Every op but Unknown and Constant, plus the NULL terminator. */
+_Static_assert(sizeof cp_ref_kernels / sizeof cp_ref_kernels[0] == CP_OP_COUNT - 2 + 1,
+               "a reference kernel per op");

@@ -1,0 +1,228 @@
+/* Reference kernels for reductions (ReduceMean, ReduceSum, ReduceMax) and
+ * Softmax.
+ *
+ * A reduction walks the input once in memory order and adds each element
+ * into the accumulator of its output element (scratch memory, one 8-byte
+ * slot per output element: double for floats, int64 for integers), so any
+ * set of axes costs the same single pass. */
+#include "runner/cpu/ref_util.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- axes ----------------------------------------------------------------------- */
+
+/* Where the axes come from: the attribute until the opset that made them an
+ * input (13 for ReduceSum, 18 for ReduceMean and ReduceMax); a model that
+ * uses the other form is read that way, as inference does. */
+static bool axes_from_input(const struct cp_graph *g, const struct cp_node *n)
+{
+    int64_t from = n->op == CP_OP_REDUCE_SUM ? 13 : 18;
+    bool attr = cp_node_attr(n, "axes") != NULL;
+    return cp_ref_in(g, n, 1) && (cp_ref_opset(g) >= from || !attr);
+}
+
+/* The reduced axes as a mask. OUT: *noop when the op is the identity
+ * (empty axes with noop_with_empty_axes). false on malformed axes. */
+static bool reduce_mask(const struct cp_graph *g, const struct cp_node *n, const void *axes_data,
+                        int rank, bool mask[CP_MAX_RANK], bool *noop)
+{
+    const int64_t *attr_axes = NULL;
+    int64_t count = 0;
+    const struct cp_tensor *at = NULL;
+    if (axes_from_input(g, n)) {
+        at = cp_ref_in(g, n, 1);
+        count = cp_ref_numel(&at->shape);
+    } else {
+        const struct cp_attr *a = cp_node_attr(n, "axes");
+        if (a && a->type != CP_ATTR_INTS)
+            return false;
+        attr_axes = a ? a->ints : NULL;
+        count = a ? (int64_t)a->n : 0;
+    }
+    *noop = false;
+    for (int k = 0; k < CP_MAX_RANK; k++)
+        mask[k] = count == 0;
+    if (count == 0) {
+        *noop = cp_node_attr_int(n, "noop_with_empty_axes", 0) != 0;
+        return true;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        int64_t v = at ? cp_ref_load_i64(axes_data, at->dtype, i) : attr_axes[i];
+        int ax;
+        if (!cp_ref_axis(v, rank, &ax) || mask[ax])
+            return false;
+        mask[ax] = true;
+    }
+    return true;
+}
+
+static bool reduce_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1)
+        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
+    if (!x || y->dtype != x->dtype)
+        return false;
+    if (axes_from_input(g, n)) {
+        const struct cp_tensor *a = cp_ref_in(g, n, 1);
+        if (a->dtype != CP_DTYPE_I64 && a->dtype != CP_DTYPE_I32)
+            return false;
+    } else {
+        bool mask[CP_MAX_RANK], noop;
+        if (!reduce_mask(g, n, NULL, x->shape.rank, mask, &noop))
+            return false;
+    }
+    if (n->op == CP_OP_REDUCE_MEAN)
+        return x->dtype == CP_DTYPE_F32;
+    return x->dtype == CP_DTYPE_F32 || x->dtype == CP_DTYPE_I32 || x->dtype == CP_DTYPE_I64;
+}
+
+static enum cp_status reduce_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    (void)d;
+    k->scratch_bytes = (size_t)cp_ref_numel(&k->out[0]->shape) * 8;
+    return CP_OK;
+}
+
+static enum cp_status reduce_run(struct cp_kexec *k)
+{
+    const struct cp_tensor *x = k->in[0], *y = k->out[0];
+    enum cp_op op = k->node->op;
+    int rank = x->shape.rank;
+    bool mask[CP_MAX_RANK], noop;
+    const void *axes_data = k->node->n_inputs > 1 ? k->in_data[1] : NULL;
+    if (!reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
+        return CP_ERR_INTERNAL;
+    int64_t nx = cp_ref_numel(&x->shape), ny = cp_ref_numel(&y->shape);
+    if (noop) {
+        cp_ref_copy(k->out_data[0], k->in_data[0], (size_t)nx * cp_dtype_size(x->dtype));
+        return CP_OK;
+    }
+    /* Output offsets of input positions: the keepdims strides of y, zero
+     * along reduced axes. */
+    struct cp_shape kept = x->shape;
+    for (int a = 0; a < rank; a++)
+        if (mask[a])
+            kept.dims[a].value = 1;
+    if (cp_ref_numel(&kept) != ny)
+        return CP_ERR_INTERNAL;
+    struct cp_ref_walk w;
+    cp_ref_walk_init(&w, &x->shape, 2);
+    cp_ref_walk_bcast(&w, 0, &x->shape);
+    cp_ref_walk_bcast(&w, 1, &kept);
+    cp_ref_walk_finish(&w);
+    int64_t count = ny > 0 ? nx / ny : 0;
+    struct cp_ref_pos p;
+    if (x->dtype == CP_DTYPE_F32) {
+        double *acc = k->scratch;
+        const float *xd = k->in_data[0];
+        for (int64_t i = 0; i < ny; i++)
+            acc[i] = op == CP_OP_REDUCE_MAX ? -INFINITY : 0.0;
+        cp_ref_walk_start(&w, &p);
+        for (int64_t r = 0; r < w.rows; r++) {
+            const float *row = xd + p.off[0];
+            double *arow = acc + p.off[1];
+            int64_t s = w.inner_stride[1];
+            if (op == CP_OP_REDUCE_MAX) {
+                for (int64_t j = 0; j < w.inner; j++) {
+                    double v = row[j];
+                    if (isnan(v) || v > arow[j * s])
+                        arow[j * s] = v;
+                }
+            } else {
+                for (int64_t j = 0; j < w.inner; j++)
+                    arow[j * s] += row[j];
+            }
+            cp_ref_walk_next(&w, &p);
+        }
+        float *yd = k->out_data[0];
+        for (int64_t i = 0; i < ny; i++)
+            yd[i] = (float)(op == CP_OP_REDUCE_MEAN ? acc[i] / (double)count : acc[i]);
+        return CP_OK;
+    }
+    int64_t *acc = k->scratch;
+    int64_t lowest = x->dtype == CP_DTYPE_I32 ? INT32_MIN : INT64_MIN;
+    for (int64_t i = 0; i < ny; i++)
+        acc[i] = op == CP_OP_REDUCE_MAX ? lowest : 0;
+    cp_ref_walk_start(&w, &p);
+    for (int64_t r = 0; r < w.rows; r++) {
+        for (int64_t j = 0; j < w.inner; j++) {
+            int64_t v = cp_ref_load_i64(k->in_data[0], x->dtype, p.off[0] + j);
+            int64_t *a = &acc[p.off[1] + j * w.inner_stride[1]];
+            if (op == CP_OP_REDUCE_MAX)
+                *a = v > *a ? v : *a;
+            else
+                *a = (int64_t)((uint64_t)*a + (uint64_t)v);
+        }
+        cp_ref_walk_next(&w, &p);
+    }
+    for (int64_t i = 0; i < ny; i++)
+        cp_ref_store_i64(k->out_data[0], y->dtype, i, acc[i]);
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_reduce_mean, CP_OP_REDUCE_MEAN, reduce_supports, reduce_prepare, reduce_run);
+CP_REF_KERNEL(cp_ref_reduce_sum, CP_OP_REDUCE_SUM, reduce_supports, reduce_prepare, reduce_run);
+CP_REF_KERNEL(cp_ref_reduce_max, CP_OP_REDUCE_MAX, reduce_supports, reduce_prepare, reduce_run);
+
+/* ---- Softmax --------------------------------------------------------------------------- */
+
+/* Before opset 13 Softmax flattens the input to 2-D at `axis` (default 1)
+ * and normalizes each row; from 13 it normalizes along `axis` (default
+ * -1) alone. Both are (outer, len, inner) with inner = 1 for the old form. */
+static bool softmax_geometry(const struct cp_graph *g, const struct cp_node *n,
+                             const struct cp_shape *s, int64_t *outer, int64_t *len, int64_t *inner)
+{
+    bool old = cp_ref_opset(g) < 13;
+    int axis;
+    if (s->rank == 0) {
+        *outer = *len = *inner = 1;
+        return true;
+    }
+    if (!cp_ref_axis(cp_node_attr_int(n, "axis", old ? 1 : -1), s->rank, &axis))
+        return false;
+    *outer = cp_ref_span(s, 0, axis);
+    *len = old ? cp_ref_span(s, axis, s->rank) : s->dims[axis].value;
+    *inner = old ? 1 : cp_ref_span(s, axis + 1, s->rank);
+    return true;
+}
+
+static bool softmax_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1)
+        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
+    int64_t o, l, i;
+    return x && x->dtype == CP_DTYPE_F32 && y->dtype == CP_DTYPE_F32 &&
+           softmax_geometry(g, n, &x->shape, &o, &l, &i);
+}
+
+static enum cp_status softmax_run(struct cp_kexec *k)
+{
+    int64_t outer, len, inner;
+    if (!softmax_geometry(k->g, k->node, &k->in[0]->shape, &outer, &len, &inner))
+        return CP_ERR_INTERNAL;
+    const float *x = k->in_data[0];
+    float *y = k->out_data[0];
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t i = 0; i < inner; i++) {
+            const float *xs = x + o * len * inner + i;
+            float *ys = y + o * len * inner + i;
+            float m = -INFINITY;
+            for (int64_t l = 0; l < len; l++)
+                m = xs[l * inner] > m ? xs[l * inner] : m;
+            double sum = 0.0;
+            for (int64_t l = 0; l < len; l++) {
+                float e = expf(xs[l * inner] - m);
+                ys[l * inner] = e;
+                sum += e;
+            }
+            for (int64_t l = 0; l < len; l++)
+                ys[l * inner] = (float)(ys[l * inner] / sum);
+        }
+    }
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_softmax, CP_OP_SOFTMAX, softmax_supports, NULL, softmax_run);

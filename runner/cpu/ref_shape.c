@@ -1,0 +1,470 @@
+/* Reference kernels for data movement: Concat, Split, Slice, Gather,
+ * Transpose, Expand, the reshaping ops (Reshape, Flatten, Squeeze,
+ * Unsqueeze, Identity, Dropout) and Shape.
+ *
+ * None of them does arithmetic on elements, so all are dtype-agnostic:
+ * they move elements of cp_dtype_size bytes. Slice, Transpose and Expand
+ * are strided walks (ref_util.h); the reshaping ops are one copy (or none,
+ * when the plan aliases the output to the input). */
+#include "runner/cpu/ref_util.h"
+
+#include <string.h>
+
+/* Every input and output present has the dtype of input 0. */
+static bool same_dtypes(const struct cp_graph *g, const struct cp_node *n, size_t n_data_inputs)
+{
+    const struct cp_tensor *x = cp_ref_in(g, n, 0);
+    if (!x || cp_dtype_size(x->dtype) == 0)
+        return false;
+    for (size_t i = 0; i < n_data_inputs && i < n->n_inputs; i++) {
+        const struct cp_tensor *t = cp_ref_in(g, n, i);
+        if (!t || t->dtype != x->dtype)
+            return false;
+    }
+    for (size_t i = 0; i < n->n_outputs; i++) {
+        const struct cp_tensor *t = cp_ref_out(g, n, i);
+        if (t && t->dtype != x->dtype)
+            return false;
+    }
+    return true;
+}
+
+static bool is_index_dtype(enum cp_dtype dt)
+{
+    return dt == CP_DTYPE_I64 || dt == CP_DTYPE_I32;
+}
+
+/* ---- Concat ------------------------------------------------------------------------ */
+
+static bool concat_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1 || n->n_inputs < 1 ||
+        !same_dtypes(g, n, n->n_inputs))
+        return false;
+    const struct cp_tensor *y = cp_ref_out(g, n, 0);
+    int axis;
+    if (!cp_ref_axis(cp_node_attr_int(n, "axis", 0), y->shape.rank, &axis))
+        return false;
+    int64_t sum = 0;
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        const struct cp_shape *s = &cp_ref_in(g, n, i)->shape;
+        if (s->rank != y->shape.rank)
+            return false;
+        sum += s->dims[axis].value;
+    }
+    return sum == y->shape.dims[axis].value;
+}
+
+static enum cp_status concat_run(struct cp_kexec *k)
+{
+    const struct cp_shape *ys = &k->out[0]->shape;
+    int axis;
+    if (!cp_ref_axis(cp_node_attr_int(k->node, "axis", 0), ys->rank, &axis))
+        return CP_ERR_INTERNAL;
+    size_t es = cp_dtype_size(k->out[0]->dtype);
+    int64_t outer = cp_ref_span(ys, 0, axis), inner = cp_ref_span(ys, axis + 1, ys->rank);
+    unsigned char *y = k->out_data[0];
+    size_t pos = 0;
+    for (int64_t o = 0; o < outer; o++) {
+        for (size_t i = 0; i < k->node->n_inputs; i++) {
+            size_t blk = (size_t)(k->in[i]->shape.dims[axis].value * inner) * es;
+            cp_ref_copy(y + pos, (const unsigned char *)k->in_data[i] + (size_t)o * blk, blk);
+            pos += blk;
+        }
+    }
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_concat, CP_OP_CONCAT, concat_supports, NULL, concat_run);
+
+/* ---- Split ------------------------------------------------------------------------- */
+
+/* The sizes come from the (inferred) output shapes, whatever form the
+ * split was given in. */
+static bool split_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || !same_dtypes(g, n, 1))
+        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0);
+    int axis;
+    if (!cp_ref_axis(cp_node_attr_int(n, "axis", 0), x->shape.rank, &axis))
+        return false;
+    int64_t sum = 0;
+    for (size_t i = 0; i < n->n_outputs; i++) {
+        const struct cp_tensor *y = cp_ref_out(g, n, i);
+        if (!y || y->shape.rank != x->shape.rank)
+            return false;
+        sum += y->shape.dims[axis].value;
+    }
+    return sum == x->shape.dims[axis].value;
+}
+
+static enum cp_status split_run(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape;
+    int axis;
+    if (!cp_ref_axis(cp_node_attr_int(k->node, "axis", 0), xs->rank, &axis))
+        return CP_ERR_INTERNAL;
+    size_t es = cp_dtype_size(k->in[0]->dtype);
+    int64_t outer = cp_ref_span(xs, 0, axis), inner = cp_ref_span(xs, axis + 1, xs->rank);
+    const unsigned char *x = k->in_data[0];
+    size_t pos = 0;
+    for (int64_t o = 0; o < outer; o++) {
+        for (size_t i = 0; i < k->node->n_outputs; i++) {
+            size_t blk = (size_t)(k->out[i]->shape.dims[axis].value * inner) * es;
+            cp_ref_copy((unsigned char *)k->out_data[i] + (size_t)o * blk, x + pos, blk);
+            pos += blk;
+        }
+    }
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_split, CP_OP_SPLIT, split_supports, NULL, split_run);
+
+/* ---- Slice -------------------------------------------------------------------------- */
+
+/* One of Slice's parameter lists: an attribute before opset 10, input
+ * `input` from 10. */
+struct slice_param {
+    const int64_t *ints; /* attribute form */
+    const void *data;    /* input form */
+    enum cp_dtype dtype;
+    int64_t len; /* -1: absent */
+};
+
+static int64_t slice_param_at(const struct slice_param *p, int64_t i)
+{
+    return p->ints ? p->ints[i] : cp_ref_load_i64(p->data, p->dtype, i);
+}
+
+static bool slice_param(const struct cp_graph *g, const struct cp_node *n, void *const *in_data,
+                        const char *attr, size_t input, struct slice_param *p)
+{
+    memset(p, 0, sizeof *p);
+    p->len = -1;
+    if (cp_ref_opset(g) < 10) {
+        const struct cp_attr *a = cp_node_attr(n, attr);
+        if (a && a->type != CP_ATTR_INTS)
+            return false;
+        if (a) {
+            p->ints = a->ints;
+            p->len = (int64_t)a->n;
+        }
+        return true;
+    }
+    const struct cp_tensor *t = cp_ref_in(g, n, input);
+    if (!t)
+        return true;
+    if (!is_index_dtype(t->dtype) || t->shape.rank > 1)
+        return false;
+    p->data = in_data ? in_data[input] : NULL;
+    p->dtype = t->dtype;
+    p->len = cp_ref_numel(&t->shape);
+    return true;
+}
+
+/* First index and step per axis (step 1, first 0 for axes not sliced),
+ * with ONNX clamping; checks the lengths against the output. in_data NULL:
+ * only check the parameters' form. */
+static bool slice_plan(const struct cp_graph *g, const struct cp_node *n, void *const *in_data,
+                       const struct cp_shape *xs, const struct cp_shape *ys, int64_t *first,
+                       int64_t *step)
+{
+    struct slice_param starts, ends, axes, steps;
+    if (!slice_param(g, n, in_data, "starts", 1, &starts) ||
+        !slice_param(g, n, in_data, "ends", 2, &ends) ||
+        !slice_param(g, n, in_data, "axes", 3, &axes) ||
+        !slice_param(g, n, in_data, "steps", 4, &steps))
+        return false;
+    int64_t cnt = starts.len;
+    if (cnt < 0 || ends.len != cnt || (axes.len >= 0 && axes.len != cnt) ||
+        (steps.len >= 0 && steps.len != cnt) || xs->rank != ys->rank)
+        return false;
+    if (!in_data && cp_ref_opset(g) >= 10)
+        return true;
+    bool seen[CP_MAX_RANK] = {false};
+    for (int a = 0; a < xs->rank; a++) {
+        first[a] = 0;
+        step[a] = 1;
+    }
+    for (int64_t j = 0; j < cnt; j++) {
+        int a;
+        if (!cp_ref_axis(axes.len >= 0 ? slice_param_at(&axes, j) : j, xs->rank, &a) || seen[a])
+            return false;
+        seen[a] = true;
+        int64_t dim = xs->dims[a].value;
+        int64_t b = slice_param_at(&starts, j), e = slice_param_at(&ends, j);
+        int64_t s = steps.len >= 0 ? slice_param_at(&steps, j) : 1;
+        if (s == 0)
+            return false;
+        if (b < 0)
+            b += dim;
+        if (e < 0)
+            e += dim;
+        int64_t len;
+        if (dim == 0) {
+            len = 0;
+        } else if (s > 0) {
+            b = b < 0 ? 0 : b > dim ? dim : b;
+            e = e < 0 ? 0 : e > dim ? dim : e;
+            len = e > b ? (e - b - 1) / s + 1 : 0;
+        } else {
+            b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
+            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+            len = b > e ? (s == INT64_MIN ? 1 : (b - e - 1) / -s + 1) : 0;
+        }
+        first[a] = b;
+        step[a] = s;
+        if (len != ys->dims[a].value)
+            return false;
+    }
+    for (int a = 0; a < xs->rank; a++)
+        if (!seen[a] && xs->dims[a].value != ys->dims[a].value)
+            return false;
+    return true;
+}
+
+static bool slice_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1 || !same_dtypes(g, n, 1))
+        return false;
+    int64_t first[CP_MAX_RANK], step[CP_MAX_RANK];
+    return slice_plan(g, n, NULL, &cp_ref_in(g, n, 0)->shape, &cp_ref_out(g, n, 0)->shape, first,
+                      step);
+}
+
+static enum cp_status slice_run(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
+    int64_t first[CP_MAX_RANK], step[CP_MAX_RANK], st[CP_MAX_RANK];
+    if (!slice_plan(k->g, k->node, k->in_data, xs, ys, first, step))
+        return CP_ERR_INTERNAL;
+    if (cp_ref_numel(ys) == 0)
+        return CP_OK;
+    cp_ref_strides(xs, st);
+    struct cp_ref_walk w;
+    cp_ref_walk_init(&w, ys, 2);
+    cp_ref_walk_bcast(&w, 0, ys);
+    for (int a = 0; a < xs->rank; a++) {
+        w.strides[1][a] = st[a] * step[a];
+        w.base[1] += st[a] * first[a];
+    }
+    cp_ref_walk_finish(&w);
+    cp_ref_walk_copy(&w, k->out_data[0], k->in_data[0], cp_dtype_size(k->in[0]->dtype));
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_slice, CP_OP_SLICE, slice_supports, NULL, slice_run);
+
+/* ---- Gather ----------------------------------------------------------------------- */
+
+static bool gather_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || n->n_inputs != 2 || n->n_outputs != 1)
+        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *ix = cp_ref_in(g, n, 1);
+    const struct cp_tensor *y = cp_ref_out(g, n, 0);
+    int axis;
+    if (!x || !ix || !is_index_dtype(ix->dtype) || y->dtype != x->dtype ||
+        !cp_ref_axis(cp_node_attr_int(n, "axis", 0), x->shape.rank, &axis))
+        return false;
+    int64_t outer = cp_ref_span(&x->shape, 0, axis);
+    int64_t inner = cp_ref_span(&x->shape, axis + 1, x->shape.rank);
+    return cp_ref_numel(&y->shape) == outer * cp_ref_numel(&ix->shape) * inner;
+}
+
+/* Negative indices count from the end; an index out of range is refused
+ * (CP_ERR_INTERNAL) rather than read past the data. */
+static enum cp_status gather_run(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape;
+    const struct cp_tensor *ti = k->in[1];
+    int axis;
+    if (!cp_ref_axis(cp_node_attr_int(k->node, "axis", 0), xs->rank, &axis))
+        return CP_ERR_INTERNAL;
+    size_t es = cp_dtype_size(k->in[0]->dtype);
+    int64_t outer = cp_ref_span(xs, 0, axis), dim = xs->dims[axis].value;
+    size_t blk = (size_t)cp_ref_span(xs, axis + 1, xs->rank) * es;
+    int64_t ni = cp_ref_numel(&ti->shape);
+    const unsigned char *x = k->in_data[0];
+    unsigned char *y = k->out_data[0];
+    for (int64_t q = 0; q < ni; q++) {
+        int64_t idx = cp_ref_load_i64(k->in_data[1], ti->dtype, q);
+        if (idx < -dim || idx >= dim)
+            return CP_ERR_INTERNAL;
+    }
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t q = 0; q < ni; q++) {
+            int64_t idx = cp_ref_load_i64(k->in_data[1], ti->dtype, q);
+            idx = idx < 0 ? idx + dim : idx;
+            cp_ref_copy(y + (size_t)(o * ni + q) * blk, x + (size_t)(o * dim + idx) * blk, blk);
+        }
+    }
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_gather, CP_OP_GATHER, gather_supports, NULL, gather_run);
+
+/* ---- Transpose ---------------------------------------------------------------------- */
+
+/* perm, default reversed. false when it is not a permutation of rank. */
+static bool transpose_perm(const struct cp_node *n, int rank, int64_t *perm)
+{
+    const struct cp_attr *a = cp_node_attr(n, "perm");
+    if (a && (a->type != CP_ATTR_INTS || a->n != (size_t)rank))
+        return false;
+    bool seen[CP_MAX_RANK] = {false};
+    for (int k = 0; k < rank; k++) {
+        perm[k] = a ? a->ints[k] : rank - 1 - k;
+        if (perm[k] < 0 || perm[k] >= rank || seen[perm[k]])
+            return false;
+        seen[perm[k]] = true;
+    }
+    return true;
+}
+
+static bool transpose_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1 || !same_dtypes(g, n, 1))
+        return false;
+    const struct cp_shape *xs = &cp_ref_in(g, n, 0)->shape, *ys = &cp_ref_out(g, n, 0)->shape;
+    int64_t perm[CP_MAX_RANK];
+    if (xs->rank != ys->rank || !transpose_perm(n, xs->rank, perm))
+        return false;
+    for (int k = 0; k < xs->rank; k++)
+        if (ys->dims[k].value != xs->dims[perm[k]].value)
+            return false;
+    return true;
+}
+
+static enum cp_status transpose_run(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
+    int64_t perm[CP_MAX_RANK], st[CP_MAX_RANK];
+    if (!transpose_perm(k->node, xs->rank, perm))
+        return CP_ERR_INTERNAL;
+    cp_ref_strides(xs, st);
+    struct cp_ref_walk w;
+    cp_ref_walk_init(&w, ys, 2);
+    cp_ref_walk_bcast(&w, 0, ys);
+    for (int a = 0; a < ys->rank; a++)
+        w.strides[1][a] = st[perm[a]];
+    cp_ref_walk_finish(&w);
+    cp_ref_walk_copy(&w, k->out_data[0], k->in_data[0], cp_dtype_size(k->in[0]->dtype));
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_transpose, CP_OP_TRANSPOSE, transpose_supports, NULL, transpose_run);
+
+/* ---- Expand ------------------------------------------------------------------------- */
+
+/* x broadcasts to the output (the output already is the bidirectional
+ * broadcast of x and the shape input). */
+static bool expand_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1 || !same_dtypes(g, n, 1))
+        return false;
+    const struct cp_shape *xs = &cp_ref_in(g, n, 0)->shape, *ys = &cp_ref_out(g, n, 0)->shape;
+    if (xs->rank > ys->rank)
+        return false;
+    for (int k = 0; k < xs->rank; k++) {
+        int64_t xd = xs->dims[k].value, yd = ys->dims[ys->rank - xs->rank + k].value;
+        if (xd != 1 && xd != yd)
+            return false;
+    }
+    return true;
+}
+
+static enum cp_status expand_run(struct cp_kexec *k)
+{
+    const struct cp_shape *ys = &k->out[0]->shape;
+    struct cp_ref_walk w;
+    cp_ref_walk_init(&w, ys, 2);
+    cp_ref_walk_bcast(&w, 0, ys);
+    cp_ref_walk_bcast(&w, 1, &k->in[0]->shape);
+    cp_ref_walk_finish(&w);
+    cp_ref_walk_copy(&w, k->out_data[0], k->in_data[0], cp_dtype_size(k->in[0]->dtype));
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_expand, CP_OP_EXPAND, expand_supports, NULL, expand_run);
+
+/* ---- Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout ---------------------------- */
+
+static bool view_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n))
+        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
+    if (!x || x->dtype != y->dtype || cp_ref_numel(&x->shape) != cp_ref_numel(&y->shape))
+        return false;
+    if (n->op != CP_OP_DROPOUT)
+        return n->n_outputs == 1;
+    /* Dropout is the identity at inference: refuse a training_mode that is
+     * not known to be false. The optional mask is all true. */
+    const struct cp_tensor *tm = cp_ref_in(g, n, 2);
+    if (tm && !(tm->value && tm->value_len == 1 && tm->value[0] == 0))
+        return false;
+    const struct cp_tensor *mask = cp_ref_out(g, n, 1);
+    return n->n_outputs <= 2 && (!mask || (mask->dtype == CP_DTYPE_BOOL &&
+                                           cp_ref_numel(&mask->shape) == cp_ref_numel(&x->shape)));
+}
+
+static enum cp_status view_run(struct cp_kexec *k)
+{
+    const struct cp_tensor *x = k->in[0];
+    int64_t n = cp_ref_numel(&x->shape);
+    cp_ref_copy(k->out_data[0], k->in_data[0], (size_t)n * cp_dtype_size(x->dtype));
+    if (k->node->op == CP_OP_DROPOUT && k->node->n_outputs > 1 && k->out[1] && n > 0)
+        memset(k->out_data[1], 1, (size_t)n);
+    return CP_OK;
+}
+
+#define VIEW_KERNEL(var, opv) CP_REF_KERNEL(var, opv, view_supports, NULL, view_run)
+
+VIEW_KERNEL(cp_ref_reshape, CP_OP_RESHAPE);
+VIEW_KERNEL(cp_ref_flatten, CP_OP_FLATTEN);
+VIEW_KERNEL(cp_ref_squeeze, CP_OP_SQUEEZE);
+VIEW_KERNEL(cp_ref_unsqueeze, CP_OP_UNSQUEEZE);
+VIEW_KERNEL(cp_ref_identity, CP_OP_IDENTITY);
+VIEW_KERNEL(cp_ref_dropout, CP_OP_DROPOUT);
+
+/* ---- Shape ---------------------------------------------------------------------------- */
+
+/* [start, end) of the dims, opset 15: negative counts from the back, both
+ * clamp to [0, rank]. */
+static void shape_range(const struct cp_node *n, int rank, int64_t *start, int64_t *end)
+{
+    int64_t s = cp_node_attr_int(n, "start", 0), e = cp_node_attr_int(n, "end", rank);
+    s = s < 0 ? s + rank : s;
+    e = e < 0 ? e + rank : e;
+    *start = s < 0 ? 0 : s > rank ? rank : s;
+    *end = e < 0 ? 0 : e > rank ? rank : e;
+    if (*end < *start)
+        *end = *start;
+}
+
+static bool shape_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1)
+        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
+    int64_t s, e;
+    if (!x)
+        return false;
+    shape_range(n, x->shape.rank, &s, &e);
+    return y->dtype == CP_DTYPE_I64 && cp_ref_numel(&y->shape) == e - s;
+}
+
+static enum cp_status shape_run(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape;
+    int64_t s, e;
+    shape_range(k->node, xs->rank, &s, &e);
+    int64_t *y = k->out_data[0];
+    for (int64_t i = s; i < e; i++)
+        y[i - s] = xs->dims[i].value;
+    return CP_OK;
+}
+
+CP_REF_KERNEL(cp_ref_shape, CP_OP_SHAPE, shape_supports, NULL, shape_run);

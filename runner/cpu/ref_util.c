@@ -1,0 +1,518 @@
+/* Helpers shared by the reference kernels (see ref_util.h). */
+#include "runner/cpu/ref_util.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+int64_t cp_ref_opset(const struct cp_graph *g)
+{
+    int64_t v = cp_graph_opset(g);
+    return v > 0 ? v : 17;
+}
+
+const struct cp_tensor *cp_ref_in(const struct cp_graph *g, const struct cp_node *n, size_t i)
+{
+    if (i >= n->n_inputs || n->inputs[i] < 0)
+        return NULL;
+    return cp_graph_tensor(g, n->inputs[i]);
+}
+
+const struct cp_tensor *cp_ref_out(const struct cp_graph *g, const struct cp_node *n, size_t i)
+{
+    if (i >= n->n_outputs || n->outputs[i] < 0)
+        return NULL;
+    return cp_graph_tensor(g, n->outputs[i]);
+}
+
+static bool tensor_is_static(const struct cp_tensor *t)
+{
+    return t->dtype != CP_DTYPE_UNDEFINED && cp_shape_is_static(&t->shape) &&
+           t->shape.rank <= CP_MAX_RANK && cp_shape_numel(&t->shape) >= 0;
+}
+
+bool cp_ref_node_is_static(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_out(g, n, 0))
+        return false;
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        const struct cp_tensor *t = cp_ref_in(g, n, i);
+        if (t && !tensor_is_static(t))
+            return false;
+    }
+    for (size_t i = 0; i < n->n_outputs; i++) {
+        const struct cp_tensor *t = cp_ref_out(g, n, i);
+        if (t && !tensor_is_static(t))
+            return false;
+    }
+    return true;
+}
+
+bool cp_ref_has_input(const struct cp_graph *g, const struct cp_node *n, size_t i)
+{
+    const struct cp_tensor *t = cp_ref_in(g, n, i);
+    return t && cp_shape_numel(&t->shape) != 0;
+}
+
+bool cp_ref_axis(int64_t axis, int rank, int *out)
+{
+    if (axis < -(int64_t)rank || axis >= rank)
+        return false;
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
+/* ---- shapes -------------------------------------------------------------------- */
+
+int64_t cp_ref_numel(const struct cp_shape *s)
+{
+    return cp_ref_span(s, 0, s->rank);
+}
+
+void cp_ref_strides(const struct cp_shape *s, int64_t *strides)
+{
+    int64_t st = 1;
+    for (int k = s->rank - 1; k >= 0; k--) {
+        strides[k] = st;
+        st *= s->dims[k].value;
+    }
+}
+
+int64_t cp_ref_span(const struct cp_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int k = from; k < to; k++)
+        p *= s->dims[k].value;
+    return p;
+}
+
+/* ---- elements ------------------------------------------------------------------ */
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+float cp_ref_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0) {
+        float v = ldexpf((float)man, -24); /* zero or subnormal, exact */
+        return sign ? -v : v;
+    }
+    if (exp == 31)
+        return f32_from_bits(sign | 0x7f800000u | (man << 13));
+    return f32_from_bits(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+/* Round to nearest, ties to even, as numpy's astype(float16). */
+uint16_t cp_ref_f32_to_f16(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
+    if (exp == 0xff)
+        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0u));
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10)
+            return sign;
+        uint32_t m = man | 0x800000u;
+        int shift = 14 - e;
+        uint32_t res = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (res & 1u)))
+            res++;
+        return (uint16_t)(sign | res);
+    }
+    uint32_t res = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (res & 1u)))
+        res++; /* may carry into the exponent: that is the right rounding */
+    return (uint16_t)(sign | res);
+}
+
+float cp_ref_bf16_to_f32(uint16_t h)
+{
+    return f32_from_bits((uint32_t)h << 16);
+}
+
+/* Truncation, as ONNX's reference (and its test data, through 1.12) casts
+ * to bfloat16; NaN stays a quiet NaN. */
+uint16_t cp_ref_f32_to_bf16(float f)
+{
+    uint32_t x = f32_bits(f);
+    if (isnan(f))
+        return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)(x >> 16);
+}
+
+bool cp_ref_dtype_is_int(enum cp_dtype dt)
+{
+    return dt == CP_DTYPE_I8 || dt == CP_DTYPE_U8 || dt == CP_DTYPE_I32 || dt == CP_DTYPE_I64;
+}
+
+double cp_ref_load_f64(const void *data, enum cp_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case CP_DTYPE_F32:
+        return ((const float *)data)[i];
+    case CP_DTYPE_F16:
+        return cp_ref_f16_to_f32(((const uint16_t *)data)[i]);
+    case CP_DTYPE_BF16:
+        return cp_ref_bf16_to_f32(((const uint16_t *)data)[i]);
+    case CP_DTYPE_I64:
+        return (double)((const int64_t *)data)[i];
+    default:
+        return (double)cp_ref_load_i64(data, dt, i);
+    }
+}
+
+/* Truncate toward zero into [lo, hi]; NaN gives 0. */
+static int64_t f64_to_i64_sat(double v, double lo, double hi)
+{
+    if (isnan(v))
+        return 0;
+    if (v <= lo)
+        return (int64_t)lo;
+    if (v >= hi)
+        return hi >= 0x1p63 ? INT64_MAX : (int64_t)hi;
+    return (int64_t)v;
+}
+
+int64_t cp_ref_load_i64(const void *data, enum cp_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case CP_DTYPE_I64:
+        return ((const int64_t *)data)[i];
+    case CP_DTYPE_I32:
+        return ((const int32_t *)data)[i];
+    case CP_DTYPE_I8:
+        return ((const int8_t *)data)[i];
+    case CP_DTYPE_U8:
+        return ((const uint8_t *)data)[i];
+    case CP_DTYPE_BOOL:
+        return ((const uint8_t *)data)[i] != 0;
+    case CP_DTYPE_F32:
+    case CP_DTYPE_F16:
+    case CP_DTYPE_BF16:
+        return f64_to_i64_sat(cp_ref_load_f64(data, dt, i), -0x1p63, 0x1p63);
+    default:
+        return 0;
+    }
+}
+
+void cp_ref_store_f64(void *data, enum cp_dtype dt, int64_t i, double v)
+{
+    switch (dt) {
+    case CP_DTYPE_F32:
+        ((float *)data)[i] = (float)v;
+        break;
+    case CP_DTYPE_F16:
+        ((uint16_t *)data)[i] = cp_ref_f32_to_f16((float)v);
+        break;
+    case CP_DTYPE_BF16:
+        ((uint16_t *)data)[i] = cp_ref_f32_to_bf16((float)v);
+        break;
+    case CP_DTYPE_I64:
+        ((int64_t *)data)[i] = f64_to_i64_sat(v, -0x1p63, 0x1p63);
+        break;
+    case CP_DTYPE_I32:
+        ((int32_t *)data)[i] = (int32_t)f64_to_i64_sat(v, INT32_MIN, INT32_MAX);
+        break;
+    case CP_DTYPE_I8:
+        ((int8_t *)data)[i] = (int8_t)f64_to_i64_sat(v, INT8_MIN, INT8_MAX);
+        break;
+    case CP_DTYPE_U8:
+        ((uint8_t *)data)[i] = (uint8_t)f64_to_i64_sat(v, 0, UINT8_MAX);
+        break;
+    case CP_DTYPE_BOOL:
+        ((uint8_t *)data)[i] = v != 0.0;
+        break;
+    default:
+        break;
+    }
+}
+
+void cp_ref_store_i64(void *data, enum cp_dtype dt, int64_t i, int64_t v)
+{
+    switch (dt) {
+    case CP_DTYPE_F32:
+        ((float *)data)[i] = (float)v;
+        break;
+    case CP_DTYPE_F16:
+    case CP_DTYPE_BF16:
+        cp_ref_store_f64(data, dt, i, (double)v);
+        break;
+    case CP_DTYPE_I64:
+        ((int64_t *)data)[i] = v;
+        break;
+    case CP_DTYPE_I32:
+        ((int32_t *)data)[i] = (int32_t)(uint32_t)(uint64_t)v;
+        break;
+    case CP_DTYPE_I8:
+        ((int8_t *)data)[i] = (int8_t)(uint8_t)(uint64_t)v;
+        break;
+    case CP_DTYPE_U8:
+        ((uint8_t *)data)[i] = (uint8_t)(uint64_t)v;
+        break;
+    case CP_DTYPE_BOOL:
+        ((uint8_t *)data)[i] = v != 0;
+        break;
+    default:
+        break;
+    }
+}
+
+void cp_ref_copy(void *dst, const void *src, size_t n)
+{
+    if (n == 0 || dst == src)
+        return;
+    memmove(dst, src, n);
+}
+
+void cp_ref_copy_elem(void *dst, const void *src, size_t size)
+{
+    switch (size) {
+    case 1:
+        *(uint8_t *)dst = *(const uint8_t *)src;
+        break;
+    case 2:
+        *(uint16_t *)dst = *(const uint16_t *)src;
+        break;
+    case 4:
+        *(uint32_t *)dst = *(const uint32_t *)src;
+        break;
+    case 8:
+        *(uint64_t *)dst = *(const uint64_t *)src;
+        break;
+    default:
+        memcpy(dst, src, size);
+        break;
+    }
+}
+
+/* ---- strided walks ----------------------------------------------------------------- */
+
+void cp_ref_walk_init(struct cp_ref_walk *w, const struct cp_shape *space, int n_ops)
+{
+    memset(w, 0, sizeof *w);
+    w->rank = space->rank;
+    w->n_ops = n_ops;
+    for (int k = 0; k < space->rank; k++)
+        w->dims[k] = space->dims[k].value;
+}
+
+void cp_ref_walk_bcast(struct cp_ref_walk *w, int op, const struct cp_shape *s)
+{
+    int64_t st[CP_MAX_RANK];
+    cp_ref_strides(s, st);
+    int off = w->rank - s->rank;
+    for (int k = 0; k < w->rank; k++) {
+        int j = k - off;
+        w->strides[op][k] = j >= 0 && s->dims[j].value != 1 ? st[j] : 0;
+    }
+}
+
+void cp_ref_walk_finish(struct cp_ref_walk *w)
+{
+    /* Drop dims of size 1: they never move any operand. A zero-size dim is
+     * kept so that the walk visits nothing. */
+    int r = 0;
+    for (int k = 0; k < w->rank; k++) {
+        if (w->dims[k] == 1)
+            continue;
+        w->dims[r] = w->dims[k];
+        for (int op = 0; op < w->n_ops; op++)
+            w->strides[op][r] = w->strides[op][k];
+        r++;
+    }
+    /* Merge dim k into k+1 when every operand steps over k+1 exactly. */
+    int m = 0;
+    for (int k = 0; k < r; k++) {
+        if (m > 0) {
+            bool merge = true;
+            for (int op = 0; op < w->n_ops && merge; op++)
+                merge = w->strides[op][m - 1] == w->strides[op][k] * w->dims[k];
+            if (merge) {
+                w->dims[m - 1] *= w->dims[k];
+                for (int op = 0; op < w->n_ops; op++)
+                    w->strides[op][m - 1] = w->strides[op][k];
+                continue;
+            }
+        }
+        w->dims[m] = w->dims[k];
+        for (int op = 0; op < w->n_ops; op++)
+            w->strides[op][m] = w->strides[op][k];
+        m++;
+    }
+    if (m == 0) {
+        w->dims[0] = 1;
+        for (int op = 0; op < w->n_ops; op++)
+            w->strides[op][0] = 0;
+        m = 1;
+    }
+    w->rank = m;
+    w->inner = w->dims[m - 1];
+    w->rows = 1;
+    for (int k = 0; k < m - 1; k++)
+        w->rows *= w->dims[k];
+    if (w->inner == 0)
+        w->rows = 0;
+    for (int op = 0; op < w->n_ops; op++)
+        w->inner_stride[op] = w->strides[op][m - 1];
+}
+
+void cp_ref_walk_start(const struct cp_ref_walk *w, struct cp_ref_pos *p)
+{
+    memset(p->idx, 0, sizeof p->idx);
+    for (int op = 0; op < w->n_ops; op++)
+        p->off[op] = w->base[op];
+}
+
+void cp_ref_walk_next(const struct cp_ref_walk *w, struct cp_ref_pos *p)
+{
+    for (int k = w->rank - 2; k >= 0; k--) {
+        if (++p->idx[k] < w->dims[k]) {
+            for (int op = 0; op < w->n_ops; op++)
+                p->off[op] += w->strides[op][k];
+            return;
+        }
+        p->idx[k] = 0;
+        for (int op = 0; op < w->n_ops; op++)
+            p->off[op] -= w->strides[op][k] * (w->dims[k] - 1);
+    }
+}
+
+void cp_ref_walk_copy(const struct cp_ref_walk *w, void *dst, const void *src, size_t size)
+{
+    struct cp_ref_pos p;
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    int64_t es = (int64_t)size;
+    int64_t sd = w->inner_stride[0] * es, ss = w->inner_stride[1] * es;
+    cp_ref_walk_start(w, &p);
+    for (int64_t r = 0; r < w->rows; r++) {
+        unsigned char *drow = d + p.off[0] * es;
+        const unsigned char *srow = s + p.off[1] * es;
+        if (sd == es && ss == es) {
+            memcpy(drow, srow, (size_t)(w->inner * es));
+        } else {
+            for (int64_t j = 0; j < w->inner; j++)
+                cp_ref_copy_elem(drow + j * sd, srow + j * ss, size);
+        }
+        cp_ref_walk_next(w, &p);
+    }
+}
+
+/* ---- windows ------------------------------------------------------------------------ */
+
+enum auto_pad { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID, PAD_BAD };
+
+static enum auto_pad read_auto_pad(const struct cp_node *n)
+{
+    const char *ap = cp_node_attr_string(n, "auto_pad", "NOTSET");
+    if (ap[0] == '\0' || strcmp(ap, "NOTSET") == 0)
+        return PAD_NOTSET;
+    if (strcmp(ap, "SAME_UPPER") == 0)
+        return PAD_SAME_UPPER;
+    if (strcmp(ap, "SAME_LOWER") == 0)
+        return PAD_SAME_LOWER;
+    if (strcmp(ap, "VALID") == 0)
+        return PAD_VALID;
+    return PAD_BAD;
+}
+
+static bool ints_attr_ok(const struct cp_node *n, const char *name, size_t want, int64_t min)
+{
+    const struct cp_attr *a = cp_node_attr(n, name);
+    if (!a)
+        return true;
+    if (a->type != CP_ATTR_INTS || a->n != want)
+        return false;
+    for (size_t k = 0; k < a->n; k++)
+        if (a->ints[k] < min)
+            return false;
+    return true;
+}
+
+bool cp_ref_window_attrs_ok(const struct cp_node *n, int n_spatial)
+{
+    if (n_spatial < 1 || n_spatial > CP_REF_MAX_SPATIAL || read_auto_pad(n) == PAD_BAD)
+        return false;
+    size_t ns = (size_t)n_spatial;
+    return ints_attr_ok(n, "kernel_shape", ns, 1) && ints_attr_ok(n, "strides", ns, 1) &&
+           ints_attr_ok(n, "dilations", ns, 1) && ints_attr_ok(n, "pads", 2 * ns, 0);
+}
+
+static int64_t attr_at(const struct cp_node *n, const char *name, int k, int64_t dflt)
+{
+    const struct cp_attr *a = cp_node_attr(n, name);
+    if (!a || a->type != CP_ATTR_INTS || (size_t)k >= a->n)
+        return dflt;
+    return a->ints[k];
+}
+
+void cp_ref_window_forward(const struct cp_node *n, const struct cp_shape *x,
+                           const struct cp_shape *w, const struct cp_shape *y,
+                           struct cp_ref_window *win)
+{
+    int ns = x->rank - 2;
+    int lead = CP_REF_MAX_SPATIAL - ns;
+    enum auto_pad ap = read_auto_pad(n);
+    win->n = ns;
+    for (int k = 0; k < CP_REF_MAX_SPATIAL; k++) {
+        win->in[k] = win->out[k] = win->kernel[k] = win->stride[k] = win->dilation[k] = 1;
+        win->pad_begin[k] = win->pad_end[k] = 0;
+    }
+    for (int j = 0; j < ns; j++) {
+        int k = lead + j;
+        win->in[k] = x->dims[j + 2].value;
+        win->out[k] = y->dims[j + 2].value;
+        int64_t kdflt = w && w->rank == x->rank ? w->dims[j + 2].value : 1;
+        win->kernel[k] = attr_at(n, "kernel_shape", j, kdflt);
+        win->stride[k] = attr_at(n, "strides", j, 1);
+        win->dilation[k] = attr_at(n, "dilations", j, 1);
+        if (ap == PAD_NOTSET) {
+            win->pad_begin[k] = attr_at(n, "pads", j, 0);
+            win->pad_end[k] = attr_at(n, "pads", j + ns, 0);
+        } else if (ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
+            int64_t eff = (win->kernel[k] - 1) * win->dilation[k] + 1;
+            int64_t total = (win->out[k] - 1) * win->stride[k] + eff - win->in[k];
+            if (total < 0)
+                total = 0;
+            /* SAME_UPPER puts the odd cell at the end, SAME_LOWER at the start. */
+            win->pad_begin[k] = ap == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            win->pad_end[k] = total - win->pad_begin[k];
+        }
+    }
+}
+
+/* floor(a / b) for b > 0. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+void cp_ref_valid_range(int64_t out, int64_t stride, int64_t off, int64_t in, int64_t *lo,
+                        int64_t *hi)
+{
+    /* o * stride + off >= 0   <=>  o >= ceil(-off / stride)
+     * o * stride + off < in   <=>  o <= floor((in - 1 - off) / stride) */
+    int64_t a = -floor_div(off, stride); /* ceil(-off / stride) */
+    int64_t b = floor_div(in - 1 - off, stride) + 1;
+    *lo = a < 0 ? 0 : a > out ? out : a;
+    *hi = b < *lo ? *lo : b > out ? out : b;
+}

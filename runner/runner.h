@@ -1,0 +1,147 @@
+/*
+ * runner: executing a CPU .om.
+ *
+ * A `struct cp_runtime` is the one explicit context (no globals): the thread
+ * count, the oneDNN engine and stream, and an optional trace recorder. A
+ * `struct cp_model` is a loaded .om: the graph whose weights stay mmapped,
+ * plus its metadata. A `struct cp_plan` is what runs: shapes made concrete
+ * (from the model, from --input_shape, or from a dynamic-batch profile), a
+ * kernel instance per node, and a memory placement per tensor in one arena
+ * planned from liveness (buffer_optimize l2_optimize) or without reuse
+ * (off_optimize). Building a plan does all allocation and primitive
+ * creation; running it allocates nothing.
+ *
+ * Kernels (cpu/): every op has a reference kernel in plain C; faster
+ * kernels (oneDNN primitives, vectorised C) are chosen when their
+ * `supports` predicate accepts the node, and are checked against the
+ * reference by the test harness.
+ *
+ * Tensor I/O (io.c): ONNX TensorProto .pb files and NumPy .npy (format 1 and
+ * 2, little-endian, C order) in; .npy out; seeded random inputs.
+ */
+#ifndef CP_RUNNER_H
+#define CP_RUNNER_H
+
+#include "atc_bridge/convert.h"
+#include "atc_bridge/om.h"
+#include "core/core.h"
+#include "graph/graph.h"
+#include "trace/trace.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- host tensors (I/O) ------------------------------------------------- */
+
+/* A dense, C-order tensor in host memory, owning its data. */
+struct cp_host_tensor {
+    char name[256];
+    enum cp_dtype dtype;
+    int rank;
+    int64_t dims[CP_MAX_RANK];
+    void *data; /* malloc'ed; freed by cp_host_tensor_release */
+    size_t nbytes;
+};
+
+void cp_host_tensor_release(struct cp_host_tensor *t);
+int64_t cp_host_tensor_numel(const struct cp_host_tensor *t);
+
+/* Read an ONNX TensorProto (.pb) or a NumPy .npy file, chosen by content.
+ * OUT: *t. Errors name the file and what is wrong (unsupported dtype,
+ * big-endian or Fortran-order .npy, truncated data). */
+enum cp_status cp_tensor_read_file(const char *path, struct cp_host_tensor *t, struct cp_diag *d);
+/* Write a .npy (format 1.0, little-endian, C order), atomically. */
+enum cp_status cp_tensor_write_npy(const char *path, const struct cp_host_tensor *t,
+                                   struct cp_diag *d);
+/* Fill with deterministic pseudo-random values from `seed`: floats uniform
+ * in [-1, 1), integers in [0, 10), bools 0/1. `t` has dtype, rank and dims
+ * set; data is allocated here. */
+enum cp_status cp_tensor_fill_random(struct cp_host_tensor *t, uint64_t seed, struct cp_diag *d);
+
+/* ---- runtime ------------------------------------------------------------ */
+
+struct cp_runtime_options {
+    int threads;                     /* <= 0: number of online cores */
+    struct cp_trace_recorder *trace; /* optional; borrowed, not freed */
+};
+
+struct cp_runtime;
+
+enum cp_status cp_runtime_create(const struct cp_runtime_options *opt, struct cp_runtime **rt,
+                                 struct cp_diag *d);
+void cp_runtime_free(struct cp_runtime *rt); /* NULL is a no-op */
+int cp_runtime_threads(const struct cp_runtime *rt);
+struct cp_trace_recorder *cp_runtime_trace(const struct cp_runtime *rt);
+
+/* ---- models ------------------------------------------------------------- */
+
+struct cp_model;
+
+/* Load a .om (weights stay mmapped). Ops that have no kernel are reported at
+ * load, naming the node (CP_ERR_UNSUPPORTED). A newer format version gives
+ * CP_ERR_VERSION. OUT: *m. */
+enum cp_status cp_model_load(struct cp_runtime *rt, const char *path, struct cp_model **m,
+                             struct cp_diag *d);
+/* Wrap an already-built graph (e.g. an .onnx imported without conversion);
+ * the model takes ownership of `g` even on failure. */
+enum cp_status cp_model_from_graph(struct cp_runtime *rt, struct cp_graph *g,
+                                   const struct cp_om_meta *meta, struct cp_model **m,
+                                   struct cp_diag *d);
+void cp_model_free(struct cp_model *m); /* NULL is a no-op */
+const struct cp_graph *cp_model_graph(const struct cp_model *m);
+const struct cp_om_meta *cp_model_meta(const struct cp_model *m);
+
+/* ---- plans -------------------------------------------------------------- */
+
+struct cp_plan_options {
+    /* Concrete shapes for inputs with dynamic dimensions (or overrides);
+     * NULL/0 to use the model's. */
+    const struct cp_input_shape *input_shapes;
+    size_t n_input_shapes;
+    int64_t batch; /* > 0: pick this dynamic-batch profile / set dim 0 */
+    /* -1: the model's buffer_optimize; else enum cp_buffer_opt. */
+    int buffer_optimize;
+    bool reference_only; /* use only reference kernels (tests, debugging) */
+};
+
+struct cp_plan;
+
+/* Build a plan: concrete shapes, kernels, memory. Errors name the input or
+ * node at fault (e.g. an input with a dynamic dimension and no shape). */
+enum cp_status cp_plan_create(struct cp_model *m, const struct cp_plan_options *opt,
+                              struct cp_plan **p, struct cp_diag *d);
+void cp_plan_free(struct cp_plan *p); /* NULL is a no-op */
+
+struct cp_mem_report {
+    uint64_t weight_bytes;  /* initializer bytes the plan reads */
+    uint64_t arena_bytes;   /* activation arena size */
+    uint64_t peak_bytes;    /* largest sum of live activations at any step */
+    uint64_t scratch_bytes; /* kernel workspaces */
+};
+void cp_plan_memory(const struct cp_plan *p, struct cp_mem_report *out);
+
+/* Graph inputs/outputs of the plan, with their concrete shapes. */
+size_t cp_plan_n_inputs(const struct cp_plan *p);
+size_t cp_plan_n_outputs(const struct cp_plan *p);
+const struct cp_tensor *cp_plan_input(const struct cp_plan *p, size_t i);
+const struct cp_tensor *cp_plan_output(const struct cp_plan *p, size_t i);
+
+/* Copy an input in. The tensor's dtype and shape must match the plan's
+ * input exactly; the error names the input and both shapes. */
+enum cp_status cp_plan_set_input(struct cp_plan *p, size_t i, const struct cp_host_tensor *t,
+                                 struct cp_diag *d);
+/* Execute once. `iteration` is stamped on trace events (-1: none). */
+enum cp_status cp_plan_run(struct cp_plan *p, int32_t iteration, struct cp_diag *d);
+/* Copy an output out. OUT: *t (release with cp_host_tensor_release). */
+enum cp_status cp_plan_get_output(struct cp_plan *p, size_t i, struct cp_host_tensor *t,
+                                  struct cp_diag *d);
+
+/* The plan's kernels as a trace kernel table (strings owned by the plan). */
+size_t cp_plan_n_kernels(const struct cp_plan *p);
+const struct cp_trace_kernel *cp_plan_kernels(const struct cp_plan *p);
+
+/* Peak resident set size of this process, in bytes (getrusage). */
+uint64_t cp_peak_rss_bytes(void);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * Private to runner/: the runtime and model structs, shared by runtime.c,
+ * model.c and the plan (cpu/plan*.c).
+ *
+ * A model keeps the raw bytes of its .om (an mmap of the file, or the
+ * buffer cp_model_from_graph serialized) for its whole life: every plan
+ * reads its own private graph from them with cp_om_read_buffer, so plans
+ * can make shapes concrete without touching the model's graph, and weights
+ * are never copied (initializers point into the bytes). Plans must be freed
+ * before their model.
+ */
+#ifndef CP_RUNNER_INTERNAL_H
+#define CP_RUNNER_INTERNAL_H
+
+#include "runner/cpu/kernel.h"
+#include "runner/runner.h"
+
+/* Interned names of the runtime-layer trace events (-1 without a
+ * recorder). */
+struct cp_rt_names {
+    int32_t load, plan, alloc, input_copy, execute, output_copy;
+};
+
+struct cp_runtime {
+    int threads;
+    struct cp_trace_recorder *trace; /* borrowed; may be NULL */
+    struct cp_rt_names names;
+    struct cp_kernel_env env;
+};
+
+struct cp_model {
+    struct cp_runtime *rt;
+    char *name; /* the .om path, or "graph 'NAME'", for messages */
+    struct cp_graph *g;
+    struct cp_om_meta meta;
+    /* The whole .om, alive as long as the model. */
+    const uint8_t *bytes;
+    size_t len;
+    struct cp_mmap map; /* cp_model_load: the file's mapping */
+    uint8_t *owned;     /* cp_model_from_graph: the serialized buffer */
+};
+
+/* Make `rt`'s thread count the one OpenMP (and so oneDNN) uses on the
+ * calling thread. Cheap; done before kernels are prepared and before each
+ * run, so runtimes with different thread counts can share a process. */
+void cp_runtime_bind_threads(const struct cp_runtime *rt);
+
+/* Record a runtime-layer event when `rt` has a recorder. */
+void cp_runtime_record(const struct cp_runtime *rt, int32_t name, int32_t iteration,
+                       uint64_t start_ns, uint64_t end_ns);
+
+#endif

@@ -1,0 +1,103 @@
+/* The runtime context: thread count, the oneDNN CPU engine and stream every
+ * kernel shares, and the optional trace recorder with the names of the
+ * runtime-layer events interned once. */
+#include "runner/runner_internal.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static int online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && n < 100000 ? (int)n : 1;
+}
+
+static enum cp_status intern_names(struct cp_runtime *rt, struct cp_diag *d)
+{
+    struct cp_rt_names *n = &rt->names;
+    n->load = n->plan = n->alloc = n->input_copy = n->execute = n->output_copy = -1;
+    if (!rt->trace)
+        return CP_OK;
+    n->load = cp_trace_intern(rt->trace, "load");
+    n->plan = cp_trace_intern(rt->trace, "plan");
+    n->alloc = cp_trace_intern(rt->trace, "alloc");
+    n->input_copy = cp_trace_intern(rt->trace, "input copy");
+    n->execute = cp_trace_intern(rt->trace, "execute");
+    n->output_copy = cp_trace_intern(rt->trace, "output copy");
+    if (n->load < 0 || n->plan < 0 || n->alloc < 0 || n->input_copy < 0 || n->execute < 0 ||
+        n->output_copy < 0)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory interning trace event names");
+    return CP_OK;
+}
+
+enum cp_status cp_runtime_create(const struct cp_runtime_options *opt, struct cp_runtime **out,
+                                 struct cp_diag *d)
+{
+    *out = NULL;
+    struct cp_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory creating the runtime");
+    rt->threads = opt && opt->threads > 0 ? opt->threads : online_cores();
+    rt->trace = opt ? opt->trace : NULL;
+    rt->env.threads = rt->threads;
+    enum cp_status st = intern_names(rt, d);
+    if (st != CP_OK)
+        goto out_free_rt;
+    cp_runtime_bind_threads(rt);
+
+    dnnl_status_t ds = dnnl_engine_create(&rt->env.engine, dnnl_cpu, 0);
+    if (ds != dnnl_success) {
+        st = cp_diag_set(d, CP_ERR_INTERNAL, "oneDNN could not create a CPU engine (status %d)",
+                         (int)ds);
+        goto out_free_rt;
+    }
+    ds = dnnl_stream_create(&rt->env.stream, rt->env.engine, dnnl_stream_default_flags);
+    if (ds != dnnl_success) {
+        st = cp_diag_set(d, CP_ERR_INTERNAL, "oneDNN could not create a CPU stream (status %d)",
+                         (int)ds);
+        goto out_destroy_engine;
+    }
+    *out = rt;
+    return CP_OK;
+
+out_destroy_engine:
+    dnnl_engine_destroy(rt->env.engine);
+out_free_rt:
+    free(rt);
+    return st;
+}
+
+void cp_runtime_free(struct cp_runtime *rt)
+{
+    if (!rt)
+        return;
+    if (rt->env.stream)
+        dnnl_stream_destroy(rt->env.stream);
+    if (rt->env.engine)
+        dnnl_engine_destroy(rt->env.engine);
+    free(rt);
+}
+
+int cp_runtime_threads(const struct cp_runtime *rt)
+{
+    return rt->threads;
+}
+
+struct cp_trace_recorder *cp_runtime_trace(const struct cp_runtime *rt)
+{
+    return rt->trace;
+}
+
+void cp_runtime_bind_threads(const struct cp_runtime *rt)
+{
+    if (omp_get_max_threads() != rt->threads)
+        omp_set_num_threads(rt->threads);
+}
+
+void cp_runtime_record(const struct cp_runtime *rt, int32_t name, int32_t iteration,
+                       uint64_t start_ns, uint64_t end_ns)
+{
+    if (rt->trace && name >= 0)
+        cp_trace_record(rt->trace, CP_LAYER_RUNTIME, name, -1, iteration, start_ns, end_ns, 0);
+}

@@ -1,0 +1,962 @@
+/* The kernel harness: every fast kernel computes what the reference kernel
+ * of its op computes, on the nodes its `supports` accepts.
+ *
+ * A table of cases builds one-node graphs (attributes, shapes, broadcasting
+ * and edge cases, weights as initializers or as run-time inputs). For each
+ * case and for every fast kernel of the node's op that accepts it (not only
+ * the one the registry would pick, so that second choices are checked
+ * too), the harness runs the fast kernel and the reference kernel on the
+ * same seeded random inputs and compares the outputs: |fast - ref| <=
+ * 1e-5 * |ref| + 1e-5 * max|ref| (oneDNN sums in a different order). Every
+ * kernel in cp_fast_kernels must be exercised by some case. */
+#include "runner/cpu/kernel.h"
+
+#include "graph/graph_build.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define THREADS 2
+#define RTOL    1e-5
+#define ATOL    1e-5 /* times the largest |ref| of the output */
+
+/* ---- random data ----------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Uniform in [lo, hi). */
+static float rng_float(uint64_t *s, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((rng_next(s) >> 40) * (1.0 / 16777216.0));
+}
+
+enum { IN_NORMAL = 0, IN_POSITIVE = 1, IN_WIDE = 2 };
+
+static void fill(void *data, enum cp_dtype dt, int64_t n, uint64_t seed, int mode)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < n; i++) {
+        switch (dt) {
+        case CP_DTYPE_F32: {
+            float lo = mode == IN_POSITIVE ? 0.01f : mode == IN_WIDE ? -12.0f : -1.0f;
+            float hi = mode == IN_WIDE ? 12.0f : 1.0f;
+            ((float *)data)[i] = rng_float(&s, lo, hi);
+            break;
+        }
+        case CP_DTYPE_BOOL:
+            ((uint8_t *)data)[i] = (uint8_t)(rng_next(&s) & 1);
+            break;
+        case CP_DTYPE_I64:
+            ((int64_t *)data)[i] = (int64_t)(rng_next(&s) % 10);
+            break;
+        default:
+            memset((char *)data + (size_t)i * cp_dtype_size(dt), (int)(i & 0x7f),
+                   cp_dtype_size(dt));
+            break;
+        }
+    }
+}
+
+/* ---- graph building ----------------------------------------------------------- */
+
+static uint64_t name_seed(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* f32 graph input. */
+static void X(struct cp_graph *g, const char *name, int rank, const int64_t *dims)
+{
+    gb_input(g, name, CP_DTYPE_F32, rank, dims);
+}
+
+/* f32 initializer with seeded random values. */
+static void W(struct cp_graph *g, const char *name, int rank, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= dims[i];
+    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    cr_assert_not_null(v);
+    fill(v, CP_DTYPE_F32, n, name_seed(name), IN_NORMAL);
+    gb_init(g, name, CP_DTYPE_F32, rank, dims, v);
+    free(v);
+}
+
+static void F(struct cp_graph *g, const char *name, float v)
+{
+    gb_init(g, name, CP_DTYPE_F32, 0, NULL, &v);
+}
+
+static int32_t N(struct cp_graph *g, const char *op, const char *const *ins,
+                 const char *const *outs)
+{
+    return gb_node(g, "n", op, ins, outs);
+}
+
+#define D(...) GB_DIMS(__VA_ARGS__)
+#define I(...) GB_IN(__VA_ARGS__)
+#define INTS(g, n, name, ...)                                                                      \
+    cp_node_set_ints(g, n, name, (const int64_t[]){__VA_ARGS__},                                   \
+                     sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+
+/* ---- cases ---------------------------------------------------------------- */
+
+/* Conv */
+static void c_conv_3x3_bias(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 16, 12, 12));
+    W(g, "w", 4, D(24, 16, 3, 3));
+    W(g, "b", 1, D(24));
+    int32_t n = N(g, "Conv", I("x", "w", "b"), I("y"));
+    INTS(g, n, "pads", 1, 1, 1, 1);
+    INTS(g, n, "kernel_shape", 3, 3);
+}
+static void c_conv_stride2_asym(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 8, 11, 9));
+    W(g, "w", 4, D(16, 8, 3, 3));
+    int32_t n = N(g, "Conv", I("x", "w"), I("y"));
+    INTS(g, n, "pads", 0, 1, 1, 0);
+    INTS(g, n, "strides", 2, 2);
+}
+static void c_conv_group_dil(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 8, 10, 10));
+    W(g, "w", 4, D(12, 2, 3, 3));
+    W(g, "b", 1, D(12));
+    int32_t n = N(g, "Conv", I("x", "w", "b"), I("y"));
+    cp_node_set_int(g, n, "group", 4);
+    INTS(g, n, "dilations", 2, 2);
+    INTS(g, n, "pads", 2, 2, 2, 2);
+}
+static void c_conv_same_upper(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 4, 9, 9));
+    W(g, "w", 4, D(8, 4, 4, 4));
+    int32_t n = N(g, "Conv", I("x", "w"), I("y"));
+    cp_node_set_string(g, n, "auto_pad", "SAME_UPPER");
+    INTS(g, n, "strides", 2, 2);
+}
+static void c_conv_1d(struct cp_graph *g)
+{
+    X(g, "x", 3, D(2, 6, 20));
+    W(g, "w", 3, D(5, 6, 5));
+    W(g, "b", 1, D(5));
+    int32_t n = N(g, "Conv", I("x", "w", "b"), I("y"));
+    INTS(g, n, "pads", 2, 1);
+}
+static void c_conv_runtime_weights(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 16, 8, 8));
+    X(g, "w", 4, D(16, 16, 3, 3));
+    int32_t n = N(g, "Conv", I("x", "w"), I("y"));
+    INTS(g, n, "pads", 1, 1, 1, 1);
+}
+static void c_conv_stem(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 3, 32, 32));
+    W(g, "w", 4, D(16, 3, 7, 7));
+    W(g, "b", 1, D(16));
+    int32_t n = N(g, "Conv", I("x", "w", "b"), I("y"));
+    INTS(g, n, "pads", 3, 3, 3, 3);
+    INTS(g, n, "strides", 2, 2);
+}
+static void c_conv_1x1(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 64, 8, 8));
+    W(g, "w", 4, D(128, 64, 1, 1));
+    N(g, "Conv", I("x", "w"), I("y"));
+}
+
+/* ConvTranspose */
+static void c_deconv_s2(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 8, 5, 5));
+    W(g, "w", 4, D(8, 6, 3, 3));
+    W(g, "b", 1, D(6));
+    int32_t n = N(g, "ConvTranspose", I("x", "w", "b"), I("y"));
+    INTS(g, n, "strides", 2, 2);
+    INTS(g, n, "pads", 1, 1, 1, 1);
+    INTS(g, n, "output_padding", 1, 1);
+}
+static void c_deconv_group(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 4, 6, 7));
+    W(g, "w", 4, D(4, 3, 2, 2));
+    int32_t n = N(g, "ConvTranspose", I("x", "w"), I("y"));
+    cp_node_set_int(g, n, "group", 2);
+    INTS(g, n, "strides", 2, 2);
+}
+
+/* MatMul */
+static void c_mm_attention(struct cp_graph *g)
+{
+    X(g, "a", 4, D(1, 4, 64, 16));
+    X(g, "b", 4, D(1, 4, 16, 64));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+static void c_mm_const_b(struct cp_graph *g)
+{
+    X(g, "a", 3, D(2, 30, 64));
+    W(g, "b", 2, D(64, 48));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+static void c_mm_bcast(struct cp_graph *g)
+{
+    X(g, "a", 4, D(3, 1, 4, 5));
+    X(g, "b", 3, D(2, 5, 6));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+static void c_mm_bcast_a(struct cp_graph *g)
+{
+    X(g, "a", 3, D(1, 4, 5));
+    X(g, "b", 3, D(3, 5, 2));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+static void c_mm_vec_mat(struct cp_graph *g)
+{
+    X(g, "a", 1, D(7));
+    X(g, "b", 3, D(2, 7, 3));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+static void c_mm_mat_vec(struct cp_graph *g)
+{
+    X(g, "a", 2, D(5, 7));
+    W(g, "b", 1, D(7));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+
+static void c_mm_pv(struct cp_graph *g)
+{
+    X(g, "a", 4, D(1, 4, 128, 128));
+    X(g, "b", 4, D(1, 4, 128, 16));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+static void c_mm_pv_shared_b(struct cp_graph *g)
+{
+    X(g, "a", 3, D(2, 70, 96));
+    W(g, "b", 2, D(96, 16));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+static void c_mm_pv_odd(struct cp_graph *g)
+{
+    X(g, "a", 3, D(3, 33, 77));
+    X(g, "b", 3, D(3, 77, 16));
+    N(g, "MatMul", I("a", "b"), I("y"));
+}
+
+/* Gemm */
+static void c_gemm_linear(struct cp_graph *g)
+{
+    X(g, "a", 2, D(3, 64));
+    W(g, "b", 2, D(10, 64));
+    W(g, "c", 1, D(10));
+    int32_t n = N(g, "Gemm", I("a", "b", "c"), I("y"));
+    cp_node_set_int(g, n, "transB", 1);
+}
+static void c_gemm_alpha_beta(struct cp_graph *g)
+{
+    X(g, "a", 2, D(9, 5));
+    X(g, "b", 2, D(9, 7));
+    X(g, "c", 2, D(5, 7));
+    int32_t n = N(g, "Gemm", I("a", "b", "c"), I("y"));
+    cp_node_set_int(g, n, "transA", 1);
+    cp_node_set_float(g, n, "alpha", 0.5f);
+    cp_node_set_float(g, n, "beta", 2.0f);
+}
+static void c_gemm_col_c(struct cp_graph *g)
+{
+    X(g, "a", 2, D(6, 4));
+    W(g, "b", 2, D(4, 5));
+    W(g, "c", 2, D(6, 1));
+    N(g, "Gemm", I("a", "b", "c"), I("y"));
+}
+static void c_gemm_no_c(struct cp_graph *g)
+{
+    X(g, "a", 2, D(4, 8));
+    X(g, "b", 2, D(3, 8));
+    int32_t n = N(g, "Gemm", I("a", "b"), I("y"));
+    cp_node_set_int(g, n, "transB", 1);
+    cp_node_set_float(g, n, "alpha", 1.5f);
+}
+
+/* Pooling */
+static void c_maxpool_stem(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 16, 16, 16));
+    int32_t n = N(g, "MaxPool", I("x"), I("y"));
+    INTS(g, n, "kernel_shape", 3, 3);
+    INTS(g, n, "strides", 2, 2);
+    INTS(g, n, "pads", 1, 1, 1, 1);
+}
+static void c_maxpool_ceil(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 3, 10, 9));
+    int32_t n = N(g, "MaxPool", I("x"), I("y"));
+    INTS(g, n, "kernel_shape", 3, 2);
+    INTS(g, n, "strides", 2, 2);
+    cp_node_set_int(g, n, "ceil_mode", 1);
+}
+static void c_avgpool_excl(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 4, 9, 9));
+    int32_t n = N(g, "AveragePool", I("x"), I("y"));
+    INTS(g, n, "kernel_shape", 3, 3);
+    INTS(g, n, "strides", 2, 2);
+    INTS(g, n, "pads", 1, 1, 1, 1);
+}
+static void c_avgpool_incl(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 4, 8, 8));
+    int32_t n = N(g, "AveragePool", I("x"), I("y"));
+    INTS(g, n, "kernel_shape", 3, 3);
+    INTS(g, n, "pads", 1, 1, 1, 1);
+    cp_node_set_int(g, n, "count_include_pad", 1);
+}
+static void c_gap(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 64, 8, 8));
+    N(g, "GlobalAveragePool", I("x"), I("y"));
+}
+
+/* Normalisation */
+static void c_softmax_last(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 4, 32, 80));
+    N(g, "Softmax", I("x"), I("y"));
+}
+static void c_softmax_ragged(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 4, 32, 77));
+    N(g, "Softmax", I("x"), I("y"));
+}
+static void c_softmax_axis1(struct cp_graph *g)
+{
+    X(g, "x", 3, D(2, 5, 16));
+    int32_t n = N(g, "Softmax", I("x"), I("y"));
+    cp_node_set_int(g, n, "axis", 1);
+}
+static void c_softmax_wide(struct cp_graph *g)
+{
+    X(g, "x", 2, D(8, 1024));
+    N(g, "Softmax", I("x"), I("y"));
+}
+static void c_layernorm(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 128, 64));
+    W(g, "s", 1, D(64));
+    W(g, "b", 1, D(64));
+    N(g, "LayerNormalization", I("x", "s", "b"), I("y"));
+}
+static void c_layernorm_axis(struct cp_graph *g)
+{
+    X(g, "x", 3, D(3, 4, 5));
+    W(g, "s", 2, D(4, 5));
+    int32_t n = N(g, "LayerNormalization", I("x", "s"), I("y"));
+    cp_node_set_int(g, n, "axis", -2);
+    cp_node_set_float(g, n, "epsilon", 1e-3f);
+}
+static void bn_params(struct cp_graph *g, int64_t c)
+{
+    W(g, "s", 1, D(c));
+    W(g, "b", 1, D(c));
+    W(g, "m", 1, D(c));
+    int64_t n = c;
+    float *v = malloc((size_t)c * sizeof *v);
+    fill(v, CP_DTYPE_F32, c, 7, IN_POSITIVE);
+    gb_init(g, "v", CP_DTYPE_F32, 1, &n, v);
+    free(v);
+}
+static void c_batchnorm(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 16, 7, 7));
+    bn_params(g, 16);
+    N(g, "BatchNormalization", I("x", "s", "b", "m", "v"), I("y"));
+}
+static void c_batchnorm_2d(struct cp_graph *g)
+{
+    X(g, "x", 2, D(5, 12));
+    bn_params(g, 12);
+    N(g, "BatchNormalization", I("x", "s", "b", "m", "v"), I("y"));
+}
+static void c_instnorm_group(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 8, 2048));
+    W(g, "s", 1, D(8));
+    W(g, "b", 1, D(8));
+    N(g, "InstanceNormalization", I("x", "s", "b"), I("y"));
+}
+static void c_instnorm_4d(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 3, 5, 5));
+    W(g, "s", 1, D(3));
+    W(g, "b", 1, D(3));
+    int32_t n = N(g, "InstanceNormalization", I("x", "s", "b"), I("y"));
+    cp_node_set_float(g, n, "epsilon", 1e-3f);
+}
+
+/* Binary */
+#define BINARY_CASE(fn, op, ra, da, rb, db)                                                        \
+    static void fn(struct cp_graph *g)                                                             \
+    {                                                                                              \
+        X(g, "a", ra, da);                                                                         \
+        X(g, "b", rb, db);                                                                         \
+        N(g, op, I("a", "b"), I("y"));                                                             \
+    }
+BINARY_CASE(c_add_same, "Add", 4, D(1, 64, 32, 32), 4, D(1, 64, 32, 32))
+BINARY_CASE(c_mul_scalar, "Mul", 4, D(1, 4, 64, 64), 0, NULL)
+BINARY_CASE(c_mul_channel, "Mul", 4, D(1, 64, 16, 16), 3, D(64, 1, 1))
+BINARY_CASE(c_add_bias, "Add", 3, D(1, 1024, 64), 1, D(64))
+BINARY_CASE(c_sub_outer, "Sub", 3, D(3, 1, 5), 3, D(1, 4, 1))
+BINARY_CASE(c_div_abcast, "Div", 2, D(1, 5), 2, D(4, 5))
+BINARY_CASE(c_add_time, "Add", 4, D(1, 64, 32, 32), 4, D(1, 64, 1, 1))
+BINARY_CASE(c_div_row, "Div", 3, D(1, 128, 64), 3, D(1, 128, 1))
+BINARY_CASE(c_add_small, "Add", 1, D(3), 1, D(1))
+/* Rows of 7 split between threads at multiples of 16: partial rows. */
+BINARY_CASE(c_add_short_rows, "Add", 3, D(3, 1037, 7), 1, D(7))
+BINARY_CASE(c_sub_bcast_a_rows, "Sub", 3, D(5, 1, 16), 3, D(5, 700, 16))
+BINARY_CASE(c_mul_nhwc_channel, "Mul", 4, D(1, 64, 64, 16), 1, D(16))
+
+static void c_where(struct cp_graph *g)
+{
+    gb_input(g, "c", CP_DTYPE_BOOL, 2, D(4, 1));
+    X(g, "a", 2, D(4, 6));
+    X(g, "b", 1, D(6));
+    N(g, "Where", I("c", "a", "b"), I("y"));
+}
+
+/* Unary */
+#define UNARY_CASE(fn, op, r, d)                                                                   \
+    static void fn(struct cp_graph *g)                                                             \
+    {                                                                                              \
+        X(g, "x", r, d);                                                                           \
+        N(g, op, I("x"), I("y"));                                                                  \
+    }
+UNARY_CASE(c_relu, "Relu", 4, D(1, 16, 32, 32))
+UNARY_CASE(c_sigmoid, "Sigmoid", 4, D(1, 64, 32, 32))
+UNARY_CASE(c_exp, "Exp", 2, D(3, 1000))
+UNARY_CASE(c_sqrt, "Sqrt", 2, D(3, 1000))
+UNARY_CASE(c_erf, "Erf", 3, D(1, 1024, 256))
+UNARY_CASE(c_erf_small, "Erf", 1, D(37))
+UNARY_CASE(c_tanh, "Tanh", 2, D(3, 1000))
+
+static void c_leaky(struct cp_graph *g)
+{
+    X(g, "x", 2, D(5, 300));
+    int32_t n = N(g, "LeakyRelu", I("x"), I("y"));
+    cp_node_set_float(g, n, "alpha", 0.2f);
+}
+static void c_clip_both(struct cp_graph *g)
+{
+    X(g, "x", 2, D(5, 300));
+    F(g, "lo", -0.25f);
+    F(g, "hi", 0.5f);
+    N(g, "Clip", I("x", "lo", "hi"), I("y"));
+}
+static void c_clip_min(struct cp_graph *g)
+{
+    X(g, "x", 2, D(5, 300));
+    F(g, "lo", 0.0f);
+    N(g, "Clip", I("x", "lo"), I("y"));
+}
+#define POW_CASE(fn, e)                                                                            \
+    static void fn(struct cp_graph *g)                                                             \
+    {                                                                                              \
+        X(g, "x", 3, D(1, 128, 64));                                                               \
+        F(g, "e", e);                                                                              \
+        N(g, "Pow", I("x", "e"), I("y"));                                                          \
+    }
+POW_CASE(c_pow2, 2.0f)
+POW_CASE(c_pow3, 3.0f)
+POW_CASE(c_pow_half, 0.5f)
+POW_CASE(c_pow_general, 1.7f)
+
+/* Reductions */
+static void c_rmean_last(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 128, 64));
+    int32_t n = N(g, "ReduceMean", I("x"), I("y"));
+    INTS(g, n, "axes", -1);
+}
+static void c_rmean_hw(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 8, 16, 16));
+    int32_t n = N(g, "ReduceMean", I("x"), I("y"));
+    INTS(g, n, "axes", 2, 3);
+    cp_node_set_int(g, n, "keepdims", 0);
+}
+static void c_rmean_channel(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 8, 16, 16));
+    int32_t n = N(g, "ReduceMean", I("x"), I("y"));
+    INTS(g, n, "axes", 1);
+}
+static void c_rsum_input_axes(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 6, 5));
+    gb_ints(g, "ax", 1, (const int64_t[]){1});
+    N(g, "ReduceSum", I("x", "ax"), I("y"));
+}
+static void c_rsum_all(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 6, 5));
+    N(g, "ReduceSum", I("x"), I("y"));
+}
+static void c_rmax_first(struct cp_graph *g)
+{
+    X(g, "x", 3, D(7, 3, 5));
+    int32_t n = N(g, "ReduceMax", I("x"), I("y"));
+    INTS(g, n, "axes", 0);
+    cp_node_set_int(g, n, "keepdims", 0);
+}
+
+/* Data movement */
+static void c_transpose_heads(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 64, 4, 16));
+    int32_t n = N(g, "Transpose", I("x"), I("y"));
+    INTS(g, n, "perm", 0, 2, 1, 3);
+}
+static void c_transpose_kt(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 77, 4, 16));
+    int32_t n = N(g, "Transpose", I("x"), I("y"));
+    INTS(g, n, "perm", 0, 2, 3, 1);
+}
+static void c_transpose_default(struct cp_graph *g)
+{
+    X(g, "x", 3, D(3, 4, 5));
+    N(g, "Transpose", I("x"), I("y"));
+}
+static void c_transpose_i64(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_I64, 2, D(3, 7));
+    int32_t n = N(g, "Transpose", I("x"), I("y"));
+    INTS(g, n, "perm", 1, 0);
+}
+static void c_concat(struct cp_graph *g)
+{
+    X(g, "a", 4, D(1, 64, 8, 8));
+    X(g, "b", 4, D(1, 32, 8, 8));
+    X(g, "c", 4, D(1, 3, 8, 8));
+    int32_t n = N(g, "Concat", I("a", "b", "c"), I("y"));
+    cp_node_set_int(g, n, "axis", 1);
+}
+static void c_concat_last(struct cp_graph *g)
+{
+    X(g, "a", 2, D(3, 2));
+    X(g, "b", 2, D(3, 5));
+    int32_t n = N(g, "Concat", I("a", "b"), I("y"));
+    cp_node_set_int(g, n, "axis", -1);
+}
+static void c_split(struct cp_graph *g)
+{
+    X(g, "x", 3, D(2, 6, 4));
+    gb_ints(g, "s", 3, (const int64_t[]){2, 3, 1});
+    int32_t n = N(g, "Split", I("x", "s"), I("y0", "y1", "y2"));
+    cp_node_set_int(g, n, "axis", 1);
+}
+static void c_slice_step(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 10, 6));
+    gb_ints(g, "st", 2, (const int64_t[]){1, -1});
+    gb_ints(g, "en", 2, (const int64_t[]){9, 0});
+    gb_ints(g, "ax", 2, (const int64_t[]){1, 2});
+    gb_ints(g, "sp", 2, (const int64_t[]){2, -2});
+    N(g, "Slice", I("x", "st", "en", "ax", "sp"), I("y"));
+}
+static void c_slice_simple(struct cp_graph *g)
+{
+    X(g, "x", 2, D(5, 8));
+    gb_ints(g, "st", 1, (const int64_t[]){2});
+    gb_ints(g, "en", 1, (const int64_t[]){INT64_MAX});
+    gb_ints(g, "ax", 1, (const int64_t[]){-1});
+    N(g, "Slice", I("x", "st", "en", "ax"), I("y"));
+}
+static void c_gather0(struct cp_graph *g)
+{
+    X(g, "x", 2, D(10, 6));
+    gb_ints(g, "i", 4, (const int64_t[]){3, -1, 0, 3});
+    N(g, "Gather", I("x", "i"), I("y"));
+}
+static void c_gather1(struct cp_graph *g)
+{
+    X(g, "x", 3, D(2, 5, 3));
+    gb_init(g, "i", CP_DTYPE_I64, 2, D(2, 2), (const int64_t[]){4, 0, 1, -2});
+    int32_t n = N(g, "Gather", I("x", "i"), I("y"));
+    cp_node_set_int(g, n, "axis", 1);
+}
+static void c_resize_2x(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 8, 16, 16));
+    gb_init(g, "sc", CP_DTYPE_F32, 1, D(4), (const float[]){1, 1, 2, 2});
+    int32_t n = N(g, "Resize", I("x", "", "sc"), I("y"));
+    cp_node_set_string(g, n, "mode", "nearest");
+    cp_node_set_string(g, n, "coordinate_transformation_mode", "asymmetric");
+    cp_node_set_string(g, n, "nearest_mode", "floor");
+}
+static void c_resize_sizes(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 2, 5, 7));
+    gb_ints(g, "sz", 4, (const int64_t[]){1, 2, 8, 3});
+    int32_t n = N(g, "Resize", I("x", "", "", "sz"), I("y"));
+    cp_node_set_string(g, n, "mode", "nearest");
+}
+
+struct hcase {
+    const char *name;
+    void (*build)(struct cp_graph *g);
+    int mode; /* how graph inputs are drawn */
+    int64_t opset;
+};
+
+#define C(fn)                                                                                      \
+    {                                                                                              \
+#fn, fn, IN_NORMAL, 17                                                                     \
+    }
+#define CM(fn, m)                                                                                  \
+    {                                                                                              \
+#fn, fn, m, 17                                                                             \
+    }
+#define CO(fn, opset)                                                                              \
+    {                                                                                              \
+#fn, fn, IN_NORMAL, opset                                                                  \
+    }
+
+static const struct hcase cases[] = {
+    C(c_conv_3x3_bias),
+    C(c_conv_stride2_asym),
+    C(c_conv_group_dil),
+    C(c_conv_same_upper),
+    C(c_conv_1d),
+    C(c_conv_runtime_weights),
+    C(c_conv_stem),
+    C(c_conv_1x1),
+    C(c_deconv_s2),
+    C(c_deconv_group),
+    C(c_mm_attention),
+    C(c_mm_const_b),
+    C(c_mm_bcast),
+    C(c_mm_bcast_a),
+    C(c_mm_vec_mat),
+    C(c_mm_mat_vec), C(c_mm_pv), C(c_mm_pv_shared_b), C(c_mm_pv_odd),
+    C(c_gemm_linear),
+    C(c_gemm_alpha_beta),
+    C(c_gemm_col_c),
+    C(c_gemm_no_c),
+    C(c_maxpool_stem),
+    C(c_maxpool_ceil),
+    C(c_avgpool_excl),
+    C(c_avgpool_incl),
+    C(c_gap),
+    CM(c_softmax_last, IN_WIDE), CM(c_softmax_ragged, IN_WIDE),
+    C(c_softmax_axis1),
+    CO(c_softmax_axis1, 11),
+    C(c_softmax_wide),
+    C(c_layernorm),
+    C(c_layernorm_axis),
+    C(c_batchnorm),
+    C(c_batchnorm_2d),
+    C(c_instnorm_group),
+    C(c_instnorm_4d),
+    C(c_add_same),
+    C(c_mul_scalar),
+    C(c_mul_channel),
+    C(c_add_bias),
+    C(c_sub_outer),
+    CM(c_div_abcast, IN_POSITIVE),
+    C(c_add_time),
+    CM(c_div_row, IN_POSITIVE),
+    C(c_add_small), C(c_add_short_rows), C(c_sub_bcast_a_rows), C(c_mul_nhwc_channel),
+    C(c_where),
+    C(c_relu),
+    CM(c_sigmoid, IN_WIDE),
+    CM(c_exp, IN_WIDE),
+    CM(c_sqrt, IN_POSITIVE),
+    CM(c_erf, IN_WIDE),
+    C(c_erf_small),
+    CM(c_tanh, IN_WIDE),
+    C(c_leaky),
+    C(c_clip_both),
+    C(c_clip_min),
+    C(c_pow2),
+    C(c_pow3),
+    CM(c_pow_half, IN_POSITIVE),
+    CM(c_pow_general, IN_POSITIVE),
+    C(c_rmean_last),
+    C(c_rmean_hw),
+    C(c_rmean_channel),
+    C(c_rsum_input_axes),
+    C(c_rsum_all),
+    C(c_rmax_first),
+    C(c_transpose_heads),
+    C(c_transpose_kt),
+    C(c_transpose_default),
+    C(c_transpose_i64),
+    C(c_concat),
+    C(c_concat_last),
+    C(c_split),
+    C(c_slice_step),
+    C(c_slice_simple),
+    C(c_gather0),
+    C(c_gather1),
+    C(c_resize_2x),
+    C(c_resize_sizes),
+};
+
+/* ---- running one kernel --------------------------------------------------------- */
+
+struct env {
+    struct cp_kernel_env kenv;
+};
+
+static void env_init(struct env *e)
+{
+    cr_assert_eq(dnnl_engine_create(&e->kenv.engine, dnnl_cpu, 0), dnnl_success);
+    cr_assert_eq(dnnl_stream_create(&e->kenv.stream, e->kenv.engine, dnnl_stream_default_flags),
+                 dnnl_success);
+    e->kenv.threads = THREADS;
+    omp_set_num_threads(THREADS);
+}
+
+static void env_release(struct env *e)
+{
+    dnnl_stream_destroy(e->kenv.stream);
+    dnnl_engine_destroy(e->kenv.engine);
+}
+
+static size_t tensor_bytes(const struct cp_tensor *t)
+{
+    return (size_t)cp_shape_numel(&t->shape) * cp_dtype_size(t->dtype);
+}
+
+/* Run `k` on node `n` twice (the second run must give the same bytes: run
+ * keeps no state). OUT: outs[i] (malloc'ed, caller frees). False with a
+ * message when a step fails. */
+static bool run_kernel(const struct cp_kernel *k, const struct cp_graph *g, const struct cp_node *n,
+                       const struct env *e, void **in_data, void **outs, char *msg, size_t msz)
+{
+    const struct cp_tensor *ins[16] = {NULL}, *os[16] = {NULL};
+    void *od[16] = {NULL};
+    for (size_t i = 0; i < n->n_inputs; i++)
+        ins[i] = n->inputs[i] >= 0 ? cp_graph_tensor(g, n->inputs[i]) : NULL;
+    for (size_t i = 0; i < n->n_outputs; i++) {
+        os[i] = n->outputs[i] >= 0 ? cp_graph_tensor(g, n->outputs[i]) : NULL;
+        outs[i] = NULL;
+        if (!os[i])
+            continue;
+        size_t nb = tensor_bytes(os[i]);
+        od[i] = outs[i] = malloc(nb ? nb : 1);
+        memset(od[i], 0xA5, nb); /* poison: unwritten cells show up */
+    }
+    struct cp_kexec x = {.kernel = k,
+                         .g = g,
+                         .node = n,
+                         .env = &e->kenv,
+                         .in = ins,
+                         .out = os,
+                         .in_data = in_data,
+                         .out_data = od};
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (k->prepare && k->prepare(&x, &d) != CP_OK) {
+        snprintf(msg, msz, "%s: prepare failed: %.900s", k->name, d.msg);
+        if (k->release)
+            k->release(&x);
+        return false;
+    }
+    void *scratch = NULL;
+    if (x.scratch_bytes) {
+        cr_assert_eq(posix_memalign(&scratch, 64, x.scratch_bytes), 0);
+        x.scratch = scratch;
+    }
+    bool ok = k->run(&x) == CP_OK;
+    void *first = NULL;
+    size_t nb0 = os[0] ? tensor_bytes(os[0]) : 0;
+    if (ok && nb0) {
+        first = malloc(nb0);
+        memcpy(first, od[0], nb0);
+        ok = k->run(&x) == CP_OK;
+        if (ok && memcmp(first, od[0], nb0) != 0) {
+            snprintf(msg, msz, "%s: a second run gave different bytes", k->name);
+            ok = false;
+        }
+    } else if (!ok) {
+        snprintf(msg, msz, "%s: run failed", k->name);
+    }
+    free(first);
+    if (k->release)
+        k->release(&x);
+    free(scratch);
+    return ok;
+}
+
+/* Compare one output; false with a message naming the worst element. */
+static bool compare(const struct cp_tensor *t, const void *fast, const void *ref, char *msg,
+                    size_t msz)
+{
+    int64_t n = cp_shape_numel(&t->shape);
+    if (t->dtype != CP_DTYPE_F32) {
+        if (memcmp(fast, ref, tensor_bytes(t)) != 0) {
+            snprintf(msg, msz, "%s output differs (exact compare)", cp_dtype_name(t->dtype));
+            return false;
+        }
+        return true;
+    }
+    const float *a = fast, *b = ref;
+    double maxref = 0.0, max_abs = 0.0, max_rel = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(b[i]) && fabs(b[i]) > maxref)
+            maxref = fabs(b[i]);
+    int64_t worst = -1;
+    double worst_excess = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i]) || (isinf(b[i]) && a[i] != b[i])) {
+            snprintf(msg, msz, "element %lld: fast %g, ref %g", (long long)i, a[i], b[i]);
+            return false;
+        }
+        if (!isfinite(b[i]))
+            continue;
+        double err = fabs((double)a[i] - (double)b[i]);
+        double tol = RTOL * fabs(b[i]) + ATOL * maxref;
+        if (err > max_abs)
+            max_abs = err;
+        if (b[i] != 0.0f && err / fabs(b[i]) > max_rel)
+            max_rel = err / fabs(b[i]);
+        if (err > tol && err - tol > worst_excess) {
+            worst_excess = err - tol;
+            worst = i;
+        }
+    }
+    if (worst >= 0) {
+        snprintf(msg, msz, "max abs err %.3g, max rel err %.3g; worst at %lld: fast %.9g ref %.9g",
+                 max_abs, max_rel, (long long)worst, a[worst], b[worst]);
+        return false;
+    }
+    snprintf(msg, msz, "max abs err %.3g (max |ref| %.3g), max rel err %.3g", max_abs, maxref,
+             max_rel);
+    return true;
+}
+
+/* ---- the tests ------------------------------------------------------------------ */
+
+Test(kernel_harness, every_fast_kernel_matches_the_reference)
+{
+    struct env e;
+    env_init(&e);
+    size_t nk = 0;
+    while (cp_fast_kernels[nk])
+        nk++;
+    bool *used = calloc(nk, sizeof *used);
+    int failures = 0, checks = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const struct hcase *hc = &cases[c];
+        struct cp_graph *g = gb_graph(hc->opset);
+        hc->build(g);
+        gb_infer_ok(g);
+        struct cp_node *n = cp_graph_node(g, 0);
+        const struct cp_kernel *ref = cp_kernel_reference(n->op);
+        cr_assert_not_null(ref, "%s: no reference kernel for %s", hc->name, cp_op_name(n->op));
+        void *in_data[16] = {NULL};
+        void *owned[16] = {NULL};
+        for (size_t i = 0; i < n->n_inputs; i++) {
+            if (n->inputs[i] < 0)
+                continue;
+            struct cp_tensor *t = cp_graph_tensor(g, n->inputs[i]);
+            if (t->kind == CP_TENSOR_INITIALIZER) {
+                in_data[i] = (void *)t->data;
+                continue;
+            }
+            size_t nb = tensor_bytes(t);
+            owned[i] = in_data[i] = malloc(nb ? nb : 1);
+            fill(in_data[i], t->dtype, cp_shape_numel(&t->shape), c * 31 + i, hc->mode);
+        }
+        void *ref_out[16] = {NULL};
+        char msg[1024] = "";
+        if (!run_kernel(ref, g, n, &e, in_data, ref_out, msg, sizeof msg)) {
+            cr_log_error("%s: reference: %s", hc->name, msg);
+            failures++;
+        }
+        int accepted = 0;
+        for (size_t ki = 0; ki < nk && ref_out[0]; ki++) {
+            const struct cp_kernel *k = cp_fast_kernels[ki];
+            if (k->op != n->op || (k->supports && !k->supports(g, n)))
+                continue;
+            accepted++;
+            used[ki] = true;
+            checks++;
+            void *outs[16] = {NULL};
+            bool ok = run_kernel(k, g, n, &e, in_data, outs, msg, sizeof msg);
+            for (size_t o = 0; ok && o < n->n_outputs; o++)
+                if (outs[o])
+                    ok = compare(cp_graph_tensor(g, n->outputs[o]), outs[o], ref_out[o], msg,
+                                 sizeof msg);
+            if (!ok) {
+                cr_log_error("%s (%s): %s", hc->name, k->name, msg);
+                failures++;
+            } else {
+                cr_log_info("%s (%s): %s", hc->name, k->name, msg);
+            }
+            for (size_t o = 0; o < n->n_outputs; o++)
+                free(outs[o]);
+        }
+        if (accepted == 0) {
+            cr_log_error("%s: no fast kernel accepts this %s node", hc->name, cp_op_name(n->op));
+            failures++;
+        }
+        for (size_t o = 0; o < 16; o++)
+            free(ref_out[o]);
+        for (size_t i = 0; i < 16; i++)
+            free(owned[i]);
+        cp_graph_free(g);
+    }
+    for (size_t ki = 0; ki < nk; ki++)
+        if (!used[ki]) {
+            cr_log_error("fast kernel %s (%s) is not exercised by any case",
+                         cp_fast_kernels[ki]->name, cp_op_name(cp_fast_kernels[ki]->op));
+            failures++;
+        }
+    free(used);
+    env_release(&e);
+    cr_log_info("kernel harness: %d checks, %d failures", checks, failures);
+    cr_assert_eq(failures, 0, "%d kernel check(s) failed (see the log above)", failures);
+}
+
+/* The predicates turn away what the kernels cannot do, so those nodes fall
+ * back to the reference kernel rather than fail at plan time. */
+Test(kernel_harness, fast_kernels_decline_what_they_cannot_do)
+{
+    struct cp_graph *g = gb_graph(17);
+    X(g, "x", 4, D(1, 3, 8, 8));
+    int32_t n = N(g, "MaxPool", I("x"), I("y", "idx"));
+    INTS(g, n, "kernel_shape", 2, 2);
+    gb_infer_ok(g);
+    const struct cp_node *node = cp_graph_node(g, n);
+    cr_assert_eq(cp_kernel_select(g, node, false), cp_kernel_reference(CP_OP_MAX_POOL),
+                 "MaxPool with an Indices output must go to the reference kernel");
+    cp_graph_free(g);
+
+    g = gb_graph(17);
+    X(g, "x", 3, D(2, 3, 4));
+    n = N(g, "ReduceMean", I("x"), I("y"));
+    INTS(g, n, "axes", 0, 2);
+    gb_infer_ok(g);
+    node = cp_graph_node(g, n);
+    cr_assert_eq(cp_kernel_select(g, node, false), cp_kernel_reference(CP_OP_REDUCE_MEAN),
+                 "a reduction over two separate blocks must go to the reference kernel");
+    cp_graph_free(g);
+}

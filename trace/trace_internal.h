@@ -1,0 +1,90 @@
+/*
+ * trace internals shared by the recorder, the store and the exporters.
+ * Not a public header: only the .c files of trace/ include it.
+ */
+#ifndef CP_TRACE_INTERNAL_H
+#define CP_TRACE_INTERNAL_H
+
+#include "trace/trace.h"
+
+#include <sqlite3.h>
+
+/* ---- string table --------------------------------------------------------
+ *
+ * Text -> dense id (0, 1, 2, ...) with an open-addressing hash index. The
+ * recorder interns event names with it; the folded exporter interns stack
+ * paths. Ids never change while the table lives. */
+struct cp_strtab {
+    char **strs;      /* id -> owned, NUL-terminated text */
+    size_t *lens;     /* id -> strlen */
+    uint64_t *hashes; /* id -> hash of the text */
+    size_t n, cap;
+    int32_t *slots; /* hash index: id, or -1 for an empty slot */
+    size_t n_slots; /* a power of two, at least twice n */
+};
+
+void cp_strtab_init(struct cp_strtab *t);
+void cp_strtab_release(struct cp_strtab *t);
+/* The id of `len` bytes at `s` (they need no NUL), adding a copy when new.
+ * -1 on OOM or when the table is full (INT32_MAX ids). */
+int32_t cp_strtab_intern(struct cp_strtab *t, const char *s, size_t len);
+/* The id of a text already in the table, or -1. */
+int32_t cp_strtab_find(const struct cp_strtab *t, const char *s, size_t len);
+static inline const char *cp_strtab_get(const struct cp_strtab *t, int32_t id)
+{
+    return id >= 0 && (size_t)id < t->n ? t->strs[id] : NULL;
+}
+
+/* ---- store helpers -------------------------------------------------------- */
+
+struct cp_trace_store {
+    sqlite3 *db;
+    char *path; /* as given to open; starts every error message */
+    bool readonly;
+};
+
+/* Run SQL without results (may hold several statements). */
+enum cp_status cp_trace_store_exec(struct cp_trace_store *s, const char *sql, const char *what,
+                                   struct cp_diag *d);
+
+/* Report the connection's last SQLite error as "<path>: <what>: <sqlite
+ * message>" and return the matching status (CP_ERR_DB mostly; CP_ERR_CORRUPT,
+ * CP_ERR_INVALID for "not a database", CP_ERR_IO for disk errors). */
+enum cp_status cp_trace_store_db_error(struct cp_trace_store *s, struct cp_diag *d,
+                                       const char *what);
+
+/* ---- exporters ------------------------------------------------------------ */
+
+/* A run's kernel, as the exporters need it. */
+struct cp_trace_kinfo {
+    int64_t idx;
+    char *node;    /* never NULL ("?" when the store has none) */
+    char *op_type; /* never NULL */
+    char *args;    /* Chrome args members (no braces), when asked for; else NULL */
+};
+
+/* The kernels of run `run`, sorted by idx. with_args: also render each
+ * kernel's Chrome args. OUT: *k (free with cp_trace_kinfo_free), *n. */
+enum cp_status cp_trace_kinfo_load(struct cp_trace_store *s, int64_t run, bool with_args,
+                                   struct cp_trace_kinfo **k, size_t *n, struct cp_diag *d);
+void cp_trace_kinfo_free(struct cp_trace_kinfo *k, size_t n);
+/* The kernel with index idx, or NULL. */
+const struct cp_trace_kinfo *cp_trace_kinfo_find(const struct cp_trace_kinfo *k, size_t n,
+                                                 int64_t idx);
+
+/* JSON output: a string literal (invalid UTF-8 becomes U+FFFD, so the
+ * output always parses), a value given as JSON text (embedded when it
+ * parses, else as a string; NULL becomes null), a finite number (null for
+ * NaN and infinities). */
+void cp_trace_json_str(struct cp_buf *b, const char *s);
+void cp_trace_json_text(struct cp_buf *b, const char *json);
+void cp_trace_json_num(struct cp_buf *b, double v);
+
+/* Append run `run` (already resolved: it exists) as Chrome trace-event JSON /
+ * folded stacks to `out`. */
+enum cp_status cp_trace_export_chrome(struct cp_trace_store *s, int64_t run, struct cp_buf *out,
+                                      struct cp_diag *d);
+enum cp_status cp_trace_export_folded(struct cp_trace_store *s, int64_t run, struct cp_buf *out,
+                                      struct cp_diag *d);
+
+#endif
