@@ -57,7 +57,7 @@ struct onnx_ctx {
     int64_t opset;     /* default-domain opset */
     const struct cp_input_shape *shapes; /* --input_shape overrides */
     size_t n_shapes;
-    bool shapes_changed; /* an override differs from what the model declares */
+    bool shapes_changed;       /* an override differs from what the model declares */
     struct onnx_names tensors; /* tensor name -> tensor index */
     struct onnx_names nodes;   /* node names in use -> node index */
 };

@@ -49,9 +49,8 @@ static bool ints_attr(const struct cp_node *n, const char *name, int64_t *out, s
 
 /* Geometry of a Conv (transpose = false) or ConvTranspose, checked against
  * the concrete shapes. False when oneDNN cannot express it. */
-static bool conv_geom(const struct cp_node *n, const struct cp_tensor *x,
-                      const struct cp_tensor *w, const struct cp_tensor *y, bool transpose,
-                      struct conv_geom *gm)
+static bool conv_geom(const struct cp_node *n, const struct cp_tensor *x, const struct cp_tensor *w,
+                      const struct cp_tensor *y, bool transpose, struct conv_geom *gm)
 {
     int64_t xd[CP_MAX_RANK], wd[CP_MAX_RANK], yd[CP_MAX_RANK];
     int r = cp_fk_dims(x, xd);
@@ -63,7 +62,8 @@ static bool conv_geom(const struct cp_node *n, const struct cp_tensor *x,
     if (gm->group < 1)
         return false;
     int64_t ks[3], st[3], dl[3], pads[6];
-    if (!ints_attr(n, "strides", st, (size_t)ns, 1) || !ints_attr(n, "dilations", dl, (size_t)ns, 1) ||
+    if (!ints_attr(n, "strides", st, (size_t)ns, 1) ||
+        !ints_attr(n, "dilations", dl, (size_t)ns, 1) ||
         !ints_attr(n, "pads", pads, (size_t)(2 * ns), 0) ||
         !ints_attr(n, "kernel_shape", ks, (size_t)ns, -1))
         return false;
@@ -217,8 +217,10 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     const dnnl_memory_desc_t *w_ud = &w_user;
     dnnl_memory_desc_init_by_tag(&w_any, w_ud->ndims, w_ud->dims, dnnl_f32, dnnl_format_tag_any);
     bool blocked = CONV_BLOCKED_IO;
-    dnnl_memory_desc_init_by_tag(&x_any, r, xd, dnnl_f32, blocked ? dnnl_format_tag_any : plain_tag(r));
-    dnnl_memory_desc_init_by_tag(&y_any, r, yd, dnnl_f32, blocked ? dnnl_format_tag_any : plain_tag(r));
+    dnnl_memory_desc_init_by_tag(&x_any, r, xd, dnnl_f32,
+                                 blocked ? dnnl_format_tag_any : plain_tag(r));
+    dnnl_memory_desc_init_by_tag(&y_any, r, yd, dnnl_f32,
+                                 blocked ? dnnl_format_tag_any : plain_tag(r));
     if (bias) {
         dnnl_dims_t bd = {yd[1]};
         dnnl_memory_desc_init_by_tag(&b_md, 1, bd, dnnl_f32, dnnl_x);
@@ -299,7 +301,7 @@ static enum cp_status deconv_prepare(struct cp_kexec *k, struct cp_diag *d)
     return conv_prepare_common(k, d, true);
 }
 
-const struct cp_kernel cp_dnnl_conv = {"onednn:conv", CP_OP_CONV,      conv_supports,
+const struct cp_kernel cp_dnnl_conv = {"onednn:conv", CP_OP_CONV,       conv_supports,
                                        conv_prepare,  cp_dk_kernel_run, cp_dk_kernel_release};
 const struct cp_kernel cp_dnnl_deconv = {"onednn:deconv",  CP_OP_CONV_TRANSPOSE,
                                          deconv_supports,  deconv_prepare,

@@ -75,8 +75,7 @@ static enum cp_status elt_prepare(struct cp_kexec *k, struct cp_diag *d)
     dnnl_alg_kind_t alg;
     float a, b;
     if (!elt_params(k->g, k->node, &alg, &a, &b))
-        return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': unsupported eltwise",
-                           k->node->name);
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': unsupported eltwise", k->node->name);
     struct cp_dk_prog *p = cp_dk_kernel_prog(k);
     if (!p)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
@@ -104,8 +103,8 @@ static enum cp_status elt_prepare(struct cp_kexec *k, struct cp_diag *d)
 }
 
 #define ELT_KERNEL(var, opv)                                                                       \
-    const struct cp_kernel var = {"onednn:eltwise", opv,              elt_supports,                \
-                                  elt_prepare,      cp_dk_kernel_run, cp_dk_kernel_release}
+    const struct cp_kernel var = {                                                                 \
+        "onednn:eltwise", opv, elt_supports, elt_prepare, cp_dk_kernel_run, cp_dk_kernel_release}
 
 ELT_KERNEL(cp_dnnl_tanh, CP_OP_TANH);
 ELT_KERNEL(cp_dnnl_relu, CP_OP_RELU);

@@ -107,8 +107,8 @@ struct mm_addend {
 
 /* Build the program: [reorder B,] matmul. */
 static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const struct mm_operand *A,
-                               const struct mm_operand *B, const struct mm_operand *Y,
-                               void *a_data, void *b_data, bool b_const, float out_scale,
+                               const struct mm_operand *B, const struct mm_operand *Y, void *a_data,
+                               void *b_data, bool b_const, float out_scale,
                                const struct mm_addend *add, float final_scale)
 {
     struct cp_dk_prog *p = cp_dk_kernel_prog(k);
@@ -124,8 +124,8 @@ static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const stru
     else
         b_md = b_user;
     dnnl_matmul_desc_t md;
-    dnnl_status_t s = dnnl_matmul_desc_init(&md, &a_md, &b_md, add->kind == 1 ? &add->md : NULL,
-                                            &y_md);
+    dnnl_status_t s =
+        dnnl_matmul_desc_init(&md, &a_md, &b_md, add->kind == 1 ? &add->md : NULL, &y_md);
     if (s != dnnl_success)
         return cp_dk_fail(k, d, "matmul descriptor", s);
     dnnl_primitive_attr_t attr = cp_dk_attr_create();
@@ -255,8 +255,8 @@ static bool gemm_supports(const struct cp_graph *g, const struct cp_node *n)
         !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
         return false;
     struct gemm_geom gm;
-    return gemm_geom(n, cp_fk_in(g, n, 0), cp_fk_in(g, n, 1), cp_fk_in(g, n, 2),
-                     cp_fk_out(g, n, 0), &gm);
+    return gemm_geom(n, cp_fk_in(g, n, 0), cp_fk_in(g, n, 1), cp_fk_in(g, n, 2), cp_fk_out(g, n, 0),
+                     &gm);
 }
 
 static enum cp_status gemm_prepare(struct cp_kexec *k, struct cp_diag *d)
@@ -264,8 +264,7 @@ static enum cp_status gemm_prepare(struct cp_kexec *k, struct cp_diag *d)
     struct gemm_geom gm;
     const struct cp_tensor *c = k->node->n_inputs > 2 ? k->in[2] : NULL;
     if (!gemm_geom(k->node, k->in[0], k->in[1], c, k->out[0], &gm))
-        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': Gemm shapes do not match",
-                           k->node->name);
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': Gemm shapes do not match", k->node->name);
     struct mm_addend add = {0};
     float out_scale = gm.alpha, final_scale = 1.0f;
     if (gm.has_c) {

@@ -142,9 +142,8 @@ static enum cp_status ln_prepare(struct cp_kexec *k, struct cp_diag *d)
     float eps = cp_node_attr_float(k->node, "epsilon", 1e-5f);
     unsigned flags = dnnl_use_scale | (has_b ? dnnl_use_shift : 0);
     dnnl_layer_normalization_desc_t ld;
-    dnnl_status_t s =
-        dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &md, NULL, eps,
-                                                   flags);
+    dnnl_status_t s = dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &md,
+                                                                 NULL, eps, flags);
     if (s != dnnl_success)
         return cp_dk_fail(k, d, "layer normalization descriptor", s);
     dnnl_primitive_attr_t attr = cp_dk_attr_create();
@@ -165,9 +164,9 @@ static enum cp_status ln_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_layer_norm = {
-    "onednn:layer_norm", CP_OP_LAYER_NORMALIZATION, ln_supports, ln_prepare, cp_dk_kernel_run,
-    cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_layer_norm = {"onednn:layer_norm", CP_OP_LAYER_NORMALIZATION,
+                                             ln_supports,         ln_prepare,
+                                             cp_dk_kernel_run,    cp_dk_kernel_release};
 
 /* ---- BatchNormalization ------------------------------------------------ */
 
@@ -217,9 +216,9 @@ static enum cp_status bn_prepare(struct cp_kexec *k, struct cp_diag *d)
     dnnl_primitive_attr_destroy(attr);
     if (s != dnnl_success)
         return cp_dk_fail(k, d, "batch normalization primitive descriptor", s);
-    int ids[6] = {DNNL_ARG_SRC,  DNNL_ARG_DST,  DNNL_ARG_SCALE,
+    int ids[6] = {DNNL_ARG_SRC,   DNNL_ARG_DST,  DNNL_ARG_SCALE,
                   DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
-    int mems[6] = {cp_dk_mem_user(p, &md, k->in_data[0]), cp_dk_mem_user(p, &md, k->out_data[0]),
+    int mems[6] = {cp_dk_mem_user(p, &md, k->in_data[0]),  cp_dk_mem_user(p, &md, k->out_data[0]),
                    cp_dk_mem_user(p, &vmd, k->in_data[1]), cp_dk_mem_user(p, &vmd, k->in_data[2]),
                    cp_dk_mem_user(p, &vmd, k->in_data[3]), cp_dk_mem_user(p, &vmd, k->in_data[4])};
     enum cp_status st = cp_dk_step_add(p, pd, 6, ids, mems);
@@ -230,6 +229,6 @@ static enum cp_status bn_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_batch_norm = {
-    "onednn:batch_norm", CP_OP_BATCH_NORMALIZATION, bn_supports, bn_prepare, cp_dk_kernel_run,
-    cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_batch_norm = {"onednn:batch_norm", CP_OP_BATCH_NORMALIZATION,
+                                             bn_supports,         bn_prepare,
+                                             cp_dk_kernel_run,    cp_dk_kernel_release};

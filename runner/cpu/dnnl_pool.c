@@ -56,7 +56,8 @@ static bool pool_geom(const struct cp_node *n, const struct cp_tensor *x, const 
     }
     int64_t ks[3], st[3], dl[3], pads[6];
     if (!cp_node_attr(n, "kernel_shape") || !attr_ints(n, "kernel_shape", ks, (size_t)ns, 1) ||
-        !attr_ints(n, "strides", st, (size_t)ns, 1) || !attr_ints(n, "dilations", dl, (size_t)ns, 1) ||
+        !attr_ints(n, "strides", st, (size_t)ns, 1) ||
+        !attr_ints(n, "dilations", dl, (size_t)ns, 1) ||
         !attr_ints(n, "pads", pads, (size_t)(2 * ns), 0))
         return false;
     const char *ap = cp_node_attr_string(n, "auto_pad", "NOTSET");
@@ -149,12 +150,10 @@ static enum cp_status pool_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_max_pool = {"onednn:pool",    CP_OP_MAX_POOL,
-                                           pool_supports,    pool_prepare,
-                                           cp_dk_kernel_run, cp_dk_kernel_release};
-const struct cp_kernel cp_dnnl_avg_pool = {"onednn:pool",    CP_OP_AVERAGE_POOL,
-                                           pool_supports,    pool_prepare,
-                                           cp_dk_kernel_run, cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_max_pool = {"onednn:pool", CP_OP_MAX_POOL,   pool_supports,
+                                           pool_prepare,  cp_dk_kernel_run, cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_avg_pool = {"onednn:pool", CP_OP_AVERAGE_POOL, pool_supports,
+                                           pool_prepare,  cp_dk_kernel_run,   cp_dk_kernel_release};
 const struct cp_kernel cp_dnnl_global_avg_pool = {"onednn:pool",    CP_OP_GLOBAL_AVERAGE_POOL,
                                                   pool_supports,    pool_prepare,
                                                   cp_dk_kernel_run, cp_dk_kernel_release};

@@ -14,8 +14,8 @@ static bool transpose_perm(const struct cp_node *n, int rank, int *perm)
     const struct cp_attr *a = cp_node_attr(n, "perm");
     bool seen[CP_MAX_RANK] = {false};
     for (int i = 0; i < rank; i++) {
-        int64_t p = a ? (a->type == CP_ATTR_INTS && a->n == (size_t)rank ? a->ints[i] : -1)
-                      : rank - 1 - i;
+        int64_t p =
+            a ? (a->type == CP_ATTR_INTS && a->n == (size_t)rank ? a->ints[i] : -1) : rank - 1 - i;
         if (p < 0)
             p += a ? rank : 0;
         if (p < 0 || p >= rank || seen[p])

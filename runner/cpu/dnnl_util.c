@@ -176,8 +176,7 @@ static enum cp_status bind_scratch(struct cp_dk_prog *p, void *scratch)
 
 enum cp_status cp_dk_prog_run(struct cp_dk_prog *p, void *scratch)
 {
-    if (p->bound != scratch && cp_dk_prog_scratch_bytes(p) > 0 &&
-        bind_scratch(p, scratch) != CP_OK)
+    if (p->bound != scratch && cp_dk_prog_scratch_bytes(p) > 0 && bind_scratch(p, scratch) != CP_OK)
         return CP_ERR_INTERNAL;
     for (int i = 0; i < p->nsteps; i++) {
         const struct cp_dk_step *s = &p->steps[i];
@@ -248,8 +247,7 @@ void cp_dk_kernel_release(struct cp_kexec *k)
     }
 }
 
-enum cp_status cp_dk_fail(struct cp_kexec *k, struct cp_diag *d, const char *what,
-                          dnnl_status_t s)
+enum cp_status cp_dk_fail(struct cp_kexec *k, struct cp_diag *d, const char *what, dnnl_status_t s)
 {
     return cp_diag_set(d, CP_ERR_INTERNAL, "node '%s' (%s): oneDNN %s failed (status %d)",
                        k->node->name, cp_op_name(k->node->op), what, (int)s);

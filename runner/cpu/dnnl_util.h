@@ -102,7 +102,6 @@ void cp_dk_kernel_release(struct cp_kexec *k);
 struct cp_dk_prog *cp_dk_kernel_prog(struct cp_kexec *k);
 
 /* Report a oneDNN failure in prepare: names the node and the call. */
-enum cp_status cp_dk_fail(struct cp_kexec *k, struct cp_diag *d, const char *what,
-                          dnnl_status_t s);
+enum cp_status cp_dk_fail(struct cp_kexec *k, struct cp_diag *d, const char *what, dnnl_status_t s);
 
 #endif

@@ -31,8 +31,7 @@ static bool binary_supports(const struct cp_graph *g, const struct cp_node *n)
     return cp_fk_bcast_init(&b, 2, in, &cp_fk_out(g, n, 0)->shape);
 }
 
-static enum cp_status bcast_prepare(struct cp_kexec *k, int nin, size_t first,
-                                    struct cp_diag *d)
+static enum cp_status bcast_prepare(struct cp_kexec *k, int nin, size_t first, struct cp_diag *d)
 {
     struct binary_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -42,8 +41,7 @@ static enum cp_status bcast_prepare(struct cp_kexec *k, int nin, size_t first,
         in[i] = &k->in[first + (size_t)i]->shape;
     if (!cp_fk_bcast_init(&s->b, nin, in, &k->out[0]->shape)) {
         free(s);
-        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': inputs do not broadcast",
-                           k->node->name);
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': inputs do not broadcast", k->node->name);
     }
     s->op = k->node->op;
     k->state = s;
@@ -127,8 +125,8 @@ static void binary_range(const struct binary_state *s, const float *A, const flo
         cp_fk_bcast_row(b, row, off);
         if (col != 0 || e1 - e < L) { /* a partial row */
             int64_t len = L - col < e1 - e ? L - col : e1 - e;
-            binary_block(s->op, A + off[0] + (sa ? col : 0), 0, sa, B + off[1] + (sb ? col : 0),
-                         0, sb, C + e, 1, len);
+            binary_block(s->op, A + off[0] + (sa ? col : 0), 0, sa, B + off[1] + (sb ? col : 0), 0,
+                         sb, C + e, 1, len);
             e += len;
             continue;
         }
@@ -166,14 +164,14 @@ static void state_release(struct cp_kexec *k)
     k->state = NULL;
 }
 
-const struct cp_kernel cp_fast_add = {"c:binary_f32",    CP_OP_ADD,   binary_supports,
-                                      binary_prepare,    binary_run,  state_release};
-const struct cp_kernel cp_fast_sub = {"c:binary_f32",    CP_OP_SUB,   binary_supports,
-                                      binary_prepare,    binary_run,  state_release};
-const struct cp_kernel cp_fast_mul = {"c:binary_f32",    CP_OP_MUL,   binary_supports,
-                                      binary_prepare,    binary_run,  state_release};
-const struct cp_kernel cp_fast_div = {"c:binary_f32",    CP_OP_DIV,   binary_supports,
-                                      binary_prepare,    binary_run,  state_release};
+const struct cp_kernel cp_fast_add = {"c:binary_f32", CP_OP_ADD,  binary_supports,
+                                      binary_prepare, binary_run, state_release};
+const struct cp_kernel cp_fast_sub = {"c:binary_f32", CP_OP_SUB,  binary_supports,
+                                      binary_prepare, binary_run, state_release};
+const struct cp_kernel cp_fast_mul = {"c:binary_f32", CP_OP_MUL,  binary_supports,
+                                      binary_prepare, binary_run, state_release};
+const struct cp_kernel cp_fast_div = {"c:binary_f32", CP_OP_DIV,  binary_supports,
+                                      binary_prepare, binary_run, state_release};
 
 /* ---- Where ------------------------------------------------------------- */
 
@@ -195,9 +193,8 @@ static enum cp_status where_prepare(struct cp_kexec *k, struct cp_diag *d)
     return bcast_prepare(k, 3, 0, d);
 }
 
-CP_FK_HOT static void
-where_span(const uint8_t *c, int sc, const uint32_t *x, int sx, const uint32_t *y, int sy,
-           uint32_t *o, int64_t len)
+CP_FK_HOT static void where_span(const uint8_t *c, int sc, const uint32_t *x, int sx,
+                                 const uint32_t *y, int sy, uint32_t *o, int64_t len)
 {
     if (sc && sx && sy) {
         for (int64_t j = 0; j < len; j++)
@@ -236,5 +233,5 @@ static enum cp_status where_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_where = {"c:where", CP_OP_WHERE, where_supports,
+const struct cp_kernel cp_fast_where = {"c:where",     CP_OP_WHERE, where_supports,
                                         where_prepare, where_run,   state_release};

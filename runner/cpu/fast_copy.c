@@ -36,12 +36,12 @@ static int norm_axis(int64_t axis, int rank)
 struct cat_state {
     int64_t outer;
     size_t nparts;
-    size_t row;      /* bytes per outer row of the whole tensor */
-    size_t chunk[];  /* bytes per outer row of each part */
+    size_t row;     /* bytes per outer row of the whole tensor */
+    size_t chunk[]; /* bytes per outer row of each part */
 };
 
-static bool cat_geom(const struct cp_tensor *whole, const struct cp_tensor *const *parts,
-                     size_t np, int64_t axis_attr, int64_t *outer, size_t *chunks, size_t *row)
+static bool cat_geom(const struct cp_tensor *whole, const struct cp_tensor *const *parts, size_t np,
+                     int64_t axis_attr, int64_t *outer, size_t *chunks, size_t *row)
 {
     int64_t wd[CP_MAX_RANK], pd[CP_MAX_RANK];
     int r = cp_fk_dims(whole, wd);
@@ -98,8 +98,8 @@ static bool split_supports(const struct cp_graph *g, const struct cp_node *n)
             return false;
     int64_t outer;
     size_t row;
-    return cat_geom(cp_fk_in(g, n, 0), parts, n->n_outputs, cp_node_attr_int(n, "axis", 0),
-                    &outer, NULL, &row);
+    return cat_geom(cp_fk_in(g, n, 0), parts, n->n_outputs, cp_node_attr_int(n, "axis", 0), &outer,
+                    NULL, &row);
 }
 
 static enum cp_status cat_prepare(struct cp_kexec *k, struct cp_diag *d)
@@ -411,8 +411,7 @@ static enum cp_status resize_prepare(struct cp_kexec *k, struct cp_diag *d)
         return cp_diag_set(d, CP_ERR_INVALID, "node '%s': bad resize", k->node->name);
     int r = cp_fk_dims(k->in[0], xd);
     cp_fk_dims(k->out[0], yd);
-    const char *ctm =
-        cp_node_attr_string(k->node, "coordinate_transformation_mode", "half_pixel");
+    const char *ctm = cp_node_attr_string(k->node, "coordinate_transformation_mode", "half_pixel");
     const char *nm = cp_node_attr_string(k->node, "nearest_mode", "round_prefer_floor");
     struct gather_state *s = gather_alloc(r, yd, cp_dtype_size(k->in[0]->dtype));
     if (!s)
@@ -504,8 +503,8 @@ static enum cp_status gidx_run(struct cp_kexec *k)
         int64_t v = s->i64 ? i64[j] : i32[j];
         if (v < 0)
             v += s->dim;
-        memcpy(y + (size_t)t * s->inner_bytes,
-               x + (size_t)(o * s->dim + v) * s->inner_bytes, s->inner_bytes);
+        memcpy(y + (size_t)t * s->inner_bytes, x + (size_t)(o * s->dim + v) * s->inner_bytes,
+               s->inner_bytes);
     }
     return CP_OK;
 }

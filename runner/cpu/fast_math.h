@@ -37,7 +37,7 @@ static inline float cp_fm_exp(float x)
     const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to int */
     float t = x * 1.44269504088896341f + shift;
     float n = t - shift;
-    float r = x - n * 0.693145751953125f;   /* ln2 high part (exact in n*) */
+    float r = x - n * 0.693145751953125f;  /* ln2 high part (exact in n*) */
     r = r - n * 1.428606765330187045e-06f; /* ln2 low part */
     float p = 1.0f / 5040.0f;
     p = p * r + 1.0f / 720.0f;

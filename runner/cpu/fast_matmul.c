@@ -7,7 +7,7 @@
  * vector registers while streaming over K, each row of B (one 64-byte
  * vector) shared by the 4 rows. A is read once, B stays in L1/L2. Measured
  * on [1,4,1024,1024] x [1,4,1024,16] with 2 threads: 0.62 ms against
- * 1.22 ms for the primitive.
+ * 1.22 ms for the primitive (only long sums, K >= 256, are taken).
  */
 #include "runner/cpu/fast_util.h"
 
@@ -47,8 +47,9 @@ static bool nmm_geom(const struct cp_graph *g, const struct cp_node *n, struct n
     s->batch = abatch;
     s->m = ad[ra - 2];
     s->k = ad[ra - 1];
-    /* Small products are better left to oneDNN's tuned code paths. */
-    return s->k >= 64 && s->m >= 16 && cp_shape_numel(&y->shape) == s->batch * s->m * NW;
+    /* Short sums are better left to oneDNN: with K = 128 (the transformer
+     * examples) the primitive takes 10 us per node against 19 us here. */
+    return s->k >= 256 && s->m >= 16 && cp_shape_numel(&y->shape) == s->batch * s->m * NW;
 }
 
 static bool nmm_supports(const struct cp_graph *g, const struct cp_node *n)
@@ -66,8 +67,7 @@ static enum cp_status nmm_prepare(struct cp_kexec *k, struct cp_diag *d)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
     if (!nmm_geom(k->g, k->node, s)) {
         free(s);
-        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': MatMul shapes do not fit",
-                           k->node->name);
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': MatMul shapes do not fit", k->node->name);
     }
     k->state = s;
     return CP_OK;

@@ -134,8 +134,8 @@ static enum cp_status reduce_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-CP_FK_HOT static void
-reduce_rows(enum red_kind kind, const float *x, float *y, int64_t r, int64_t o0, int64_t o1)
+CP_FK_HOT static void reduce_rows(enum red_kind kind, const float *x, float *y, int64_t r,
+                                  int64_t o0, int64_t o1)
 {
     for (int64_t o = o0; o < o1; o++) {
         const float *row = x + o * r;
@@ -159,9 +159,8 @@ reduce_rows(enum red_kind kind, const float *x, float *y, int64_t r, int64_t o0,
 
 /* Reduce the middle dim of [outer, r, inner] for output columns
  * [c0, c1) of the flattened [outer, inner] output. */
-CP_FK_HOT static void
-reduce_mid(enum red_kind kind, const float *x, float *y, int64_t r, int64_t inner, int64_t c0,
-           int64_t c1)
+CP_FK_HOT static void reduce_mid(enum red_kind kind, const float *x, float *y, int64_t r,
+                                 int64_t inner, int64_t c0, int64_t c1)
 {
     double acc[BLOCK];
     float mx[BLOCK];
@@ -224,15 +223,14 @@ static void state_release(struct cp_kexec *k)
     k->state = NULL;
 }
 
-const struct cp_kernel cp_fast_reduce_mean = {"c:reduce", CP_OP_REDUCE_MEAN, reduce_supports,
-                                              reduce_prepare, reduce_run, state_release};
-const struct cp_kernel cp_fast_reduce_sum = {"c:reduce", CP_OP_REDUCE_SUM, reduce_supports,
-                                             reduce_prepare, reduce_run, state_release};
-const struct cp_kernel cp_fast_reduce_max = {"c:reduce", CP_OP_REDUCE_MAX, reduce_supports,
-                                             reduce_prepare, reduce_run, state_release};
-const struct cp_kernel cp_fast_global_avg_pool = {"c:reduce", CP_OP_GLOBAL_AVERAGE_POOL,
-                                                  gap_supports, reduce_prepare, reduce_run,
-                                                  state_release};
+const struct cp_kernel cp_fast_reduce_mean = {"c:reduce",     CP_OP_REDUCE_MEAN, reduce_supports,
+                                              reduce_prepare, reduce_run,        state_release};
+const struct cp_kernel cp_fast_reduce_sum = {"c:reduce",     CP_OP_REDUCE_SUM, reduce_supports,
+                                             reduce_prepare, reduce_run,       state_release};
+const struct cp_kernel cp_fast_reduce_max = {"c:reduce",     CP_OP_REDUCE_MAX, reduce_supports,
+                                             reduce_prepare, reduce_run,       state_release};
+const struct cp_kernel cp_fast_global_avg_pool = {
+    "c:reduce", CP_OP_GLOBAL_AVERAGE_POOL, gap_supports, reduce_prepare, reduce_run, state_release};
 
 /* ---- InstanceNormalization ------------------------------------------- */
 
@@ -270,8 +268,8 @@ static enum cp_status in_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-CP_FK_HOT static void
-in_plane(const float *x, float *y, int64_t n, float scale, float bias, float eps)
+CP_FK_HOT static void in_plane(const float *x, float *y, int64_t n, float scale, float bias,
+                               float eps)
 {
     double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
@@ -307,9 +305,9 @@ static enum cp_status in_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_instance_norm = {"c:instance_norm", CP_OP_INSTANCE_NORMALIZATION,
-                                                in_supports,       in_prepare,
-                                                in_run,            state_release};
+const struct cp_kernel cp_fast_instance_norm = {
+    "c:instance_norm", CP_OP_INSTANCE_NORMALIZATION, in_supports, in_prepare, in_run,
+    state_release};
 
 /* ---- BatchNormalization (inference) ---------------------------------------- */
 
@@ -344,8 +342,8 @@ CP_FK_HOT static void bn_plane(const float *x, float *y, int64_t n, float a, flo
 static enum cp_status bn_run(struct cp_kexec *k)
 {
     const struct in_state *s = k->state;
-    const float *x = k->in_data[0], *sc = k->in_data[1], *bi = k->in_data[2],
-                *mean = k->in_data[3], *var = k->in_data[4];
+    const float *x = k->in_data[0], *sc = k->in_data[1], *bi = k->in_data[2], *mean = k->in_data[3],
+                *var = k->in_data[4];
     float *y = k->out_data[0];
     int nt = cp_fk_threads(k, s->nc * s->plane, 32768);
     if (nt > s->nc)
@@ -359,6 +357,5 @@ static enum cp_status bn_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_batch_norm = {"c:batch_norm", CP_OP_BATCH_NORMALIZATION,
-                                             bn_supports,    in_prepare,
-                                             bn_run,         state_release};
+const struct cp_kernel cp_fast_batch_norm = {
+    "c:batch_norm", CP_OP_BATCH_NORMALIZATION, bn_supports, in_prepare, bn_run, state_release};

@@ -21,8 +21,7 @@ struct smx_state {
 
 /* Rows and row length when the softmax runs over a contiguous innermost
  * block; false otherwise. */
-static bool smx_geom(const struct cp_graph *g, const struct cp_node *n, int64_t *rows,
-                     int64_t *len)
+static bool smx_geom(const struct cp_graph *g, const struct cp_node *n, int64_t *rows, int64_t *len)
 {
     const struct cp_tensor *x = cp_fk_in(g, n, 0);
     int64_t xd[CP_MAX_RANK];
@@ -71,8 +70,7 @@ static enum cp_status smx_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-CP_FK_HOT static void
-smx_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1)
+CP_FK_HOT static void smx_rows(const float *x, float *y, int64_t len, int64_t r0, int64_t r1)
 {
     for (int64_t r = r0; r < r1; r++) {
         const float *xr = x + r * len;

@@ -97,8 +97,8 @@ static enum cp_status unary_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-CP_FK_HOT static void
-unary_span(enum un_kind kind, float p0, float p1, const float *x, float *y, int64_t n)
+CP_FK_HOT static void unary_span(enum un_kind kind, float p0, float p1, const float *x, float *y,
+                                 int64_t n)
 {
     switch (kind) {
     case UN_RELU:
@@ -172,8 +172,8 @@ static enum cp_status unary_run(struct cp_kexec *k)
     float *y = k->out_data[0];
     int64_t n = s->n;
     /* Transcendental ops are worth threading at smaller sizes. */
-    int64_t grain = (s->kind == UN_ERF || s->kind == UN_SIGMOID || s->kind == UN_EXP) ? GRAIN / 4
-                                                                                      : GRAIN;
+    int64_t grain =
+        (s->kind == UN_ERF || s->kind == UN_SIGMOID || s->kind == UN_EXP) ? GRAIN / 4 : GRAIN;
     int nt = cp_fk_threads(k, n, grain);
     if (nt <= 1) {
         unary_span(s->kind, p0, p1, x, y, n);

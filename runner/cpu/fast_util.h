@@ -67,7 +67,7 @@ void cp_fk_bcast_row(const struct cp_fk_bcast *b, int64_t r, int64_t *off);
  * at load time, with multiply-adds contracted into FMA where the clone has
  * it (C11 mode would otherwise keep them apart). */
 #define CP_FK_HOT                                                                                  \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),                \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),                   \
                    optimize("fp-contract=fast")))
 
 /* ---- threads ----------------------------------------------------------- */

@@ -199,6 +199,20 @@ static void reset_intermediates(struct cp_graph *g)
     }
 }
 
+/* Tensors whose layout no pass decided are plain row-major, which for image
+ * ranks is NCHW / NCDHW; traces then say what the kernels really saw. */
+static void tag_plain_layouts(struct cp_graph *g)
+{
+    for (size_t i = 0; i < cp_graph_n_tensors(g); i++) {
+        struct cp_tensor *t = cp_graph_tensor(g, (int32_t)i);
+        if (t->layout != CP_LAYOUT_UNDEF)
+            continue;
+        t->layout = t->shape.rank == 4   ? CP_LAYOUT_NCHW
+                    : t->shape.rank == 5 ? CP_LAYOUT_NCDHW
+                                         : CP_LAYOUT_ND;
+    }
+}
+
 /* Whether any input's shape differs from what the model declared. */
 static bool shapes_changed(const struct cp_graph *g, const struct cp_shape *before)
 {
@@ -255,6 +269,8 @@ enum cp_status cp_plan_apply_shapes(struct cp_graph *g, const char *name,
     if (changed)
         reset_intermediates(g);
     st = infer(g, name, changed, d);
+    if (st == CP_OK)
+        tag_plain_layouts(g);
 out_free:
     free(dim0_given);
     free(before);

@@ -627,7 +627,7 @@ static char *write_chain_model(const char *leaf, const char *const *ops, size_t 
 
     Onnx__NodeProto nodes[4];
     Onnx__NodeProto *node_ptrs[4];
-    char out_names[4][16], node_names[4][16];
+    char out_names[4][32], node_names[4][32];
     char *in_ptr[4], *out_ptr[4];
     cr_assert_leq(n, 4);
     for (size_t i = 0; i < n; i++) {

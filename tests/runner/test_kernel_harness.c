@@ -242,20 +242,20 @@ static void c_mm_mat_vec(struct cp_graph *g)
 
 static void c_mm_pv(struct cp_graph *g)
 {
-    X(g, "a", 4, D(1, 4, 128, 128));
-    X(g, "b", 4, D(1, 4, 128, 16));
+    X(g, "a", 4, D(1, 2, 64, 256));
+    X(g, "b", 4, D(1, 2, 256, 16));
     N(g, "MatMul", I("a", "b"), I("y"));
 }
 static void c_mm_pv_shared_b(struct cp_graph *g)
 {
-    X(g, "a", 3, D(2, 70, 96));
-    W(g, "b", 2, D(96, 16));
+    X(g, "a", 3, D(2, 70, 300));
+    W(g, "b", 2, D(300, 16));
     N(g, "MatMul", I("a", "b"), I("y"));
 }
 static void c_mm_pv_odd(struct cp_graph *g)
 {
-    X(g, "a", 3, D(3, 33, 77));
-    X(g, "b", 3, D(3, 77, 16));
+    X(g, "a", 3, D(3, 33, 257));
+    X(g, "b", 3, D(3, 257, 16));
     N(g, "MatMul", I("a", "b"), I("y"));
 }
 
@@ -653,7 +653,10 @@ static const struct hcase cases[] = {
     C(c_mm_bcast),
     C(c_mm_bcast_a),
     C(c_mm_vec_mat),
-    C(c_mm_mat_vec), C(c_mm_pv), C(c_mm_pv_shared_b), C(c_mm_pv_odd),
+    C(c_mm_mat_vec),
+    C(c_mm_pv),
+    C(c_mm_pv_shared_b),
+    C(c_mm_pv_odd),
     C(c_gemm_linear),
     C(c_gemm_alpha_beta),
     C(c_gemm_col_c),
@@ -663,7 +666,8 @@ static const struct hcase cases[] = {
     C(c_avgpool_excl),
     C(c_avgpool_incl),
     C(c_gap),
-    CM(c_softmax_last, IN_WIDE), CM(c_softmax_ragged, IN_WIDE),
+    CM(c_softmax_last, IN_WIDE),
+    CM(c_softmax_ragged, IN_WIDE),
     C(c_softmax_axis1),
     CO(c_softmax_axis1, 11),
     C(c_softmax_wide),
@@ -681,7 +685,10 @@ static const struct hcase cases[] = {
     CM(c_div_abcast, IN_POSITIVE),
     C(c_add_time),
     CM(c_div_row, IN_POSITIVE),
-    C(c_add_small), C(c_add_short_rows), C(c_sub_bcast_a_rows), C(c_mul_nhwc_channel),
+    C(c_add_small),
+    C(c_add_short_rows),
+    C(c_sub_bcast_a_rows),
+    C(c_mul_nhwc_channel),
     C(c_where),
     C(c_relu),
     CM(c_sigmoid, IN_WIDE),
