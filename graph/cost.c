@@ -122,6 +122,7 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
         double k = x ? dim_est(&x->shape, ta ? 0 : 1) : 1.0;
         return 2.0 * out * k + (input(g, n, 2) ? out : 0.0);
     }
+    case CP_OP_FUSED_CONV:
     case CP_OP_CONV: {
         /* 2 * N * Cout * spatial_out * (Cin / group) * kernel (+ bias). */
         if (!w)
@@ -135,6 +136,34 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
             return 0.0;
         double per = dim_est(&w->shape, 1) * kernel_size(&w->shape);
         return 2.0 * in * per + (input(g, n, 2) ? out : 0.0);
+    }
+    case CP_OP_FUSED_MATMUL: {
+        bool ta = cp_node_attr_int(n, "transA", 0) != 0;
+        int r = x ? x->shape.rank : 0;
+        double k = r >= 2 ? dim_est(&x->shape, ta ? r - 2 : r - 1) : 1.0;
+        return 2.0 * out * k + (input(g, n, 2) ? out : 0.0) + (input(g, n, 3) ? out : 0.0);
+    }
+    case CP_OP_GROUP_NORMALIZATION:
+        return 8.0 * out;
+    case CP_OP_GELU:
+        return 8.0 * out;
+    case CP_OP_FUSED_ATTENTION: {
+        /* Q Kᵀ and P V: 2 * B*H*N*M*D each, plus ~5 per score for softmax.
+         * M and D come from K (BHND, BHDN or BNHD). */
+        const struct cp_tensor *k = input(g, n, 1);
+        double heads = (double)cp_node_attr_int(n, "num_heads", 1);
+        const char *kf = cp_node_attr_string(n, "k_format", "BHND");
+        const char *qf = cp_node_attr_string(n, "q_format", "BHND");
+        if (!x || !k || x->shape.rank < 3 || k->shape.rank < 3)
+            return 0.0;
+        double bh_n_d = numel_est(&x->shape); /* B*H*N*D in every format */
+        double d = strcmp(qf, "BNHD") == 0 ? dim_est(&x->shape, 2) / heads
+                                           : dim_est(&x->shape, 3);
+        double m = strcmp(kf, "BNHD") == 0   ? dim_est(&k->shape, 1)
+                   : strcmp(kf, "BHDN") == 0 ? dim_est(&k->shape, 3)
+                                             : dim_est(&k->shape, 2);
+        double scores = d > 0 ? bh_n_d / d * m : 0.0;
+        return 4.0 * scores * d + 5.0 * scores;
     }
     case CP_OP_RESIZE: {
         const char *mode = cp_node_attr_string(n, "mode", "nearest");

@@ -313,8 +313,7 @@ enum cp_status cp_graph_add_node(struct cp_graph *g, const char *name, const cha
     n->n_inputs = n_inputs;
     n->n_outputs = n_outputs;
     n->n_origins = n_origins;
-    bool default_domain = n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0;
-    n->op = default_domain ? cp_op_from_name(op_type) : CP_OP_UNKNOWN;
+    n->op = cp_op_from_domain_name(n->domain, op_type);
     int32_t idx = (int32_t)g->n_nodes;
     for (size_t i = 0; i < n_outputs; i++)
         if (outputs[i] >= 0)

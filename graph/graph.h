@@ -212,13 +212,70 @@ enum cp_op {
     CP_OP_PAD,
     CP_OP_RANGE,
     CP_OP_DROPOUT, /* inference: identity; removed by a cleanup pass */
+    /* cannprof's own ops (domain CP_DOMAIN), made by conversion passes; their
+     * definitions follow. */
+    CP_OP_FUSED_CONV,
+    CP_OP_FUSED_MATMUL,
+    CP_OP_GROUP_NORMALIZATION,
+    CP_OP_GELU,
+    CP_OP_FUSED_ATTENTION,
+    CP_OP_TRANS_DATA,
     CP_OP_COUNT
 };
+
+/* The domain of cannprof's own ops. */
+#define CP_DOMAIN "cannprof"
+
+/*
+ * cannprof's own ops. Each replaces a pattern of ONNX ops and computes the
+ * same function; attributes are typed as noted.
+ *
+ * Fused activation, shared by FusedConv, FusedMatMul and GroupNormalization:
+ *   activation (string): "" (none), "Relu", "LeakyRelu" (activation_alpha =
+ *     slope), "Clip" (activation_alpha = min, activation_beta = max),
+ *     "Sigmoid", "SiLU" (x * sigmoid(x)), "Gelu" (erf form), "GeluTanh".
+ *   residual (input): optional tensor of the output's shape added to the
+ *     result; residual_first (int, default 0): 1 adds it before the
+ *     activation (y = act(f(x) + R)), 0 after (y = act(f(x)) + R).
+ *
+ * FusedConv: Conv (all of Conv's attributes) plus bias and fused activation.
+ *   Inputs X, W, [B], [R]. Output as Conv.
+ * FusedMatMul: y = alpha * op(A) @ op(B) [+ bias] then activation/residual.
+ *   op() swaps the last two dimensions when transA / transB (int) are 1;
+ *   alpha (float, default 1); bias is 1-D over the last output dimension.
+ *   Inputs A, B, [bias], [R]. Batch dimensions broadcast as in MatMul; made
+ *   from MatMul and from Gemm.
+ * GroupNormalization: PyTorch's GroupNorm. Inputs X [N, C, ...], scale [C],
+ *   bias [C] (per channel); num_groups (int), epsilon (float, default 1e-5);
+ *   fused activation (no residual). Output as X.
+ * Gelu: approximate (string) "none" (0.5x(1+erf(x/sqrt2))) or "tanh".
+ * FusedAttention: softmax(scale * Q Kᵀ + mask) V, per batch and head, never
+ *   materialising the N×M score matrix. Inputs Q, K, V, [mask]; mask is
+ *   additive and broadcasts to [B, H, N, M]. Attributes: num_heads (int),
+ *   scale (float), and the layout of each of q, k, v and the output as
+ *   q_format / k_format / v_format / out_format (string):
+ *     "BHND" 4-D [B, H, N, D] (the default),
+ *     "BHDN" 4-D [B, H, D, N] (K already transposed),
+ *     "BNHD" 3-D [B, N, H*D] (heads packed in the last dimension).
+ *   compute_precision (string): "fp32" (default) or "bf16".
+ *   Output: [B, H, N, Dv] for "BHND", [B, N, H*Dv] for "BNHD".
+ * TransData: a layout change, as on Ascend; the logical shape is kept and
+ *   the output's layout tag says the new memory format. src_format and
+ *   dst_format (string) are layout names (cp_layout_name).
+ *
+ * Conv, FusedConv, MatMul, FusedMatMul may carry compute_precision "bf16"
+ * (set by the precision pass); tensors stay f32 at their boundaries.
+ */
 
 /* ONNX op_type name ("MatMul"); "Unknown" for CP_OP_UNKNOWN. */
 const char *cp_op_name(enum cp_op op);
 /* Lookup by ONNX op_type in the default domain; CP_OP_UNKNOWN if none. */
 enum cp_op cp_op_from_name(const char *op_type);
+/* Lookup in a domain: the default ONNX domain ("" or "ai.onnx") or
+ * CP_DOMAIN for cannprof's own ops. */
+enum cp_op cp_op_from_domain_name(const char *domain, const char *op_type);
+/* Whether op is one of cannprof's own (domain CP_DOMAIN). */
+bool cp_op_is_own(enum cp_op op);
 
 /* ---- nodes -------------------------------------------------------------- */
 

@@ -576,6 +576,12 @@ static const struct op_rule rules[] = {
     [CP_OP_PAD] = {cp_infer_pad, 1, 4, 1, 1},
     [CP_OP_RANGE] = {cp_infer_range, 3, 3, 1, 1},
     [CP_OP_DROPOUT] = {cp_infer_dropout, 1, 3, 1, 2},
+    [CP_OP_FUSED_CONV] = {cp_infer_fused_conv, 2, 4, 1, 1},
+    [CP_OP_FUSED_MATMUL] = {cp_infer_fused_matmul, 2, 4, 1, 1},
+    [CP_OP_GROUP_NORMALIZATION] = {cp_infer_group_norm, 3, 3, 1, 1},
+    [CP_OP_GELU] = {cp_infer_gelu, 1, 1, 1, 1},
+    [CP_OP_FUSED_ATTENTION] = {cp_infer_fused_attention, 3, 4, 1, 1},
+    [CP_OP_TRANS_DATA] = {cp_infer_trans_data, 1, 1, 1, 1},
 };
 static_assert(sizeof rules / sizeof rules[0] == CP_OP_COUNT, "an inference rule per op");
 

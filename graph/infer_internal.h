@@ -164,4 +164,11 @@ enum cp_status cp_infer_slice(struct cp_infer *c);
 enum cp_status cp_infer_gather(struct cp_infer *c);
 enum cp_status cp_infer_range(struct cp_infer *c);
 
+enum cp_status cp_infer_fused_conv(struct cp_infer *c);
+enum cp_status cp_infer_fused_matmul(struct cp_infer *c);
+enum cp_status cp_infer_group_norm(struct cp_infer *c);
+enum cp_status cp_infer_gelu(struct cp_infer *c);
+enum cp_status cp_infer_fused_attention(struct cp_infer *c);
+enum cp_status cp_infer_trans_data(struct cp_infer *c);
+
 #endif

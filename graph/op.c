@@ -54,6 +54,12 @@ static const char *const op_names[] = {
     [CP_OP_PAD] = "Pad",
     [CP_OP_RANGE] = "Range",
     [CP_OP_DROPOUT] = "Dropout",
+    [CP_OP_FUSED_CONV] = "FusedConv",
+    [CP_OP_FUSED_MATMUL] = "FusedMatMul",
+    [CP_OP_GROUP_NORMALIZATION] = "GroupNormalization",
+    [CP_OP_GELU] = "Gelu",
+    [CP_OP_FUSED_ATTENTION] = "FusedAttention",
+    [CP_OP_TRANS_DATA] = "TransData",
 };
 static_assert(sizeof op_names / sizeof op_names[0] == CP_OP_COUNT, "op table size");
 
@@ -64,8 +70,25 @@ const char *cp_op_name(enum cp_op op)
 
 enum cp_op cp_op_from_name(const char *op_type)
 {
-    for (int i = 1; i < CP_OP_COUNT; i++)
+    for (int i = 1; i < CP_OP_FUSED_CONV; i++)
         if (strcmp(op_names[i], op_type) == 0)
             return (enum cp_op)i;
     return CP_OP_UNKNOWN;
+}
+
+enum cp_op cp_op_from_domain_name(const char *domain, const char *op_type)
+{
+    if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0)
+        return cp_op_from_name(op_type);
+    if (strcmp(domain, CP_DOMAIN) != 0)
+        return CP_OP_UNKNOWN;
+    for (int i = CP_OP_FUSED_CONV; i < CP_OP_COUNT; i++)
+        if (strcmp(op_names[i], op_type) == 0)
+            return (enum cp_op)i;
+    return CP_OP_UNKNOWN;
+}
+
+bool cp_op_is_own(enum cp_op op)
+{
+    return op >= CP_OP_FUSED_CONV && op < CP_OP_COUNT;
 }

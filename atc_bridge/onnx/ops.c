@@ -426,7 +426,7 @@ static const struct onnx_op_def ops[] = {
     {"Unsqueeze", CP_OP_UNSQUEEZE, LO, HI, 1, 2, 1, 1, axes_attrs, load_unsqueeze},
     {"Where", CP_OP_WHERE, LO, HI, 3, 3, 1, 1, NULL, load_generic},
 };
-static_assert(sizeof ops / sizeof ops[0] == CP_OP_COUNT - 1, "one ONNX row per cp_op");
+static_assert(sizeof ops / sizeof ops[0] == CP_OP_FUSED_CONV - 1, "one ONNX row per ONNX cp_op");
 
 static int cmp_name(const void *key, const void *row)
 {

@@ -1,6 +1,6 @@
 /*
- * Softmax, LayerNormalization and BatchNormalization (inference) on oneDNN,
- * f32, plain layouts.
+ * Softmax, LayerNormalization, BatchNormalization (inference) and
+ * InstanceNormalization on oneDNN, f32, plain layouts.
  *
  * Softmax before opset 13 works on the input coerced to 2-D at `axis`
  * ([prod(dims before axis), prod(dims from axis)]); from 13 on it works
@@ -10,6 +10,9 @@
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 static int norm_axis(int64_t axis, int rank)
 {
@@ -232,3 +235,142 @@ static enum cp_status bn_prepare(struct cp_kexec *k, struct cp_diag *d)
 const struct cp_kernel cp_dnnl_batch_norm = {"onednn:batch_norm", CP_OP_BATCH_NORMALIZATION,
                                              bn_supports,         bn_prepare,
                                              cp_dk_kernel_run,    cp_dk_kernel_release};
+
+/* ---- InstanceNormalization ------------------------------------------- */
+
+/* x [N, C, spatial...] is [1, N*C, S] to the batch normalization primitive:
+ * without global stats it computes mean and variance per channel, which
+ * here is per (n, c) instance, and writes them to scratch. Its scale and
+ * shift are per channel too, so gamma and beta are repeated N times into
+ * kernel-owned buffers: once at prepare when they are initializers, at
+ * every run otherwise. With N == 1 the primitive reads them in place. */
+struct inorm_state {
+    struct cp_dk_prog prog;
+    int64_t n, c;
+    float *scale, *shift; /* the repeated copies; NULL when N == 1 */
+    bool copy_at_run;
+};
+
+static bool inorm_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (n->n_inputs != 3 || n->n_outputs != 1 || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
+        !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) || !cp_fk_in_is(g, n, 2, CP_DTYPE_F32) ||
+        !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
+        return false;
+    const struct cp_tensor *x = cp_fk_in(g, n, 0);
+    if (x->shape.rank < 3 || cp_shape_numel(&x->shape) <= 0 ||
+        !cp_shape_equal(&x->shape, &cp_fk_out(g, n, 0)->shape))
+        return false;
+    int64_t C = x->shape.dims[1].value;
+    return cp_shape_numel(&cp_fk_in(g, n, 1)->shape) == C &&
+           cp_shape_numel(&cp_fk_in(g, n, 2)->shape) == C;
+}
+
+static void inorm_repeat(struct inorm_state *s, const float *gamma, const float *beta)
+{
+    for (int64_t i = 0; i < s->n; i++) {
+        memcpy(s->scale + i * s->c, gamma, (size_t)s->c * sizeof *gamma);
+        memcpy(s->shift + i * s->c, beta, (size_t)s->c * sizeof *beta);
+    }
+}
+
+static void inorm_release(struct cp_kexec *k)
+{
+    struct inorm_state *s = k->state;
+    if (!s)
+        return;
+    cp_dk_prog_release(&s->prog);
+    free(s->scale);
+    free(s->shift);
+    free(s);
+    k->state = NULL;
+}
+
+/* The memory the primitive reads scale (i = 1) or shift (i = 2) from. */
+static int inorm_param_mem(struct cp_kexec *k, const dnnl_memory_desc_t *vmd, size_t i)
+{
+    struct inorm_state *s = k->state;
+    if (s->n == 1)
+        return cp_dk_mem_user(&s->prog, vmd, k->in_data[i]);
+    return cp_dk_mem_user(&s->prog, vmd, i == 1 ? s->scale : s->shift);
+}
+
+static enum cp_status inorm_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    struct inorm_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    k->state = s;
+    cp_dk_prog_init(&s->prog, k->env);
+    const struct cp_shape *xs = &k->in[0]->shape;
+    s->n = xs->dims[0].value;
+    s->c = xs->dims[1].value;
+    int64_t nc = s->n * s->c;
+    enum cp_status st = CP_OK;
+    if (s->n > 1) {
+        s->scale = malloc((size_t)nc * sizeof *s->scale);
+        s->shift = malloc((size_t)nc * sizeof *s->shift);
+        if (!s->scale || !s->shift) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+            goto out_release;
+        }
+        s->copy_at_run = k->in[1]->kind != CP_TENSOR_INITIALIZER ||
+                         k->in[2]->kind != CP_TENSOR_INITIALIZER;
+        if (!s->copy_at_run)
+            inorm_repeat(s, k->in_data[1], k->in_data[2]);
+    }
+    dnnl_dims_t dims = {1, nc, cp_shape_numel(xs) / nc}, vd = {nc};
+    dnnl_memory_desc_t md, vmd;
+    dnnl_memory_desc_init_by_tag(&md, 3, dims, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&vmd, 1, vd, dnnl_f32, dnnl_a);
+    float eps = cp_node_attr_float(k->node, "epsilon", 1e-5f);
+    dnnl_batch_normalization_desc_t bd;
+    dnnl_status_t ds = dnnl_batch_normalization_forward_desc_init(
+        &bd, dnnl_forward_training, &md, eps, dnnl_use_scale | dnnl_use_shift);
+    if (ds != dnnl_success) {
+        st = cp_dk_fail(k, d, "batch normalization descriptor", ds);
+        goto out_release;
+    }
+    dnnl_primitive_attr_t attr = cp_dk_attr_create();
+    dnnl_primitive_desc_t pd = NULL;
+    ds = attr ? dnnl_primitive_desc_create(&pd, &bd, attr, s->prog.engine, NULL)
+              : dnnl_out_of_memory;
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success) {
+        st = cp_dk_fail(k, d, "batch normalization primitive descriptor", ds);
+        goto out_release;
+    }
+    int ids[6] = {DNNL_ARG_SRC,   DNNL_ARG_DST,  DNNL_ARG_SCALE,
+                  DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+    int mems[6] = {cp_dk_mem_user(&s->prog, &md, k->in_data[0]),
+                   cp_dk_mem_user(&s->prog, &md, k->out_data[0]),
+                   inorm_param_mem(k, &vmd, 1),
+                   inorm_param_mem(k, &vmd, 2),
+                   cp_dk_mem_scratch(&s->prog, &vmd),
+                   cp_dk_mem_scratch(&s->prog, &vmd)};
+    st = cp_dk_step_add(&s->prog, pd, 6, ids, mems);
+    dnnl_primitive_desc_destroy(pd);
+    if (st != CP_OK) {
+        st = cp_dk_fail(k, d, "batch normalization primitive", dnnl_runtime_error);
+        goto out_release;
+    }
+    k->scratch_bytes = cp_dk_prog_scratch_bytes(&s->prog);
+    return CP_OK;
+
+out_release:
+    /* The plan does not release a kernel whose prepare failed. */
+    inorm_release(k);
+    return st;
+}
+
+static enum cp_status inorm_run(struct cp_kexec *k)
+{
+    struct inorm_state *s = k->state;
+    if (s->copy_at_run)
+        inorm_repeat(s, k->in_data[1], k->in_data[2]);
+    return cp_dk_prog_run(&s->prog, k->scratch);
+}
+
+const struct cp_kernel cp_dnnl_instance_norm = {
+    "onednn:instance_norm", CP_OP_INSTANCE_NORMALIZATION, inorm_supports, inorm_prepare, inorm_run,
+    inorm_release};

@@ -12,7 +12,9 @@
 extern const struct cp_kernel cp_dnnl_conv, cp_dnnl_deconv;
 extern const struct cp_kernel cp_dnnl_matmul, cp_dnnl_gemm;
 extern const struct cp_kernel cp_dnnl_max_pool, cp_dnnl_avg_pool, cp_dnnl_global_avg_pool;
-extern const struct cp_kernel cp_dnnl_softmax, cp_dnnl_layer_norm, cp_dnnl_batch_norm;
+extern const struct cp_kernel cp_dnnl_softmax, cp_dnnl_layer_norm, cp_dnnl_batch_norm,
+    cp_dnnl_instance_norm;
+extern const struct cp_kernel cp_dnnl_add, cp_dnnl_sub, cp_dnnl_mul, cp_dnnl_div;
 extern const struct cp_kernel cp_dnnl_tanh, cp_dnnl_relu, cp_dnnl_leaky_relu, cp_dnnl_sigmoid,
     cp_dnnl_exp, cp_dnnl_sqrt, cp_dnnl_clip;
 extern const struct cp_kernel cp_dnnl_transpose;

@@ -1198,8 +1198,10 @@ Test(onnx_import, test_onnx_external_data_from_memory_without_folder_is_refused)
 
 Test(onnx_import, test_onnx_op_table_covers_every_op_and_is_sorted)
 {
-    cr_assert_eq(onnx_op_count(), CP_OP_COUNT - 1);
-    for (int op = 1; op < CP_OP_COUNT; op++) {
+    /* Every ONNX op of the table; cannprof's own ops are made by passes and
+     * never imported. */
+    cr_assert_eq(onnx_op_count(), CP_OP_FUSED_CONV - 1);
+    for (int op = 1; op < CP_OP_FUSED_CONV; op++) {
         const struct onnx_op_def *def = onnx_op_find(cp_op_name((enum cp_op)op));
         cr_assert_not_null(def, "no ONNX row for %s", cp_op_name((enum cp_op)op));
         cr_assert_eq(def->op, (enum cp_op)op);

@@ -11,6 +11,8 @@
  * kernel in cp_fast_kernels must be exercised by some case. */
 #include "runner/cpu/kernel.h"
 
+#include "runner/cpu/fast_kernels.h"
+
 #include "graph/graph_build.h"
 
 #include <criterion/criterion.h>
@@ -408,6 +410,22 @@ static void c_instnorm_4d(struct cp_graph *g)
     int32_t n = N(g, "InstanceNormalization", I("x", "s", "b"), I("y"));
     cp_node_set_float(g, n, "epsilon", 1e-3f);
 }
+/* Batch of 4 and gamma/beta fed at run time: kernels cannot copy them at
+ * prepare. */
+static void c_instnorm_3d_runtime(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 6, 300));
+    X(g, "s", 1, D(6));
+    X(g, "b", 1, D(6));
+    N(g, "InstanceNormalization", I("x", "s", "b"), I("y"));
+}
+static void c_instnorm_4d_large(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 16, 32, 32));
+    W(g, "s", 1, D(16));
+    W(g, "b", 1, D(16));
+    N(g, "InstanceNormalization", I("x", "s", "b"), I("y"));
+}
 
 /* Binary */
 #define BINARY_CASE(fn, op, ra, da, rb, db)                                                        \
@@ -430,6 +448,14 @@ BINARY_CASE(c_add_small, "Add", 1, D(3), 1, D(1))
 BINARY_CASE(c_add_short_rows, "Add", 3, D(3, 1037, 7), 1, D(7))
 BINARY_CASE(c_sub_bcast_a_rows, "Sub", 3, D(5, 1, 16), 3, D(5, 700, 16))
 BINARY_CASE(c_mul_nhwc_channel, "Mul", 4, D(1, 64, 64, 16), 1, D(16))
+/* The broadcast operand first: oneDNN kernels swap Add and Mul and decline
+ * Sub and Div. */
+BINARY_CASE(c_add_channel_first, "Add", 4, D(1, 64, 1, 1), 4, D(1, 64, 32, 32))
+BINARY_CASE(c_mul_scalar_first, "Mul", 0, NULL, 3, D(2, 8, 64))
+BINARY_CASE(c_sub_channel_first, "Sub", 4, D(1, 8, 1, 1), 4, D(2, 8, 5, 5))
+BINARY_CASE(c_sub_channel, "Sub", 4, D(2, 8, 5, 5), 4, D(1, 8, 1, 1))
+BINARY_CASE(c_div_scalar, "Div", 3, D(2, 8, 64), 0, NULL)
+BINARY_CASE(c_add_scalars, "Add", 0, NULL, 0, NULL)
 
 static void c_where(struct cp_graph *g)
 {
@@ -677,6 +703,8 @@ static const struct hcase cases[] = {
     C(c_batchnorm_2d),
     C(c_instnorm_group),
     C(c_instnorm_4d),
+    C(c_instnorm_3d_runtime),
+    C(c_instnorm_4d_large),
     C(c_add_same),
     C(c_mul_scalar),
     C(c_mul_channel),
@@ -689,6 +717,12 @@ static const struct hcase cases[] = {
     C(c_add_short_rows),
     C(c_sub_bcast_a_rows),
     C(c_mul_nhwc_channel),
+    C(c_add_channel_first),
+    C(c_mul_scalar_first),
+    C(c_sub_channel_first),
+    C(c_sub_channel),
+    CM(c_div_scalar, IN_POSITIVE),
+    C(c_add_scalars),
     C(c_where),
     C(c_relu),
     CM(c_sigmoid, IN_WIDE),
@@ -966,4 +1000,56 @@ Test(kernel_harness, fast_kernels_decline_what_they_cannot_do)
     cr_assert_eq(cp_kernel_select(g, node, false), cp_kernel_reference(CP_OP_REDUCE_MEAN),
                  "a reduction over two separate blocks must go to the reference kernel");
     cp_graph_free(g);
+}
+
+/* Which nodes the second-choice kernels take: the harness above checks what
+ * they compute but would not notice one that declines too much, since the
+ * C kernels accept every case first. */
+struct accept_case {
+    const char *name;
+    void (*build)(struct cp_graph *g);
+    const struct cp_kernel *kernel;
+    bool accepts;
+};
+
+#define ACC(fn, k, yes)                                                                            \
+    {                                                                                              \
+#fn, fn, &k, yes                                                                           \
+    }
+
+static const struct accept_case accept_cases[] = {
+    ACC(c_add_same, cp_dnnl_add, true),
+    ACC(c_mul_scalar, cp_dnnl_mul, true),
+    ACC(c_mul_channel, cp_dnnl_mul, true),
+    ACC(c_add_time, cp_dnnl_add, true),
+    ACC(c_add_bias, cp_dnnl_add, true),
+    ACC(c_div_row, cp_dnnl_div, true),
+    ACC(c_div_scalar, cp_dnnl_div, true),
+    ACC(c_sub_channel, cp_dnnl_sub, true),
+    ACC(c_add_scalars, cp_dnnl_add, true),
+    ACC(c_add_channel_first, cp_dnnl_add, true),
+    ACC(c_mul_scalar_first, cp_dnnl_mul, true),
+    ACC(c_sub_channel_first, cp_dnnl_sub, false),
+    ACC(c_sub_bcast_a_rows, cp_dnnl_sub, false),
+    ACC(c_div_abcast, cp_dnnl_div, false),
+    ACC(c_sub_outer, cp_dnnl_sub, false),
+    ACC(c_instnorm_group, cp_dnnl_instance_norm, true),
+    ACC(c_instnorm_4d, cp_dnnl_instance_norm, true),
+    ACC(c_instnorm_3d_runtime, cp_dnnl_instance_norm, true),
+};
+
+Test(kernel_harness, onednn_second_choices_accept_what_onednn_can_broadcast)
+{
+    for (size_t c = 0; c < sizeof accept_cases / sizeof accept_cases[0]; c++) {
+        const struct accept_case *ac = &accept_cases[c];
+        struct cp_graph *g = gb_graph(17);
+        ac->build(g);
+        gb_infer_ok(g);
+        const struct cp_node *n = cp_graph_node(g, 0);
+        cr_expect_eq(n->op, ac->kernel->op, "%s: the case is not a %s node", ac->name,
+                     cp_op_name(ac->kernel->op));
+        cr_expect_eq(ac->kernel->supports(g, n), ac->accepts, "%s: %s should %s it", ac->name,
+                     ac->kernel->name, ac->accepts ? "accept" : "decline");
+        cp_graph_free(g);
+    }
 }
