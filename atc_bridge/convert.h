@@ -54,6 +54,15 @@ enum cp_input_format {
     CP_FMT_COUNT
 };
 
+/* Where conv regions keep their activations (cannprof's own knob; ATC picks
+ * layouts itself). */
+enum cp_layout_policy {
+    CP_LAYOUT_POLICY_NCHW = 0, /* plain NCHW everywhere (default) */
+    CP_LAYOUT_POLICY_NHWC,     /* conv regions in NHWC */
+    CP_LAYOUT_POLICY_BLOCKED,  /* conv regions in oneDNN's blocked nChw16c / nChw8c */
+    CP_LAYOUT_POLICY_COUNT
+};
+
 /* One `name:d0,d1,...` entry of --input_shape; -1 marks a dynamic dimension. */
 struct cp_input_shape {
     char name[128];
@@ -68,6 +77,7 @@ struct cp_convert_config {
     struct cp_input_shape input_shapes[CP_MAX_INPUT_SHAPES];
     size_t n_input_shapes;
     enum cp_input_format input_format;
+    enum cp_layout_policy layout_policy;
     enum cp_precision_mode precision_mode;
     char fusion_switch_file[1024]; /* "" when none */
     int64_t dynamic_batch[CP_MAX_DYN_BATCH];
@@ -87,6 +97,7 @@ const char *cp_precision_mode_name(enum cp_precision_mode m);
 const char *cp_implmode_name(enum cp_implmode m);
 const char *cp_buffer_opt_name(enum cp_buffer_opt b);
 const char *cp_input_format_name(enum cp_input_format f);
+const char *cp_layout_policy_name(enum cp_layout_policy p);
 const char *cp_log_level_name(enum cp_log_level l);
 
 /* Set one knob from its ATC flag name (without dashes) and value text,

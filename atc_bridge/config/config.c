@@ -43,6 +43,14 @@ static const char *const format_names[] = {
 };
 _Static_assert(sizeof format_names / sizeof *format_names == CP_FMT_COUNT, "format");
 
+static const char *const layout_policy_names[] = {
+    [CP_LAYOUT_POLICY_NCHW] = "nchw",
+    [CP_LAYOUT_POLICY_NHWC] = "nhwc",
+    [CP_LAYOUT_POLICY_BLOCKED] = "blocked",
+};
+_Static_assert(sizeof layout_policy_names / sizeof *layout_policy_names == CP_LAYOUT_POLICY_COUNT,
+               "layout policy");
+
 static const char *const log_names[] = {"debug", "info", "warning", "error", "null"};
 
 const char *cp_precision_mode_name(enum cp_precision_mode m)
@@ -63,6 +71,11 @@ const char *cp_buffer_opt_name(enum cp_buffer_opt b)
 const char *cp_input_format_name(enum cp_input_format f)
 {
     return (unsigned)f < CP_FMT_COUNT ? format_names[f] : "?";
+}
+
+const char *cp_layout_policy_name(enum cp_layout_policy p)
+{
+    return (unsigned)p < CP_LAYOUT_POLICY_COUNT ? layout_policy_names[p] : "?";
 }
 
 const char *cp_log_level_name(enum cp_log_level l)
@@ -299,6 +312,12 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
             c->input_format = (enum cp_input_format)v;
         return st;
     }
+    if (strcmp(flag, "layout_policy") == 0) {
+        st = pick(layout_policy_names, CP_LAYOUT_POLICY_COUNT, flag, value, &v, d);
+        if (st == CP_OK)
+            c->layout_policy = (enum cp_layout_policy)v;
+        return st;
+    }
     if (strcmp(flag, "precision_mode") == 0) {
         st = pick(precision_names, CP_PREC_COUNT, flag, value, &v, d);
         if (st == CP_OK)
@@ -420,6 +439,8 @@ void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf 
     }
     if (c->input_format != CP_FMT_NCHW)
         flag(out, "input_format", cp_input_format_name(c->input_format));
+    if (c->layout_policy != CP_LAYOUT_POLICY_NCHW)
+        flag(out, "layout_policy", cp_layout_policy_name(c->layout_policy));
     if (c->precision_mode != CP_PREC_FORCE_FP32)
         flag(out, "precision_mode", cp_precision_mode_name(c->precision_mode));
     if (c->fusion_switch_file[0])
@@ -463,6 +484,7 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
     }
     json_object_set_new(o, "input_shape", shapes);
     json_object_set_new(o, "input_format", json_string(cp_input_format_name(c->input_format)));
+    json_object_set_new(o, "layout_policy", json_string(cp_layout_policy_name(c->layout_policy)));
     json_object_set_new(o, "precision_mode",
                         json_string(cp_precision_mode_name(c->precision_mode)));
     json_object_set_new(o, "fusion_switch_file", json_string(c->fusion_switch_file));
@@ -578,6 +600,10 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
     if ((st = json_pick(o, "input_format", format_names, CP_FMT_COUNT, &v, d)))
         goto out;
     c->input_format = (enum cp_input_format)v;
+    v = c->layout_policy;
+    if ((st = json_pick(o, "layout_policy", layout_policy_names, CP_LAYOUT_POLICY_COUNT, &v, d)))
+        goto out;
+    c->layout_policy = (enum cp_layout_policy)v;
     v = c->precision_mode;
     if ((st = json_pick(o, "precision_mode", precision_names, CP_PREC_COUNT, &v, d)))
         goto out;

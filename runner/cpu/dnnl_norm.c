@@ -238,9 +238,12 @@ const struct cp_kernel cp_dnnl_batch_norm = {"onednn:batch_norm", CP_OP_BATCH_NO
 
 /* ---- InstanceNormalization ------------------------------------------- */
 
-/* x [N, C, spatial...] is [1, N*C, S] to the batch normalization primitive:
- * without global stats it computes mean and variance per channel, which
- * here is per (n, c) instance, and writes them to scratch. Its scale and
+/* x [N, C, spatial...] is [1, N*C, S, 1] to the batch normalization
+ * primitive: without global stats it computes mean and variance per
+ * channel, which here is per (n, c) instance, and writes them to scratch.
+ * 4-D because oneDNN 2.6 has an optimised plain-layout implementation for
+ * nchw but not for ncw (3-D falls to its reference implementation, about
+ * ten times slower). Its scale and
  * shift are per channel too, so gamma and beta are repeated N times into
  * kernel-owned buffers: once at prepare when they are initializers, at
  * every run otherwise. With N == 1 the primitive reads them in place. */
@@ -319,9 +322,9 @@ static enum cp_status inorm_prepare(struct cp_kexec *k, struct cp_diag *d)
         if (!s->copy_at_run)
             inorm_repeat(s, k->in_data[1], k->in_data[2]);
     }
-    dnnl_dims_t dims = {1, nc, cp_shape_numel(xs) / nc}, vd = {nc};
+    dnnl_dims_t dims = {1, nc, cp_shape_numel(xs) / nc, 1}, vd = {nc};
     dnnl_memory_desc_t md, vmd;
-    dnnl_memory_desc_init_by_tag(&md, 3, dims, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&md, 4, dims, dnnl_f32, dnnl_abcd);
     dnnl_memory_desc_init_by_tag(&vmd, 1, vd, dnnl_f32, dnnl_a);
     float eps = cp_node_attr_float(k->node, "epsilon", 1e-5f);
     dnnl_batch_normalization_desc_t bd;
