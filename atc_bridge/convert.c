@@ -1,7 +1,10 @@
-/* cp_convert: import, verify, infer, then write the .om. The passes that act
- * on the config's knobs plug in between inference and writing. */
+/* cp_convert: import, verify, infer, run the conversion passes (the pass
+ * manager, atc_bridge/passes/manager.c), check the dynamic-batch profiles,
+ * then write the .om with the effective config and the pass record. */
 #include "atc_bridge/convert.h"
 #include "atc_bridge/om.h"
+#include "atc_bridge/passes/batch_check.h"
+#include "atc_bridge/passes/pass.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,21 +61,6 @@ static void target_description(char *out, size_t n)
     snprintf(out, n, "cpu %s %s (%s)", arch, model, feats);
 }
 
-/* The fusion switch file is only recorded in this version, but a path that
- * cannot be read is refused now rather than when the passes need it. */
-static enum cp_status check_fusion_switch_file(const char *path, struct cp_diag *d)
-{
-    if (!path[0])
-        return CP_OK;
-    uint8_t *data;
-    size_t len;
-    enum cp_status st = cp_file_read(path, &data, &len, d);
-    if (st != CP_OK)
-        return st;
-    free(data);
-    return CP_OK;
-}
-
 static enum cp_status apply_input_shape_check(const struct cp_convert_config *c,
                                               const struct cp_graph *g, struct cp_diag *d)
 {
@@ -87,6 +75,17 @@ static enum cp_status apply_input_shape_check(const struct cp_convert_config *c,
     return CP_OK;
 }
 
+/* Passes that ran, or that changed the graph; the closing sweep is the
+ * manager's, not a pass of its own, and is not counted. */
+static size_t count_passes(const struct cp_pass_report *r, bool changed)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (!r->records[i].final)
+            n += changed ? r->records[i].changed : r->records[i].ran;
+    return n;
+}
+
 enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_convert_result *res,
                           struct cp_diag *d)
 {
@@ -94,6 +93,10 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
     struct cp_graph *g = NULL;
     struct cp_om_meta meta;
     memset(&meta, 0, sizeof meta);
+    struct cp_pass_report report;
+    memset(&report, 0, sizeof report);
+    struct cp_buf passes_json;
+    cp_buf_init(&passes_json);
     char hash[33] = "";
     char target[512];
     if (res)
@@ -102,14 +105,21 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
     enum cp_status st = cp_convert_config_validate(config, d);
     if (st != CP_OK)
         return st;
-    st = check_fusion_switch_file(config->fusion_switch_file, d);
+    /* The config as converted: the switches are what the file says now. */
+    struct cp_convert_config *cfg = malloc(sizeof *cfg);
+    if (!cfg)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory starting the conversion");
+    *cfg = *config;
+    /* Warnings show unless --log asks for errors only; ATC's default "null"
+     * would hide a switch file's mistakes. */
+    struct cp_log log = {cfg->log == CP_LOG_NULL ? CP_LOG_WARNING : cfg->log, NULL};
+    if ((st = cp_convert_config_load_fusion_switches(cfg, &log, d)) != CP_OK)
+        goto out_free_cfg;
+    st = cp_onnx_import(cfg->model, cfg->input_shapes, cfg->n_input_shapes, &g, hash, d);
     if (st != CP_OK)
-        return st;
-    st = cp_onnx_import(config->model, config->input_shapes, config->n_input_shapes, &g, hash, d);
-    if (st != CP_OK)
-        return st;
+        goto out_free_cfg;
     size_t nodes_in = cp_graph_n_live_nodes(g);
-    if ((st = apply_input_shape_check(config, g, d)) != CP_OK)
+    if ((st = apply_input_shape_check(cfg, g, d)) != CP_OK)
         goto out_free_graph;
     if ((st = cp_graph_verify(g, d)) != CP_OK)
         goto out_free_graph;
@@ -117,20 +127,32 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
         goto out_free_graph;
     if ((st = cp_graph_infer(g, d)) != CP_OK)
         goto out_free_graph;
+    struct cp_pass_target caps;
+    cp_pass_target_detect(&caps);
+    if ((st = cp_passes_run(g, cfg, &caps, &log, &report, d)) != CP_OK)
+        goto out_free_graph;
+    if ((st = cp_batch_finish(g, cfg, &log, d)) != CP_OK)
+        goto out_free_graph;
+    cp_pass_report_json(&report, &passes_json);
+    if ((st = cp_buf_status(&passes_json)) != CP_OK) {
+        cp_diag_set(d, st, "out of memory recording the passes");
+        goto out_free_graph;
+    }
 
     target_description(target, sizeof target);
     meta.format_version = CP_OM_FORMAT_VERSION;
     meta.tool_version = (char *)CP_VERSION_STRING;
     /* The absolute path, so a later `tune` of this .om finds its source
      * from any folder. */
-    char *abs_model = realpath(config->model, NULL);
-    meta.source_path = abs_model ? abs_model : (char *)config->model;
+    char *abs_model = realpath(cfg->model, NULL);
+    meta.source_path = abs_model ? abs_model : (char *)cfg->model;
     meta.source_hash = hash;
     meta.target = target;
-    meta.config = *config;
+    meta.config = *cfg;
+    meta.passes_json = passes_json.data;
 
     char om_path[1100];
-    snprintf(om_path, sizeof om_path, "%s.om", config->output);
+    snprintf(om_path, sizeof om_path, "%s.om", cfg->output);
     st = cp_om_write(om_path, g, &meta, d);
     free(abs_model);
     if (st != CP_OK)
@@ -139,6 +161,8 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
         snprintf(res->om_path, sizeof res->om_path, "%s", om_path);
         res->nodes_in = nodes_in;
         res->nodes_out = cp_graph_n_live_nodes(g);
+        res->passes_ran = count_passes(&report, false);
+        res->passes_changed = count_passes(&report, true);
         struct cp_mmap m;
         if (cp_mmap_open(om_path, &m, NULL) == CP_OK) {
             res->om_bytes = m.len;
@@ -148,5 +172,9 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
     }
 out_free_graph:
     cp_graph_free(g);
+out_free_cfg:
+    cp_pass_report_release(&report);
+    cp_buf_release(&passes_json);
+    free(cfg);
     return st;
 }

@@ -6,8 +6,11 @@
  * (config/), recorded verbatim in the .om, printed back as the exact
  * `cannprof convert` command line that reproduces it, and hashed to a stable
  * id. `cp_onnx_import` (onnx/) reads an ONNX file into a graph, and
- * `cp_convert` runs import, verification and inference, and writes the .om
- * (om/, see om.h).
+ * `cp_convert` runs import, verification and inference, the conversion
+ * passes (passes/: the pass manager runs the cleanup, batch, fusion,
+ * attention, layout and precision families in that order, each pass
+ * switchable by an ATC fusion switch file), and writes the .om (om/, see
+ * om.h) with a record of what each pass did.
  */
 #ifndef CP_CONVERT_H
 #define CP_CONVERT_H
@@ -15,8 +18,9 @@
 #include "core/core.h"
 #include "graph/graph.h"
 
-#define CP_MAX_INPUT_SHAPES 16
-#define CP_MAX_DYN_BATCH    100
+#define CP_MAX_INPUT_SHAPES    16
+#define CP_MAX_DYN_BATCH       100
+#define CP_FUSION_SWITCHES_MAX 4096
 
 enum cp_precision_mode {
     CP_PREC_FORCE_FP32 = 0, /* the CPU target's default */
@@ -80,6 +84,12 @@ struct cp_convert_config {
     enum cp_layout_policy layout_policy;
     enum cp_precision_mode precision_mode;
     char fusion_switch_file[1024]; /* "" when none */
+    /* The effective switches the file gives, as canonical text: the passes
+     * it turns off, sorted by name, "PassA:off;PassB:off" ("" when none).
+     * Filled from the file by cp_convert_config_load_fusion_switches (and at
+     * conversion time), recorded in the .om and part of the config id, so a
+     * .om says what ran even if the file changes later. */
+    char fusion_switches[CP_FUSION_SWITCHES_MAX];
     int64_t dynamic_batch[CP_MAX_DYN_BATCH];
     size_t n_dynamic_batch;
     enum cp_buffer_opt buffer_optimize;
@@ -126,6 +136,39 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
  * paths or log level): 16 hex digits + NUL. */
 void cp_convert_config_id(const struct cp_convert_config *c, char out[17]);
 
+/* ---- conversion passes ------------------------------------------------- */
+
+/* A conversion pass as `convert --list-passes` shows it. Strings are
+ * static. */
+struct cp_pass_desc {
+    const char *name;        /* ATC-style name, e.g. "ConstantFoldingPass" */
+    const char *group;       /* switch group: "GraphFusion" or "UBFusion" */
+    const char *family;      /* cleanup, batch, fusion, attention, layout, precision */
+    const char *description; /* one line */
+};
+
+/* Number of passes, all families. */
+size_t cp_pass_count(void);
+
+/* The i-th pass in run order. false when i >= cp_pass_count(). */
+bool cp_pass_describe(size_t i, struct cp_pass_desc *out);
+
+/* Run-order index of the pass called `name` (exact, case-sensitive), or -1. */
+int cp_pass_index(const char *name);
+
+/* Read config->fusion_switch_file (ATC's JSON form or "PassName:off" lines,
+ * see atc_bridge/passes/switches.c) and store the effective switch set in
+ * config->fusion_switches; with no file, clear it. Errors name the file and
+ * the line (JSON: line and column, or the key): CP_ERR_USAGE for a file
+ * that cannot be read, is malformed, or names an unknown pass (the message
+ * lists the valid names). A pass listed under the wrong group is accepted
+ * with a warning through `log` (may be NULL: stderr at warning level). */
+enum cp_status cp_convert_config_load_fusion_switches(struct cp_convert_config *c,
+                                                      const struct cp_log *log, struct cp_diag *d);
+
+/* Whether the effective switch set of `c` turns pass `name` off. */
+bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name);
+
 /* ---- ONNX import ------------------------------------------------------- */
 
 /* Import an ONNX model file. Shapes given in `input_shapes` override the
@@ -155,10 +198,14 @@ struct cp_convert_result {
     size_t nodes_out;
     size_t om_bytes;
     double seconds;
+    size_t passes_ran;     /* passes that ran (not switched off) */
+    size_t passes_changed; /* passes that changed the graph */
 };
 
-/* Run a conversion: import config->model, verify, infer, apply the config,
- * write config->output + ".om" atomically. OUT: *res (may be NULL). */
+/* Run a conversion: import config->model, verify, infer, run the conversion
+ * passes (the fusion switch file is read again now), write config->output +
+ * ".om" atomically. The .om records the effective config and what each pass
+ * did. OUT: *res (may be NULL). */
 enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_convert_result *res,
                           struct cp_diag *d);
 

@@ -4,7 +4,8 @@
  *
  * A CPU .om holds a fixed header (magic "CPOM", format version), a
  * self-describing metadata section (JSON: source model path and content
- * hash, the full conversion config, tool version, target description), the
+ * hash, the full conversion config, tool version, target description, what
+ * each conversion pass did), the
  * serialized graph (protobuf-c, schema in om/cpom.proto) and the weights in
  * 64-byte-aligned blobs so the runtime can mmap them. An xxHash-64 checksum
  * covers the whole file. The byte layout is documented in docs/om-format.md.
@@ -33,6 +34,11 @@ struct cp_om_meta {
     char *source_hash; /* 32 hex digits */
     char *target;      /* target description, e.g. "cpu x86_64 avx512f ..." */
     struct cp_convert_config config;
+    /* What the conversion passes did: a compact JSON array of
+     * {"name","group","ran","changed","nodes_before","nodes_after"[,"final"]}
+     * in run order (see atc_bridge/passes/pass.h); NULL or "" when the .om
+     * has no pass record (then the key is not written). */
+    char *passes_json;
     char *meta_json; /* the whole metadata section as stored */
 };
 

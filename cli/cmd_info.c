@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,9 @@ static void config_lines(const struct cp_convert_config *c, struct cp_buf *b)
     cp_buf_printf(b, "  op_select_implmode   %s\n", cp_implmode_name(c->implmode));
     cp_buf_printf(b, "  fusion_switch_file   %s\n",
                   c->fusion_switch_file[0] ? c->fusion_switch_file : "(none)");
+    if (c->fusion_switch_file[0])
+        cp_buf_printf(b, "  passes switched off  %s\n",
+                      c->fusion_switches[0] ? c->fusion_switches : "(none)");
     cp_buf_puts(b, "  dynamic_batch_size   ");
     if (!c->n_dynamic_batch)
         cp_buf_puts(b, "(none)");
@@ -173,6 +177,47 @@ static void config_lines(const struct cp_convert_config *c, struct cp_buf *b)
     cp_buf_printf(b, "\n  soc_version          %s\n", c->soc_version);
     cp_buf_printf(b, "  command              %s\n", cmd.data ? cmd.data : "");
     cp_buf_release(&cmd);
+}
+
+/* The pass record of a .om as text lines: what ran, what changed. */
+static void pass_lines(const char *passes_json, struct cp_buf *b)
+{
+    json_error_t err;
+    json_t *arr = passes_json && passes_json[0] ? json_loads(passes_json, 0, &err) : NULL;
+    if (!json_is_array(arr)) {
+        cp_buf_puts(b, "passes:     (not recorded)\n");
+        json_decref(arr);
+        return;
+    }
+    size_t ran = 0, changed = 0, i;
+    json_t *p;
+    json_array_foreach(arr, i, p)
+    {
+        bool fin = json_is_true(json_object_get(p, "final"));
+        ran += json_is_true(json_object_get(p, "ran")) && !fin;
+        changed += json_is_true(json_object_get(p, "changed")) && !fin;
+    }
+    cp_buf_printf(b, "passes:     %zu ran, %zu changed the graph\n", ran, changed);
+    json_array_foreach(arr, i, p)
+    {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        const char *group = json_string_value(json_object_get(p, "group"));
+        bool r = json_is_true(json_object_get(p, "ran"));
+        bool c = json_is_true(json_object_get(p, "changed"));
+        bool fin = json_is_true(json_object_get(p, "final"));
+        json_int_t nb = json_integer_value(json_object_get(p, "nodes_before"));
+        json_int_t na = json_integer_value(json_object_get(p, "nodes_after"));
+        char label[96];
+        snprintf(label, sizeof label, "%s%s", name ? name : "?", fin ? " (final)" : "");
+        cp_buf_printf(b, "  %-40s %-12s %-8s", label, group ? group : "?",
+                      !r  ? "off"
+                      : c ? "changed"
+                          : "-");
+        if (r)
+            cp_buf_printf(b, " %lld -> %lld nodes", (long long)nb, (long long)na);
+        cp_buf_putc(b, '\n');
+    }
+    json_decref(arr);
 }
 
 static int info_ascend(const char *path, const uint8_t *data, size_t len, bool json)
@@ -276,6 +321,8 @@ static int info_om(const char *path, bool json)
         cp_buf_puts(&b, ",\"command\":");
         cp_buf_json_str(&b, cmd.data ? cmd.data : "");
         cp_buf_release(&cmd);
+        cp_buf_puts(&b, ",\"passes\":");
+        cp_buf_puts(&b, meta.passes_json && meta.passes_json[0] ? meta.passes_json : "null");
         describe_graph(g, true, &b);
         cp_buf_puts(&b, "}\n");
     } else {
@@ -290,6 +337,7 @@ static int info_om(const char *path, bool json)
                       meta.tool_version ? meta.tool_version : "?", meta.target ? meta.target : "?");
         describe_graph(g, false, &b);
         config_lines(&meta.config, &b);
+        pass_lines(meta.passes_json, &b);
     }
     fputs(b.data ? b.data : "", stdout);
     cp_buf_release(&b);

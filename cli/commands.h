@@ -5,6 +5,7 @@
 #define CP_CLI_COMMANDS_H
 
 int cp_cmd_bench(int argc, char **argv);
+int cp_cmd_compare(int argc, char **argv);
 int cp_cmd_convert(int argc, char **argv);
 int cp_cmd_export(int argc, char **argv);
 int cp_cmd_info(int argc, char **argv);

@@ -15,6 +15,8 @@ struct command {
 /* Sorted by name. */
 static const struct command commands[] = {
     {"bench", cp_cmd_bench, "measure latency statistics and throughput; --trace records a trace"},
+    {"compare", cp_cmd_compare,
+     "compare two models' outputs on the same inputs: errors, precision_loss"},
     {"convert", cp_cmd_convert, "convert an ONNX model into a CPU offline model (.om), ATC flags"},
     {"export", cp_cmd_export, "export a trace store as Chrome trace JSON or folded stacks"},
     {"info", cp_cmd_info, "describe an .onnx or .om file: I/O, ops, parameters, FLOPs, config"},

@@ -75,40 +75,54 @@ void cp_cli_session_close(struct cp_cli_session *s)
     memset(s, 0, sizeof *s);
 }
 
-static enum cp_status set_one(struct cp_cli_session *s, size_t idx, const char *file,
-                              struct cp_diag *d)
+static enum cp_status read_one(struct cp_cli_session *s, size_t idx, const char *file,
+                               struct cp_host_tensor *t, struct cp_diag *d)
 {
     if (!file[0])
         return cp_diag_set(d, CP_ERR_USAGE, "--input %s=: no file given",
                            cp_plan_input(s->plan, idx)->name);
-    struct cp_host_tensor t;
-    enum cp_status st = cp_tensor_read_file(file, &t, d);
-    if (st != CP_OK)
-        return st;
-    st = cp_plan_set_input(s->plan, idx, &t, d);
-    cp_host_tensor_release(&t);
-    if (st != CP_OK && !strstr(d->msg, file)) {
-        /* Name the file too: the plan only knows the input. */
-        struct cp_buf b;
-        cp_buf_init(&b);
-        cp_buf_printf(&b, "%s: %s", file, d->msg);
-        if (b.data) {
-            size_t n = b.len < sizeof d->msg - 1 ? b.len : sizeof d->msg - 1;
-            memcpy(d->msg, b.data, n);
-            d->msg[n] = '\0';
-        }
-        cp_buf_release(&b);
-    }
-    return st;
+    return cp_tensor_read_file(file, t, d);
 }
 
-enum cp_status cp_cli_session_set_inputs(struct cp_cli_session *s, const char *const *inputs,
-                                         size_t n, uint64_t seed, struct cp_diag *d)
+/* Name the file too when setting an input fails: the plan only knows the
+ * input. */
+static void name_file(const char *file, struct cp_diag *d)
 {
+    if (!file || strstr(d->msg, file))
+        return;
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_printf(&b, "%s: %s", file, d->msg);
+    if (b.data) {
+        size_t n = b.len < sizeof d->msg - 1 ? b.len : sizeof d->msg - 1;
+        memcpy(d->msg, b.data, n);
+        d->msg[n] = '\0';
+    }
+    cp_buf_release(&b);
+}
+
+void cp_cli_inputs_release(struct cp_cli_inputs *in)
+{
+    for (size_t i = 0; i < in->n; i++)
+        cp_host_tensor_release(&in->t[i]);
+    free(in->t);
+    free(in->file);
+    memset(in, 0, sizeof *in);
+}
+
+enum cp_status cp_cli_session_make_inputs(struct cp_cli_session *s, const char *const *inputs,
+                                          size_t n, uint64_t seed, struct cp_cli_inputs *out,
+                                          struct cp_diag *d)
+{
+    memset(out, 0, sizeof *out);
     size_t n_in = cp_plan_n_inputs(s->plan);
-    bool *given = cp_calloc(n_in ? n_in : 1, sizeof *given);
-    if (!given)
+    out->t = cp_calloc(n_in ? n_in : 1, sizeof *out->t);
+    out->file = cp_calloc(n_in ? n_in : 1, sizeof *out->file);
+    if (!out->t || !out->file) {
+        cp_cli_inputs_release(out);
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    out->n = n_in;
     enum cp_status st = CP_OK;
     for (size_t i = 0; i < n && st == CP_OK; i++) {
         const char *eq = strchr(inputs[i], '=');
@@ -119,8 +133,13 @@ enum cp_status cp_cli_session_set_inputs(struct cp_cli_session *s, const char *c
                                  inputs[i], n_in);
                 break;
             }
-            given[0] = true;
-            st = set_one(s, 0, inputs[i], d);
+            if (out->file[0]) {
+                st = cp_diag_set(d, CP_ERR_USAGE, "--input: '%s' is given twice",
+                                 cp_plan_input(s->plan, 0)->name);
+                break;
+            }
+            out->file[0] = inputs[i];
+            st = read_one(s, 0, inputs[i], &out->t[0], d);
             continue;
         }
         size_t len = (size_t)(eq - inputs[i]);
@@ -143,30 +162,39 @@ enum cp_status cp_cli_session_set_inputs(struct cp_cli_session *s, const char *c
             cp_buf_release(&names);
             break;
         }
-        if (given[idx]) {
+        if (out->file[idx]) {
             st =
                 cp_diag_set(d, CP_ERR_USAGE, "--input: '%.*s' is given twice", (int)len, inputs[i]);
             break;
         }
-        given[idx] = true;
-        st = set_one(s, idx, eq + 1, d);
+        out->file[idx] = eq + 1;
+        st = read_one(s, idx, eq + 1, &out->t[idx], d);
     }
     for (size_t k = 0; k < n_in && st == CP_OK; k++) {
-        if (given[k])
+        if (out->file[k])
             continue;
         const struct cp_tensor *t = cp_plan_input(s->plan, k);
-        struct cp_host_tensor h;
-        memset(&h, 0, sizeof h);
-        snprintf(h.name, sizeof h.name, "%s", t->name);
-        h.dtype = t->dtype;
-        h.rank = t->shape.rank;
-        for (int i = 0; i < h.rank; i++)
-            h.dims[i] = t->shape.dims[i].value;
-        st = cp_tensor_fill_random(&h, seed + k, d);
-        if (st == CP_OK)
-            st = cp_plan_set_input(s->plan, k, &h, d);
-        cp_host_tensor_release(&h);
+        struct cp_host_tensor *h = &out->t[k];
+        snprintf(h->name, sizeof h->name, "%s", t->name);
+        h->dtype = t->dtype;
+        h->rank = t->shape.rank;
+        for (int i = 0; i < h->rank; i++)
+            h->dims[i] = t->shape.dims[i].value;
+        st = cp_tensor_fill_random(h, seed + k, d);
     }
-    free(given);
+    if (st != CP_OK)
+        cp_cli_inputs_release(out);
+    return st;
+}
+
+enum cp_status cp_cli_session_set_inputs(struct cp_cli_session *s, const char *const *inputs,
+                                         size_t n, uint64_t seed, struct cp_diag *d)
+{
+    struct cp_cli_inputs in;
+    enum cp_status st = cp_cli_session_make_inputs(s, inputs, n, seed, &in, d);
+    for (size_t k = 0; k < in.n && st == CP_OK; k++)
+        if ((st = cp_plan_set_input(s->plan, k, &in.t[k], d)) != CP_OK)
+            name_file(in.file[k], d);
+    cp_cli_inputs_release(&in);
     return st;
 }

@@ -29,6 +29,24 @@ enum cp_status cp_cli_session_open(struct cp_cli_session *s, const struct cp_cli
                                    struct cp_diag *d);
 void cp_cli_session_close(struct cp_cli_session *s);
 
+/* The inputs of a plan, in plan order: read from files or drawn at random.
+ * file[i] is the file input i came from, or NULL for random data. */
+struct cp_cli_inputs {
+    struct cp_host_tensor *t;
+    const char **file;
+    size_t n;
+};
+
+/* Make every input of s's plan: from "--input NAME=FILE" values (n of
+ * them), or, for inputs not given, from seeded random data (seed + the
+ * input's index). A FILE alone is accepted when the model has exactly one
+ * input. Errors name the input and file. OUT: *out (release with
+ * cp_cli_inputs_release; empty on failure). */
+enum cp_status cp_cli_session_make_inputs(struct cp_cli_session *s, const char *const *inputs,
+                                          size_t n, uint64_t seed, struct cp_cli_inputs *out,
+                                          struct cp_diag *d);
+void cp_cli_inputs_release(struct cp_cli_inputs *in);
+
 /* Set every input: from "--input NAME=FILE" values (n of them), or, for
  * inputs not given, from seeded random data. A FILE alone is accepted when
  * the model has exactly one input. Errors name the input and file. */

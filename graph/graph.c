@@ -566,3 +566,80 @@ enum cp_status cp_graph_reorder_nodes_(struct cp_graph *g, const int32_t *order,
     g->cap_nodes = n ? n : 1;
     return CP_OK;
 }
+
+enum cp_status cp_graph_remove_unused_tensors(struct cp_graph *g, size_t *n_removed,
+                                              struct cp_diag *d)
+{
+    if (n_removed)
+        *n_removed = 0;
+    size_t nt = g->n_tensors;
+    int32_t *map = cp_calloc(nt ? nt : 1, sizeof *map);
+    if (!map)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory removing unused tensors");
+    /* map[i]: 1 when used, then the new index (or -1). */
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const struct cp_node *n = g->nodes[i];
+        if (n->dead)
+            continue;
+        for (size_t j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] >= 0 && (size_t)n->inputs[j] < nt)
+                map[n->inputs[j]] = 1;
+        for (size_t j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j] >= 0 && (size_t)n->outputs[j] < nt)
+                map[n->outputs[j]] = 1;
+        for (size_t j = 0; j < n->n_attrs; j++)
+            if (n->attrs[j].type == CP_ATTR_TENSOR && n->attrs[j].tensor >= 0 &&
+                (size_t)n->attrs[j].tensor < nt)
+                map[n->attrs[j].tensor] = 1;
+    }
+    for (size_t i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] >= 0 && (size_t)g->inputs[i] < nt)
+            map[g->inputs[i]] = 1;
+    for (size_t i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] >= 0 && (size_t)g->outputs[i] < nt)
+            map[g->outputs[i]] = 1;
+    size_t kept = 0;
+    for (size_t i = 0; i < nt; i++) {
+        struct cp_tensor *t = g->tensors[i];
+        if (map[i]) {
+            map[i] = (int32_t)kept;
+            g->tensors[kept++] = t;
+            continue;
+        }
+        map[i] = -1;
+        /* The tensor itself stays in the arena; only its heap bytes go. */
+        if (t->owner == CP_DATA_HEAP)
+            free((void *)t->data);
+        t->data = NULL;
+        t->nbytes = 0;
+        t->owner = CP_DATA_NONE;
+    }
+    if (n_removed)
+        *n_removed = nt - kept;
+    if (kept == nt) {
+        free(map);
+        return CP_OK;
+    }
+    g->n_tensors = kept;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        struct cp_node *n = g->nodes[i];
+        for (size_t j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] >= 0)
+                n->inputs[j] = (size_t)n->inputs[j] < nt ? map[n->inputs[j]] : -1;
+        for (size_t j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j] >= 0)
+                n->outputs[j] = (size_t)n->outputs[j] < nt ? map[n->outputs[j]] : -1;
+        for (size_t j = 0; j < n->n_attrs; j++)
+            if (n->attrs[j].type == CP_ATTR_TENSOR && n->attrs[j].tensor >= 0)
+                n->attrs[j].tensor = (size_t)n->attrs[j].tensor < nt ? map[n->attrs[j].tensor] : -1;
+    }
+    for (size_t i = 0; i < g->n_inputs; i++)
+        g->inputs[i] = map[g->inputs[i]];
+    for (size_t i = 0; i < g->n_outputs; i++)
+        g->outputs[i] = map[g->outputs[i]];
+    free(map);
+    memset(g->name_slots, 0, g->cap_slots * sizeof *g->name_slots);
+    for (size_t i = 0; i < g->n_tensors; i++)
+        index_insert(g, i);
+    return CP_OK;
+}

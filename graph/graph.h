@@ -398,6 +398,18 @@ enum cp_status cp_graph_topo_order(const struct cp_graph *g, int32_t **order, si
  * change; tensor indices do not. */
 enum cp_status cp_graph_compact(struct cp_graph *g, struct cp_diag *d);
 
+/* Drop tensors nothing refers to: not read or written by a live node, not
+ * behind a live node's tensor attribute, not a graph input or output. Such
+ * tensors are what passes leave behind (weights replaced by folded copies,
+ * outputs of removed nodes); dropping them keeps them out of the .om.
+ * Heap-owned data of dropped tensors is freed. Tensor indices change (the
+ * kept tensors keep their relative order), so call it only when no caller
+ * holds tensor indices, e.g. at the end of the conversion passes; dead
+ * nodes lose their references to dropped tensors (set to -1). OUT:
+ * *n_removed (may be NULL). */
+enum cp_status cp_graph_remove_unused_tensors(struct cp_graph *g, size_t *n_removed,
+                                              struct cp_diag *d);
+
 /* Infer dtype and shape of every intermediate tensor from graph inputs and
  * initializers, in topological order, propagating small integer values
  * through shape arithmetic. Dimensions that cannot be known stay dynamic.

@@ -128,7 +128,9 @@ const struct cp_tensor *cp_plan_input(const struct cp_plan *p, size_t i);
 const struct cp_tensor *cp_plan_output(const struct cp_plan *p, size_t i);
 
 /* Copy an input in. The tensor's dtype and shape must match the plan's
- * input exactly; the error names the input and both shapes. */
+ * input exactly (an input tagged NHWC, from --input_format NHWC, also takes
+ * its [N, H, W, C] shape: the bytes are NHWC either way); the error names
+ * the input and both shapes. */
 enum cp_status cp_plan_set_input(struct cp_plan *p, size_t i, const struct cp_host_tensor *t,
                                  struct cp_diag *d);
 /* Execute once. `iteration` is stamped on trace events (-1: none). */
@@ -143,5 +145,39 @@ const struct cp_trace_kernel *cp_plan_kernels(const struct cp_plan *p);
 
 /* Peak resident set size of this process, in bytes (getrusage). */
 uint64_t cp_peak_rss_bytes(void);
+
+/* ---- output comparison (compare.c; docs/precision.md) ------------------- */
+
+/* How a candidate tensor b differs from a reference tensor a. */
+struct cp_tensor_diff {
+    int64_t n;                    /* elements compared */
+    double max_abs;               /* max |a - b| */
+    double mean_abs;              /* mean |a - b| */
+    double rel_l2;                /* ||a - b||_2 / ||a||_2 (0 when equal, inf when a = 0 != b) */
+    double cosine;                /* a.b / (||a|| ||b||); 1 when both are zero */
+    double ref_sq;                /* sum a^2, to pool outputs into one precision_loss */
+    double diff_sq;               /* sum (a - b)^2 */
+    int64_t n_beyond;             /* elements with |a - b| > atol + rtol |a| */
+    int64_t n_nonfinite_mismatch; /* NaN/Inf in one but not (the same) in the other */
+    int64_t worst_index;          /* element furthest beyond tolerance; -1 when n = 0 */
+    double worst_ref, worst_cand; /* the values there */
+    bool within;                  /* n_beyond == 0 */
+};
+
+/* Compare `cand` against `ref` elementwise (any numeric dtypes, read as
+ * double). Non-finite values agree only with the same non-finite value.
+ * CP_ERR_INVALID, naming the output and both shapes, when shapes differ.
+ * OUT: *out. */
+enum cp_status cp_tensor_compare(const struct cp_host_tensor *ref,
+                                 const struct cp_host_tensor *cand, double rtol, double atol,
+                                 struct cp_tensor_diff *out, struct cp_diag *d);
+
+/* sqrt(diff_sq) / sqrt(ref_sq), with 0/0 = 0 and x/0 = inf. */
+double cp_rel_l2(double diff_sq, double ref_sq);
+
+/* precision_loss in percent: the relative L2 error of all outputs taken
+ * together (as one concatenated vector), times 100. Inf when any output has
+ * a non-finite mismatch. */
+double cp_precision_loss(const struct cp_tensor_diff *diffs, size_t n);
 
 #endif

@@ -296,6 +296,10 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
     if (strcmp(flag, "fusion_switch_file") == 0) {
         if (!value[0])
             return cp_diag_set(d, CP_ERR_USAGE, "--fusion_switch_file: empty path");
+        /* The switches come from the file's content, read later
+         * (cp_convert_config_load_fusion_switches); a new path makes the
+         * old set stale. */
+        c->fusion_switches[0] = '\0';
         return copy_str(c->fusion_switch_file, sizeof c->fusion_switch_file, flag, value, d);
     }
     if (strcmp(flag, "soc_version") == 0) {
@@ -488,6 +492,7 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
     json_object_set_new(o, "precision_mode",
                         json_string(cp_precision_mode_name(c->precision_mode)));
     json_object_set_new(o, "fusion_switch_file", json_string(c->fusion_switch_file));
+    json_object_set_new(o, "fusion_switches", json_string(c->fusion_switches));
     json_t *batch = json_array();
     for (size_t i = 0; i < c->n_dynamic_batch; i++)
         json_array_append_new(batch, json_integer(c->dynamic_batch[i]));
@@ -586,6 +591,7 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
         (st = json_str(o, "output", c->output, sizeof c->output, d)) ||
         (st = json_str(o, "fusion_switch_file", c->fusion_switch_file, sizeof c->fusion_switch_file,
                        d)) ||
+        (st = json_str(o, "fusion_switches", c->fusion_switches, sizeof c->fusion_switches, d)) ||
         (st = json_str(o, "soc_version", c->soc_version, sizeof c->soc_version, d)) ||
         (st = json_shapes(o, c, d)))
         goto out;

@@ -1,7 +1,10 @@
 /* The metadata section: a compact JSON object with keys in a fixed order,
  *
  *   {"format_version":1,"tool_version":"0.1.0","target":"cpu x86_64 ...",
- *    "source":{"path":"/models/m.onnx","hash":"<32 hex>"},"config":{...}}
+ *    "source":{"path":"/models/m.onnx","hash":"<32 hex>"},"config":{...},
+ *    "passes":[{"name":"ConstantFoldingPass",...},...]}
+ *
+ * ("passes" only when the conversion recorded them).
  *
  * Built with jansson (which checks that every string is valid UTF-8 and
  * keeps insertion order), so equal metadata always gives equal bytes. */
@@ -20,6 +23,7 @@ void cp_om_meta_release(struct cp_om_meta *m)
     free(m->source_path);
     free(m->source_hash);
     free(m->target);
+    free(m->passes_json);
     free(m->meta_json);
     memset(m, 0, sizeof *m);
 }
@@ -88,6 +92,18 @@ enum cp_status om_meta_build(const struct cp_om_meta *meta, struct cp_buf *out, 
     if (json_object_set(root, "source", source) || json_object_set(root, "config", config)) {
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory building the .om metadata");
         goto out;
+    }
+    if (meta->passes_json && meta->passes_json[0]) {
+        json_t *passes = json_loads(meta->passes_json, 0, &err);
+        if (!json_is_array(passes)) {
+            json_decref(passes);
+            st = cp_diag_set(d, CP_ERR_INVALID, "the pass record is not a JSON array");
+            goto out;
+        }
+        if (json_object_set_new(root, "passes", passes)) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory building the .om metadata");
+            goto out;
+        }
     }
     char *text = json_dumps(root, JSON_COMPACT);
     if (!text) {
@@ -188,8 +204,17 @@ enum cp_status om_meta_parse(const char *name, const uint8_t *p, size_t n, uint3
         st = cp_diag_set(d, CP_ERR_CORRUPT, "%s: metadata: %s", name, local.msg);
         goto out;
     }
+    json_t *passes = json_object_get(root, "passes");
+    if (passes && !json_is_array(passes)) {
+        st = cp_diag_set(d, CP_ERR_CORRUPT, "%s: metadata: 'passes' is not an array", name);
+        goto out;
+    }
     if (!out)
         goto out;
+    if (passes && !(out->passes_json = json_dumps(passes, JSON_COMPACT))) {
+        st = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading the metadata", name);
+        goto out;
+    }
     out->format_version = version;
     out->config = cfg;
     out->tool_version = cp_strdup(tool);

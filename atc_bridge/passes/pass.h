@@ -59,4 +59,71 @@ extern const struct cp_pass cp_attention_passes[];
 extern const struct cp_pass cp_layout_passes[];
 extern const struct cp_pass cp_precision_passes[];
 
+/* ---- the pass manager (manager.c) ---------------------------------------- */
+
+/* What the target CPU can do; passes read it through cp_pass_ctx. */
+struct cp_pass_target {
+    bool has_bf16;
+    bool has_fp16;
+};
+
+/* The target this process runs on (from /proc/cpuinfo's flags). */
+void cp_pass_target_detect(struct cp_pass_target *t);
+
+/* What one pass did, as the .om records it. Strings are static. */
+struct cp_pass_record {
+    const char *name;
+    const char *group;
+    bool ran;     /* false when switched off */
+    bool changed; /* the pass reported a change */
+    bool final;   /* the manager's closing dead-node sweep */
+    size_t nodes_before, nodes_after;
+};
+
+struct cp_pass_report {
+    struct cp_pass_record *records; /* malloc'ed */
+    size_t n;
+};
+
+void cp_pass_report_release(struct cp_pass_report *r);
+
+/* The records as a compact JSON array, keys in a fixed order:
+ * [{"name","group","ran","changed","nodes_before","nodes_after"[,"final"]}]. */
+void cp_pass_report_json(const struct cp_pass_report *r, struct cp_buf *out);
+
+/* Look a pass up by name; NULL if none. */
+const struct cp_pass *cp_pass_lookup(const char *name);
+
+/* Run every pass in order (cleanup, batch, fusion, attention, layout,
+ * precision) on a verified, compacted and inferred graph, skipping those
+ * the config's fusion switches turn off; after each pass that reports a
+ * change, compact, verify and re-infer. Then a final dead-node sweep,
+ * compaction, removal of unused tensors, verification and inference.
+ * Errors name the pass (and, through its message, the node). `target` may
+ * be NULL (detected), `log` may be NULL (warnings to stderr). OUT: *report
+ * (may be NULL; release with cp_pass_report_release; empty on failure). */
+enum cp_status cp_passes_run(struct cp_graph *g, const struct cp_convert_config *c,
+                             const struct cp_pass_target *target, const struct cp_log *log,
+                             struct cp_pass_report *report, struct cp_diag *d);
+
+/* Run one pass by name, then (if it changed the graph) compact, verify and
+ * infer as the manager does; for tests and tools. `c` may be NULL (the
+ * defaults). OUT: *changed (may be NULL). CP_ERR_USAGE for an unknown name. */
+enum cp_status cp_pass_run_one(struct cp_graph *g, const char *name,
+                               const struct cp_convert_config *c, bool *changed, struct cp_diag *d);
+
+/* ---- fusion switches (switches.c) ------------------------------------------ */
+
+/* Parse a fusion switch file's bytes (`path` names it in messages) into the
+ * canonical switch text (see struct cp_convert_config.fusion_switches).
+ * OUT: out[cap]. */
+enum cp_status cp_fusion_switches_parse(const char *path, const char *text, size_t len,
+                                        const struct cp_log *log, char *out, size_t cap,
+                                        struct cp_diag *d);
+
+/* Decide each pass from canonical switch text: off[i] for run-order index
+ * i (cp_pass_count() entries). CP_ERR_USAGE naming an unknown pass or a
+ * malformed entry. */
+enum cp_status cp_fusion_switches_decide(const char *text, bool *off, struct cp_diag *d);
+
 #endif

@@ -1,8 +1,212 @@
-/* The precision pass family (see pass.h). */
+/*
+ * The precision pass family (see pass.h): --precision_mode and
+ * --op_select_implmode, as node attributes the kernels read.
+ *
+ * PrecisionModePass. Tensors stay f32 at every node boundary; what changes
+ * is the arithmetic inside the compute-bound ops. force_fp32 and
+ * must_keep_origin_dtype (the CPU target's default) leave the graph as it
+ * is. allow_fp32_to_bf16 marks Conv, FusedConv, MatMul, FusedMatMul, Gemm
+ * and FusedAttention with compute_precision "bf16": their kernels convert
+ * inputs and weights to bf16 and accumulate in f32 (oneDNN on AVX512-BF16 /
+ * AMX). allow_mix_precision_bf16 marks the same ops and records the
+ * precision-sensitive ones (Softmax, the normalisations, the reductions)
+ * explicitly as "fp32", which they already compute in. Both need bf16
+ * arithmetic (avx512_bf16 or amx_bf16). The fp16 modes are refused: the CPU
+ * target has no fp16 kernels, and the message names the bf16 mode that does
+ * the same job.
+ *
+ * ImplModePass. high_performance (ATC's default) gives Softmax,
+ * FusedAttention, Erf and Gelu the attribute impl "fast": vectorised exp
+ * and erf polynomials within a few ulp (runner/cpu/fast_math.h), so results
+ * stay within 1e-4 of the exact ones. high_precision and
+ * high_precision_for_all give impl "exact": libm's expf and erff.
+ * high_performance_for_all also switches GELU to its tanh approximation
+ * (Gelu approximate "tanh", fused activation "Gelu" -> "GeluTanh"), which
+ * changes results by up to about 3e-4 per element.
+ */
 #include "atc_bridge/passes/pass.h"
 
-#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- PrecisionModePass --------------------------------------------------------------- */
+
+/* Ops whose arithmetic the bf16 modes change. */
+static bool is_bf16_op(enum cp_op op)
+{
+    switch (op) {
+    case CP_OP_CONV:
+    case CP_OP_FUSED_CONV:
+    case CP_OP_MATMUL:
+    case CP_OP_FUSED_MATMUL:
+    case CP_OP_GEMM:
+    case CP_OP_FUSED_ATTENTION:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Ops allow_mix_precision_bf16 keeps in fp32 on purpose. */
+static bool is_fp32_kept_op(enum cp_op op)
+{
+    switch (op) {
+    case CP_OP_SOFTMAX:
+    case CP_OP_LAYER_NORMALIZATION:
+    case CP_OP_GROUP_NORMALIZATION:
+    case CP_OP_INSTANCE_NORMALIZATION:
+    case CP_OP_BATCH_NORMALIZATION:
+    case CP_OP_REDUCE_MEAN:
+    case CP_OP_REDUCE_SUM:
+    case CP_OP_REDUCE_MAX:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool is_fp16_mode(enum cp_precision_mode m)
+{
+    return m == CP_PREC_FORCE_FP16 || m == CP_PREC_CUBE_FP16IN_FP32OUT ||
+           m == CP_PREC_ALLOW_MIX_PRECISION || m == CP_PREC_ALLOW_FP32_TO_FP16 ||
+           m == CP_PREC_ALLOW_MIX_PRECISION_FP16;
+}
+
+/* The bf16 mode that does what an fp16 mode asks: the mixed modes keep
+ * sensitive ops in fp32, the others convert the compute-bound ops. */
+static enum cp_precision_mode bf16_counterpart(enum cp_precision_mode m)
+{
+    return m == CP_PREC_ALLOW_MIX_PRECISION || m == CP_PREC_ALLOW_MIX_PRECISION_FP16
+               ? CP_PREC_ALLOW_MIX_PRECISION_BF16
+               : CP_PREC_ALLOW_FP32_TO_BF16;
+}
+
+/* "AMD EPYC": the CPU's model name for messages. */
+static void cpu_model(char *out, size_t n)
+{
+    snprintf(out, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon)
+            continue;
+        colon++;
+        while (*colon == ' ')
+            colon++;
+        colon[strcspn(colon, "\n")] = 0;
+        snprintf(out, n, "%s", colon);
+        break;
+    }
+    fclose(f);
+}
+
+static enum cp_status refuse_mode(struct cp_pass_ctx *ctx, enum cp_precision_mode m)
+{
+    char model[256];
+    cpu_model(model, sizeof model);
+    const char *name = cp_precision_mode_name(m);
+    if (is_fp16_mode(m)) {
+        enum cp_precision_mode alt = ctx->has_bf16 ? bf16_counterpart(m) : CP_PREC_FORCE_FP32;
+        if (!ctx->has_fp16)
+            return cp_diag_set(ctx->d, CP_ERR_UNSUPPORTED,
+                               "--precision_mode=%s needs fp16 arithmetic (avx512_fp16), which "
+                               "this CPU (%s) lacks; use --precision_mode=%s",
+                               name, model, cp_precision_mode_name(alt));
+        return cp_diag_set(ctx->d, CP_ERR_UNSUPPORTED,
+                           "--precision_mode=%s: the CPU target has no fp16 kernels (this CPU, "
+                           "%s, has avx512_fp16, but cannprof does not use it yet); use "
+                           "--precision_mode=%s",
+                           name, model, cp_precision_mode_name(alt));
+    }
+    return cp_diag_set(ctx->d, CP_ERR_UNSUPPORTED,
+                       "--precision_mode=%s needs bf16 arithmetic (avx512_bf16 or amx_bf16), "
+                       "which this CPU (%s) lacks; use --precision_mode=force_fp32",
+                       name, model);
+}
+
+static enum cp_status mark(struct cp_pass_ctx *ctx, int32_t node, const char *attr,
+                           const char *value, bool *changed)
+{
+    const struct cp_node *n = cp_graph_node(ctx->g, node);
+    const char *have = cp_node_attr_string(n, attr, NULL);
+    if (have && strcmp(have, value) == 0)
+        return CP_OK;
+    if (cp_node_set_string(ctx->g, node, attr, value) != CP_OK)
+        return cp_diag_set(ctx->d, CP_ERR_NOMEM, "node '%s': out of memory", n->name);
+    *changed = true;
+    return CP_OK;
+}
+
+static enum cp_status precision_mode_run(struct cp_pass_ctx *ctx, bool *changed)
+{
+    *changed = false;
+    enum cp_precision_mode m = ctx->config ? ctx->config->precision_mode : CP_PREC_FORCE_FP32;
+    if (m == CP_PREC_FORCE_FP32 || m == CP_PREC_MUST_KEEP_ORIGIN_DTYPE)
+        return CP_OK;
+    if (is_fp16_mode(m) || !ctx->has_bf16)
+        return refuse_mode(ctx, m);
+    bool mix = m == CP_PREC_ALLOW_MIX_PRECISION_BF16;
+    for (size_t i = 0; i < cp_graph_n_nodes(ctx->g); i++) {
+        const struct cp_node *n = cp_graph_node(ctx->g, (int32_t)i);
+        if (n->dead)
+            continue;
+        const char *want = is_bf16_op(n->op)               ? "bf16"
+                           : mix && is_fp32_kept_op(n->op) ? "fp32"
+                                                           : NULL;
+        enum cp_status st =
+            want ? mark(ctx, (int32_t)i, "compute_precision", want, changed) : CP_OK;
+        if (st != CP_OK)
+            return st;
+    }
+    return CP_OK;
+}
+
+/* ---- ImplModePass --------------------------------------------------------------------- */
+
+/* Ops with a fast and an exact implementation of exp or erf. */
+static bool has_impl_choice(enum cp_op op)
+{
+    return op == CP_OP_SOFTMAX || op == CP_OP_FUSED_ATTENTION || op == CP_OP_GELU ||
+           op == CP_OP_ERF;
+}
+
+static enum cp_status impl_mode_run(struct cp_pass_ctx *ctx, bool *changed)
+{
+    *changed = false;
+    enum cp_implmode m = ctx->config ? ctx->config->implmode : CP_IMPL_HIGH_PERFORMANCE;
+    bool exact = m == CP_IMPL_HIGH_PRECISION || m == CP_IMPL_HIGH_PRECISION_FOR_ALL;
+    bool tanh_gelu = m == CP_IMPL_HIGH_PERFORMANCE_FOR_ALL;
+    for (size_t i = 0; i < cp_graph_n_nodes(ctx->g); i++) {
+        const struct cp_node *n = cp_graph_node(ctx->g, (int32_t)i);
+        if (n->dead)
+            continue;
+        enum cp_status st = CP_OK;
+        if (has_impl_choice(n->op))
+            st = mark(ctx, (int32_t)i, "impl", exact ? "exact" : "fast", changed);
+        if (st == CP_OK && tanh_gelu && n->op == CP_OP_GELU)
+            st = mark(ctx, (int32_t)i, "approximate", "tanh", changed);
+        if (st == CP_OK && tanh_gelu &&
+            (n->op == CP_OP_FUSED_CONV || n->op == CP_OP_FUSED_MATMUL ||
+             n->op == CP_OP_GROUP_NORMALIZATION) &&
+            strcmp(cp_node_attr_string(n, "activation", ""), "Gelu") == 0)
+            st = mark(ctx, (int32_t)i, "activation", "GeluTanh", changed);
+        if (st != CP_OK)
+            return st;
+    }
+    return CP_OK;
+}
 
 const struct cp_pass cp_precision_passes[] = {
+    {"PrecisionModePass", "GraphFusion",
+     "--precision_mode: marks conv, matmul and attention for bf16 compute (fp16 modes refused "
+     "without fp16 arithmetic)",
+     precision_mode_run},
+    {"ImplModePass", "GraphFusion",
+     "--op_select_implmode: exact (libm) or fast (vectorised) exp/erf in softmax, attention, "
+     "GELU; tanh GELU with high_performance_for_all",
+     impl_mode_run},
     {NULL, NULL, NULL, NULL},
 };

@@ -1,25 +1,45 @@
 /*
- * Conv and ConvTranspose on oneDNN (convolution and deconvolution
- * primitives), f32, 1-D to 3-D, with groups, strides, pads (explicit or
- * auto_pad), dilations and an optional bias.
+ * Conv, ConvTranspose and FusedConv on oneDNN (convolution and
+ * deconvolution primitives), 1-D to 3-D, with groups, strides, pads
+ * (explicit or auto_pad), dilations and an optional bias; FusedConv adds
+ * its activation and residual as post-ops (eltwise, sum), in the order
+ * residual_first says.
  *
- * Activations stay plain (NCHW) in the arena. The primitive chooses its
- * weight format; constant weights are reordered into it once, in prepare,
- * into memory the kernel owns; weights that arrive at run time are
- * reordered on every run. Source and destination can either be plain (the
- * primitive reads and writes the arena directly) or in the primitive's
- * preferred blocked format with reorders around it in the shared scratch;
- * CONV_BLOCKED_IO picks, and bench numbers decided (see the report in
- * fast_kernels.c).
+ * Layout rule. The source, destination and residual memory descriptors
+ * follow the tensors' layout tags (layout.h): NCHW (or untagged) is plain
+ * nchw, NHWC is nhwc, and the blocked tags are nChw8c / nChw16c. The
+ * kernel never picks an activation format of its own and never reorders
+ * activations behind the plan's back: with layout_policy nchw every tensor
+ * stays NCHW and the primitive runs on plain nchw, so the layout knob
+ * changes what really runs and the TransData nodes the layout pass inserts
+ * show in traces what a layout change costs. (An earlier version let the
+ * primitive choose a blocked format and reordered around it inside the
+ * kernel, which hid that cost.) The logical shape stays [N, C, H, W]
+ * whatever the layout; blocked tags are only used when C is a multiple of
+ * the block, so byte sizes never change.
+ *
+ * One exception: when the tensors' formats leave oneDNN with nothing but its
+ * reference implementation (a plain loop; e.g. a blocked source into a
+ * plain 4-channel destination), the primitive picks its formats and the
+ * kernel reorders around it, since that is faster by far than the loop.
+ * The layout pass avoids handing such pairs to a conv.
+ *
+ * Weights are not activations: the primitive chooses their format, and
+ * constant weights are reordered into it once, in prepare, into memory the
+ * kernel owns; weights that arrive at run time are reordered on every run.
+ *
+ * Precision. A node with compute_precision "bf16" (set by the precision
+ * pass) runs with bf16 source and weights: the weights are converted once
+ * at prepare, the source is converted into the shared scratch at run time,
+ * and the destination, bias and residual stay f32, so tensors are f32 at
+ * the node's boundary.
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/fused_act.h"
+#include "runner/cpu/layout.h"
 
 #include <string.h>
-
-#ifndef CONV_BLOCKED_IO
-#define CONV_BLOCKED_IO 1
-#endif
 
 struct conv_geom {
     int ns; /* spatial dims */
@@ -111,16 +131,40 @@ static bool conv_geom(const struct cp_node *n, const struct cp_tensor *x, const 
     return true;
 }
 
-static bool conv_supports_common(const struct cp_graph *g, const struct cp_node *n, bool transpose)
+/* Whether the node asks for bf16 compute; false for unknown values too
+ * (supports rejects those). */
+static bool wants_bf16(const struct cp_node *n)
 {
-    if (n->n_inputs < 2 || n->n_inputs > 3 || n->n_outputs != 1 ||
+    return strcmp(cp_node_attr_string(n, "compute_precision", "fp32"), "bf16") == 0;
+}
+
+static bool precision_ok(const struct cp_node *n)
+{
+    const char *p = cp_node_attr_string(n, "compute_precision", "fp32");
+    return strcmp(p, "fp32") == 0 || strcmp(p, "bf16") == 0;
+}
+
+/* A tensor oneDNN can describe as laid out: plain at any rank, NHWC and
+ * blocked at rank 4 when the shape fits the layout. */
+static bool layout_ok(const struct cp_tensor *t)
+{
+    return cp_tensor_is_plain(t) || (t->shape.rank == 4 && cp_layout_fits(t->layout, &t->shape) &&
+                                     cp_dk_layout_tag(t->layout) != dnnl_format_tag_undef);
+}
+
+static bool conv_supports_common(const struct cp_graph *g, const struct cp_node *n, bool transpose,
+                                 bool fused)
+{
+    size_t max_in = fused ? 4 : 3;
+    if (n->n_inputs < 2 || n->n_inputs > max_in || n->n_outputs != 1 ||
         !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) || !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) ||
-        !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
+        !cp_fk_out_is(g, n, 0, CP_DTYPE_F32) || !precision_ok(n))
         return false;
     const struct cp_tensor *x = cp_fk_in(g, n, 0), *w = cp_fk_in(g, n, 1), *y = cp_fk_out(g, n, 0);
-    const struct cp_tensor *b = cp_fk_in(g, n, 2);
+    const struct cp_tensor *b = cp_fk_in(g, n, 2), *r = fused ? cp_fk_in(g, n, 3) : NULL;
     struct conv_geom gm;
-    if (!conv_geom(n, x, w, y, transpose, &gm))
+    if (!conv_geom(n, x, w, y, transpose, &gm) || !layout_ok(x) || !layout_ok(y) ||
+        !cp_tensor_is_plain(w))
         return false;
     int64_t G = gm.group, C = x->shape.dims[1].value, M = y->shape.dims[1].value;
     int64_t w0 = w->shape.dims[0].value, w1 = w->shape.dims[1].value;
@@ -133,17 +177,26 @@ static bool conv_supports_common(const struct cp_graph *g, const struct cp_node 
     if (b && (b->dtype != CP_DTYPE_F32 || !cp_shape_is_static(&b->shape) ||
               cp_shape_numel(&b->shape) != M))
         return false;
-    return true;
+    if (fused && cp_act_of(n).kind == CP_ACT_BAD)
+        return false;
+    /* The residual is read as the destination is laid out. */
+    return !r || (r->dtype == CP_DTYPE_F32 && cp_shape_equal(&r->shape, &y->shape) &&
+                  (r->layout == y->layout || (cp_tensor_is_plain(r) && cp_tensor_is_plain(y))));
 }
 
 static bool conv_supports(const struct cp_graph *g, const struct cp_node *n)
 {
-    return conv_supports_common(g, n, false);
+    return conv_supports_common(g, n, false, false);
 }
 
 static bool deconv_supports(const struct cp_graph *g, const struct cp_node *n)
 {
-    return conv_supports_common(g, n, true);
+    return conv_supports_common(g, n, true, false);
+}
+
+static bool fconv_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    return conv_supports_common(g, n, false, true);
 }
 
 /* The user's weight layout as a oneDNN descriptor: Conv weights are
@@ -189,15 +242,91 @@ static bool weights_md(dnnl_memory_desc_t *md, const struct cp_tensor *w, int64_
     return dnnl_memory_desc_init_by_strides(md, nd, dims, dnnl_f32, st) == dnnl_success;
 }
 
-static dnnl_format_tag_t plain_tag(int r)
+/* The post-ops of a FusedConv: activation and residual, in order. The
+ * residual is a sum post-op (the destination is first filled with the
+ * residual): oneDNN 2.6's gemm-based convolution, which plain layouts get,
+ * applies a full-tensor binary post-op element by element and ran 10 to 25
+ * times slower than the convolution itself; sum is fused into its
+ * accumulation. OUT: *po (NULL when there are none). */
+static dnnl_status_t fused_post_ops(const struct cp_kexec *k, bool residual, dnnl_post_ops_t *po)
 {
-    return r == 3 ? dnnl_ncw : r == 4 ? dnnl_nchw : dnnl_ncdhw;
+    *po = NULL;
+    struct cp_act a = cp_act_of(k->node);
+    dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
+    float alpha, beta;
+    bool has_act = cp_act_dnnl(&a, &alg, &alpha, &beta);
+    bool first = cp_node_attr_int(k->node, "residual_first", 0) != 0;
+    if (!has_act && !residual)
+        return dnnl_success;
+    dnnl_status_t s = dnnl_post_ops_create(po);
+    if (s == dnnl_success && residual && first)
+        s = dnnl_post_ops_append_sum(*po, 1.0f);
+    if (s == dnnl_success && has_act)
+        s = dnnl_post_ops_append_eltwise(*po, 1.0f, alg, alpha, beta);
+    if (s == dnnl_success && residual && !first)
+        s = dnnl_post_ops_append_sum(*po, 1.0f);
+    return s;
 }
 
-static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d, bool transpose)
+/* What a convolution primitive descriptor is made from, but for the
+ * source and destination descriptors. */
+struct pd_args {
+    struct cp_kexec *k;
+    bool transpose, fused, residual;
+    const dnnl_memory_desc_t *w_md, *b_md;
+    const struct conv_geom *gm;
+};
+
+static dnnl_status_t make_pd(const struct pd_args *a, const dnnl_memory_desc_t *x_md,
+                             const dnnl_memory_desc_t *y_md, dnnl_engine_t engine,
+                             dnnl_primitive_desc_t *pd)
+{
+    const struct conv_geom *gm = a->gm;
+    dnnl_status_t s;
+    union {
+        dnnl_convolution_desc_t conv;
+        dnnl_deconvolution_desc_t deconv;
+    } od;
+    *pd = NULL;
+    if (!a->transpose)
+        s = dnnl_dilated_convolution_forward_desc_init(
+            &od.conv, dnnl_forward_inference, dnnl_convolution_direct, x_md, a->w_md, a->b_md, y_md,
+            gm->strides, gm->dil, gm->pl, gm->pr);
+    else
+        s = dnnl_dilated_deconvolution_forward_desc_init(
+            &od.deconv, dnnl_forward_inference, dnnl_deconvolution_direct, x_md, a->w_md, a->b_md,
+            y_md, gm->strides, gm->dil, gm->pl, gm->pr);
+    if (s != dnnl_success)
+        return s;
+    dnnl_primitive_attr_t attr = cp_dk_attr_create();
+    dnnl_post_ops_t po = NULL;
+    if (!attr)
+        return dnnl_out_of_memory;
+    if (a->fused)
+        s = fused_post_ops(a->k, a->residual, &po);
+    if (s == dnnl_success && po)
+        s = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (s == dnnl_success)
+        s = dnnl_primitive_desc_create(pd, &od, attr, engine, NULL);
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+}
+
+/* Whether oneDNN fell back to its reference (plain loop) implementation. */
+static bool is_reference_impl(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+           impl && strncmp(impl, "ref", 3) == 0;
+}
+
+static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d, bool transpose,
+                                          bool fused)
 {
     const struct cp_tensor *x = k->in[0], *w = k->in[1], *y = k->out[0];
     const struct cp_tensor *bias = k->node->n_inputs > 2 ? k->in[2] : NULL;
+    const struct cp_tensor *res = fused && k->node->n_inputs > 3 ? k->in[3] : NULL;
     struct conv_geom gm;
     if (!conv_geom(k->node, x, w, y, transpose, &gm))
         return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': convolution geometry unsupported",
@@ -205,50 +334,42 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     struct cp_dk_prog *p = cp_dk_kernel_prog(k);
     if (!p)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
-    int r = x->shape.rank;
-    dnnl_dims_t xd, yd; /* oneDNN reads DNNL_MAX_NDIMS entries */
-    cp_fk_dims(x, xd);
+    bool bf16 = wants_bf16(k->node);
+    dnnl_data_type_t cdt = bf16 ? dnnl_bf16 : dnnl_f32; /* compute type of src and weights */
+    dnnl_dims_t yd;
     cp_fk_dims(y, yd);
-    dnnl_memory_desc_t x_user, y_user, w_user, b_md, x_any, y_any, w_any;
-    if (dnnl_memory_desc_init_by_tag(&x_user, r, xd, dnnl_f32, plain_tag(r)) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&y_user, r, yd, dnnl_f32, plain_tag(r)) != dnnl_success ||
-        !weights_md(&w_user, w, gm.group, transpose))
+    dnnl_memory_desc_t x_user, x_md, y_md, w_user, w_any, b_md, r_md;
+    if (!cp_dk_md_tensor(&x_user, x, dnnl_f32) || !cp_dk_md_tensor(&x_md, x, cdt) ||
+        !cp_dk_md_tensor(&y_md, y, dnnl_f32) || !weights_md(&w_user, w, gm.group, transpose) ||
+        (res && !cp_dk_md_tensor(&r_md, res, dnnl_f32)))
         return cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
-    const dnnl_memory_desc_t *w_ud = &w_user;
-    dnnl_memory_desc_init_by_tag(&w_any, w_ud->ndims, w_ud->dims, dnnl_f32, dnnl_format_tag_any);
-    bool blocked = CONV_BLOCKED_IO;
-    dnnl_memory_desc_init_by_tag(&x_any, r, xd, dnnl_f32,
-                                 blocked ? dnnl_format_tag_any : plain_tag(r));
-    dnnl_memory_desc_init_by_tag(&y_any, r, yd, dnnl_f32,
-                                 blocked ? dnnl_format_tag_any : plain_tag(r));
+    dnnl_memory_desc_init_by_tag(&w_any, w_user.ndims, w_user.dims, cdt, dnnl_format_tag_any);
     if (bias) {
         dnnl_dims_t bd = {yd[1]};
         dnnl_memory_desc_init_by_tag(&b_md, 1, bd, dnnl_f32, dnnl_x);
     }
-    dnnl_status_t s;
-    union {
-        dnnl_convolution_desc_t conv;
-        dnnl_deconvolution_desc_t deconv;
-    } od;
-    if (!transpose)
-        s = dnnl_dilated_convolution_forward_desc_init(
-            &od.conv, dnnl_forward_inference, dnnl_convolution_direct, &x_any, &w_any,
-            bias ? &b_md : NULL, &y_any, gm.strides, gm.dil, gm.pl, gm.pr);
-    else
-        s = dnnl_dilated_deconvolution_forward_desc_init(
-            &od.deconv, dnnl_forward_inference, dnnl_deconvolution_direct, &x_any, &w_any,
-            bias ? &b_md : NULL, &y_any, gm.strides, gm.dil, gm.pl, gm.pr);
-    if (s != dnnl_success)
-        return cp_dk_fail(k, d, "convolution descriptor", s);
-    dnnl_primitive_attr_t attr = cp_dk_attr_create();
     dnnl_primitive_desc_t pd = NULL;
-    s = attr ? dnnl_primitive_desc_create(&pd, &od, attr, p->engine, NULL) : dnnl_out_of_memory;
-    dnnl_primitive_attr_destroy(attr);
+    struct pd_args a = {k, transpose, fused, res != NULL, &w_any, bias ? &b_md : NULL, &gm};
+    dnnl_status_t s = make_pd(&a, &x_md, &y_md, p->engine, &pd);
+    if (s == dnnl_success && is_reference_impl(pd)) {
+        /* The tags as given only have oneDNN's reference implementation
+         * (e.g. blocked in, plain out with few channels): let the primitive
+         * choose and reorder around it rather than run the slow loop. */
+        dnnl_memory_desc_t x_any, y_any;
+        dnnl_primitive_desc_t pd2 = NULL;
+        dnnl_memory_desc_init_by_tag(&x_any, x_md.ndims, x_md.dims, cdt, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&y_any, y_md.ndims, y_md.dims, dnnl_f32, dnnl_format_tag_any);
+        if (make_pd(&a, &x_any, &y_any, p->engine, &pd2) == dnnl_success &&
+            !is_reference_impl(pd2)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = pd2;
+        } else {
+            dnnl_primitive_desc_destroy(pd2);
+        }
+    }
     if (s != dnnl_success)
         return cp_dk_fail(k, d, "convolution primitive descriptor", s);
     enum cp_status st = CP_ERR_INTERNAL;
-    const dnnl_memory_desc_t *x_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    const dnnl_memory_desc_t *y_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     /* Weights: packed once if constant, else reordered each run. */
     int wm_user = cp_dk_mem_user(p, &w_user, k->in_data[1]), wm;
@@ -264,20 +385,33 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
         if ((st = cp_dk_step_reorder(p, wm_user, wm)) != CP_OK)
             goto out;
     }
-    int xm_user = cp_dk_mem_user(p, &x_user, k->in_data[0]), xm = xm_user;
-    if (!dnnl_memory_desc_equal(x_md, &x_user)) {
-        xm = cp_dk_mem_scratch(p, x_md);
-        if ((st = cp_dk_step_reorder(p, xm_user, xm)) != CP_OK)
+    /* Source: read in place, or converted (to bf16, or to the format of
+     * the fallback above) in scratch. */
+    const dnnl_memory_desc_t *xq = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *yq = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int xm = cp_dk_mem_user(p, &x_user, k->in_data[0]);
+    if (!dnnl_memory_desc_equal(xq, &x_user)) {
+        int xb = cp_dk_mem_scratch(p, xq);
+        if ((st = cp_dk_step_reorder(p, xm, xb)) != CP_OK)
             goto out;
+        xm = xb;
     }
-    int ym_user = cp_dk_mem_user(p, &y_user, k->out_data[0]), ym = ym_user;
-    if (!dnnl_memory_desc_equal(y_md, &y_user))
-        ym = cp_dk_mem_scratch(p, y_md);
-    int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+    int ym_user = cp_dk_mem_user(p, &y_md, k->out_data[0]), ym = ym_user;
+    if (!dnnl_memory_desc_equal(yq, &y_md))
+        ym = cp_dk_mem_scratch(p, yq);
+    /* The residual goes into the destination first, for the sum post-op
+     * (a oneDNN reorder between equal descriptors is a parallel copy). */
+    if (res && (ym != ym_user || k->in_data[3] != k->out_data[0]) &&
+        (st = cp_dk_step_reorder(p, cp_dk_mem_user(p, &r_md, k->in_data[3]), ym)) != CP_OK)
+        goto out;
+    int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, 0};
     int mems[4] = {xm, wm, ym, -1};
-    if (bias)
-        mems[3] = cp_dk_mem_user(p, &b_md, k->in_data[2]);
-    if ((st = cp_dk_step_add(p, pd, bias ? 4 : 3, ids, mems)) != CP_OK)
+    int nargs = 3;
+    if (bias) {
+        ids[nargs] = DNNL_ARG_BIAS;
+        mems[nargs++] = cp_dk_mem_user(p, &b_md, k->in_data[2]);
+    }
+    if ((st = cp_dk_step_add(p, pd, nargs, ids, mems)) != CP_OK)
         goto out;
     if (ym != ym_user && (st = cp_dk_step_reorder(p, ym, ym_user)) != CP_OK)
         goto out;
@@ -293,12 +427,17 @@ out:
 
 static enum cp_status conv_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
-    return conv_prepare_common(k, d, false);
+    return conv_prepare_common(k, d, false, false);
 }
 
 static enum cp_status deconv_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
-    return conv_prepare_common(k, d, true);
+    return conv_prepare_common(k, d, true, false);
+}
+
+static enum cp_status fconv_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    return conv_prepare_common(k, d, false, true);
 }
 
 const struct cp_kernel cp_dnnl_conv = {"onednn:conv", CP_OP_CONV,       conv_supports,
@@ -306,3 +445,6 @@ const struct cp_kernel cp_dnnl_conv = {"onednn:conv", CP_OP_CONV,       conv_sup
 const struct cp_kernel cp_dnnl_deconv = {"onednn:deconv",  CP_OP_CONV_TRANSPOSE,
                                          deconv_supports,  deconv_prepare,
                                          cp_dk_kernel_run, cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_fused_conv = {"onednn:fused_conv", CP_OP_FUSED_CONV,
+                                             fconv_supports,      fconv_prepare,
+                                             cp_dk_kernel_run,    cp_dk_kernel_release};

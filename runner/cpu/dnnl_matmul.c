@@ -1,5 +1,5 @@
 /*
- * MatMul and Gemm on oneDNN's matmul primitive, f32.
+ * MatMul, Gemm and FusedMatMul on oneDNN's matmul primitive.
  *
  * MatMul: 1-D operands are promoted as numpy does (a vector A becomes
  * [1,K], a vector B [K,1]; the promoted dim is dropped from the output,
@@ -12,11 +12,23 @@
  * and beta are 1) or as a binary add post-op with numpy broadcasting; a
  * beta other than 1 is folded as beta * ((alpha/beta) * A*B + C).
  *
+ * FusedMatMul (graph.h): transA/transB as strides, alpha as the output
+ * scale, the 1-D bias as the primitive's bias (or, with alpha != 1, as a
+ * binary add post-op, since the bias is not scaled), then the activation
+ * (eltwise) and the residual (binary add) post-ops in residual_first order.
+ *
  * A constant B (an initializer) is packed once, in prepare, into the format
  * the primitive prefers.
+ *
+ * Precision: with compute_precision "bf16" (set by the precision pass) A
+ * and B are bf16 inside the primitive: a constant B is converted once at
+ * prepare, A (and a run-time B) into the shared scratch at every run; the
+ * output, bias and residual stay f32.
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/fused_act.h"
+#include "runner/cpu/layout.h"
 
 #include <math.h>
 #include <string.h>
@@ -35,6 +47,17 @@ static void set_plain_strides(struct mm_operand *o)
         o->strides[i] = s;
         s *= o->dims[i];
     }
+}
+
+static bool wants_bf16(const struct cp_node *n)
+{
+    return strcmp(cp_node_attr_string(n, "compute_precision", "fp32"), "bf16") == 0;
+}
+
+static bool precision_ok(const struct cp_node *n)
+{
+    const char *p = cp_node_attr_string(n, "compute_precision", "fp32");
+    return strcmp(p, "fp32") == 0 || strcmp(p, "bf16") == 0;
 }
 
 /* Shapes of a MatMul node promoted to a common rank. False if they do not
@@ -86,8 +109,9 @@ static bool matmul_shapes(const struct cp_tensor *a, const struct cp_tensor *b,
 
 static bool matmul_supports(const struct cp_graph *g, const struct cp_node *n)
 {
-    if (n->n_inputs != 2 || n->n_outputs != 1 || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
-        !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) || !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
+    if (n->n_inputs != 2 || n->n_outputs != 1 || !precision_ok(n) ||
+        !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) || !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) ||
+        !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
         return false;
     struct mm_operand A, B, Y;
     if (!matmul_shapes(cp_fk_in(g, n, 0), cp_fk_in(g, n, 1), cp_fk_out(g, n, 0), &A, &B, &Y))
@@ -105,44 +129,108 @@ struct mm_addend {
     void *data;
 };
 
-/* Build the program: [reorder B,] matmul. */
-static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const struct mm_operand *A,
-                               const struct mm_operand *B, const struct mm_operand *Y, void *a_data,
-                               void *b_data, bool b_const, float out_scale,
-                               const struct mm_addend *add, float final_scale)
+/* Everything one matmul program is built from. */
+struct mm_spec {
+    const struct mm_operand *A, *B, *Y;
+    void *a_data, *b_data;
+    bool b_const;
+    float out_scale;
+    struct mm_addend add; /* added after the scale */
+    float final_scale;    /* a linear post-op after that (Gemm's beta) */
+    bool bf16;
+    /* FusedMatMul's activation and residual (res_data NULL: none). */
+    struct cp_act act;
+    void *res_data;
+    bool res_first;
+};
+
+/* The post-op chain: [C / bias add], [beta scale], then activation and
+ * residual in order. OUT: *po (NULL when empty), bin[] the post-op index
+ * of the addend's and the residual's binary add (-1 if none). */
+static dnnl_status_t mm_post_ops(const struct mm_spec *sp, const dnnl_memory_desc_t *y_md,
+                                 dnnl_post_ops_t *po, int *bin_add, int *bin_res)
 {
+    *po = NULL;
+    *bin_add = *bin_res = -1;
+    dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
+    float alpha, beta;
+    bool has_act = cp_act_dnnl(&sp->act, &alg, &alpha, &beta);
+    bool has_res = sp->res_data != NULL;
+    if (sp->add.kind != 2 && sp->final_scale == 1.0f && !has_act && !has_res)
+        return dnnl_success;
+    dnnl_status_t s = dnnl_post_ops_create(po);
+    int idx = 0;
+    if (s == dnnl_success && sp->add.kind == 2) {
+        s = dnnl_post_ops_append_binary(*po, dnnl_binary_add, &sp->add.md);
+        *bin_add = idx++;
+    }
+    if (s == dnnl_success && sp->final_scale != 1.0f) {
+        s = dnnl_post_ops_append_eltwise(*po, 1.0f, dnnl_eltwise_linear, sp->final_scale, 0.0f);
+        idx++;
+    }
+    if (s == dnnl_success && has_res && sp->res_first) {
+        s = dnnl_post_ops_append_binary(*po, dnnl_binary_add, y_md);
+        *bin_res = idx++;
+    }
+    if (s == dnnl_success && has_act) {
+        s = dnnl_post_ops_append_eltwise(*po, 1.0f, alg, alpha, beta);
+        idx++;
+    }
+    if (s == dnnl_success && has_res && !sp->res_first) {
+        s = dnnl_post_ops_append_binary(*po, dnnl_binary_add, y_md);
+        *bin_res = idx++;
+    }
+    return s;
+}
+
+/* Build the program: [convert A,] [convert or reorder B,] matmul. */
+static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const struct mm_spec *sp)
+{
+    const struct mm_operand *A = sp->A, *B = sp->B, *Y = sp->Y;
     struct cp_dk_prog *p = cp_dk_kernel_prog(k);
     if (!p)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
-    dnnl_memory_desc_t a_md, b_user, b_md, y_md;
-    if (dnnl_memory_desc_init_by_strides(&a_md, A->nd, A->dims, dnnl_f32, A->strides) ||
+    dnnl_data_type_t cdt = sp->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t a_user, a_md, b_user, b_md, y_md;
+    if (dnnl_memory_desc_init_by_strides(&a_user, A->nd, A->dims, dnnl_f32, A->strides) ||
         dnnl_memory_desc_init_by_strides(&b_user, B->nd, B->dims, dnnl_f32, B->strides) ||
         dnnl_memory_desc_init_by_strides(&y_md, Y->nd, Y->dims, dnnl_f32, Y->strides))
         return cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
-    if (b_const)
-        dnnl_memory_desc_init_by_tag(&b_md, B->nd, B->dims, dnnl_f32, dnnl_format_tag_any);
+    a_md = a_user;
+    if (sp->bf16 && dnnl_memory_desc_init_by_tag(&a_md, A->nd, A->dims, dnnl_bf16,
+                                                 A->nd == 2   ? dnnl_ab
+                                                 : A->nd == 3 ? dnnl_abc
+                                                 : A->nd == 4 ? dnnl_abcd
+                                                 : A->nd == 5 ? dnnl_abcde
+                                                              : dnnl_abcdef) != dnnl_success)
+        return cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
+    if (sp->b_const)
+        dnnl_memory_desc_init_by_tag(&b_md, B->nd, B->dims, cdt, dnnl_format_tag_any);
+    else if (sp->bf16)
+        dnnl_memory_desc_init_by_tag(&b_md, B->nd, B->dims, cdt,
+                                     B->nd == 2   ? dnnl_ab
+                                     : B->nd == 3 ? dnnl_abc
+                                     : B->nd == 4 ? dnnl_abcd
+                                     : B->nd == 5 ? dnnl_abcde
+                                                  : dnnl_abcdef);
     else
         b_md = b_user;
     dnnl_matmul_desc_t md;
     dnnl_status_t s =
-        dnnl_matmul_desc_init(&md, &a_md, &b_md, add->kind == 1 ? &add->md : NULL, &y_md);
+        dnnl_matmul_desc_init(&md, &a_md, &b_md, sp->add.kind == 1 ? &sp->add.md : NULL, &y_md);
     if (s != dnnl_success)
         return cp_dk_fail(k, d, "matmul descriptor", s);
     dnnl_primitive_attr_t attr = cp_dk_attr_create();
     dnnl_post_ops_t po = NULL;
+    int bin_add, bin_res;
     if (!attr)
         return cp_dk_fail(k, d, "attribute", dnnl_out_of_memory);
-    if (out_scale != 1.0f)
-        s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &out_scale);
-    if (s == dnnl_success && (add->kind == 2 || final_scale != 1.0f)) {
-        s = dnnl_post_ops_create(&po);
-        if (s == dnnl_success && add->kind == 2)
-            s = dnnl_post_ops_append_binary(po, dnnl_binary_add, &add->md);
-        if (s == dnnl_success && final_scale != 1.0f)
-            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, final_scale, 0.0f);
-        if (s == dnnl_success)
-            s = dnnl_primitive_attr_set_post_ops(attr, po);
-    }
+    if (sp->out_scale != 1.0f)
+        s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &sp->out_scale);
+    if (s == dnnl_success)
+        s = mm_post_ops(sp, &y_md, &po, &bin_add, &bin_res);
+    if (s == dnnl_success && po)
+        s = dnnl_primitive_attr_set_post_ops(attr, po);
     dnnl_primitive_desc_t pd = NULL;
     if (s == dnnl_success)
         s = dnnl_primitive_desc_create(&pd, &md, attr, p->engine, NULL);
@@ -151,8 +239,8 @@ static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const stru
     if (s != dnnl_success)
         return cp_dk_fail(k, d, "matmul primitive descriptor", s);
     enum cp_status st = CP_ERR_INTERNAL;
-    int bm = cp_dk_mem_user(p, &b_user, b_data);
-    if (b_const) {
+    int bm = cp_dk_mem_user(p, &b_user, sp->b_data);
+    if (sp->b_const) {
         const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         if (!dnnl_memory_desc_equal(want, &b_user)) {
             int packed = cp_dk_mem_owned(p, want);
@@ -160,19 +248,32 @@ static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const stru
                 goto out;
             bm = packed;
         }
+    } else if (sp->bf16) {
+        int bb = cp_dk_mem_scratch(p, &b_md);
+        if ((st = cp_dk_step_reorder(p, bm, bb)) != CP_OK)
+            goto out;
+        bm = bb;
     }
-    int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, 0};
-    int mems[4] = {cp_dk_mem_user(p, &a_md, a_data), bm, cp_dk_mem_user(p, &y_md, k->out_data[0]),
-                   -1};
+    int am = cp_dk_mem_user(p, &a_user, sp->a_data);
+    if (sp->bf16) {
+        int ab = cp_dk_mem_scratch(p, &a_md);
+        if ((st = cp_dk_step_reorder(p, am, ab)) != CP_OK)
+            goto out;
+        am = ab;
+    }
+    int ids[6] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, 0, 0, 0};
+    int mems[6] = {am, bm, cp_dk_mem_user(p, &y_md, k->out_data[0]), -1, -1, -1};
     int nargs = 3;
-    if (add->kind == 1) {
-        ids[3] = DNNL_ARG_BIAS;
-        mems[3] = cp_dk_mem_user(p, &add->md, add->data);
-        nargs = 4;
-    } else if (add->kind == 2) {
-        ids[3] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
-        mems[3] = cp_dk_mem_user(p, &add->md, add->data);
-        nargs = 4;
+    if (sp->add.kind == 1) {
+        ids[nargs] = DNNL_ARG_BIAS;
+        mems[nargs++] = cp_dk_mem_user(p, &sp->add.md, sp->add.data);
+    } else if (sp->add.kind == 2) {
+        ids[nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(bin_add) | DNNL_ARG_SRC_1;
+        mems[nargs++] = cp_dk_mem_user(p, &sp->add.md, sp->add.data);
+    }
+    if (sp->res_data) {
+        ids[nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(bin_res) | DNNL_ARG_SRC_1;
+        mems[nargs++] = cp_dk_mem_user(p, &y_md, sp->res_data);
     }
     if ((st = cp_dk_step_add(p, pd, nargs, ids, mems)) != CP_OK)
         goto out;
@@ -191,9 +292,16 @@ static enum cp_status matmul_prepare(struct cp_kexec *k, struct cp_diag *d)
     if (!matmul_shapes(k->in[0], k->in[1], k->out[0], &A, &B, &Y))
         return cp_diag_set(d, CP_ERR_INVALID, "node '%s': MatMul shapes do not match",
                            k->node->name);
-    struct mm_addend none = {0};
-    return mm_build(k, d, &A, &B, &Y, k->in_data[0], k->in_data[1],
-                    k->in[1]->kind == CP_TENSOR_INITIALIZER, 1.0f, &none, 1.0f);
+    struct mm_spec sp = {.A = &A,
+                         .B = &B,
+                         .Y = &Y,
+                         .a_data = k->in_data[0],
+                         .b_data = k->in_data[1],
+                         .b_const = k->in[1]->kind == CP_TENSOR_INITIALIZER,
+                         .out_scale = 1.0f,
+                         .final_scale = 1.0f,
+                         .bf16 = wants_bf16(k->node)};
+    return mm_build(k, d, &sp);
 }
 
 const struct cp_kernel cp_dnnl_matmul = {"onednn:matmul", CP_OP_MATMUL,     matmul_supports,
@@ -250,7 +358,7 @@ static bool gemm_geom(const struct cp_node *n, const struct cp_tensor *a, const 
 
 static bool gemm_supports(const struct cp_graph *g, const struct cp_node *n)
 {
-    if (n->n_inputs < 2 || n->n_inputs > 3 || n->n_outputs != 1 ||
+    if (n->n_inputs < 2 || n->n_inputs > 3 || n->n_outputs != 1 || !precision_ok(n) ||
         !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) || !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) ||
         !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
         return false;
@@ -265,6 +373,13 @@ static enum cp_status gemm_prepare(struct cp_kexec *k, struct cp_diag *d)
     const struct cp_tensor *c = k->node->n_inputs > 2 ? k->in[2] : NULL;
     if (!gemm_geom(k->node, k->in[0], k->in[1], c, k->out[0], &gm))
         return cp_diag_set(d, CP_ERR_INVALID, "node '%s': Gemm shapes do not match", k->node->name);
+    struct mm_spec sp = {.A = &gm.A,
+                         .B = &gm.B,
+                         .Y = &gm.Y,
+                         .a_data = k->in_data[0],
+                         .b_data = k->in_data[1],
+                         .b_const = k->in[1]->kind == CP_TENSOR_INITIALIZER,
+                         .bf16 = wants_bf16(k->node)};
     struct mm_addend add = {0};
     float out_scale = gm.alpha, final_scale = 1.0f;
     if (gm.has_c) {
@@ -280,9 +395,119 @@ static enum cp_status gemm_prepare(struct cp_kexec *k, struct cp_diag *d)
             final_scale = gm.beta;
         }
     }
-    return mm_build(k, d, &gm.A, &gm.B, &gm.Y, k->in_data[0], k->in_data[1],
-                    k->in[1]->kind == CP_TENSOR_INITIALIZER, out_scale, &add, final_scale);
+    sp.out_scale = out_scale;
+    sp.add = add;
+    sp.final_scale = final_scale;
+    return mm_build(k, d, &sp);
 }
 
 const struct cp_kernel cp_dnnl_gemm = {"onednn:gemm", CP_OP_GEMM,       gemm_supports,
                                        gemm_prepare,  cp_dk_kernel_run, cp_dk_kernel_release};
+
+/* ---- FusedMatMul --------------------------------------------------------- */
+
+/* Operands of rank >= 2 padded to a common rank, then op() applied as a
+ * swap of the last two dims and strides (no copy). */
+static bool fmm_shapes(const struct cp_node *n, const struct cp_tensor *a,
+                       const struct cp_tensor *b, const struct cp_tensor *y, struct mm_operand *A,
+                       struct mm_operand *B, struct mm_operand *Y)
+{
+    int64_t ad[CP_MAX_RANK], bd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    int ra = cp_fk_dims(a, ad), rb = cp_fk_dims(b, bd), ry = cp_fk_dims(y, yd);
+    if (ra < 2 || rb < 2 || ry < 2)
+        return false;
+    int r = ra > rb ? ra : rb;
+    if (r > DNNL_MAX_NDIMS || ry != r)
+        return false;
+    A->nd = B->nd = Y->nd = r;
+    for (int i = 0; i < r; i++) {
+        A->dims[i] = i - (r - ra) >= 0 ? ad[i - (r - ra)] : 1;
+        B->dims[i] = i - (r - rb) >= 0 ? bd[i - (r - rb)] : 1;
+    }
+    set_plain_strides(A);
+    set_plain_strides(B);
+    struct mm_operand *ops[2] = {A, B};
+    const char *attrs[2] = {"transA", "transB"};
+    for (int o = 0; o < 2; o++)
+        if (cp_node_attr_int(n, attrs[o], 0)) {
+            struct mm_operand *m = ops[o];
+            int64_t t = m->dims[r - 1];
+            m->dims[r - 1] = m->dims[r - 2];
+            m->dims[r - 2] = t;
+            t = m->strides[r - 1];
+            m->strides[r - 1] = m->strides[r - 2];
+            m->strides[r - 2] = t;
+        }
+    if (A->dims[r - 1] != B->dims[r - 2])
+        return false;
+    for (int i = 0; i < r - 2; i++) {
+        if (A->dims[i] != B->dims[i] && A->dims[i] != 1 && B->dims[i] != 1)
+            return false;
+        Y->dims[i] = A->dims[i] > B->dims[i] ? A->dims[i] : B->dims[i];
+    }
+    Y->dims[r - 2] = A->dims[r - 2];
+    Y->dims[r - 1] = B->dims[r - 1];
+    for (int i = 0; i < r; i++)
+        if (Y->dims[i] != yd[i] || Y->dims[i] == 0 || A->dims[i] == 0 || B->dims[i] == 0)
+            return false;
+    set_plain_strides(Y);
+    return true;
+}
+
+static bool fmm_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (n->n_inputs < 2 || n->n_inputs > 4 || n->n_outputs != 1 || !precision_ok(n) ||
+        cp_act_of(n).kind == CP_ACT_BAD || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
+        !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) || !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
+        return false;
+    const struct cp_tensor *y = cp_fk_out(g, n, 0), *bias = cp_fk_in(g, n, 2),
+                           *res = cp_fk_in(g, n, 3);
+    for (size_t i = 0; i < n->n_inputs; i++)
+        if (!cp_tensor_is_plain(cp_fk_in(g, n, i)))
+            return false;
+    struct mm_operand A, B, Y;
+    if (!fmm_shapes(n, cp_fk_in(g, n, 0), cp_fk_in(g, n, 1), y, &A, &B, &Y))
+        return false;
+    if (bias && (!cp_fk_in_is(g, n, 2, CP_DTYPE_F32) || bias->shape.rank != 1 ||
+                 bias->shape.dims[0].value != Y.dims[Y.nd - 1]))
+        return false;
+    return !res || (cp_fk_in_is(g, n, 3, CP_DTYPE_F32) && cp_shape_equal(&res->shape, &y->shape));
+}
+
+static enum cp_status fmm_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    struct mm_operand A, B, Y;
+    if (!fmm_shapes(k->node, k->in[0], k->in[1], k->out[0], &A, &B, &Y))
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': FusedMatMul shapes do not match",
+                           k->node->name);
+    float alpha = cp_node_attr_float(k->node, "alpha", 1.0f);
+    struct mm_spec sp = {.A = &A,
+                         .B = &B,
+                         .Y = &Y,
+                         .a_data = k->in_data[0],
+                         .b_data = k->in_data[1],
+                         .b_const = k->in[1]->kind == CP_TENSOR_INITIALIZER,
+                         .out_scale = alpha,
+                         .final_scale = 1.0f,
+                         .bf16 = wants_bf16(k->node),
+                         .act = cp_act_of(k->node),
+                         .res_first = cp_node_attr_int(k->node, "residual_first", 0) != 0};
+    if (k->node->n_inputs > 2 && k->in[2]) {
+        dnnl_dims_t bd, bs;
+        for (int i = 0; i < Y.nd; i++) {
+            bd[i] = i == Y.nd - 1 ? Y.dims[i] : 1;
+            bs[i] = i == Y.nd - 1 ? 1 : Y.dims[Y.nd - 1];
+        }
+        if (dnnl_memory_desc_init_by_strides(&sp.add.md, Y.nd, bd, dnnl_f32, bs) != dnnl_success)
+            return cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
+        sp.add.data = k->in_data[2];
+        sp.add.kind = alpha == 1.0f ? 1 : 2; /* a scaled product: the bias goes after */
+    }
+    if (k->node->n_inputs > 3 && k->in[3])
+        sp.res_data = k->in_data[3];
+    return mm_build(k, d, &sp);
+}
+
+const struct cp_kernel cp_dnnl_fused_matmul = {"onednn:fused_matmul", CP_OP_FUSED_MATMUL,
+                                               fmm_supports,          fmm_prepare,
+                                               cp_dk_kernel_run,      cp_dk_kernel_release};

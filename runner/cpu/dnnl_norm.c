@@ -52,7 +52,9 @@ static bool softmax_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     int64_t d3[3];
     return n->n_inputs == 1 && n->n_outputs == 1 && cp_fk_in_is(g, n, 0, CP_DTYPE_F32) &&
-           cp_fk_out_is(g, n, 0, CP_DTYPE_F32) && softmax_geom(g, n, cp_fk_in(g, n, 0), d3);
+           cp_fk_out_is(g, n, 0, CP_DTYPE_F32) && softmax_geom(g, n, cp_fk_in(g, n, 0), d3) &&
+           /* impl "exact" asks for libm's expf: fast_softmax.c or the reference */
+           strcmp(cp_node_attr_string(n, "impl", "fast"), "exact") != 0;
 }
 
 static enum cp_status softmax_prepare(struct cp_kexec *k, struct cp_diag *d)
@@ -317,8 +319,8 @@ static enum cp_status inorm_prepare(struct cp_kexec *k, struct cp_diag *d)
             st = cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
             goto out_release;
         }
-        s->copy_at_run = k->in[1]->kind != CP_TENSOR_INITIALIZER ||
-                         k->in[2]->kind != CP_TENSOR_INITIALIZER;
+        s->copy_at_run =
+            k->in[1]->kind != CP_TENSOR_INITIALIZER || k->in[2]->kind != CP_TENSOR_INITIALIZER;
         if (!s->copy_at_run)
             inorm_repeat(s, k->in_data[1], k->in_data[2]);
     }

@@ -1,6 +1,7 @@
 /*
  * MaxPool, AveragePool and GlobalAveragePool on oneDNN's pooling_v2
- * primitive, f32, 1-D to 3-D, plain layout.
+ * primitive, f32, 1-D to 3-D; 2-D pools also on NHWC and blocked tensors
+ * (layout.h), whose memory descriptors follow the tensors' layout tags.
  *
  * The end padding is derived from the output size, which covers ceil_mode:
  * oneDNN's max pooling ignores padded cells and its exclude-padding average
@@ -10,6 +11,7 @@
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/layout.h"
 
 #include <string.h>
 
@@ -108,9 +110,12 @@ static bool pool_geom(const struct cp_node *n, const struct cp_tensor *x, const 
 static bool pool_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     struct pool_geom gm;
+    dnnl_memory_desc_t md;
     return n->n_inputs == 1 && n->n_outputs >= 1 && cp_fk_in_is(g, n, 0, CP_DTYPE_F32) &&
            cp_fk_out_is(g, n, 0, CP_DTYPE_F32) &&
-           pool_geom(n, cp_fk_in(g, n, 0), cp_fk_out(g, n, 0), &gm);
+           pool_geom(n, cp_fk_in(g, n, 0), cp_fk_out(g, n, 0), &gm) &&
+           cp_dk_md_tensor(&md, cp_fk_in(g, n, 0), dnnl_f32) &&
+           cp_dk_md_tensor(&md, cp_fk_out(g, n, 0), dnnl_f32);
 }
 
 static enum cp_status pool_prepare(struct cp_kexec *k, struct cp_diag *d)
@@ -122,12 +127,9 @@ static enum cp_status pool_prepare(struct cp_kexec *k, struct cp_diag *d)
     struct cp_dk_prog *p = cp_dk_kernel_prog(k);
     if (!p)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
-    int64_t xd[CP_MAX_RANK], yd[CP_MAX_RANK];
-    int r = cp_fk_dims(k->in[0], xd);
-    cp_fk_dims(k->out[0], yd);
     dnnl_memory_desc_t xm, ym;
-    cp_dk_md_plain(&xm, r, xd, CP_DTYPE_F32);
-    cp_dk_md_plain(&ym, r, yd, CP_DTYPE_F32);
+    if (!cp_dk_md_tensor(&xm, k->in[0], dnnl_f32) || !cp_dk_md_tensor(&ym, k->out[0], dnnl_f32))
+        return cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
     dnnl_pooling_v2_desc_t pdsc;
     dnnl_status_t s =
         dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, gm.alg, &xm, &ym,

@@ -24,7 +24,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#define CP_DK_MAX_STEPS 4
+#define CP_DK_MAX_STEPS 6
 #define CP_DK_MAX_ARGS  8
 #define CP_DK_MAX_MEMS  12
 

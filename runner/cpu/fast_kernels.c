@@ -8,6 +8,8 @@
  * activations these models have, the C loops beat a primitive call.
  */
 #include "runner/cpu/fast_kernels.h"
+#include "runner/cpu/layout.h" /* cp_dnnl_trans_data */
+#include "runner/cpu/attention.h" /* cp_fast_attention* */
 
 #include <stddef.h>
 
@@ -15,13 +17,19 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     /* compute-bound: oneDNN */
     &cp_dnnl_conv,
     &cp_dnnl_deconv,
+    &cp_dnnl_fused_conv,
     &cp_fast_matmul_n16,
     &cp_dnnl_matmul,
     &cp_dnnl_gemm,
+    &cp_dnnl_fused_matmul,
+    &cp_fast_group_norm,
+    &cp_fast_gelu,
     &cp_dnnl_max_pool,
     &cp_dnnl_avg_pool,
     &cp_fast_global_avg_pool,
     &cp_dnnl_global_avg_pool,
+    &cp_fast_attention_avx512,
+    &cp_fast_attention,
     &cp_fast_softmax,
     &cp_dnnl_softmax,
     &cp_dnnl_layer_norm,
@@ -60,6 +68,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_reduce_max,
     /* data movement */
     &cp_dnnl_transpose,
+    &cp_dnnl_trans_data,
     &cp_fast_concat,
     &cp_fast_split,
     &cp_fast_slice,

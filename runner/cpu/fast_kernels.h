@@ -18,6 +18,7 @@ extern const struct cp_kernel cp_dnnl_add, cp_dnnl_sub, cp_dnnl_mul, cp_dnnl_div
 extern const struct cp_kernel cp_dnnl_tanh, cp_dnnl_relu, cp_dnnl_leaky_relu, cp_dnnl_sigmoid,
     cp_dnnl_exp, cp_dnnl_sqrt, cp_dnnl_clip;
 extern const struct cp_kernel cp_dnnl_transpose;
+extern const struct cp_kernel cp_dnnl_fused_conv, cp_dnnl_fused_matmul; /* FUSION */
 
 /* C */
 extern const struct cp_kernel cp_fast_add, cp_fast_sub, cp_fast_mul, cp_fast_div, cp_fast_where;
@@ -28,5 +29,6 @@ extern const struct cp_kernel cp_fast_reduce_mean, cp_fast_reduce_sum, cp_fast_r
     cp_fast_global_avg_pool, cp_fast_instance_norm, cp_fast_batch_norm;
 extern const struct cp_kernel cp_fast_concat, cp_fast_split, cp_fast_slice, cp_fast_gather,
     cp_fast_resize;
+extern const struct cp_kernel cp_fast_group_norm, cp_fast_gelu; /* FUSION */
 
 #endif

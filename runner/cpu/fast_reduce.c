@@ -15,6 +15,7 @@
  * scale * (x - mean) / sqrt(var + eps) + bias in a third pass.
  */
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/layout.h"
 
 #include <math.h>
 #include <omp.h>
@@ -106,6 +107,9 @@ static bool gap_supports(const struct cp_graph *g, const struct cp_node *n)
     const struct cp_tensor *x = cp_fk_in(g, n, 0);
     if (n->n_inputs != 1 || n->n_outputs != 1 || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
         !cp_fk_out_is(g, n, 0, CP_DTYPE_F32) || x->shape.rank < 3)
+        return false;
+    /* plain planes only: a pool in a layout region goes to oneDNN */
+    if (!cp_tensor_is_plain(x) || !cp_tensor_is_plain(cp_fk_out(g, n, 0)))
         return false;
     return cp_shape_numel(&x->shape) > 0;
 }

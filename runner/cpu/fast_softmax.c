@@ -8,16 +8,30 @@
  * streaming kernel, with an exp specialised for x <= 0 (fast_math.h). On
  * [1,4,1024,1024] with 2 threads: 0.75 ms against 1.47 ms for oneDNN's
  * softmax_v2. oneDNN's softmax handles the other axes and ragged rows.
+ *
+ * The node's impl attribute (ImplModePass, --op_select_implmode) picks the
+ * exponential: "fast" (the default) is the polynomial above, within a few
+ * ulp; "exact" is libm's expf, one call per element, for rows of any
+ * length (oneDNN's softmax then refuses the node, so every exact softmax
+ * over the innermost axis runs here, and other axes on the reference).
  */
 #include "runner/cpu/fast_math.h"
 #include "runner/cpu/fast_util.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct smx_state {
     int64_t rows, len;
+    bool exact;
 };
+
+static bool smx_exact(const struct cp_node *n)
+{
+    return strcmp(cp_node_attr_string(n, "impl", "fast"), "exact") == 0;
+}
 
 /* Rows and row length when the softmax runs over a contiguous innermost
  * block; false otherwise. */
@@ -47,7 +61,7 @@ static bool smx_geom(const struct cp_graph *g, const struct cp_node *n, int64_t 
     /* Rows that are not whole vectors (cross-attention's 77 keys) leave a
      * scalar tail per row; oneDNN's softmax is faster there (136 us against
      * 187 us on [1,4,1024,77]). */
-    return *rows > 0 && *len > 0 && *len % 16 == 0;
+    return *rows > 0 && *len > 0 && (*len % 16 == 0 || smx_exact(n));
 }
 
 static bool smx_supports(const struct cp_graph *g, const struct cp_node *n)
@@ -66,6 +80,7 @@ static enum cp_status smx_prepare(struct cp_kexec *k, struct cp_diag *d)
         free(s);
         return cp_diag_set(d, CP_ERR_INVALID, "node '%s': bad softmax axis", k->node->name);
     }
+    s->exact = smx_exact(k->node);
     k->state = s;
     return CP_OK;
 }
@@ -92,6 +107,35 @@ CP_FK_HOT static void smx_rows(const float *x, float *y, int64_t len, int64_t r0
     }
 }
 
+/* The same with libm's expf (impl "exact"). */
+static void smx_rows_exact(const float *x, float *y, int64_t len, int64_t r0, int64_t r1)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * len;
+        float *yr = y + r * len;
+        float m = xr[0];
+        for (int64_t i = 0; i < len; i++)
+            m = xr[i] > m ? xr[i] : m;
+        float sum = 0.0f;
+        for (int64_t i = 0; i < len; i++) {
+            float e = expf(xr[i] - m);
+            yr[i] = e;
+            sum += e;
+        }
+        float inv = 1.0f / sum;
+        for (int64_t i = 0; i < len; i++)
+            yr[i] *= inv;
+    }
+}
+
+static void smx_range(const struct smx_state *s, const float *x, float *y, int64_t r0, int64_t r1)
+{
+    if (s->exact)
+        smx_rows_exact(x, y, s->len, r0, r1);
+    else
+        smx_rows(x, y, s->len, r0, r1);
+}
+
 static enum cp_status smx_run(struct cp_kexec *k)
 {
     const struct smx_state *s = k->state;
@@ -99,14 +143,14 @@ static enum cp_status smx_run(struct cp_kexec *k)
     float *y = k->out_data[0];
     int nt = cp_fk_threads(k, s->rows * s->len, 8192);
     if (nt <= 1) {
-        smx_rows(x, y, s->len, 0, s->rows);
+        smx_range(s, x, y, 0, s->rows);
         return CP_OK;
     }
 #pragma omp parallel num_threads(nt)
     {
         int64_t b, e;
         cp_fk_split(s->rows, 1, &b, &e);
-        smx_rows(x, y, s->len, b, e);
+        smx_range(s, x, y, b, e);
     }
     return CP_OK;
 }

@@ -7,6 +7,9 @@
  * Pow special-cases the exponents models actually use (2, 3, 0.5, 1, -1,
  * 0): x*x is exactly what powf(x, 2) returns, sqrtf what powf(x, 0.5)
  * returns for every x >= 0 (they differ only at -0 and -inf).
+ *
+ * Erf with impl "exact" (ImplModePass, --op_select_implmode=high_precision)
+ * calls libm's erff instead of the polynomial.
  */
 #include "runner/cpu/fast_util.h"
 #include "runner/cpu/fast_math.h"
@@ -14,6 +17,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define GRAIN 16384
 
@@ -25,6 +29,7 @@ enum un_kind {
     UN_SQRT,
     UN_CLIP,
     UN_ERF,
+    UN_ERF_EXACT,
     UN_POW,
 };
 
@@ -86,7 +91,8 @@ static enum cp_status unary_prepare(struct cp_kexec *k, struct cp_diag *d)
         s->kind = UN_CLIP;
         break;
     case CP_OP_ERF:
-        s->kind = UN_ERF;
+        s->kind = strcmp(cp_node_attr_string(k->node, "impl", "fast"), "exact") == 0 ? UN_ERF_EXACT
+                                                                                     : UN_ERF;
         break;
     default:
         s->kind = UN_POW;
@@ -131,6 +137,10 @@ CP_FK_HOT static void unary_span(enum un_kind kind, float p0, float p1, const fl
         for (int64_t i = 0; i < n; i++)
             y[i] = cp_fm_erf(x[i]);
         break;
+    case UN_ERF_EXACT:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = erff(x[i]);
+        break;
     case UN_POW:
         if (p0 == 2.0f) {
             for (int64_t i = 0; i < n; i++)
@@ -173,7 +183,9 @@ static enum cp_status unary_run(struct cp_kexec *k)
     int64_t n = s->n;
     /* Transcendental ops are worth threading at smaller sizes. */
     int64_t grain =
-        (s->kind == UN_ERF || s->kind == UN_SIGMOID || s->kind == UN_EXP) ? GRAIN / 4 : GRAIN;
+        (s->kind == UN_ERF || s->kind == UN_ERF_EXACT || s->kind == UN_SIGMOID || s->kind == UN_EXP)
+            ? GRAIN / 4
+            : GRAIN;
     int nt = cp_fk_threads(k, n, grain);
     if (nt <= 1) {
         unary_span(s->kind, p0, p1, x, y, n);

@@ -49,6 +49,20 @@ static void host_shape(const struct cp_host_tensor *t, struct cp_shape *s)
     cp_shape_set(s, t->rank, t->dims);
 }
 
+/* An input converted with --input_format NHWC takes its data in NHWC
+ * order: a host tensor of shape [N, H, W, C] is accepted for the logical
+ * [N, C, H, W], its bytes copied as they are. */
+static bool is_nhwc_of(const struct cp_shape *s, const struct cp_tensor *T)
+{
+    if (T->layout != CP_LAYOUT_NHWC || s->rank != 4 || T->shape.rank != 4)
+        return false;
+    static const int from[4] = {0, 2, 3, 1};
+    for (int k = 0; k < 4; k++)
+        if (s->dims[k].value != T->shape.dims[from[k]].value)
+            return false;
+    return true;
+}
+
 enum cp_status cp_plan_set_input(struct cp_plan *p, size_t i, const struct cp_host_tensor *t,
                                  struct cp_diag *d)
 {
@@ -67,7 +81,7 @@ enum cp_status cp_plan_set_input(struct cp_plan *p, size_t i, const struct cp_ho
                            T->name, cp_dtype_name(t->dtype), cp_dtype_name(T->dtype));
     struct cp_shape s;
     host_shape(t, &s);
-    if (!cp_shape_equal(&s, &T->shape)) {
+    if (!cp_shape_equal(&s, &T->shape) && !is_nhwc_of(&s, T)) {
         char have[96], want[96];
         cp_shape_format(&s, have, sizeof have);
         cp_shape_format(&T->shape, want, sizeof want);

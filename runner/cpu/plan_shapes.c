@@ -16,6 +16,7 @@
  * run time (a Slice whose starts are an input) keeps what the model
  * declared. When any input shape changes, every intermediate shape is
  * forgotten before inference, so nothing stale survives. */
+#include "runner/cpu/layout.h"
 #include "runner/cpu/plan_internal.h"
 
 #include <stdio.h>
@@ -213,6 +214,25 @@ static void tag_plain_layouts(struct cp_graph *g)
     }
 }
 
+/* A layout the conversion chose must still fit the concrete shapes: NHWC
+ * and blocked tags on rank-4 tensors, blocks dividing the channels (a
+ * blocked tensor never pads, so the memory plan's byte counts hold). */
+static enum cp_status check_layouts(const struct cp_graph *g, const char *name, struct cp_diag *d)
+{
+    for (size_t i = 0; i < cp_graph_n_tensors(g); i++) {
+        const struct cp_tensor *t = cp_graph_tensor(g, (int32_t)i);
+        if (!cp_shape_is_static(&t->shape) || cp_layout_fits(t->layout, &t->shape))
+            continue;
+        char s[96];
+        cp_shape_format(&t->shape, s, sizeof s);
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: tensor '%s' is laid out %s, which does not fit its shape %s "
+                           "(blocked layouts need the channels to be a multiple of the block)",
+                           name, t->name, cp_layout_name(t->layout), s);
+    }
+    return CP_OK;
+}
+
 /* Whether any input's shape differs from what the model declared. */
 static bool shapes_changed(const struct cp_graph *g, const struct cp_shape *before)
 {
@@ -269,8 +289,10 @@ enum cp_status cp_plan_apply_shapes(struct cp_graph *g, const char *name,
     if (changed)
         reset_intermediates(g);
     st = infer(g, name, changed, d);
-    if (st == CP_OK)
+    if (st == CP_OK) {
         tag_plain_layouts(g);
+        st = check_layouts(g, name, d);
+    }
 out_free:
     free(dim0_given);
     free(before);

@@ -7,6 +7,7 @@
  * tap, one pass over the output plane adds weight * input, with the range
  * of positions that stay inside the input computed up front so the
  * innermost loop has no bounds tests. */
+#include "runner/cpu/layout.h"
 #include "runner/cpu/ref_util.h"
 
 #include <string.h>
@@ -119,7 +120,13 @@ static enum cp_status conv_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-CP_REF_KERNEL(cp_ref_conv, CP_OP_CONV, conv_supports, NULL, conv_run);
+/* A Conv in a layout region (NHWC, blocked) runs on plain copies. */
+static enum cp_status conv_run_any_layout(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, conv_run);
+}
+
+CP_REF_KERNEL(cp_ref_conv, CP_OP_CONV, conv_supports, cp_ref_layout_prepare, conv_run_any_layout);
 
 /* ---- ConvTranspose ------------------------------------------------------------------- */
 

@@ -2,6 +2,8 @@
  * Unknown (no kernel) and Constant (its output is data, placed by the plan
  * like a weight). Order follows the op enum. */
 #include "runner/cpu/ref_util.h"
+#include "runner/cpu/layout.h" /* cp_ref_trans_data */
+#include "runner/cpu/attention.h" /* cp_ref_fused_attention */
 
 const struct cp_kernel *const cp_ref_kernels[] = {
     &cp_ref_add,        &cp_ref_sub,           &cp_ref_mul,
@@ -19,7 +21,11 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     &cp_ref_shape,      &cp_ref_expand,        &cp_ref_where,
     &cp_ref_equal,      &cp_ref_cast,          &cp_ref_constant_of_shape,
     &cp_ref_identity,   &cp_ref_resize,        &cp_ref_pad,
-    &cp_ref_range,      &cp_ref_dropout,       NULL,
+    &cp_ref_range,      &cp_ref_dropout,
+    &cp_ref_fused_conv, &cp_ref_fused_matmul, &cp_ref_group_norm, &cp_ref_gelu, /* ref_fused.c */
+    &cp_ref_trans_data, /* layout.h */
+    &cp_ref_fused_attention, /* attention.h */
+    NULL,
 };
 
 /* Every op but Unknown and Constant has exactly one entry; the test

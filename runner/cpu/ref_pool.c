@@ -7,6 +7,7 @@
  * PyTorch). MaxPool's optional Indices output holds the flat index of the
  * first maximum in the input, spatial dims in row-major order, or in
  * column-major order with storage_order 1. */
+#include "runner/cpu/layout.h"
 #include "runner/cpu/ref_util.h"
 
 #include <math.h>
@@ -96,8 +97,16 @@ static enum cp_status pool_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-CP_REF_KERNEL(cp_ref_max_pool, CP_OP_MAX_POOL, pool_supports, NULL, pool_run);
-CP_REF_KERNEL(cp_ref_average_pool, CP_OP_AVERAGE_POOL, pool_supports, NULL, pool_run);
+/* Pools in a layout region (NHWC, blocked) run on plain copies. */
+static enum cp_status pool_run_any_layout(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, pool_run);
+}
+
+CP_REF_KERNEL(cp_ref_max_pool, CP_OP_MAX_POOL, pool_supports, cp_ref_layout_prepare,
+              pool_run_any_layout);
+CP_REF_KERNEL(cp_ref_average_pool, CP_OP_AVERAGE_POOL, pool_supports, cp_ref_layout_prepare,
+              pool_run_any_layout);
 
 /* ---- GlobalAveragePool ------------------------------------------------------------------ */
 
@@ -125,4 +134,10 @@ static enum cp_status gap_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-CP_REF_KERNEL(cp_ref_global_average_pool, CP_OP_GLOBAL_AVERAGE_POOL, gap_supports, NULL, gap_run);
+static enum cp_status gap_run_any_layout(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, gap_run);
+}
+
+CP_REF_KERNEL(cp_ref_global_average_pool, CP_OP_GLOBAL_AVERAGE_POOL, gap_supports,
+              cp_ref_layout_prepare, gap_run_any_layout);

@@ -176,5 +176,7 @@ extern const struct cp_kernel cp_ref_concat, cp_ref_split, cp_ref_slice, cp_ref_
     cp_ref_expand, cp_ref_identity, cp_ref_dropout, cp_ref_shape;
 extern const struct cp_kernel cp_ref_constant_of_shape, cp_ref_range, cp_ref_pad;
 extern const struct cp_kernel cp_ref_resize;
+extern const struct cp_kernel cp_ref_fused_conv, cp_ref_fused_matmul, cp_ref_group_norm,
+    cp_ref_gelu; /* ref_fused.c */
 
 #endif

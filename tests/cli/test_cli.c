@@ -90,6 +90,17 @@ static size_t count_char(const char *s, char c)
     return n;
 }
 
+/* "--fusion_switch_file=<scratch>/all_off.cfg", a switch file turning every
+ * conversion pass off: the .om then holds the model's own ops. */
+static char *all_passes_off(void)
+{
+    char *path = scratch("all_off.cfg");
+    write_all(path, "ALL:off\n", 8);
+    char *flag = fmt("--fusion_switch_file=%s", path);
+    free(path);
+    return flag;
+}
+
 /* Convert examples/models/NAME.onnx to <scratch>/OUT(.om) with the flags
  * given after `out` (NULL-terminated, at most 8); asserts success and
  * returns the .om path. */
@@ -924,7 +935,9 @@ static void check_sd_unet_io_and_ops(const char *out, const char *what, bool om)
 
 Test(cli, info_of_sd_unet_om_shows_io_ops_params_flops_and_config)
 {
-    char *om = convert_ok("sd_unet_tiny", "sd", NULL);
+    char *off = all_passes_off();
+    char *om = convert_ok("sd_unet_tiny", "sd", off, NULL);
+    free(off);
     struct cp_run r;
     cp_run_cli(&r, "info", om, NULL);
     cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
@@ -1068,7 +1081,9 @@ static void check_sd_unet_json_graph(json_t *o, const char *what)
 
 Test(cli, info_json_of_om_parses_and_has_graph_and_config)
 {
-    char *om = convert_ok("sd_unet_tiny", "sdj", NULL);
+    char *off = all_passes_off();
+    char *om = convert_ok("sd_unet_tiny", "sdj", off, NULL);
+    free(off);
     json_t *o = info_json(om);
     cr_assert_str_eq(json_string_value(json_object_get(o, "kind")), "cpu_om");
     cr_assert_str_eq(json_string_value(json_object_get(o, "file")), om);

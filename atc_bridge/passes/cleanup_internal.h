@@ -1,0 +1,21 @@
+/* Private to the cleanup pass family: the run functions behind the table
+ * in cleanup.c, and the constant evaluator constant folding uses. */
+#ifndef CP_ATC_CLEANUP_INTERNAL_H
+#define CP_ATC_CLEANUP_INTERNAL_H
+
+#include "atc_bridge/passes/pass.h"
+
+enum cp_status cp_cleanup_constant_folding(struct cp_pass_ctx *ctx, bool *changed);
+enum cp_status cp_cleanup_identity(struct cp_pass_ctx *ctx, bool *changed);
+enum cp_status cp_cleanup_dead_nodes(struct cp_pass_ctx *ctx, bool *changed);
+enum cp_status cp_cleanup_conv_bn(struct cp_pass_ctx *ctx, bool *changed);
+enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed);
+
+/* Evaluate node `n` on constant inputs (cleanup_eval.c). Every present
+ * input is an initializer with data; outputs have static shapes and known
+ * dtypes. OUT: data[i] (malloc'ed, caller frees) and nbytes[i] for each
+ * output. Returns false, with nothing allocated, when the op, a dtype or an
+ * attribute is one the evaluator does not handle: the node then stays. */
+bool cp_fold_eval(const struct cp_graph *g, const struct cp_node *n, void **data, size_t *nbytes);
+
+#endif

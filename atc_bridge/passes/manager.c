@@ -1,0 +1,279 @@
+/* The pass manager: the registry of every pass (the six family tables in
+ * their fixed order), lookup and listing for the CLI, and the run loop that
+ * keeps the graph valid between passes and records what each one did.
+ *
+ * Between passes the graph is always compacted (node array in topological
+ * order, no dead nodes), verified and inferred, so each pass may walk the
+ * node array in order and trust every shape. */
+#include "atc_bridge/passes/pass.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    const struct cp_pass *table;
+} families[] = {
+    {"cleanup", cp_cleanup_passes}, {"batch", cp_batch_passes},
+    {"fusion", cp_fusion_passes},   {"attention", cp_attention_passes},
+    {"layout", cp_layout_passes},   {"precision", cp_precision_passes},
+};
+#define N_FAMILIES (sizeof families / sizeof *families)
+
+/* The pass at run-order index i, and its family's name. */
+static const struct cp_pass *pass_at(size_t i, const char **family)
+{
+    for (size_t f = 0; f < N_FAMILIES; f++)
+        for (const struct cp_pass *p = families[f].table; p->name; p++) {
+            if (i == 0) {
+                if (family)
+                    *family = families[f].name;
+                return p;
+            }
+            i--;
+        }
+    return NULL;
+}
+
+size_t cp_pass_count(void)
+{
+    size_t n = 0;
+    for (size_t f = 0; f < N_FAMILIES; f++)
+        for (const struct cp_pass *p = families[f].table; p->name; p++)
+            n++;
+    return n;
+}
+
+bool cp_pass_describe(size_t i, struct cp_pass_desc *out)
+{
+    const char *family = NULL;
+    const struct cp_pass *p = pass_at(i, &family);
+    if (!p)
+        return false;
+    out->name = p->name;
+    out->group = p->group;
+    out->family = family;
+    out->description = p->description;
+    return true;
+}
+
+int cp_pass_index(const char *name)
+{
+    int i = 0;
+    for (size_t f = 0; f < N_FAMILIES; f++)
+        for (const struct cp_pass *p = families[f].table; p->name; p++, i++)
+            if (strcmp(p->name, name) == 0)
+                return i;
+    return -1;
+}
+
+const struct cp_pass *cp_pass_lookup(const char *name)
+{
+    int i = cp_pass_index(name);
+    return i < 0 ? NULL : pass_at((size_t)i, NULL);
+}
+
+/* ---- target ------------------------------------------------------------------ */
+
+void cp_pass_target_detect(struct cp_pass_target *t)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        /* Pad so every flag, the last one too, is surrounded by spaces. */
+        char padded[8200];
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(padded, sizeof padded, " %s ", strchr(line, ':') ? strchr(line, ':') + 1 : "");
+        t->has_bf16 = strstr(padded, " avx512_bf16 ") || strstr(padded, " amx_bf16 ");
+        t->has_fp16 = strstr(padded, " avx512_fp16 ") != NULL;
+        break;
+    }
+    fclose(f);
+}
+
+/* ---- records ----------------------------------------------------------------- */
+
+void cp_pass_report_release(struct cp_pass_report *r)
+{
+    if (!r)
+        return;
+    free(r->records);
+    r->records = NULL;
+    r->n = 0;
+}
+
+void cp_pass_report_json(const struct cp_pass_report *r, struct cp_buf *out)
+{
+    cp_buf_putc(out, '[');
+    for (size_t i = 0; i < r->n; i++) {
+        const struct cp_pass_record *p = &r->records[i];
+        cp_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+        cp_buf_json_str(out, p->name);
+        cp_buf_puts(out, ",\"group\":");
+        cp_buf_json_str(out, p->group);
+        cp_buf_printf(out, ",\"ran\":%s,\"changed\":%s,\"nodes_before\":%zu,\"nodes_after\":%zu",
+                      p->ran ? "true" : "false", p->changed ? "true" : "false", p->nodes_before,
+                      p->nodes_after);
+        if (p->final)
+            cp_buf_puts(out, ",\"final\":true");
+        cp_buf_putc(out, '}');
+    }
+    cp_buf_putc(out, ']');
+}
+
+/* ---- running ------------------------------------------------------------------ */
+
+/* Compact, verify, infer: what every changed graph goes through. `what`
+ * says which step of the conversion left the graph, for the message. */
+static enum cp_status settle(struct cp_graph *g, const char *what, struct cp_diag *d)
+{
+    struct cp_diag local;
+    cp_diag_init(&local);
+    enum cp_status st = cp_graph_compact(g, &local);
+    if (st == CP_OK)
+        st = cp_graph_verify(g, &local);
+    if (st != CP_OK)
+        return cp_diag_set(d, st, "%s left an invalid graph: %s", what, local.msg);
+    st = cp_graph_infer(g, &local);
+    if (st != CP_OK)
+        return cp_diag_set(d, st, "%s: shape inference failed afterwards: %s", what, local.msg);
+    return CP_OK;
+}
+
+static enum cp_status run_pass(struct cp_pass_ctx *ctx, const struct cp_pass *p, bool *changed,
+                               struct cp_diag *d)
+{
+    char what[160];
+    snprintf(what, sizeof what, "pass %s", p->name);
+    struct cp_diag local;
+    cp_diag_init(&local);
+    ctx->d = &local;
+    *changed = false;
+    enum cp_status st = p->run(ctx, changed);
+    ctx->d = d;
+    if (st != CP_OK)
+        return cp_diag_set(d, st, "%s: %s", what, local.msg[0] ? local.msg : cp_status_str(st));
+    return *changed ? settle(ctx->g, what, d) : CP_OK;
+}
+
+static void ctx_init(struct cp_pass_ctx *ctx, struct cp_graph *g, const struct cp_convert_config *c,
+                     const struct cp_pass_target *target, const struct cp_log *log,
+                     struct cp_diag *d)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->g = g;
+    ctx->config = c;
+    ctx->d = d;
+    ctx->log = log;
+    ctx->has_bf16 = target->has_bf16;
+    ctx->has_fp16 = target->has_fp16;
+}
+
+enum cp_status cp_passes_run(struct cp_graph *g, const struct cp_convert_config *c,
+                             const struct cp_pass_target *target, const struct cp_log *log,
+                             struct cp_pass_report *report, struct cp_diag *d)
+{
+    if (report)
+        memset(report, 0, sizeof *report);
+    struct cp_convert_config dflt;
+    if (!c) {
+        cp_convert_config_init(&dflt);
+        c = &dflt;
+    }
+    struct cp_pass_target detected;
+    if (!target) {
+        cp_pass_target_detect(&detected);
+        target = &detected;
+    }
+    const struct cp_log warn_log = {CP_LOG_WARNING, NULL};
+    if (!log)
+        log = &warn_log;
+
+    size_t n = cp_pass_count();
+    bool *off = cp_calloc(n + 1, sizeof *off);
+    struct cp_pass_record *rec = cp_calloc(n + 1, sizeof *rec);
+    if (!off || !rec) {
+        free(off);
+        free(rec);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory running the conversion passes");
+    }
+    enum cp_status st = cp_fusion_switches_decide(c->fusion_switches, off, d);
+    if (st != CP_OK)
+        goto out;
+
+    struct cp_pass_ctx ctx;
+    ctx_init(&ctx, g, c, target, log, d);
+    for (size_t i = 0; i < n; i++) {
+        const struct cp_pass *p = pass_at(i, NULL);
+        struct cp_pass_record *r = &rec[i];
+        r->name = p->name;
+        r->group = p->group;
+        r->ran = !off[i];
+        r->nodes_before = cp_graph_n_live_nodes(g);
+        if (r->ran && (st = run_pass(&ctx, p, &r->changed, d)) != CP_OK)
+            goto out;
+        r->nodes_after = cp_graph_n_live_nodes(g);
+        cp_log_msg(log, CP_LOG_INFO, "pass %s: %s, %zu -> %zu nodes", p->name,
+                   !r->ran      ? "switched off"
+                   : r->changed ? "changed the graph"
+                                : "no change",
+                   r->nodes_before, r->nodes_after);
+    }
+
+    /* The closing sweep: what the fusions orphaned goes, and so do the
+     * tensors nothing reads any more, so they stay out of the .om. */
+    struct cp_pass_record *r = &rec[n];
+    int dne = cp_pass_index("DeadNodeEliminationPass");
+    r->name = "DeadNodeEliminationPass";
+    r->group = "GraphFusion";
+    r->final = true;
+    r->ran = dne >= 0 && !off[dne];
+    r->nodes_before = cp_graph_n_live_nodes(g);
+    if (r->ran && (st = run_pass(&ctx, pass_at((size_t)dne, NULL), &r->changed, d)) != CP_OK)
+        goto out;
+    if ((st = cp_graph_compact(g, d)) != CP_OK ||
+        (st = cp_graph_remove_unused_tensors(g, NULL, d)) != CP_OK ||
+        (st = settle(g, "the conversion passes", d)) != CP_OK)
+        goto out;
+    r->nodes_after = cp_graph_n_live_nodes(g);
+    if (report) {
+        report->records = rec;
+        report->n = n + 1;
+        rec = NULL;
+    }
+out:
+    free(rec);
+    free(off);
+    return st;
+}
+
+enum cp_status cp_pass_run_one(struct cp_graph *g, const char *name,
+                               const struct cp_convert_config *c, bool *changed, struct cp_diag *d)
+{
+    bool ch = false;
+    if (changed)
+        *changed = false;
+    const struct cp_pass *p = cp_pass_lookup(name);
+    if (!p)
+        return cp_diag_set(d, CP_ERR_USAGE, "no conversion pass is called '%s'", name);
+    struct cp_convert_config dflt;
+    if (!c) {
+        cp_convert_config_init(&dflt);
+        c = &dflt;
+    }
+    struct cp_pass_target target;
+    cp_pass_target_detect(&target);
+    const struct cp_log log = {CP_LOG_WARNING, NULL};
+    struct cp_pass_ctx ctx;
+    ctx_init(&ctx, g, c, &target, &log, d);
+    enum cp_status st = run_pass(&ctx, p, &ch, d);
+    if (changed)
+        *changed = ch;
+    return st;
+}

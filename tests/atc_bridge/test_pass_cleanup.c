@@ -1,0 +1,171 @@
+/* IdentityEliminationPass and DeadNodeEliminationPass
+ * (atc_bridge/passes/cleanup.c): Identity and inference Dropout go with
+ * their consumers rewired, graph output names survive, a Dropout whose
+ * mask is read stays; nodes that reach no output go. */
+#include "pass_test.h"
+
+static void out(struct cp_graph *g, const char *name)
+{
+    int32_t t = cp_graph_find_tensor(g, name);
+    cr_assert_geq(t, 0);
+    cr_assert_eq(cp_graph_add_output(g, t), CP_OK);
+}
+
+/* ---- IdentityEliminationPass -------------------------------------------------------------- */
+
+/* x -> Relu -> Identity -> Dropout -> Sigmoid -> y */
+static struct cp_graph *build_identity_chain(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 2, GB_DIMS(3, 5));
+    gb_node(g, "relu", "Relu", GB_IN("x"), GB_IN("r"));
+    gb_node(g, "identity", "Identity", GB_IN("r"), GB_IN("i"));
+    gb_node(g, "dropout", "Dropout", GB_IN("i"), GB_IN("dr"));
+    gb_node(g, "sigmoid", "Sigmoid", GB_IN("dr"), GB_IN("y"));
+    out(g, "y");
+    return g;
+}
+
+static void check_identity_chain(struct cp_graph *g)
+{
+    cr_assert_eq(cp_graph_n_live_nodes(g), 2);
+    cr_assert_eq(pt_count_op(g, CP_OP_IDENTITY), 0);
+    cr_assert_eq(pt_count_op(g, CP_OP_DROPOUT), 0);
+    const struct cp_node *s = pt_node(g, "sigmoid");
+    cr_assert_not_null(s);
+    cr_assert_str_eq(cp_graph_tensor(g, s->inputs[0])->name, "r");
+}
+
+Test(pass_cleanup, identity_and_inference_dropout_are_removed)
+{
+    pt_check_pass(build_identity_chain, "IdentityEliminationPass", true, check_identity_chain, 0);
+}
+
+/* x -> Relu -> r -> Identity -> y (a graph output), r also read by Exp. */
+static struct cp_graph *build_identity_output(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 1, GB_DIMS(4));
+    gb_node(g, "relu", "Relu", GB_IN("x"), GB_IN("r"));
+    gb_node(g, "identity", "Identity", GB_IN("r"), GB_IN("y"));
+    gb_node(g, "exp", "Exp", GB_IN("r"), GB_IN("z"));
+    out(g, "y");
+    out(g, "z");
+    return g;
+}
+
+static void check_identity_output(struct cp_graph *g)
+{
+    cr_assert_eq(cp_graph_n_live_nodes(g), 2);
+    const struct cp_node *relu = pt_producer(g, "y");
+    cr_assert_not_null(relu, "the output 'y' must still be produced");
+    cr_assert_str_eq(relu->name, "relu", "the Relu writes the output name directly");
+    cr_assert_str_eq(cp_graph_tensor(g, pt_node(g, "exp")->inputs[0])->name, "y");
+}
+
+Test(pass_cleanup, identity_producing_a_graph_output_keeps_the_output_name)
+{
+    pt_check_pass(build_identity_output, "IdentityEliminationPass", true, check_identity_output, 0);
+}
+
+Test(pass_cleanup, identity_from_a_graph_input_to_a_graph_output_stays)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 1, GB_DIMS(4));
+    gb_node(g, "identity", "Identity", GB_IN("x"), GB_IN("y"));
+    out(g, "y");
+    pt_prepare(g);
+    cr_assert_not(pt_run_pass(g, "IdentityEliminationPass"));
+    cr_assert_not_null(pt_node(g, "identity"));
+    cp_graph_free(g);
+}
+
+Test(pass_cleanup, dropout_whose_mask_is_read_stays)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 1, GB_DIMS(4));
+    gb_node(g, "dropout", "Dropout", GB_IN("x"), GB_IN("d", "mask"));
+    out(g, "d");
+    out(g, "mask");
+    pt_prepare(g);
+    cr_assert_not(pt_run_pass(g, "IdentityEliminationPass"));
+    cr_assert_not_null(pt_node(g, "dropout"));
+    cp_graph_free(g);
+}
+
+Test(pass_cleanup, dropout_in_training_mode_stays)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 1, GB_DIMS(4));
+    gb_floats(g, "ratio", 1, (const float[]){0.5f});
+    bool yes = true;
+    gb_init(g, "training", CP_DTYPE_BOOL, 0, NULL, &yes);
+    gb_node(g, "dropout", "Dropout", GB_IN("x", "ratio", "training"), GB_IN("d"));
+    gb_node(g, "relu", "Relu", GB_IN("d"), GB_IN("y"));
+    out(g, "y");
+    pt_prepare(g);
+    cr_assert_not(pt_run_pass(g, "IdentityEliminationPass"));
+    cr_assert_not_null(pt_node(g, "dropout"));
+    cp_graph_free(g);
+}
+
+/* ---- DeadNodeEliminationPass ----------------------------------------------------------------- */
+
+/* y = Relu(x); a side branch Exp -> Sigmoid reaches no output; a
+ * two-output Split of which one half is used stays. */
+static struct cp_graph *build_dead_branch(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 1, GB_DIMS(6));
+    gb_floats(g, "w", 6, (const float[]){1, 2, 3, 4, 5, 6});
+    gb_node(g, "relu", "Relu", GB_IN("x"), GB_IN("r"));
+    gb_node(g, "exp", "Exp", GB_IN("r"), GB_IN("e"));
+    gb_node(g, "sig", "Sigmoid", GB_IN("e"), GB_IN("s"));
+    gb_node(g, "mulw", "Mul", GB_IN("s", "w"), GB_IN("unused"));
+    gb_node(g, "split", "Split", GB_IN("r"), GB_IN("h0", "h1"));
+    gb_node(g, "neg", "Sigmoid", GB_IN("h0"), GB_IN("y"));
+    out(g, "y");
+    return g;
+}
+
+static void check_dead_branch(struct cp_graph *g)
+{
+    cr_assert_eq(cp_graph_n_live_nodes(g), 3);
+    cr_assert_null(pt_node(g, "exp"));
+    cr_assert_null(pt_node(g, "sig"));
+    cr_assert_null(pt_node(g, "mulw"));
+    cr_assert_not_null(pt_node(g, "split"));
+}
+
+Test(pass_cleanup, nodes_that_reach_no_output_are_removed)
+{
+    pt_check_pass(build_dead_branch, "DeadNodeEliminationPass", true, check_dead_branch, 0);
+}
+
+Test(pass_cleanup, a_graph_with_nothing_dead_is_unchanged)
+{
+    pt_check_pass(build_identity_chain, "DeadNodeEliminationPass", false, NULL, 0);
+}
+
+/* The manager's closing sweep also drops the tensors nothing reads, so the
+ * .om does not carry them: here the weight of the dead branch. */
+Test(pass_cleanup, unused_initializers_are_dropped_after_the_passes)
+{
+    struct cp_graph *g = build_dead_branch();
+    pt_prepare(g);
+    size_t before = cp_graph_n_tensors(g);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_passes_run(g, NULL, NULL, NULL, NULL, &d), CP_OK, "%s", d.msg);
+    cr_assert_lt(cp_graph_n_tensors(g), before);
+    cr_assert_lt(cp_graph_find_tensor(g, "w"), 0, "the unused weight 'w' is still there");
+    cr_assert_lt(cp_graph_find_tensor(g, "unused"), 0);
+    cr_assert_geq(cp_graph_find_tensor(g, "x"), 0, "inputs stay");
+    cr_assert_geq(cp_graph_find_tensor(g, "h1"), 0, "outputs of live nodes stay");
+    cr_assert_eq(cp_graph_verify(g, &d), CP_OK, "%s", d.msg);
+    /* The renumbered graph still runs. */
+    struct pt_outputs o;
+    pt_run_ref(g, 3, &o);
+    cr_assert_eq(o.n, 1);
+    pt_outputs_release(&o);
+}

@@ -1,0 +1,427 @@
+/* Kernels and layouts: TransData places every element where its layout
+ * says (checked against the layout formulas written out here, not the
+ * runtime's), reference and oneDNN TransData agree for every pair of
+ * layouts and element size, reference kernels compute the same on NHWC or
+ * blocked tensors as on plain ones (the adapter of runner/cpu/layout.h),
+ * kernels that cannot read a layout decline it, and the impl attribute
+ * picks libm's exp and erf. The main harness (test_kernel_harness.c) also
+ * runs TransData and the layout-aware kernels against the reference. */
+#include "runner/cpu/fast_kernels.h"
+#include "runner/cpu/kernel.h"
+#include "runner/cpu/layout.h"
+
+#include "graph/graph_build.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a small driver with a oneDNN engine ------------------------------------------ */
+
+struct env {
+    struct cp_kernel_env kenv;
+};
+
+static void env_init(struct env *e)
+{
+    cr_assert_eq(dnnl_engine_create(&e->kenv.engine, dnnl_cpu, 0), dnnl_success);
+    cr_assert_eq(dnnl_stream_create(&e->kenv.stream, e->kenv.engine, dnnl_stream_default_flags),
+                 dnnl_success);
+    e->kenv.threads = 2;
+    omp_set_num_threads(2);
+}
+
+static void env_release(struct env *e)
+{
+    dnnl_stream_destroy(e->kenv.stream);
+    dnnl_engine_destroy(e->kenv.engine);
+}
+
+static size_t nbytes(const struct cp_tensor *t)
+{
+    return (size_t)cp_shape_numel(&t->shape) * cp_dtype_size(t->dtype);
+}
+
+/* Run kernel k on node 0 of g with input data `in` (one buffer per input;
+ * NULL: the initializer's data). Returns output 0 (malloc'ed). */
+static void *run0(const struct env *e, const struct cp_kernel *k, struct cp_graph *g,
+                  void *const *in)
+{
+    const struct cp_node *n = cp_graph_node(g, 0);
+    cr_assert(k->supports(g, n), "kernel %s refuses node %s", k->name, n->name);
+    const struct cp_tensor *ins[8] = {NULL}, *outs[8] = {NULL};
+    void *in_data[8] = {NULL}, *out_data[8] = {NULL};
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        if (n->inputs[i] < 0)
+            continue;
+        ins[i] = cp_graph_tensor(g, n->inputs[i]);
+        in_data[i] = in && in[i] ? in[i] : (void *)ins[i]->data;
+    }
+    for (size_t i = 0; i < n->n_outputs; i++) {
+        outs[i] = cp_graph_tensor(g, n->outputs[i]);
+        out_data[i] = malloc(nbytes(outs[i]) + 1);
+        memset(out_data[i], 0xA5, nbytes(outs[i]));
+    }
+    struct cp_kexec x = {.kernel = k,
+                         .g = g,
+                         .node = n,
+                         .env = &e->kenv,
+                         .in = ins,
+                         .out = outs,
+                         .in_data = in_data,
+                         .out_data = out_data};
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (k->prepare)
+        cr_assert_eq(k->prepare(&x, &d), CP_OK, "%s: prepare: %s", k->name, d.msg);
+    void *scratch = NULL;
+    if (x.scratch_bytes) {
+        scratch = aligned_alloc(64, (x.scratch_bytes + 63) / 64 * 64);
+        x.scratch = scratch;
+    }
+    cr_assert_eq(k->run(&x), CP_OK, "%s: run failed", k->name);
+    /* the tensor and data arrays are restored after the run */
+    for (size_t i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] >= 0)
+            cr_assert(ins[i] == cp_graph_tensor(g, n->inputs[i]), "input %zu not restored", i);
+    if (k->release)
+        k->release(&x);
+    free(scratch);
+    for (size_t i = 1; i < n->n_outputs; i++)
+        free(out_data[i]);
+    return out_data[0];
+}
+
+/* A TransData node from `x` (tagged `from`) to "y". */
+static void add_transdata(struct cp_graph *g, const char *x, enum cp_layout from, enum cp_layout to)
+{
+    int32_t in = cp_graph_find_tensor(g, x), idx;
+    int32_t out = gb_tensor(g, "y", CP_DTYPE_UNDEFINED, -1, NULL, CP_TENSOR_INTERMEDIATE);
+    const char *origin = "td";
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(
+        cp_graph_add_node(g, "td", "TransData", CP_DOMAIN, &in, 1, &out, 1, &origin, 1, &idx, &d),
+        CP_OK, "%s", d.msg);
+    cp_node_set_string(g, idx, "src_format", cp_layout_name(from));
+    cp_node_set_string(g, idx, "dst_format", cp_layout_name(to));
+    cp_graph_tensor(g, in)->layout = from;
+    gb_infer_ok(g);
+}
+
+/* Where logical element (n, c, h, w) lives, written out per layout. */
+static int64_t where(enum cp_layout l, const int64_t *d, int64_t n, int64_t c, int64_t h, int64_t w)
+{
+    int64_t C = d[1], H = d[2], W = d[3];
+    switch (l) {
+    case CP_LAYOUT_NHWC:
+        return n * H * W * C + h * W * C + w * C + c;
+    case CP_LAYOUT_NCHW8C:
+        return n * C * H * W + (c / 8) * H * W * 8 + h * W * 8 + w * 8 + c % 8;
+    case CP_LAYOUT_NCHW16C:
+        return n * C * H * W + (c / 16) * H * W * 16 + h * W * 16 + w * 16 + c % 16;
+    default:
+        return n * C * H * W + c * H * W + h * W + w;
+    }
+}
+
+static const enum cp_layout layouts[] = {CP_LAYOUT_NCHW, CP_LAYOUT_NHWC, CP_LAYOUT_NCHW8C,
+                                         CP_LAYOUT_NCHW16C};
+#define N_LAYOUTS (sizeof layouts / sizeof layouts[0])
+
+Test(layout_kernels, transdata_puts_each_element_where_its_layout_says)
+{
+    struct env e;
+    env_init(&e);
+    const int64_t d[4] = {2, 32, 3, 5};
+    int64_t numel = 2 * 32 * 3 * 5;
+    for (size_t a = 0; a < N_LAYOUTS; a++)
+        for (size_t b = 0; b < N_LAYOUTS; b++) {
+            if (a == b)
+                continue;
+            struct cp_graph *g = gb_graph(17);
+            float *x = malloc((size_t)numel * sizeof *x);
+            /* the value is the logical index, stored where layout a puts it */
+            for (int64_t n = 0; n < d[0]; n++)
+                for (int64_t c = 0; c < d[1]; c++)
+                    for (int64_t h = 0; h < d[2]; h++)
+                        for (int64_t w = 0; w < d[3]; w++)
+                            x[where(layouts[a], d, n, c, h, w)] =
+                                (float)(((n * d[1] + c) * d[2] + h) * d[3] + w);
+            gb_init(g, "x", CP_DTYPE_F32, 4, d, x);
+            add_transdata(g, "x", layouts[a], layouts[b]);
+            const struct cp_kernel *kernels[2] = {&cp_ref_trans_data, &cp_dnnl_trans_data};
+            for (int k = 0; k < 2; k++) {
+                float *y = run0(&e, kernels[k], g, NULL);
+                for (int64_t n = 0; n < d[0]; n++)
+                    for (int64_t c = 0; c < d[1]; c++)
+                        for (int64_t h = 0; h < d[2]; h++)
+                            for (int64_t w = 0; w < d[3]; w++) {
+                                float want = (float)(((n * d[1] + c) * d[2] + h) * d[3] + w);
+                                float got = y[where(layouts[b], d, n, c, h, w)];
+                                cr_assert_eq(got, want, "%s %s -> %s: (%lld,%lld,%lld,%lld) is %g",
+                                             kernels[k]->name, cp_layout_name(layouts[a]),
+                                             cp_layout_name(layouts[b]), (long long)n, (long long)c,
+                                             (long long)h, (long long)w, (double)got);
+                            }
+                free(y);
+            }
+            free(x);
+            cp_graph_free(g);
+        }
+    env_release(&e);
+}
+
+Test(layout_kernels, transdata_moves_elements_of_every_size_both_ways)
+{
+    struct env e;
+    env_init(&e);
+    const enum cp_dtype dts[] = {CP_DTYPE_BF16, CP_DTYPE_I32, CP_DTYPE_U8, CP_DTYPE_I8};
+    const int64_t d[4] = {1, 16, 4, 6};
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++)
+        for (size_t b = 1; b < N_LAYOUTS; b++) {
+            size_t es = cp_dtype_size(dts[t]), n = 16 * 4 * 6;
+            unsigned char *x = malloc(n * es);
+            for (size_t i = 0; i < n * es; i++)
+                x[i] = (unsigned char)(i * 7 + 1);
+            /* there */
+            struct cp_graph *g = gb_graph(17);
+            gb_init(g, "x", dts[t], 4, d, x);
+            add_transdata(g, "x", CP_LAYOUT_NCHW, layouts[b]);
+            void *ref = run0(&e, &cp_ref_trans_data, g, NULL);
+            void *fast = run0(&e, &cp_dnnl_trans_data, g, NULL);
+            cr_assert(memcmp(ref, fast, n * es) == 0, "%s to %s: oneDNN and reference differ",
+                      cp_dtype_name(dts[t]), cp_layout_name(layouts[b]));
+            cp_graph_free(g);
+            /* and back */
+            g = gb_graph(17);
+            gb_init(g, "x", dts[t], 4, d, ref);
+            add_transdata(g, "x", layouts[b], CP_LAYOUT_NCHW);
+            void *back = run0(&e, &cp_dnnl_trans_data, g, NULL);
+            cr_assert(memcmp(back, x, n * es) == 0, "%s round trip through %s changed the data",
+                      cp_dtype_name(dts[t]), cp_layout_name(layouts[b]));
+            cp_graph_free(g);
+            free(back);
+            free(ref);
+            free(fast);
+            free(x);
+        }
+    env_release(&e);
+}
+
+Test(layout_kernels, transdata_refuses_blocks_that_do_not_divide_the_channels)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_init(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 12, 4, 4), NULL);
+    add_transdata(g, "x", CP_LAYOUT_NCHW, CP_LAYOUT_NCHW8C);
+    const struct cp_node *n = cp_graph_node(g, 0);
+    cr_assert_not(cp_ref_trans_data.supports(g, n), "12 channels in blocks of 8 would pad");
+    cr_assert_not(cp_dnnl_trans_data.supports(g, n));
+    cp_graph_free(g);
+}
+
+Test(layout_kernels, transdata_refuses_input_tagged_otherwise_than_its_source_format)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_init(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 16, 4, 4), NULL);
+    add_transdata(g, "x", CP_LAYOUT_NHWC, CP_LAYOUT_NCHW);
+    cp_graph_tensor(g, cp_graph_find_tensor(g, "x"))->layout = CP_LAYOUT_NCHW16C;
+    const struct cp_node *n = cp_graph_node(g, 0);
+    cr_assert_not(cp_ref_trans_data.supports(g, n));
+    cr_assert_not(cp_dnnl_trans_data.supports(g, n));
+    cp_graph_free(g);
+}
+
+/* ---- reference kernels on re-laid-out tensors ------------------------------------------ */
+
+static float *random_floats(int64_t n, uint64_t seed)
+{
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = (float)((seed >> 40) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return v;
+}
+
+/* x (plain) in layout l, through the runtime's own mapping. */
+static float *relayout(const float *x, const int64_t *d, enum cp_layout from, enum cp_layout to)
+{
+    float *y = malloc((size_t)(d[0] * d[1] * d[2] * d[3]) * sizeof *y);
+    cp_layout_convert(y, to, x, from, d, sizeof(float));
+    return y;
+}
+
+/* Build `op` on x [1,C,H,W] (graph input "x", weights as initializers). */
+static struct cp_graph *window_graph(const char *op, int64_t c)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, c, 9, 7));
+    int32_t n;
+    if (strcmp(op, "Conv") == 0) {
+        float *w = random_floats(32 * c * 9, 5);
+        gb_init(g, "w", CP_DTYPE_F32, 4, GB_DIMS(32, c, 3, 3), w);
+        free(w);
+        n = gb_node(g, "n", "Conv", GB_IN("x", "w"), GB_IN("y"));
+        cp_node_set_ints(g, n, "pads", GB_DIMS(1, 1, 1, 1), 4);
+    } else {
+        n = gb_node(g, "n", op, GB_IN("x"), GB_IN("y"));
+        if (strcmp(op, "GlobalAveragePool") != 0)
+            cp_node_set_ints(g, n, "kernel_shape", GB_DIMS(3, 3), 2);
+    }
+    gb_infer_ok(g);
+    return g;
+}
+
+Test(layout_kernels, reference_window_kernels_compute_the_same_in_every_layout)
+{
+    struct env e;
+    env_init(&e);
+    const char *ops[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        struct cp_graph *g = window_graph(ops[o], 16);
+        const struct cp_node *n = cp_graph_node(g, 0);
+        struct cp_tensor *X = cp_graph_tensor(g, n->inputs[0]);
+        struct cp_tensor *Y = cp_graph_tensor(g, n->outputs[0]);
+        int64_t xd[4], yd[4];
+        for (int i = 0; i < 4; i++) {
+            xd[i] = X->shape.dims[i].value;
+            yd[i] = Y->shape.dims[i].value;
+        }
+        float *x = random_floats(xd[0] * xd[1] * xd[2] * xd[3], 11);
+        const struct cp_kernel *ref = cp_kernel_reference(n->op);
+        float *plain = run0(&e, ref, g, (void *const[]){x, NULL});
+        int64_t yn = yd[0] * yd[1] * yd[2] * yd[3];
+        for (size_t l = 1; l < N_LAYOUTS; l++) {
+            X->layout = Y->layout = layouts[l];
+            float *xl = relayout(x, xd, CP_LAYOUT_NCHW, layouts[l]);
+            float *yl = run0(&e, ref, g, (void *const[]){xl, NULL});
+            float *back = relayout(yl, yd, layouts[l], CP_LAYOUT_NCHW);
+            for (int64_t i = 0; i < yn; i++)
+                cr_assert_eq(back[i], plain[i], "%s in %s: element %lld is %g, plain gives %g",
+                             ops[o], cp_layout_name(layouts[l]), (long long)i, (double)back[i],
+                             (double)plain[i]);
+            free(xl);
+            free(yl);
+            free(back);
+        }
+        X->layout = Y->layout = CP_LAYOUT_UNDEF;
+        free(plain);
+        free(x);
+        cp_graph_free(g);
+    }
+    env_release(&e);
+}
+
+Test(layout_kernels, kernels_that_read_only_plain_data_decline_other_layouts)
+{
+    struct cp_graph *g = window_graph("GlobalAveragePool", 16);
+    const struct cp_node *n = cp_graph_node(g, 0);
+    cr_assert(cp_fast_global_avg_pool.supports(g, n), "plain GlobalAveragePool is the C kernel's");
+    cp_graph_tensor(g, n->inputs[0])->layout = CP_LAYOUT_NHWC;
+    cp_graph_tensor(g, n->outputs[0])->layout = CP_LAYOUT_NHWC;
+    cr_assert_not(cp_fast_global_avg_pool.supports(g, n));
+    cr_assert(cp_dnnl_global_avg_pool.supports(g, n), "oneDNN's pooling reads NHWC");
+    cp_graph_free(g);
+}
+
+/* ---- impl: exact or fast exp and erf ---------------------------------------------------- */
+
+static struct cp_graph *unary_graph(const char *op, int64_t rows, int64_t len, const char *impl,
+                                    const float *x)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_init(g, "x", CP_DTYPE_F32, 2, GB_DIMS(rows, len), x);
+    int32_t n = gb_node(g, "n", op, GB_IN("x"), GB_IN("y"));
+    if (impl)
+        cp_node_set_string(g, n, "impl", impl);
+    gb_infer_ok(g);
+    return g;
+}
+
+static double max_rel(const float *a, const float *b, int64_t n)
+{
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]) / fmax(fabs((double)b[i]), 1e-30);
+        worst = d > worst ? d : worst;
+    }
+    return worst;
+}
+
+Test(layout_kernels, exact_softmax_uses_libm_exp_for_rows_of_any_length)
+{
+    struct env e;
+    env_init(&e);
+    const int64_t rows = 64, len = 77;
+    float *x = random_floats(rows * len, 3);
+    for (int64_t i = 0; i < rows * len; i++)
+        x[i] *= 8.0f;
+    struct cp_graph *g = unary_graph("Softmax", rows, len, "exact", x);
+    const struct cp_node *n = cp_graph_node(g, 0);
+    cr_assert(cp_fast_softmax.supports(g, n), "an exact softmax of 77 is the C kernel's");
+    cr_assert_not(cp_dnnl_softmax.supports(g, n), "oneDNN's exp is not libm's");
+    float *got = run0(&e, &cp_fast_softmax, g, NULL);
+    float *ref = run0(&e, cp_kernel_reference(CP_OP_SOFTMAX), g, NULL);
+    double rel = max_rel(got, ref, rows * len);
+    cr_assert_leq(rel, 1e-6, "exact softmax is %.3g off the reference", rel);
+    free(got);
+    free(ref);
+    cp_graph_free(g);
+    g = unary_graph("Softmax", rows, len, "fast", x);
+    cr_assert_not(cp_fast_softmax.supports(g, cp_graph_node(g, 0)),
+                  "the fast softmax keeps to whole vectors");
+    cp_graph_free(g);
+    free(x);
+    env_release(&e);
+}
+
+Test(layout_kernels, fast_and_exact_softmax_agree_within_a_few_ulp)
+{
+    struct env e;
+    env_init(&e);
+    const int64_t rows = 32, len = 256;
+    float *x = random_floats(rows * len, 9);
+    for (int64_t i = 0; i < rows * len; i++)
+        x[i] *= 20.0f;
+    struct cp_graph *gf = unary_graph("Softmax", rows, len, "fast", x);
+    struct cp_graph *ge = unary_graph("Softmax", rows, len, "exact", x);
+    float *f = run0(&e, &cp_fast_softmax, gf, NULL);
+    float *ex = run0(&e, &cp_fast_softmax, ge, NULL);
+    double rel = max_rel(f, ex, rows * len);
+    cr_assert_leq(rel, 1e-5, "fast and exact softmax differ by %.3g", rel);
+    free(f);
+    free(ex);
+    cp_graph_free(gf);
+    cp_graph_free(ge);
+    free(x);
+    env_release(&e);
+}
+
+Test(layout_kernels, exact_erf_is_libm_erff)
+{
+    struct env e;
+    env_init(&e);
+    const int64_t n = 4096;
+    float *x = random_floats(n, 17);
+    for (int64_t i = 0; i < n; i++)
+        x[i] *= 5.0f;
+    struct cp_graph *g = unary_graph("Erf", 1, n, "exact", x);
+    float *got = run0(&e, &cp_fast_erf, g, NULL);
+    for (int64_t i = 0; i < n; i++)
+        cr_assert_eq(got[i], erff(x[i]), "erf(%g): %.9g, libm %.9g", (double)x[i], (double)got[i],
+                     (double)erff(x[i]));
+    free(got);
+    cp_graph_free(g);
+    g = unary_graph("Erf", 1, n, NULL, x);
+    got = run0(&e, &cp_fast_erf, g, NULL);
+    for (int64_t i = 0; i < n; i++)
+        cr_assert_leq(fabsf(got[i] - erff(x[i])), 4e-7f, "fast erf(%g) = %.9g", (double)x[i],
+                      (double)got[i]);
+    free(got);
+    cp_graph_free(g);
+    free(x);
+    env_release(&e);
+}
