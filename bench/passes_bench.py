@@ -19,11 +19,13 @@ on the model's test_data_set_0 inputs (docs/precision.md). Rows of a pass
 that changes nothing on a model are listed without timing (they are the
 no-passes model).
 
-Timing: `cannprof bench --json` on T threads (default 2), in R interleaved
-rounds (default 5): every round times every row once, in an order rotated
-each round, so drift of a shared machine hits all rows alike. A row's
-latency is the median over rounds of each round's median; the spread is the
-min..max of the round medians. Speed-ups are computed per round against the
+Timing: `cannprof bench --json` on T threads (default 2), iterating for D
+seconds (default 0.3, so a small model runs a thousand iterations and the
+largest a few dozen) after W warm-up iterations, in R interleaved rounds
+(default 5): every round times every row once, in an order rotated each
+round, so drift of a shared machine hits all rows alike. A row's latency is
+the median over rounds of each round's median; the spread is the min..max of
+the round medians. Speed-ups are computed per round against the
 same round's no-passes time, then the median (and min..max) is taken.
 
 speed-up % = (t_no_passes / t_row - 1) * 100 (a 35% speed-up is 1.35x the
@@ -33,7 +35,7 @@ The bar: on sd_unet_tiny, all passes + the best layout +
 allow_mix_precision_bf16 against no passes in fp32 must be >= 35% faster with
 precision_loss < 1%.
 
-Usage: bench/passes_bench.sh [--rounds R] [--iterations N] [--warmup W]
+Usage: bench/passes_bench.sh [--rounds R] [--duration D] [--warmup W]
                              [--threads T] [--models NAME ...]
 """
 import argparse
@@ -108,7 +110,7 @@ def precision_loss(cli, model, row, input_flags):
 
 def bench(cli, row, args):
     cmd = [cli, "bench", row.om, "--threads", str(args.threads), "--warmup", str(args.warmup),
-           "--iterations", str(args.iterations), "--json"]
+           "--duration", f"{args.duration}s", "--json"]
     if row.batch:
         cmd += ["--batch", str(row.batch)]
     res = json.loads(run(cmd).stdout)
@@ -235,16 +237,16 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--duration", type=float, default=0.3)
     ap.add_argument("--models", nargs="*", default=MODELS)
     args = ap.parse_args()
-    if args.rounds < 1 or args.iterations < 1:
-        sys.exit("passes_bench: --rounds and --iterations must be at least 1")
+    if args.rounds < 1 or not args.duration > 0:
+        sys.exit("passes_bench: --rounds must be at least 1 and --duration positive")
     cpu = run([args.cli, "--version"]).stdout.strip()
     print(f"# {cpu}; {args.threads} threads; {args.rounds} interleaved rounds x "
-          f"{args.iterations} iterations (warm-up {args.warmup}); latency = median of round "
-          f"medians; speed-up vs no passes, per round, median (min..max); precision_loss vs "
-          f"the unconverted .onnx on test_data_set_0")
+          f"{args.duration:g} s of iterations (warm-up {args.warmup}); latency = median of "
+          f"round medians; speed-up vs no passes, per round, median (min..max); "
+          f"precision_loss vs the unconverted .onnx on test_data_set_0")
     bar_ok = None
     with tempfile.TemporaryDirectory(prefix="cannprof-passes-") as workdir:
         for model in args.models:

@@ -7,7 +7,7 @@
 # layout + allow_mix_precision_bf16 >= 35% faster than no passes in fp32,
 # precision_loss < 1%). See bench/passes_bench.py for the method.
 #
-# usage: bench/passes_bench.sh [--rounds R] [--iterations N] [--warmup W]
+# usage: bench/passes_bench.sh [--rounds R] [--duration D] [--warmup W]
 #                              [--threads T] [--models NAME ...]
 # The cannprof binary is $CANNPROF, else build/cannprof (built here).
 # Exit 1 when the bar is not met.

@@ -89,12 +89,12 @@ static int list_passes(const struct cp_convert_config *cfg, bool json)
     if (json)
         cp_buf_puts(&b, "{\"passes\":[");
     else
-        cp_buf_printf(&b, "%-32s %-12s %-10s %-4s %s\n", "pass", "group", "family", "on",
+        cp_buf_printf(&b, "%-36s %-12s %-10s %-4s %s\n", "pass", "group", "family", "on",
                       "description");
     for (size_t i = 0; cp_pass_describe(i, &p); i++) {
         bool on = !cp_convert_config_pass_is_off(&c, p.name);
         if (!json) {
-            cp_buf_printf(&b, "%-32s %-12s %-10s %-4s %s\n", p.name, p.group, p.family,
+            cp_buf_printf(&b, "%-36s %-12s %-10s %-4s %s\n", p.name, p.group, p.family,
                           on ? "on" : "off", p.description);
             continue;
         }

@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Element strides of one operand along batch, head, row and depth. For the
  * mask, row is the query and depth the key (0 where it broadcasts). */
@@ -48,8 +49,18 @@ struct cp_att_geom {
  * shapes that disagree, a mask that does not broadcast to [B, H, N, M]. */
 bool cp_att_geom_init(const struct cp_graph *g, const struct cp_node *n, struct cp_att_geom *geo);
 
-/* f32 -> bf16 -> f32, rounding to nearest even (NaN stays NaN). */
-float cp_att_round_bf16(float x);
+/* f32 -> bf16 -> f32, rounding to nearest even as vcvtneps2bf16 does (NaN
+ * stays NaN); branch-free, so loops calling it vectorise. */
+static inline float cp_att_round_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+    u = nan ? (u | 0x00400000u) : u + 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 extern const struct cp_kernel cp_ref_fused_attention;
 extern const struct cp_kernel cp_fast_attention_avx512, cp_fast_attention;

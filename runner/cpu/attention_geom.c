@@ -160,17 +160,3 @@ bool cp_att_geom_init(const struct cp_graph *g, const struct cp_node *n, struct 
         return false;
     return true;
 }
-
-float cp_att_round_bf16(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) {
-        u |= 0x00400000u; /* quiet NaN, keep it a NaN after truncation */
-    } else {
-        u += 0x7fffu + ((u >> 16) & 1u);
-    }
-    u &= 0xffff0000u;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}

@@ -181,14 +181,13 @@ X512 void cp_att_x512_exp(const float *x, float *y, int64_t n, bool exact)
 
 /* ---- bf16 packing ---------------------------------------------------------- */
 
-/* Round to nearest even, as vcvtneps2bf16 does (NaN stays NaN). */
+/* The bf16 bits of f, rounded as vcvtneps2bf16 does. */
 static inline uint32_t x_bf16_bits(float f)
 {
+    float r = cp_att_round_bf16(f);
     uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
-        return (u >> 16) | 0x40u;
-    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    memcpy(&u, &r, sizeof u);
+    return u >> 16;
 }
 
 /* Interleave the two halves of a 32 x bf16 vector: lanes i of the low and
