@@ -157,8 +157,7 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
         if (!x || !k || x->shape.rank < 3 || k->shape.rank < 3)
             return 0.0;
         double bh_n_d = numel_est(&x->shape); /* B*H*N*D in every format */
-        double d = strcmp(qf, "BNHD") == 0 ? dim_est(&x->shape, 2) / heads
-                                           : dim_est(&x->shape, 3);
+        double d = strcmp(qf, "BNHD") == 0 ? dim_est(&x->shape, 2) / heads : dim_est(&x->shape, 3);
         double m = strcmp(kf, "BNHD") == 0   ? dim_est(&k->shape, 1)
                    : strcmp(kf, "BHDN") == 0 ? dim_est(&k->shape, 3)
                                              : dim_est(&k->shape, 2);

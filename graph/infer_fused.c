@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-static const char *const activations[] = {"",        "Relu", "LeakyRelu", "Clip",    "Sigmoid",
-                                          "SiLU",    "Gelu", "GeluTanh"};
+static const char *const activations[] = {"",        "Relu", "LeakyRelu", "Clip",
+                                          "Sigmoid", "SiLU", "Gelu",      "GeluTanh"};
 
 static enum cp_status check_activation(struct cp_infer *c)
 {
@@ -68,8 +68,8 @@ enum cp_status cp_infer_fused_matmul(struct cp_infer *c)
         return cp_infer_set_out(c, 0, a->dtype, &s);
     }
     if (a->shape.rank < 2 || b->shape.rank < 2)
-        return cp_infer_fail(c, "FusedMatMul needs inputs of rank >= 2 ('%s' %d, '%s' %d)",
-                             a->name, a->shape.rank, b->name, b->shape.rank);
+        return cp_infer_fail(c, "FusedMatMul needs inputs of rank >= 2 ('%s' %d, '%s' %d)", a->name,
+                             a->shape.rank, b->name, b->shape.rank);
     struct cp_shape sa = a->shape, sb = b->shape;
     if (cp_node_attr_int(c->node, "transA", 0))
         swap_last(&sa);
@@ -117,8 +117,8 @@ enum cp_status cp_infer_group_norm(struct cp_infer *c)
         for (size_t i = 1; i <= 2; i++) {
             const struct cp_tensor *p = cp_infer_in(c, i);
             if (p && p->shape.rank >= 0 && ch >= 0 &&
-                (p->shape.rank != 1 || (p->shape.dims[0].value >= 0 &&
-                                        p->shape.dims[0].value != ch)))
+                (p->shape.rank != 1 ||
+                 (p->shape.dims[0].value >= 0 && p->shape.dims[0].value != ch)))
                 return cp_infer_fail(c, "'%s' must be 1-D of %lld channels", p->name,
                                      (long long)ch);
         }
@@ -195,8 +195,8 @@ enum cp_status cp_infer_fused_attention(struct cp_infer *c)
         (st = att_operand(c, 2, "v_format", heads, &v)) != CP_OK)
         return st;
     if (dims_clash(q.depth, k.depth))
-        return cp_infer_fail(c, "Q depth %lld differs from K depth %lld",
-                             (long long)q.depth.value, (long long)k.depth.value);
+        return cp_infer_fail(c, "Q depth %lld differs from K depth %lld", (long long)q.depth.value,
+                             (long long)k.depth.value);
     if (dims_clash(k.rows, v.rows))
         return cp_infer_fail(c, "K has %lld keys but V has %lld", (long long)k.rows.value,
                              (long long)v.rows.value);

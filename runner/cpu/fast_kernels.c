@@ -8,7 +8,7 @@
  * activations these models have, the C loops beat a primitive call.
  */
 #include "runner/cpu/fast_kernels.h"
-#include "runner/cpu/layout.h" /* cp_dnnl_trans_data */
+#include "runner/cpu/layout.h"    /* cp_dnnl_trans_data */
 #include "runner/cpu/attention.h" /* cp_fast_attention* */
 
 #include <stddef.h>

@@ -819,9 +819,9 @@ static void transdata(struct cp_graph *g, int64_t c, enum cp_layout from, enum c
     const char *origin = "n";
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_assert_eq(cp_graph_add_node(g, "n", "TransData", CP_DOMAIN, &in, 1, &out, 1, &origin, 1,
-                                   &idx, &d),
-                 CP_OK, "%s", d.msg);
+    cr_assert_eq(
+        cp_graph_add_node(g, "n", "TransData", CP_DOMAIN, &in, 1, &out, 1, &origin, 1, &idx, &d),
+        CP_OK, "%s", d.msg);
     cp_node_set_string(g, idx, "src_format", cp_layout_name(from));
     cp_node_set_string(g, idx, "dst_format", cp_layout_name(to));
     L(g, "x", from);

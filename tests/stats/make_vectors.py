@@ -230,6 +230,7 @@ def main():
     emit(" * Regenerate from the repository root with")
     emit(" *     /usr/bin/python3 tests/stats/make_vectors.py > tests/stats/vectors.h")
     emit(" * NAN marks a value SciPy does not define for that input. */")
+    emit("/* clang-format off */")
     emit("#ifndef CP_TEST_STATS_VECTORS_H")
     emit("#define CP_TEST_STATS_VECTORS_H")
     emit()
@@ -352,6 +353,7 @@ def main():
     emit("};")
     emit()
     emit("#endif")
+    emit("/* clang-format on */")
     sys.stdout.write("\n".join(out) + "\n")
 
 

@@ -3,6 +3,7 @@
  * Regenerate from the repository root with
  *     /usr/bin/python3 tests/stats/make_vectors.py > tests/stats/vectors.h
  * NAN marks a value SciPy does not define for that input. */
+/* clang-format off */
 #ifndef CP_TEST_STATS_VECTORS_H
 #define CP_TEST_STATS_VECTORS_H
 
@@ -1403,3 +1404,4 @@ static const struct vec_power vec_power[] = {
 };
 
 #endif
+/* clang-format on */
