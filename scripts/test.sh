@@ -20,7 +20,8 @@ set -e
 # output only on failure, so repeat it here, then end with ctest's verdict.
 if grep -q 'conformance summary' Testing/Temporary/LastTest.log 2>/dev/null; then
     echo
-    sed -n '/^conformance summary/,/^$/p' Testing/Temporary/LastTest.log | head -n 30
+    awk '/^conformance summary/ {p = 1} p && /^$/ {exit} p && n++ < 30' \
+        Testing/Temporary/LastTest.log
     grep -E '^[0-9]+% tests passed' "$log" | tail -n 1
 fi
 exit "$rc"
