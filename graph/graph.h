@@ -253,8 +253,9 @@ enum cp_op {
  *   materialising the N×M score matrix. Inputs Q, K, V, [mask]; mask is
  *   additive and broadcasts to [B, H, N, M]. Attributes: num_heads (int),
  *   scale (float, default 1/sqrt(D)), impl (string, "fast" (default) or
- *   "exact" exp, set from --op_select_implmode), and the layout of each of q, k, v and the output as
- *   q_format / k_format / v_format / out_format (string):
+ *   "exact" exp, set from --op_select_implmode), and the layout of each
+ *   of q, k, v and the output as q_format / k_format / v_format /
+ *   out_format (string):
  *     "BHND" 4-D [B, H, N, D] (the default),
  *     "BHDN" 4-D [B, H, D, N] (K already transposed),
  *     "BNHD" 3-D [B, N, H*D] (heads packed in the last dimension).
