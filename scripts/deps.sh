@@ -51,16 +51,17 @@ cp_install_deps() {
 cp_build() {
     local dir=$1
     shift
+    mkdir -p "$dir"
     if [ ! -f "$dir/CMakeCache.txt" ]; then
         cmake -S "$CP_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCP_WERROR=ON "$@" \
-            >"$dir.configure.log" 2>&1 || {
-            cat "$dir.configure.log" >&2
+            >"$dir/configure.log" 2>&1 || {
+            cat "$dir/configure.log" >&2
             exit 3
         }
     fi
-    cmake --build "$dir" -j"$(nproc)" >"$dir.build.log" 2>&1 || {
-        grep -E 'error|Error' -A3 "$dir.build.log" | head -60 >&2
-        echo "cannprof: build failed; full log in $dir.build.log" >&2
+    cmake --build "$dir" -j"$(nproc)" >"$dir/build.log" 2>&1 || {
+        grep -E 'error|Error' -A3 "$dir/build.log" | head -60 >&2
+        echo "cannprof: build failed; full log in $dir/build.log" >&2
         exit 3
     }
 }
