@@ -17,3 +17,6 @@ build/cannprof convert --model="$model" --framework=5 --output="$out/sd_unet_tin
 echo
 echo "== cannprof info $out/sd_unet_tiny.om"
 build/cannprof info "$out/sd_unet_tiny.om"
+echo
+echo "== cannprof bench $out/sd_unet_tiny.om (2 threads)"
+build/cannprof bench "$out/sd_unet_tiny.om" --threads 2 --warmup 5 --iterations 30
