@@ -55,7 +55,8 @@ static bool batch_norm_supports(const struct cp_graph *g, const struct cp_node *
 {
     if (!cp_ref_node_is_static(g, n) || n->n_inputs != 5 || !all_f32(g, n))
         return false;
-    /* Training mode (running statistics as outputs) is not implemented. */
+    /* Inference form only: training mode (running statistics as outputs)
+     * is refused here, so the plan names the node. */
     if (cp_node_attr_int(n, "training_mode", 0) != 0)
         return false;
     for (size_t i = 1; i < n->n_outputs; i++)
