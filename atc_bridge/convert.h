@@ -59,11 +59,12 @@ enum cp_input_format {
 };
 
 /* Where conv regions keep their activations (cannprof's own knob; ATC picks
- * layouts itself). */
+ * layouts itself, and Ascend's own choice is the blocked NC1HWC0, which is
+ * why blocked is the default here). */
 enum cp_layout_policy {
-    CP_LAYOUT_POLICY_NCHW = 0, /* plain NCHW everywhere (default) */
+    CP_LAYOUT_POLICY_NCHW = 0, /* plain NCHW everywhere */
     CP_LAYOUT_POLICY_NHWC,     /* conv regions in NHWC */
-    CP_LAYOUT_POLICY_BLOCKED,  /* conv regions in oneDNN's blocked nChw16c / nChw8c */
+    CP_LAYOUT_POLICY_BLOCKED,  /* conv regions in oneDNN's blocked nChw16c / nChw8c (default) */
     CP_LAYOUT_POLICY_COUNT
 };
 
@@ -98,8 +99,8 @@ struct cp_convert_config {
     enum cp_log_level log;
 };
 
-/* Defaults: framework 5, NCHW, force_fp32, l2_optimize, high_performance,
- * soc_version "cpu", log null. */
+/* Defaults: framework 5, NCHW input format, blocked layout policy,
+ * force_fp32, l2_optimize, high_performance, soc_version "cpu", log null. */
 void cp_convert_config_init(struct cp_convert_config *c);
 
 /* Value names, as ATC spells them. */

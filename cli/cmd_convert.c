@@ -40,7 +40,7 @@ static const struct cp_opt options[] = {
      "input shapes; -1 marks a dynamic dimension"},
     {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print the summary as JSON"},
     {"layout_policy", 0, CP_OPT_VALUE, OPT_LAYOUT_POLICY, "POLICY",
-     "conv-region activations: nchw (default), nhwc, blocked (nChw16c/8c)"},
+     "conv-region activations: blocked (default; nChw16c/8c), nhwc, nchw"},
     {"list-passes", 0, CP_OPT_FLAG, OPT_LIST_PASSES, NULL,
      "list every conversion pass (name, switch group, what it does) and exit; with "
      "--fusion_switch_file, show which are on"},
