@@ -62,21 +62,6 @@ static void safe_name(const char *name, char *out, size_t n)
     out[j] = 0;
 }
 
-static double f16_value(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
-static double bf16_value(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 struct out_stats {
     double min, max, mean;
     size_t nan, inf;
@@ -110,10 +95,10 @@ static struct out_stats describe(const struct cp_host_tensor *t)
             v = ((const uint8_t *)t->data)[i];
             break;
         case CP_DTYPE_F16:
-            v = f16_value(((const uint16_t *)t->data)[i]);
+            v = cp_f16_to_f32(((const uint16_t *)t->data)[i]);
             break;
         case CP_DTYPE_BF16:
-            v = bf16_value(((const uint16_t *)t->data)[i]);
+            v = cp_bf16_to_f32(((const uint16_t *)t->data)[i]);
             break;
         default:
             continue;

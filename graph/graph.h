@@ -55,6 +55,22 @@ enum cp_dtype cp_dtype_from_onnx(int onnx_type);
 int cp_dtype_to_onnx(enum cp_dtype t);
 bool cp_dtype_is_float(enum cp_dtype t);
 
+/* f16 and bf16 conversions. f32 -> f16 and f32 -> bf16 round to nearest,
+ * ties to even (overflow to inf, NaN stays a quiet NaN). */
+float cp_f16_to_f32(uint16_t h);
+uint16_t cp_f32_to_f16(float f);
+float cp_bf16_to_f32(uint16_t h);
+uint16_t cp_f32_to_bf16(float f);
+
+/* Element i of a dtype's array read as double or int64 (floats to integers
+ * truncate toward zero, saturating, NaN to 0), and written from one
+ * (integers wrap into narrower integer dtypes when written from int64,
+ * saturate when written from double; bool is != 0). */
+double cp_elem_load_f64(const void *data, enum cp_dtype dt, int64_t i);
+int64_t cp_elem_load_i64(const void *data, enum cp_dtype dt, int64_t i);
+void cp_elem_store_f64(void *data, enum cp_dtype dt, int64_t i, double v);
+void cp_elem_store_i64(void *data, enum cp_dtype dt, int64_t i, int64_t v);
+
 /* The memory format a tensor's data is kept in. */
 enum cp_layout {
     CP_LAYOUT_UNDEF = 0, /* not decided yet */

@@ -124,49 +124,6 @@ static uint64_t splitmix64_at(uint64_t seed, uint64_t i)
     return z ^ (z >> 31);
 }
 
-/* f32 -> f16 bits, round to nearest even (overflow to inf, NaN kept). */
-static uint16_t f32_to_f16_bits(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t exp = (x >> 23) & 0xffu;
-    uint32_t man = x & 0x7fffffu;
-    if (exp == 0xff) /* inf or NaN */
-        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) { /* subnormal or zero in f16 */
-        if (e < -10)
-            return (uint16_t)sign;
-        man |= 0x800000u;
-        int shift = 14 - e; /* 24-bit significand down to the subnormal grid */
-        uint32_t half = man >> shift;
-        uint32_t rem = man & ((1u << shift) - 1);
-        uint32_t mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1)))
-            half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (man >> 13);
-    uint32_t rem = man & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
-        h++; /* may carry into the exponent, which is still correct */
-    return (uint16_t)(sign | h);
-}
-
-/* f32 -> bf16 bits, round to nearest even. */
-static uint16_t f32_to_bf16_bits(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
 enum cp_status cp_tensor_fill_random(struct cp_host_tensor *t, uint64_t seed, struct cp_diag *d)
 {
     const char *what = t->name[0] ? t->name : "random input";
@@ -189,13 +146,13 @@ enum cp_status cp_tensor_fill_random(struct cp_host_tensor *t, uint64_t seed, st
             memcpy(p + 4 * i, &f, 4);
             break;
         case CP_DTYPE_F16:
-            h = f32_to_f16_bits(f);
+            h = cp_f32_to_f16(f);
             if (h == 0x3c00u) /* rounded up to 1.0: keep the interval half-open */
                 h = 0x3bffu;
             memcpy(p + 2 * i, &h, 2);
             break;
         case CP_DTYPE_BF16:
-            h = f32_to_bf16_bits(f);
+            h = cp_f32_to_bf16(f);
             if (h == 0x3f80u)
                 h = 0x3f7fu;
             memcpy(p + 2 * i, &h, 2);

@@ -22,88 +22,8 @@ static bool dtype_ok(enum cp_dtype dt)
            dt == CP_DTYPE_I8 || dt == CP_DTYPE_U8;
 }
 
-static int64_t load_i64(const void *p, enum cp_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case CP_DTYPE_I64:
-        return ((const int64_t *)p)[i];
-    case CP_DTYPE_I32:
-        return ((const int32_t *)p)[i];
-    case CP_DTYPE_I8:
-        return ((const int8_t *)p)[i];
-    case CP_DTYPE_U8:
-        return ((const uint8_t *)p)[i];
-    case CP_DTYPE_BOOL:
-        return ((const uint8_t *)p)[i] != 0;
-    default:
-        return 0;
-    }
-}
-
-static void store_i64(void *p, enum cp_dtype dt, int64_t i, int64_t v)
-{
-    switch (dt) {
-    case CP_DTYPE_F32:
-        ((float *)p)[i] = (float)v;
-        break;
-    case CP_DTYPE_I64:
-        ((int64_t *)p)[i] = v;
-        break;
-    case CP_DTYPE_I32:
-        ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v;
-        break;
-    case CP_DTYPE_I8:
-        ((int8_t *)p)[i] = (int8_t)(uint8_t)(uint64_t)v;
-        break;
-    case CP_DTYPE_U8:
-        ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v;
-        break;
-    case CP_DTYPE_BOOL:
-        ((uint8_t *)p)[i] = v != 0;
-        break;
-    default:
-        break;
-    }
-}
-
-/* Truncation toward zero, saturating, NaN to 0: what the runtime's Cast
- * does with a float that does not fit. */
-static int64_t f64_to_i64(double v, double lo, double hi)
-{
-    if (isnan(v))
-        return 0;
-    if (v <= lo)
-        return (int64_t)lo;
-    if (v >= hi)
-        return hi >= 0x1p63 ? INT64_MAX : (int64_t)hi;
-    return (int64_t)v;
-}
-
-static void store_f64(void *p, enum cp_dtype dt, int64_t i, double v)
-{
-    switch (dt) {
-    case CP_DTYPE_F32:
-        ((float *)p)[i] = (float)v;
-        break;
-    case CP_DTYPE_I64:
-        ((int64_t *)p)[i] = f64_to_i64(v, -0x1p63, 0x1p63);
-        break;
-    case CP_DTYPE_I32:
-        ((int32_t *)p)[i] = (int32_t)f64_to_i64(v, INT32_MIN, INT32_MAX);
-        break;
-    case CP_DTYPE_I8:
-        ((int8_t *)p)[i] = (int8_t)f64_to_i64(v, INT8_MIN, INT8_MAX);
-        break;
-    case CP_DTYPE_U8:
-        ((uint8_t *)p)[i] = (uint8_t)f64_to_i64(v, 0, UINT8_MAX);
-        break;
-    case CP_DTYPE_BOOL:
-        ((uint8_t *)p)[i] = v != 0;
-        break;
-    default:
-        break;
-    }
-}
+/* Element reads and writes are graph/elem.c's (cp_elem_*), the same ones
+ * the reference kernels use. */
 
 /* ---- shapes and broadcasting ---------------------------------------------------------- */
 
@@ -276,7 +196,7 @@ static bool ev_gather(struct ev *e)
     unsigned char *dst = e->out_data;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < ni; j++) {
-            int64_t k = load_i64(e->in_data[1], idx->dtype, j);
+            int64_t k = cp_elem_load_i64(e->in_data[1], idx->dtype, j);
             if (k < 0)
                 k += dim;
             if (k < 0 || k >= dim)
@@ -300,7 +220,7 @@ static bool input_ints(struct ev *e, size_t i, int64_t *out, size_t cap, size_t 
     if (n < 0 || (size_t)n > cap)
         return false;
     for (int64_t k = 0; k < n; k++)
-        out[k] = load_i64(e->in_data[i], t->dtype, k);
+        out[k] = cp_elem_load_i64(e->in_data[i], t->dtype, k);
     *len = (size_t)n;
     return true;
 }
@@ -410,9 +330,10 @@ static bool ev_cast(struct ev *e)
         return false;
     for (int64_t i = 0; i < n; i++) {
         if (x->dtype == CP_DTYPE_F32)
-            store_f64(e->out_data, e->out->dtype, i, ((const float *)e->in_data[0])[i]);
+            cp_elem_store_f64(e->out_data, e->out->dtype, i, ((const float *)e->in_data[0])[i]);
         else
-            store_i64(e->out_data, e->out->dtype, i, load_i64(e->in_data[0], x->dtype, i));
+            cp_elem_store_i64(e->out_data, e->out->dtype, i,
+                              cp_elem_load_i64(e->in_data[0], x->dtype, i));
     }
     return true;
 }
@@ -435,8 +356,8 @@ static bool ev_unary(struct ev *e)
         if (e->n->op != CP_OP_RELU || x->dtype == CP_DTYPE_BOOL)
             return false;
         for (int64_t i = 0; i < n; i++) {
-            int64_t v = load_i64(e->in_data[0], x->dtype, i);
-            store_i64(e->out_data, x->dtype, i, v > 0 ? v : 0);
+            int64_t v = cp_elem_load_i64(e->in_data[0], x->dtype, i);
+            cp_elem_store_i64(e->out_data, x->dtype, i, v > 0 ? v : 0);
         }
         return true;
     }
@@ -533,7 +454,7 @@ static bool ev_binary(struct ev *e)
         int64_t ia = bc.off[0], ib = bc.off[1];
         if (pow_mixed) {
             double x = ((const float *)e->in_data[0])[ia];
-            double p = (double)load_i64(e->in_data[1], b->dtype, ib);
+            double p = (double)cp_elem_load_i64(e->in_data[1], b->dtype, ib);
             ((float *)e->out_data)[i] = (float)pow(x, p);
         } else if (a->dtype == CP_DTYPE_F32 && op == CP_OP_EQUAL) {
             ((uint8_t *)e->out_data)[i] =
@@ -542,9 +463,9 @@ static bool ev_binary(struct ev *e)
             ((float *)e->out_data)[i] = f32_binary(op, ((const float *)e->in_data[0])[ia],
                                                    ((const float *)e->in_data[1])[ib]);
         } else {
-            int64_t x = load_i64(e->in_data[0], a->dtype, ia);
-            int64_t y = load_i64(e->in_data[1], b->dtype, ib);
-            store_i64(e->out_data, e->out->dtype, i, int_binary(op, x, y));
+            int64_t x = cp_elem_load_i64(e->in_data[0], a->dtype, ia);
+            int64_t y = cp_elem_load_i64(e->in_data[1], b->dtype, ib);
+            cp_elem_store_i64(e->out_data, e->out->dtype, i, int_binary(op, x, y));
         }
     }
     return true;
@@ -604,10 +525,10 @@ static bool ev_range(struct ev *e)
             ((float *)e->out_data)[i] = (float)(start + (double)i * delta);
         return true;
     }
-    uint64_t start = (uint64_t)load_i64(e->in_data[0], dt, 0);
-    uint64_t delta = (uint64_t)load_i64(e->in_data[2], dt, 0);
+    uint64_t start = (uint64_t)cp_elem_load_i64(e->in_data[0], dt, 0);
+    uint64_t delta = (uint64_t)cp_elem_load_i64(e->in_data[2], dt, 0);
     for (int64_t i = 0; i < n; i++)
-        store_i64(e->out_data, dt, i, (int64_t)(start + (uint64_t)i * delta));
+        cp_elem_store_i64(e->out_data, dt, i, (int64_t)(start + (uint64_t)i * delta));
     return true;
 }
 
@@ -616,7 +537,7 @@ static bool dispatch(struct ev *e)
     switch (e->n->op) {
     case CP_OP_DROPOUT:
         /* An identity only outside training mode. */
-        if (e->in[2] && numel(e->in[2]) == 1 && load_i64(e->in_data[2], e->in[2]->dtype, 0))
+        if (e->in[2] && numel(e->in[2]) == 1 && cp_elem_load_i64(e->in_data[2], e->in[2]->dtype, 0))
             return false;
         return ev_copy(e);
     case CP_OP_IDENTITY:
