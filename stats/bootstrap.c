@@ -23,7 +23,7 @@ void cp_bootstrap_opts_init(struct cp_bootstrap_opts *o)
 
 static void ci_nan(struct cp_bootstrap_ci *r)
 {
-    r->estimate = r->lo = r->hi = r->se = r->level = NAN;
+    r->estimate = r->lo = r->hi = r->se = r->level = r->p = NAN;
     r->resamples = 0;
 }
 
@@ -38,19 +38,39 @@ static enum cp_status check_opts(const struct cp_bootstrap_opts *o, struct cp_di
     return CP_OK;
 }
 
-/* The median of n values drawn with replacement from x into scratch s. */
-static double resample_median(gsl_rng *r, const double *x, size_t n, double *s)
+/* The q-quantile of the n values in s (reordered). The median takes GSL's
+ * quickselect; other quantiles sort. */
+static double quantile_of(double *s, size_t n, double q)
+{
+    if (q == 0.5)
+        return gsl_stats_median(s, 1, n);
+    gsl_sort(s, 1, n);
+    return gsl_stats_quantile_from_sorted_data(s, 1, n, q);
+}
+
+/* The q-quantile of n values drawn with replacement from x into scratch s. */
+static double resample_quantile(gsl_rng *r, const double *x, size_t n, double *s, double q)
 {
     for (size_t i = 0; i < n; i++)
         s[i] = x[gsl_rng_uniform_int(r, n)];
-    return gsl_stats_median(s, 1, n); /* quickselect; reorders s */
+    return quantile_of(s, n, q);
 }
 
 enum cp_status cp_stats_bootstrap_median_ratio(const double *x, size_t nx, const double *y,
                                                size_t ny, const struct cp_bootstrap_opts *o,
                                                struct cp_bootstrap_ci *out, struct cp_diag *d)
 {
+    return cp_stats_bootstrap_quantile_ratio(x, nx, y, ny, 0.5, o, out, d);
+}
+
+enum cp_status cp_stats_bootstrap_quantile_ratio(const double *x, size_t nx, const double *y,
+                                                 size_t ny, double q,
+                                                 const struct cp_bootstrap_opts *o,
+                                                 struct cp_bootstrap_ci *out, struct cp_diag *d)
+{
     ci_nan(out);
+    if (!(q > 0.0 && q < 1.0))
+        return cp_diag_set(d, CP_ERR_INVALID, "bootstrap quantile %g is outside (0, 1)", q);
     enum cp_status st = cp_stats_check_sample("first sample (x)", x, nx, 2, "for a bootstrap", d);
     if (st == CP_OK)
         st = cp_stats_check_sample("second sample (y)", y, ny, 2, "for a bootstrap", d);
@@ -86,14 +106,19 @@ enum cp_status cp_stats_bootstrap_median_ratio(const double *x, size_t nx, const
         sx[i] = x[i];
     for (size_t j = 0; j < ny; j++)
         sy[j] = y[j];
-    double est = gsl_stats_median(sy, 1, ny) / gsl_stats_median(sx, 1, nx);
+    double est = quantile_of(sy, ny, q) / quantile_of(sx, nx, q);
 
+    size_t at_most_1 = 0, at_least_1 = 0;
     for (size_t b = 0; b < o->resamples; b++) {
-        double mx = resample_median(&rng, x, nx, sx);
-        double my = resample_median(&rng, y, ny, sy);
+        double mx = resample_quantile(&rng, x, nx, sx, q);
+        double my = resample_quantile(&rng, y, ny, sy, q);
         ratio[b] = my / mx;
+        at_most_1 += ratio[b] <= 1.0;
+        at_least_1 += ratio[b] >= 1.0;
     }
     gsl_sort(ratio, 1, o->resamples);
+    size_t tail = at_most_1 < at_least_1 ? at_most_1 : at_least_1;
+    out->p = fmin(1.0, 2.0 * (double)(tail + 1) / (double)(o->resamples + 1));
     out->estimate = est;
     out->lo = gsl_stats_quantile_from_sorted_data(ratio, 1, o->resamples, (1.0 - o->level) / 2.0);
     out->hi = gsl_stats_quantile_from_sorted_data(ratio, 1, o->resamples, (1.0 + o->level) / 2.0);

@@ -227,6 +227,9 @@ struct cp_bootstrap_ci {
     double se;       /* standard deviation of the bootstrap ratios */
     double level;
     size_t resamples;
+    double p; /* two-sided bootstrap p-value of "the ratio is 1":
+               * min(1, 2 * (k + 1) / (B + 1)) with k the smaller of the counts of
+               * resampled ratios <= 1 and >= 1 and B the resamples */
 };
 
 /* A bootstrap confidence interval for median(y) / median(x) (with x = before
@@ -245,6 +248,15 @@ struct cp_bootstrap_ci {
 enum cp_status cp_stats_bootstrap_median_ratio(const double *x, size_t nx, const double *y,
                                                size_t ny, const struct cp_bootstrap_opts *o,
                                                struct cp_bootstrap_ci *out, struct cp_diag *d);
+
+/* The same for the q-quantile (q in (0,1)) instead of the median:
+ * quantile_q(y) / quantile_q(x), quantiles by linear interpolation (q = 0.5
+ * gives exactly cp_stats_bootstrap_median_ratio). `validate` compares p99
+ * latency with q = 0.99. */
+enum cp_status cp_stats_bootstrap_quantile_ratio(const double *x, size_t nx, const double *y,
+                                                 size_t ny, double q,
+                                                 const struct cp_bootstrap_opts *o,
+                                                 struct cp_bootstrap_ci *out, struct cp_diag *d);
 
 /* The Hodges-Lehmann shift estimate: the median of all nx*ny differences
  * y_j - x_i (the mean of the two middle ones when nx*ny is even). Positive

@@ -254,6 +254,30 @@ enum cp_status cp_trace_store_add_counter(struct cp_trace_store *s, int64_t run_
 enum cp_status cp_trace_store_samples(struct cp_trace_store *s, int64_t run_id, uint64_t **ns,
                                       size_t *n, int64_t *used_run, struct cp_diag *d);
 
+/* Everything a verdict needs from one run, read in one call. */
+struct cp_run_metrics {
+    int64_t run_id;
+    char *kind;        /* "bench", "bench-ab", ... */
+    char *created_at;  /* UTC, "YYYY-MM-DD HH:MM:SS" */
+    char *model_path;  /* may be "" */
+    char *model_hash;  /* source-model hash recorded in the .om; may be "" */
+    char *config_id;   /* may be "" */
+    int batch, threads;
+    size_t n;             /* iterations with a latency sample */
+    uint64_t *latency_ns; /* n values, in iteration order */
+    uint64_t *device_ns;  /* n values: kernel time of each iteration (device-layer events);
+                           * NULL when the run recorded no kernel events */
+    uint64_t weight_bytes, arena_bytes, peak_bytes, peak_rss_bytes;
+    double precision_loss; /* counter "precision_loss" (percent) of the run; NaN when absent */
+};
+
+/* Read run `run_id` (the last run when < 0). A run without samples is not an
+ * error here: m->n is 0 (the caller decides). OUT: *m, released with
+ * cp_run_metrics_release (also safe after a failure). */
+enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_id,
+                                          struct cp_run_metrics *m, struct cp_diag *d);
+void cp_run_metrics_release(struct cp_run_metrics *m);
+
 /* The sqlite3 handle, for modules that run their own queries (analysis).
  * Owned by the store. */
 void *cp_trace_store_db(struct cp_trace_store *s);

@@ -1,0 +1,251 @@
+/* Verdicts: a test, an effect with its interval, and the threshold that
+ * separates a change that matters from noise. */
+#include "stats/verdict.h"
+#include "stats/check.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+const char *cp_verdict_name(enum cp_verdict v)
+{
+    switch (v) {
+    case CP_VERDICT_UNCHANGED:
+        return "unchanged";
+    case CP_VERDICT_IMPROVED:
+        return "improved";
+    case CP_VERDICT_REGRESSED:
+        return "regressed";
+    case CP_VERDICT_INCONCLUSIVE:
+        return "inconclusive";
+    }
+    return "unknown";
+}
+
+static const struct {
+    const char *name;
+    enum cp_stat_test test;
+} test_names[] = {
+    {"mann-whitney", CP_TEST_MANN_WHITNEY}, {"welch", CP_TEST_WELCH},
+    {"t-test", CP_TEST_STUDENT},            {"bootstrap", CP_TEST_BOOTSTRAP},
+    {"mwu", CP_TEST_MANN_WHITNEY},          {"mannwhitney", CP_TEST_MANN_WHITNEY},
+    {"mann_whitney", CP_TEST_MANN_WHITNEY}, {"student", CP_TEST_STUDENT},
+    {"ttest", CP_TEST_STUDENT},             {"t_test", CP_TEST_STUDENT},
+};
+
+const char *cp_stat_test_name(enum cp_stat_test t)
+{
+    for (size_t i = 0; i < sizeof test_names / sizeof *test_names; i++)
+        if (test_names[i].test == t)
+            return test_names[i].name; /* the first entry of each test is its name */
+    return "unknown";
+}
+
+bool cp_stat_test_parse(const char *s, enum cp_stat_test *out)
+{
+    for (size_t i = 0; s && i < sizeof test_names / sizeof *test_names; i++)
+        if (strcasecmp(s, test_names[i].name) == 0) {
+            *out = test_names[i].test;
+            return true;
+        }
+    return false;
+}
+
+void cp_verdict_opts_init(struct cp_verdict_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->test = CP_TEST_MANN_WHITNEY;
+    o->alpha = 0.05;
+    o->threshold_pct = 2.0;
+    o->power = 0.9;
+    o->quantile = 0.0;
+    cp_bootstrap_opts_init(&o->boot);
+}
+
+static void comparison_nan(struct cp_comparison *c, size_t nb, size_t na, enum cp_stat_test t)
+{
+    memset(c, 0, sizeof *c);
+    c->n_before = nb;
+    c->n_after = na;
+    c->before = c->after = c->delta_pct = c->ci_lo_pct = c->ci_hi_pct = NAN;
+    c->p = c->mde_pct = NAN;
+    c->test = t;
+    c->verdict = CP_VERDICT_INCONCLUSIVE;
+}
+
+static enum cp_status check_opts(const struct cp_verdict_opts *o, struct cp_diag *d)
+{
+    if (!(o->alpha > 0.0 && o->alpha <= 0.5))
+        return cp_diag_set(d, CP_ERR_INVALID, "alpha %g is outside (0, 0.5]", o->alpha);
+    if (!(o->threshold_pct >= 0.0 && isfinite(o->threshold_pct)))
+        return cp_diag_set(d, CP_ERR_INVALID, "threshold %g%% is not a percentage >= 0",
+                           o->threshold_pct);
+    if (!(o->power > 0.0 && o->power < 1.0))
+        return cp_diag_set(d, CP_ERR_INVALID, "power %g is outside (0, 1)", o->power);
+    if (!(o->quantile >= 0.0 && o->quantile < 1.0))
+        return cp_diag_set(d, CP_ERR_INVALID, "quantile %g is outside [0, 1)", o->quantile);
+    return CP_OK;
+}
+
+/* Improved or regressed, by the sign of the change and the metric's good
+ * direction. */
+static enum cp_verdict direction(double delta_pct, enum cp_better better)
+{
+    bool up = delta_pct > 0;
+    return up == (better == CP_BETTER_HIGHER) ? CP_VERDICT_IMPROVED : CP_VERDICT_REGRESSED;
+}
+
+/* The spread the sample-size figures assume: the standard deviation for the
+ * t-tests; for the rank and bootstrap tests, which are chosen because
+ * latency has outliers, the MAD scaled to a normal sigma (the raw sd would
+ * inflate every sample-size estimate by the outliers). Pooled over both
+ * sides. */
+static double spread(const double *b, size_t nb, const double *a, size_t na, enum cp_stat_test t)
+{
+    double sb = NAN, sa = NAN;
+    if (t == CP_TEST_MANN_WHITNEY || t == CP_TEST_BOOTSTRAP) {
+        struct cp_mad mb, ma;
+        if (cp_stats_mad(b, nb, &mb, NULL) == CP_OK && cp_stats_mad(a, na, &ma, NULL) == CP_OK) {
+            sb = mb.scaled;
+            sa = ma.scaled;
+        }
+    }
+    if (!(sb > 0) || !(sa > 0)) {
+        cp_stats_sd(b, nb, &sb, NULL);
+        cp_stats_sd(a, na, &sa, NULL);
+    }
+    double v = (((double)nb - 1) * sb * sb + ((double)na - 1) * sa * sa) / (double)(nb + na - 2);
+    return sqrt(v);
+}
+
+static enum cp_status ttest(const double *b, size_t nb, const double *a, size_t na,
+                            const struct cp_verdict_opts *o, struct cp_comparison *c,
+                            struct cp_diag *d)
+{
+    cp_stats_mean(b, nb, &c->before, NULL);
+    cp_stats_mean(a, na, &c->after, NULL);
+    if (c->before == 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "the before mean is 0: a change in percent of it "
+                                              "means nothing");
+    struct cp_ttest r;
+    struct cp_diag td;
+    cp_diag_init(&td);
+    enum cp_status st = o->test == CP_TEST_WELCH ? cp_stats_ttest_welch(a, na, b, nb, &r, &td)
+                                                 : cp_stats_ttest_student(a, na, b, nb, &r, &td);
+    c->delta_pct = 100.0 * (c->after - c->before) / c->before;
+    if (st == CP_ERR_INVALID) {
+        /* No variance on either side: the samples are constants, and equal
+         * or not with certainty. */
+        c->p = c->after == c->before ? 1.0 : 0.0;
+        c->ci_lo_pct = c->ci_hi_pct = c->delta_pct;
+        return CP_OK;
+    }
+    if (st != CP_OK)
+        return cp_diag_set(d, st, "%s", td.msg);
+    double lo, hi;
+    if ((st = cp_stats_ttest_ci(&r, o->boot.level, &lo, &hi, d)) != CP_OK)
+        return st;
+    c->p = r.p;
+    c->ci_lo_pct = 100.0 * lo / fabs(c->before);
+    c->ci_hi_pct = 100.0 * hi / fabs(c->before);
+    return CP_OK;
+}
+
+/* The median (or quantile) ratio by the bootstrap: the interval always; the
+ * p-value too unless a rank test supplies it. */
+static enum cp_status ratio(const double *b, size_t nb, const double *a, size_t na, double q,
+                            const struct cp_verdict_opts *o, struct cp_comparison *c,
+                            struct cp_diag *d)
+{
+    c->before = cp_stats_quantile(b, nb, q);
+    c->after = cp_stats_quantile(a, na, q);
+    if (!(c->before > 0))
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "the before values' %s is %g: a ratio needs positive values",
+                           q == 0.5 ? "median" : "quantile", c->before);
+    for (size_t i = 0; i < nb; i++)
+        if (!(b[i] > 0))
+            return cp_diag_set(d, CP_ERR_INVALID,
+                               "before value %zu is %g: a ratio needs positive values", i, b[i]);
+    struct cp_bootstrap_ci ci;
+    enum cp_status st = cp_stats_bootstrap_quantile_ratio(b, nb, a, na, q, &o->boot, &ci, d);
+    if (st != CP_OK)
+        return st;
+    c->delta_pct = 100.0 * (ci.estimate - 1.0);
+    c->ci_lo_pct = 100.0 * (ci.lo - 1.0);
+    c->ci_hi_pct = 100.0 * (ci.hi - 1.0);
+    c->p = ci.p;
+    return CP_OK;
+}
+
+static void judge(const double *b, size_t nb, const double *a, size_t na, enum cp_better better,
+                  const struct cp_verdict_opts *o, struct cp_comparison *c)
+{
+    bool significant = c->p < o->alpha;
+    bool large = fabs(c->delta_pct) >= o->threshold_pct && c->delta_pct != 0;
+    double sigma = spread(b, nb, a, na, c->test);
+    if (sigma > 0)
+        cp_stats_mde_relative(nb, na, o->alpha, o->power, sigma, c->before, &c->mde_pct, NULL);
+    if (significant)
+        c->verdict = large ? direction(c->delta_pct, better) : CP_VERDICT_UNCHANGED;
+    else if (large) {
+        c->verdict = CP_VERDICT_INCONCLUSIVE;
+        size_t n = 0;
+        if (sigma > 0 && cp_stats_n_for_relative(fabs(c->delta_pct), sigma, c->before, o->alpha,
+                                                 o->power, &n, NULL) == CP_OK)
+            c->n_needed = n;
+    } else
+        c->verdict = CP_VERDICT_UNCHANGED;
+}
+
+static enum cp_status exact(double b, double a, enum cp_better better,
+                            const struct cp_verdict_opts *o, struct cp_comparison *c,
+                            struct cp_diag *d)
+{
+    if (!isfinite(b) || !isfinite(a))
+        return cp_diag_set(d, CP_ERR_INVALID, "a value is not finite (before %g, after %g)", b, a);
+    if (b == 0 && a != 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "the before value is 0: a change in percent of "
+                                              "it means nothing");
+    c->exact = true;
+    c->before = b;
+    c->after = a;
+    c->delta_pct = b == 0 ? 0.0 : 100.0 * (a - b) / fabs(b);
+    c->ci_lo_pct = c->ci_hi_pct = c->delta_pct;
+    bool large = fabs(c->delta_pct) >= o->threshold_pct && c->delta_pct != 0;
+    c->verdict = large ? direction(c->delta_pct, better) : CP_VERDICT_UNCHANGED;
+    return CP_OK;
+}
+
+enum cp_status cp_verdict_compare(const double *before, size_t nb, const double *after, size_t na,
+                                  enum cp_better better, const struct cp_verdict_opts *o,
+                                  struct cp_comparison *out, struct cp_diag *d)
+{
+    enum cp_stat_test t = o->quantile > 0 ? CP_TEST_BOOTSTRAP : o->test;
+    comparison_nan(out, nb, na, t);
+    enum cp_status st = check_opts(o, d);
+    if (st != CP_OK)
+        return st;
+    if (nb == 1 && na == 1)
+        return exact(before[0], after[0], better, o, out, d);
+    if ((st = cp_stats_check_sample("before", before, nb, 2, "per side (or one each)", d)) !=
+            CP_OK ||
+        (st = cp_stats_check_sample("after", after, na, 2, "per side (or one each)", d)) != CP_OK)
+        return st;
+    struct cp_comparison c = *out;
+    if (t == CP_TEST_WELCH || t == CP_TEST_STUDENT)
+        st = ttest(before, nb, after, na, o, &c, d);
+    else {
+        st = ratio(before, nb, after, na, o->quantile > 0 ? o->quantile : 0.5, o, &c, d);
+        if (st == CP_OK && t == CP_TEST_MANN_WHITNEY) {
+            struct cp_mwu u;
+            st = cp_stats_mann_whitney(before, nb, after, na, CP_MWU_AUTO, &u, d);
+            c.p = u.p;
+        }
+    }
+    if (st != CP_OK)
+        return st;
+    judge(before, nb, after, na, better, o, &c);
+    *out = c;
+    return CP_OK;
+}
