@@ -14,6 +14,7 @@ struct command {
 
 /* Sorted by name. */
 static const struct command commands[] = {
+    {"baseline", cp_cmd_baseline, "keep per-service baselines in the knowledge base for validate"},
     {"bench", cp_cmd_bench, "measure latency statistics and throughput; --trace records a trace"},
     {"compare", cp_cmd_compare,
      "compare two models' outputs on the same inputs: errors, precision_loss"},
@@ -21,6 +22,8 @@ static const struct command commands[] = {
     {"export", cp_cmd_export, "export a trace store as Chrome trace JSON or folded stacks"},
     {"info", cp_cmd_info, "describe an .onnx or .om file: I/O, ops, parameters, FLOPs, config"},
     {"run", cp_cmd_run, "run a model once; inputs from .pb/.npy or seeded random; .npy out"},
+    {"validate", cp_cmd_validate,
+     "compare two runs or a run and a baseline: p-values, CIs, verdicts; exit 1 on regression"},
 };
 
 static void usage(FILE *f)

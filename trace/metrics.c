@@ -13,6 +13,7 @@ void cp_run_metrics_release(struct cp_run_metrics *m)
     free(m->model_path);
     free(m->model_hash);
     free(m->config_id);
+    free(m->config_json);
     free(m->latency_ns);
     free(m->device_ns);
     memset(m, 0, sizeof *m);
@@ -46,7 +47,7 @@ static enum cp_status read_run_row(struct cp_trace_store *s, int64_t run, struct
     enum cp_status ret = prepare(s,
                                  "SELECT kind, created_at, model_path, model_hash, config_id, "
                                  "threads, batch, weight_bytes, arena_bytes, peak_bytes, "
-                                 "peak_rss_bytes FROM runs WHERE id = ?1",
+                                 "peak_rss_bytes, config_json FROM runs WHERE id = ?1",
                                  &st, "reading a run", d);
     if (ret != CP_OK)
         return ret;
@@ -69,7 +70,9 @@ static enum cp_status read_run_row(struct cp_trace_store *s, int64_t run, struct
     m->arena_bytes = col_u64(st, 8);
     m->peak_bytes = col_u64(st, 9);
     m->peak_rss_bytes = col_u64(st, 10);
-    if (!m->kind || !m->created_at || !m->model_path || !m->model_hash || !m->config_id)
+    m->config_json = col_text(st, 11);
+    if (!m->kind || !m->created_at || !m->model_path || !m->model_hash || !m->config_id ||
+        !m->config_json)
         ret = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading run %lld", s->path,
                           (long long)run);
 out:

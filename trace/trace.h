@@ -262,6 +262,7 @@ struct cp_run_metrics {
     char *model_path;  /* may be "" */
     char *model_hash;  /* source-model hash recorded in the .om; may be "" */
     char *config_id;   /* may be "" */
+    char *config_json; /* the conversion config recorded in the .om; may be "" */
     int batch, threads;
     size_t n;             /* iterations with a latency sample */
     uint64_t *latency_ns; /* n values, in iteration order */

@@ -1,0 +1,560 @@
+/* `cannprof validate` as a CI gate: verdicts and exit codes on traces whose
+ * answer is known (made through the trace store API with seeded samples),
+ * every output format, bad input (exit 2), different models refused unless
+ * --force, and one real pair where a model converted without its fusion
+ * passes really is slower. */
+#include "core/core.h"
+#include "support/hook_server.h"
+#include "support/run.h"
+#include "trace/trace.h"
+
+#include <criterion/criterion.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <jansson.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *g_dir;
+
+static void setup(void)
+{
+    g_dir = cp_scratch_dir();
+    cr_assert_not_null(g_dir);
+}
+
+static void teardown(void)
+{
+    cp_scratch_remove(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+}
+
+TestSuite(cli_validate, .init = setup, .fini = teardown);
+
+static char *path(const char *name)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_printf(&b, "%s/%s", g_dir, name);
+    cr_assert_eq(cp_buf_status(&b), CP_OK);
+    return cp_buf_steal(&b);
+}
+
+struct fake_run {
+    const char *model_hash;
+    double mean_ms, sd_ms;
+    size_t n;
+    unsigned long seed;
+    uint64_t arena_bytes;
+    bool kernels;   /* record kernel events (device_util) */
+    double precision_loss; /* < 0: none */
+    const double *values_ms; /* n explicit samples instead of random ones */
+};
+
+/* A trace with one bench run of normal latency samples. */
+static char *make_trace(const char *name, const struct fake_run *f)
+{
+    char *p = path(name);
+    struct cp_trace_store *s = NULL;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_trace_store_open(p, &s, &d), CP_OK, "%s", d.msg);
+    struct cp_trace_run_info info = {
+        .kind = "bench",
+        .model_path = "/models/m.om",
+        .model_hash = f->model_hash,
+        .config_id = "c0",
+        .threads = 2,
+        .batch = 1,
+        .iterations = (int)f->n,
+        .weight_bytes = 1 << 20,
+        .arena_bytes = f->arena_bytes ? f->arena_bytes : 1 << 20,
+    };
+    int64_t run;
+    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK, "%s", d.msg);
+    uint64_t *ns = calloc(f->n, sizeof *ns);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, f->seed);
+    for (size_t i = 0; i < f->n; i++)
+        ns[i] = (uint64_t)((f->values_ms ? f->values_ms[i]
+                                         : f->mean_ms + gsl_ran_gaussian(r, f->sd_ms)) *
+                           1e6);
+    gsl_rng_free(r);
+    cr_assert_eq(cp_trace_store_add_samples(s, run, 0, ns, f->n, &d), CP_OK, "%s", d.msg);
+    if (f->kernels) {
+        struct cp_trace_recorder *rec = cp_trace_recorder_create(f->n);
+        int32_t id = cp_trace_intern(rec, "k0");
+        for (size_t i = 0; i < f->n; i++)
+            cp_trace_record(rec, CP_LAYER_DEVICE, id, 0, (int32_t)i, 1000 * i,
+                            1000 * i + ns[i] * 9 / 10, 0);
+        struct cp_trace_kernel k = {.node = "k0", .op_type = "Conv", .impl = "ref",
+                                    .origins = "[]", .inputs = "[]", .outputs = "[]"};
+        cr_assert_eq(cp_trace_store_add_kernels(s, run, &k, 1, &d), CP_OK, "%s", d.msg);
+        cr_assert_eq(cp_trace_store_add_events(s, run, rec, &d), CP_OK, "%s", d.msg);
+        cp_trace_recorder_free(rec);
+    }
+    if (f->precision_loss >= 0)
+        cr_assert_eq(cp_trace_store_add_counter(s, run, -1, "precision_loss", f->precision_loss,
+                                                0, &d),
+                     CP_OK);
+    free(ns);
+    cp_trace_store_close(s);
+    return p;
+}
+
+static json_t *json_of(const struct cp_run *r)
+{
+    json_error_t e;
+    json_t *j = json_loads(r->out, 0, &e);
+    cr_assert_not_null(j, "not JSON (%s): %s", e.text, r->out);
+    return j;
+}
+
+static const char *verdict_of(json_t *j, const char *metric)
+{
+    json_t *m = json_object_get(json_object_get(j, "metrics"), metric);
+    cr_assert_not_null(m, "no metric %s", metric);
+    return json_string_value(json_object_get(m, "verdict"));
+}
+
+Test(cli_validate, a_slower_after_is_a_regression_and_exits_1)
+{
+    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 100, .seed = 1,
+                         .precision_loss = -1};
+    struct fake_run b = a;
+    b.mean_ms = 11;
+    b.seed = 2;
+    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--json", NULL);
+    cr_assert_eq(r.exit_code, 1, "exit %d: %s %s", r.exit_code, r.out, r.err);
+    json_t *j = json_of(&r);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "verdict")), "regressed");
+    cr_expect_str_eq(verdict_of(j, "latency"), "regressed");
+    cr_expect_str_eq(verdict_of(j, "p99"), "regressed");
+    cr_expect_str_eq(verdict_of(j, "throughput"), "regressed");
+    cr_expect_str_eq(verdict_of(j, "memory"), "unchanged");
+    json_t *lat = json_object_get(json_object_get(j, "metrics"), "latency");
+    double delta = json_real_value(json_object_get(lat, "delta_pct"));
+    cr_expect(delta > 8 && delta < 12, "delta %g", delta);
+    cr_expect(json_real_value(json_object_get(lat, "p")) < 0.001);
+    cr_expect_eq(json_array_size(json_object_get(lat, "ci_pct")), 2);
+    cr_expect_null(json_object_get(json_object_get(j, "metrics"), "device_util"),
+                   "no kernel events, so no device_util by default");
+    json_decref(j);
+    cp_run_release(&r);
+
+    /* the other way round it is an improvement: exit 0 */
+    cp_run_cli(&r, "validate", "--before", pb, "--after", pa, NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "improved") != NULL, "%s", r.out);
+    cp_run_release(&r);
+    free(pa);
+    free(pb);
+}
+
+Test(cli_validate, same_distribution_is_unchanged_by_every_test)
+{
+    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.3, .n = 100, .seed = 3,
+                         .kernels = true, .precision_loss = -1};
+    struct fake_run b = a;
+    b.seed = 4;
+    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
+    const char *tests[] = {"welch", "t-test", "mann-whitney", "bootstrap"};
+    for (size_t i = 0; i < 4; i++) {
+        struct cp_run r;
+        cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--statistical_test", tests[i],
+                   "--json", NULL);
+        cr_expect_eq(r.exit_code, 0, "%s: %s", tests[i], r.err);
+        json_t *j = json_of(&r);
+        cr_expect_str_eq(verdict_of(j, "latency"), "unchanged", "%s", tests[i]);
+        cr_expect_str_eq(verdict_of(j, "device_util"), "unchanged");
+        cr_expect_str_eq(json_string_value(json_object_get(j, "test")), tests[i]);
+        json_decref(j);
+        cp_run_release(&r);
+    }
+    free(pa);
+    free(pb);
+}
+
+Test(cli_validate, a_large_change_in_few_noisy_samples_is_inconclusive)
+{
+    static const double before[] = {8, 12, 9, 11, 10, 10};
+    static const double after[] = {8.5, 12.5, 9.5, 11.5, 10.5, 10.8}; /* +5.5% */
+    struct fake_run a = {.model_hash = "h", .n = 6, .values_ms = before, .precision_loss = -1};
+    struct fake_run b = a;
+    b.values_ms = after;
+    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--test", "welch", "--metrics",
+               "latency", NULL);
+    cr_expect_eq(r.exit_code, 0, "exit %d: %s %s", r.exit_code, r.out, r.err);
+    cr_expect(strstr(r.out, "inconclusive") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "per side would settle it") != NULL, "%s", r.out);
+    cp_run_release(&r);
+    free(pa);
+    free(pb);
+}
+
+Test(cli_validate, a_small_significant_change_is_unchanged_under_the_threshold)
+{
+    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.01, .n = 200, .seed = 7,
+                         .precision_loss = -1};
+    struct fake_run b = a;
+    b.mean_ms = 10.1; /* +1%: significant, below 2% */
+    b.seed = 8;
+    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--json", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = json_of(&r);
+    cr_expect_str_eq(verdict_of(j, "latency"), "unchanged");
+    json_decref(j);
+    cp_run_release(&r);
+    /* with a 0.5% threshold the same change is a regression */
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--threshold", "0.5%", NULL);
+    cr_expect_eq(r.exit_code, 1, "%s", r.out);
+    cp_run_release(&r);
+    free(pa);
+    free(pb);
+}
+
+Test(cli_validate, memory_and_precision_regressions_fail_the_gate)
+{
+    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.1, .n = 50, .seed = 9,
+                         .precision_loss = 0.2};
+    struct fake_run b = a;
+    b.seed = 10;
+    b.arena_bytes = 3 << 20; /* 2 MiB -> 4 MiB in all */
+    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--json", NULL);
+    cr_expect_eq(r.exit_code, 1);
+    json_t *j = json_of(&r);
+    cr_expect_str_eq(verdict_of(j, "memory"), "regressed");
+    cr_expect_str_eq(verdict_of(j, "precision"), "unchanged");
+    json_decref(j);
+    cp_run_release(&r);
+    free(pb);
+    b.arena_bytes = 0;
+    b.precision_loss = 0.9;
+    pb = make_trace("c.db", &b);
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--metrics", "latency,precision",
+               "--json", NULL);
+    cr_expect_eq(r.exit_code, 1, "%s", r.out);
+    j = json_of(&r);
+    cr_expect_str_eq(verdict_of(j, "precision"), "regressed");
+    json_decref(j);
+    cp_run_release(&r);
+    free(pa);
+    free(pb);
+}
+
+Test(cli_validate, markdown_and_junit_outputs)
+{
+    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 60, .seed = 11,
+                         .precision_loss = -1};
+    struct fake_run b = a;
+    b.mean_ms = 12;
+    b.seed = 12;
+    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b), *junit = path("j.xml");
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--markdown", "--junit", junit,
+               NULL);
+    cr_expect_eq(r.exit_code, 1);
+    cr_expect(strstr(r.out, "| Metric | Before | After |") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "**regressed**") != NULL, "%s", r.out);
+    cp_run_release(&r);
+    uint8_t *x = NULL;
+    size_t len = 0;
+    cr_assert_eq(cp_file_read(junit, &x, &len, NULL), CP_OK);
+    const char *xml = (const char *)x;
+    cr_expect(strstr(xml, "<testsuites tests=\"4\" failures=\"3\">") != NULL, "%s", xml);
+    cr_expect(strstr(xml, "name=\"latency\"") != NULL);
+    cr_expect(strstr(xml, "<failure type=\"regression\"") != NULL);
+    /* memory did not change: its testcase has no failure */
+    const char *mem = strstr(xml, "name=\"memory\"");
+    cr_assert_not_null(mem);
+    const char *end = strstr(mem, "</testcase>");
+    const char *failure = strstr(mem, "<failure");
+    cr_expect(end && (!failure || failure > end));
+    free(x);
+    free(pa);
+    free(pb);
+    free(junit);
+}
+
+Test(cli_validate, traces_of_different_models_need_force)
+{
+    struct fake_run a = {.model_hash = "h1", .mean_ms = 10, .sd_ms = 0.2, .n = 30, .seed = 13,
+                         .precision_loss = -1};
+    struct fake_run b = a;
+    b.model_hash = "h2";
+    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, NULL);
+    cr_expect_eq(r.exit_code, 2);
+    cr_expect(strstr(r.err, "different models") && strstr(r.err, "--force"), "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--force", "--json", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "\"models_differ\":true") != NULL, "%s", r.out);
+    cr_expect(strstr(r.err, "warning") != NULL);
+    cp_run_release(&r);
+    free(pa);
+    free(pb);
+}
+
+Test(cli_validate, bad_input_exits_2_and_names_the_problem)
+{
+    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 30, .seed = 14,
+                         .precision_loss = -1};
+    char *pa = make_trace("a.db", &a), *missing = path("missing.db"), *empty = path("e.db");
+    struct cp_trace_store *s = NULL;
+    cr_assert_eq(cp_trace_store_open(empty, &s, NULL), CP_OK);
+    struct cp_trace_run_info info = {.kind = "run", .model_hash = "h"};
+    int64_t run;
+    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, NULL), CP_OK);
+    cp_trace_store_close(s);
+    struct {
+        const char *args[8];
+        const char *expect;
+    } cases[] = {
+        {{"--before", missing, "--after", pa}, "no such file"},
+        {{"--before", empty, "--after", pa}, "no latency samples"},
+        {{"--before", pa}, "both --before and --after"},
+        {{"--before", pa, "--after", pa, "--test", "z"}, "unknown test"},
+        {{"--before", pa, "--after", pa, "--alpha", "2"}, "--alpha"},
+        {{"--before", pa, "--after", pa, "--threshold", "x"}, "--threshold"},
+        {{"--before", pa, "--after", pa, "--metrics", "latency,speed"}, "unknown metric 'speed'"},
+        {{"--before", pa, "--after", pa, "--metrics", "device_util"}, "kernel events"},
+        {{"--before", pa, "--after", pa, "--metrics", "precision"}, "precision_loss"},
+        {{"--ab", pa}, "not an A/B trace"},
+        {{"--baseline", "latest", "--trace", pa}, "missing --service"},
+        {{"--before", pa, "--after", pa, "--alert-on-regression"}, "--alert-on-regression"},
+        {{NULL}, "nothing to compare"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *argv[12] = {(char *)CP_CLI, (char *)"validate"};
+        size_t k = 2;
+        for (size_t j = 0; j < 8 && cases[i].args[j]; j++)
+            argv[k++] = (char *)cases[i].args[j];
+        argv[k] = NULL;
+        struct cp_run r;
+        cp_run_argv(&r, argv);
+        cr_expect_eq(r.exit_code, 2, "case %zu: exit %d", i, r.exit_code);
+        cr_expect(strstr(r.err, cases[i].expect) != NULL, "case %zu: want '%s' in: %s", i,
+                  cases[i].expect, r.err);
+        cp_run_release(&r);
+    }
+    free(pa);
+    free(missing);
+    free(empty);
+}
+
+/* Convert the SD-like example (flags may be NULL) and bench it into a trace. */
+static char *bench_sd(const char *name, const char *flag)
+{
+    char model[2048], *om = path(name), *db = NULL;
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_printf(&b, "--model=%s", cp_example_model(model, sizeof model, "sd_unet_tiny"));
+    char *mflag = cp_buf_steal(&b);
+    cp_buf_printf(&b, "--output=%s", om);
+    char *oflag = cp_buf_steal(&b);
+    cp_buf_printf(&b, "%s.om", om);
+    char *omfile = cp_buf_steal(&b);
+    cp_buf_printf(&b, "%s.db", om);
+    db = cp_buf_steal(&b);
+    struct cp_run r;
+    cp_run_cli(&r, "convert", mflag, "--framework=5", oflag, flag, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    /* One thread: a test running beside this one (ctest -j) then takes a
+     * core, not a share of every iteration. */
+    cp_run_cli(&r, "bench", omfile, "-n", "30", "-w", "3", "--threads", "1", "--trace", db, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    free(mflag);
+    free(oflag);
+    free(omfile);
+    free(om);
+    return db;
+}
+
+Test(cli_validate, a_model_converted_without_fusion_really_is_slower, .timeout = 300)
+{
+    char *cfg = path("all_off.cfg");
+    cr_assert_eq(cp_file_write_atomic(cfg, "ALL:off\n", 8, NULL), CP_OK);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_printf(&b, "--fusion_switch_file=%s", cfg);
+    char *flag = cp_buf_steal(&b);
+    char *fast = bench_sd("fused", NULL), *slow = bench_sd("unfused", flag);
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", fast, "--after", slow, "--json", NULL);
+    cr_expect_eq(r.exit_code, 1, "%s %s", r.out, r.err);
+    json_t *j = json_of(&r);
+    cr_expect_str_eq(verdict_of(j, "latency"), "regressed");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "verdict")), "regressed");
+    json_decref(j);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--before", slow, "--after", fast, "--metrics", "latency", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s %s", r.out, r.err);
+    cr_expect(strstr(r.out, "improved") != NULL, "%s", r.out);
+    cp_run_release(&r);
+    free(cfg);
+    free(flag);
+    free(fast);
+    free(slow);
+}
+
+/* ---- against a baseline, with alerts ------------------------------------- */
+
+struct baseline_fixture {
+    char *kb, *fast, *slow, *url;
+    struct hook_server server;
+};
+
+static void baseline_setup(struct baseline_fixture *f, int n_status, const int *status)
+{
+    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 80, .seed = 21,
+                         .precision_loss = -1};
+    struct fake_run b = a;
+    b.mean_ms = 11.5;
+    b.seed = 22;
+    f->kb = path("kb.sqlite");
+    f->fast = make_trace("release.db", &a);
+    f->slow = make_trace("nightly.db", &b);
+    struct cp_run r;
+    cp_run_cli(&r, "baseline", "set", "--service", "search", "--trace", f->fast, "--tag", "v3.2",
+               "--kb", f->kb, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cr_assert(server_start(&f->server, n_status, status, NULL));
+    struct cp_buf b2;
+    cp_buf_init(&b2);
+    cp_buf_printf(&b2, "http://127.0.0.1:%d/hook", f->server.port);
+    f->url = cp_buf_steal(&b2);
+}
+
+static void baseline_teardown(struct baseline_fixture *f)
+{
+    server_release(&f->server);
+    free(f->kb);
+    free(f->fast);
+    free(f->slow);
+    free(f->url);
+}
+
+/* The validations `baseline show --json` lists for the service. */
+static json_t *validations(const char *kb)
+{
+    struct cp_run r;
+    cp_run_cli(&r, "baseline", "show", "--service", "search", "--json", "--kb", kb, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = json_of(&r);
+    cp_run_release(&r);
+    json_t *v = json_incref(json_object_get(j, "validations"));
+    json_decref(j);
+    cr_assert(json_is_array(v), "baseline show --json has no validations array");
+    return v;
+}
+
+Test(cli_validate, a_regression_against_the_baseline_alerts_and_is_stored, .timeout = 60)
+{
+    struct baseline_fixture f;
+    baseline_setup(&f, 1, (int[]){200});
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", f.slow,
+               "--kb", f.kb, "--alert-on-regression", "--webhook", f.url, NULL);
+    server_stop(&f.server);
+    cr_expect_eq(r.exit_code, 1, "%s %s", r.out, r.err);
+    cr_expect(strstr(r.out, "v3.2") != NULL, "%s", r.out);
+    cp_run_release(&r);
+    cr_expect_eq(f.server.requests, 1);
+    cr_expect_str_eq(f.server.method, "POST");
+    json_t *body = json_loads(f.server.body ? f.server.body : "", 0, NULL);
+    cr_assert_not_null(body, "payload is not JSON: %s", f.server.body);
+    cr_expect_str_eq(json_string_value(json_object_get(body, "verdict")), "regressed");
+    cr_expect_str_eq(json_string_value(json_object_get(body, "service")), "search");
+    json_t *lat = json_object_get(json_object_get(body, "figures"), "latency");
+    cr_expect_str_eq(json_string_value(json_object_get(lat, "verdict")), "regressed");
+    json_decref(body);
+    json_t *v = validations(f.kb);
+    cr_assert_eq(json_array_size(v), 1);
+    json_t *first = json_array_get(v, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(first, "verdict")), "regressed");
+    json_decref(v);
+    baseline_teardown(&f);
+}
+
+Test(cli_validate, an_unchanged_run_sends_nothing_with_alert_on_regression, .timeout = 60)
+{
+    struct baseline_fixture f;
+    baseline_setup(&f, 1, (int[]){200});
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--baseline", "v3.2", "--service", "search", "--trace", f.fast,
+               "--kb", f.kb, "--alert-on-regression", "--webhook", f.url, "--json", NULL);
+    server_stop(&f.server);
+    cr_expect_eq(r.exit_code, 0, "%s %s", r.out, r.err);
+    cp_run_release(&r);
+    cr_expect_eq(f.server.requests, 0);
+    json_t *v = validations(f.kb);
+    cr_expect_eq(json_array_size(v), 1, "every validation is stored");
+    json_decref(v);
+    baseline_teardown(&f);
+}
+
+Test(cli_validate, a_failed_delivery_exits_3_when_the_verdict_was_fine, .timeout = 120)
+{
+    struct baseline_fixture f;
+    baseline_setup(&f, 1, (int[]){500});
+    struct cp_run r;
+    /* --webhook alone reports every validation, so a fine one is sent too */
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", f.fast,
+               "--kb", f.kb, "--webhook", f.url, NULL);
+    cr_expect_eq(r.exit_code, 3, "%s %s", r.out, r.err);
+    cr_expect(strstr(r.err, "not delivered") != NULL, "%s", r.err);
+    cp_run_release(&r);
+    /* a regression still exits 1 when the alert fails too */
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", f.slow,
+               "--kb", f.kb, "--alert-on-regression", "--webhook", f.url, NULL);
+    server_stop(&f.server);
+    cr_expect_eq(r.exit_code, 1, "%s %s", r.out, r.err);
+    cr_expect(strstr(r.err, "not delivered") != NULL, "%s", r.err);
+    cp_run_release(&r);
+    cr_expect(f.server.requests >= 2, "retries: %d requests", f.server.requests);
+    json_t *v = validations(f.kb);
+    cr_assert_eq(json_array_size(v), 2);
+    json_decref(v);
+    baseline_teardown(&f);
+}
+
+Test(cli_validate, an_unknown_baseline_or_service_is_bad_input)
+{
+    struct baseline_fixture f;
+    baseline_setup(&f, 1, (int[]){200});
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--baseline", "v9", "--service", "search", "--trace", f.slow,
+               "--kb", f.kb, NULL);
+    cr_expect_eq(r.exit_code, 2);
+    cr_expect(strstr(r.err, "v9") != NULL && strstr(r.err, "v3.2") != NULL, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "nosuch", "--trace", f.slow,
+               "--kb", f.kb, NULL);
+    cr_expect_eq(r.exit_code, 2);
+    cr_expect(strstr(r.err, "nosuch") != NULL, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", f.slow,
+               "--kb", f.kb, "--alert-on-regression", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    cr_expect(strstr(r.err, "--webhook") != NULL, "%s", r.err);
+    cp_run_release(&r);
+    server_stop(&f.server);
+    baseline_teardown(&f);
+}
