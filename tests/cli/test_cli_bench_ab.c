@@ -1,0 +1,460 @@
+/* `cannprof bench A.om --vs B.om`, the interleaved A/B measurement, driven
+ * as a user would: --json carries both sides and the verdict, --trace
+ * stores two paired runs of kind "bench-ab" with the ab.* meta keys, models
+ * with other inputs and bad verdict options exit 2 naming what is wrong, and
+ * A against itself works. Timing and which verdict a real A/B gives are
+ * never asserted, only that the verdict is one of the four words.
+ * The alternating order of the rounds is checked through the library
+ * (runner/bench_ab.h) and the trace recorders. */
+#include "runner/bench_ab.h"
+
+#include "core/core.h"
+#include "runner/runner.h"
+#include "support/examples.h"
+#include "support/run.h"
+#include "trace/trace.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *g_dir;
+
+static void setup(void)
+{
+    g_dir = cp_scratch_dir();
+    cr_assert_not_null(g_dir, "cannot create a scratch folder");
+}
+
+static void teardown(void)
+{
+    cp_scratch_remove(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+}
+
+TestSuite(cli_bench_ab, .init = setup, .fini = teardown);
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    va_list ap;
+    va_start(ap, f);
+    cp_buf_vprintf(&b, f, ap);
+    va_end(ap);
+    cr_assert_eq(cp_buf_status(&b), CP_OK);
+    return cp_buf_steal(&b);
+}
+
+/* Convert examples/models/NAME.onnx to <scratch>/OUT.om with one extra flag
+ * (or none). */
+static char *convert_ok(const char *name, const char *out, const char *flag)
+{
+    char buf[2048];
+    char *mflag = fmt("--model=%s", cp_example_model(buf, sizeof buf, name));
+    char *oflag = fmt("--output=%s/%s", g_dir, out);
+    struct cp_run r;
+    cp_run_cli(&r, "convert", mflag, "--framework=5", oflag, flag, NULL);
+    cr_assert_eq(r.exit_code, 0, "convert %s: exit %d; stderr: %s", name, r.exit_code, r.err);
+    cp_run_release(&r);
+    free(mflag);
+    free(oflag);
+    return fmt("%s/%s.om", g_dir, out);
+}
+
+static json_t *parse_json(const char *text)
+{
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    cr_assert_not_null(j, "bench --vs --json is not JSON (%s at %d): %s", e.text, e.line, text);
+    return j;
+}
+
+static double num(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    cr_assert(json_is_number(v), "'%s' is not a number", key);
+    return json_number_value(v);
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    cr_assert(json_is_string(v), "'%s' is not a string", key);
+    return json_string_value(v);
+}
+
+static bool is_verdict_word(const char *s)
+{
+    return strcmp(s, "improved") == 0 || strcmp(s, "regressed") == 0 ||
+           strcmp(s, "unchanged") == 0 || strcmp(s, "inconclusive") == 0;
+}
+
+/* One side of the JSON: its model and positive latency figures. */
+static void check_side(const json_t *side, const char *model)
+{
+    cr_assert(json_is_object(side));
+    cr_assert_str_eq(str(side, "model"), model);
+    const json_t *lat = json_object_get(side, "latency_ms");
+    cr_assert(json_is_object(lat), "latency_ms");
+    cr_assert_gt(num(lat, "median"), 0);
+    cr_assert_gt(num(lat, "mean"), 0);
+    cr_assert_geq(num(lat, "p99"), num(lat, "median"));
+}
+
+static char *meta(struct cp_trace_store *s, const char *key)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    char *v = NULL;
+    cr_assert_eq(cp_trace_store_get_meta(s, key, &v, &d), CP_OK, "%s", d.msg);
+    cr_assert_not_null(v, "meta key %s is missing", key);
+    return v;
+}
+
+Test(cli_bench_ab, json_and_trace_hold_both_sides_paired)
+{
+    char *a = convert_ok("resnet_tiny", "a", NULL);
+    char *b = convert_ok("resnet_tiny", "b", "--layout_policy=nchw");
+    char *db = fmt("%s/ab.db", g_dir);
+    struct cp_run r;
+    cp_run_cli(&r, "bench", a, "--vs", b, "-n", "20", "--warmup", "2", "--threads", "1", "--trace",
+               db, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
+    json_t *j = parse_json(r.out);
+    check_side(json_object_get(j, "a"), a);
+    check_side(json_object_get(j, "b"), b);
+    cr_assert_str_neq(str(json_object_get(j, "a"), "config_id"),
+                      str(json_object_get(j, "b"), "config_id"), "different configs");
+    cr_assert_eq(num(j, "rounds"), 20);
+    cr_assert_eq(num(j, "warmup"), 2);
+    cr_assert_eq(num(j, "threads"), 1);
+    cr_assert_str_eq(str(j, "order"), "alternating");
+    cr_assert_float_eq(num(j, "alpha"), 0.05, 1e-12);
+    cr_assert_float_eq(num(j, "threshold_pct"), 2, 1e-12);
+    cr_assert_float_eq(num(j, "confidence"), 0.95, 1e-12);
+    /* The comparison has the shape of a metric of `validate --json`. */
+    const json_t *c = json_object_get(j, "comparison");
+    cr_assert(json_is_object(c), "comparison");
+    cr_assert_str_eq(str(c, "metric"), "latency");
+    cr_assert_str_eq(str(c, "unit"), "ms");
+    cr_assert_str_eq(str(c, "test"), "mann-whitney");
+    cr_assert_str_eq(str(c, "statistic"), "median");
+    cr_assert_eq(num(c, "n_before"), 20);
+    cr_assert_eq(num(c, "n_after"), 20);
+    double p = num(c, "p");
+    cr_assert(p >= 0 && p <= 1, "p = %g", p);
+    const json_t *ci = json_object_get(c, "ci_pct");
+    cr_assert(json_is_array(ci) && json_array_size(ci) == 2, "ci_pct is [lo, hi]");
+    double lo = json_number_value(json_array_get(ci, 0)),
+           hi = json_number_value(json_array_get(ci, 1));
+    cr_assert_leq(lo, num(c, "delta_pct"));
+    cr_assert_geq(hi, num(c, "delta_pct"));
+    /* delta is B's compared statistic relative to A's, and they are the
+     * medians of each side. */
+    cr_assert_float_eq(num(c, "delta_pct"), 100 * (num(c, "after") / num(c, "before") - 1), 1e-6);
+    cr_assert_float_eq(num(c, "before"),
+                       num(json_object_get(json_object_get(j, "a"), "latency_ms"), "median"), 1e-5);
+    cr_assert_float_eq(num(c, "after"),
+                       num(json_object_get(json_object_get(j, "b"), "latency_ms"), "median"), 1e-5);
+    cr_assert_str_eq(str(c, "verdict"), str(j, "verdict"));
+    const json_t *need = json_object_get(c, "samples_needed");
+    cr_assert(json_is_null(need) ||
+                  (strcmp(str(j, "verdict"), "inconclusive") == 0 && json_is_integer(need)),
+              "samples_needed only for inconclusive");
+    cr_assert(is_verdict_word(str(j, "verdict")), "verdict '%s'", str(j, "verdict"));
+    cr_assert_str_eq(str(j, "trace"), db);
+    const json_t *tr = json_object_get(j, "trace_runs");
+    int64_t run_a = (int64_t)num(tr, "a"), run_b = (int64_t)num(tr, "b");
+    cr_assert_lt(run_a, run_b, "A is stored first");
+
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_trace_store *s = NULL;
+    cr_assert_eq(cp_trace_store_open_ro(db, &s, &d), CP_OK, "%s", d.msg);
+    char *before = meta(s, "ab.before_run"), *after = meta(s, "ab.after_run"),
+         *order = meta(s, "ab.order");
+    cr_assert_eq(strtoll(before, NULL, 10), run_a);
+    cr_assert_eq(strtoll(after, NULL, 10), run_b);
+    cr_assert_str_eq(order, "alternating");
+    const char *paths[2] = {a, b};
+    int64_t runs[2] = {run_a, run_b};
+    for (int i = 0; i < 2; i++) {
+        struct cp_run_metrics m;
+        cr_assert_eq(cp_trace_store_run_metrics(s, runs[i], &m, &d), CP_OK, "%s", d.msg);
+        cr_assert_str_eq(m.kind, "bench-ab");
+        cr_assert_str_eq(m.model_path, paths[i]);
+        cr_assert_eq(m.n, 20, "run %lld has %zu samples", (long long)runs[i], m.n);
+        cr_assert_not_null(m.device_ns, "kernel events of run %lld", (long long)runs[i]);
+        for (size_t k = 0; k < m.n; k++)
+            cr_assert_gt(m.latency_ns[k], 0);
+        cp_run_metrics_release(&m);
+    }
+    /* Iterations are the rounds 0..19, in both runs. */
+    sqlite3 *db3 = cp_trace_store_db(s);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db3,
+                                    "SELECT run_id, min(iteration), max(iteration), count(*) "
+                                    "FROM samples GROUP BY run_id ORDER BY run_id",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    int rows = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cr_assert_eq(sqlite3_column_int(st, 1), 0);
+        cr_assert_eq(sqlite3_column_int(st, 2), 19);
+        cr_assert_eq(sqlite3_column_int(st, 3), 20);
+        rows++;
+    }
+    sqlite3_finalize(st);
+    cr_assert_eq(rows, 2, "two runs in the store");
+    free(before);
+    free(after);
+    free(order);
+    cp_trace_store_close(s);
+    json_decref(j);
+    cp_run_release(&r);
+    free(a);
+    free(b);
+    free(db);
+}
+
+Test(cli_bench_ab, table_names_both_sides_and_a_verdict)
+{
+    char *a = convert_ok("resnet_tiny", "a", NULL);
+    struct cp_run r;
+    cp_run_cli(&r, "bench", a, "--vs", a, "-n", "10", "-w", "1", "--threads", "1",
+               "--statistical_test", "welch", "--threshold", "5%", "--alpha", "0.01", NULL);
+    cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
+    cr_assert(strstr(r.out, "A (before)") && strstr(r.out, "B (after)"), "%s", r.out);
+    cr_assert(strstr(r.out, "welch") && strstr(r.out, "mean"), "%s", r.out);
+    const char *v = strstr(r.out, "verdict:");
+    cr_assert_not_null(v, "%s", r.out);
+    char word[32] = "";
+    cr_assert_eq(sscanf(v, "verdict: %31s", word), 1);
+    cr_assert(is_verdict_word(word), "verdict '%s'", word);
+    cr_assert(strstr(v, "alpha 0.01") && strstr(v, "threshold 5%"), "%s", v);
+    cp_run_release(&r);
+    free(a);
+}
+
+Test(cli_bench_ab, a_against_itself_works)
+{
+    char *a = convert_ok("resnet_tiny", "a", NULL);
+    struct cp_run r;
+    cp_run_cli(&r, "bench", a, "--vs", a, "-n", "8", "-w", "0", "--threads", "1", "--test",
+               "t-test", "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
+    json_t *j = parse_json(r.out);
+    cr_assert_eq(num(j, "rounds"), 8);
+    cr_assert_str_eq(str(json_object_get(j, "a"), "config_id"),
+                     str(json_object_get(j, "b"), "config_id"));
+    const json_t *c = json_object_get(j, "comparison");
+    cr_assert_str_eq(str(c, "test"), "t-test");
+    cr_assert_str_eq(str(c, "statistic"), "mean");
+    cr_assert(is_verdict_word(str(j, "verdict")));
+    json_decref(j);
+    cp_run_release(&r);
+    free(a);
+}
+
+Test(cli_bench_ab, duration_counts_rounds)
+{
+    char *a = convert_ok("resnet_tiny", "a", NULL);
+    struct cp_run r;
+    cp_run_cli(&r, "bench", a, "--vs", a, "--duration", "100ms", "-w", "0", "--threads", "1",
+               "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
+    json_t *j = parse_json(r.out);
+    cr_assert_geq(num(j, "rounds"), 2, "at least two rounds whatever the time");
+    json_decref(j);
+    cp_run_release(&r);
+    free(a);
+}
+
+Test(cli_bench_ab, other_input_names_exit_2_naming_the_input)
+{
+    char *a = convert_ok("resnet_tiny", "a", NULL);
+    char *t = convert_ok("transformer_encoder_op17", "t", NULL);
+    struct cp_run r;
+    cp_run_cli(&r, "bench", a, "--vs", t, "-n", "3", NULL);
+    cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
+    cr_assert(strstr(r.err, "input '"), "names the input: %s", r.err);
+    cr_assert(strstr(r.err, a) && strstr(r.err, t), "names both models: %s", r.err);
+    cr_assert_str_eq(r.out, "", "nothing measured: %s", r.out);
+    cp_run_release(&r);
+    free(a);
+    free(t);
+}
+
+Test(cli_bench_ab, other_input_shapes_exit_2_naming_the_input_and_shapes)
+{
+    char *a = convert_ok("resnet_tiny", "a", NULL);
+    char *s = convert_ok("resnet_tiny", "small", "--input_shape=input:1,3,32,32");
+    char *db = fmt("%s/bad.db", g_dir);
+    struct cp_run r;
+    cp_run_cli(&r, "bench", a, "--vs", s, "-n", "3", "--trace", db, NULL);
+    cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
+    cr_assert(strstr(r.err, "input 'input'"), "names the input: %s", r.err);
+    cr_assert(strstr(r.err, "[1,3,64,64]") && strstr(r.err, "[1,3,32,32]"), "both shapes: %s",
+              r.err);
+    cp_run_release(&r);
+    free(a);
+    free(s);
+    free(db);
+}
+
+Test(cli_bench_ab, bad_verdict_options_exit_2_naming_the_flag)
+{
+    char *a = convert_ok("resnet_tiny", "a", NULL);
+    static const char *const bad[][2] = {
+        {"--test", "anova"},   {"--statistical_test", "x"},
+        {"--alpha", "0"},      {"--alpha", "0.6"},
+        {"--alpha", "x"},      {"--threshold", "two"},
+        {"--threshold", "-1"}, {"--threshold", "2%%"},
+        {"--iterations", "1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct cp_run r;
+        cp_run_cli(&r, "bench", a, "--vs", a, bad[i][0], bad[i][1], NULL);
+        cr_assert_eq(r.exit_code, 2, "%s %s: exit %d; stderr: %s", bad[i][0], bad[i][1],
+                     r.exit_code, r.err);
+        cr_assert(strstr(r.err, bad[i][0]), "%s %s: names the flag: %s", bad[i][0], bad[i][1],
+                  r.err);
+        cp_run_release(&r);
+    }
+    /* Verdict options without --vs judge nothing. */
+    struct cp_run r;
+    cp_run_cli(&r, "bench", a, "--test", "welch", NULL);
+    cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
+    cr_assert(strstr(r.err, "--test") && strstr(r.err, "--vs"), "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "bench", a, "--vs", NULL);
+    cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "bench", "--help", NULL);
+    cr_assert_eq(r.exit_code, 0);
+    cr_assert(strstr(r.out, "--vs") && strstr(r.out, "--threshold"), "%s", r.out);
+    cp_run_release(&r);
+    free(a);
+}
+
+/* ---- the measurement, through the library -------------------------------- */
+
+/* The earliest start of a runtime-layer event of round `it` in a recorder. */
+static uint64_t first_start(const struct cp_trace_recorder *rec, int32_t it)
+{
+    uint64_t t = UINT64_MAX;
+    const struct cp_trace_event *e = cp_trace_events(rec);
+    for (size_t i = 0; i < cp_trace_n_events(rec); i++)
+        if (e[i].layer == CP_LAYER_RUNTIME && e[i].iteration == it && e[i].start_ns < t)
+            t = e[i].start_ns;
+    return t;
+}
+
+struct side {
+    struct cp_trace_recorder *rec;
+    struct cp_runtime *rt;
+    struct cp_model *m;
+    struct cp_plan *p;
+};
+
+static void open_side(struct side *s, const struct cp_ex_io *in)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    s->rec = cp_trace_recorder_create(4096);
+    cr_assert_not_null(s->rec);
+    struct cp_runtime_options ro = {.threads = 1, .trace = s->rec};
+    cr_assert_eq(cp_runtime_create(&ro, &s->rt, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(cp_ex_open_onnx(s->rt, "resnet_tiny", &s->m, &d), CP_OK, "%s", d.msg);
+    struct cp_plan_options po = {.buffer_optimize = -1};
+    cr_assert_eq(cp_plan_create(s->m, &po, &s->p, &d), CP_OK, "%s", d.msg);
+    for (size_t i = 0; i < in->n; i++) {
+        long k = cp_bench_ab_find_input(s->p, in->t[i].name);
+        cr_assert_geq(k, 0, "input %s", in->t[i].name);
+        cr_assert_eq(cp_plan_set_input(s->p, (size_t)k, &in->t[i], &d), CP_OK, "%s", d.msg);
+    }
+}
+
+static void close_side(struct side *s)
+{
+    cp_plan_free(s->p);
+    cp_model_free(s->m);
+    cp_runtime_free(s->rt);
+    cp_trace_recorder_free(s->rec);
+}
+
+Test(cli_bench_ab, rounds_alternate_which_model_runs_first)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_ex_io in;
+    cr_assert_eq(cp_ex_read_inputs("resnet_tiny", &in, &d), CP_OK, "%s", d.msg);
+    struct side a, b;
+    open_side(&a, &in);
+    open_side(&b, &in);
+    cr_assert_eq(cp_bench_ab_check_inputs(a.p, b.p, "A", "B", &d), CP_OK, "%s", d.msg);
+    struct cp_bench_ab_opts o = {.warmup = 1, .rounds = 6, .trace_a = a.rec, .trace_b = b.rec};
+    struct cp_bench_ab_result r;
+    cr_assert_eq(cp_bench_ab_measure(a.p, b.p, &o, &r, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(r.n, 6);
+    for (int32_t i = 0; i < 6; i++) {
+        cr_assert_gt(r.a_ns[i], 0);
+        cr_assert_gt(r.b_ns[i], 0);
+        uint64_t ta = first_start(a.rec, i), tb = first_start(b.rec, i);
+        cr_assert_neq(ta, UINT64_MAX, "A's events of round %d", i);
+        cr_assert_neq(tb, UINT64_MAX, "B's events of round %d", i);
+        cr_assert_eq(ta < tb, cp_bench_ab_a_first((size_t)i), "round %d: A first is %d", i,
+                     ta < tb);
+    }
+    cr_assert(cp_bench_ab_a_first(0) && !cp_bench_ab_a_first(1));
+    struct cp_comparison c;
+    cr_assert_eq(cp_bench_ab_compare(&r, NULL, &c, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(c.n_before, 6);
+    cr_assert_eq(c.n_after, 6);
+    cr_assert(is_verdict_word(cp_verdict_name(c.verdict)));
+    cp_bench_ab_result_release(&r);
+    cr_assert_null(r.a_ns);
+    cp_bench_ab_result_release(&r); /* twice is safe */
+
+    /* Options out of range are refused before anything runs. */
+    struct cp_bench_ab_opts bad = {.rounds = 1};
+    cr_assert_eq(cp_bench_ab_measure(a.p, b.p, &bad, &r, &d), CP_ERR_INVALID);
+    cr_assert_eq(r.n, 0);
+    cr_assert_null(r.a_ns);
+    struct cp_bench_ab_opts no_stop = {.rounds = 0, .duration_s = 0};
+    cp_diag_init(&d);
+    cr_assert_eq(cp_bench_ab_measure(a.p, b.p, &no_stop, &r, &d), CP_ERR_INVALID);
+    close_side(&a);
+    close_side(&b);
+    cp_ex_io_release(&in);
+}
+
+Test(cli_bench_ab, thresholds_and_alphas_parse)
+{
+    double v;
+    cr_assert(cp_bench_ab_parse_threshold("2", &v) && v == 2);
+    cr_assert(cp_bench_ab_parse_threshold("2%", &v) && v == 2);
+    cr_assert(cp_bench_ab_parse_threshold("0.5%", &v) && v == 0.5);
+    cr_assert(cp_bench_ab_parse_threshold("0", &v) && v == 0);
+    cr_assert(!cp_bench_ab_parse_threshold("", &v));
+    cr_assert(!cp_bench_ab_parse_threshold("%", &v));
+    cr_assert(!cp_bench_ab_parse_threshold("2%%", &v));
+    cr_assert(!cp_bench_ab_parse_threshold("-1", &v));
+    cr_assert(!cp_bench_ab_parse_threshold("nan", &v));
+    cr_assert(!cp_bench_ab_parse_threshold("inf%", &v));
+    cr_assert(cp_bench_ab_parse_alpha("0.05", &v) && v == 0.05);
+    cr_assert(cp_bench_ab_parse_alpha("0.5", &v) && v == 0.5);
+    cr_assert(!cp_bench_ab_parse_alpha("0", &v));
+    cr_assert(!cp_bench_ab_parse_alpha("0.51", &v));
+    cr_assert(!cp_bench_ab_parse_alpha("5%", &v));
+    cr_assert(!cp_bench_ab_parse_alpha("nan", &v));
+}
