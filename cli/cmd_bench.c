@@ -4,7 +4,7 @@
 #include "runner/bench_ab.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/session.h"
+#include "runner/session.h"
 #include "stats/stats.h"
 #include "stats/verdict.h"
 #include "trace/perf.h"
@@ -192,7 +192,7 @@ static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
 /* Everything the command line says, parsed. */
 struct bench_cli {
     struct bench_opts o;
-    struct cp_cli_session_opts so;
+    struct cp_session_opts so;
     uint64_t seed;
     const char *inputs[CP_MAX_ARGS];
     size_t n_inputs;
@@ -205,7 +205,7 @@ struct bench_cli {
 /* Store one measured run of session s (its kernels, the events of `rec`,
  * the samples ns[0..n-1] as iterations 0..n-1). OUT: *run_id. */
 static enum cp_status write_trace(struct cp_trace_store *store, const char *kind,
-                                  struct cp_cli_session *s, struct cp_trace_recorder *rec,
+                                  struct cp_session *s, struct cp_trace_recorder *rec,
                                   const struct bench_opts *o, const char *model_path,
                                   const uint64_t *ns, size_t n, uint64_t rss, int64_t *run_id,
                                   struct cp_diag *d)
@@ -319,9 +319,9 @@ static int bench_one(const struct bench_cli *c)
     int rc = 0;
     uint64_t *ns = NULL;
     size_t n = 0;
-    struct cp_cli_session s;
+    struct cp_session s;
     memset(&s, 0, sizeof s);
-    struct cp_cli_session_opts so = c->so;
+    struct cp_session_opts so = c->so;
     struct cp_perf *perf = NULL;
     struct cp_perf_reading pr;
     memset(&pr, 0, sizeof pr);
@@ -334,8 +334,8 @@ static int bench_one(const struct bench_cli *c)
         goto out;
     }
     so.trace = rec;
-    if (cp_cli_session_open(&s, &so, &d) != CP_OK ||
-        cp_cli_session_set_inputs(&s, c->inputs, c->n_inputs, c->seed, &d) != CP_OK ||
+    if (cp_session_open(&s, &so, &d) != CP_OK ||
+        cp_session_set_inputs(&s, c->inputs, c->n_inputs, c->seed, &d) != CP_OK ||
         measure(s.plan, &c->o, rec, perf, &pr, &ns, &n, &d) != CP_OK) {
         cp_cli_error("bench", d.msg);
         rc = cp_status_exit_code(d.status);
@@ -398,7 +398,7 @@ static int bench_one(const struct bench_cli *c)
     }
 out:
     free(ns);
-    cp_cli_session_close(&s);
+    cp_session_close(&s);
     cp_perf_close(perf);
     cp_trace_recorder_free(rec);
     cp_trace_store_close(store);
@@ -409,11 +409,11 @@ out:
 
 /* Make one set of inputs (from A's plan) and feed it to both plans, B's
  * matched by name, so that A and B see the very same data. */
-static enum cp_status feed_both(struct cp_cli_session *a, struct cp_cli_session *b,
+static enum cp_status feed_both(struct cp_session *a, struct cp_session *b,
                                 const struct bench_cli *c, struct cp_diag *d)
 {
-    struct cp_cli_inputs in;
-    enum cp_status st = cp_cli_session_make_inputs(a, c->inputs, c->n_inputs, c->seed, &in, d);
+    struct cp_session_inputs in;
+    enum cp_status st = cp_session_make_inputs(a, c->inputs, c->n_inputs, c->seed, &in, d);
     for (size_t i = 0; i < in.n && st == CP_OK; i++) {
         long j = cp_bench_ab_find_input(b->plan, in.t[i].name);
         st = cp_plan_set_input(a->plan, i, &in.t[i], d);
@@ -431,7 +431,7 @@ static enum cp_status feed_both(struct cp_cli_session *a, struct cp_cli_session 
             cp_buf_release(&m);
         }
     }
-    cp_cli_inputs_release(&in);
+    cp_session_inputs_release(&in);
     return st;
 }
 
@@ -551,8 +551,8 @@ static void print_ab_table(const struct ab_report *r)
 }
 
 /* Store both runs (A first, then B) and the meta keys that pair them. */
-static enum cp_status write_ab_trace(struct cp_trace_store *store, struct cp_cli_session *sa,
-                                     struct cp_cli_session *sb, struct cp_trace_recorder **rec,
+static enum cp_status write_ab_trace(struct cp_trace_store *store, struct cp_session *sa,
+                                     struct cp_session *sb, struct cp_trace_recorder **rec,
                                      const struct bench_cli *c,
                                      const struct cp_bench_ab_result *res, int64_t *run_a,
                                      int64_t *run_b, struct cp_diag *d)
@@ -575,7 +575,7 @@ static enum cp_status write_ab_trace(struct cp_trace_store *store, struct cp_cli
     return st;
 }
 
-static void config_id_of(const struct cp_cli_session *s, char id[17])
+static void config_id_of(const struct cp_session *s, char id[17])
 {
     const struct cp_om_meta *meta = cp_model_meta(s->model);
     id[0] = '\0';
@@ -589,7 +589,7 @@ static int bench_ab(const struct bench_cli *c)
     cp_diag_init(&d);
     struct cp_trace_recorder *rec[2] = {NULL, NULL};
     struct cp_trace_store *store = NULL;
-    struct cp_cli_session sa, sb;
+    struct cp_session sa, sb;
     memset(&sa, 0, sizeof sa);
     memset(&sb, 0, sizeof sb);
     struct cp_bench_ab_result res = {0};
@@ -598,13 +598,13 @@ static int bench_ab(const struct bench_cli *c)
     int rc = 0;
     if (c->trace_path && open_trace(c->trace_path, &store, rec, 2, &d) != CP_OK)
         goto fail;
-    struct cp_cli_session_opts so = c->so;
+    struct cp_session_opts so = c->so;
     so.trace = rec[0];
-    if (cp_cli_session_open(&sa, &so, &d) != CP_OK)
+    if (cp_session_open(&sa, &so, &d) != CP_OK)
         goto fail;
     so.model_path = c->vs;
     so.trace = rec[1];
-    if (cp_cli_session_open(&sb, &so, &d) != CP_OK ||
+    if (cp_session_open(&sb, &so, &d) != CP_OK ||
         cp_bench_ab_check_inputs(sa.plan, sb.plan, c->so.model_path, c->vs, &d) != CP_OK ||
         feed_both(&sa, &sb, c, &d) != CP_OK)
         goto fail;
@@ -638,8 +638,8 @@ fail:
     rc = cp_status_exit_code(d.status);
 out:
     cp_bench_ab_result_release(&res);
-    cp_cli_session_close(&sb);
-    cp_cli_session_close(&sa);
+    cp_session_close(&sb);
+    cp_session_close(&sa);
     cp_trace_recorder_free(rec[0]);
     cp_trace_recorder_free(rec[1]);
     cp_trace_store_close(store);

@@ -2,7 +2,7 @@
  * the second's outputs are from the first's (docs/precision.md). */
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/session.h"
+#include "runner/session.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -72,7 +72,7 @@ static bool parse_tol(const char *s, double *out)
 /* One side of the comparison: its session and, after the run, its outputs. */
 struct side {
     const char *path;
-    struct cp_cli_session s;
+    struct cp_session s;
     struct cp_host_tensor *out;
     size_t n_out;
 };
@@ -84,7 +84,7 @@ static void side_release(struct side *x)
     free(x->out);
     x->out = NULL;
     x->n_out = 0;
-    cp_cli_session_close(&x->s);
+    cp_session_close(&x->s);
 }
 
 static enum cp_status side_outputs(struct side *x, struct cp_diag *d)
@@ -119,7 +119,7 @@ static long find_input(const struct cp_plan *p, const char *name)
 }
 
 /* Feed the inputs made for A to both plans, B's matched by name. */
-static enum cp_status feed(struct side *a, struct side *b, const struct cp_cli_inputs *in,
+static enum cp_status feed(struct side *a, struct side *b, const struct cp_session_inputs *in,
                            struct cp_diag *d)
 {
     struct cp_plan *pa = a->s.plan, *pb = b->s.plan;
@@ -282,7 +282,7 @@ static void print_table(const struct report *r)
 struct compare_opts {
     double rtol, atol;
     uint64_t seed;
-    struct cp_cli_session_opts so;
+    struct cp_session_opts so;
     const char *inputs[CP_MAX_ARGS];
     size_t n_inputs;
     bool json;
@@ -357,16 +357,16 @@ int cp_cmd_compare(int argc, char **argv)
     struct cp_diag d;
     cp_diag_init(&d);
     struct side a = {.path = args.positional[0]}, b = {.path = args.positional[1]};
-    struct cp_cli_inputs in = {0};
+    struct cp_session_inputs in = {0};
     struct cp_tensor_diff *diff = NULL;
     long *map = NULL;
-    struct cp_cli_session_opts so = o.so;
+    struct cp_session_opts so = o.so;
     so.model_path = a.path;
-    if (cp_cli_session_open(&a.s, &so, &d) != CP_OK)
+    if (cp_session_open(&a.s, &so, &d) != CP_OK)
         goto out_error;
     so.model_path = b.path;
-    if (cp_cli_session_open(&b.s, &so, &d) != CP_OK ||
-        cp_cli_session_make_inputs(&a.s, o.inputs, o.n_inputs, o.seed, &in, &d) != CP_OK ||
+    if (cp_session_open(&b.s, &so, &d) != CP_OK ||
+        cp_session_make_inputs(&a.s, o.inputs, o.n_inputs, o.seed, &in, &d) != CP_OK ||
         feed(&a, &b, &in, &d) != CP_OK || cp_plan_run(a.s.plan, -1, &d) != CP_OK ||
         cp_plan_run(b.s.plan, -1, &d) != CP_OK || side_outputs(&a, &d) != CP_OK ||
         side_outputs(&b, &d) != CP_OK)
@@ -405,7 +405,7 @@ out_error:
 out:
     free(diff);
     free(map);
-    cp_cli_inputs_release(&in);
+    cp_session_inputs_release(&in);
     side_release(&a);
     side_release(&b);
     return rc;

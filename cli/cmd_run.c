@@ -1,7 +1,7 @@
 /* cannprof run: execute a model once and write its outputs as .npy. */
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/session.h"
+#include "runner/session.h"
 
 #include <errno.h>
 #include <math.h>
@@ -139,7 +139,7 @@ int cp_cmd_run(int argc, char **argv)
         cp_cli_error("run", "give exactly one MODEL (.om or .onnx)");
         return 2;
     }
-    struct cp_cli_session_opts so = {.model_path = args.positional[0], .buffer_optimize = -1};
+    struct cp_session_opts so = {.model_path = args.positional[0], .buffer_optimize = -1};
     int64_t v;
     const char *val;
     uint64_t seed = 0;
@@ -172,18 +172,18 @@ int cp_cmd_run(int argc, char **argv)
         if (args.opts[i].id == OPT_INPUT)
             inputs[n_inputs++] = args.opts[i].value;
 
-    struct cp_cli_session s;
-    if (cp_cli_session_open(&s, &so, &d) != CP_OK ||
-        cp_cli_session_set_inputs(&s, inputs, n_inputs, seed, &d) != CP_OK ||
+    struct cp_session s;
+    if (cp_session_open(&s, &so, &d) != CP_OK ||
+        cp_session_set_inputs(&s, inputs, n_inputs, seed, &d) != CP_OK ||
         cp_plan_run(s.plan, -1, &d) != CP_OK) {
         cp_cli_error("run", d.msg);
-        cp_cli_session_close(&s);
+        cp_session_close(&s);
         return cp_status_exit_code(d.status);
     }
     /* Made only once the model ran, so a failed run leaves no empty folder. */
     if (outdir && mkdir(outdir, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "cannprof run: error: --output-dir %s: %s\n", outdir, strerror(errno));
-        cp_cli_session_close(&s);
+        cp_session_close(&s);
         return 2;
     }
     bool json = cp_args_has(&args, OPT_JSON);
@@ -244,6 +244,6 @@ int cp_cmd_run(int argc, char **argv)
         cp_buf_puts(&b, "]}\n");
     fputs(b.data ? b.data : "", stdout);
     cp_buf_release(&b);
-    cp_cli_session_close(&s);
+    cp_session_close(&s);
     return rc;
 }

@@ -1,11 +1,11 @@
 /* Model opening and input feeding shared by run and bench. */
-#include "cli/session.h"
+#include "runner/session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static enum cp_status open_onnx(struct cp_cli_session *s, const struct cp_cli_session_opts *o,
+static enum cp_status open_onnx(struct cp_session *s, const struct cp_session_opts *o,
                                 struct cp_diag *d)
 {
     struct cp_graph *g = NULL;
@@ -35,7 +35,7 @@ static enum cp_status open_onnx(struct cp_cli_session *s, const struct cp_cli_se
     return cp_model_from_graph(s->rt, g, &meta, &s->model, d);
 }
 
-enum cp_status cp_cli_session_open(struct cp_cli_session *s, const struct cp_cli_session_opts *o,
+enum cp_status cp_session_open(struct cp_session *s, const struct cp_session_opts *o,
                                    struct cp_diag *d)
 {
     memset(s, 0, sizeof *s);
@@ -63,11 +63,11 @@ enum cp_status cp_cli_session_open(struct cp_cli_session *s, const struct cp_cli
         goto out_close;
     return CP_OK;
 out_close:
-    cp_cli_session_close(s);
+    cp_session_close(s);
     return st;
 }
 
-void cp_cli_session_close(struct cp_cli_session *s)
+void cp_session_close(struct cp_session *s)
 {
     cp_plan_free(s->plan);
     cp_model_free(s->model);
@@ -75,7 +75,7 @@ void cp_cli_session_close(struct cp_cli_session *s)
     memset(s, 0, sizeof *s);
 }
 
-static enum cp_status read_one(struct cp_cli_session *s, size_t idx, const char *file,
+static enum cp_status read_one(struct cp_session *s, size_t idx, const char *file,
                                struct cp_host_tensor *t, struct cp_diag *d)
 {
     if (!file[0])
@@ -101,7 +101,7 @@ static void name_file(const char *file, struct cp_diag *d)
     cp_buf_release(&b);
 }
 
-void cp_cli_inputs_release(struct cp_cli_inputs *in)
+void cp_session_inputs_release(struct cp_session_inputs *in)
 {
     for (size_t i = 0; i < in->n; i++)
         cp_host_tensor_release(&in->t[i]);
@@ -110,8 +110,8 @@ void cp_cli_inputs_release(struct cp_cli_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-enum cp_status cp_cli_session_make_inputs(struct cp_cli_session *s, const char *const *inputs,
-                                          size_t n, uint64_t seed, struct cp_cli_inputs *out,
+enum cp_status cp_session_make_inputs(struct cp_session *s, const char *const *inputs,
+                                          size_t n, uint64_t seed, struct cp_session_inputs *out,
                                           struct cp_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -119,7 +119,7 @@ enum cp_status cp_cli_session_make_inputs(struct cp_cli_session *s, const char *
     out->t = cp_calloc(n_in ? n_in : 1, sizeof *out->t);
     out->file = cp_calloc(n_in ? n_in : 1, sizeof *out->file);
     if (!out->t || !out->file) {
-        cp_cli_inputs_release(out);
+        cp_session_inputs_release(out);
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     }
     out->n = n_in;
@@ -183,18 +183,18 @@ enum cp_status cp_cli_session_make_inputs(struct cp_cli_session *s, const char *
         st = cp_tensor_fill_random(h, seed + k, d);
     }
     if (st != CP_OK)
-        cp_cli_inputs_release(out);
+        cp_session_inputs_release(out);
     return st;
 }
 
-enum cp_status cp_cli_session_set_inputs(struct cp_cli_session *s, const char *const *inputs,
+enum cp_status cp_session_set_inputs(struct cp_session *s, const char *const *inputs,
                                          size_t n, uint64_t seed, struct cp_diag *d)
 {
-    struct cp_cli_inputs in;
-    enum cp_status st = cp_cli_session_make_inputs(s, inputs, n, seed, &in, d);
+    struct cp_session_inputs in;
+    enum cp_status st = cp_session_make_inputs(s, inputs, n, seed, &in, d);
     for (size_t k = 0; k < in.n && st == CP_OK; k++)
         if ((st = cp_plan_set_input(s->plan, k, &in.t[k], d)) != CP_OK)
             name_file(in.file[k], d);
-    cp_cli_inputs_release(&in);
+    cp_session_inputs_release(&in);
     return st;
 }

@@ -1,13 +1,14 @@
-/* Shared by run and bench: open a model (.om, or .onnx run unconverted),
- * build a plan, and feed it inputs from files or seeded random data. */
-#ifndef CP_CLI_SESSION_H
-#define CP_CLI_SESSION_H
+/* A model ready to run, as run, bench, compare and the tuner need it: open
+ * a model (.om, or .onnx run unconverted), build a plan, and feed it inputs
+ * from files or seeded random data. */
+#ifndef CP_RUNNER_SESSION_H
+#define CP_RUNNER_SESSION_H
 
 #include "runner/runner.h"
 
 #include <stdbool.h>
 
-struct cp_cli_session {
+struct cp_session {
     struct cp_runtime *rt;
     struct cp_model *model;
     struct cp_plan *plan;
@@ -15,7 +16,7 @@ struct cp_cli_session {
     bool from_onnx;
 };
 
-struct cp_cli_session_opts {
+struct cp_session_opts {
     const char *model_path;
     const char *input_shape; /* "--input_shape" text or NULL */
     int64_t batch;           /* 0: the model's */
@@ -25,13 +26,13 @@ struct cp_cli_session_opts {
 };
 
 /* Open the model and build the plan. Errors go to `d`. */
-enum cp_status cp_cli_session_open(struct cp_cli_session *s, const struct cp_cli_session_opts *o,
+enum cp_status cp_session_open(struct cp_session *s, const struct cp_session_opts *o,
                                    struct cp_diag *d);
-void cp_cli_session_close(struct cp_cli_session *s);
+void cp_session_close(struct cp_session *s);
 
 /* The inputs of a plan, in plan order: read from files or drawn at random.
  * file[i] is the file input i came from, or NULL for random data. */
-struct cp_cli_inputs {
+struct cp_session_inputs {
     struct cp_host_tensor *t;
     const char **file;
     size_t n;
@@ -41,16 +42,16 @@ struct cp_cli_inputs {
  * them), or, for inputs not given, from seeded random data (seed + the
  * input's index). A FILE alone is accepted when the model has exactly one
  * input. Errors name the input and file. OUT: *out (release with
- * cp_cli_inputs_release; empty on failure). */
-enum cp_status cp_cli_session_make_inputs(struct cp_cli_session *s, const char *const *inputs,
-                                          size_t n, uint64_t seed, struct cp_cli_inputs *out,
+ * cp_session_inputs_release; empty on failure). */
+enum cp_status cp_session_make_inputs(struct cp_session *s, const char *const *inputs,
+                                          size_t n, uint64_t seed, struct cp_session_inputs *out,
                                           struct cp_diag *d);
-void cp_cli_inputs_release(struct cp_cli_inputs *in);
+void cp_session_inputs_release(struct cp_session_inputs *in);
 
 /* Set every input: from "--input NAME=FILE" values (n of them), or, for
  * inputs not given, from seeded random data. A FILE alone is accepted when
  * the model has exactly one input. Errors name the input and file. */
-enum cp_status cp_cli_session_set_inputs(struct cp_cli_session *s, const char *const *inputs,
+enum cp_status cp_session_set_inputs(struct cp_session *s, const char *const *inputs,
                                          size_t n, uint64_t seed, struct cp_diag *d);
 
 #endif
