@@ -112,18 +112,6 @@ struct bench_opts {
     int64_t batch;
 };
 
-/* The batch the throughput is counted in: --batch, else dim 0 of the first
- * input. */
-static int64_t items_per_run(const struct cp_plan *p, int64_t batch)
-{
-    if (batch > 0)
-        return batch;
-    if (cp_plan_n_inputs(p) == 0)
-        return 1;
-    const struct cp_tensor *t = cp_plan_input(p, 0);
-    return t->shape.rank >= 1 && t->shape.dims[0].value > 0 ? t->shape.dims[0].value : 1;
-}
-
 /* `perf` (may be NULL) counts the measured loop only, into *pr. */
 static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
                               struct cp_trace_recorder *rec, struct cp_perf *perf,
@@ -204,53 +192,6 @@ struct bench_cli {
 
 /* Store one measured run of session s (its kernels, the events of `rec`,
  * the samples ns[0..n-1] as iterations 0..n-1). OUT: *run_id. */
-static enum cp_status write_trace(struct cp_trace_store *store, const char *kind,
-                                  struct cp_session *s, struct cp_trace_recorder *rec,
-                                  const struct bench_opts *o, const char *model_path,
-                                  const uint64_t *ns, size_t n, uint64_t rss, int64_t *run_id,
-                                  struct cp_diag *d)
-{
-    enum cp_status st;
-    const struct cp_om_meta *meta = cp_model_meta(s->model);
-    struct cp_mem_report mem;
-    cp_plan_memory(s->plan, &mem);
-    struct cp_buf cfg;
-    cp_buf_init(&cfg);
-    char id[17] = "";
-    if (meta) {
-        cp_convert_config_json(&meta->config, &cfg);
-        cp_convert_config_id(&meta->config, id);
-    }
-    struct cp_trace_run_info info = {
-        .kind = kind,
-        .model_path = model_path,
-        .model_hash = meta && meta->source_hash ? meta->source_hash : "",
-        .config_json = cfg.data ? cfg.data : "{}",
-        .config_id = id,
-        .target = meta && meta->target ? meta->target : "",
-        .threads = cp_runtime_threads(s->rt),
-        .batch = (int)items_per_run(s->plan, o->batch),
-        .warmup = (int)o->warmup,
-        .iterations = (int)n,
-        .weight_bytes = mem.weight_bytes,
-        .arena_bytes = mem.arena_bytes,
-        .peak_bytes = mem.peak_bytes,
-        .peak_rss_bytes = rss,
-    };
-    int64_t run = 0;
-    if ((st = cp_trace_store_set_host_meta(store, d)) == CP_OK &&
-        (st = cp_trace_store_begin_run(store, &info, &run, d)) == CP_OK &&
-        (st = cp_trace_store_add_samples(store, run, 0, ns, n, d)) == CP_OK &&
-        (st = cp_trace_store_add_kernels(store, run, cp_plan_kernels(s->plan),
-                                         cp_plan_n_kernels(s->plan), d)) == CP_OK &&
-        (st = cp_trace_store_add_events(store, run, rec, d)) == CP_OK)
-        st = cp_trace_store_add_counter(store, run, -1, "peak_rss_bytes", (double)rss,
-                                        cp_clock_ns(), d);
-    cp_buf_release(&cfg);
-    *run_id = run;
-    return st;
-}
-
 /* Open the trace store and a recorder for each of n sessions, each with the
  * outermost range "cannprof bench" open. */
 static enum cp_status open_trace(const char *path, struct cp_trace_store **store,
@@ -353,7 +294,7 @@ static int bench_one(const struct bench_cli *c)
     cp_stats_summary(x, n, &sm, &d);
     free(x);
     int threads = cp_runtime_threads(s.rt);
-    int64_t items = items_per_run(s.plan, c->o.batch);
+    int64_t items = cp_session_items_per_run(s.plan, c->o.batch);
     double items_per_s = sm.mean > 0 ? (double)items * 1e9 / sm.mean : 0;
     struct cp_mem_report mem;
     cp_plan_memory(s.plan, &mem);
@@ -361,7 +302,7 @@ static int bench_one(const struct bench_cli *c)
     if (rec) {
         int64_t run;
         cp_trace_pop(rec);
-        if (write_trace(store, "bench", &s, rec, &c->o, so.model_path, ns, n, rss, &run, &d) !=
+        if (cp_session_store_run(&s, store, "bench", so.model_path, rec, c->o.batch, c->o.warmup, ns, n, rss, &run, &d) !=
                 CP_OK ||
             cp_perf_store(store, run, perf, &pr, &d) != CP_OK) {
             cp_cli_error("bench", d.msg);
@@ -562,9 +503,9 @@ static enum cp_status write_ab_trace(struct cp_trace_store *store, struct cp_ses
     enum cp_status st;
     cp_trace_pop(rec[0]);
     cp_trace_pop(rec[1]);
-    if ((st = write_trace(store, "bench-ab", sa, rec[0], &c->o, c->so.model_path, res->a_ns, res->n,
+    if ((st = cp_session_store_run(sa, store, "bench-ab", c->so.model_path, rec[0], c->o.batch, c->o.warmup, res->a_ns, res->n,
                           rss, run_a, d)) != CP_OK ||
-        (st = write_trace(store, "bench-ab", sb, rec[1], &c->o, c->vs, res->b_ns, res->n, rss,
+        (st = cp_session_store_run(sb, store, "bench-ab", c->vs, rec[1], c->o.batch, c->o.warmup, res->b_ns, res->n, rss,
                           run_b, d)) != CP_OK)
         return st;
     snprintf(ids[0], sizeof ids[0], "%lld", (long long)*run_a);
@@ -626,7 +567,7 @@ static int bench_ab(const struct bench_cli *c)
     r.a_config = a_id;
     r.b_config = b_id;
     r.rounds = res.n;
-    r.batch = items_per_run(sa.plan, c->o.batch);
+    r.batch = cp_session_items_per_run(sa.plan, c->o.batch);
     r.threads = cp_runtime_threads(sa.rt);
     if (c->json)
         print_ab_json(&r);

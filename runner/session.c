@@ -198,3 +198,60 @@ enum cp_status cp_session_set_inputs(struct cp_session *s, const char *const *in
     cp_session_inputs_release(&in);
     return st;
 }
+
+int64_t cp_session_items_per_run(const struct cp_plan *p, int64_t batch)
+{
+    if (batch > 0)
+        return batch;
+    if (cp_plan_n_inputs(p) == 0)
+        return 1;
+    const struct cp_tensor *t = cp_plan_input(p, 0);
+    return t->shape.rank >= 1 && t->shape.dims[0].value > 0 ? t->shape.dims[0].value : 1;
+}
+
+enum cp_status cp_session_store_run(struct cp_session *s, struct cp_trace_store *store,
+                                    const char *kind, const char *model_path,
+                                    struct cp_trace_recorder *rec, int64_t batch, int64_t warmup,
+                                    const uint64_t *ns, size_t n, uint64_t rss, int64_t *run_id,
+                                    struct cp_diag *d)
+{
+    enum cp_status st;
+    const struct cp_om_meta *meta = cp_model_meta(s->model);
+    struct cp_mem_report mem;
+    cp_plan_memory(s->plan, &mem);
+    struct cp_buf cfg;
+    cp_buf_init(&cfg);
+    char id[17] = "";
+    if (meta) {
+        cp_convert_config_json(&meta->config, &cfg);
+        cp_convert_config_id(&meta->config, id);
+    }
+    struct cp_trace_run_info info = {
+        .kind = kind,
+        .model_path = model_path,
+        .model_hash = meta && meta->source_hash ? meta->source_hash : "",
+        .config_json = cfg.data ? cfg.data : "{}",
+        .config_id = id,
+        .target = meta && meta->target ? meta->target : "",
+        .threads = cp_runtime_threads(s->rt),
+        .batch = (int)cp_session_items_per_run(s->plan, batch),
+        .warmup = (int)warmup,
+        .iterations = (int)n,
+        .weight_bytes = mem.weight_bytes,
+        .arena_bytes = mem.arena_bytes,
+        .peak_bytes = mem.peak_bytes,
+        .peak_rss_bytes = rss,
+    };
+    int64_t run = 0;
+    if ((st = cp_trace_store_set_host_meta(store, d)) == CP_OK &&
+        (st = cp_trace_store_begin_run(store, &info, &run, d)) == CP_OK &&
+        (st = cp_trace_store_add_samples(store, run, 0, ns, n, d)) == CP_OK &&
+        (st = cp_trace_store_add_kernels(store, run, cp_plan_kernels(s->plan),
+                                         cp_plan_n_kernels(s->plan), d)) == CP_OK &&
+        (!rec || (st = cp_trace_store_add_events(store, run, rec, d)) == CP_OK))
+        st = cp_trace_store_add_counter(store, run, -1, "peak_rss_bytes", (double)rss,
+                                        cp_clock_ns(), d);
+    cp_buf_release(&cfg);
+    *run_id = run;
+    return st;
+}

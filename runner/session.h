@@ -54,4 +54,20 @@ void cp_session_inputs_release(struct cp_session_inputs *in);
 enum cp_status cp_session_set_inputs(struct cp_session *s, const char *const *inputs,
                                          size_t n, uint64_t seed, struct cp_diag *d);
 
+/* The items one run of the plan processes, for throughput: `batch` when
+ * > 0 (a --batch profile), else dimension 0 of the first input (1 when it
+ * has none). */
+int64_t cp_session_items_per_run(const struct cp_plan *p, int64_t batch);
+
+/* Store a measured run of `s` in a trace store: the run (kind, model path,
+ * the source-model hash and conversion config the .om records, threads,
+ * batch as cp_session_items_per_run(batch) gives it, warm-up, memory), its
+ * n latency samples (iterations 0..n-1), the plan's kernel table, every
+ * event of `rec`, and peak RSS as a counter. OUT: *run_id. */
+enum cp_status cp_session_store_run(struct cp_session *s, struct cp_trace_store *store,
+                                    const char *kind, const char *model_path,
+                                    struct cp_trace_recorder *rec, int64_t batch, int64_t warmup,
+                                    const uint64_t *ns, size_t n, uint64_t rss, int64_t *run_id,
+                                    struct cp_diag *d);
+
 #endif
