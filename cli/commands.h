@@ -4,8 +4,10 @@
 #ifndef CP_CLI_COMMANDS_H
 #define CP_CLI_COMMANDS_H
 
+int cp_cmd_analyze(int argc, char **argv);
 int cp_cmd_baseline(int argc, char **argv);
 int cp_cmd_bench(int argc, char **argv);
+int cp_cmd_calibrate(int argc, char **argv);
 int cp_cmd_compare(int argc, char **argv);
 int cp_cmd_convert(int argc, char **argv);
 int cp_cmd_export(int argc, char **argv);

@@ -14,8 +14,12 @@ struct command {
 
 /* Sorted by name. */
 static const struct command commands[] = {
+    {"analyze", cp_cmd_analyze,
+     "diagnose a traced run: bottlenecks, root causes, confidence, expected gain, changes"},
     {"baseline", cp_cmd_baseline, "keep per-service baselines in the knowledge base for validate"},
     {"bench", cp_cmd_bench, "measure latency statistics and throughput; --trace records a trace"},
+    {"calibrate", cp_cmd_calibrate,
+     "measure this machine's peak FLOP/s (fp32, bf16) and memory bandwidth"},
     {"compare", cp_cmd_compare,
      "compare two models' outputs on the same inputs: errors, precision_loss"},
     {"convert", cp_cmd_convert, "convert an ONNX model into a CPU offline model (.om), ATC flags"},

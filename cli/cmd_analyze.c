@@ -1,0 +1,222 @@
+/* cannprof analyze: name the bottlenecks of a traced run, with confidence,
+ * expected gain and the change that addresses each. */
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "rules/rules.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OPT_HELP = 1,
+    OPT_JSON,
+    OPT_NO_CALIBRATE,
+    OPT_RULES,
+    OPT_RUN,
+    OPT_SKELETON,
+    OPT_TARGET,
+    OPT_TOP,
+};
+
+static const struct cp_opt options[] = {
+    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
+    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print findings and features as JSON"},
+    {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL,
+     "skip the machine's roofline (roofline features become absent)"},
+    {"rules", 'r', CP_OPT_MULTI, OPT_RULES, "DIR|FILE",
+     "rule packs to use instead of the default ones (repeatable)"},
+    {"run", 0, CP_OPT_VALUE, OPT_RUN, "N", "run of the trace (default: the last)"},
+    {"skeleton", 0, CP_OPT_VALUE, OPT_SKELETON, "FILE",
+     "where an unclassified hotspot's rule skeleton goes (default TRACE.rule-skeleton.yaml)"},
+    {"target", 0, CP_OPT_VALUE, OPT_TARGET, "T", "latency (default), throughput or memory"},
+    {"top", 'n', CP_OPT_VALUE, OPT_TOP, "N", "show the first N findings (default: all)"},
+};
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+static void help(void)
+{
+    printf("usage: cannprof analyze TRACE.db [--rules DIR ...] [--target T] [--json]\n\n"
+           "Compute features from a traced run (record one with `cannprof bench MODEL --trace\n"
+           "TRACE.db`), evaluate the rule packs (rules/packs/*.yaml, docs/rule-language.md)\n"
+           "and list the findings, largest expected gain first: bottleneck type, root cause,\n"
+           "confidence, affected ONNX nodes, time share, expected gain with its interval,\n"
+           "the change to make, and its risks. When no rule explains a hotspot, an\n"
+           "'unclassified hotspot' finding is listed and a rule skeleton is written.\n\n"
+           "options:\n");
+    cp_opts_print_help(stdout, options, N_OPTIONS);
+}
+
+/* The first few names of a JSON array of strings, for a table cell. */
+static void short_list(const char *json, char *out, size_t n)
+{
+    size_t len = strlen(json ? json : "");
+    if (!json || len <= 2) {
+        snprintf(out, n, "-");
+        return;
+    }
+    if (len < n) {
+        snprintf(out, n, "%.*s", (int)(len - 2), json + 1);
+        return;
+    }
+    snprintf(out, n, "%.*s...", (int)(n - 5), json + 1);
+}
+
+static void print_change(const struct cp_change *c)
+{
+    printf("    change:     %s\n", c->summary);
+    for (size_t i = 0; c->convert && c->convert[i]; i++)
+        printf("                convert %s\n", c->convert[i]);
+    for (size_t i = 0; c->fusion_switches && c->fusion_switches[i]; i++)
+        printf("                fusion switch %s\n", c->fusion_switches[i]);
+    for (size_t i = 0; c->runtime && c->runtime[i]; i++)
+        printf("                runtime %s\n", c->runtime[i]);
+}
+
+static void print_findings(const struct cp_diagnosis *dg, size_t top, const char *trace)
+{
+    const struct cp_analysis *a = &dg->analysis;
+    printf("trace: %s (run %lld, %s, %zu kernels)\n", trace, (long long)dg->run.run_id,
+           dg->run.model_path, dg->features->n_kernels);
+    printf("rules: %zu loaded, %zu evaluated for this target%s\n\n",
+           cp_rule_set_count(dg->rules), a->rules_evaluated,
+           dg->calibrated ? "" : "; roofline features absent (--no-calibrate)");
+    if (a->n == 0) {
+        printf("no findings: no rule fired and no hotspot stands out.\n");
+        return;
+    }
+    size_t n = top && top < a->n ? top : a->n;
+    for (size_t i = 0; i < n; i++) {
+        const struct cp_finding *f = &a->findings[i];
+        char nodes[200];
+        short_list(f->nodes_json, nodes, sizeof nodes);
+        printf("%zu. %s\n", i + 1, f->title);
+        printf("    bottleneck: %s, root cause %s (rule %s)\n", f->bottleneck_type, f->root_cause,
+               f->rule);
+        printf("    confidence: %s (score %.2f)%s%s\n", cp_confidence_name(f->confidence),
+               f->score, f->missing[0] ? "; missing features: " : "", f->missing);
+        printf("    time share: %.1f%% of the iteration\n", 100 * f->time_share);
+        if (f->unclassified)
+            printf("    gain:       unknown, at most %.1f%% if the hotspot vanished\n",
+                   100 * f->gain_hi);
+        else
+            printf("    gain:       %.1f%% latency [%.1f%%, %.1f%%] (speedup prior %.2gx of "
+                   "the affected time)\n",
+                   100 * f->gain, 100 * f->gain_lo, 100 * f->gain_hi, f->speedup);
+        printf("    nodes:      %s\n", nodes);
+        print_change(&f->change);
+        if (isfinite(f->risk_precision_loss) || isfinite(f->risk_memory)) {
+            printf("    risks:     ");
+            if (isfinite(f->risk_precision_loss))
+                printf(" precision loss ~%.2f%%", f->risk_precision_loss);
+            if (isfinite(f->risk_memory))
+                printf(" memory %+.0f%%", 100 * f->risk_memory);
+            printf("\n");
+        }
+        if (f->violates)
+            printf("    CONSTRAINT: %s\n", f->violation);
+    }
+    if (n < a->n)
+        printf("\n(%zu more; --top 0 shows all)\n", a->n - n);
+}
+
+static int write_skeleton(const struct cp_diagnosis *dg, const char *path)
+{
+    const struct cp_finding *f = dg->analysis.n ? &dg->analysis.findings[0] : NULL;
+    if (!f || !f->unclassified)
+        return 0;
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_rules_skeleton(f, dg->features, &b);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (cp_buf_status(&b) != CP_OK || cp_file_write_atomic(path, b.data, b.len, &d) != CP_OK) {
+        cp_cli_error("analyze", d.msg[0] ? d.msg : "out of memory");
+        cp_buf_release(&b);
+        return 3;
+    }
+    cp_buf_release(&b);
+    fprintf(stderr, "cannprof analyze: no rule explains the hotspot; a rule skeleton is in %s\n",
+            path);
+    return 0;
+}
+
+int cp_cmd_analyze(int argc, char **argv)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_args args;
+    if (cp_args_parse("analyze", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+        cp_cli_error("analyze", d.msg);
+        return cp_status_exit_code(d.status);
+    }
+    if (cp_args_has(&args, OPT_HELP)) {
+        help();
+        return 0;
+    }
+    if (args.n_positional != 1) {
+        cp_cli_error("analyze", "give exactly one TRACE.db");
+        return 2;
+    }
+    const char *trace = args.positional[0];
+    struct cp_diagnose_opts o = {.run_id = -1, .calibrate = !cp_args_has(&args, OPT_NO_CALIBRATE)};
+    const char *paths[CP_MAX_ARGS];
+    for (size_t i = 0; i < args.n_opts; i++)
+        if (args.opts[i].id == OPT_RULES)
+            paths[o.n_rule_paths++] = args.opts[i].value;
+    o.rule_paths = paths;
+    const char *v;
+    int64_t n = 0;
+    if ((v = cp_args_get(&args, OPT_RUN)) && (!cp_parse_i64(v, &o.run_id) || o.run_id < 1)) {
+        cp_cli_error("analyze", "--run takes a run id (1, 2, ...)");
+        return 2;
+    }
+    if ((v = cp_args_get(&args, OPT_TARGET)) && !cp_target_parse(v, &o.analysis.target)) {
+        cp_cli_error("analyze", "--target: use latency, throughput or memory");
+        return 2;
+    }
+    if ((v = cp_args_get(&args, OPT_TOP)) && (!cp_parse_i64(v, &n) || n < 0)) {
+        cp_cli_error("analyze", "--top takes a whole number (0: all)");
+        return 2;
+    }
+    struct cp_diagnosis dg;
+    if (cp_rules_diagnose(trace, &o, &dg, &d) != CP_OK) {
+        cp_cli_error("analyze", d.msg);
+        cp_diagnosis_release(&dg);
+        return cp_status_exit_code(d.status);
+    }
+    int rc = 0;
+    if (cp_args_has(&args, OPT_JSON)) {
+        struct cp_buf b;
+        cp_buf_init(&b);
+        cp_buf_puts(&b, "{\"trace\":");
+        cp_buf_json_str(&b, trace);
+        cp_buf_printf(&b, ",\"run\":%lld,\"target\":\"%s\",\"rules_loaded\":%zu,\"findings\":",
+                      (long long)dg.run.run_id, cp_target_name(o.analysis.target),
+                      cp_rule_set_count(dg.rules));
+        cp_analysis_json(&dg.analysis, &b);
+        cp_buf_puts(&b, ",\"features\":");
+        cp_features_json(dg.features, &b);
+        cp_buf_puts(&b, "}\n");
+        if (cp_buf_status(&b) != CP_OK) {
+            cp_cli_error("analyze", "out of memory");
+            rc = 3;
+        } else
+            fputs(b.data, stdout);
+        cp_buf_release(&b);
+    } else
+        print_findings(&dg, (size_t)n, trace);
+    if (rc == 0) {
+        struct cp_buf p;
+        cp_buf_init(&p);
+        if ((v = cp_args_get(&args, OPT_SKELETON)))
+            cp_buf_puts(&p, v);
+        else
+            cp_buf_printf(&p, "%s.rule-skeleton.yaml", trace);
+        rc = cp_buf_status(&p) == CP_OK ? write_skeleton(&dg, p.data) : 3;
+        cp_buf_release(&p);
+    }
+    cp_diagnosis_release(&dg);
+    return rc;
+}

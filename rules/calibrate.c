@@ -1,0 +1,496 @@
+/*
+ * Machine identity, the calibration cache and the roofline helpers.
+ *
+ * The cache file (docs/calibration.md) is a JSON object written atomically:
+ *   {"schema": "cannprof-calibration", "schema_version": 1,
+ *    "tool_version": "0.1.0", "cache_key": "<16 hex>", "cpu_model": ...,
+ *    "isa": ..., "onednn": ..., "cores": N, "has_bf16": bool,
+ *    "threads_used": N, "peak_flops_f32": FLOP/s, "peak_flops_f32_1t": ...,
+ *    "peak_flops_bf16": ..., "peak_flops_bf16_1t": ..., "mem_bw": bytes/s,
+ *    "mem_bw_convention": "...", "impl_f32": ..., "impl_bf16": ...,
+ *    "matmul_size": N, "triad_array_bytes": N, "budget_ms": N,
+ *    "load_avg": x, "measured_at": "..."}
+ * Reals are printed with 17 significant digits, so a round trip through
+ * the file gives back the very same doubles.
+ */
+#include "rules/calibrate.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SCHEMA_NAME "cannprof-calibration"
+#define TRIAD_CONVENTION                                                                           \
+    "triad a[i] = b[i] + s*c[i] on fp32 arrays: 12 bytes per element (read b, read c, "            \
+    "write a; write-allocate not counted, as in STREAM)"
+
+/* The ISA flags that change what the runtime can reach, in print order. */
+static const char *const isa_flags[] = {
+    /* x86 */
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
+    "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
+    /* ARM */
+    "asimd", "asimddp", "asimdhp", "sve", "sve2", "bf16", "i8mm", "sme"};
+
+/* ---- detection ------------------------------------------------------------- */
+
+/* Whether `flag` is one of the space-separated words of `flags`. */
+static bool has_word(const char *flags, const char *flag)
+{
+    size_t n = strlen(flag);
+    for (const char *p = flags; (p = strstr(p, flag)) != NULL; p += n) {
+        bool starts = p == flags || p[-1] == ' ' || p[-1] == '\t';
+        bool ends = p[n] == '\0' || p[n] == ' ' || p[n] == '\t' || p[n] == '\n';
+        if (starts && ends)
+            return true;
+    }
+    return false;
+}
+
+/* Replace anything but printable ASCII, so the text is valid JSON as is. */
+static void ascii_only(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+            *s = '?';
+}
+
+/* The values of /proc/cpuinfo's first model line and first flags line.
+ * OUT: model[model_n] ("unknown" if none), flags (malloc'ed, "" if none;
+ * NULL on out-of-memory). */
+static char *read_cpuinfo(char *model, size_t model_n)
+{
+    static const char *const model_keys[] = {"model name", "Hardware", "cpu model", "Model"};
+    static const char *const flag_keys[] = {"flags", "Features"};
+    snprintf(model, model_n, "unknown");
+    int model_rank = 99;
+    char *flags = NULL;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while (f && (len = getline(&line, &cap, f)) > 0) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        char *key_end = colon;
+        while (key_end > line && (key_end[-1] == ' ' || key_end[-1] == '\t'))
+            key_end--;
+        size_t key_n = (size_t)(key_end - line);
+        char *val = colon + 1;
+        while (*val == ' ' || *val == '\t')
+            val++;
+        val[strcspn(val, "\n")] = '\0';
+        for (int k = 0; k < (int)(sizeof model_keys / sizeof *model_keys); k++)
+            if (k < model_rank && key_n == strlen(model_keys[k]) &&
+                strncmp(line, model_keys[k], key_n) == 0 && *val) {
+                snprintf(model, model_n, "%s", val);
+                model_rank = k;
+            }
+        for (size_t k = 0; k < sizeof flag_keys / sizeof *flag_keys; k++)
+            if (!flags && key_n == strlen(flag_keys[k]) && strncmp(line, flag_keys[k], key_n) == 0)
+                flags = cp_strdup(val);
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    ascii_only(model);
+    return flags ? flags : cp_strdup("");
+}
+
+static void make_cache_key(struct cp_machine *m)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_printf(&b, "%s\n%d\n%s\n%s\n%d\n%s\n%s", SCHEMA_NAME, CP_CALIBRATE_SCHEMA_VERSION,
+                  m->cpu_model, m->isa, m->cores, CP_VERSION_STRING, m->onednn);
+    uint64_t h = b.data ? cp_hash64(b.data, b.len) : 0;
+    cp_buf_release(&b);
+    snprintf(m->cache_key, sizeof m->cache_key, "%016llx", (unsigned long long)h);
+}
+
+void cp_machine_detect(struct cp_machine *out)
+{
+    memset(out, 0, sizeof *out);
+    char *flags = read_cpuinfo(out->cpu_model, sizeof out->cpu_model);
+    size_t used = 0;
+    for (size_t i = 0; flags && i < sizeof isa_flags / sizeof *isa_flags; i++) {
+        if (!has_word(flags, isa_flags[i]))
+            continue;
+        int w = snprintf(out->isa + used, sizeof out->isa - used, "%s%s", used ? " " : "",
+                         isa_flags[i]);
+        if (w < 0 || (size_t)w >= sizeof out->isa - used)
+            break;
+        used += (size_t)w;
+    }
+    out->has_bf16 = flags && (has_word(flags, "avx512_bf16") || has_word(flags, "amx_bf16"));
+    free(flags);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    out->cores = n > 0 && n < 100000 ? (int)n : 1;
+    const dnnl_version_t *v = dnnl_version();
+    if (v)
+        snprintf(out->onednn, sizeof out->onednn, "%d.%d.%d", v->major, v->minor, v->patch);
+    else
+        snprintf(out->onednn, sizeof out->onednn, "unknown");
+    make_cache_key(out);
+}
+
+/* ---- roofline helpers ------------------------------------------------------ */
+
+static bool uses_bf16(const struct cp_machine *m, bool bf16)
+{
+    return bf16 && m->has_bf16 && m->peak_flops_bf16 > 0;
+}
+
+double cp_machine_peak_flops(const struct cp_machine *m, bool bf16, int threads)
+{
+    bool b = uses_bf16(m, bf16);
+    double all = b ? m->peak_flops_bf16 : m->peak_flops_f32;
+    double one = b ? m->peak_flops_bf16_1t : m->peak_flops_f32_1t;
+    if (threads <= 0 || threads >= m->threads_used || !(one > 0))
+        return all;
+    double v = one * threads;
+    return v < all ? v : all;
+}
+
+double cp_machine_ridge(const struct cp_machine *m, bool bf16)
+{
+    double peak = cp_machine_peak_flops(m, bf16, 0);
+    return m->mem_bw > 0 && peak > 0 ? peak / m->mem_bw : 0;
+}
+
+/* ---- JSON -------------------------------------------------------------------- */
+
+/* A JSON string; text that is not valid UTF-8 (a path) goes in with its
+ * odd bytes replaced. */
+static json_t *jstr(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    char *copy = cp_strdup(s);
+    if (!copy)
+        return NULL;
+    ascii_only(copy);
+    j = json_string(copy);
+    free(copy);
+    return j;
+}
+
+static json_t *jreal(double v)
+{
+    return json_real(isfinite(v) ? v : 0.0);
+}
+
+/* The cache file's object; with `full`, also where the figures came from
+ * and the ridge points. NULL on out-of-memory. */
+static json_t *machine_to_json(const struct cp_machine *m, bool full)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = 0;
+    bad |= json_object_set_new(o, "schema", json_string(SCHEMA_NAME));
+    bad |= json_object_set_new(o, "schema_version", json_integer(CP_CALIBRATE_SCHEMA_VERSION));
+    bad |= json_object_set_new(o, "tool_version", json_string(CP_VERSION_STRING));
+    bad |= json_object_set_new(o, "cache_key", jstr(m->cache_key));
+    bad |= json_object_set_new(o, "cpu_model", jstr(m->cpu_model));
+    bad |= json_object_set_new(o, "isa", jstr(m->isa));
+    bad |= json_object_set_new(o, "onednn", jstr(m->onednn));
+    bad |= json_object_set_new(o, "cores", json_integer(m->cores));
+    bad |= json_object_set_new(o, "has_bf16", json_boolean(m->has_bf16));
+    bad |= json_object_set_new(o, "threads_used", json_integer(m->threads_used));
+    bad |= json_object_set_new(o, "peak_flops_f32", jreal(m->peak_flops_f32));
+    bad |= json_object_set_new(o, "peak_flops_f32_1t", jreal(m->peak_flops_f32_1t));
+    bad |= json_object_set_new(o, "peak_flops_bf16", jreal(m->peak_flops_bf16));
+    bad |= json_object_set_new(o, "peak_flops_bf16_1t", jreal(m->peak_flops_bf16_1t));
+    bad |= json_object_set_new(o, "mem_bw", jreal(m->mem_bw));
+    bad |= json_object_set_new(o, "mem_bw_convention", json_string(TRIAD_CONVENTION));
+    bad |= json_object_set_new(o, "impl_f32", jstr(m->impl_f32));
+    bad |= json_object_set_new(o, "impl_bf16", jstr(m->impl_bf16));
+    bad |= json_object_set_new(o, "matmul_size", json_integer(m->matmul_size));
+    bad |=
+        json_object_set_new(o, "triad_array_bytes", json_integer((json_int_t)m->triad_array_bytes));
+    bad |= json_object_set_new(o, "budget_ms", json_integer(m->budget_ms));
+    bad |= json_object_set_new(o, "load_avg", jreal(m->load_avg));
+    bad |= json_object_set_new(o, "measured_at", jstr(m->measured_at));
+    if (full) {
+        bad |= json_object_set_new(o, "source", jstr(m->source));
+        bad |= json_object_set_new(o, "cache_path", jstr(m->cache_path));
+        bad |= json_object_set_new(o, "cache_note", jstr(m->cache_note));
+        json_t *r = json_object();
+        if (r) {
+            json_object_set_new(r, "f32", jreal(cp_machine_ridge(m, false)));
+            json_object_set_new(r, "bf16",
+                                m->has_bf16 ? jreal(cp_machine_ridge(m, true)) : json_null());
+        }
+        bad |= json_object_set_new(o, "ridge_flop_per_byte", r);
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+void cp_machine_json(const struct cp_machine *m, struct cp_buf *out)
+{
+    json_t *o = machine_to_json(m, true);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (s)
+        cp_buf_puts(out, s);
+    else
+        out->failed = true;
+    free(s);
+    json_decref(o);
+}
+
+/* Copy string member `key` into out[n]; false when missing, not a string
+ * or too long. */
+static bool get_str(json_t *o, const char *key, char *out, size_t n)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    if (!s || strlen(s) >= n)
+        return false;
+    snprintf(out, n, "%s", s);
+    return true;
+}
+
+static bool get_int(json_t *o, const char *key, json_int_t lo, json_int_t hi, json_int_t *out)
+{
+    json_t *j = json_object_get(o, key);
+    if (!json_is_integer(j))
+        return false;
+    *out = json_integer_value(j);
+    return *out >= lo && *out <= hi;
+}
+
+/* A finite number >= 0 (integers accepted too: a hand-edited file). */
+static bool get_num(json_t *o, const char *key, double *out)
+{
+    json_t *j = json_object_get(o, key);
+    if (!json_is_number(j))
+        return false;
+    *out = json_number_value(j);
+    return isfinite(*out) && *out >= 0;
+}
+
+/* Check a parsed cache file against the detected machine `id` and fill
+ * *m. False with why[why_n] when it cannot be used. */
+static bool machine_from_json(json_t *o, const struct cp_machine *id, struct cp_machine *m,
+                              char *why, size_t why_n)
+{
+    memset(m, 0, sizeof *m);
+    json_int_t v;
+    if (!json_is_object(o) || !get_str(o, "schema", why, why_n) || strcmp(why, SCHEMA_NAME) != 0) {
+        snprintf(why, why_n, "not a cannprof calibration file");
+        return false;
+    }
+    if (!get_int(o, "schema_version", INT32_MIN, INT32_MAX, &v) ||
+        v != CP_CALIBRATE_SCHEMA_VERSION) {
+        snprintf(why, why_n, "schema_version is not %d", CP_CALIBRATE_SCHEMA_VERSION);
+        return false;
+    }
+    if (!get_str(o, "cache_key", m->cache_key, sizeof m->cache_key) ||
+        !get_str(o, "cpu_model", m->cpu_model, sizeof m->cpu_model) ||
+        !get_str(o, "isa", m->isa, sizeof m->isa) ||
+        !get_str(o, "onednn", m->onednn, sizeof m->onednn) || !get_int(o, "cores", 1, 100000, &v)) {
+        snprintf(why, why_n, "the machine description is missing or malformed");
+        return false;
+    }
+    m->cores = (int)v;
+    json_t *hb = json_object_get(o, "has_bf16");
+    m->has_bf16 = json_is_true(hb);
+    if (!json_is_boolean(hb) || strcmp(m->cache_key, id->cache_key) != 0 ||
+        strcmp(m->cpu_model, id->cpu_model) != 0 || strcmp(m->isa, id->isa) != 0 ||
+        strcmp(m->onednn, id->onednn) != 0 || m->cores != id->cores ||
+        m->has_bf16 != id->has_bf16) {
+        snprintf(why, why_n, "it describes another machine or tool version (key %.16s)",
+                 m->cache_key);
+        return false;
+    }
+    const struct {
+        const char *key;
+        double *v;
+        bool positive; /* else: positive exactly when has_bf16 */
+    } nums[] = {
+        {"peak_flops_f32", &m->peak_flops_f32, true},
+        {"peak_flops_f32_1t", &m->peak_flops_f32_1t, true},
+        {"peak_flops_bf16", &m->peak_flops_bf16, false},
+        {"peak_flops_bf16_1t", &m->peak_flops_bf16_1t, false},
+        {"mem_bw", &m->mem_bw, true},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
+        bool want = nums[i].positive || m->has_bf16;
+        if (!get_num(o, nums[i].key, nums[i].v) || (want ? !(*nums[i].v > 0) : *nums[i].v != 0)) {
+            snprintf(why, why_n, "\"%s\" is missing or not a plausible figure", nums[i].key);
+            return false;
+        }
+    }
+    json_int_t size, bytes, budget;
+    if (!get_int(o, "threads_used", 1, 100000, &v) ||
+        !get_str(o, "impl_f32", m->impl_f32, sizeof m->impl_f32) ||
+        !get_str(o, "impl_bf16", m->impl_bf16, sizeof m->impl_bf16) ||
+        !get_int(o, "matmul_size", 1, INT32_MAX, &size) ||
+        !get_int(o, "triad_array_bytes", 1, INT64_MAX, &bytes) ||
+        !get_int(o, "budget_ms", 1, INT32_MAX, &budget) ||
+        !get_str(o, "measured_at", m->measured_at, sizeof m->measured_at) ||
+        !json_is_number(json_object_get(o, "load_avg"))) {
+        snprintf(why, why_n, "how the figures were measured is missing or malformed");
+        return false;
+    }
+    m->threads_used = (int)v;
+    m->matmul_size = size;
+    m->triad_array_bytes = (uint64_t)bytes;
+    m->budget_ms = (long)budget;
+    m->load_avg = json_number_value(json_object_get(o, "load_avg"));
+    return true;
+}
+
+/* ---- cache folder ------------------------------------------------------------ */
+
+enum cp_status cp_calibrate_cache_dir(const char *cache_dir, char *out, size_t n, struct cp_diag *d)
+{
+    int w;
+    if (cache_dir && *cache_dir) {
+        w = snprintf(out, n, "%s", cache_dir);
+    } else {
+        /* The XDG base-directory spec: a relative XDG_CACHE_HOME is ignored. */
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && xdg[0] == '/')
+            w = snprintf(out, n, "%s/cannprof", xdg);
+        else if (home && *home)
+            w = snprintf(out, n, "%s/.cache/cannprof", home);
+        else {
+            if (n)
+                out[0] = '\0';
+            return cp_diag_set(d, CP_ERR_IO,
+                               "calibrate: no cache folder: neither XDG_CACHE_HOME (an absolute "
+                               "path) nor HOME is set; give a cache folder");
+        }
+    }
+    if (w < 0 || (size_t)w >= n) {
+        if (n)
+            out[0] = '\0';
+        return cp_diag_set(d, CP_ERR_IO, "calibrate: cache folder path is too long (%d bytes)", w);
+    }
+    return CP_OK;
+}
+
+/* mkdir -p with mode 0700 (the XDG spec's mode for base directories). */
+static enum cp_status make_dirs(const char *dir, struct cp_diag *d)
+{
+    char *p = cp_strdup(dir);
+    if (!p)
+        return cp_diag_set(d, CP_ERR_NOMEM, "calibrate: out of memory");
+    enum cp_status st = CP_OK;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+            st = cp_diag_set(d, CP_ERR_IO, "calibrate: cache folder '%s' cannot be created: %s: %s",
+                             dir, p, strerror(errno));
+            break;
+        }
+        *s = c;
+        if (c == '\0')
+            break;
+    }
+    struct stat sb;
+    if (st == CP_OK && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        st = cp_diag_set(d, CP_ERR_IO, "calibrate: cache folder '%s' is not a folder", dir);
+    free(p);
+    return st;
+}
+
+/* Try the cache file at `path`. True with *m filled when it is usable;
+ * else false, with why[why_n] set when a file was there but unusable. */
+static bool cache_load(const char *path, const struct cp_machine *id, struct cp_machine *m,
+                       char *why, size_t why_n)
+{
+    why[0] = '\0';
+    if (access(path, F_OK) != 0)
+        return false;
+    char reason[160];
+    json_error_t err;
+    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    bool ok = false;
+    if (!o)
+        snprintf(reason, sizeof reason, "it does not parse (line %d: %.100s)", err.line, err.text);
+    else
+        ok = machine_from_json(o, id, m, reason, sizeof reason);
+    json_decref(o);
+    if (!ok)
+        snprintf(why, why_n, "the old cache file was replaced: %s", reason);
+    return ok;
+}
+
+static enum cp_status cache_store(const char *path, const struct cp_machine *m, struct cp_diag *d)
+{
+    json_t *o = machine_to_json(m, false);
+    char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+    json_decref(o);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    if (s) {
+        cp_buf_puts(&b, s);
+        cp_buf_putc(&b, '\n');
+    }
+    free(s);
+    enum cp_status st;
+    if (!s || cp_buf_status(&b) != CP_OK)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "calibrate: out of memory writing %s", path);
+    else
+        st = cp_file_write_atomic(path, b.data, b.len, d);
+    cp_buf_release(&b);
+    return st;
+}
+
+enum cp_status cp_calibrate_run(const struct cp_calibrate_options *o, struct cp_machine *out,
+                                struct cp_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    char dir[900], path[1024];
+    enum cp_status st;
+    if ((st = cp_calibrate_cache_dir(o ? o->cache_dir : NULL, dir, sizeof dir, d)) != CP_OK ||
+        (st = make_dirs(dir, d)) != CP_OK)
+        return st;
+    struct cp_machine id, m;
+    cp_machine_detect(&id);
+    snprintf(path, sizeof path, "%s/calibration-%s.json", dir, id.cache_key);
+    char note[sizeof m.cache_note];
+    if (cache_load(path, &id, &m, note, sizeof note) && !(o && o->force)) {
+        snprintf(m.source, sizeof m.source, "cache");
+        snprintf(m.cache_path, sizeof m.cache_path, "%s", path);
+        *out = m;
+        return CP_OK;
+    }
+    /* Say so now rather than after seconds of measuring. */
+    if (access(dir, W_OK | X_OK) != 0)
+        return cp_diag_set(d, CP_ERR_IO, "calibrate: cache folder '%s' is not writable: %s", dir,
+                           strerror(errno));
+    if ((st = cp_calibrate_measure(o ? o->budget_ms : 0, &m, d)) != CP_OK)
+        return st;
+    if ((st = cache_store(path, &m, d)) != CP_OK)
+        return st;
+    snprintf(m.cache_path, sizeof m.cache_path, "%s", path);
+    snprintf(m.cache_note, sizeof m.cache_note, "%s", note);
+    *out = m;
+    return CP_OK;
+}
+
+enum cp_status cp_calibrate(const char *cache_dir, bool force, struct cp_machine *out,
+                            struct cp_diag *d)
+{
+    struct cp_calibrate_options o = {.cache_dir = cache_dir, .force = force};
+    return cp_calibrate_run(&o, out, d);
+}

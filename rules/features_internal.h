@@ -1,0 +1,165 @@
+/*
+ * Private to rules/features*.c and rules/patterns*.c.
+ *
+ * features_load.c reads a run from the trace store into a `struct cp_fload`
+ * (raw facts: samples, kernels with their parsed tensors, event sums,
+ * per-iteration coverage, counters, host meta); features.c turns them into
+ * scalars and rows; patterns.c finds unfused patterns on the kernels'
+ * tensor links; features_json.c prints the result.
+ */
+#ifndef CP_RULES_FEATURES_INTERNAL_H
+#define CP_RULES_FEATURES_INTERNAL_H
+
+#include "rules/features.h"
+#include "trace/perf.h"
+
+/* Every scalar feature: X(ID, "name"). The order is docs/features.md's. */
+#define CP_FEATURE_SCALARS(X)                                                                      \
+    X(ITERATIONS, "iterations")                                                                    \
+    X(LATENCY_MEAN, "latency_mean")                                                                \
+    X(LATENCY_MEDIAN, "latency_median")                                                            \
+    X(LATENCY_P90, "latency_p90")                                                                  \
+    X(LATENCY_P99, "latency_p99")                                                                  \
+    X(LATENCY_MIN, "latency_min")                                                                  \
+    X(LATENCY_MAX, "latency_max")                                                                  \
+    X(LATENCY_SD, "latency_sd")                                                                    \
+    X(LATENCY_CV, "latency_cv")                                                                    \
+    X(LATENCY_OUTLIER_SHARE, "latency_outlier_share")                                              \
+    X(THROUGHPUT, "throughput")                                                                    \
+    X(KERNEL_TIME, "kernel_time")                                                                  \
+    X(DEVICE_UTIL, "device_util")                                                                  \
+    X(RUNTIME_OVERHEAD_SHARE, "runtime_overhead_share")                                            \
+    X(HOST_OVERHEAD_SHARE, "host_overhead_share")                                                  \
+    X(IO_COPY_SHARE, "io_copy_share")                                                              \
+    X(N_KERNELS, "n_kernels")                                                                      \
+    X(LAUNCHES_PER_ITERATION, "launches_per_iteration")                                            \
+    X(SMALL_KERNEL_SHARE, "small_kernel_share")                                                    \
+    X(SMALL_KERNEL_TIME_SHARE, "small_kernel_time_share")                                          \
+    X(ALU_UTIL, "alu_util")                                                                        \
+    X(MEMORY_BANDWIDTH_UTIL, "memory_bandwidth_util")                                              \
+    X(ACHIEVED_FLOPS, "achieved_flops")                                                            \
+    X(ACHIEVED_BW, "achieved_bw")                                                                  \
+    X(MEMORY_BOUND_SHARE, "memory_bound_share")                                                    \
+    X(COMPUTE_BOUND_SHARE, "compute_bound_share")                                                  \
+    X(LAYOUT_TRANSFORM_SHARE, "layout_transform_share")                                            \
+    X(TRANSDATA_SHARE, "transdata_share")                                                          \
+    X(TRANSPOSE_SHARE, "transpose_share")                                                          \
+    X(COPY_SHARE, "copy_share")                                                                    \
+    X(UNFUSED_COUNT, "unfused_count")                                                              \
+    X(UNFUSED_SHARE, "unfused_share")                                                              \
+    X(UNFUSED_ATTENTION_COUNT, "unfused_attention_count")                                          \
+    X(UNFUSED_ATTENTION_SHARE, "unfused_attention_share")                                          \
+    X(UNFUSED_LAYERNORM_COUNT, "unfused_layernorm_count")                                          \
+    X(UNFUSED_LAYERNORM_SHARE, "unfused_layernorm_share")                                          \
+    X(UNFUSED_GROUPNORM_COUNT, "unfused_groupnorm_count")                                          \
+    X(UNFUSED_GROUPNORM_SHARE, "unfused_groupnorm_share")                                          \
+    X(UNFUSED_GELU_COUNT, "unfused_gelu_count")                                                    \
+    X(UNFUSED_GELU_SHARE, "unfused_gelu_share")                                                    \
+    X(UNFUSED_CONV_ACT_COUNT, "unfused_conv_act_count")                                            \
+    X(UNFUSED_CONV_ACT_SHARE, "unfused_conv_act_share")                                            \
+    X(UNFUSED_CONV_ADD_COUNT, "unfused_conv_add_count")                                            \
+    X(UNFUSED_CONV_ADD_SHARE, "unfused_conv_add_share")                                            \
+    X(UNFUSED_CONV_BN_COUNT, "unfused_conv_bn_count")                                              \
+    X(UNFUSED_CONV_BN_SHARE, "unfused_conv_bn_share")                                              \
+    X(UNFUSED_MATMUL_ACT_COUNT, "unfused_matmul_act_count")                                        \
+    X(UNFUSED_MATMUL_ACT_SHARE, "unfused_matmul_act_share")                                        \
+    X(UNFUSED_MATMUL_ADD_COUNT, "unfused_matmul_add_count")                                        \
+    X(UNFUSED_MATMUL_ADD_SHARE, "unfused_matmul_add_share")                                        \
+    X(UNFUSED_LAYOUT_ROUNDTRIP_COUNT, "unfused_layout_roundtrip_count")                            \
+    X(UNFUSED_LAYOUT_ROUNDTRIP_SHARE, "unfused_layout_roundtrip_share")                            \
+    X(BF16_CAPABLE, "bf16_capable")                                                                \
+    X(COMPUTE_SHARE, "compute_share")                                                              \
+    X(FP32_COMPUTE_SHARE, "fp32_compute_share")                                                    \
+    X(BF16_COMPUTE_SHARE, "bf16_compute_share")                                                    \
+    X(THREADS, "threads")                                                                          \
+    X(BATCH, "batch")                                                                              \
+    X(CORES, "cores")                                                                              \
+    X(THREADS_PER_CORE, "threads_per_core")                                                        \
+    X(CACHE_MISS_RATE, "cache_miss_rate")                                                          \
+    X(IPC, "ipc")                                                                                  \
+    X(CPU_UTIL, "cpu_util")
+
+#define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
+enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
+#undef CP_FEAT_ENUM
+
+/* One tensor of a kernel's inputs or outputs JSON. Strings owned by the
+ * load. */
+struct cp_ftensor {
+    char *name;
+    char *src;     /* view_of when present, else name: what the data really is */
+    char *dtype;   /* "f32", ... ("" when missing) */
+    char *layout;  /* "NCHW", "nChw16c", ... ("" when missing) */
+    char *compute; /* outputs: "bf16" when computed in bf16, else NULL */
+    int rank;      /* -1 when the shape is missing */
+    int64_t dims[8];
+    double numel; /* product of dims; NaN when unknown */
+};
+
+/* One kernels row with its event sums over measured iterations. */
+struct cp_fk {
+    int64_t idx;
+    char *node, *op_type, *impl, *origins;
+    double flops, bytes;
+    struct cp_ftensor *in, *out;
+    size_t n_in, n_out;
+    int64_t n_events; /* device events in measured iterations */
+    double sum_ns;    /* their total duration */
+    int64_t n_small;  /* of which shorter than CP_FEATURES_SMALL_KERNEL_NS */
+    double small_ns;  /* their total duration */
+};
+
+struct cp_fload {
+    int64_t run_id;
+    char *kind, *config_json;
+    int threads, batch;
+    double *lat_ns; /* samples, in iteration order */
+    size_t n_lat;
+    struct cp_fk *k; /* in idx order */
+    size_t n_k;
+    size_t n_dev_iter; /* measured iterations with device events */
+    /* Sums over measured iterations that have both a sample and events. */
+    size_t cov_iters;
+    double wall_ns;   /* their latencies */
+    double dev_ns;    /* time covered by device events (union of intervals) */
+    double rt_ns;     /* covered by runtime or device events (union) */
+    double io_ns;     /* runtime "input copy" / "output copy" events */
+    bool has_runtime; /* any runtime event in a measured iteration */
+    /* perf counters of the run (iteration -1) */
+    bool perf_recorded; /* any perf.* counter */
+    bool perf_has[CP_PERF_N_COUNTERS];
+    double perf[CP_PERF_N_COUNTERS];
+    int perf_errno[CP_PERF_N_COUNTERS]; /* 0: not recorded as failed */
+    int paranoid;                       /* < -1 when unknown */
+    int host_cores;                     /* 0 when unknown */
+    char *isa_flags;                    /* NULL when unknown */
+};
+
+/* Read run `run_id` (< 0: the last). OUT: *l (release with
+ * cp_fload_release, also after a failure). */
+enum cp_status cp_fload_read(struct cp_trace_store *s, int64_t run_id, struct cp_fload *l,
+                             struct cp_diag *d);
+void cp_fload_release(struct cp_fload *l);
+
+/* Owned memory and scalars behind struct cp_features. */
+struct cp_features_priv {
+    struct cp_fload load;
+    double value[CP_FEAT_COUNT];
+    bool present[CP_FEAT_COUNT];
+    char *reason[CP_FEAT_COUNT]; /* why absent; NULL when present */
+};
+
+/* Find the unfused patterns among f->kernels (whose rows and times are
+ * set), using the tensors in f->priv->load. Fills f->patterns,
+ * f->n_patterns, and each kernel's `pattern`. CP_ERR_NOMEM only. */
+enum cp_status cp_patterns_find(struct cp_features *f, struct cp_diag *d);
+
+/* The row of kernel `idx` (rows are in idx order); NULL when none. */
+struct cp_kernel_feat *cp_features_row(const struct cp_features *f, size_t idx);
+
+/* Whether an op type is a layout transform, a copy, a compute op. */
+bool cp_feat_is_layout_op(const char *op_type);
+bool cp_feat_is_copy_op(const char *op_type);
+bool cp_feat_is_compute_op(const char *op_type);
+
+#endif
