@@ -12,7 +12,10 @@ int cp_cmd_compare(int argc, char **argv);
 int cp_cmd_convert(int argc, char **argv);
 int cp_cmd_export(int argc, char **argv);
 int cp_cmd_info(int argc, char **argv);
+int cp_cmd_kb(int argc, char **argv);
 int cp_cmd_run(int argc, char **argv);
+int cp_cmd_suggest(int argc, char **argv);
+int cp_cmd_tune(int argc, char **argv);
 int cp_cmd_validate(int argc, char **argv);
 
 #endif

@@ -25,7 +25,12 @@ static const struct command commands[] = {
     {"convert", cp_cmd_convert, "convert an ONNX model into a CPU offline model (.om), ATC flags"},
     {"export", cp_cmd_export, "export a trace store as Chrome trace JSON or folded stacks"},
     {"info", cp_cmd_info, "describe an .onnx or .om file: I/O, ops, parameters, FLOPs, config"},
+    {"kb", cp_cmd_kb, "query, show and share the knowledge base: strategies, sessions, cards"},
     {"run", cp_cmd_run, "run a model once; inputs from .pb/.npy or seeded random; .npy out"},
+    {"suggest", cp_cmd_suggest,
+     "a report of changes to make for a target under constraints, ready to paste"},
+    {"tune", cp_cmd_tune,
+     "the closed loop: diagnose, re-convert, measure, keep real gains, remember them"},
     {"validate", cp_cmd_validate,
      "compare two runs or a run and a baseline: p-values, CIs, verdicts; exit 1 on regression"},
 };

@@ -5,6 +5,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,112 @@ static const char MIGRATION_V1[] =
     ");"
     "CREATE INDEX validations_by_service ON validations(service, id);";
 
+/* Version 2: what the tuner records (knowledge/kb_tuning.h): models with
+ * fingerprints, hardware signatures, tuning sessions, their candidates and
+ * raw measurements, and per-model strategy outcomes. No foreign keys are
+ * enforced (rows refer by id; import resolves natural keys), so a file
+ * never refuses a write because of an order of inserts. */
+static const char MIGRATION_V2[] =
+    "CREATE TABLE models ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  structure_hash TEXT NOT NULL,"
+    "  source_hash TEXT NOT NULL DEFAULT '',"
+    "  name TEXT NOT NULL,"
+    "  model_class TEXT NOT NULL,"
+    "  params INTEGER NOT NULL DEFAULT 0,"
+    "  flops REAL NOT NULL DEFAULT 0,"
+    "  n_nodes INTEGER NOT NULL DEFAULT 0,"
+    "  op_histogram TEXT NOT NULL,"
+    "  inputs TEXT NOT NULL,"
+    "  has_attention INTEGER NOT NULL DEFAULT 0,"
+    "  has_conv INTEGER NOT NULL DEFAULT 0,"
+    "  has_layernorm INTEGER NOT NULL DEFAULT 0,"
+    "  has_groupnorm INTEGER NOT NULL DEFAULT 0,"
+    "  has_batchnorm INTEGER NOT NULL DEFAULT 0,"
+    "  has_gelu INTEGER NOT NULL DEFAULT 0,"
+    "  created_at TEXT NOT NULL,"
+    "  updated_at TEXT NOT NULL,"
+    "  UNIQUE (structure_hash, source_hash)"
+    ");"
+    "CREATE TABLE hardware ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  signature TEXT NOT NULL UNIQUE,"
+    "  cpu_model TEXT NOT NULL DEFAULT '',"
+    "  isa TEXT NOT NULL DEFAULT '',"
+    "  cores INTEGER NOT NULL DEFAULT 0,"
+    "  soc_version TEXT NOT NULL DEFAULT '',"
+    "  tool_version TEXT NOT NULL DEFAULT '',"
+    "  created_at TEXT NOT NULL"
+    ");"
+    "CREATE TABLE sessions ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  uid TEXT NOT NULL UNIQUE,"
+    "  key TEXT NOT NULL,"
+    "  model_id INTEGER,"
+    "  hw_id INTEGER,"
+    "  model_path TEXT,"
+    "  target TEXT,"
+    "  constraints TEXT,"
+    "  status TEXT NOT NULL,"
+    "  created_at TEXT NOT NULL,"
+    "  updated_at TEXT NOT NULL,"
+    "  baseline_config TEXT,"
+    "  best_config TEXT,"
+    "  best_candidate_id INTEGER,"
+    "  budget INTEGER NOT NULL DEFAULT 0,"
+    "  evaluations INTEGER NOT NULL DEFAULT 0,"
+    "  baseline_median_ns REAL,"
+    "  best_median_ns REAL,"
+    "  out_dir TEXT,"
+    "  stop_reason TEXT"
+    ");"
+    "CREATE INDEX sessions_by_key ON sessions(key, id);"
+    "CREATE INDEX sessions_by_model ON sessions(model_id, id);"
+    "CREATE TABLE candidates ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  session_id INTEGER NOT NULL,"
+    "  step INTEGER NOT NULL,"
+    "  delta TEXT NOT NULL DEFAULT '',"
+    "  source TEXT,"
+    "  config_json TEXT,"
+    "  config_id TEXT,"
+    "  om_path TEXT,"
+    "  trace_path TEXT,"
+    "  status TEXT NOT NULL,"
+    "  reason TEXT,"
+    "  expected_gain REAL,"
+    "  measured_gain REAL,"
+    "  ci_lo REAL,"
+    "  ci_hi REAL,"
+    "  p REAL,"
+    "  precision_loss REAL,"
+    "  memory_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  median_ns REAL,"
+    "  throughput REAL,"
+    "  created_at TEXT NOT NULL"
+    ");"
+    "CREATE INDEX candidates_by_session ON candidates(session_id, step, id);"
+    "CREATE INDEX candidates_by_source ON candidates(source);"
+    "CREATE TABLE measurements ("
+    "  candidate_id INTEGER NOT NULL,"
+    "  role TEXT NOT NULL,"
+    "  n INTEGER NOT NULL,"
+    "  samples_ns BLOB NOT NULL,"
+    "  PRIMARY KEY (candidate_id, role)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE strategies ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  model_id INTEGER NOT NULL,"
+    "  hw_id INTEGER NOT NULL,"
+    "  session_id INTEGER,"
+    "  delta TEXT NOT NULL,"
+    "  gain REAL,"
+    "  held INTEGER NOT NULL,"
+    "  created_at TEXT NOT NULL,"
+    "  UNIQUE (session_id, delta)"
+    ");"
+    "CREATE INDEX strategies_by_model ON strategies(model_id, hw_id);";
+
 struct kb_migration {
     int version; /* the user_version once applied: 1, 2, ... */
     const char *what;
@@ -93,6 +201,7 @@ struct kb_migration {
 
 static const struct kb_migration MIGRATIONS[] = {
     {1, "services, baselines and validations", MIGRATION_V1},
+    {2, "models, hardware, sessions, candidates, measurements, strategies", MIGRATION_V2},
 };
 #define N_MIGRATIONS (sizeof MIGRATIONS / sizeof MIGRATIONS[0])
 static_assert(N_MIGRATIONS == CP_KB_SCHEMA_VERSION,
@@ -188,6 +297,63 @@ void cp_kb_bind_text(sqlite3_stmt *st, int idx, const char *s)
         sqlite3_bind_text(st, idx, s, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, idx);
+}
+
+double cp_kb_col_real(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
+}
+
+void cp_kb_bind_real(sqlite3_stmt *st, int idx, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, idx);
+    else
+        sqlite3_bind_double(st, idx, v);
+}
+
+enum cp_status cp_kb_encode_samples(struct cp_kb *kb, const uint64_t *v, size_t n, uint8_t **blob,
+                                    int *bytes, struct cp_diag *d)
+{
+    *blob = NULL;
+    *bytes = 0;
+    size_t len;
+    if (cp_mul_overflows(n, 8, &len) || len > INT_MAX)
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: %zu samples are too many to store", kb->path, n);
+    uint8_t *p = malloc(len ? len : 1);
+    if (!p)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory for %zu samples", kb->path, n);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 8; k++)
+            p[i * 8 + (size_t)k] = (uint8_t)(v[i] >> (8 * k));
+    *blob = p;
+    *bytes = (int)len;
+    return CP_OK;
+}
+
+enum cp_status cp_kb_decode_samples(struct cp_kb *kb, sqlite3_stmt *st, int col, size_t n,
+                                    const char *what, uint64_t **out, struct cp_diag *d)
+{
+    *out = NULL;
+    const uint8_t *p = sqlite3_column_blob(st, col);
+    size_t bytes = (size_t)sqlite3_column_bytes(st, col);
+    size_t want = 0;
+    if (cp_mul_overflows(n, 8, &want) || bytes != want || (n > 0 && !p))
+        return cp_diag_set(d, CP_ERR_CORRUPT,
+                           "%s: %s is damaged: its samples take %zu bytes, expected %zu for %zu "
+                           "samples",
+                           kb->path, what, bytes, want, n);
+    uint64_t *v = cp_calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory for %zu samples", kb->path, n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = 0;
+        for (int k = 7; k >= 0; k--)
+            x = (x << 8) | p[i * 8 + (size_t)k];
+        v[i] = x;
+    }
+    *out = v;
+    return CP_OK;
 }
 
 /* ---- names ----------------------------------------------------------------- */
@@ -458,6 +624,12 @@ static enum cp_status use_wal(struct cp_kb *kb, struct cp_diag *d)
 
 enum cp_status cp_kb_open(const char *path, struct cp_kb **out, struct cp_diag *d)
 {
+    return cp_kb_open_at_version(path, CP_KB_SCHEMA_VERSION, out, d);
+}
+
+enum cp_status cp_kb_open_at_version(const char *path, int version_cap, struct cp_kb **out,
+                                     struct cp_diag *d)
+{
     *out = NULL;
     char *owned = NULL;
     enum cp_status st;
@@ -497,7 +669,7 @@ enum cp_status cp_kb_open(const char *path, struct cp_kb **out, struct cp_diag *
         (st = cp_kb_exec(kb, "PRAGMA synchronous = NORMAL", "setting synchronous", d)) != CP_OK)
         goto out_free;
     for (size_t i = 0; i < N_MIGRATIONS && version < CP_KB_SCHEMA_VERSION; i++)
-        if (MIGRATIONS[i].version > version &&
+        if (MIGRATIONS[i].version > version && MIGRATIONS[i].version <= version_cap &&
             (st = apply_migration(kb, &MIGRATIONS[i], d)) != CP_OK)
             goto out_free;
     free(owned);

@@ -2,12 +2,13 @@
  * knowledge: what cannprof remembers between runs, in one SQLite file.
  *
  * A `struct cp_kb` is a handle on the knowledge base (`kb.sqlite`, schema in
- * docs/kb-schema.md). This first slice holds per-service *baselines* (the
- * figures of one benchmark run, copied out of its trace so the baseline
- * outlives the trace file) and the *validations* made against them (when,
- * against which baseline, the figures, the verdict, whether an alert went
- * out). Later slices add models, fingerprints, tuning sessions, candidates,
- * strategies and cards as further tables.
+ * docs/kb-schema.md). This header holds the file itself, per-service
+ * *baselines* (the figures of one benchmark run, copied out of its trace so
+ * the baseline outlives the trace file) and the *validations* made against
+ * them (when, against which baseline, the figures, the verdict, whether an
+ * alert went out). What the tuner records (models with fingerprints,
+ * hardware, sessions, candidates, measurements, strategies, cards, JSON
+ * Lines export/import) is in knowledge/kb_tuning.h, on the same handle.
  *
  * The file carries its own identity and version: PRAGMA application_id is
  * CP_KB_APPLICATION_ID ("CPKB"), so a trace store or any other SQLite file
@@ -45,7 +46,7 @@
 #define CP_KB_APPLICATION_ID 0x43504B42
 
 /* The schema version this cannprof writes and reads (PRAGMA user_version). */
-#define CP_KB_SCHEMA_VERSION 1
+#define CP_KB_SCHEMA_VERSION 2
 
 /* How long a writer waits for another process holding the file. */
 #define CP_KB_BUSY_TIMEOUT_MS 10000

@@ -6,6 +6,7 @@
 #define CP_KNOWLEDGE_KB_INTERNAL_H
 
 #include "knowledge/kb.h"
+#include "knowledge/kb_tuning.h"
 
 #include <sqlite3.h>
 
@@ -47,5 +48,39 @@ void cp_kb_bind_text(sqlite3_stmt *st, int idx, const char *s);
 /* The message part for "not found": appends to `b` either "its baselines:
  * t1, t2" or "it has no baselines (services with baselines: a, b)". */
 void cp_kb_describe_tags(struct cp_kb *kb, const char *service, struct cp_buf *b);
+
+/* cp_kb_open, but applying only the migrations up to schema version
+ * `version_cap`: for tests that need a knowledge base of an older version
+ * (to check that opening it with cp_kb_open migrates it without losing
+ * data). Not for production use: the handle's tables are those of
+ * `version_cap`. */
+enum cp_status cp_kb_open_at_version(const char *path, int version_cap, struct cp_kb **kb,
+                                     struct cp_diag *d);
+
+/* Samples as BLOBs of little-endian 64-bit integers, 8 bytes each (shared
+ * by baselines and measurements). encode: OUT: *blob (caller frees),
+ * *bytes; CP_ERR_INVALID when too many. decode: the column must hold
+ * exactly n*8 bytes, else CP_ERR_CORRUPT with `what` in the message;
+ * OUT: *out (caller frees). */
+enum cp_status cp_kb_encode_samples(struct cp_kb *kb, const uint64_t *v, size_t n, uint8_t **blob,
+                                    int *bytes, struct cp_diag *d);
+enum cp_status cp_kb_decode_samples(struct cp_kb *kb, sqlite3_stmt *st, int col, size_t n,
+                                    const char *what, uint64_t **out, struct cp_diag *d);
+
+/* A REAL column, NaN for NULL; bind a double, NULL for NaN. */
+double cp_kb_col_real(sqlite3_stmt *st, int col);
+void cp_kb_bind_real(sqlite3_stmt *st, int idx, double v);
+
+/* The columns of a model row, in the order cp_kb_model_read_row reads them
+ * (prefix with a table alias by hand when joining). */
+#define CP_KB_MODEL_COLS                                                                           \
+    "structure_hash, source_hash, name, model_class, params, flops, n_nodes, op_histogram, "       \
+    "inputs, has_attention, has_conv, has_layernorm, has_groupnorm, has_batchnorm, has_gelu"
+#define CP_KB_MODEL_NCOLS 15
+
+/* Read CP_KB_MODEL_COLS starting at column col0 into *out (zeroed first;
+ * released on failure). */
+enum cp_status cp_kb_model_read_row(struct cp_kb *kb, sqlite3_stmt *st, int col0,
+                                    struct cp_kb_fingerprint *out, struct cp_diag *d);
 
 #endif

@@ -3,6 +3,8 @@
 #include "rules/features_internal.h"
 #include "stats/stats.h"
 
+#include <jansson.h>
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -296,6 +298,14 @@ static void host_scalars(struct cp_features *f, const struct cp_machine *m)
     set_or_absent(f, CP_FEAT_THREADS_PER_CORE, cores > 0 && l->threads > 0,
                   (double)l->threads / (cores > 0 ? cores : 1),
                   "needs the run's threads and the host's cores");
+    /* Arena reuse is off only with --buffer_optimize=off_optimize. */
+    json_t *cfg = l->config_json && *l->config_json ? json_loads(l->config_json, 0, NULL) : NULL;
+    const char *bo = json_string_value(json_object_get(cfg, "buffer_optimize"));
+    set_or_absent(f, CP_FEAT_BUFFER_REUSE, bo != NULL, bo && strcmp(bo, "off_optimize") != 0,
+                  "the run does not record its conversion config");
+    json_decref(cfg);
+    set_or_absent(f, CP_FEAT_MEMORY_BYTES, l->memory_bytes > 0, l->memory_bytes,
+                  "the run does not record its memory");
 }
 
 /* Why a perf-based feature is absent. */

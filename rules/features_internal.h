@@ -75,6 +75,8 @@
     X(BATCH, "batch")                                                                              \
     X(CORES, "cores")                                                                              \
     X(THREADS_PER_CORE, "threads_per_core")                                                        \
+    X(BUFFER_REUSE, "buffer_reuse")                                                                \
+    X(MEMORY_BYTES, "memory_bytes")                                                                \
     X(CACHE_MISS_RATE, "cache_miss_rate")                                                          \
     X(IPC, "ipc")                                                                                  \
     X(CPU_UTIL, "cpu_util")
@@ -112,6 +114,7 @@ struct cp_fk {
 struct cp_fload {
     int64_t run_id;
     char *kind, *config_json;
+    double memory_bytes; /* weights + activation arena of the run; 0 when unrecorded */
     int threads, batch;
     double *lat_ns; /* samples, in iteration order */
     size_t n_lat;

@@ -38,7 +38,8 @@ static enum cp_status read_run(struct cp_trace_store *s, struct cp_fload *l, str
 {
     sqlite3_stmt *st;
     enum cp_status rc =
-        prepare(s, "SELECT kind, config_json, threads, batch FROM runs WHERE id = ?1", l->run_id,
+        prepare(s, "SELECT kind, config_json, threads, batch, weight_bytes + arena_bytes FROM runs "
+                "WHERE id = ?1", l->run_id,
                 &st, "the run", d);
     if (rc != CP_OK)
         return rc;
@@ -48,6 +49,7 @@ static enum cp_status read_run(struct cp_trace_store *s, struct cp_fload *l, str
         l->config_json = col_text(st, 1);
         l->threads = sqlite3_column_int(st, 2);
         l->batch = sqlite3_column_int(st, 3);
+        l->memory_bytes = sqlite3_column_double(st, 4);
         if (!l->kind || !l->config_json)
             rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading the run");
     } else if (r == SQLITE_DONE) {

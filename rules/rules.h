@@ -21,7 +21,9 @@
  *               whether features were missing (docs/rule-language.md);
  *   gain        Amdahl: with f the affected share of the iteration time and
  *               s the expected speedup of that part, the latency saved is
- *               f * (1 - 1/s); the interval uses the prior's low/high s;
+ *               f * (1 - 1/s); the interval uses the prior's low/high s.
+ *               Under the memory target the gain is the memory saved, the
+ *               rule's expected memory change (risks: memory) when negative;
  *   nodes       the original ONNX node names of the affected kernels.
  *
  * When no rule fires but a hotspot exists (one op type above 30% of the
@@ -94,7 +96,8 @@ struct cp_finding {
     enum cp_confidence confidence;
     double score;          /* 0..1, what the confidence level was cut from */
     double time_share;     /* affected share of kernel time, 0..1 */
-    double gain, gain_lo, gain_hi; /* expected latency saved, fraction 0..1 */
+    double gain, gain_lo, gain_hi; /* expected latency saved (memory saved under the memory
+                                    * target), fraction 0..1 */
     double speedup, speedup_lo, speedup_hi; /* the prior used */
     char *nodes_json;      /* JSON array of original ONNX node names */
     char *kernels_json;    /* JSON array of converted-graph node names */
@@ -141,7 +144,6 @@ void cp_rules_skeleton(const struct cp_finding *f, const struct cp_features *fea
 /* The findings as a JSON array, appended to `out`. */
 void cp_analysis_json(const struct cp_analysis *a, struct cp_buf *out);
 
-#endif
 
 /* ---- the whole diagnosis of one run, as analyze, suggest and the tuner
  * need it ------------------------------------------------------------------- */
@@ -171,3 +173,5 @@ struct cp_diagnose_opts {
 enum cp_status cp_rules_diagnose(const char *trace_path, const struct cp_diagnose_opts *o,
                                  struct cp_diagnosis *out, struct cp_diag *d);
 void cp_diagnosis_release(struct cp_diagnosis *dg);
+
+#endif

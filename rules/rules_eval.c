@@ -468,6 +468,11 @@ static enum cp_status eval_cause(const struct cp_rule *r, const struct cp_root_c
     fd.gain_hi = share * (1 - 1 / c->speedup_hi);
     fd.risk_precision_loss = c->risk_precision_loss;
     fd.risk_memory = c->risk_memory;
+    if (o->target == CP_TARGET_MEMORY) {
+        /* The memory target gains memory: the rule's expected change of it. */
+        double saved = isfinite(c->risk_memory) && c->risk_memory < 0 ? -c->risk_memory : 0;
+        fd.gain = fd.gain_lo = fd.gain_hi = saved;
+    }
     fd.change.summary = cp_strdup(c->change_summary);
     fd.change.convert = strv_dup(c->convert, f);
     fd.change.fusion_switches = strv_dup(c->fusion_switches, f);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, build into build/, and run the main job on the
-# SD-like example: convert it to a CPU .om, then describe the result.
+# SD-like example: tune it for latency under memory and precision
+# constraints, then show what was found.
 set -euo pipefail
 CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/deps.sh
@@ -12,11 +13,15 @@ cp_build "$CP_ROOT/build"
 
 out=$(mktemp -d /tmp/cannprof-demo.XXXXXX)
 model=examples/models/sd_unet_tiny.onnx
-echo "== cannprof convert $model"
-build/cannprof convert --model="$model" --framework=5 --output="$out/sd_unet_tiny"
+# A knowledge base of its own, so the demo starts from nothing and leaves
+# the user's alone.
+kb="$out/kb.sqlite"
+echo "== cannprof tune $model --target latency --constraints \"memory<3GB,precision_loss<1%\""
+build/cannprof tune "$model" --target latency --constraints "memory<3GB,precision_loss<1%" \
+    --kb "$kb" --out "$out/tune"
 echo
-echo "== cannprof info $out/sd_unet_tiny.om"
-build/cannprof info "$out/sd_unet_tiny.om"
+echo "== the report: $out/tune/report.md"
+sed -n '/^## Steps/,$p' "$out/tune/report.md"
 echo
-echo "== cannprof bench $out/sd_unet_tiny.om (2 threads)"
-build/cannprof bench "$out/sd_unet_tiny.om" --threads 2 --warmup 5 --iterations 30
+echo "== what the knowledge base learned (cannprof kb card)"
+build/cannprof kb card --model "$model" --kb "$kb"

@@ -1,0 +1,413 @@
+/* cannprof suggest: a report of what to change, with commands that can be
+ * pasted into `cannprof convert`, expected gains and risks, ranked for a
+ * target under constraints. */
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "rules/rules.h"
+#include "tuner/tuner.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OPT_CONSTRAINTS = 1,
+    OPT_HELP,
+    OPT_NO_CALIBRATE,
+    OPT_OUTPUT,
+    OPT_RULES,
+    OPT_RUN,
+    OPT_TARGET,
+};
+
+static const struct cp_opt options[] = {
+    {"constraints", 'c', CP_OPT_VALUE, OPT_CONSTRAINTS, "\"memory<3GB,precision_loss<1%\"",
+     "limits a change must respect (docs/constraints.md)"},
+    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
+    {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL, "skip the machine's roofline"},
+    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.json|.html",
+     "write the report there (format by extension; default: Markdown on stdout)"},
+    {"rules", 'r', CP_OPT_MULTI, OPT_RULES, "DIR|FILE", "rule packs instead of the defaults"},
+    {"run", 0, CP_OPT_VALUE, OPT_RUN, "N", "run of the trace (default: the last)"},
+    {"target", 't', CP_OPT_VALUE, OPT_TARGET, "T", "latency (default), throughput or memory"},
+};
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+static void help(void)
+{
+    printf("usage: cannprof suggest TRACE.db [--target latency|throughput|memory]\n"
+           "                        [--constraints \"memory<3GB,precision_loss<1%%\"]\n"
+           "                        [-o FILE.md|FILE.json|FILE.html] [--rules DIR ...]\n\n"
+           "Diagnose a traced run as `analyze` does and write a report for people: where the\n"
+           "bottleneck is (ONNX nodes), its root cause, the concrete change as a complete\n"
+           "`cannprof convert` command (and runtime flags), the expected gain with its\n"
+           "interval, and the risks. A change whose risk breaks a constraint is marked and\n"
+           "ranked below the others.\n\noptions:\n");
+    cp_opts_print_help(stdout, options, N_OPTIONS);
+}
+
+/* The change applied to the run's own config, as commands. */
+struct applied {
+    bool ok;
+    char note[256];          /* why not, when !ok */
+    struct cp_buf convert;   /* the full convert command */
+    struct cp_buf switches;  /* switch file content ("" when none) */
+    struct cp_buf runtime;   /* " --threads 1 --batch 8" */
+};
+
+static void applied_init(struct applied *a)
+{
+    memset(a, 0, sizeof *a);
+    cp_buf_init(&a->convert);
+    cp_buf_init(&a->switches);
+    cp_buf_init(&a->runtime);
+}
+
+static void applied_release(struct applied *a)
+{
+    cp_buf_release(&a->convert);
+    cp_buf_release(&a->switches);
+    cp_buf_release(&a->runtime);
+}
+
+static void apply(const struct cp_run_metrics *run, const struct cp_finding *f,
+                  struct applied *out)
+{
+    struct cp_tune_point p, q;
+    memset(&p, 0, sizeof p);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_delta dl;
+    cp_convert_config_init(&p.cfg);
+    if (!run->config_json || !*run->config_json ||
+        cp_convert_config_from_json(&p.cfg, run->config_json, &d) != CP_OK) {
+        snprintf(out->note, sizeof out->note,
+                 "the trace does not record the conversion config; apply the change by hand");
+        return;
+    }
+    if (cp_delta_from_change(&f->change, &dl, &d) != CP_OK ||
+        cp_delta_apply(&p, &dl, &q, &d) != CP_OK) {
+        snprintf(out->note, sizeof out->note, "%.250s", d.msg);
+        return;
+    }
+    char *slash = strrchr(q.cfg.output, '/');
+    snprintf(q.cfg.output + (slash ? slash - q.cfg.output + 1 : 0),
+             sizeof q.cfg.output - (size_t)(slash ? slash - q.cfg.output + 1 : 0), "suggested");
+    if (q.cfg.fusion_switches[0]) {
+        snprintf(q.cfg.fusion_switch_file, sizeof q.cfg.fusion_switch_file, "switches.cfg");
+        char copy[sizeof q.cfg.fusion_switches];
+        snprintf(copy, sizeof copy, "%s", q.cfg.fusion_switches);
+        for (char *save = NULL, *t = strtok_r(copy, ";", &save); t;
+             t = strtok_r(NULL, ";", &save))
+            cp_buf_printf(&out->switches, "%s\n", t);
+    } else
+        q.cfg.fusion_switch_file[0] = '\0';
+    cp_convert_config_cmdline(&q.cfg, &out->convert);
+    for (size_t i = 0; f->change.runtime && f->change.runtime[i]; i++)
+        cp_buf_printf(&out->runtime, " %s", f->change.runtime[i]);
+    out->ok = true;
+}
+
+static void fmt_gain(const struct cp_finding *f, enum cp_target t, char *out, size_t n)
+{
+    const char *what = t == CP_TARGET_MEMORY ? "memory" : "latency";
+    if (f->unclassified)
+        snprintf(out, n, "unknown (at most %.1f%%)", 100 * f->gain_hi);
+    else
+        snprintf(out, n, "%.1f%% %s [%.1f%%, %.1f%%]", 100 * f->gain, what, 100 * f->gain_lo,
+                 100 * f->gain_hi);
+}
+
+static void fmt_risk(const struct cp_finding *f, char *out, size_t n)
+{
+    char a[64] = "", b[64] = "";
+    if (isfinite(f->risk_precision_loss))
+        snprintf(a, sizeof a, "precision loss ~%.2f%%", f->risk_precision_loss);
+    if (isfinite(f->risk_memory))
+        snprintf(b, sizeof b, "memory %+.0f%%", 100 * f->risk_memory);
+    snprintf(out, n, "%s%s%s", a, a[0] && b[0] ? ", " : "", a[0] || b[0] ? b : "none stated");
+}
+
+/* ---- Markdown --------------------------------------------------------------------- */
+
+static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                      const char *constraints, struct cp_buf *b)
+{
+    const struct cp_analysis *a = &dg->analysis;
+    cp_buf_printf(b, "# cannprof suggest: %s\n\n", trace);
+    cp_buf_printf(b, "Model `%s` (run %lld), target **%s**, constraints `%s`. %zu findings from "
+                     "%zu rules%s.\n\n",
+                  dg->run.model_path, (long long)dg->run.run_id, cp_target_name(t),
+                  constraints ? constraints : "none", a->n, a->rules_evaluated,
+                  a->already_applied ? " (changes the run already has are left out)" : "");
+    if (a->n == 0) {
+        cp_buf_puts(b, "No rule fired and no hotspot stands out: nothing to suggest.\n");
+        return;
+    }
+    cp_buf_puts(b, "| # | bottleneck | root cause | confidence | expected gain | risks | "
+                   "constraints |\n|---:|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < a->n; i++) {
+        const struct cp_finding *f = &a->findings[i];
+        char g[96], r[128];
+        fmt_gain(f, t, g, sizeof g);
+        fmt_risk(f, r, sizeof r);
+        cp_buf_printf(b, "| %zu | %s | %s | %s | %s | %s | %s |\n", i + 1, f->bottleneck_type,
+                      f->root_cause, cp_confidence_name(f->confidence), g, r,
+                      f->violates ? "**breaks**" : "ok");
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const struct cp_finding *f = &a->findings[i];
+        char g[96], r[128];
+        fmt_gain(f, t, g, sizeof g);
+        fmt_risk(f, r, sizeof r);
+        cp_buf_printf(b, "\n## %zu. %s\n\n", i + 1, f->title);
+        if (f->violates)
+            cp_buf_printf(b, "> **Breaks a constraint:** %s. Ranked below the changes that "
+                             "do not.\n\n",
+                          f->violation);
+        cp_buf_printf(b, "- **Bottleneck:** %s; **root cause:** %s (rule `%s`)\n",
+                      f->bottleneck_type, f->root_cause, f->rule);
+        cp_buf_printf(b, "- **Confidence:** %s (score %.2f)%s%s\n",
+                      cp_confidence_name(f->confidence), f->score,
+                      f->missing[0] ? "; missing features: " : "", f->missing);
+        cp_buf_printf(b, "- **Where:** %.1f%% of the iteration; ONNX nodes %s\n",
+                      100 * f->time_share, f->nodes_json);
+        cp_buf_printf(b, "- **Expected gain:** %s\n- **Risks:** %s\n", g, r);
+        cp_buf_printf(b, "- **Change:** %s\n\n", f->change.summary);
+        struct applied ap;
+        applied_init(&ap);
+        if (!f->unclassified)
+            apply(&dg->run, f, &ap);
+        if (ap.ok) {
+            if (ap.switches.len)
+                cp_buf_printf(b, "Fusion switch file `switches.cfg`:\n\n```\n%s```\n\n",
+                              ap.switches.data);
+            cp_buf_printf(b, "```\n%s\n```\n", ap.convert.data ? ap.convert.data : "");
+            if (ap.runtime.len)
+                cp_buf_printf(b, "\nRun it with:\n\n```\ncannprof bench suggested.om%s\n```\n",
+                              ap.runtime.data);
+        } else if (ap.note[0])
+            cp_buf_printf(b, "(%s)\n", ap.note);
+        applied_release(&ap);
+        cp_buf_printf(b, "\n<details><summary>evidence</summary>\n\n```\n%s```\n</details>\n",
+                      f->evidence);
+    }
+}
+
+/* ---- HTML -------------------------------------------------------------------------- */
+
+static void html_text(struct cp_buf *b, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<':
+            cp_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            cp_buf_puts(b, "&gt;");
+            break;
+        case '&':
+            cp_buf_puts(b, "&amp;");
+            break;
+        case '"':
+            cp_buf_puts(b, "&quot;");
+            break;
+        default:
+            cp_buf_putc(b, *s);
+        }
+    }
+}
+
+static void render_html(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                        const char *constraints, struct cp_buf *b)
+{
+    const struct cp_analysis *a = &dg->analysis;
+    cp_buf_puts(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>cannprof "
+                   "suggest</title>\n<style>body{font-family:sans-serif;max-width:70em;margin:"
+                   "2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+                   "padding:.3em .6em}pre{background:#f4f4f4;padding:.6em;overflow-x:auto}"
+                   ".bad{color:#b00}</style></head><body>\n<h1>cannprof suggest: ");
+    html_text(b, trace);
+    cp_buf_puts(b, "</h1>\n<p>Model <code>");
+    html_text(b, dg->run.model_path);
+    cp_buf_printf(b, "</code>, target <b>%s</b>, constraints <code>", cp_target_name(t));
+    html_text(b, constraints ? constraints : "none");
+    cp_buf_printf(b, "</code>; %zu findings.</p>\n<table><tr><th>#</th><th>finding</th>"
+                     "<th>root cause</th><th>confidence</th><th>expected gain</th><th>risks</th>"
+                     "<th>constraints</th></tr>\n",
+                  a->n);
+    for (size_t i = 0; i < a->n; i++) {
+        const struct cp_finding *f = &a->findings[i];
+        char g[96], r[128];
+        fmt_gain(f, t, g, sizeof g);
+        fmt_risk(f, r, sizeof r);
+        cp_buf_printf(b, "<tr><td>%zu</td><td><a href=\"#f%zu\">", i + 1, i + 1);
+        html_text(b, f->title);
+        cp_buf_puts(b, "</a></td><td>");
+        html_text(b, f->root_cause);
+        cp_buf_printf(b, "</td><td>%s</td><td>%s</td><td>%s</td><td%s>%s</td></tr>\n",
+                      cp_confidence_name(f->confidence), g, r, f->violates ? " class=\"bad\"" : "",
+                      f->violates ? "breaks" : "ok");
+    }
+    cp_buf_puts(b, "</table>\n");
+    for (size_t i = 0; i < a->n; i++) {
+        const struct cp_finding *f = &a->findings[i];
+        cp_buf_printf(b, "<h2 id=\"f%zu\">%zu. ", i + 1, i + 1);
+        html_text(b, f->title);
+        cp_buf_puts(b, "</h2>\n");
+        if (f->violates) {
+            cp_buf_puts(b, "<p class=\"bad\">Breaks a constraint: ");
+            html_text(b, f->violation);
+            cp_buf_puts(b, "</p>\n");
+        }
+        cp_buf_puts(b, "<p>Where: ONNX nodes <code>");
+        html_text(b, f->nodes_json);
+        cp_buf_printf(b, "</code> (%.1f%% of the iteration).</p>\n<p>Change: ",
+                      100 * f->time_share);
+        html_text(b, f->change.summary);
+        cp_buf_puts(b, "</p>\n");
+        struct applied ap;
+        applied_init(&ap);
+        if (!f->unclassified)
+            apply(&dg->run, f, &ap);
+        if (ap.ok) {
+            if (ap.switches.len) {
+                cp_buf_puts(b, "<p>switches.cfg:</p><pre>");
+                html_text(b, ap.switches.data);
+                cp_buf_puts(b, "</pre>\n");
+            }
+            cp_buf_puts(b, "<pre>");
+            html_text(b, ap.convert.data);
+            cp_buf_puts(b, "</pre>\n");
+            if (ap.runtime.len) {
+                cp_buf_puts(b, "<pre>cannprof bench suggested.om");
+                html_text(b, ap.runtime.data);
+                cp_buf_puts(b, "</pre>\n");
+            }
+        }
+        applied_release(&ap);
+        cp_buf_puts(b, "<details><summary>evidence</summary><pre>");
+        html_text(b, f->evidence);
+        cp_buf_puts(b, "</pre></details>\n");
+    }
+    cp_buf_puts(b, "</body></html>\n");
+}
+
+/* ---- JSON ---------------------------------------------------------------------------- */
+
+static void render_json(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                        const char *constraints, struct cp_buf *b)
+{
+    cp_buf_puts(b, "{\"trace\":");
+    cp_buf_json_str(b, trace);
+    cp_buf_puts(b, ",\"model\":");
+    cp_buf_json_str(b, dg->run.model_path);
+    cp_buf_printf(b, ",\"run\":%lld,\"target\":\"%s\",\"constraints\":",
+                  (long long)dg->run.run_id, cp_target_name(t));
+    cp_buf_json_str(b, constraints ? constraints : "");
+    cp_buf_puts(b, ",\"findings\":");
+    cp_analysis_json(&dg->analysis, b);
+    cp_buf_puts(b, ",\"commands\":[");
+    for (size_t i = 0; i < dg->analysis.n; i++) {
+        struct applied ap;
+        applied_init(&ap);
+        if (!dg->analysis.findings[i].unclassified)
+            apply(&dg->run, &dg->analysis.findings[i], &ap);
+        cp_buf_puts(b, i ? ",{\"convert\":" : "{\"convert\":");
+        if (ap.ok)
+            cp_buf_json_str(b, ap.convert.data);
+        else
+            cp_buf_puts(b, "null");
+        cp_buf_puts(b, ",\"switch_file\":");
+        cp_buf_json_str(b, ap.switches.data ? ap.switches.data : "");
+        cp_buf_puts(b, ",\"runtime\":");
+        cp_buf_json_str(b, ap.runtime.data ? ap.runtime.data : "");
+        cp_buf_putc(b, '}');
+        applied_release(&ap);
+    }
+    cp_buf_puts(b, "]}\n");
+}
+
+int cp_cmd_suggest(int argc, char **argv)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_args args;
+    if (cp_args_parse("suggest", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+        cp_cli_error("suggest", d.msg);
+        return cp_status_exit_code(d.status);
+    }
+    if (cp_args_has(&args, OPT_HELP)) {
+        help();
+        return 0;
+    }
+    if (args.n_positional != 1) {
+        cp_cli_error("suggest", "give exactly one TRACE.db");
+        return 2;
+    }
+    const char *trace = args.positional[0], *v;
+    struct cp_constraints cons;
+    cp_constraints_init(&cons);
+    const char *ctext = cp_args_get(&args, OPT_CONSTRAINTS);
+    if (ctext && cp_constraints_parse(ctext, &cons, &d) != CP_OK) {
+        cp_cli_error("suggest", d.msg);
+        return 2;
+    }
+    struct cp_diagnose_opts o = {.run_id = -1, .calibrate = !cp_args_has(&args, OPT_NO_CALIBRATE)};
+    o.analysis.constraints = &cons;
+    if ((v = cp_args_get(&args, OPT_TARGET)) && !cp_target_parse(v, &o.analysis.target)) {
+        cp_cli_error("suggest", "--target: use latency, throughput or memory");
+        return 2;
+    }
+    if ((v = cp_args_get(&args, OPT_RUN)) && (!cp_parse_i64(v, &o.run_id) || o.run_id < 1)) {
+        cp_cli_error("suggest", "--run takes a run id (1, 2, ...)");
+        return 2;
+    }
+    const char *out = cp_args_get(&args, OPT_OUTPUT);
+    enum { MD, JSON, HTML } fmt = MD;
+    if (out) {
+        if (cp_path_has_suffix(out, ".json"))
+            fmt = JSON;
+        else if (cp_path_has_suffix(out, ".html") || cp_path_has_suffix(out, ".htm"))
+            fmt = HTML;
+        else if (!cp_path_has_suffix(out, ".md")) {
+            cp_cli_error("suggest", "-o: name a .md, .json or .html file");
+            return 2;
+        }
+    }
+    const char *paths[CP_MAX_ARGS];
+    for (size_t i = 0; i < args.n_opts; i++)
+        if (args.opts[i].id == OPT_RULES)
+            paths[o.n_rule_paths++] = args.opts[i].value;
+    o.rule_paths = paths;
+    struct cp_diagnosis dg;
+    if (cp_rules_diagnose(trace, &o, &dg, &d) != CP_OK) {
+        cp_cli_error("suggest", d.msg);
+        cp_diagnosis_release(&dg);
+        return cp_status_exit_code(d.status);
+    }
+    struct cp_buf b;
+    cp_buf_init(&b);
+    if (fmt == JSON)
+        render_json(&dg, trace, o.analysis.target, ctext, &b);
+    else if (fmt == HTML)
+        render_html(&dg, trace, o.analysis.target, ctext, &b);
+    else
+        render_md(&dg, trace, o.analysis.target, ctext, &b);
+    int rc = 0;
+    if (cp_buf_status(&b) != CP_OK) {
+        cp_cli_error("suggest", "out of memory");
+        rc = 3;
+    } else if (out) {
+        if (cp_file_write_atomic(out, b.data, b.len, &d) != CP_OK) {
+            cp_cli_error("suggest", d.msg);
+            rc = cp_status_exit_code(d.status);
+        } else
+            printf("suggest: %zu findings -> %s\n", dg.analysis.n, out);
+    } else
+        fputs(b.data, stdout);
+    cp_buf_release(&b);
+    cp_diagnosis_release(&dg);
+    return rc;
+}

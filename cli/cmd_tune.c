@@ -1,0 +1,505 @@
+/* cannprof tune: the closed loop on one model, or on many (--batch). */
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "tuner/tuner.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum {
+    OPT_ALPHA = 1,
+    OPT_BATCH,
+    OPT_BUDGET,
+    OPT_CONSTRAINTS,
+    OPT_FRESH,
+    OPT_HELP,
+    OPT_INPUT,
+    OPT_JOBS,
+    OPT_JSON,
+    OPT_KB,
+    OPT_KEEP,
+    OPT_NO_KB,
+    OPT_OUT,
+    OPT_QUIET,
+    OPT_ROUNDS,
+    OPT_RULES,
+    OPT_SEED,
+    OPT_TARGET,
+    OPT_TEST,
+    OPT_THREADS,
+    OPT_THRESHOLD,
+    OPT_TIME_LIMIT,
+    OPT_WARMUP,
+};
+
+static const struct cp_opt options[] = {
+    {"alpha", 0, CP_OPT_VALUE, OPT_ALPHA, "A", "significance level of acceptance (default 0.05)"},
+    {"batch", 0, CP_OPT_VALUE, OPT_BATCH, "LIST.txt|DIR",
+     "tune many models: one path per line, or every .onnx of a folder"},
+    {"budget", 'b', CP_OPT_VALUE, OPT_BUDGET, "N", "candidate evaluations (default 12)"},
+    {"constraints", 'c', CP_OPT_VALUE, OPT_CONSTRAINTS, "\"memory<3GB,precision_loss<1%\"",
+     "what every accepted candidate must respect (docs/constraints.md)"},
+    {"fresh", 0, CP_OPT_FLAG, OPT_FRESH, NULL, "start a new session instead of resuming"},
+    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
+    {"input", 'i', CP_OPT_MULTI, OPT_INPUT, "NAME=FILE",
+     "inputs for measurement and precision (default: seeded random data)"},
+    {"jobs", 'j', CP_OPT_VALUE, OPT_JOBS, "N", "with --batch: N worker processes (default 1)"},
+    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print report.json instead of the summary"},
+    {"kb", 0, CP_OPT_VALUE, OPT_KB, "FILE",
+     "knowledge base (default $XDG_DATA_HOME/cannprof/kb.sqlite)"},
+    {"keep", 0, CP_OPT_VALUE, OPT_KEEP, "best|all", "candidate .om files to keep (default all)"},
+    {"no-kb-strategies", 0, CP_OPT_FLAG, OPT_NO_KB, NULL,
+     "do not try what won on similar models first"},
+    {"out", 'o', CP_OPT_VALUE, OPT_OUT, "DIR", "artifacts (default tune-<model>)"},
+    {"quiet", 'q', CP_OPT_FLAG, OPT_QUIET, NULL, "no progress lines on stderr"},
+    {"rounds", 'n', CP_OPT_VALUE, OPT_ROUNDS, "N", "interleaved rounds per evaluation (default 60)"},
+    {"rules", 'r', CP_OPT_MULTI, OPT_RULES, "DIR|FILE", "rule packs instead of the defaults"},
+    {"seed", 0, CP_OPT_VALUE, OPT_SEED, "N", "seed of random inputs (default 0)"},
+    {"statistical_test", 0, CP_OPT_VALUE, OPT_TEST, "TEST", "alias of --test"},
+    {"target", 't', CP_OPT_VALUE, OPT_TARGET, "T", "latency (default), throughput or memory"},
+    {"test", 0, CP_OPT_VALUE, OPT_TEST, "TEST",
+     "acceptance test: mann-whitney (default), welch, t-test, bootstrap"},
+    {"threads", 0, CP_OPT_VALUE, OPT_THREADS, "T", "the baseline's threads (default: all cores)"},
+    {"threshold", 0, CP_OPT_VALUE, OPT_THRESHOLD, "P%",
+     "smallest gain worth accepting (default 2%)"},
+    {"time-limit", 0, CP_OPT_VALUE, OPT_TIME_LIMIT, "T", "stop after T (\"10m\", \"90s\", \"1h\")"},
+    {"warmup", 'w', CP_OPT_VALUE, OPT_WARMUP, "N", "warm-up rounds per evaluation (default 5)"},
+};
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+static void help(void)
+{
+    printf("usage: cannprof tune MODEL.onnx|MODEL.om [--target latency|throughput|memory]\n"
+           "                     [--constraints \"memory<3GB,precision_loss<1%%\"] [--budget N]\n"
+           "                     [--time-limit 10m] [--out DIR] [--kb FILE] [--keep best|all]\n"
+           "       cannprof tune --batch LIST.txt|DIR [--jobs N] [same options]\n\n"
+           "Profile the model, diagnose it with the rule packs, re-convert candidates and\n"
+           "measure each interleaved against the current best; accept a candidate only when\n"
+           "it is significantly better by more than the threshold and every constraint holds\n"
+           "(precision against the unconverted model, memory). What was tried is stored in\n"
+           "the knowledge base: the same command again resumes the session, and later models\n"
+           "start with what won on similar ones. Ctrl-C stops after the current measurement.\n"
+           "See docs/tuning.md.\n\n"
+           "exit codes: 0 done, 2 bad input, 3 environment failure, 130 interrupted\n\n"
+           "options:\n");
+    cp_opts_print_help(stdout, options, N_OPTIONS);
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+    signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends the process at once */
+}
+
+/* "10m", "90s", "1h", "600" -> seconds. */
+static bool parse_time(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v > 0) || !isfinite(v))
+        return false;
+    double unit = *end == '\0' || strcmp(end, "s") == 0 ? 1
+                  : strcmp(end, "m") == 0 || strcmp(end, "min") == 0 ? 60
+                  : strcmp(end, "h") == 0                             ? 3600
+                                                                      : 0;
+    *out = v * unit;
+    return unit > 0;
+}
+
+static bool parse_int(const char *s, int lo, int hi, int *out)
+{
+    int64_t v;
+    if (!cp_parse_i64(s, &v) || v < lo || v > hi)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+static char *stem(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *s = cp_strdup(slash ? slash + 1 : path);
+    char *dot = s ? strrchr(s, '.') : NULL;
+    if (dot && dot != s)
+        *dot = '\0';
+    return s;
+}
+
+static void print_summary(const struct cp_tune_opts *o, const struct cp_tune_result *r)
+{
+    printf("model:       %s\n", o->model);
+    printf("session:     %lld%s, %d evaluations, stopped: %s\n", (long long)r->session_id,
+           r->already_done ? " (finished earlier)" : r->resumed ? " (resumed)" : "",
+           r->evaluations, r->stop_reason);
+    printf("\n%-22s %12s %12s %9s\n", "", "baseline", "best", "change");
+    printf("%-22s %12.3f %12.3f %+8.1f%%\n", "latency (median, ms)", r->baseline_ns / 1e6,
+           r->best_ns / 1e6, 100 * (r->best_ns / r->baseline_ns - 1));
+    printf("%-22s %12.2f %12.2f %+8.1f%%\n", "throughput (items/s)", r->baseline_items_s,
+           r->best_items_s, 100 * (r->best_items_s / r->baseline_items_s - 1));
+    char a[32], b[32];
+    cp_format_bytes(r->baseline_memory, a);
+    cp_format_bytes(r->best_memory, b);
+    printf("%-22s %12s %12s\n", "memory", a, b);
+    printf("%-22s %11.4f%% %11.4f%%\n", "precision_loss", r->baseline_precision_loss,
+           r->best_precision_loss);
+    printf("\naccepted changes:\n");
+    int k = 0;
+    for (size_t i = 0; i < r->n_steps; i++)
+        if (strcmp(r->steps[i].status, "accepted") == 0)
+            printf("  %d. %s (%s): %s\n", ++k, r->steps[i].delta, r->steps[i].source,
+                   r->steps[i].reason);
+    if (!k)
+        printf("  none: the baseline stays the best\n");
+    printf("\nbest model:  %s\nreport:      %s\n", r->best_om, r->report_md);
+}
+
+/* ---- one model ------------------------------------------------------------------ */
+
+static int tune_one(struct cp_tune_opts *o, bool json)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_tune_result r;
+    enum cp_status st = cp_tune(o, &r, &d);
+    int rc = 0;
+    if (st != CP_OK) {
+        cp_cli_error("tune", d.msg);
+        rc = cp_status_exit_code(st);
+    } else if (json) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        if (cp_file_read(r.report_json, &data, &len, &d) == CP_OK)
+            fwrite(data, 1, len, stdout);
+        free(data);
+    } else
+        print_summary(o, &r);
+    if (st == CP_OK && r.interrupted) {
+        fprintf(stderr, "cannprof tune: interrupted; run the same command again to resume\n");
+        rc = 130;
+    }
+    cp_tune_result_release(&r);
+    return rc;
+}
+
+/* ---- many models ----------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The models of a list file (one path per line, # comments) or a folder
+ * (every .onnx, sorted). */
+static enum cp_status batch_models(const char *src, char ***out, size_t *n, struct cp_diag *d)
+{
+    struct stat sb;
+    if (stat(src, &sb) != 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "--batch %s: no such file or folder", src);
+    char **list = cp_calloc(1024, sizeof *list);
+    size_t k = 0;
+    if (!list)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *dh = opendir(src);
+        for (struct dirent *e; dh && (e = readdir(dh)) && k < 1024;)
+            if (cp_path_has_suffix(e->d_name, ".onnx")) {
+                struct cp_buf p;
+                cp_buf_init(&p);
+                cp_buf_printf(&p, "%s/%s", src, e->d_name);
+                list[k++] = cp_buf_steal(&p);
+            }
+        if (dh)
+            closedir(dh);
+        qsort(list, k, sizeof *list, cmp_str);
+    } else {
+        FILE *f = fopen(src, "r");
+        char line[2048];
+        int lineno = 0;
+        while (f && fgets(line, sizeof line, f) && k < 1024) {
+            lineno++;
+            line[strcspn(line, "\r\n")] = '\0';
+            char *p = line;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (!*p || *p == '#')
+                continue;
+            if (!cp_path_exists(p)) {
+                fclose(f);
+                for (size_t i = 0; i < k; i++)
+                    free(list[i]);
+                free(list);
+                return cp_diag_set(d, CP_ERR_INVALID, "%s:%d: %s: no such file", src, lineno,
+                                   p);
+            }
+            list[k++] = cp_strdup(p);
+        }
+        if (f)
+            fclose(f);
+    }
+    if (k == 0) {
+        free(list);
+        return cp_diag_set(d, CP_ERR_INVALID, "--batch %s: no models in it", src);
+    }
+    *out = list;
+    *n = k;
+    return CP_OK;
+}
+
+/* A worker: tune models[i] for i = worker, worker + jobs, ... each into
+ * <out>/<stem>; a failure is written to <out>/<stem>/error.txt. */
+static int worker(struct cp_tune_opts base, char **models, size_t n, int worker_id, int jobs,
+                  const char *out_root)
+{
+    int failures = 0;
+    for (size_t i = (size_t)worker_id; i < n && !interrupted; i += (size_t)jobs) {
+        char *s = stem(models[i]);
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%.900s/%.150s", out_root, s ? s : "model");
+        free(s);
+        struct cp_tune_opts o = base;
+        o.model = models[i];
+        o.out_dir = dir;
+        mkdir(out_root, 0755);
+        mkdir(dir, 0755);
+        struct cp_diag d;
+        cp_diag_init(&d);
+        struct cp_tune_result r;
+        char errp[1200];
+        snprintf(errp, sizeof errp, "%s/error.txt", dir);
+        if (cp_tune(&o, &r, &d) != CP_OK) {
+            failures++;
+            cp_file_write_atomic(errp, d.msg, strlen(d.msg), NULL);
+            fprintf(stderr, "cannprof tune: %s: %s\n", models[i], d.msg);
+        } else
+            unlink(errp);
+        cp_tune_result_release(&r);
+    }
+    return failures ? 1 : 0;
+}
+
+static void summary_row(const char *model, const char *out_root, const struct cp_tune_opts *o)
+{
+    char *s = stem(model);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s/report.json", out_root, s ? s : "model");
+    char errp[1200];
+    snprintf(errp, sizeof errp, "%s/%s/error.txt", out_root, s ? s : "model");
+    json_t *j = cp_path_exists(errp) ? NULL : json_load_file(path, 0, NULL);
+    if (!j) {
+        uint8_t *msg = NULL;
+        size_t len = 0;
+        cp_file_read(errp, &msg, &len, NULL);
+        printf("| %s | - | - | - | error: %s | - |\n", s ? s : model,
+               msg ? (const char *)msg : "no report (interrupted?)");
+        free(msg);
+        free(s);
+        return;
+    }
+    json_t *base = json_object_get(j, "baseline"), *best = json_object_get(j, "best");
+    double b0 = json_number_value(json_object_get(base, "median_ms"));
+    double b1 = json_number_value(json_object_get(best, "median_ms"));
+    double loss = json_number_value(json_object_get(best, "precision_loss_pct"));
+    double mem = json_number_value(json_object_get(best, "memory_bytes"));
+    struct cp_buf changes;
+    cp_buf_init(&changes);
+    size_t i;
+    json_t *st;
+    json_array_foreach(json_object_get(j, "steps"), i, st)
+    {
+        if (strcmp(json_string_value(json_object_get(st, "status")), "accepted") == 0)
+            cp_buf_printf(&changes, "%s`%s`", changes.len ? ", " : "",
+                          json_string_value(json_object_get(st, "delta")));
+    }
+    bool ok = true;
+    const struct cp_constraint *pl = cp_constraints_find(&o->constraints,
+                                                         CP_CONSTRAINT_PRECISION_LOSS);
+    const struct cp_constraint *mc = cp_constraints_find(&o->constraints, CP_CONSTRAINT_MEMORY);
+    ok = (!pl || cp_constraint_holds(pl, loss)) && (!mc || cp_constraint_holds(mc, mem));
+    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", s ? s : model, b0, b1,
+           100 * (b1 / b0 - 1), changes.len ? changes.data : "none", ok ? "met" : "NOT met");
+    cp_buf_release(&changes);
+    json_decref(j);
+    free(s);
+}
+
+static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, const char *out_root)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    char **models = NULL;
+    size_t n = 0;
+    if (batch_models(src, &models, &n, &d) != CP_OK) {
+        cp_cli_error("tune", d.msg);
+        return 2;
+    }
+    if (jobs > (int)n)
+        jobs = (int)n;
+    fprintf(stderr, "cannprof tune: %zu models, %d worker%s, artifacts in %s\n", n, jobs,
+            jobs == 1 ? "" : "s", out_root);
+    int rc = 0;
+    pid_t pids[64];
+    int started = 0;
+    for (int w = 0; w < jobs; w++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(worker(*o, models, n, w, jobs, out_root));
+        if (pid < 0) {
+            cp_cli_error("tune", "cannot start a worker process");
+            rc = 3;
+            break;
+        }
+        pids[started++] = pid;
+    }
+    for (int w = 0; w < started; w++) {
+        int status = 0;
+        while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            rc = rc ? rc : 1;
+    }
+    printf("| model | baseline ms | best ms | change | accepted changes | constraints |\n"
+           "|---|---:|---:|---:|---|---|\n");
+    for (size_t i = 0; i < n; i++)
+        summary_row(models[i], out_root, o);
+    for (size_t i = 0; i < n; i++)
+        free(models[i]);
+    free(models);
+    if (interrupted) {
+        fprintf(stderr, "cannprof tune: interrupted; run the same command again to resume\n");
+        return 130;
+    }
+    return rc == 1 ? 3 : rc;
+}
+
+/* ---- options ----------------------------------------------------------------------- */
+
+static bool parse_opts(const struct cp_args *a, struct cp_tune_opts *o, struct cp_diag *d)
+{
+    const char *v;
+    if ((v = cp_args_get(a, OPT_TARGET)) && !cp_target_parse(v, &o->target))
+        return cp_diag_set(d, CP_ERR_INVALID, "--target: use latency, throughput or memory"),
+               false;
+    if ((v = cp_args_get(a, OPT_CONSTRAINTS))) {
+        if (cp_constraints_parse(v, &o->constraints, d) != CP_OK)
+            return false;
+        o->constraints_text = v;
+    }
+    if ((v = cp_args_get(a, OPT_BUDGET)) && !parse_int(v, 1, 10000, &o->budget))
+        return cp_diag_set(d, CP_ERR_INVALID, "--budget takes a whole number from 1 to 10000"),
+               false;
+    if ((v = cp_args_get(a, OPT_TIME_LIMIT)) && !parse_time(v, &o->time_limit_s))
+        return cp_diag_set(d, CP_ERR_INVALID, "--time-limit takes \"10m\", \"90s\" or \"1h\""),
+               false;
+    if ((v = cp_args_get(a, OPT_ROUNDS)) && !parse_int(v, 5, 100000, &o->rounds))
+        return cp_diag_set(d, CP_ERR_INVALID, "--rounds takes a whole number from 5 to 100000"),
+               false;
+    if ((v = cp_args_get(a, OPT_WARMUP)) && !parse_int(v, 0, 10000, &o->warmup))
+        return cp_diag_set(d, CP_ERR_INVALID, "--warmup takes a whole number from 0 to 10000"),
+               false;
+    if ((v = cp_args_get(a, OPT_THREADS)) && !parse_int(v, 1, 1024, &o->threads))
+        return cp_diag_set(d, CP_ERR_INVALID, "--threads takes a whole number from 1 to 1024"),
+               false;
+    int64_t seed;
+    if ((v = cp_args_get(a, OPT_SEED))) {
+        if (!cp_parse_i64(v, &seed) || seed < 0)
+            return cp_diag_set(d, CP_ERR_INVALID, "--seed takes a non-negative number"), false;
+        o->seed = (uint64_t)seed;
+    }
+    if ((v = cp_args_get(a, OPT_TEST)) && !cp_stat_test_parse(v, &o->verdict.test))
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "--test: use mann-whitney, welch, t-test or bootstrap"),
+               false;
+    char *end;
+    if ((v = cp_args_get(a, OPT_ALPHA))) {
+        o->verdict.alpha = strtod(v, &end);
+        if (end == v || *end || !(o->verdict.alpha > 0 && o->verdict.alpha <= 0.5))
+            return cp_diag_set(d, CP_ERR_INVALID, "--alpha: a level in (0, 0.5]"), false;
+    }
+    if ((v = cp_args_get(a, OPT_THRESHOLD))) {
+        o->verdict.threshold_pct = strtod(v, &end);
+        if (end == v || (*end && strcmp(end, "%") != 0) || !(o->verdict.threshold_pct >= 0))
+            return cp_diag_set(d, CP_ERR_INVALID, "--threshold: a percentage like 2%%"), false;
+    }
+    if ((v = cp_args_get(a, OPT_KEEP))) {
+        if (strcmp(v, "best") != 0 && strcmp(v, "all") != 0)
+            return cp_diag_set(d, CP_ERR_INVALID, "--keep: best or all"), false;
+        o->keep_all = strcmp(v, "all") == 0;
+    }
+    o->fresh = cp_args_has(a, OPT_FRESH);
+    o->use_kb_strategies = !cp_args_has(a, OPT_NO_KB);
+    o->kb_path = cp_args_get(a, OPT_KB);
+    return true;
+}
+
+int cp_cmd_tune(int argc, char **argv)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_args args;
+    if (cp_args_parse("tune", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+        cp_cli_error("tune", d.msg);
+        return cp_status_exit_code(d.status);
+    }
+    if (cp_args_has(&args, OPT_HELP)) {
+        help();
+        return 0;
+    }
+    struct cp_tune_opts o;
+    cp_tune_opts_init(&o);
+    o.keep_all = true;
+    if (!parse_opts(&args, &o, &d)) {
+        cp_cli_error("tune", d.msg);
+        return 2;
+    }
+    const char *batch = cp_args_get(&args, OPT_BATCH);
+    if ((batch && args.n_positional) || (!batch && args.n_positional != 1)) {
+        cp_cli_error("tune", "give one MODEL (.onnx or .om), or --batch LIST.txt|DIR");
+        return 2;
+    }
+    int jobs = 1;
+    const char *v = cp_args_get(&args, OPT_JOBS);
+    if (v && (!batch || !parse_int(v, 1, 64, &jobs))) {
+        cp_cli_error("tune", batch ? "--jobs takes a whole number from 1 to 64"
+                                   : "--jobs works with --batch");
+        return 2;
+    }
+    const char *inputs[CP_MAX_ARGS], *rules[CP_MAX_ARGS];
+    for (size_t i = 0; i < args.n_opts; i++) {
+        if (args.opts[i].id == OPT_INPUT)
+            inputs[o.n_inputs++] = args.opts[i].value;
+        if (args.opts[i].id == OPT_RULES)
+            rules[o.n_rule_paths++] = args.opts[i].value;
+    }
+    o.inputs = inputs;
+    o.rule_paths = rules;
+    bool quiet = cp_args_has(&args, OPT_QUIET);
+    o.progress = quiet ? NULL : stderr;
+    o.progress_tty = !quiet && isatty(STDERR_FILENO);
+    o.interrupt = &interrupted;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+    char *s = stem(batch ? batch : args.positional[0]);
+    char out[1100];
+    snprintf(out, sizeof out, "tune-%s", s ? s : "model");
+    free(s);
+    o.out_dir = cp_args_get(&args, OPT_OUT) ? cp_args_get(&args, OPT_OUT) : out;
+    if (batch)
+        return tune_batch(&o, batch, jobs, o.out_dir);
+    o.model = args.positional[0];
+    return tune_one(&o, cp_args_has(&args, OPT_JSON));
+}

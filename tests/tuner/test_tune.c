@@ -1,0 +1,410 @@
+/* The tuning loop on small models: a clearly better candidate is accepted
+ * and a clearly worse one rejected, constraint violations are rejected with
+ * the constraint named, the budget holds, an interrupted session resumes
+ * from the knowledge base, a .om's recorded source and config are used (and
+ * a missing source is a clear error), batch tuning runs two workers against
+ * one knowledge base, and the report reproduces the best model. */
+#define _GNU_SOURCE
+#include "support/run.h"
+#include "tuner/tuner.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *g_dir;
+
+static void setup(void)
+{
+    g_dir = cp_scratch_dir();
+    cr_assert_not_null(g_dir);
+}
+
+static void teardown(void)
+{
+    cp_scratch_remove(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+}
+
+TestSuite(tune, .init = setup, .fini = teardown, .timeout = 600);
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    va_list ap;
+    va_start(ap, f);
+    cp_buf_vprintf(&b, f, ap);
+    va_end(ap);
+    cr_assert_eq(cp_buf_status(&b), CP_OK);
+    return cp_buf_steal(&b);
+}
+
+/* Convert an example model into the scratch folder with one extra flag. */
+static char *convert(const char *model, const char *out, const char *flag)
+{
+    char buf[2048];
+    char *m = fmt("--model=%s", cp_example_model(buf, sizeof buf, model));
+    char *o = fmt("--output=%s/%s", g_dir, out);
+    struct cp_run r;
+    cp_run_cli(&r, "convert", m, "--framework=5", o, flag, NULL);
+    cr_assert_eq(r.exit_code, 0, "convert: %s", r.err);
+    cp_run_release(&r);
+    free(m);
+    free(o);
+    return fmt("%s/%s.om", g_dir, out);
+}
+
+/* Options for a quick session on `model` with its own KB and out folder. */
+static void quick_opts(struct cp_tune_opts *o, const char *model, const char *tag)
+{
+    cp_tune_opts_init(o);
+    o->model = model;
+    o->out_dir = fmt("%s/out-%s", g_dir, tag);
+    o->kb_path = fmt("%s/kb.sqlite", g_dir);
+    o->rounds = 30;
+    o->warmup = 3;
+    o->threads = 1; /* steady when ctest runs another test beside this one */
+    o->use_kb_strategies = false;
+}
+
+static const struct cp_tune_step *step_with(const struct cp_tune_result *r, const char *delta)
+{
+    for (size_t i = 0; i < r->n_steps; i++)
+        if (strstr(r->steps[i].delta, delta))
+            return &r->steps[i];
+    return NULL;
+}
+
+Test(tune, a_much_better_layout_is_accepted_and_a_worse_one_rejected)
+{
+    /* resnet_tiny in plain NCHW is several times slower than in the
+     * blocked layout the convolutions want */
+    char *om = convert("resnet_tiny", "nchw", "--layout_policy=nchw");
+    struct cp_tune_opts o;
+    quick_opts(&o, om, "layout");
+    o.budget = 4;
+    o.threads = 0;
+    struct cp_tune_result r;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_tune(&o, &r, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(r.baseline.cfg.layout_policy, CP_LAYOUT_POLICY_NCHW,
+                 "the .om's own config is the baseline");
+    /* the first layout step leaves NCHW for a layout the convolutions
+     * like (nhwc or blocked, in the knob space's order) */
+    const struct cp_tune_step *layout = step_with(&r, "layout_policy=");
+    cr_assert_not_null(layout, "no other layout was tried");
+    cr_expect_str_eq(layout->status, "accepted", "%s", layout->reason);
+    cr_expect(layout->measured_gain > 0.1, "gain %g", layout->measured_gain);
+    cr_expect(layout->p < 0.05);
+    cr_expect_eq(r.best.cfg.layout_policy != CP_LAYOUT_POLICY_NCHW, true);
+    cr_expect(r.best_ns < r.baseline_ns);
+    /* one thread on a multi-core machine, or nchw again, is worse */
+    bool some_rejected = false;
+    for (size_t i = 1; i < r.n_steps; i++)
+        some_rejected = some_rejected || strcmp(r.steps[i].status, "rejected") == 0;
+    cr_expect(some_rejected || sysconf(_SC_NPROCESSORS_ONLN) == 1);
+    cr_expect(r.evaluations <= o.budget);
+    cr_expect_eq(r.n_steps, (size_t)r.evaluations + 1, "baseline + one step per evaluation");
+    cr_expect(cp_path_exists(r.best_om));
+    cr_expect(cp_path_exists(r.report_md) && cp_path_exists(r.report_json));
+    cp_tune_result_release(&r);
+    free(om);
+}
+
+Test(tune, constraint_violations_are_rejected_with_the_constraint_named)
+{
+    char buf[2048];
+    struct cp_tune_opts o;
+    quick_opts(&o, cp_example_model(buf, sizeof buf, "resnet_tiny"), "cons");
+    o.budget = 3;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_constraints_parse("memory<10KB", &o.constraints, &d), CP_OK, "%s", d.msg);
+    struct cp_tune_result r;
+    cr_assert_eq(cp_tune(&o, &r, &d), CP_OK, "%s", d.msg);
+    cr_assert(r.n_steps >= 2);
+    for (size_t i = 1; i < r.n_steps; i++) {
+        cr_expect(strcmp(r.steps[i].status, "rejected") == 0 ||
+                      strcmp(r.steps[i].status, "failed") == 0,
+                  "step %zu %s", i, r.steps[i].status);
+        if (strcmp(r.steps[i].status, "rejected") == 0)
+            cr_expect(strstr(r.steps[i].reason, "breaks memory<") != NULL, "%s",
+                      r.steps[i].reason);
+    }
+    cp_tune_result_release(&r);
+
+    /* bf16 changes the arithmetic: a precision bound it cannot meet */
+    struct cp_tune_opts p;
+    quick_opts(&p, cp_example_model(buf, sizeof buf, "resnet_tiny"), "prec");
+    p.budget = 2;
+    cr_assert_eq(cp_constraints_parse("precision_loss<0.0001%", &p.constraints, &d), CP_OK);
+    cr_assert_eq(cp_tune(&p, &r, &d), CP_OK, "%s", d.msg);
+    const struct cp_tune_step *bf16 = step_with(&r, "precision_mode=allow_mix_precision_bf16");
+    cr_assert_not_null(bf16);
+    cr_expect_str_eq(bf16->status, "rejected");
+    cr_expect(strstr(bf16->reason, "breaks precision_loss<") != NULL, "%s", bf16->reason);
+    cr_expect(bf16->precision_loss > 0.0001);
+    cp_tune_result_release(&r);
+}
+
+/* A progress stream that raises the interrupt flag after the first step's
+ * line, as Ctrl-C during the second measurement would. */
+static volatile sig_atomic_t g_stop;
+
+static ssize_t watch_write(void *cookie, const char *buf, size_t n)
+{
+    (void)cookie;
+    if (memmem(buf, n, "[1/", 3))
+        g_stop = 1;
+    return (ssize_t)n;
+}
+
+Test(tune, an_interrupted_session_resumes_from_the_knowledge_base)
+{
+    char buf[2048];
+    struct cp_tune_opts o;
+    quick_opts(&o, cp_example_model(buf, sizeof buf, "resnet_tiny"), "resume");
+    o.budget = 3;
+    cookie_io_functions_t io = {.write = watch_write};
+    FILE *progress = fopencookie(NULL, "w", io);
+    cr_assert_not_null(progress);
+    setvbuf(progress, NULL, _IONBF, 0);
+    g_stop = 0;
+    o.progress = progress;
+    o.interrupt = &g_stop;
+    struct cp_tune_result r;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_tune(&o, &r, &d), CP_OK, "%s", d.msg);
+    cr_expect(r.interrupted);
+    cr_expect_eq(r.evaluations, 1, "stopped after the measurement in progress");
+    cr_expect_str_eq(r.stop_reason, "interrupted");
+    int64_t session = r.session_id;
+    char first[512];
+    snprintf(first, sizeof first, "%s", r.steps[1].delta);
+    cp_tune_result_release(&r);
+    fclose(progress);
+
+    o.progress = NULL;
+    o.interrupt = NULL;
+    cr_assert_eq(cp_tune(&o, &r, &d), CP_OK, "%s", d.msg);
+    cr_expect(r.resumed);
+    cr_expect_eq(r.session_id, session);
+    cr_expect_eq(r.evaluations, o.budget, "the budget counts the earlier evaluation");
+    cr_expect_str_eq(r.steps[1].delta, first, "the first step is the one measured before");
+    for (size_t i = 2; i < r.n_steps; i++)
+        cr_expect_str_neq(r.steps[i].delta, first, "no configuration is measured twice");
+    cp_tune_result_release(&r);
+
+    /* finished: running it again measures nothing */
+    cr_assert_eq(cp_tune(&o, &r, &d), CP_OK, "%s", d.msg);
+    cr_expect(r.already_done);
+    cr_expect_eq(r.evaluations, o.budget);
+    cp_tune_result_release(&r);
+}
+
+Test(tune, a_om_whose_source_is_gone_is_a_clear_error)
+{
+    char buf[2048];
+    char *copy = fmt("%s/model.onnx", g_dir);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    cr_assert_eq(cp_file_read(cp_example_model(buf, sizeof buf, "resnet_tiny"), &data, &len, NULL),
+                 CP_OK);
+    cr_assert_eq(cp_file_write_atomic(copy, data, len, NULL), CP_OK);
+    free(data);
+    char *m = fmt("--model=%s", copy), *out = fmt("--output=%s/gone", g_dir);
+    struct cp_run r;
+    cp_run_cli(&r, "convert", m, "--framework=5", out, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    unlink(copy);
+    char *om = fmt("%s/gone.om", g_dir), *kb = fmt("%s/kb.sqlite", g_dir);
+    cp_run_cli(&r, "tune", om, "--kb", kb, "--out", g_dir, "--quiet", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "model.onnx") && strstr(r.err, "gone"), "%s", r.err);
+    cp_run_release(&r);
+    free(copy);
+    free(m);
+    free(out);
+    free(om);
+    free(kb);
+}
+
+Test(tune, the_report_reproduces_best_om)
+{
+    char buf[2048];
+    char *kb = fmt("%s/kb.sqlite", g_dir), *out = fmt("%s/cli", g_dir);
+    struct cp_run r;
+    cp_run_cli(&r, "tune", cp_example_model(buf, sizeof buf, "resnet_tiny"), "--budget", "2",
+               "--rounds", "20", "--kb", kb, "--out", out, "--quiet", "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_error_t e;
+    json_t *j = json_loads(r.out, 0, &e);
+    cr_assert_not_null(j, "tune --json: %s", e.text);
+    cp_run_release(&r);
+    const char *cmd =
+        json_string_value(json_object_get(json_object_get(j, "best"), "convert_command"));
+    cr_assert_not_null(cmd);
+    cr_expect_eq(strncmp(cmd, "cannprof convert ", 17), 0, "%s", cmd);
+    cr_expect_eq(json_array_size(json_object_get(j, "steps")), 3);
+    /* run the printed command (split on blanks: our paths have none) and
+     * compare the model it writes with best.om byte for byte */
+    char *argv[32] = {(char *)CP_CLI};
+    size_t k = 1;
+    char *copy = strdup(cmd + strlen("cannprof "));
+    for (char *save = NULL, *t = strtok_r(copy, " ", &save); t && k < 31;
+         t = strtok_r(NULL, " ", &save))
+        argv[k++] = t;
+    argv[k] = NULL;
+    /* best.om records the paths it was converted with; the graph, the
+     * weights and the knobs are what must be the same */
+    char *best = fmt("%s/best.om", out), *orig = fmt("%s/best-from-tune.om", out);
+    cr_assert_eq(rename(best, orig), 0);
+    cp_run_argv(&r, argv);
+    cr_assert_eq(r.exit_code, 0, "%s: %s", cmd, r.err);
+    cp_run_release(&r);
+    json_t *info[2];
+    const char *files[2] = {orig, best};
+    for (int i = 0; i < 2; i++) {
+        cp_run_cli(&r, "info", files[i], "--json", NULL);
+        cr_assert_eq(r.exit_code, 0, "%s", r.err);
+        info[i] = json_loads(r.out, 0, NULL);
+        cr_assert_not_null(info[i]);
+        cp_run_release(&r);
+    }
+    cr_expect(json_equal(json_object_get(info[0], "graph"), json_object_get(info[1], "graph")),
+              "the command converts the same graph");
+    const char *knobs[] = {"precision_mode", "layout_policy", "fusion_switches",
+                           "buffer_optimize"};
+    for (size_t i = 0; i < 4; i++)
+        cr_expect(json_equal(json_object_get(json_object_get(info[0], "config"), knobs[i]),
+                             json_object_get(json_object_get(info[1], "config"), knobs[i])),
+                  "%s differs", knobs[i]);
+    json_decref(info[0]);
+    json_decref(info[1]);
+    free(copy);
+    free(best);
+    free(orig);
+    json_decref(j);
+    free(kb);
+    free(out);
+}
+
+Test(tune, batch_tuning_runs_two_workers_against_one_knowledge_base)
+{
+    char buf[2048];
+    char *list = fmt("%s/models.txt", g_dir);
+    struct cp_buf text;
+    cp_buf_init(&text);
+    cp_buf_printf(&text, "# two models\n%s\n", cp_example_model(buf, sizeof buf, "resnet_tiny"));
+    cp_buf_printf(&text, "%s\n", cp_example_model(buf, sizeof buf, "transformer_encoder_op14"));
+    cr_assert_eq(cp_file_write_atomic(list, text.data, text.len, NULL), CP_OK);
+    cp_buf_release(&text);
+    char *kb = fmt("%s/kb.sqlite", g_dir), *out = fmt("%s/batch", g_dir);
+    struct cp_run r;
+    cp_run_cli(&r, "tune", "--batch", list, "--jobs", "2", "--budget", "2", "--rounds", "15",
+               "--kb", kb, "--out", out, "--quiet", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s\n%s", r.out, r.err);
+    cr_expect(strstr(r.out, "| resnet_tiny |") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "| transformer_encoder_op14 |") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "error") == NULL, "%s", r.out);
+    cp_run_release(&r);
+    char *rep = fmt("%s/resnet_tiny/report.json", out);
+    cr_expect(cp_path_exists(rep));
+    free(rep);
+    /* again: both sessions are finished, nothing is measured */
+    cp_run_cli(&r, "tune", "--batch", list, "--jobs", "2", "--budget", "2", "--rounds", "15",
+               "--kb", kb, "--out", out, "--quiet", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "kb", "list", "--kb", kb, "--json", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = json_loads(r.out, 0, NULL);
+    cr_expect_eq(json_array_size(j), 2, "two sessions, not four: %s", r.out);
+    json_decref(j);
+    cp_run_release(&r);
+    free(list);
+    free(kb);
+    free(out);
+}
+
+Test(tune, bad_input_exits_2)
+{
+    char buf[2048];
+    const char *model = cp_example_model(buf, sizeof buf, "resnet_tiny");
+    struct {
+        const char *a, *b, *expect;
+    } cases[] = {
+        {"--target", "speed", "--target"},
+        {"--constraints", "memroy<3GB", "memroy"},
+        {"--budget", "0", "--budget"},
+        {"--time-limit", "soon", "--time-limit"},
+        {"--keep", "some", "--keep"},
+        {"--test", "z", "--test"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct cp_run r;
+        cp_run_cli(&r, "tune", model, cases[i].a, cases[i].b, NULL);
+        cr_expect_eq(r.exit_code, 2, "%s %s", cases[i].a, cases[i].b);
+        cr_expect(strstr(r.err, cases[i].expect) != NULL, "%s", r.err);
+        cp_run_release(&r);
+    }
+    struct cp_run r;
+    cp_run_cli(&r, "tune", "/nonexistent/model.onnx", "--quiet", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    cp_run_release(&r);
+}
+
+Test(tune, deltas_parse_apply_and_print_canonically)
+{
+    struct cp_delta dl;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_delta_parse("threads=1 layout_policy=nchw switch:GeluFusionPass=off", &dl, &d),
+                 CP_OK, "%s", d.msg);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_delta_format(&dl, &b);
+    cr_expect_str_eq(b.data, "layout_policy=nchw switch:GeluFusionPass=off threads=1");
+    cp_buf_release(&b);
+    struct cp_tune_point p, q, back;
+    memset(&p, 0, sizeof p);
+    cp_convert_config_init(&p.cfg);
+    cr_assert_eq(cp_delta_apply(&p, &dl, &q, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(q.cfg.layout_policy, CP_LAYOUT_POLICY_NCHW);
+    cr_expect_eq(q.threads, 1);
+    cr_expect_str_eq(q.cfg.fusion_switches, "GeluFusionPass:off");
+    struct cp_delta between;
+    cp_delta_between(&p, &q, &between);
+    cr_expect_eq(between.n, 3);
+    cr_assert_eq(cp_delta_parse("switch:ALL=on", &dl, &d), CP_OK);
+    cr_assert_eq(cp_delta_apply(&q, &dl, &back, &d), CP_OK);
+    cr_expect_str_eq(back.cfg.fusion_switches, "");
+    char k1[48], k2[48];
+    back.threads = 0;
+    back.cfg.layout_policy = p.cfg.layout_policy;
+    cp_tune_point_key(&p, k1);
+    cp_tune_point_key(&back, k2);
+    cr_expect_str_eq(k1, k2, "the same knobs are the same point");
+    cp_diag_init(&d);
+    cr_expect_eq(cp_delta_parse("speed=max", &dl, &d), CP_ERR_INVALID);
+    cr_expect(strstr(d.msg, "unknown knob 'speed'") != NULL, "%s", d.msg);
+    cp_diag_init(&d);
+    cr_assert_eq(cp_delta_parse("switch:NoSuchPass=on", &dl, &d), CP_OK);
+    cr_expect_eq(cp_delta_apply(&p, &dl, &q, &d), CP_ERR_INVALID);
+    cr_expect(strstr(d.msg, "NoSuchPass") != NULL, "%s", d.msg);
+    cp_diag_init(&d);
+    cr_assert_eq(cp_delta_parse("layout_policy=diagonal", &dl, &d), CP_OK);
+    cr_expect_neq(cp_delta_apply(&p, &dl, &q, &d), CP_OK);
+}

@@ -1,0 +1,339 @@
+/* Points of the knob space and the deltas between them. */
+#include "tuner/tuner.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The convert flags a delta may turn. */
+static const char *const convert_keys[] = {"buffer_optimize", "layout_policy",
+                                           "op_select_implmode", "precision_mode", NULL};
+
+static bool is_convert_key(const char *k)
+{
+    for (const char *const *c = convert_keys; *c; c++)
+        if (strcmp(*c, k) == 0)
+            return true;
+    return false;
+}
+
+static bool key_known(const char *k)
+{
+    return is_convert_key(k) || strcmp(k, "threads") == 0 || strcmp(k, "batch") == 0 ||
+           (strncmp(k, "switch:", 7) == 0 && k[7]);
+}
+
+/* Set (or replace) key in dl. */
+static enum cp_status put(struct cp_delta *dl, const char *key, const char *value,
+                          struct cp_diag *d)
+{
+    if (strlen(key) >= sizeof dl->items[0].key || strlen(value) >= sizeof dl->items[0].value)
+        return cp_diag_set(d, CP_ERR_INVALID, "delta item '%s=%s' is too long", key, value);
+    for (size_t i = 0; i < dl->n; i++)
+        if (strcmp(dl->items[i].key, key) == 0) {
+            snprintf(dl->items[i].value, sizeof dl->items[i].value, "%s", value);
+            return CP_OK;
+        }
+    if (dl->n == CP_DELTA_MAX_ITEMS)
+        return cp_diag_set(d, CP_ERR_INVALID, "a delta holds at most %d items",
+                           CP_DELTA_MAX_ITEMS);
+    snprintf(dl->items[dl->n].key, sizeof dl->items[0].key, "%s", key);
+    snprintf(dl->items[dl->n].value, sizeof dl->items[0].value, "%s", value);
+    dl->n++;
+    return CP_OK;
+}
+
+enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = text ? text : "";
+    while (*p) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        const char *end = p;
+        while (*end && !isspace((unsigned char)*end))
+            end++;
+        char item[256];
+        snprintf(item, sizeof item, "%.*s", (int)(end - p), p);
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item || !eq[1])
+            return cp_diag_set(d, CP_ERR_INVALID, "delta item '%s' is not key=value", item);
+        *eq = '\0';
+        if (!key_known(item))
+            return cp_diag_set(d, CP_ERR_INVALID,
+                               "delta item '%s=%s': unknown knob '%s' (known: layout_policy, "
+                               "precision_mode, buffer_optimize, op_select_implmode, "
+                               "switch:<Pass>, threads, batch)",
+                               item, eq + 1, item);
+        enum cp_status st = put(out, item, eq + 1, d);
+        if (st != CP_OK)
+            return st;
+        p = end;
+    }
+    return CP_OK;
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+    return strcmp(((const struct cp_delta_item *)a)->key, ((const struct cp_delta_item *)b)->key);
+}
+
+void cp_delta_format(const struct cp_delta *dl, struct cp_buf *out)
+{
+    struct cp_delta sorted = *dl;
+    qsort(sorted.items, sorted.n, sizeof sorted.items[0], cmp_item);
+    for (size_t i = 0; i < sorted.n; i++)
+        cp_buf_printf(out, "%s%s=%s", i ? " " : "", sorted.items[i].key, sorted.items[i].value);
+}
+
+enum cp_status cp_delta_from_change(const struct cp_change *c, struct cp_delta *out,
+                                    struct cp_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; st == CP_OK && c->convert && c->convert[i]; i++) {
+        const char *f = c->convert[i] + 2, *eq = strchr(f, '=');
+        char key[96];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - f), f);
+        if (strcmp(key, "dynamic_batch_size") == 0)
+            continue; /* the tuner converts a static batch instead (batch=N) */
+        if (!is_convert_key(key))
+            return cp_diag_set(d, CP_ERR_UNSUPPORTED, "the tuner does not turn --%s", key);
+        st = put(out, key, eq + 1, d);
+    }
+    for (size_t i = 0; st == CP_OK && c->fusion_switches && c->fusion_switches[i]; i++) {
+        const char *sw = c->fusion_switches[i], *colon = strrchr(sw, ':');
+        char key[96];
+        snprintf(key, sizeof key, "switch:%.*s", (int)(colon - sw), sw);
+        st = put(out, key, colon + 1, d);
+    }
+    for (size_t i = 0; st == CP_OK && c->runtime && c->runtime[i]; i++) {
+        const char *f = c->runtime[i] + 2, *eq = strchr(f, '=');
+        char key[96];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - f), f);
+        if (strcmp(key, "threads") != 0 && strcmp(key, "batch") != 0)
+            return cp_diag_set(d, CP_ERR_UNSUPPORTED, "the tuner does not turn --%s", key);
+        st = put(out, key, eq + 1, d);
+    }
+    return st;
+}
+
+/* ---- switch sets: "PassA:off;PassB:off", sorted --------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Switch pass `name` on (remove it from the off set) or off (add it). */
+static enum cp_status set_switch(struct cp_convert_config *c, const char *name, bool on,
+                                 struct cp_diag *d)
+{
+    if (strcmp(name, "ALL") == 0) {
+        if (!on)
+            return cp_diag_set(d, CP_ERR_INVALID, "switch:ALL=off is not a tuning step");
+        c->fusion_switches[0] = '\0';
+        return CP_OK;
+    }
+    if (cp_pass_index(name) < 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "switch:%s: no such pass (cannprof convert "
+                                              "--list-passes lists them)",
+                           name);
+    char *names[64];
+    size_t n = 0;
+    char copy[sizeof c->fusion_switches];
+    snprintf(copy, sizeof copy, "%s", c->fusion_switches);
+    for (char *save = NULL, *t = strtok_r(copy, ";", &save); t && n < 63;
+         t = strtok_r(NULL, ";", &save)) {
+        char *colon = strrchr(t, ':');
+        if (colon)
+            *colon = '\0';
+        if (strcmp(t, name) != 0)
+            names[n++] = t;
+    }
+    if (!on)
+        names[n++] = (char *)name;
+    qsort(names, n, sizeof *names, cmp_str);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    for (size_t i = 0; i < n; i++)
+        cp_buf_printf(&b, "%s%s:off", i ? ";" : "", names[i]);
+    enum cp_status st = CP_OK;
+    if (cp_buf_status(&b) != CP_OK || b.len >= sizeof c->fusion_switches)
+        st = cp_diag_set(d, CP_ERR_INVALID, "too many switches");
+    else
+        snprintf(c->fusion_switches, sizeof c->fusion_switches, "%s", b.data ? b.data : "");
+    cp_buf_release(&b);
+    return st;
+}
+
+static bool parse_int(const char *s, int lo, int hi, int *out)
+{
+    int64_t v;
+    if (!cp_parse_i64(s, &v) || v < lo || v > hi)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+enum cp_status cp_delta_apply(const struct cp_tune_point *p, const struct cp_delta *dl,
+                              struct cp_tune_point *out, struct cp_diag *d)
+{
+    *out = *p;
+    for (size_t i = 0; i < dl->n; i++) {
+        const char *k = dl->items[i].key, *v = dl->items[i].value;
+        enum cp_status st = CP_OK;
+        if (is_convert_key(k))
+            st = cp_convert_config_set(&out->cfg, k, v, d);
+        else if (strncmp(k, "switch:", 7) == 0) {
+            if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                st = cp_diag_set(d, CP_ERR_INVALID, "%s=%s: a switch is on or off", k, v);
+            else
+                st = set_switch(&out->cfg, k + 7, strcmp(v, "on") == 0, d);
+        } else if (strcmp(k, "threads") == 0) {
+            if (!parse_int(v, 0, 1024, &out->threads))
+                st = cp_diag_set(d, CP_ERR_INVALID, "threads=%s: use 0 (all cores) to 1024", v);
+        } else if (strcmp(k, "batch") == 0) {
+            if (!parse_int(v, 0, 4096, &out->batch))
+                st = cp_diag_set(d, CP_ERR_INVALID, "batch=%s: use 1 to 4096", v);
+        } else
+            st = cp_diag_set(d, CP_ERR_INVALID, "unknown knob '%s'", k);
+        if (st != CP_OK)
+            return st;
+    }
+    return CP_OK;
+}
+
+void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point *b,
+                      struct cp_delta *out)
+{
+    memset(out, 0, sizeof *out);
+    if (a->cfg.layout_policy != b->cfg.layout_policy)
+        put(out, "layout_policy", cp_layout_policy_name(b->cfg.layout_policy), NULL);
+    if (a->cfg.precision_mode != b->cfg.precision_mode)
+        put(out, "precision_mode", cp_precision_mode_name(b->cfg.precision_mode), NULL);
+    if (a->cfg.buffer_optimize != b->cfg.buffer_optimize)
+        put(out, "buffer_optimize", cp_buffer_opt_name(b->cfg.buffer_optimize), NULL);
+    if (a->cfg.implmode != b->cfg.implmode)
+        put(out, "op_select_implmode", cp_implmode_name(b->cfg.implmode), NULL);
+    if (strcmp(a->cfg.fusion_switches, b->cfg.fusion_switches) != 0) {
+        /* passes off in b but not in a, and on in b but off in a */
+        for (size_t i = 0; i < cp_pass_count(); i++) {
+            struct cp_pass_desc pd;
+            cp_pass_describe(i, &pd);
+            bool off_a = cp_convert_config_pass_is_off(&a->cfg, pd.name);
+            bool off_b = cp_convert_config_pass_is_off(&b->cfg, pd.name);
+            if (off_a != off_b) {
+                char key[96];
+                snprintf(key, sizeof key, "switch:%s", pd.name);
+                put(out, key, off_b ? "off" : "on", NULL);
+            }
+        }
+    }
+    if (a->threads != b->threads) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", b->threads);
+        put(out, "threads", v, NULL);
+    }
+    if (a->batch != b->batch) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", b->batch);
+        put(out, "batch", v, NULL);
+    }
+}
+
+void cp_tune_point_key(const struct cp_tune_point *p, char out[48])
+{
+    struct cp_convert_config c = p->cfg;
+    c.fusion_switch_file[0] = '\0'; /* the switches themselves are in the id */
+    char id[17];
+    cp_convert_config_id(&c, id);
+    snprintf(out, 48, "%s/t%d/b%d", id, p->threads, p->batch);
+}
+
+void cp_tune_point_json(const struct cp_tune_point *p, struct cp_buf *out)
+{
+    cp_buf_puts(out, "{\"config\":");
+    cp_convert_config_json(&p->cfg, out);
+    cp_buf_printf(out, ",\"threads\":%d,\"batch\":%d,\"command\":", p->threads, p->batch);
+    struct cp_buf cmd;
+    cp_buf_init(&cmd);
+    cp_convert_config_cmdline(&p->cfg, &cmd);
+    if (p->threads > 0 || p->batch > 0)
+        cp_buf_puts(&cmd, "  # then run with");
+    if (p->threads > 0)
+        cp_buf_printf(&cmd, " --threads %d", p->threads);
+    if (p->batch > 0)
+        cp_buf_printf(&cmd, " --batch %d", p->batch);
+    cp_buf_json_str(out, cmd.data ? cmd.data : "");
+    cp_buf_release(&cmd);
+    cp_buf_putc(out, '}');
+}
+
+enum cp_status cp_tune_point_from_json(struct cp_tune_point *p, const char *json,
+                                       struct cp_diag *d)
+{
+    json_error_t e;
+    json_t *root = json_loads(json ? json : "", 0, &e);
+    json_t *cfg = json_object_get(root, "config");
+    enum cp_status st = CP_OK;
+    if (!json_is_object(cfg))
+        st = cp_diag_set(d, CP_ERR_CORRUPT, "a stored tuning point is not {\"config\":...}");
+    char *text = st == CP_OK ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    cp_convert_config_init(&p->cfg);
+    if (st == CP_OK)
+        st = text ? cp_convert_config_from_json(&p->cfg, text, d)
+                  : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    p->threads = (int)json_integer_value(json_object_get(root, "threads"));
+    p->batch = (int)json_integer_value(json_object_get(root, "batch"));
+    free(text);
+    json_decref(root);
+    return st;
+}
+
+enum cp_status cp_tune_neighbours(const struct cp_tune_point *p, enum cp_target target, int cores,
+                                  struct cp_delta **out, size_t *n, struct cp_diag *d)
+{
+    *out = NULL;
+    *n = 0;
+    struct cp_delta *list = cp_calloc(16, sizeof *list);
+    if (!list)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    /* precision first: on bf16 hardware the largest single knob */
+    put(&list[k++], "precision_mode",
+        p->cfg.precision_mode == CP_PREC_FORCE_FP32 ? "allow_mix_precision_bf16"
+                                                         : "force_fp32",
+        NULL);
+    for (int lp = 0; lp < CP_LAYOUT_POLICY_COUNT; lp++)
+        if (lp != (int)p->cfg.layout_policy)
+            put(&list[k++], "layout_policy", cp_layout_policy_name((enum cp_layout_policy)lp),
+                NULL);
+    if (p->cfg.fusion_switches[0])
+        put(&list[k++], "switch:ALL", "on", NULL);
+    int threads = p->threads > 0 ? p->threads : cores;
+    if (threads != 1)
+        put(&list[k++], "threads", "1", NULL);
+    if (threads != cores && cores > 1) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", cores);
+        put(&list[k++], "threads", v, NULL);
+    }
+    if (target == CP_TARGET_THROUGHPUT) {
+        int b = p->batch > 0 ? p->batch : 1;
+        for (int nb = b * 2; nb <= 16 && k < 16; nb *= 2) {
+            char v[16];
+            snprintf(v, sizeof v, "%d", nb);
+            put(&list[k++], "batch", v, NULL);
+        }
+    }
+    if (target == CP_TARGET_MEMORY && p->cfg.buffer_optimize != CP_BUF_L2_OPTIMIZE)
+        put(&list[k++], "buffer_optimize", "l2_optimize", NULL);
+    *out = list;
+    *n = k;
+    return CP_OK;
+}

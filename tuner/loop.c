@@ -1,0 +1,798 @@
+/* The tuning loop: baseline, proposals, evaluation, acceptance, resume. */
+#include "tuner/tuner_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void cp_tune_opts_init(struct cp_tune_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->target = CP_TARGET_LATENCY;
+    cp_constraints_init(&o->constraints);
+    o->budget = 12;
+    o->rounds = 60;
+    o->warmup = 5;
+    cp_verdict_opts_init(&o->verdict);
+    o->use_kb_strategies = true;
+}
+
+void cp_tune_result_release(struct cp_tune_result *r)
+{
+    free(r->steps);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- bookkeeping --------------------------------------------------------------- */
+
+static bool is_seen(const struct cp_tune_ctx *c, const char *key)
+{
+    for (size_t i = 0; i < c->n_seen; i++)
+        if (strcmp(c->seen[i], key) == 0)
+            return true;
+    return false;
+}
+
+static enum cp_status mark_seen(struct cp_tune_ctx *c, const char *key, struct cp_diag *d)
+{
+    if (is_seen(c, key))
+        return CP_OK;
+    if (c->n_seen == c->cap_seen) {
+        size_t cap = c->cap_seen ? c->cap_seen * 2 : 32;
+        char(*g)[48] = cp_realloc_array(c->seen, cap, sizeof *g);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        c->seen = g;
+        c->cap_seen = cap;
+    }
+    snprintf(c->seen[c->n_seen++], 48, "%s", key);
+    return CP_OK;
+}
+
+static enum cp_status push_step(struct cp_tune_result *r, const struct cp_tune_step *s,
+                                struct cp_diag *d)
+{
+    struct cp_tune_step *g = cp_realloc_array(r->steps, r->n_steps + 1, sizeof *g);
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    r->steps = g;
+    r->steps[r->n_steps++] = *s;
+    return CP_OK;
+}
+
+static double elapsed_s(const struct cp_tune_ctx *c)
+{
+    return (double)(cp_clock_ns() - c->t0) / 1e9;
+}
+
+static enum cp_status make_dirs(const char *path, struct cp_diag *d)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return cp_diag_set(d, CP_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return cp_diag_set(d, CP_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
+    return CP_OK;
+}
+
+/* ---- the model ------------------------------------------------------------------ */
+
+/* The source model and the baseline config: a .onnx with the defaults, or
+ * the source and config a .om records. */
+static enum cp_status resolve_source(struct cp_tune_ctx *c, struct cp_tune_point *base,
+                                     struct cp_diag *d)
+{
+    const char *m = c->o->model;
+    memset(base, 0, sizeof *base);
+    base->threads = c->o->threads;
+    if (!cp_path_exists(m))
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: no such file", m);
+    if (cp_path_has_suffix(m, ".om")) {
+        struct cp_graph *g = NULL;
+        struct cp_om_meta meta;
+        memset(&meta, 0, sizeof meta);
+        enum cp_status st = cp_om_read(m, &g, &meta, d);
+        cp_graph_free(g);
+        if (st != CP_OK)
+            return st;
+        base->cfg = meta.config;
+        const char *src = meta.config.model[0] ? meta.config.model : meta.source_path;
+        snprintf(c->onnx, sizeof c->onnx, "%s", src ? src : "");
+        cp_om_meta_release(&meta);
+        if (!c->onnx[0] || !cp_path_exists(c->onnx))
+            return cp_diag_set(d, CP_ERR_INVALID,
+                               "%s was converted from %s, which is gone; tune the ONNX model "
+                               "itself (cannprof tune MODEL.onnx) or restore it",
+                               m, c->onnx[0] ? c->onnx : "a source model it does not name");
+    } else {
+        cp_convert_config_init(&base->cfg);
+        snprintf(c->onnx, sizeof c->onnx, "%s", m);
+    }
+    snprintf(base->cfg.model, sizeof base->cfg.model, "%s", c->onnx);
+    const char *slash = strrchr(c->onnx, '/');
+    snprintf(c->name, sizeof c->name, "%.127s", slash ? slash + 1 : c->onnx);
+    char *dot = strrchr(c->name, '.');
+    if (dot)
+        *dot = '\0';
+    struct cp_graph *g = NULL;
+    enum cp_status st = cp_onnx_import(c->onnx, NULL, 0, &g, c->source_hash, d);
+    if (st == CP_OK)
+        st = cp_graph_verify(g, d);
+    if (st == CP_OK)
+        st = cp_graph_compact(g, d);
+    if (st == CP_OK)
+        st = cp_graph_infer(g, d);
+    if (st == CP_OK)
+        st = cp_kb_fingerprint_graph(g, c->source_hash, c->name, &c->fp, d);
+    cp_graph_free(g);
+    return st;
+}
+
+/* The resume key: the same model, target, constraints, hardware, budget
+ * and threads make the same session. */
+static void session_key(const struct cp_tune_ctx *c, char out[33])
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_printf(&b, "%s|%s|", c->source_hash, cp_target_name(c->o->target));
+    cp_constraints_format(&c->o->constraints, &b);
+    cp_buf_printf(&b, "|%s|%d|%d", c->hw.signature, c->o->budget, c->o->threads);
+    cp_hash128_hex(b.data ? b.data : "", b.len, out);
+    cp_buf_release(&b);
+}
+
+/* ---- proposals --------------------------------------------------------------------- */
+
+struct proposals {
+    struct cp_tune_proposal *p;
+    size_t n, cap;
+};
+
+static void add_proposal(struct cp_tune_ctx *c, struct proposals *ps, const struct cp_delta *dl,
+                         const char *source, double expected, const char *title,
+                         const struct cp_tune_point *best)
+{
+    struct cp_tune_point np;
+    struct cp_diag ignored;
+    cp_diag_init(&ignored);
+    if (dl->n == 0 || cp_delta_apply(best, dl, &np, &ignored) != CP_OK)
+        return;
+    char key[48];
+    cp_tune_point_key(&np, key);
+    if (is_seen(c, key))
+        return; /* evaluated already, or a no-op on the current best */
+    for (size_t i = 0; i < ps->n; i++) {
+        struct cp_tune_point q;
+        char qk[48];
+        if (cp_delta_apply(best, &ps->p[i].delta, &q, &ignored) == CP_OK) {
+            cp_tune_point_key(&q, qk);
+            if (strcmp(qk, key) == 0)
+                return;
+        }
+    }
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 16;
+        struct cp_tune_proposal *g = cp_realloc_array(ps->p, cap, sizeof *g);
+        if (!g)
+            return;
+        ps->p = g;
+        ps->cap = cap;
+    }
+    struct cp_tune_proposal *p = &ps->p[ps->n++];
+    memset(p, 0, sizeof *p);
+    p->delta = *dl;
+    snprintf(p->source, sizeof p->source, "%s", source);
+    snprintf(p->title, sizeof p->title, "%s", title ? title : "");
+    p->expected_gain = expected;
+}
+
+/* What the knowledge base learned on similar models, best first. */
+static void kb_proposals(struct cp_tune_ctx *c, struct proposals *ps,
+                         const struct cp_tune_point *best)
+{
+    struct cp_kb_strategy_hit *hits = NULL;
+    size_t n = 0;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (!c->o->use_kb_strategies ||
+        cp_kb_query_strategies(c->kb, &c->fp, &c->hw, 0.5, false, 10, &hits, &n, &d) != CP_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        struct cp_delta dl;
+        if (cp_delta_parse(hits[i].delta, &dl, &d) != CP_OK)
+            continue;
+        char title[160];
+        snprintf(title, sizeof title, "held %d of %d times on %s (similarity %.2f)",
+                 hits[i].count, hits[i].tried, hits[i].models, hits[i].similarity);
+        add_proposal(c, ps, &dl, "kb", hits[i].mean_gain, title, best);
+    }
+    cp_kb_strategy_hits_free(hits, n);
+}
+
+/* The rule engine's findings on the current best's trace, by expected gain
+ * refined with each rule's record in the knowledge base. */
+static void rule_proposals(struct cp_tune_ctx *c, struct proposals *ps,
+                           const struct cp_tune_point *best)
+{
+    struct cp_diagnose_opts dop = {
+        .rule_paths = c->o->rule_paths,
+        .n_rule_paths = c->o->n_rule_paths,
+        .run_id = c->best_run,
+        .calibrate = true,
+        .analysis = {.target = c->o->target, .constraints = &c->o->constraints},
+    };
+    struct cp_diagnosis dg;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (cp_rules_diagnose(c->best_trace, &dop, &dg, &d) != CP_OK) {
+        cp_tune_progress_note(c, "diagnosis failed, continuing without rules: %s", d.msg);
+        cp_diagnosis_release(&dg);
+        return;
+    }
+    size_t first = ps->n;
+    for (size_t i = 0; i < dg.analysis.n; i++) {
+        const struct cp_finding *f = &dg.analysis.findings[i];
+        struct cp_delta dl;
+        if (f->unclassified || cp_delta_from_change(&f->change, &dl, &d) != CP_OK)
+            continue;
+        char source[96];
+        snprintf(source, sizeof source, "rule:%s", f->rule);
+        double mean = NAN, expected = f->gain;
+        int count = 0;
+        if (cp_kb_rule_history(c->kb, source, &mean, &count, &d) == CP_OK && count > 0 &&
+            isfinite(mean))
+            expected = (f->gain + mean * count) / (1 + count); /* the prior counts once */
+        char title[160];
+        snprintf(title, sizeof title, "%s%s", f->violates ? "[risk breaks a constraint] " : "",
+                 f->title);
+        add_proposal(c, ps, &dl, source, f->violates ? -1 : expected, title, best);
+    }
+    /* the refined gains may reorder the rules' proposals (violating last) */
+    for (size_t i = first + 1; i < ps->n; i++)
+        for (size_t j = i; j > first && ps->p[j].expected_gain > ps->p[j - 1].expected_gain;
+             j--) {
+            struct cp_tune_proposal t = ps->p[j];
+            ps->p[j] = ps->p[j - 1];
+            ps->p[j - 1] = t;
+        }
+    cp_diagnosis_release(&dg);
+}
+
+static void space_proposals(struct cp_tune_ctx *c, struct proposals *ps,
+                            const struct cp_tune_point *best)
+{
+    struct cp_delta *list = NULL;
+    size_t n = 0;
+    if (cp_tune_neighbours(best, c->o->target, c->cores, &list, &n, NULL) != CP_OK)
+        return;
+    for (size_t i = 0; i < n; i++)
+        add_proposal(c, ps, &list[i], "space", NAN, "a neighbour in the knob space", best);
+    free(list);
+}
+
+/* ---- constraints -------------------------------------------------------------------- */
+
+/* Whether a measured point breaks a constraint; the reason when it does. */
+static bool breaks(const struct cp_constraints *k, enum cp_constraint_kind kind, double value,
+                   char *why, size_t n)
+{
+    const struct cp_constraint *c = cp_constraints_find(k, kind);
+    if (!c || !isfinite(value) || cp_constraint_holds(c, value))
+        return false;
+    char v[48], lim[48];
+    cp_constraint_format_value(kind, value, v);
+    cp_constraint_format_value(kind, c->value, lim);
+    snprintf(why, n, "%s %s breaks %s%s%s", cp_constraint_kind_name(kind), v,
+             cp_constraint_kind_name(kind), cp_constraint_op_text(c->op), lim);
+    return true;
+}
+
+/* The target is met when the best satisfies every latency and throughput
+ * constraint and at least one is given. */
+static bool target_met(const struct cp_tune_ctx *c)
+{
+    const struct cp_constraint *lat = cp_constraints_find(&c->o->constraints,
+                                                          CP_CONSTRAINT_LATENCY);
+    const struct cp_constraint *thr = cp_constraints_find(&c->o->constraints,
+                                                          CP_CONSTRAINT_THROUGHPUT);
+    if (!lat && !thr)
+        return false;
+    return (!lat || cp_constraint_holds(lat, c->r->best_ns / 1e9)) &&
+           (!thr || cp_constraint_holds(thr, c->r->best_items_s));
+}
+
+/* ---- recording ------------------------------------------------------------------------ */
+
+static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tune_step *s,
+                                       const struct cp_tune_point *p,
+                                       const struct cp_bench_ab_result *res, int64_t *id,
+                                       struct cp_diag *d)
+{
+    struct cp_buf pj;
+    cp_buf_init(&pj);
+    cp_tune_point_json(p, &pj);
+    char key[48];
+    cp_tune_point_key(p, key);
+    struct cp_kb_candidate kc = {
+        .session_id = c->sess.id,
+        .step = s->step,
+        .delta = (char *)s->delta,
+        .source = (char *)s->source,
+        .config_json = pj.data,
+        .config_id = key,
+        .om_path = (char *)s->om_path,
+        .trace_path = (char *)s->trace_path,
+        .status = (char *)s->status,
+        .reason = (char *)s->reason,
+        .expected_gain = s->expected_gain,
+        .measured_gain = s->measured_gain,
+        .ci_lo = s->ci_lo,
+        .ci_hi = s->ci_hi,
+        .p = s->p,
+        .precision_loss = s->precision_loss,
+        .memory_bytes = s->memory_bytes,
+        .median_ns = s->after_ns,
+        .throughput = NAN,
+    };
+    enum cp_status st = cp_buf_status(&pj) == CP_OK
+                            ? cp_kb_candidate_add(c->kb, &kc, id, d)
+                            : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (st == CP_OK && res && res->n) {
+        if ((st = cp_kb_measurement_add(c->kb, *id, "a", res->a_ns, res->n, d)) == CP_OK)
+            st = cp_kb_measurement_add(c->kb, *id, "b", res->b_ns, res->n, d);
+    }
+    if (st == CP_OK && s->step > 0 && strcmp(s->status, "failed") != 0)
+        st = cp_kb_strategy_record(c->kb, c->model_id, c->hw_id, c->sess.id, s->delta,
+                                   s->measured_gain, strcmp(s->status, "accepted") == 0, d);
+    cp_buf_release(&pj);
+    return st;
+}
+
+static enum cp_status save_session(struct cp_tune_ctx *c, const char *status, struct cp_diag *d)
+{
+    struct cp_buf bj;
+    cp_buf_init(&bj);
+    cp_tune_point_json(&c->r->best, &bj);
+    struct cp_kb_session s = c->sess;
+    s.status = (char *)status;
+    s.best_config_json = bj.data;
+    s.best_candidate_id = c->best_candidate_id;
+    s.best_median_ns = c->r->best_ns;
+    s.baseline_median_ns = c->r->baseline_ns;
+    s.evaluations = c->r->evaluations;
+    s.stop_reason = c->r->stop_reason;
+    enum cp_status st = cp_kb_session_update(c->kb, &s, d);
+    cp_buf_release(&bj);
+    return st;
+}
+
+/* ---- one proposal --------------------------------------------------------------------- */
+
+static void set_reason(struct cp_tune_step *s, const char *status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_reason(struct cp_tune_step *s, const char *status, const char *fmt, ...)
+{
+    snprintf(s->status, sizeof s->status, "%s", status);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->reason, sizeof s->reason, fmt, ap);
+    va_end(ap);
+}
+
+static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_proposal *pr,
+                               struct cp_diag *d)
+{
+    struct cp_tune_result *r = c->r;
+    struct cp_tune_step s;
+    memset(&s, 0, sizeof s);
+    s.step = ++c->next_step;
+    s.measured_gain = s.ci_lo = s.ci_hi = s.p = s.precision_loss = NAN;
+    s.before_ns = s.after_ns = NAN;
+    s.expected_gain = pr->expected_gain;
+    snprintf(s.source, sizeof s.source, "%s", pr->source);
+    struct cp_buf db;
+    cp_buf_init(&db);
+    cp_delta_format(&pr->delta, &db);
+    snprintf(s.delta, sizeof s.delta, "%s", db.data ? db.data : "");
+    cp_buf_release(&db);
+
+    struct cp_tune_point cand;
+    char name[32], key[48];
+    snprintf(name, sizeof name, "cand-%02d", s.step);
+    snprintf(s.trace_path, sizeof s.trace_path, "%s/%s.db", c->o->out_dir, name);
+    struct cp_diag ed;
+    cp_diag_init(&ed);
+    struct cp_bench_ab_result res = {0};
+    int64_t b_run = 0;
+    bool improved = false;
+    struct cp_session cs;
+    memset(&cs, 0, sizeof cs);
+    char why[256];
+    if (cp_delta_apply(&r->best, &pr->delta, &cand, &ed) != CP_OK) {
+        set_reason(&s, "failed", "%s", ed.msg);
+        goto record;
+    }
+    cp_tune_point_key(&cand, key);
+    if (mark_seen(c, key, d) != CP_OK)
+        return d->status;
+    unlink(s.trace_path); /* a stale trace of an interrupted earlier attempt */
+    if (cp_tune_convert(c, &cand, name, s.om_path, &ed) != CP_OK ||
+        cp_tune_open(c, &cand, s.om_path, NULL, &cs, &ed) != CP_OK) {
+        set_reason(&s, "failed", "%s", ed.msg);
+        goto record;
+    }
+    s.memory_bytes = cp_tune_memory(&cs);
+    if (breaks(&c->o->constraints, CP_CONSTRAINT_MEMORY, (double)s.memory_bytes, why,
+               sizeof why)) {
+        set_reason(&s, "rejected", "%s", why);
+        goto record;
+    }
+    if (cp_tune_precision(c, &cand, &cs, &s.precision_loss, &ed) != CP_OK) {
+        set_reason(&s, "failed", "precision check: %s", ed.msg);
+        goto record;
+    }
+    if (breaks(&c->o->constraints, CP_CONSTRAINT_PRECISION_LOSS, s.precision_loss, why,
+               sizeof why)) {
+        set_reason(&s, "rejected", "%s", why);
+        goto record;
+    }
+    cp_session_close(&cs);
+    if (cp_tune_ab(c, &r->best, c->best_om, &cand, s.om_path, s.trace_path, &s, &b_run,
+                   &improved, &res, &ed) != CP_OK) {
+        set_reason(&s, "failed", "measurement: %s", ed.msg);
+        goto record;
+    }
+    const char *what = c->o->target == CP_TARGET_THROUGHPUT ? "throughput" : "latency";
+    if (c->o->target == CP_TARGET_MEMORY) {
+        double saved = 1.0 - (double)s.memory_bytes / (double)r->best_memory;
+        if (!improved)
+            set_reason(&s, "rejected", "latency regressed (%+.1f%%)", -100 * s.measured_gain);
+        else if (saved * 100 < c->o->verdict.threshold_pct)
+            set_reason(&s, "rejected", "memory %+.1f%%: not below the %.3g%% threshold",
+                       -100 * saved, c->o->verdict.threshold_pct);
+        else
+            set_reason(&s, "accepted", "memory %+.1f%%, latency not worse", -100 * saved);
+    } else if (!improved) {
+        /* in the metric's own direction: latency falls, throughput rises */
+        double sign = c->o->target == CP_TARGET_THROUGHPUT ? 1 : -1;
+        double ch = sign * s.measured_gain, lo = sign * (sign > 0 ? s.ci_lo : s.ci_hi),
+               hi = sign * (sign > 0 ? s.ci_hi : s.ci_lo);
+        bool significant = s.p < c->o->verdict.alpha;
+        bool large = fabs(100 * s.measured_gain) >= c->o->verdict.threshold_pct;
+        const char *why_not = significant && large && s.measured_gain < 0 ? "significantly worse"
+                              : significant ? "a real change, but below the threshold"
+                              : large       ? "not significant (inconclusive)"
+                                            : "no significant change";
+        set_reason(&s, "rejected", "%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g: %s", what, 100 * ch,
+                   100 * lo, 100 * hi, s.p, why_not);
+    }
+    else if (breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.after_ns / 1e9, why,
+                    sizeof why) &&
+             !breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.before_ns / 1e9, why,
+                     sizeof why))
+        set_reason(&s, "rejected", "%s", why);
+    else if (c->o->target == CP_TARGET_THROUGHPUT)
+        set_reason(&s, "accepted", "%s%sthroughput %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g",
+                   pr->title, pr->title[0] ? ": " : "", 100 * s.measured_gain, 100 * s.ci_lo,
+                   100 * s.ci_hi, s.p);
+    else
+        set_reason(&s, "accepted", "%s%slatency %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g", pr->title,
+                   pr->title[0] ? ": " : "", -100 * s.measured_gain, -100 * s.ci_hi,
+                   -100 * s.ci_lo, s.p);
+record:
+    cp_session_close(&cs);
+    r->evaluations++;
+    int64_t id = 0;
+    enum cp_status st = record_candidate(c, &s, &cand, &res, &id, d);
+    cp_bench_ab_result_release(&res);
+    if (st != CP_OK)
+        return st;
+    if (strcmp(s.status, "accepted") == 0) {
+        r->best = cand;
+        r->best_ns = s.after_ns;
+        r->best_memory = s.memory_bytes;
+        r->best_precision_loss = s.precision_loss;
+        r->best_items_s = isfinite(s.after_ns) && s.after_ns > 0
+                              ? (double)(cand.batch > 0 ? cand.batch : 1) * 1e9 / s.after_ns
+                              : NAN;
+        snprintf(c->best_om, sizeof c->best_om, "%s", s.om_path);
+        snprintf(c->best_trace, sizeof c->best_trace, "%s", s.trace_path);
+        c->best_run = b_run;
+        c->best_candidate_id = id;
+    }
+    cp_tune_progress_step(c, &s);
+    if ((st = push_step(r, &s, d)) == CP_OK)
+        st = save_session(c, "running", d);
+    return st;
+}
+
+/* ---- baseline and resume ---------------------------------------------------------------- */
+
+static enum cp_status run_baseline(struct cp_tune_ctx *c, const struct cp_tune_point *base,
+                                   struct cp_diag *d)
+{
+    struct cp_tune_result *r = c->r;
+    struct cp_tune_step s;
+    memset(&s, 0, sizeof s);
+    s.measured_gain = s.ci_lo = s.ci_hi = s.p = s.expected_gain = NAN;
+    snprintf(s.source, sizeof s.source, "baseline");
+    snprintf(s.status, sizeof s.status, "baseline");
+    snprintf(s.reason, sizeof s.reason, "the given config");
+    snprintf(s.trace_path, sizeof s.trace_path, "%s/baseline.db", c->o->out_dir);
+    unlink(s.trace_path);
+    enum cp_status st = cp_tune_convert(c, base, "baseline", s.om_path, d);
+    if (st == CP_OK)
+        st = cp_tune_bench(c, base, s.om_path, s.trace_path, &r->baseline_ns, &r->baseline_items_s,
+                           &r->baseline_memory, &c->best_run, d);
+    struct cp_session bs;
+    if (st == CP_OK && (st = cp_tune_open(c, base, s.om_path, NULL, &bs, d)) == CP_OK) {
+        st = cp_tune_precision(c, base, &bs, &r->baseline_precision_loss, d);
+        cp_session_close(&bs);
+    }
+    if (st != CP_OK)
+        return st;
+    s.after_ns = s.before_ns = r->baseline_ns;
+    s.memory_bytes = r->baseline_memory;
+    s.precision_loss = r->baseline_precision_loss;
+    r->baseline = r->best = *base;
+    r->best_ns = r->baseline_ns;
+    r->best_items_s = r->baseline_items_s;
+    r->best_memory = r->baseline_memory;
+    r->best_precision_loss = r->baseline_precision_loss;
+    snprintf(c->best_om, sizeof c->best_om, "%s", s.om_path);
+    snprintf(c->best_trace, sizeof c->best_trace, "%s", s.trace_path);
+    int64_t id;
+    if ((st = record_candidate(c, &s, base, NULL, &id, d)) != CP_OK)
+        return st;
+    c->best_candidate_id = id;
+    char key[48];
+    cp_tune_point_key(base, key);
+    if ((st = mark_seen(c, key, d)) != CP_OK || (st = push_step(r, &s, d)) != CP_OK)
+        return st;
+    cp_tune_progress_note(c, "baseline: %.3f ms, %.1f items/s, precision_loss %.4f%%",
+                          r->baseline_ns / 1e6, r->baseline_items_s, r->baseline_precision_loss);
+    return save_session(c, "running", d);
+}
+
+/* Replay a session's candidates from the knowledge base. */
+static enum cp_status resume(struct cp_tune_ctx *c, struct cp_diag *d)
+{
+    struct cp_tune_result *r = c->r;
+    struct cp_kb_candidate *kc = NULL;
+    size_t n = 0;
+    enum cp_status st = cp_kb_candidate_list(c->kb, c->sess.id, &kc, &n, d);
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        struct cp_tune_point p;
+        struct cp_tune_step s;
+        memset(&s, 0, sizeof s);
+        if ((st = cp_tune_point_from_json(&p, kc[i].config_json, d)) != CP_OK)
+            break;
+        s.step = kc[i].step;
+        snprintf(s.delta, sizeof s.delta, "%s", kc[i].delta ? kc[i].delta : "");
+        snprintf(s.source, sizeof s.source, "%s", kc[i].source ? kc[i].source : "");
+        snprintf(s.status, sizeof s.status, "%s", kc[i].status ? kc[i].status : "");
+        snprintf(s.reason, sizeof s.reason, "%s", kc[i].reason ? kc[i].reason : "");
+        snprintf(s.om_path, sizeof s.om_path, "%s", kc[i].om_path ? kc[i].om_path : "");
+        snprintf(s.trace_path, sizeof s.trace_path, "%s", kc[i].trace_path ? kc[i].trace_path : "");
+        s.expected_gain = kc[i].expected_gain;
+        s.measured_gain = kc[i].measured_gain;
+        s.ci_lo = kc[i].ci_lo;
+        s.ci_hi = kc[i].ci_hi;
+        s.p = kc[i].p;
+        s.precision_loss = kc[i].precision_loss;
+        s.memory_bytes = kc[i].memory_bytes;
+        s.after_ns = kc[i].median_ns;
+        char key[48];
+        cp_tune_point_key(&p, key);
+        if ((st = mark_seen(c, key, d)) != CP_OK || (st = push_step(r, &s, d)) != CP_OK)
+            break;
+        bool base = strcmp(s.status, "baseline") == 0;
+        if (base) {
+            r->baseline = p;
+            r->baseline_ns = s.after_ns;
+            r->baseline_memory = s.memory_bytes;
+            r->baseline_precision_loss = s.precision_loss;
+            r->baseline_items_s = (double)(p.batch > 0 ? p.batch : 1) * 1e9 / s.after_ns;
+        } else
+            r->evaluations++;
+        if (base || strcmp(s.status, "accepted") == 0) {
+            r->best = p;
+            r->best_ns = s.after_ns;
+            r->best_memory = s.memory_bytes;
+            r->best_precision_loss = s.precision_loss;
+            r->best_items_s = (double)(p.batch > 0 ? p.batch : 1) * 1e9 / s.after_ns;
+            snprintf(c->best_om, sizeof c->best_om, "%s", s.om_path);
+            snprintf(c->best_trace, sizeof c->best_trace, "%s", s.trace_path);
+            c->best_run = -1; /* the candidate's run is the trace's last */
+            c->best_candidate_id = kc[i].id;
+        }
+        if (s.step > c->next_step)
+            c->next_step = s.step;
+    }
+    cp_kb_candidate_list_free(kc, n);
+    if (st == CP_OK && (!isfinite(r->baseline_ns) || r->n_steps == 0))
+        st = cp_diag_set(d, CP_ERR_CORRUPT,
+                         "%s: session %lld has no baseline; run again with --fresh",
+                         cp_kb_path(c->kb), (long long)c->sess.id);
+    if (st == CP_OK && !cp_path_exists(c->best_om))
+        st = cp_diag_set(d, CP_ERR_INVALID,
+                         "session %lld's best model %s is gone; run again with --fresh",
+                         (long long)c->sess.id, c->best_om);
+    return st;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------ */
+
+static enum cp_status open_kb(struct cp_tune_ctx *c, struct cp_diag *d)
+{
+    enum cp_status st = cp_kb_open(c->o->kb_path, &c->kb, d);
+    cp_kb_hardware_detect(&c->hw);
+    c->cores = c->hw.cores > 0 ? c->hw.cores : 1;
+    if (st == CP_OK)
+        st = cp_kb_model_upsert(c->kb, &c->fp, &c->model_id, d);
+    if (st == CP_OK)
+        st = cp_kb_hardware_upsert(c->kb, &c->hw, &c->hw_id, d);
+    return st;
+}
+
+static enum cp_status start_or_resume(struct cp_tune_ctx *c, const struct cp_tune_point *base,
+                                      struct cp_diag *d)
+{
+    char key[33];
+    session_key(c, key);
+    bool found = false;
+    enum cp_status st = CP_OK;
+    if (!c->o->fresh && (st = cp_kb_session_find(c->kb, key, &c->sess, &found, d)) != CP_OK)
+        return st;
+    if (found) {
+        c->r->session_id = c->sess.id;
+        c->r->resumed = true;
+        c->r->already_done = strcmp(c->sess.status, "done") == 0;
+        cp_tune_progress_note(c, "resuming session %lld (%s, %d evaluations so far)",
+                              (long long)c->sess.id, c->sess.status, c->sess.evaluations);
+        return resume(c, d);
+    }
+    struct cp_buf bj;
+    cp_buf_init(&bj);
+    cp_tune_point_json(base, &bj);
+    struct cp_buf ct;
+    cp_buf_init(&ct);
+    cp_constraints_format(&c->o->constraints, &ct);
+    struct cp_kb_session s = {
+        .key = key,
+        .model_id = c->model_id,
+        .hw_id = c->hw_id,
+        .model_path = c->onnx,
+        .target = (char *)cp_target_name(c->o->target),
+        .constraints = ct.data ? ct.data : "",
+        .status = "running",
+        .baseline_config_json = bj.data,
+        .best_config_json = bj.data,
+        .budget = c->o->budget,
+        .baseline_median_ns = NAN,
+        .best_median_ns = NAN,
+        .out_dir = (char *)c->o->out_dir,
+    };
+    int64_t id = 0;
+    st = cp_kb_session_begin(c->kb, &s, &id, d);
+    cp_buf_release(&bj);
+    cp_buf_release(&ct);
+    if (st == CP_OK)
+        st = cp_kb_session_get(c->kb, id, &c->sess, d);
+    if (st == CP_OK) {
+        c->r->session_id = id;
+        st = run_baseline(c, base, d);
+    }
+    return st;
+}
+
+/* Copy the best .om to <out>/best.om; drop the others unless asked to keep
+ * them. */
+static enum cp_status finish_artifacts(struct cp_tune_ctx *c, struct cp_diag *d)
+{
+    struct cp_tune_result *r = c->r;
+    snprintf(r->best_om, sizeof r->best_om, "%s/best.om", c->o->out_dir);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    enum cp_status st = cp_file_read(c->best_om, &data, &len, d);
+    if (st == CP_OK)
+        st = cp_file_write_atomic(r->best_om, data, len, d);
+    free(data);
+    if (st != CP_OK || c->o->keep_all)
+        return st;
+    for (size_t i = 0; i < r->n_steps; i++)
+        if (r->steps[i].om_path[0] && strcmp(r->steps[i].om_path, c->best_om) != 0)
+            unlink(r->steps[i].om_path);
+    return CP_OK;
+}
+
+static void stop_because(struct cp_tune_result *r, const char *why)
+{
+    snprintf(r->stop_reason, sizeof r->stop_reason, "%.255s", why);
+}
+
+enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, struct cp_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    r->baseline_ns = r->best_ns = NAN;
+    struct cp_tune_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    c.r = r;
+    c.t0 = cp_clock_ns();
+    c.best_run = -1;
+    struct cp_tune_point base;
+    enum cp_status st = make_dirs(o->out_dir, d);
+    if (st == CP_OK)
+        st = resolve_source(&c, &base, d);
+    if (st == CP_OK)
+        st = open_kb(&c, d);
+    if (st == CP_OK)
+        st = start_or_resume(&c, &base, d);
+    if (st != CP_OK)
+        goto out;
+    if (r->already_done) {
+        stop_because(r, c.sess.stop_reason ? c.sess.stop_reason : "finished earlier");
+        snprintf(r->best_om, sizeof r->best_om, "%s/best.om", o->out_dir);
+        st = cp_tune_write_report(o, r, d);
+        goto out;
+    }
+    while (st == CP_OK) {
+        if (o->interrupt && *o->interrupt) {
+            r->interrupted = true;
+            stop_because(r, "interrupted");
+            break;
+        }
+        if (r->evaluations >= o->budget) {
+            stop_because(r, "budget reached");
+            break;
+        }
+        if (o->time_limit_s > 0 && elapsed_s(&c) >= o->time_limit_s) {
+            stop_because(r, "time limit reached");
+            break;
+        }
+        if (target_met(&c)) {
+            stop_because(r, "target met");
+            break;
+        }
+        struct proposals ps = {0};
+        kb_proposals(&c, &ps, &r->best);
+        rule_proposals(&c, &ps, &r->best);
+        space_proposals(&c, &ps, &r->best);
+        if (ps.n == 0) {
+            free(ps.p);
+            stop_because(r, "no proposal left");
+            break;
+        }
+        st = evaluate(&c, &ps.p[0], d);
+        free(ps.p);
+    }
+    if (st == CP_OK) {
+        const char *status = r->interrupted ? "interrupted" : "done";
+        if ((st = finish_artifacts(&c, d)) == CP_OK && (st = save_session(&c, status, d)) == CP_OK)
+            st = cp_tune_write_report(o, r, d);
+    } else if (c.kb && c.sess.id) {
+        struct cp_diag ignored;
+        cp_diag_init(&ignored);
+        stop_because(r, d->msg);
+        save_session(&c, "interrupted", &ignored);
+    }
+out:
+    cp_tune_refs_release(&c);
+    free(c.seen);
+    cp_kb_session_release(&c.sess);
+    cp_kb_fingerprint_release(&c.fp);
+    cp_kb_close(c.kb);
+    return st;
+}

@@ -1,0 +1,292 @@
+/* What a tuning session tells people: progress lines while it runs, and
+ * report.md / report.json when it stops. */
+#include "tuner/tuner_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void clock_text(const struct cp_tune_ctx *c, char out[16])
+{
+    unsigned s = (unsigned)((cp_clock_ns() - c->t0) / 1000000000ull);
+    snprintf(out, 16, "%02u:%02u", s / 60, s % 60);
+}
+
+void cp_tune_progress_note(const struct cp_tune_ctx *c, const char *fmt, ...)
+{
+    FILE *f = c->o->progress;
+    if (!f)
+        return;
+    char t[16];
+    clock_text(c, t);
+    fprintf(f, "[tune %s] ", t);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fflush(f);
+}
+
+void cp_tune_progress_step(const struct cp_tune_ctx *c, const struct cp_tune_step *s)
+{
+    FILE *f = c->o->progress;
+    if (!f)
+        return;
+    const struct cp_tune_result *r = c->r;
+    char t[16];
+    clock_text(c, t);
+    bool tty = c->o->progress_tty;
+    const char *on = "", *off = "";
+    if (tty) {
+        off = "\033[0m";
+        on = strcmp(s->status, "accepted") == 0   ? "\033[32m"
+             : strcmp(s->status, "rejected") == 0 ? "\033[33m"
+                                                  : "\033[31m";
+    }
+    double vs = 100 * (r->best_ns / r->baseline_ns - 1);
+    fprintf(f, "[%d/%d %s] %s%-8s%s %s (%s): %s; best %.3f ms (%+.1f%% vs baseline)\n",
+            r->evaluations, c->o->budget, t, on, s->status, off, s->delta, s->source, s->reason,
+            r->best_ns / 1e6, vs);
+    fflush(f);
+}
+
+/* ---- report.json ----------------------------------------------------------------- */
+
+static void num(struct cp_buf *b, double v)
+{
+    if (isfinite(v))
+        cp_buf_printf(b, "%.6g", v);
+    else
+        cp_buf_puts(b, "null");
+}
+
+static void convert_command(const struct cp_tune_opts *o, const struct cp_tune_point *p,
+                            const char *output, struct cp_buf *out)
+{
+    struct cp_convert_config cfg = p->cfg;
+    snprintf(cfg.output, sizeof cfg.output, "%.1000s", output);
+    /* the switches as a file next to the report, so the command stands alone */
+    if (cfg.fusion_switches[0])
+        snprintf(cfg.fusion_switch_file, sizeof cfg.fusion_switch_file, "%.990s/best.switches",
+                 o->out_dir);
+    else
+        cfg.fusion_switch_file[0] = '\0';
+    cp_convert_config_cmdline(&cfg, out);
+}
+
+static void runtime_flags(const struct cp_tune_point *p, struct cp_buf *out)
+{
+    if (p->threads > 0)
+        cp_buf_printf(out, " --threads %d", p->threads);
+    if (p->batch > 0)
+        cp_buf_printf(out, " --batch %d", p->batch);
+}
+
+static void point_json(const struct cp_tune_point *p, struct cp_buf *b)
+{
+    cp_tune_point_json(p, b);
+}
+
+static void write_json(const struct cp_tune_opts *o, const struct cp_tune_result *r,
+                       const char *cmd, struct cp_buf *b)
+{
+    cp_buf_puts(b, "{\"model\":");
+    cp_buf_json_str(b, o->model);
+    cp_buf_printf(b, ",\"session\":%lld,\"target\":\"%s\",\"constraints\":",
+                  (long long)r->session_id, cp_target_name(o->target));
+    struct cp_buf ct;
+    cp_buf_init(&ct);
+    cp_constraints_format(&o->constraints, &ct);
+    cp_buf_json_str(b, ct.data ? ct.data : "");
+    cp_buf_release(&ct);
+    cp_buf_printf(b, ",\"budget\":%d,\"evaluations\":%d,\"stop_reason\":", o->budget,
+                  r->evaluations);
+    cp_buf_json_str(b, r->stop_reason);
+    cp_buf_printf(b, ",\"resumed\":%s,\"interrupted\":%s,\"baseline\":{\"point\":",
+                  r->resumed ? "true" : "false", r->interrupted ? "true" : "false");
+    point_json(&r->baseline, b);
+    cp_buf_puts(b, ",\"median_ms\":");
+    num(b, r->baseline_ns / 1e6);
+    cp_buf_puts(b, ",\"items_per_s\":");
+    num(b, r->baseline_items_s);
+    cp_buf_printf(b, ",\"memory_bytes\":%llu,\"precision_loss_pct\":",
+                  (unsigned long long)r->baseline_memory);
+    num(b, r->baseline_precision_loss);
+    cp_buf_puts(b, "},\"steps\":[");
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const struct cp_tune_step *s = &r->steps[i];
+        cp_buf_printf(b, "%s{\"step\":%d,\"delta\":", i ? "," : "", s->step);
+        cp_buf_json_str(b, s->delta);
+        cp_buf_puts(b, ",\"source\":");
+        cp_buf_json_str(b, s->source);
+        cp_buf_puts(b, ",\"status\":");
+        cp_buf_json_str(b, s->status);
+        cp_buf_puts(b, ",\"reason\":");
+        cp_buf_json_str(b, s->reason);
+        cp_buf_puts(b, ",\"expected_gain\":");
+        num(b, s->expected_gain);
+        cp_buf_puts(b, ",\"measured_gain\":");
+        num(b, s->measured_gain);
+        cp_buf_puts(b, ",\"ci\":[");
+        num(b, s->ci_lo);
+        cp_buf_putc(b, ',');
+        num(b, s->ci_hi);
+        cp_buf_puts(b, "],\"p\":");
+        num(b, s->p);
+        cp_buf_puts(b, ",\"precision_loss_pct\":");
+        num(b, s->precision_loss);
+        cp_buf_printf(b, ",\"memory_bytes\":%llu,\"median_ms\":",
+                      (unsigned long long)s->memory_bytes);
+        num(b, s->after_ns / 1e6);
+        cp_buf_puts(b, ",\"om\":");
+        cp_buf_json_str(b, s->om_path);
+        cp_buf_puts(b, ",\"trace\":");
+        cp_buf_json_str(b, s->trace_path);
+        cp_buf_putc(b, '}');
+    }
+    cp_buf_puts(b, "],\"best\":{\"point\":");
+    point_json(&r->best, b);
+    cp_buf_puts(b, ",\"median_ms\":");
+    num(b, r->best_ns / 1e6);
+    cp_buf_puts(b, ",\"items_per_s\":");
+    num(b, r->best_items_s);
+    cp_buf_printf(b, ",\"memory_bytes\":%llu,\"precision_loss_pct\":",
+                  (unsigned long long)r->best_memory);
+    num(b, r->best_precision_loss);
+    cp_buf_puts(b, ",\"latency_change_pct\":");
+    num(b, 100 * (r->best_ns / r->baseline_ns - 1));
+    cp_buf_puts(b, ",\"throughput_change_pct\":");
+    num(b, 100 * (r->best_items_s / r->baseline_items_s - 1));
+    cp_buf_puts(b, ",\"om\":");
+    cp_buf_json_str(b, r->best_om);
+    cp_buf_puts(b, ",\"convert_command\":");
+    cp_buf_json_str(b, cmd);
+    cp_buf_puts(b, "}}\n");
+}
+
+/* ---- report.md ---------------------------------------------------------------------- */
+
+static void pct(struct cp_buf *b, double v)
+{
+    if (isfinite(v))
+        cp_buf_printf(b, "%+.1f%%", 100 * v);
+    else
+        cp_buf_puts(b, "-");
+}
+
+static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *r, const char *cmd,
+                     struct cp_buf *b)
+{
+    struct cp_buf ct;
+    cp_buf_init(&ct);
+    cp_constraints_format(&o->constraints, &ct);
+    cp_buf_printf(b, "# cannprof tune: %s\n\n", o->model);
+    cp_buf_printf(b, "Target **%s**, constraints `%s`, budget %d evaluations; session %lld%s. "
+                     "Stopped: %s after %d evaluations.\n\n",
+                  cp_target_name(o->target), ct.data && ct.data[0] ? ct.data : "none", o->budget,
+                  (long long)r->session_id, r->resumed ? " (resumed)" : "", r->stop_reason,
+                  r->evaluations);
+    cp_buf_release(&ct);
+    cp_buf_puts(b, "## Result\n\n| | baseline | best | change |\n|---|---:|---:|---:|\n");
+    cp_buf_printf(b, "| latency (median, ms) | %.3f | %.3f | %+.1f%% |\n", r->baseline_ns / 1e6,
+                  r->best_ns / 1e6, 100 * (r->best_ns / r->baseline_ns - 1));
+    cp_buf_printf(b, "| throughput (items/s) | %.2f | %.2f | %+.1f%% |\n", r->baseline_items_s,
+                  r->best_items_s, 100 * (r->best_items_s / r->baseline_items_s - 1));
+    char mb[32], mbb[32];
+    cp_format_bytes(r->baseline_memory, mb);
+    cp_format_bytes(r->best_memory, mbb);
+    cp_buf_printf(b, "| memory (weights + arena) | %s | %s | %+.1f%% |\n", mb, mbb,
+                  r->baseline_memory
+                      ? 100 * ((double)r->best_memory / (double)r->baseline_memory - 1)
+                      : 0.0);
+    cp_buf_printf(b, "| precision_loss | %.4f%% | %.4f%% | |\n\n", r->baseline_precision_loss,
+                  r->best_precision_loss);
+    cp_buf_printf(b, "Reproduce `best.om`:\n\n```\n%s\n```\n", cmd);
+    if (r->best.cfg.fusion_switches[0])
+        cp_buf_printf(b, "\nwith `%s/best.switches` holding one line per switched-off pass:\n\n"
+                         "```\n%s\n```\n",
+                      o->out_dir, r->best.cfg.fusion_switches);
+    if (r->best.threads > 0 || r->best.batch > 0) {
+        struct cp_buf rf;
+        cp_buf_init(&rf);
+        runtime_flags(&r->best, &rf);
+        cp_buf_printf(b, "\nRun it with `cannprof bench best.om%s`.\n", rf.data ? rf.data : "");
+        cp_buf_release(&rf);
+    }
+    cp_buf_puts(b, "\n## Steps\n\n| # | change | source | expected | measured [95% CI] | p | "
+                   "precision_loss | median ms | decision |\n"
+                   "|---:|---|---|---:|---:|---:|---:|---:|---|\n");
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const struct cp_tune_step *s = &r->steps[i];
+        cp_buf_printf(b, "| %d | `%s` | %s | ", s->step, s->delta[0] ? s->delta : "(baseline)",
+                      s->source);
+        pct(b, s->expected_gain);
+        cp_buf_puts(b, " | ");
+        pct(b, s->measured_gain);
+        if (isfinite(s->ci_lo)) {
+            cp_buf_puts(b, " [");
+            pct(b, s->ci_lo);
+            cp_buf_puts(b, ", ");
+            pct(b, s->ci_hi);
+            cp_buf_puts(b, "]");
+        }
+        if (isfinite(s->p))
+            cp_buf_printf(b, " | %.3g", s->p);
+        else
+            cp_buf_puts(b, " | -");
+        if (isfinite(s->precision_loss))
+            cp_buf_printf(b, " | %.4f%%", s->precision_loss);
+        else
+            cp_buf_puts(b, " | -");
+        if (isfinite(s->after_ns))
+            cp_buf_printf(b, " | %.3f", s->after_ns / 1e6);
+        else
+            cp_buf_puts(b, " | -");
+        cp_buf_printf(b, " | **%s**: %s |\n", s->status, s->reason);
+    }
+    cp_buf_puts(b, "\nGains are the share of latency saved (throughput won for the throughput "
+                   "target) against the best at that step, measured interleaved "
+                   "(docs/validation.md); a step is accepted only when the change is "
+                   "significant and above the threshold and every constraint holds.\n");
+}
+
+enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune_result *r,
+                                    struct cp_diag *d)
+{
+    struct cp_buf cmd, json, md, sw;
+    cp_buf_init(&cmd);
+    cp_buf_init(&json);
+    cp_buf_init(&md);
+    cp_buf_init(&sw);
+    char out[1100];
+    snprintf(out, sizeof out, "%s/best", o->out_dir);
+    convert_command(o, &r->best, out, &cmd);
+    write_json(o, r, cmd.data ? cmd.data : "", &json);
+    write_md(o, r, cmd.data ? cmd.data : "", &md);
+    char copy[sizeof r->best.cfg.fusion_switches];
+    snprintf(copy, sizeof copy, "%s", r->best.cfg.fusion_switches);
+    for (char *save = NULL, *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save))
+        cp_buf_printf(&sw, "%s\n", t);
+    snprintf(r->report_md, sizeof r->report_md, "%s/report.md", o->out_dir);
+    snprintf(r->report_json, sizeof r->report_json, "%s/report.json", o->out_dir);
+    enum cp_status st = CP_OK;
+    if (cp_buf_status(&cmd) != CP_OK || cp_buf_status(&json) != CP_OK ||
+        cp_buf_status(&md) != CP_OK || cp_buf_status(&sw) != CP_OK)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory writing the report");
+    if (st == CP_OK && sw.len) {
+        char swp[1100];
+        snprintf(swp, sizeof swp, "%s/best.switches", o->out_dir);
+        st = cp_file_write_atomic(swp, sw.data, sw.len, d);
+    }
+    if (st == CP_OK)
+        st = cp_file_write_atomic(r->report_json, json.data, json.len, d);
+    if (st == CP_OK)
+        st = cp_file_write_atomic(r->report_md, md.data, md.len, d);
+    cp_buf_release(&cmd);
+    cp_buf_release(&json);
+    cp_buf_release(&md);
+    cp_buf_release(&sw);
+    return st;
+}

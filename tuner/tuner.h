@@ -1,0 +1,193 @@
+/*
+ * tuner: the closed loop. Profile a model, diagnose it, re-convert
+ * candidates, measure each against the current best, keep only real
+ * improvements that respect the constraints, and remember what worked.
+ *
+ * A *point* is one place in the knob space: a conversion config plus the
+ * runtime settings (threads, batch). A *delta* is a change of some knobs,
+ * written as canonical text so that it can be stored, compared and shared
+ * between models ("layout_policy=nchw precision_mode=allow_mix_precision_bf16
+ * switch:FlashAttentionFusionPass=on threads=1 batch=8"; items sorted by
+ * key). Findings of the rule engine, strategies of the knowledge base and
+ * the neighbours of the current best in the knob space all become deltas.
+ *
+ * cp_tune runs the loop of docs/tuning.md:
+ *
+ *   1. baseline: convert the given config (or the defaults), bench it with a
+ *      trace;
+ *   2. reference: fp32 outputs of the unconverted ONNX model on seeded
+ *      inputs (or the user's), the yardstick of precision_loss;
+ *   3. proposals: the knowledge base's strategies for similar models first,
+ *      then the findings of the rule engine on the current best's trace (by
+ *      expected gain, refined by the rule's history), then the untried
+ *      single-knob neighbours of the current best;
+ *   4. each proposal: convert; check memory; check precision against the
+ *      reference; measure it interleaved against the current best
+ *      (runner/bench_ab.h); accept only when the verdict is "improved"
+ *      (significant and above the threshold) and every constraint holds;
+ *   5. after an acceptance, diagnose the new best again;
+ *   6. stop when no proposal is left, the budget or the time limit is
+ *      reached, the target is met, or an interrupt was requested.
+ *
+ * Everything is recorded in the knowledge base as it happens (session,
+ * candidates, raw samples, strategies), so an interrupted run resumes where
+ * it stopped when the same command runs again.
+ */
+#ifndef CP_TUNER_TUNER_H
+#define CP_TUNER_TUNER_H
+
+#include "atc_bridge/convert.h"
+#include "core/core.h"
+#include "rules/constraints.h"
+#include "rules/rules.h"
+#include "stats/verdict.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+/* ---- points and deltas --------------------------------------------------- */
+
+struct cp_tune_point {
+    struct cp_convert_config cfg;
+    int threads; /* runtime threads; 0: all cores */
+    int batch;   /* static batch (dimension 0 of every input); 0: the model's */
+};
+
+#define CP_DELTA_MAX_ITEMS 24
+
+struct cp_delta_item {
+    char key[96];    /* "layout_policy", "switch:GeluFusionPass", "threads", "batch" */
+    char value[128]; /* "nchw", "on", "1", "8" */
+};
+
+struct cp_delta {
+    size_t n;
+    struct cp_delta_item items[CP_DELTA_MAX_ITEMS];
+};
+
+/* Parse "k=v k=v ..." (blank-separated; "" is the empty delta). Keys: the
+ * convert flags layout_policy, precision_mode, buffer_optimize,
+ * op_select_implmode; switch:<Pass> (on/off; switch:ALL=on clears every
+ * off switch); threads; batch. Values are checked by cp_delta_apply.
+ * Errors name the item. */
+enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_diag *d);
+
+/* Canonical text: items sorted by key, the last value of a repeated key
+ * winning. Appended to `out`. */
+void cp_delta_format(const struct cp_delta *dl, struct cp_buf *out);
+
+/* The delta a rule finding proposes: convert flags ("--layout_policy=nchw"
+ * -> layout_policy=nchw; "--dynamic_batch_size=..." is left to the runtime
+ * "--batch=N", which becomes batch=N), fusion-switch lines ("Pass:on" ->
+ * switch:Pass=on) and runtime flags ("--threads=1" -> threads=1). A flag
+ * the tuner cannot turn is CP_ERR_UNSUPPORTED naming it. */
+enum cp_status cp_delta_from_change(const struct cp_change *c, struct cp_delta *out,
+                                    struct cp_diag *d);
+
+/* out = p with the delta applied. Values are validated as `cannprof
+ * convert` validates flags; errors name the item. */
+enum cp_status cp_delta_apply(const struct cp_tune_point *p, const struct cp_delta *dl,
+                              struct cp_tune_point *out, struct cp_diag *d);
+
+/* The delta that turns a into b (knobs the tuner turns only). */
+void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point *b,
+                      struct cp_delta *out);
+
+/* A point's identity: the config id (16 hex) + "/t<threads>/b<batch>".
+ * out[48]. */
+void cp_tune_point_key(const struct cp_tune_point *p, char out[48]);
+
+/* The point as JSON {"config":{...},"threads":N,"batch":N,"command":"cannprof convert ..."},
+ * and back (the command is for people and is not read back). */
+void cp_tune_point_json(const struct cp_tune_point *p, struct cp_buf *out);
+enum cp_status cp_tune_point_from_json(struct cp_tune_point *p, const char *json,
+                                       struct cp_diag *d);
+
+/* The single-knob neighbours of p in the knob space (docs/tuning.md): other
+ * layout policies, the other precision mode, threads 1 and all cores, and
+ * for the throughput target larger batches, for the memory target buffer
+ * reuse. OUT: *out (caller frees), *n. */
+enum cp_status cp_tune_neighbours(const struct cp_tune_point *p, enum cp_target target, int cores,
+                                  struct cp_delta **out, size_t *n, struct cp_diag *d);
+
+/* ---- the loop ------------------------------------------------------------- */
+
+struct cp_tune_opts {
+    const char *model;       /* .onnx, or .om whose recorded source model and config are used */
+    enum cp_target target;
+    struct cp_constraints constraints;
+    const char *constraints_text; /* as given, for the report and the session key */
+    int budget;              /* candidate evaluations (the baseline is not one); default 12 */
+    double time_limit_s;     /* 0: none */
+    const char *out_dir;     /* artifacts */
+    const char *kb_path;     /* NULL: the default knowledge base */
+    bool keep_all;           /* keep every candidate's .om (else only best.om) */
+    const char *const *inputs; /* "--input NAME=FILE" values */
+    size_t n_inputs;
+    uint64_t seed;           /* of random inputs */
+    int threads;             /* the baseline's threads; 0: all cores */
+    int rounds;              /* A/B rounds per evaluation; default 60 */
+    int warmup;              /* A/B warm-up rounds; default 5 */
+    struct cp_verdict_opts verdict;
+    bool fresh;              /* start a new session even when one can be resumed */
+    bool use_kb_strategies;  /* try strategies from similar models first (default true) */
+    const char *const *rule_paths; /* rule packs; none: the defaults */
+    size_t n_rule_paths;
+    FILE *progress;          /* progress lines; NULL: none */
+    bool progress_tty;       /* progress goes to a terminal */
+    volatile sig_atomic_t *interrupt; /* set asynchronously to stop after this measurement */
+};
+
+/* Defaults: latency, no constraints, budget 12, no time limit, 60 rounds,
+ * 5 warm-up rounds, cp_verdict_opts_init, KB strategies on. */
+void cp_tune_opts_init(struct cp_tune_opts *o);
+
+/* One evaluated proposal. */
+struct cp_tune_step {
+    int step;
+    char delta[512];   /* canonical text */
+    char source[96];   /* "kb", "rule:<name>", "space" */
+    char status[16];   /* "accepted", "rejected", "failed" */
+    char reason[512];
+    double expected_gain; /* fraction of latency (or throughput) gained; NaN unknown */
+    double measured_gain, ci_lo, ci_hi, p; /* NaN when not measured */
+    double precision_loss;                 /* percent; NaN when not measured */
+    uint64_t memory_bytes;
+    double before_ns, after_ns; /* medians of the current best and the candidate */
+    char om_path[1100], trace_path[1100];
+};
+
+struct cp_tune_result {
+    int64_t session_id;
+    bool resumed;
+    bool already_done; /* the session had finished: nothing was measured */
+    struct cp_tune_point baseline, best;
+    double baseline_ns, best_ns;          /* medians, per run of the plan */
+    double baseline_items_s, best_items_s; /* throughput */
+    uint64_t baseline_memory, best_memory;
+    double baseline_precision_loss, best_precision_loss;
+    struct cp_tune_step *steps;
+    size_t n_steps;
+    int evaluations;
+    char stop_reason[256];
+    char best_om[1100];
+    char report_md[1100], report_json[1100];
+    bool interrupted;
+};
+
+void cp_tune_result_release(struct cp_tune_result *r);
+
+/* Run (or resume) a tuning session. Errors: a model that cannot be read or
+ * converted, a .om whose source model is gone (CP_ERR_INVALID naming it),
+ * the knowledge base (CP_ERR_DB...), the output folder (CP_ERR_IO). A
+ * candidate that fails to convert or run is a "failed" step, not an error.
+ * OUT: *r (release with cp_tune_result_release, also after a failure). */
+enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, struct cp_diag *d);
+
+/* Write report.md and report.json for r into o->out_dir (paths into r).
+ * `command` is the cannprof command line that produced the session. */
+enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune_result *r,
+                                    struct cp_diag *d);
+
+#endif

@@ -1,0 +1,102 @@
+/* tuner internals shared by evaluate.c, loop.c and report.c. Not a public
+ * header. */
+#ifndef CP_TUNER_INTERNAL_H
+#define CP_TUNER_INTERNAL_H
+
+#include "knowledge/kb_tuning.h"
+#include "runner/bench_ab.h"
+#include "runner/runner.h"
+#include "runner/session.h"
+#include "tuner/tuner.h"
+
+/* Reference outputs of the unconverted model at one batch. */
+struct cp_tune_ref {
+    int batch;
+    struct cp_host_tensor *out;
+    size_t n;
+};
+
+/* A proposal waiting to be evaluated. */
+struct cp_tune_proposal {
+    struct cp_delta delta;
+    char source[96];
+    double expected_gain; /* NaN unknown */
+    char title[160];      /* what the finding said, for the report */
+};
+
+struct cp_tune_ctx {
+    const struct cp_tune_opts *o;
+    struct cp_tune_result *r;
+    char onnx[1024];      /* the source model */
+    char source_hash[33];
+    char name[128];       /* its stem */
+    struct cp_kb *kb;
+    struct cp_kb_fingerprint fp;
+    struct cp_kb_hardware hw;
+    int64_t model_id, hw_id;
+    struct cp_kb_session sess;
+    int cores;
+    uint64_t t0; /* monotonic start, for the time limit and progress */
+    struct cp_tune_ref refs[8];
+    size_t n_refs;
+    char (*seen)[48]; /* keys of points evaluated (or the baseline) */
+    size_t n_seen, cap_seen;
+    /* the current best */
+    char best_om[1100];
+    char best_trace[1100];
+    int64_t best_run;
+    int64_t best_candidate_id;
+    int next_step;
+};
+
+/* ---- evaluate.c ---- */
+
+/* Convert point p to <out>/<name>.om (its switch file beside it). OUT:
+ * om_path[1100]. */
+enum cp_status cp_tune_convert(struct cp_tune_ctx *c, const struct cp_tune_point *p,
+                               const char *name, char om_path[1100], struct cp_diag *d);
+
+/* Open a converted point for running, inputs set (seeded or the user's),
+ * recording into `rec` when not NULL. */
+enum cp_status cp_tune_open(struct cp_tune_ctx *c, const struct cp_tune_point *p,
+                            const char *om_path, struct cp_trace_recorder *rec,
+                            struct cp_session *s, struct cp_diag *d);
+
+/* precision_loss (percent) of a session's outputs against the reference of
+ * its batch (computed on first use). The session's plan is run once. */
+enum cp_status cp_tune_precision(struct cp_tune_ctx *c, const struct cp_tune_point *p,
+                                 struct cp_session *s, double *loss, struct cp_diag *d);
+
+/* Weights + activation arena of a session's plan. */
+uint64_t cp_tune_memory(const struct cp_session *s);
+
+/* Bench a point alone with a trace (the baseline): fills *median_ns and the
+ * run id in the trace at trace_path. */
+enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *p,
+                             const char *om_path, const char *trace_path, double *median_ns,
+                             double *items_s, uint64_t *memory, int64_t *run_id,
+                             struct cp_diag *d);
+
+/* Measure candidate b against the current best a, interleaved, into
+ * trace_path (run of a, then run of b). The verdict follows the target:
+ * latency (lower is better) or throughput (items per second, higher is
+ * better); for the memory target, latency must not have regressed. Fills
+ * step's measured figures (gain, CI, p, medians). OUT: *b_run (the
+ * candidate's run in the trace), *improved (the verdict says b is better,
+ * or for memory: not worse), *res (the paired samples; release with
+ * cp_bench_ab_result_release). */
+enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a,
+                          const char *a_om, const struct cp_tune_point *b, const char *b_om,
+                          const char *trace_path, struct cp_tune_step *step, int64_t *b_run,
+                          bool *improved, struct cp_bench_ab_result *res, struct cp_diag *d);
+
+void cp_tune_refs_release(struct cp_tune_ctx *c);
+
+/* ---- report.c ---- */
+
+/* Progress line for a finished step. */
+void cp_tune_progress_step(const struct cp_tune_ctx *c, const struct cp_tune_step *s);
+void cp_tune_progress_note(const struct cp_tune_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif
