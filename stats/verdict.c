@@ -181,7 +181,11 @@ static enum cp_status ratio(const double *b, size_t nb, const double *a, size_t 
 static void judge(const double *b, size_t nb, const double *a, size_t na, enum cp_better better,
                   const struct cp_verdict_opts *o, struct cp_comparison *c)
 {
-    bool significant = c->p < o->alpha;
+    /* The test and the interval must agree: a p-value under alpha whose
+     * interval still straddles "no change" (they come from different
+     * methods for the rank test) is not evidence enough to act on. */
+    bool straddles = isfinite(c->ci_lo_pct) && c->ci_lo_pct <= 0 && c->ci_hi_pct >= 0;
+    bool significant = c->p < o->alpha && !straddles;
     bool large = fabs(c->delta_pct) >= o->threshold_pct && c->delta_pct != 0;
     double sigma = spread(b, nb, a, na, c->test);
     if (sigma > 0)

@@ -6,8 +6,9 @@
  * interval, a p-value) and a verdict:
  *
  *   regressed / improved  the change is statistically significant at alpha
- *                         AND at least --threshold percent, in the metric's
- *                         bad / good direction;
+ *                         (p < alpha and its confidence interval excludes
+ *                         no-change) AND at least --threshold percent, in the
+ *                         metric's bad / good direction;
  *   unchanged             not significant and smaller than the threshold, or
  *                         significant but smaller than the threshold (a real
  *                         but negligible change: noise-level drift of a shared

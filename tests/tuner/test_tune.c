@@ -423,3 +423,66 @@ Test(tune, deltas_parse_apply_and_print_canonically)
     cr_assert_eq(cp_delta_parse("layout_policy=diagonal", &dl, &d), CP_OK);
     cr_expect_neq(cp_delta_apply(&p, &dl, &q, &d), CP_OK);
 }
+
+/* Convert an example with every pass switched off. */
+static char *convert_unfused(const char *model, const char *out)
+{
+    char *sw = fmt("%s/%s.cfg", g_dir, out);
+    cr_assert_eq(cp_file_write_atomic(sw, "ALL:off\n", 8, NULL), CP_OK);
+    char *flag = fmt("--fusion_switch_file=%s", sw);
+    char *om = convert(model, out, flag);
+    free(sw);
+    free(flag);
+    return om;
+}
+
+Test(tune, what_held_on_one_model_is_tried_first_on_a_similar_one)
+{
+    /* op17 converted without its passes: fusing attention, GELU, ... wins */
+    char *a = convert_unfused("transformer_encoder_op17", "op17");
+    struct cp_tune_opts o;
+    quick_opts(&o, a, "op17");
+    o.budget = 4;
+    o.use_kb_strategies = true;
+    struct cp_tune_result r;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_tune(&o, &r, &d), CP_OK, "%s", d.msg);
+    struct cp_buf held;
+    cp_buf_init(&held);
+    for (size_t i = 1; i < r.n_steps; i++)
+        if (strcmp(r.steps[i].status, "accepted") == 0)
+            cp_buf_printf(&held, "[%s]", r.steps[i].delta);
+    cr_assert(held.len > 0, "nothing held on op17 without its passes");
+    cp_tune_result_release(&r);
+
+    /* op14, the same architecture exported at another opset, converted the
+     * same way: the knowledge base's strategy comes first */
+    char *b = convert_unfused("transformer_encoder_op14", "op14");
+    struct cp_tune_opts p;
+    quick_opts(&p, b, "op14");
+    p.budget = 1;
+    p.use_kb_strategies = true;
+    cr_assert_eq(cp_tune(&p, &r, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(r.n_steps, 2);
+    cr_expect_str_eq(r.steps[1].source, "kb", "first step came from %s", r.steps[1].source);
+    char *want = fmt("[%s]", r.steps[1].delta);
+    cr_expect(strstr(held.data, want) != NULL, "%s did not hold on op17 (%s)", r.steps[1].delta,
+              held.data);
+    char first[512];
+    snprintf(first, sizeof first, "%s", r.steps[1].delta);
+    free(want);
+    cp_tune_result_release(&r);
+
+    /* and the query shows it, with the model it held on */
+    struct cp_run q;
+    char *kb = fmt("%s/kb.sqlite", g_dir);
+    cp_run_cli(&q, "kb", "query", "--model", b, "--kb", kb, "--json", NULL);
+    cr_expect_eq(q.exit_code, 0, "%s", q.err);
+    cr_expect(strstr(q.out, first) && strstr(q.out, "transformer_encoder_op17"), "%s", q.out);
+    cp_run_release(&q);
+    cp_buf_release(&held);
+    free(kb);
+    free(a);
+    free(b);
+}
