@@ -154,6 +154,14 @@ static void print_summary(const struct cp_tune_opts *o, const struct cp_tune_res
     printf("%-22s %12s %12s\n", "memory", a, b);
     printf("%-22s %11.4f%% %11.4f%%\n", "precision_loss", r->baseline_precision_loss,
            r->best_precision_loss);
+    if (isfinite(r->final_change)) {
+        bool thr = o->target == CP_TARGET_THROUGHPUT;
+        printf("\nbest vs baseline, interleaved: %s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g\n"
+               "(the table's columns were measured apart; this figure was not)\n",
+               thr ? "throughput" : "latency", (thr ? 100 : -100) * r->final_change,
+               thr ? 100 * r->final_ci_lo : -100 * r->final_ci_hi,
+               thr ? 100 * r->final_ci_hi : -100 * r->final_ci_lo, r->final_p);
+    }
     printf("\naccepted changes:\n");
     int k = 0;
     for (size_t i = 0; i < r->n_steps; i++)

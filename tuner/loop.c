@@ -159,10 +159,22 @@ struct proposals {
     size_t n, cap;
 };
 
+/* A knob that failed for structural reasons (a batch the model's fixed
+ * shapes cannot take) is not proposed again with other values. */
+static bool knob_blocked(const struct cp_tune_ctx *c, const struct cp_delta *dl)
+{
+    for (size_t i = 0; i < dl->n; i++)
+        if (strcmp(dl->items[i].key, "batch") == 0 && c->batch_failed)
+            return true;
+    return false;
+}
+
 static void add_proposal(struct cp_tune_ctx *c, struct proposals *ps, const struct cp_delta *dl,
                          const char *source, double expected, const char *title,
                          const struct cp_tune_point *best)
 {
+    if (knob_blocked(c, dl))
+        return;
     struct cp_tune_point np;
     struct cp_diag ignored;
     cp_diag_init(&ignored);
@@ -427,9 +439,17 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
     if (mark_seen(c, key, d) != CP_OK)
         return d->status;
     unlink(s.trace_path); /* a stale trace of an interrupted earlier attempt */
-    if (cp_tune_convert(c, &cand, name, s.om_path, &ed) != CP_OK ||
-        cp_tune_open(c, &cand, s.om_path, NULL, &cs, &ed) != CP_OK) {
+    if (cp_tune_convert(c, &cand, name, s.om_path, &ed) != CP_OK) {
         set_reason(&s, "failed", "%s", ed.msg);
+        goto record;
+    }
+    if (cp_tune_open(c, &cand, s.om_path, NULL, &cs, &ed) != CP_OK) {
+        set_reason(&s, "failed", "%s", ed.msg);
+        if (cand.batch != r->best.batch) {
+            c->batch_failed = true;
+            snprintf(s.reason + strlen(s.reason), sizeof s.reason - strlen(s.reason),
+                     "; no other batch is tried");
+        }
         goto record;
     }
     s.memory_bytes = cp_tune_memory(&cs);
@@ -468,7 +488,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         double sign = c->o->target == CP_TARGET_THROUGHPUT ? 1 : -1;
         double ch = sign * s.measured_gain, lo = sign * (sign > 0 ? s.ci_lo : s.ci_hi),
                hi = sign * (sign > 0 ? s.ci_hi : s.ci_lo);
-        bool significant = s.p < c->o->verdict.alpha;
+        bool significant = s.p < c->o->verdict.alpha && !(s.ci_lo <= 0 && s.ci_hi >= 0);
         bool large = fabs(100 * s.measured_gain) >= c->o->verdict.threshold_pct;
         const char *why_not = significant && large && s.measured_gain < 0 ? "significantly worse"
                               : significant ? "a real change, but below the threshold"
@@ -717,6 +737,50 @@ static enum cp_status finish_artifacts(struct cp_tune_ctx *c, struct cp_diag *d)
     return CP_OK;
 }
 
+/* The result against the baseline, measured as every decision was:
+ * interleaved, in one process, with twice the rounds of a step. The
+ * baseline's own bench and the best's last A/B ran at different moments
+ * of a shared machine; this is the figure the report gives. A failure
+ * leaves the figures unknown (NaN), not wrong. */
+static void final_check(struct cp_tune_ctx *c)
+{
+    struct cp_tune_result *r = c->r;
+    r->final_change = r->final_ci_lo = r->final_ci_hi = r->final_p = NAN;
+    if (!r->steps || r->n_steps < 1 || strcmp(c->best_om, r->steps[0].om_path) == 0)
+        return;
+    struct cp_tune_opts o = *c->o;
+    o.rounds = 2 * c->o->rounds;
+    struct cp_tune_ctx fc = *c;
+    fc.o = &o;
+    struct cp_tune_step s;
+    memset(&s, 0, sizeof s);
+    char trace[1100];
+    snprintf(trace, sizeof trace, "%.1000s/final.db", c->o->out_dir);
+    unlink(trace);
+    struct cp_bench_ab_result res;
+    int64_t run;
+    bool improved;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (cp_tune_ab(&fc, &r->baseline, r->steps[0].om_path, &r->best, c->best_om, trace, &s, &run,
+                   &improved, &res, &d) != CP_OK) {
+        cp_tune_progress_note(c, "final check against the baseline failed: %s", d.msg);
+        return;
+    }
+    cp_bench_ab_result_release(&res);
+    r->final_change = s.measured_gain;
+    r->final_ci_lo = s.ci_lo;
+    r->final_ci_hi = s.ci_hi;
+    r->final_p = s.p;
+    r->final_baseline_ns = s.before_ns;
+    r->final_best_ns = s.after_ns;
+    cp_tune_progress_note(c, "best against the baseline, interleaved: %s %+.1f%% [%+.1f%%, %+.1f%%]",
+                          c->o->target == CP_TARGET_THROUGHPUT ? "throughput" : "latency",
+                          (c->o->target == CP_TARGET_THROUGHPUT ? 100 : -100) * s.measured_gain,
+                          c->o->target == CP_TARGET_THROUGHPUT ? 100 * s.ci_lo : -100 * s.ci_hi,
+                          c->o->target == CP_TARGET_THROUGHPUT ? 100 * s.ci_hi : -100 * s.ci_lo);
+}
+
 static void stop_because(struct cp_tune_result *r, const char *why)
 {
     snprintf(r->stop_reason, sizeof r->stop_reason, "%.255s", why);
@@ -726,6 +790,8 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
 {
     memset(r, 0, sizeof *r);
     r->baseline_ns = r->best_ns = NAN;
+    r->final_change = r->final_ci_lo = r->final_ci_hi = r->final_p = NAN;
+    r->final_baseline_ns = r->final_best_ns = NAN;
     struct cp_tune_ctx c;
     memset(&c, 0, sizeof c);
     c.o = o;
@@ -778,6 +844,8 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
         st = evaluate(&c, &ps.p[0], d);
         free(ps.p);
     }
+    if (st == CP_OK && !r->interrupted)
+        final_check(&c);
     if (st == CP_OK) {
         const char *status = r->interrupted ? "interrupted" : "done";
         if ((st = finish_artifacts(&c, d)) == CP_OK && (st = save_session(&c, status, d)) == CP_OK)

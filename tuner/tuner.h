@@ -171,6 +171,12 @@ struct cp_tune_result {
     size_t n_steps;
     int evaluations;
     char stop_reason[256];
+    /* The best against the baseline, measured interleaved at the end (the
+     * figure to quote): gain in the target's metric (latency saved, or
+     * throughput won) with its 95% CI and p-value, and the two medians of
+     * that measurement. NaN when best is the baseline or it failed. */
+    double final_change, final_ci_lo, final_ci_hi, final_p;
+    double final_baseline_ns, final_best_ns;
     char best_om[1100];
     char report_md[1100], report_json[1100];
     bool interrupted;

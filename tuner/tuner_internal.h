@@ -47,6 +47,7 @@ struct cp_tune_ctx {
     int64_t best_run;
     int64_t best_candidate_id;
     int next_step;
+    bool batch_failed; /* a batch candidate could not be planned: the model fixes it */
 };
 
 /* ---- evaluate.c ---- */
