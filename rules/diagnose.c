@@ -49,6 +49,11 @@ enum cp_status cp_rules_diagnose(const char *trace_path, const struct cp_diagnos
     if ((st = cp_trace_store_open_ro(trace_path, &s, d)) != CP_OK)
         return st;
     st = cp_trace_store_run_metrics(s, o->run_id, &out->run, d);
+    if (st == CP_OK && out->run.n == 0)
+        st = cp_diag_set(d, CP_ERR_INVALID,
+                         "%s: run %lld has no latency samples: nothing was measured to diagnose "
+                         "(record a run with `cannprof bench MODEL --trace %s`)",
+                         trace_path, (long long)out->run.run_id, trace_path);
     if (st == CP_OK && o->calibrate) {
         if (cp_calibrate(o->cache_dir, false, &out->machine, d) != CP_OK) {
             cp_trace_store_close(s);

@@ -667,7 +667,8 @@ enum cp_status cp_rules_analyze(const struct cp_rule_set *rs, const struct cp_fe
         cp_analysis_release(out);
         return st;
     }
-    qsort(out->findings, out->n, sizeof *out->findings, cmp_finding);
+    if (out->n > 1) /* no findings: findings is NULL, which qsort must not get */
+        qsort(out->findings, out->n, sizeof *out->findings, cmp_finding);
     merge_same_changes(out);
     return CP_OK;
 }

@@ -85,6 +85,8 @@ struct loader {
     const char *path;
     yaml_document_t doc;
     struct cp_diag *d;
+    const uint8_t *data; /* the file, for the source text of scalars */
+    size_t len;
 };
 
 static enum cp_status at(struct loader *L, const yaml_node_t *n, const char *fmt, ...)
@@ -239,14 +241,59 @@ static enum cp_status get_number(struct loader *L, const yaml_node_t *map, const
     return CP_OK;
 }
 
-/* Where a scalar's text starts: after the quote of a quoted scalar. */
-static void text_start(const yaml_node_t *n, int *line, int *col)
+/* The byte offset of libyaml's mark index, which counts characters. */
+static size_t byte_at(const struct loader *L, size_t chars)
+{
+    size_t i = 0;
+    for (size_t c = 0; i < L->len && c < chars; c++)
+        for (i++; i < L->len && (L->data[i] & 0xC0) == 0x80; i++)
+            ;
+    return i;
+}
+
+/* The text to parse for an expression scalar, and the file position of its
+ * first character (OUT: *line, *col, 1-based).
+ *
+ * The value libyaml gives has lost the layout of the file: a plain scalar
+ * over several lines is folded into one, a block scalar (| or >) has its
+ * indentation stripped. Whitespace means nothing to the expression
+ * language, so for those the file's own text is parsed instead, and every
+ * position the parser reports is the file's. A quoted scalar is parsed from
+ * its value; it starts after the quote, and positions are exact unless it
+ * holds escapes or line breaks. Returns NULL on OOM (caller frees). */
+static char *expr_source(const struct loader *L, const yaml_node_t *n, int *line, int *col)
 {
     *line = (int)n->start_mark.line + 1;
     *col = (int)n->start_mark.column + 1;
     yaml_scalar_style_t st = n->data.scalar.style;
-    if (st == YAML_SINGLE_QUOTED_SCALAR_STYLE || st == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
+    const char *value = (const char *)n->data.scalar.value;
+    if (st == YAML_SINGLE_QUOTED_SCALAR_STYLE || st == YAML_DOUBLE_QUOTED_SCALAR_STYLE) {
         (*col)++;
+        return cp_strdup(value);
+    }
+    size_t a = byte_at(L, n->start_mark.index), b = byte_at(L, n->end_mark.index);
+    if (st == YAML_LITERAL_SCALAR_STYLE || st == YAML_FOLDED_SCALAR_STYLE) {
+        /* the text starts on the line after the header (| or > and its
+         * indicators and comment) */
+        while (a < b && L->data[a] != '\n')
+            a++;
+        if (a < b) {
+            a++;
+            (*line)++;
+            *col = 1;
+        }
+    }
+    /* a block scalar's text ends with its line break: "end of expression"
+     * is where the last line ends */
+    while (b > a && (L->data[b - 1] == ' ' || L->data[b - 1] == '\t' || L->data[b - 1] == '\n' ||
+                     L->data[b - 1] == '\r'))
+        b--;
+    if (!L->data || a >= b)
+        return cp_strdup(value);
+    char *text = cp_calloc(b - a + 1, 1);
+    if (text)
+        memcpy(text, L->data + a, b - a);
+    return text;
 }
 
 /* Parse and check an expression. `wrap` (may be NULL) wraps the text in a
@@ -261,18 +308,20 @@ static enum cp_status expr_of(struct loader *L, const yaml_node_t *n, const char
         return at(L, n, "%s must be an expression string, not %s", what,
                   n->type == YAML_SCALAR_NODE ? "empty" : kind_name(n));
     int line, col;
-    text_start(n, &line, &col);
+    char *src = expr_source(L, n, &line, &col);
     struct cp_buf text;
     cp_buf_init(&text);
     if (wrap) {
-        cp_buf_printf(&text, "%s(%s)", wrap, s);
+        cp_buf_printf(&text, "%s(%s)", wrap, src ? src : "");
         col -= (int)strlen(wrap) + 1; /* the prefix sits before the real text */
     } else
-        cp_buf_puts(&text, s);
-    if (cp_buf_status(&text) != CP_OK) {
+        cp_buf_puts(&text, src ? src : "");
+    if (!src || cp_buf_status(&text) != CP_OK) {
+        free(src);
         cp_buf_release(&text);
         return cp_diag_set(L->d, CP_ERR_NOMEM, "out of memory");
     }
+    free(src);
     size_t ns, nf;
     const char *const *scalars = cp_features_scalar_names(&ns);
     const char *const *fields = cp_features_field_names(&nf);
@@ -335,6 +384,17 @@ static const char *const change_keys[] = {"convert", "fusion_switches", "runtime
 static const char *const gain_keys[] = {"high", "low", "speedup", NULL};
 static const char *const risk_keys[] = {"memory", "precision_loss", NULL};
 
+/* Item i of the list under `key` (the value itself when it is one string),
+ * for an error that points at the entry at fault. */
+static yaml_node_t *item(struct loader *L, const yaml_node_t *map, const char *key, size_t i)
+{
+    yaml_node_t *v = get(L, map, key);
+    if (v && v->type == YAML_SEQUENCE_NODE &&
+        i < (size_t)(v->data.sequence.items.top - v->data.sequence.items.start))
+        return node(L, v->data.sequence.items.start[i]);
+    return v;
+}
+
 static enum cp_status load_change(struct loader *L, const yaml_node_t *ch, const char *what,
                                   struct cp_root_cause *c)
 {
@@ -357,17 +417,17 @@ static enum cp_status load_change(struct loader *L, const yaml_node_t *ch, const
                   what);
     for (size_t i = 0; i < n1; i++)
         if (strncmp(c->convert[i], "--", 2) != 0 || !strchr(c->convert[i], '='))
-            return at(L, get(L, ch, "convert"), "%s: convert entry '%s' is not a --flag=value",
+            return at(L, item(L, ch, "convert", i), "%s: convert entry '%s' is not a --flag=value",
                       what, c->convert[i]);
     for (size_t i = 0; i < n3; i++)
         if (strncmp(c->runtime[i], "--", 2) != 0 || !strchr(c->runtime[i], '='))
-            return at(L, get(L, ch, "runtime"), "%s: runtime entry '%s' is not a --flag=value",
+            return at(L, item(L, ch, "runtime", i), "%s: runtime entry '%s' is not a --flag=value",
                       what, c->runtime[i]);
     for (size_t i = 0; i < n2; i++) {
         const char *colon = strrchr(c->fusion_switches[i], ':');
         if (!colon || colon == c->fusion_switches[i] ||
             (strcmp(colon, ":on") != 0 && strcmp(colon, ":off") != 0))
-            return at(L, get(L, ch, "fusion_switches"),
+            return at(L, item(L, ch, "fusion_switches", i),
                       "%s: fusion switch '%s' is not PassName:on or PassName:off", what,
                       c->fusion_switches[i]);
     }
@@ -562,7 +622,7 @@ enum cp_status cp_rule_set_load_file(struct cp_rule_set *rs, const char *path, s
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for the YAML parser");
     }
     yaml_parser_set_input_string(&p, data, len);
-    struct loader L = {.path = path, .d = d};
+    struct loader L = {.path = path, .d = d, .data = data, .len = len};
     if (!yaml_parser_load(&p, &L.doc)) {
         st = cp_diag_set(d, CP_ERR_PARSE, "%s:%zu:%zu: YAML: %s%s%s", path, p.problem_mark.line + 1,
                          p.problem_mark.column + 1, p.problem ? p.problem : "syntax error",

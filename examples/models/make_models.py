@@ -4,7 +4,8 @@
 Run with Debian's python (needs the Debian packages python3-torch, python3-onnx,
 python3-numpy; onnxruntime is NOT used):
 
-    /usr/bin/python3 examples/models/make_models.py
+    /usr/bin/python3 examples/models/make_models.py            # every model
+    /usr/bin/python3 examples/models/make_models.py NAME ...   # only these
 
 Works from any current directory: everything is written next to this script.
 For every model NAME it writes
@@ -335,6 +336,38 @@ class NHWCRoundTrip(nn.Module):
 
 
 # --------------------------------------------------------------------------
+# 5. launch_bound_tiny
+# --------------------------------------------------------------------------
+class LaunchBoundTiny(nn.Module):
+    """A long chain of tiny ops on a [1, 16] vector: every kernel does a few
+    hundred FLOPs, so launching it (dispatch, waking threads) costs more than
+    running it.  Each block is
+
+        Gemm(16x16, bias) -> Clip(-3, 3) -> Mul(scale[16]) -> Add(x)
+        -> Sigmoid -> Mul          (a SiLU on the residual sum)
+
+    Conversion fuses Gemm+Clip into one FusedMatMul and leaves the other four
+    ops alone (no pass fuses plain elementwise chains), so 16 blocks give 80
+    kernels of well under 10 us each."""
+
+    def __init__(self, dim=16, blocks=16):
+        super().__init__()
+        self.fcs = nn.ModuleList([nn.Linear(dim, dim) for _ in range(blocks)])
+        self.scales = nn.ParameterList(
+            [nn.Parameter(1.0 + 0.1 * torch.randn(dim)) for _ in range(blocks)])
+        # Unit-gain weights: with the default (kaiming-uniform) init the
+        # activations fade to a std below 0.1 over 16 blocks.
+        for fc in self.fcs:
+            nn.init.normal_(fc.weight, 0.0, dim ** -0.5)
+
+    def forward(self, x):
+        for fc, scale in zip(self.fcs, self.scales):
+            h = torch.clamp(fc(x), -3.0, 3.0) * scale + x
+            x = h * torch.sigmoid(h)
+        return x
+
+
+# --------------------------------------------------------------------------
 # Export / test-data machinery
 # --------------------------------------------------------------------------
 def op_histogram(model):
@@ -505,17 +538,17 @@ def make_module(name):
         rng = np.random.RandomState(103)
         inputs = [torch.from_numpy(rng.randn(1, 3, 64, 64).astype(np.float32))]
         return model.eval(), inputs, ["input"], ["output"], 13
+    if name == "launch_bound_tiny":
+        seed_everything(4)
+        model = LaunchBoundTiny()
+        rng = np.random.RandomState(104)
+        inputs = [torch.from_numpy(rng.randn(1, 16).astype(np.float32))]
+        return model.eval(), inputs, ["x"], ["y"], 13
     raise ValueError(f"unknown example model {name!r}")
 
 
-MODEL_NAMES = ["sd_unet_tiny", "resnet_tiny", "transformer_encoder_op14",
-               "transformer_encoder_op17", "nhwc_roundtrip"]
-
-
-def build_all():
-    results = []
-
-    # 1. sd_unet_tiny (opset 17)
+def build_sd_unet_tiny():
+    # opset 17
     model, inputs, names, outs, opset = make_module("sd_unet_tiny")
     r = export_model("sd_unet_tiny", model, inputs, names, outs, opset=opset)
     h = r["hist"]
@@ -523,9 +556,11 @@ def build_all():
     assert h["InstanceNormalization"] >= 1 and h["LayerNormalization"] >= 1
     assert h["Sigmoid"] >= 1 and "Erf" in h and "Resize" in h
     assert r["params"] <= 1_500_000, r["params"]
-    results.append(r)
+    return r
 
-    # 2. resnet_tiny (opset 13, BatchNormalization nodes kept)
+
+def build_resnet_tiny():
+    # opset 13, BatchNormalization nodes kept
     model, inputs, names, outs, opset = make_module("resnet_tiny")
     # TrainingMode.EVAL makes torch run its eval peephole, which folds every
     # BatchNorm into the preceding Conv.  PRESERVE (with the model in eval())
@@ -538,32 +573,65 @@ def build_all():
     for node in r["model"].graph.node:
         if node.op_type == "BatchNormalization":
             assert len(node.output) == 1  # inference-mode BN
-    results.append(r)
+    return r
 
-    # 3. transformer_encoder_op14 / _op17 (same weights, same data)
-    for opset in (14, 17):
-        name = f"transformer_encoder_op{opset}"
-        model, inputs, names, outs, _ = make_module(name)
-        r = export_model(name, model, inputs, names, outs, opset=opset)
-        h = r["hist"]
-        assert count_attention_patterns(r["model"]) == 2
-        assert "Erf" in h, h
-        if opset == 14:
-            for op in ("ReduceMean", "Pow", "Sqrt", "Erf"):
-                assert op in h, (op, h)
-            assert "LayerNormalization" not in h, h
-        else:
-            assert h["LayerNormalization"] == 4, h
-        results.append(r)
 
-    # 4. nhwc_roundtrip (opset 13)
+def build_transformer_encoder(opset):
+    # the same weights and data at opset 14 and 17
+    name = f"transformer_encoder_op{opset}"
+    model, inputs, names, outs, _ = make_module(name)
+    r = export_model(name, model, inputs, names, outs, opset=opset)
+    h = r["hist"]
+    assert count_attention_patterns(r["model"]) == 2
+    assert "Erf" in h, h
+    if opset == 14:
+        for op in ("ReduceMean", "Pow", "Sqrt", "Erf"):
+            assert op in h, (op, h)
+        assert "LayerNormalization" not in h, h
+    else:
+        assert h["LayerNormalization"] == 4, h
+    return r
+
+
+def build_nhwc_roundtrip():
+    # opset 13
     model, inputs, names, outs, opset = make_module("nhwc_roundtrip")
     r = export_model("nhwc_roundtrip", model, inputs, names, outs, opset=opset)
     perms = transpose_perms(r["model"])
     assert perms.count([0, 2, 3, 1]) == 3 and perms.count([0, 3, 1, 2]) == 3, perms
-    results.append(r)
+    return r
 
-    return results
+
+def build_launch_bound_tiny():
+    # opset 13; tiny on purpose: many launches, almost no work per kernel
+    model, inputs, names, outs, opset = make_module("launch_bound_tiny")
+    r = export_model("launch_bound_tiny", model, inputs, names, outs, opset=opset)
+    h = r["hist"]
+    blocks = len(model.fcs)
+    assert h["Gemm"] == blocks and h["Clip"] == blocks and h["Sigmoid"] == blocks, h
+    assert h["Mul"] == 2 * blocks and h["Add"] == blocks, h
+    # Clip's min and max arrive as Constant nodes (folded by the converter)
+    assert sum(v for k, v in h.items() if k != "Constant") == 6 * blocks, h
+    assert r["size"] <= 64 * 1024, r["size"]
+    return r
+
+
+# Every example, in the order the summary lists them.  Each builder is
+# seeded on its own (make_module), so building one model alone writes the
+# same bytes as building all of them.
+BUILDERS = {
+    "sd_unet_tiny": build_sd_unet_tiny,
+    "resnet_tiny": build_resnet_tiny,
+    "transformer_encoder_op14": lambda: build_transformer_encoder(14),
+    "transformer_encoder_op17": lambda: build_transformer_encoder(17),
+    "nhwc_roundtrip": build_nhwc_roundtrip,
+    "launch_bound_tiny": build_launch_bound_tiny,
+}
+MODEL_NAMES = list(BUILDERS)
+
+
+def build_all(names=None):
+    return [BUILDERS[n]() for n in (names or MODEL_NAMES)]
 
 
 def print_summary(results):
@@ -583,15 +651,26 @@ def print_summary(results):
     print()
 
 
-def main():
+def main(argv):
+    import argparse
     import warnings
+    ap = argparse.ArgumentParser(description="Generate the example ONNX models "
+                                 "and their test_data_set_0.")
+    ap.add_argument("models", nargs="*", metavar="NAME",
+                    help="models to (re)generate (default: all): "
+                    + ", ".join(MODEL_NAMES))
+    args = ap.parse_args(argv)
+    unknown = [n for n in args.models if n not in BUILDERS]
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; "
+                 f"known: {', '.join(MODEL_NAMES)}")
     warnings.filterwarnings("ignore", message="The shape inference of prim::Constant")
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
-    results = build_all()
+    results = build_all(args.models)
     print_summary(results)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

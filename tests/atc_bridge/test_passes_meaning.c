@@ -191,6 +191,11 @@ Test(passes_meaning, nhwc_roundtrip_fp32_each_pass)
     check_matrix("nhwc_roundtrip", NULL, FP32_BOUND);
 }
 
+Test(passes_meaning, launch_bound_tiny_fp32_each_pass)
+{
+    check_matrix("launch_bound_tiny", NULL, FP32_BOUND);
+}
+
 Test(passes_meaning, sd_unet_tiny_fp32_all_on_all_off)
 {
     check_on_off("sd_unet_tiny", NULL, FP32_BOUND);

@@ -177,6 +177,11 @@ Test(examples, test_nhwc_roundtrip_matches_pytorch)
     check_example("nhwc_roundtrip");
 }
 
+Test(examples, test_launch_bound_tiny_matches_pytorch)
+{
+    check_example("launch_bound_tiny");
+}
+
 Test(examples, test_a_converted_om_loads_and_matches_pytorch)
 {
     char *dir = cp_scratch_dir();

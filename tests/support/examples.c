@@ -6,8 +6,13 @@
 #include <string.h>
 
 const char *const cp_ex_models[] = {
-    "sd_unet_tiny",   "resnet_tiny", "transformer_encoder_op14", "transformer_encoder_op17",
-    "nhwc_roundtrip", NULL,
+    "sd_unet_tiny",
+    "resnet_tiny",
+    "transformer_encoder_op14",
+    "transformer_encoder_op17",
+    "nhwc_roundtrip",
+    "launch_bound_tiny",
+    NULL,
 };
 
 void cp_ex_io_release(struct cp_ex_io *io)
