@@ -5,7 +5,9 @@
 #include "cli/validate.h"
 #include "knowledge/kb.h"
 #include "notify/notify.h"
+#include "stats/stats.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@ enum {
     OPT_KB,
     OPT_MARKDOWN,
     OPT_METRICS,
+    OPT_NO_NOISE,
     OPT_PRECISION_TOL,
     OPT_RESAMPLES,
     OPT_SEED,
@@ -59,6 +62,8 @@ static const struct cp_opt options[] = {
     {"markdown", 0, CP_OPT_FLAG, OPT_MARKDOWN, NULL, "print the result as Markdown"},
     {"metrics", 'm', CP_OPT_VALUE, OPT_METRICS, "LIST",
      "latency,p99,throughput,device_util,memory,precision (default: all the traces have)"},
+    {"no-noise-floor", 0, CP_OPT_FLAG, OPT_NO_NOISE, NULL,
+     "against a baseline: do not raise the threshold to the service's run-to-run noise"},
     {"precision-tolerance", 0, CP_OPT_VALUE, OPT_PRECISION_TOL, "PP",
      "precision_loss growth that counts as a regression, percentage points (default 0.1)"},
     {"resamples", 0, CP_OPT_VALUE, OPT_RESAMPLES, "N", "bootstrap resamples (default 10000)"},
@@ -328,6 +333,41 @@ static bool same_model(const struct cp_run_metrics *a, const struct cp_run_metri
         return strcmp(a->model_hash, b->model_hash) == 0;
     const char *na = strrchr(a->model_path, '/'), *nb = strrchr(b->model_path, '/');
     return strcmp(na ? na + 1 : a->model_path, nb ? nb + 1 : b->model_path) == 0;
+}
+
+/* The run-to-run noise of a service, from its history: every earlier
+ * validation recorded the latency change between the baseline and that
+ * run. Most runs are of code whose speed did not change, so the robust
+ * spread of those changes (MAD scaled to a standard deviation, which the
+ * few real changes among them barely move) is how far two runs drift on
+ * this machine; a change smaller than three times it is within the noise.
+ * Needs at least 5 earlier validations (the last 60 count).
+ * OUT: r->noise_floor_pct (NaN without enough history), r->noise_runs. */
+static void noise_floor(struct cp_kb *kb, const char *service, struct cp_vresult *r)
+{
+    r->noise_floor_pct = NAN;
+    r->noise_runs = 0;
+    struct cp_kb_validation *v = NULL;
+    size_t n = 0;
+    if (cp_kb_validation_list(kb, service, 60, &v, &n, NULL) != CP_OK)
+        return;
+    double *x = cp_calloc(n ? n : 1, sizeof *x);
+    size_t k = 0;
+    for (size_t i = 0; x && i < n; i++) {
+        json_t *f = v[i].figures_json ? json_loads(v[i].figures_json, 0, NULL) : NULL;
+        json_t *lat = json_object_get(f, "latency");
+        json_t *delta = json_object_get(lat, "delta_pct");
+        if (json_is_number(delta) && isfinite(json_number_value(delta)))
+            x[k++] = json_number_value(delta);
+        json_decref(f);
+    }
+    struct cp_mad mad;
+    if (k >= 5 && cp_stats_mad(x, k, &mad, NULL) == CP_OK) {
+        r->noise_floor_pct = 3 * mad.scaled;
+        r->noise_runs = k;
+    }
+    free(x);
+    cp_kb_validation_list_free(v, n);
 }
 
 struct alerting {
@@ -610,6 +650,13 @@ int cp_cmd_validate(int argc, char **argv)
     if (st != CP_OK) {
         rc = fail(&d);
         goto out;
+    }
+    r.asked_threshold_pct = r.opts.threshold_pct;
+    r.noise_floor_pct = NAN;
+    if (bc.kb && !cp_args_has(&args, OPT_NO_NOISE)) {
+        noise_floor(bc.kb, in.service, &r);
+        if (r.noise_runs && r.noise_floor_pct > r.opts.threshold_pct)
+            r.opts.threshold_pct = r.noise_floor_pct;
     }
     r.before = before.m;
     r.after = after.m;

@@ -35,6 +35,9 @@ struct cp_vresult {
     bool models_differ;
     struct cp_verdict_opts opts;
     double precision_tolerance; /* percentage points */
+    double asked_threshold_pct; /* --threshold as given */
+    double noise_floor_pct;     /* run-to-run noise of the service's history; NaN: none */
+    size_t noise_runs;          /* earlier validations it was estimated from */
     enum cp_verdict overall;
 };
 

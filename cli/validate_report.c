@@ -107,9 +107,17 @@ void cp_validate_render_table(const struct cp_vresult *r, struct cp_buf *out)
                   (long long)r->before->run_id, r->before->n);
     cp_buf_printf(out, "after:  %s (run %lld, %zu samples)\n", r->after_label,
                   (long long)r->after->run_id, r->after->n);
-    cp_buf_printf(out, "test:   %s, alpha %g, threshold %g%%, %g%% CI\n\n",
+    cp_buf_printf(out, "test:   %s, alpha %g, threshold %g%%, %g%% CI\n",
                   cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct,
                   100 * r->opts.boot.level);
+    if (r->noise_runs)
+        cp_buf_printf(out, "noise:  %.2f%% run-to-run (3 x the robust spread of %zu earlier "
+                           "validations)%s\n",
+                      r->noise_floor_pct, r->noise_runs,
+                      r->opts.threshold_pct > r->asked_threshold_pct
+                          ? "; the threshold is raised to it"
+                          : "; below the threshold");
+    cp_buf_putc(out, '\n');
     cp_buf_printf(out, "%-18s %12s %12s %10s %22s %9s  %s\n", "metric", "before", "after", "delta",
                   "95% CI of delta", "p", "verdict");
     for (size_t i = 0; i < r->n_rows; i++) {
@@ -210,6 +218,10 @@ void cp_validate_render_json(const struct cp_vresult *r, struct cp_buf *out)
     side_json(r->after_label, r->after, out);
     cp_buf_puts(out, ",\"test\":");
     cp_buf_json_str(out, cp_stat_test_name(r->opts.test));
+    cp_buf_puts(out, ",\"noise_floor_pct\":");
+    json_num(out, r->noise_floor_pct);
+    cp_buf_printf(out, ",\"noise_runs\":%zu,\"asked_threshold_pct\":%g", r->noise_runs,
+                  r->asked_threshold_pct);
     cp_buf_printf(out, ",\"alpha\":%g,\"threshold_pct\":%g,\"confidence\":%g,", r->opts.alpha,
                   r->opts.threshold_pct, r->opts.boot.level);
     cp_buf_printf(out, "\"models_differ\":%s,\"metrics\":", r->models_differ ? "true" : "false");

@@ -13,6 +13,7 @@
 #include <gsl/gsl_rng.h>
 #include <jansson.h>
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,5 +557,51 @@ Test(cli_validate, an_unknown_baseline_or_service_is_bad_input)
     cr_expect(strstr(r.err, "--webhook") != NULL, "%s", r.err);
     cp_run_release(&r);
     server_stop(&f.server);
+    baseline_teardown(&f);
+}
+
+Test(cli_validate, a_noisy_service_history_raises_the_threshold, .timeout = 120)
+{
+    /* a baseline and nine earlier nights that drifted by a few percent
+     * either way: the service's run-to-run noise */
+    struct baseline_fixture f;
+    baseline_setup(&f, 1, (int[]){200});
+    server_stop(&f.server);
+    static const double drift[] = {10.3, 9.7, 10.35, 9.75, 10.2, 9.65, 10.4, 9.8, 10.25};
+    struct cp_run r;
+    for (size_t i = 0; i < sizeof drift / sizeof *drift; i++) {
+        struct fake_run n = {.model_hash = "h", .mean_ms = drift[i], .sd_ms = 0.2, .n = 80,
+                             .seed = 40 + i, .precision_loss = -1};
+        char name[32];
+        snprintf(name, sizeof name, "night%zu.db", i);
+        char *p = make_trace(name, &n);
+        cp_run_cli(&r, "validate", "--baseline", "v3.2", "--service", "search", "--trace", p,
+                   "--kb", f.kb, "--no-noise-floor", NULL);
+        cr_assert(r.exit_code == 0 || r.exit_code == 1, "%s", r.err);
+        cp_run_release(&r);
+        free(p);
+    }
+    /* tonight: +4%, significant and above the 2% threshold, but within
+     * this service's noise */
+    struct fake_run t = {.model_hash = "h", .mean_ms = 10.4, .sd_ms = 0.2, .n = 80, .seed = 60,
+                         .precision_loss = -1};
+    char *p = make_trace("tonight.db", &t);
+    cp_run_cli(&r, "validate", "--baseline", "v3.2", "--service", "search", "--trace", p, "--kb",
+               f.kb, "--json", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s %s", r.out, r.err);
+    json_t *j = json_of(&r);
+    cr_expect_eq(json_integer_value(json_object_get(j, "noise_runs")), 9);
+    double floor = json_number_value(json_object_get(j, "noise_floor_pct"));
+    cr_expect(floor > 4.0, "noise floor %g%%", floor);
+    cr_expect(fabs(json_number_value(json_object_get(j, "threshold_pct")) - floor) < 1e-3);
+    cr_expect_str_eq(verdict_of(j, "latency"), "unchanged");
+    json_decref(j);
+    cp_run_release(&r);
+    /* without the history the same run is a regression */
+    cp_run_cli(&r, "validate", "--baseline", "v3.2", "--service", "search", "--trace", p, "--kb",
+               f.kb, "--no-noise-floor", NULL);
+    cr_expect_eq(r.exit_code, 1, "%s", r.out);
+    cp_run_release(&r);
+    free(p);
     baseline_teardown(&f);
 }
