@@ -11,7 +11,7 @@
  *
  * 2. With the nhwc or blocked policy, conv regions are found: connected
  *    sets of ops whose kernels read every layout the policy gives (Conv,
- *    FusedConv, the pools, GroupNormalization in NHWC) and of elementwise
+ *    FusedConv, the pools, GroupNormalization) and of elementwise
  *    ops whose operands all have the output's shape, or are single
  *    elements, so that they work on any byte order. A region needs a
  *    convolution or pool: elementwise ops alone gain nothing from a layout.
@@ -98,8 +98,8 @@ static bool is_act_slot(const struct cp_graph *g, const struct cp_node *n, size_
     return slot == 0;
 }
 
-/* The region role of node n under policy `pol`. */
-static int region_role(const struct cp_graph *g, const struct cp_node *n, enum cp_layout_policy pol)
+/* The region role of node n (the same under the nhwc and blocked policies). */
+static int region_role(const struct cp_graph *g, const struct cp_node *n)
 {
     const struct cp_tensor *y = tensor_or_null(g, n, 0, true);
     if (n->dead || !is_image(y))
@@ -116,8 +116,10 @@ static int region_role(const struct cp_graph *g, const struct cp_node *n, enum c
     case CP_OP_GLOBAL_AVERAGE_POOL:
         return is_image(x) ? ROLE_ANCHOR : ROLE_NONE;
     case CP_OP_GROUP_NORMALIZATION:
-        /* its kernels read NHWC (one channel vector per pixel), not blocks */
-        return pol == CP_LAYOUT_POLICY_NHWC && is_image(x) ? ROLE_ELEMENTWISE : ROLE_NONE;
+        /* its fast kernel reads NHWC and the blocked layouts in place
+         * (runner/cpu/fast_groupnorm.c), so a norm between two convs no
+         * longer splits their region with a TransData on either side */
+        return is_image(x) ? ROLE_ELEMENTWISE : ROLE_NONE;
     default:
         break;
     }
@@ -240,7 +242,7 @@ static enum cp_status find_regions(struct lt_state *s)
         return cp_diag_set(s->l->d, CP_ERR_NOMEM, "out of memory in a layout pass");
     for (size_t i = 0; i < nn; i++) {
         s->parent[i] = (int32_t)i;
-        s->role[i] = (uint8_t)region_role(g, cp_graph_node(g, (int32_t)i), s->pol);
+        s->role[i] = (uint8_t)region_role(g, cp_graph_node(g, (int32_t)i));
     }
     for (size_t i = 0; i < nn; i++) {
         const struct cp_node *n = cp_graph_node(g, (int32_t)i);

@@ -30,9 +30,10 @@
  *
  * Precision. A node with compute_precision "bf16" (set by the precision
  * pass) runs with bf16 source and weights: the weights are converted once
- * at prepare, the source is converted into the shared scratch at run time,
- * and the destination, bias and residual stay f32, so tensors are f32 at
- * the node's boundary.
+ * at prepare, the source is converted into the shared scratch at run time
+ * (cp_dk_step_to_bf16 when only the element type changes), and the
+ * destination, bias and residual stay f32, so tensors are f32 at the
+ * node's boundary.
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
@@ -392,7 +393,7 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     int xm = cp_dk_mem_user(p, &x_user, k->in_data[0]);
     if (!dnnl_memory_desc_equal(xq, &x_user)) {
         int xb = cp_dk_mem_scratch(p, xq);
-        if ((st = cp_dk_step_reorder(p, xm, xb)) != CP_OK)
+        if ((st = bf16 ? cp_dk_step_to_bf16(p, xm, xb) : cp_dk_step_reorder(p, xm, xb)) != CP_OK)
             goto out;
         xm = xb;
     }

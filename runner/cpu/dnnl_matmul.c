@@ -22,8 +22,9 @@
  *
  * Precision: with compute_precision "bf16" (set by the precision pass) A
  * and B are bf16 inside the primitive: a constant B is converted once at
- * prepare, A (and a run-time B) into the shared scratch at every run; the
- * output, bias and residual stay f32.
+ * prepare, A (and a run-time B) into the shared scratch at every run
+ * (cp_dk_step_to_bf16, a flat conversion when the operand is plain, else a
+ * reorder); the output, bias and residual stay f32.
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
@@ -250,14 +251,14 @@ static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const stru
         }
     } else if (sp->bf16) {
         int bb = cp_dk_mem_scratch(p, &b_md);
-        if ((st = cp_dk_step_reorder(p, bm, bb)) != CP_OK)
+        if ((st = cp_dk_step_to_bf16(p, bm, bb)) != CP_OK)
             goto out;
         bm = bb;
     }
     int am = cp_dk_mem_user(p, &a_user, sp->a_data);
     if (sp->bf16) {
         int ab = cp_dk_mem_scratch(p, &a_md);
-        if ((st = cp_dk_step_reorder(p, am, ab)) != CP_OK)
+        if ((st = cp_dk_step_to_bf16(p, am, ab)) != CP_OK)
             goto out;
         am = ab;
     }

@@ -1,6 +1,9 @@
 /* The oneDNN program every oneDNN kernel runs (see dnnl_util.h). */
 #include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/fast_util.h"
 
+#include <immintrin.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,12 +19,14 @@ void cp_dk_prog_init(struct cp_dk_prog *p, const struct cp_kernel_env *env)
     memset(p, 0, sizeof *p);
     p->engine = env->engine;
     p->stream = env->stream;
+    p->threads = env->threads > 0 ? env->threads : 1;
 }
 
 void cp_dk_prog_release(struct cp_dk_prog *p)
 {
     for (int i = 0; i < p->nsteps; i++)
-        dnnl_primitive_destroy(p->steps[i].prim);
+        if (p->steps[i].prim)
+            dnnl_primitive_destroy(p->steps[i].prim);
     for (int i = 0; i < p->nmems; i++)
         dnnl_memory_destroy(p->mems[i]);
     p->nsteps = 0;
@@ -129,6 +134,78 @@ enum cp_status cp_dk_step_reorder(struct cp_dk_prog *p, int src, int dst)
     return st;
 }
 
+/* Whether the CPU has vcvtne2ps2bf16 (checked once per step added). */
+static bool has_avx512_bf16(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+}
+
+enum cp_status cp_dk_step_to_bf16(struct cp_dk_prog *p, int src, int dst)
+{
+    const dnnl_memory_desc_t *smd, *dmd;
+    if (src < 0 || dst < 0 || dnnl_memory_get_memory_desc(p->mems[src], &smd) != dnnl_success ||
+        dnnl_memory_get_memory_desc(p->mems[dst], &dmd) != dnnl_success)
+        return CP_ERR_INTERNAL;
+    /* Same layout: the destination's descriptor with f32 elements is the
+     * source's, and neither has padding. */
+    dnnl_memory_desc_t as_f32 = *dmd;
+    as_f32.data_type = dnnl_f32;
+    size_t n = 1;
+    for (int i = 0; i < smd->ndims; i++)
+        n *= (size_t)smd->dims[i];
+    if (smd->data_type != dnnl_f32 || dmd->data_type != dnnl_bf16 ||
+        !dnnl_memory_desc_equal(&as_f32, smd) || dnnl_memory_desc_get_size(smd) != n * 4 ||
+        dnnl_memory_desc_get_size(dmd) != n * 2 || !has_avx512_bf16())
+        return cp_dk_step_reorder(p, src, dst);
+    if (p->nsteps >= CP_DK_MAX_STEPS)
+        return CP_ERR_INTERNAL;
+    struct cp_dk_step *s = &p->steps[p->nsteps++];
+    memset(s, 0, sizeof *s);
+    s->scratchpad_mem = -1;
+    s->cvt_src = src;
+    s->cvt_dst = dst;
+    s->cvt_n = n;
+    return CP_OK;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
+to_bf16(const float *x, uint16_t *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+        _mm512_storeu_si512(y + i, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+    }
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+        _mm256_mask_storeu_epi16(y + i, m, (__m256i)v);
+    }
+}
+
+/* Run a conversion step: the elements split in 32-aligned chunks over at
+ * most p->threads threads, one per 16 Ki elements. */
+static enum cp_status run_to_bf16(const struct cp_dk_prog *p, const struct cp_dk_step *s)
+{
+    void *src = NULL, *dst = NULL;
+    if (dnnl_memory_get_data_handle(p->mems[s->cvt_src], &src) != dnnl_success ||
+        dnnl_memory_get_data_handle(p->mems[s->cvt_dst], &dst) != dnnl_success || !src || !dst)
+        return CP_ERR_INTERNAL;
+    int64_t n = (int64_t)s->cvt_n;
+    int64_t want = n / 16384 + 1;
+    int nt = want < p->threads ? (int)want : p->threads;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int64_t b, e;
+        cp_fk_split(n, 32, &b, &e);
+        if (e > b)
+            to_bf16((const float *)src + b, (uint16_t *)dst + b, e - b);
+    }
+    return CP_OK;
+}
+
 enum cp_status cp_dk_reorder_now(struct cp_dk_prog *p, int src, int dst)
 {
     const dnnl_memory_desc_t *smd, *dmd;
@@ -180,6 +257,13 @@ enum cp_status cp_dk_prog_run(struct cp_dk_prog *p, void *scratch)
         return CP_ERR_INTERNAL;
     for (int i = 0; i < p->nsteps; i++) {
         const struct cp_dk_step *s = &p->steps[i];
+        if (!s->prim) {
+            /* the primitives before it have finished (a CPU stream runs
+             * them in order, synchronously) */
+            if (run_to_bf16(p, s) != CP_OK)
+                return CP_ERR_INTERNAL;
+            continue;
+        }
         if (dnnl_primitive_execute(s->prim, p->stream, s->nargs, s->args) != dnnl_success)
             return CP_ERR_INTERNAL;
     }

@@ -13,10 +13,12 @@
  * clone (AVX-512, AVX2, baseline). bf16 rounds Q, K and V as they are read
  * (the reference's definition) and computes in fp32.
  *
- * Tiling: 128 keys per tile; a work item is up to 4 groups of 32 queries,
- * fewer when that leaves fewer than 4 items per thread (64 to 256 keys and
- * 2 to 8 groups were within 5% of each other). On the 2-core AVX-512
- * machine (bench/attention_bench.sh, H = 4, D = 16, 1024 tokens): 1.62 ms
+ * Tiling: 128 keys per tile; a work item is up to 4 groups of 32 queries
+ * (8 for bf16 heads of D + Dv <= 64, whose K and V tile conversion shows:
+ * 2% of the bf16 time at D = 16), fewer when that leaves fewer than 4
+ * items per thread (64 to 256 keys and 2 to 8 groups were within 5% of
+ * each other). On the 2-core AVX-512 machine (bench/attention_bench.sh,
+ * H = 4, D = 16, 1024 tokens), before the fused bf16 path: 1.62 ms
  * against 3.50 ms for the unfused MatMul/Mul/Softmax/MatMul in fp32, 1.16
  * ms against 2.83 ms in bf16, with 66 KiB of scratch instead of 32 MiB of
  * scores. The fp32 tiles run at about one vector FMA per cycle, the bound
@@ -31,10 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define QW     32  /* queries per group */
-#define PW     16  /* queries per portable group */
-#define KBLOCK 128 /* keys per tile */
-#define GROUPS 4   /* most groups per item */
+#define QW             32  /* queries per group */
+#define PW             16  /* queries per portable group */
+#define KBLOCK         128 /* keys per tile */
+#define GROUPS         4   /* most groups per item */
+#define GROUPS_SHALLOW 8   /* ... in bf16 when D + Dv <= 64 */
 
 static bool att_mask_fits_x512(const struct cp_att_geom *geo)
 {
@@ -46,7 +49,8 @@ static void att_tiling(struct cp_att_fast_plan *p, int threads, bool x512)
 {
     const struct cp_att_geom *geo = &p->geo;
     int64_t ngroups = (geo->n + QW - 1) / QW, heads = geo->batch * geo->heads;
-    int64_t g = ngroups < GROUPS ? ngroups : GROUPS;
+    int64_t most = x512 && geo->bf16 && geo->d + geo->dv <= 64 ? GROUPS_SHALLOW : GROUPS;
+    int64_t g = ngroups < most ? ngroups : most;
     while (g > 1 && heads * ((ngroups + g - 1) / g) < 4 * (int64_t)threads)
         g--;
     p->groups = g;

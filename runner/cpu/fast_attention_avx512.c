@@ -27,7 +27,11 @@
  * vdpbf16ps with fp32 accumulation; P is rounded to bf16 for the second
  * product. Sums, max, exp and the final division stay fp32. The K and V
  * tiles are converted once per item and shared by its groups, key-major or
- * depth-major, whichever their source allows with whole vectors.
+ * depth-major, whichever their source allows with whole vectors. A bf16
+ * node without a mask (impl "fast") takes the fused path of
+ * fast_attention_bf16.c for its scores and softmax instead of the tiles'
+ * S, max and exp below: Q scaled before its rounding, P computed while the
+ * scores are in registers; the packing, P V and the output are shared.
  *
  * exp, impl "fast": scores are kept in base-2 units (log2 e is folded into
  * the scale and the mask) and exponentiated as 2^x = 2^n 2^r, |r| <= 1/2,
@@ -40,17 +44,12 @@
  */
 #include "runner/cpu/attention.h"
 #include "runner/cpu/fast_attention.h"
+#include "runner/cpu/fast_attention_x512.h"
+#include "runner/cpu/transpose16.h"
 
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
-
-#define X512        __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-#define X512_INLINE X512 static inline __attribute__((always_inline))
-
-#define QW 32 /* queries per group (two vectors) */
-#define RK 8  /* keys per register block of the score micro-kernel */
-#define RV 8  /* output depths per register block of the PV micro-kernel */
 
 bool cp_att_x512_usable(bool bf16)
 {
@@ -124,26 +123,6 @@ size_t cp_att_x512_scratch(const struct cp_att_geom *geo, int64_t groups, int64_
 
 /* ---- exp ---------------------------------------------------------------- */
 
-/* 2^x: x = n + r with |r| <= 1/2, 2^r by a degree-6 minimax polynomial
- * (relative error 1.9e-9), 2^n applied by vscalefps (exact, and rounding
- * once into the subnormal range). */
-X512_INLINE __m512 x_exp2_fast(__m512 x)
-{
-    /* 2^-200 is 0 in single precision; the clamp keeps r finite for -inf.
-     * max(c, x) returns x when x is NaN. */
-    x = _mm512_max_ps(_mm512_set1_ps(-200.0f), x);
-    __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(x, n);
-    __m512 p = _mm512_set1_ps(1.534581242594868e-04f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.339993090368807e-03f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.618489071726799e-03f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550328642129898e-02f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.402264624834061e-01f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931471824645996e-01f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 X512_INLINE __m512d x_exp_pd(__m512d x)
 {
     x = _mm512_max_pd(_mm512_set1_pd(-110.0), x);
@@ -188,26 +167,6 @@ static inline uint32_t x_bf16_bits(float f)
     uint32_t u;
     memcpy(&u, &r, sizeof u);
     return u >> 16;
-}
-
-/* Interleave the two halves of a 32 x bf16 vector: lanes i of the low and
- * high halves become the pair in 32-bit lane i. */
-X512_INLINE __m512i x_interleave_idx(void)
-{
-    return _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-                            6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-}
-
-/* Pairs (a[i], b[i]) of two fp32 vectors as 16 x 32-bit bf16 pairs. */
-X512_INLINE __m512i x_pair(__m512 a, __m512 b, __m512i idx)
-{
-    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
-}
-
-/* The first n of 16 lanes (none when n <= 0). */
-static inline __mmask16 x_lanes(int64_t n)
-{
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
 /* K tile, as depth pairs: key-major kp[j][D2] when K rows are contiguous
@@ -278,11 +237,26 @@ X512 static void x_pack_v(const struct cp_att_geom *geo, const float *v, int64_t
     }
 }
 
-/* The group's queries, transposed: qt[c][i] = q[i, c] * qscale (fp32) or
- * depth pairs qt[p][i] (bf16, unscaled); lanes past `valid` are zero. */
-static void x_pack_q(const struct cp_att_geom *geo, const float *q, int64_t valid, float qscale,
-                     float *qt)
+/* Lane offsets 0, stride, ..., 15 stride for gathers; false when they
+ * overflow 32 bits. */
+X512_INLINE bool x_lane_offsets(int64_t stride, __m512i *idx)
 {
+    if (stride < 0 || stride > INT32_MAX / 16)
+        return false;
+    *idx =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32((int)stride));
+    return true;
+}
+
+/* The group's queries times qscale, transposed: qt[c][i] = q[i, c] *
+ * qscale (fp32) or depth pairs qt[p][i] (bf16, rounded after the scaling);
+ * lanes past `valid` are zero. In bf16 each pair of depths is gathered
+ * along the queries and converted as vectors. */
+X512 static void x_pack_q(const struct cp_att_geom *geo, const float *q, int64_t valid,
+                          float qscale, float *qt)
+{
+    __m512i rows;
     if (!geo->bf16) {
         for (int64_t c = 0; c < geo->d; c++)
             for (int64_t i = 0; i < QW; i++)
@@ -290,14 +264,56 @@ static void x_pack_q(const struct cp_att_geom *geo, const float *q, int64_t vali
         return;
     }
     uint32_t *qp = (uint32_t *)qt;
+    __m512 sc = _mm512_set1_ps(qscale);
+    if (geo->q.d == 1) {
+        /* rows of 32 depths -> 16 pairs each, transposed 16 queries at a
+         * time (transpose16.h) */
+        int64_t d2 = (geo->d + 1) / 2;
+        for (int h = 0; h < 2; h++)
+            for (int64_t c = 0; c < geo->d; c += 32) {
+                __m512i r[16];
+                for (int64_t i = 0; i < 16; i++) {
+                    if (16 * h + i >= valid) {
+                        r[i] = _mm512_setzero_si512();
+                        continue;
+                    }
+                    const float *row = q + (16 * h + i) * geo->q.row + c;
+                    __m512 lo = _mm512_maskz_loadu_ps(x_lanes(geo->d - c), row);
+                    __m512 hi = _mm512_maskz_loadu_ps(x_lanes(geo->d - c - 16), row + 16);
+                    r[i] =
+                        (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(hi, sc), _mm512_mul_ps(lo, sc));
+                }
+                cp_transpose16(r);
+                for (int64_t p = 0; p < 16 && c / 2 + p < d2; p++)
+                    _mm512_store_si512(qp + (c / 2 + p) * QW + 16 * h, r[p]);
+            }
+        return;
+    }
+    if (x_lane_offsets(geo->q.row, &rows)) {
+        __m512i idx = x_interleave_idx();
+        for (int h = 0; h < 2; h++) {
+            __mmask16 m = x_lanes(valid - 16 * h);
+            const float *base = q + 16 * h * geo->q.row;
+            for (int64_t p = 0; p < (geo->d + 1) / 2; p++) {
+                const float *c0 = base + 2 * p * geo->q.d;
+                __m512 a = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, c0, 4);
+                __m512 b = 2 * p + 1 < geo->d ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m,
+                                                                         rows, c0 + geo->q.d, 4)
+                                              : _mm512_setzero_ps();
+                _mm512_store_si512(qp + p * QW + 16 * h,
+                                   x_pair(_mm512_mul_ps(a, sc), _mm512_mul_ps(b, sc), idx));
+            }
+        }
+        return;
+    }
     for (int64_t p = 0; p < (geo->d + 1) / 2; p++)
         for (int64_t i = 0; i < QW; i++) {
             uint32_t lo = 0, hi = 0;
             if (i < valid) {
                 const float *row = q + i * geo->q.row;
-                lo = x_bf16_bits(row[2 * p * geo->q.d]);
+                lo = x_bf16_bits(row[2 * p * geo->q.d] * qscale);
                 if (2 * p + 1 < geo->d)
-                    hi = x_bf16_bits(row[(2 * p + 1) * geo->q.d]);
+                    hi = x_bf16_bits(row[(2 * p + 1) * geo->q.d] * qscale);
             }
             qp[p * QW + i] = lo | hi << 16;
         }
@@ -563,18 +579,6 @@ X512 static void x_softmax_exact(float *s, int64_t cnt, const float *bmax, float
 
 /* ---- P V ------------------------------------------------------------------------ */
 
-struct x_pv {
-    const float *p;     /* fp32: [cnt][QW] */
-    const uint32_t *pp; /* bf16: [cnt/2][QW] pairs */
-    const float *v;     /* fp32: value row j0 */
-    int64_t vrs, vds;   /* fp32: V strides of rows and depth */
-    const uint32_t *vp; /* bf16: packed V tile */
-    int64_t vpitch;     /* bf16, depth-major: row length of vp */
-    int64_t cnt;
-    float *o;           /* group's Oᵀ [Dv][QW] */
-    const float *alpha; /* [QW] */
-};
-
 /* Oᵀ[c0 + c] = alpha Oᵀ[c0 + c] + sum_j P[j] V[j, c0 + c] for C depths:
  * fp32 one key per step, bf16 a pair of keys per step (vdpbf16ps). */
 X512_INLINE void x_pv_block(const struct x_pv *a, int64_t c0, int C, int64_t DV, bool bf16,
@@ -656,8 +660,6 @@ X_PV(x_pv_bf16_32c, 32, true, true)
 X_PV(x_pv_bf16_64c, 64, true, true)
 X_PV(x_pv_bf16_nc, dv, true, true)
 
-typedef void (*x_pv_fn)(const struct x_pv *a, int64_t dv);
-
 static x_pv_fn x_pick_pv(const struct cp_att_geom *geo)
 {
     static const x_pv_fn fns[2][2][4] = {
@@ -672,16 +674,27 @@ static x_pv_fn x_pick_pv(const struct cp_att_geom *geo)
 
 /* ---- work items ----------------------------------------------------------------- */
 
-/* Oᵀ / l back to the output rows of the group. */
-static void x_store_out(const struct cp_att_geom *geo, const float *o, const float *ml,
-                        int64_t valid, float *y)
+/* Oᵀ / l back to the output rows of the group: 16 depths of 16 queries
+ * at a time, transposed in registers (transpose16.h). */
+X512 static void x_store_out(const struct cp_att_geom *geo, const float *o, const float *ml,
+                             int64_t valid, float *y)
 {
-    for (int64_t i = 0; i < valid; i++) {
-        float inv = 1.0f / ml[QW + i];
-        float *row = y + i * geo->out.row;
-        for (int64_t c = 0; c < geo->dv; c++)
-            row[c] = o[c * QW + i] * inv;
-    }
+    float inv[QW] __attribute__((aligned(64)));
+    for (int v = 0; v < 2; v++)
+        _mm512_store_ps(inv + 16 * v,
+                        _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_load_ps(ml + QW + 16 * v)));
+    for (int64_t h = 0; h < 2 && 16 * h < valid; h++)
+        for (int64_t c0 = 0; c0 < geo->dv; c0 += 16) {
+            __m512i r[16];
+            for (int64_t c = 0; c < 16; c++)
+                r[c] = c0 + c < geo->dv ? _mm512_load_si512(o + (c0 + c) * QW + 16 * h)
+                                        : _mm512_setzero_si512();
+            cp_transpose16(r);
+            __mmask16 m = x_lanes(geo->dv - c0);
+            for (int64_t i = 0; i < 16 && 16 * h + i < valid; i++)
+                _mm512_mask_storeu_ps(y + (16 * h + i) * geo->out.row + c0, m,
+                                      _mm512_mul_ps((__m512)r[i], _mm512_set1_ps(inv[16 * h + i])));
+        }
 }
 
 X512 void cp_att_x512_run(const struct cp_att_fast_plan *p, const struct cp_att_io *io,
@@ -692,6 +705,10 @@ X512 void cp_att_x512_run(const struct cp_att_fast_plan *p, const struct cp_att_
     x_layout(geo, p->groups, p->kblock, scratch, &bf);
     x_s_fn s_fn = x_pick_s(geo);
     x_pv_fn pv_fn = x_pick_pv(geo);
+    /* bf16 without a mask: the fused path of fast_attention_bf16.c, with Q
+     * scaled before its rounding. */
+    bool fused = geo->bf16 && !geo->exact && !io->mask;
+    x_fz_fn fz_fn = fused ? cp_att_x512_pick_fused(geo) : NULL;
     void (*smx)(float *, int64_t, const float *, float *, float *, uint32_t *) =
         geo->exact ? x_softmax_exact : x_softmax_fast;
     /* "fast" works in base-2 units: log2 e folded into scale and mask. */
@@ -700,6 +717,9 @@ X512 void cp_att_x512_run(const struct cp_att_fast_plan *p, const struct cp_att_
     int64_t vpitch = geo->v.d == 1 ? geo->dv : x_vp_stride(p->kblock);
     float bmax[QW] __attribute__((aligned(64)));
     float alpha[QW] __attribute__((aligned(64)));
+    float ones[QW] __attribute__((aligned(64)));
+    for (int i = 0; i < QW; i++)
+        ones[i] = 1.0f;
 
     for (int64_t item = item0; item < item1; item++) {
         int64_t bh = item / p->qblocks, qb = item % p->qblocks;
@@ -715,7 +735,8 @@ X512 void cp_att_x512_run(const struct cp_att_fast_plan *p, const struct cp_att_
 
         for (int64_t g = 0; g < ng; g++) {
             int64_t first = i0 + g * QW, valid = geo->n - first < QW ? geo->n - first : QW;
-            x_pack_q(geo, q + first * geo->q.row, valid, geo->scale * unit, bf.qt + g * dq * QW);
+            x_pack_q(geo, q + first * geo->q.row, valid,
+                     !geo->bf16 || fused ? geo->scale * unit : 1.0f, bf.qt + g * dq * QW);
             memset(bf.o + g * geo->dv * QW, 0, (size_t)geo->dv * QW * sizeof(float));
             float *ml = bf.ml + g * 2 * QW;
             for (int i = 0; i < QW; i++) {
@@ -748,8 +769,27 @@ X512 void cp_att_x512_run(const struct cp_att_fast_plan *p, const struct cp_att_
                     .scale = geo->scale * unit,
                     .s = bf.s,
                 };
-                s_fn(&t, dq, bmax);
                 float *ml = bf.ml + g * 2 * QW;
+                if (fused) {
+                    struct x_fz f = {
+                        .qp = (const uint32_t *)t.qt,
+                        .kp = bf.kp,
+                        .kpitch = p->kblock,
+                        .cnt = cnt,
+                        .ml = ml,
+                        .pp = bf.pp,
+                        .pv = {.vp = bf.vp,
+                               .vpitch = vpitch,
+                               .o = bf.o + g * geo->dv * QW,
+                               .alpha = ones},
+                        .vcol = geo->v.d != 1,
+                        .pv_fn = pv_fn,
+                        .dv = geo->dv,
+                    };
+                    fz_fn(&f, dq);
+                    continue;
+                }
+                s_fn(&t, dq, bmax);
                 smx(bf.s, cnt, bmax, ml, alpha, geo->bf16 ? bf.pp : NULL);
                 struct x_pv a = {
                     .p = bf.s,

@@ -190,12 +190,40 @@ static struct gather_state *gather_alloc(int rank, const int64_t *odims, size_t 
 
 #define GATHER_INNER(T)                                                                            \
     do {                                                                                           \
-        const T *src = (const T *)in + base;                                                       \
-        T *dst = (T *)out + r * L;                                                                 \
+        const T *src_ = (const T *)in + base;                                                      \
+        T *dst_ = (T *)out + r * L;                                                                \
         for (int64_t j = 0; j < L; j++)                                                            \
-            dst[j] = src[t[j]];                                                                    \
+            dst_[j] = src_[t[j]];                                                                  \
     } while (0)
 
+/* dst[2i] = dst[2i + 1] = src[i] for i < n: a row of a 2x nearest upsample. */
+CP_FK_HOT static void dup2_u32(const uint32_t *src, uint32_t *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        dst[2 * i] = src[i];
+        dst[2 * i + 1] = src[i];
+    }
+}
+
+/* How the last dim's index table reads its row. */
+enum { ROW_GATHER, ROW_CONTIGUOUS, ROW_DUP2 };
+
+static int row_kind(const int64_t *t, int64_t L, size_t es)
+{
+    bool contiguous = true, dup2 = es == 4 && L % 2 == 0;
+    for (int64_t j = 1; j < L && contiguous; j++)
+        contiguous = t[j] == t[0] + j;
+    for (int64_t j = 0; j < L && dup2; j++)
+        dup2 = t[j] == t[0] + j / 2;
+    return contiguous ? ROW_CONTIGUOUS : dup2 ? ROW_DUP2 : ROW_GATHER;
+}
+
+/*
+ * Each thread walks its output rows with an odometer over the outer dims
+ * (no divisions per row), and a row whose source row is the previous
+ * row's (a nearest upsample repeats every source row) is a copy of the
+ * output row just written.
+ */
 static enum cp_status gather_run(struct cp_kexec *k)
 {
     const struct gather_state *s = k->state;
@@ -204,36 +232,52 @@ static enum cp_status gather_run(struct cp_kexec *k)
     int R = s->rank;
     int64_t L = s->odims[R - 1];
     const int64_t *t = s->tab[R - 1];
-    /* Contiguous runs along the last dim copy as one block. */
-    bool contiguous = true;
-    for (int64_t j = 1; j < L && contiguous; j++)
-        contiguous = t[j] == t[0] + j;
+    int kind = row_kind(t, L, s->es);
+    size_t row_bytes = (size_t)L * s->es;
     int nt = cp_fk_threads(k, s->rows * L * (int64_t)s->es, COPY_GRAIN);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t r = 0; r < s->rows; r++) {
-        int64_t base = 0, q = r;
-        for (int d = R - 2; d >= 0; d--) {
-            base += s->tab[d][q % s->odims[d]];
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int64_t r0, r1, idx[CP_MAX_RANK] = {0};
+        cp_fk_split(s->rows, 1, &r0, &r1);
+        for (int64_t q = r0, d = R - 2; d >= 0; d--) {
+            idx[d] = q % s->odims[d];
             q /= s->odims[d];
         }
-        if (contiguous) {
-            memcpy(out + (size_t)(r * L) * s->es, in + (size_t)(base + t[0]) * s->es,
-                   (size_t)L * s->es);
-            continue;
-        }
-        switch (s->es) {
-        case 1:
-            GATHER_INNER(uint8_t);
-            break;
-        case 2:
-            GATHER_INNER(uint16_t);
-            break;
-        case 4:
-            GATHER_INNER(uint32_t);
-            break;
-        default:
-            GATHER_INNER(uint64_t);
-            break;
+        int64_t prev = -1;
+        for (int64_t r = r0; r < r1; r++) {
+            int64_t base = 0;
+            for (int d = 0; d < R - 1; d++)
+                base += s->tab[d][idx[d]];
+            for (int d = R - 2; d >= 0 && ++idx[d] == s->odims[d]; d--)
+                idx[d] = 0;
+            char *dst = out + (size_t)r * row_bytes;
+            if (base == prev) {
+                memcpy(dst, dst - row_bytes, row_bytes);
+                continue;
+            }
+            prev = base;
+            if (kind == ROW_CONTIGUOUS) {
+                memcpy(dst, in + (size_t)(base + t[0]) * s->es, row_bytes);
+                continue;
+            }
+            if (kind == ROW_DUP2) {
+                dup2_u32((const uint32_t *)in + base + t[0], (uint32_t *)dst, L / 2);
+                continue;
+            }
+            switch (s->es) {
+            case 1:
+                GATHER_INNER(uint8_t);
+                break;
+            case 2:
+                GATHER_INNER(uint16_t);
+                break;
+            case 4:
+                GATHER_INNER(uint32_t);
+                break;
+            default:
+                GATHER_INNER(uint64_t);
+                break;
+            }
         }
     }
     return CP_OK;

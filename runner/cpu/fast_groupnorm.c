@@ -77,7 +77,7 @@ static enum cp_status gn_prepare(struct cp_kexec *k, struct cp_diag *d)
         int nt = k->env && k->env->threads > 0 ? k->env->threads : 1;
         k->scratch_bytes = (size_t)nt * (size_t)s->c * sizeof(double) +
                            (size_t)s->groups * 2 * sizeof(double) +
-                           3 * (size_t)s->c * sizeof(float);
+                           3 * (size_t)nt * (size_t)s->c * sizeof(float);
     }
     return CP_OK;
 }
@@ -122,13 +122,6 @@ CP_FK_HOT static void row_affine(const float *x, float *y, int64_t n, float a, f
         y[i] = x[i] * a + b;
 }
 
-CP_FK_HOT static void row_affine_vec(const float *x, float *y, int64_t n, const float *a,
-                                     const float *b)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] * a[i] + b[i];
-}
-
 CP_FK_HOT static void act_row(const struct cp_act *a, float *y, int64_t n)
 {
     cp_act_row(a, y, n);
@@ -161,30 +154,112 @@ static void gn_nchw(const struct cp_kexec *k, const struct gn_state *s)
 /* Channel-interleaved layouts: NHWC is one slab [S][C]; nChw8c/16c are
  * C/B slabs [S][B]. Element (slab cb, pixel s, lane j) is channel cb*B + j
  * at ((n*CB + cb)*S + s)*B + j. Sums are kept per channel (the inner loops
- * then run over contiguous lanes) and folded into groups afterwards. */
-CP_FK_HOT static void slab_sums(const float *x, const struct gn_state *s, int64_t p0, int64_t p1,
-                                const float *mean, double *out)
+ * then run over contiguous lanes) and folded into groups afterwards.
+ *
+ * Lanes are taken 16 at a time; each lane sums up to SLAB_RUN pixels in
+ * float (as the NCHW path's row_sum keeps 16 float partial sums of up to
+ * a few thousand values), then adds that into its double total. */
+#define SLAB_RUN 256
+
+/* out[j] += sum over `np` pixels (stride B) of row[j] (or (row[j] - m[j])^2
+ * when m), for j < W, W <= 16. */
+CP_FK_HOT static void lane_sums(const float *x, int64_t B, int64_t np, int64_t W, const float *m,
+                                double *out)
+{
+    for (int64_t p0 = 0; p0 < np; p0 += SLAB_RUN) {
+        int64_t p1 = p0 + SLAB_RUN < np ? p0 + SLAB_RUN : np;
+        float acc[16] = {0};
+        if (W == 16 && m) {
+            for (int64_t p = p0; p < p1; p++)
+                for (int j = 0; j < 16; j++) {
+                    float dv = x[p * B + j] - m[j];
+                    acc[j] += dv * dv;
+                }
+        } else if (W == 16) {
+            for (int64_t p = p0; p < p1; p++)
+                for (int j = 0; j < 16; j++)
+                    acc[j] += x[p * B + j];
+        } else {
+            for (int64_t p = p0; p < p1; p++)
+                for (int64_t j = 0; j < W; j++) {
+                    float v = m ? (x[p * B + j] - m[j]) * (x[p * B + j] - m[j]) : x[p * B + j];
+                    acc[j] += v;
+                }
+        }
+        for (int64_t j = 0; j < W; j++)
+            out[j] += acc[j];
+    }
+}
+
+static void slab_sums(const float *x, const struct gn_state *s, int64_t p0, int64_t p1,
+                      const float *mean, double *out)
 {
     int64_t B = s->block, CB = s->c / B;
     for (int64_t c = 0; c < s->c; c++)
         out[c] = 0.0;
-    for (int64_t cb = 0; cb < CB; cb++) {
-        double *o = out + cb * B;
-        const float *m = mean ? mean + cb * B : NULL;
-        for (int64_t p = p0; p < p1; p++) {
-            const float *row = x + (cb * s->sp + p) * B;
-            if (m)
-                for (int64_t j = 0; j < B; j++) {
-                    double dv = (double)(row[j] - m[j]);
-                    o[j] += dv * dv;
-                }
-            else
-                for (int64_t j = 0; j < B; j++)
-                    o[j] += row[j];
+    for (int64_t cb = 0; cb < CB; cb++)
+        for (int64_t j0 = 0; j0 < B; j0 += 16) {
+            int64_t W = B - j0 < 16 ? B - j0 : 16;
+            lane_sums(x + (cb * s->sp + p0) * B + j0, B, p1 - p0, W,
+                      mean ? mean + cb * B + j0 : NULL, out + cb * B + j0);
         }
-    }
 }
 
+/* y = x * a[lane] + b[lane] over np pixels of B lanes, then the
+ * activation over the whole span. */
+/* 16 floats as one vector (a zmm, or two ymm in the AVX2 clone), loaded
+ * and stored unaligned. */
+typedef float gn_v16 __attribute__((vector_size(64), aligned(4)));
+
+CP_FK_HOT static void slab_affine(const float *x, float *y, int64_t np, int64_t B, const float *a,
+                                  const float *b, const struct cp_act *act)
+{
+    if (B == 16) {
+        /* written with vectors: GCC vectorised the lane loop across pixels
+         * with permutes */
+        gn_v16 av, bv;
+        memcpy(&av, a, sizeof av);
+        memcpy(&bv, b, sizeof bv);
+        for (int64_t p = 0; p < np; p++) {
+            gn_v16 v;
+            memcpy(&v, x + p * 16, sizeof v);
+            v = v * av + bv;
+            memcpy(y + p * 16, &v, sizeof v);
+        }
+    } else {
+        for (int64_t p = 0; p < np; p++)
+            for (int64_t j = 0; j < B; j++)
+                y[p * B + j] = x[p * B + j] * a[j] + b[j];
+    }
+    cp_act_row(act, y, np * B);
+}
+
+/* Per-channel partial sums of the team's threads folded into groups, in
+ * thread order: pass 0 gives each group's mean (and mean[] per channel),
+ * pass 1 its 1 / std. */
+static void fold_groups(const struct gn_state *s, const double *part, int nt, int pass,
+                        double *gstat, float *mean)
+{
+    int64_t G = s->groups, C = s->c, cg = C / G;
+    double cnt = (double)(cg * s->sp);
+    for (int64_t g = 0; g < G; g++) {
+        double sum = 0.0;
+        for (int t = 0; t < nt; t++)
+            for (int64_t c = g * cg; c < (g + 1) * cg; c++)
+                sum += part[(size_t)t * C + c];
+        if (pass == 0)
+            gstat[g] = sum / cnt;
+        else
+            gstat[G + g] = 1.0 / sqrt(sum / cnt + s->eps);
+    }
+    for (int64_t c = 0; pass == 0 && c < C; c++)
+        mean[c] = (float)gstat[c / cg];
+}
+
+/* One parallel region per image: the pixels are split over the threads for
+ * the two sums and the output, with the folds in between done by one
+ * thread (barriers, not three regions: on the 2-core machine each region
+ * cost a few microseconds, as much as a 16x32x32 slab's sums). */
 static void gn_slabs(const struct cp_kexec *k, const struct gn_state *s)
 {
     const float *scale = k->in_data[1], *bias = k->in_data[2];
@@ -193,47 +268,113 @@ static void gn_slabs(const struct cp_kexec *k, const struct gn_state *s)
     double *part = k->scratch, *gstat = part + (size_t)maxt * C;
     float *mean = (float *)(gstat + 2 * G), *av = mean + C, *bv = av + C;
     int nt = cp_fk_threads(k, s->sp * C, GRAIN);
-    double cnt = (double)(cg * s->sp);
     for (int64_t n = 0; n < s->batch; n++) {
         const float *x = (const float *)k->in_data[0] + n * s->sp * C;
         float *y = (float *)k->out_data[0] + n * s->sp * C;
-        for (int pass = 0; pass < 2; pass++) {
-            memset(part, 0, (size_t)maxt * (size_t)C * sizeof *part);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-            {
-                int64_t p0, p1;
-                cp_fk_split(s->sp, 1, &p0, &p1);
-                slab_sums(x, s, p0, p1, pass ? mean : NULL,
-                          part + (size_t)omp_get_thread_num() * C);
-            }
-            for (int64_t g = 0; g < G; g++) {
-                double sum = 0.0;
-                for (int t = 0; t < maxt; t++)
-                    for (int64_t c = g * cg; c < (g + 1) * cg; c++)
-                        sum += part[(size_t)t * C + c];
-                if (pass == 0)
-                    gstat[g] = sum / cnt; /* mean */
-                else
-                    gstat[G + g] = 1.0 / sqrt(sum / cnt + s->eps); /* 1 / std */
-            }
-            for (int64_t c = 0; pass == 0 && c < C; c++)
-                mean[c] = (float)gstat[c / cg];
-        }
-        for (int64_t c = 0; c < C; c++) {
-            int64_t g = c / cg;
-            av[c] = (float)(gstat[G + g] * scale[c]);
-            bv[c] = (float)(bias[c] - gstat[g] * gstat[G + g] * scale[c]);
-        }
 #pragma omp parallel num_threads(nt) if (nt > 1)
         {
+            int t = omp_get_thread_num(), team = omp_get_num_threads();
             int64_t p0, p1;
             cp_fk_split(s->sp, 1, &p0, &p1);
-            for (int64_t cb = 0; cb < CB; cb++)
-                for (int64_t p = p0; p < p1; p++) {
-                    int64_t o = (cb * s->sp + p) * B;
-                    row_affine_vec(x + o, y + o, B, av + cb * B, bv + cb * B);
-                    act_row(&s->act, y + o, B);
+            double *mine = part + (size_t)t * C;
+            slab_sums(x, s, p0, p1, NULL, mine);
+#pragma omp barrier
+#pragma omp single
+            fold_groups(s, part, team, 0, gstat, mean);
+            slab_sums(x, s, p0, p1, mean, mine);
+#pragma omp barrier
+#pragma omp single
+            {
+                fold_groups(s, part, team, 1, gstat, mean);
+                for (int64_t c = 0; c < C; c++) {
+                    int64_t g = c / cg;
+                    av[c] = (float)(gstat[G + g] * scale[c]);
+                    bv[c] = (float)(bias[c] - gstat[g] * gstat[G + g] * scale[c]);
                 }
+            }
+            for (int64_t cb = 0; cb < CB && p1 > p0; cb++) {
+                int64_t o = (cb * s->sp + p0) * B;
+                slab_affine(x + o, y + o, p1 - p0, B, av + cb * B, bv + cb * B, &s->act);
+            }
+        }
+    }
+}
+
+/* Blocked layouts whose groups do not straddle slabs apart from whole
+ * ones (B a multiple of the group's channels, or the other way round):
+ * the slabs split into independent units, one or more whole groups each,
+ * and every thread normalises its units from start to end with no sums
+ * shared between threads, so no barriers (the pixel split of gn_slabs
+ * needs three per image). Units of `span` slabs. */
+static bool gn_units(const struct gn_state *s, int64_t *span)
+{
+    int64_t cg = s->c / s->groups, B = s->block;
+    if (B == s->c) /* NHWC: a single slab */
+        return false;
+    if (B % cg == 0)
+        *span = 1;
+    else if (cg % B == 0)
+        *span = cg / B;
+    else
+        return false;
+    return true;
+}
+
+static void gn_blocks(const struct cp_kexec *k, const struct gn_state *s, int64_t span)
+{
+    const float *scale = k->in_data[1], *bias = k->in_data[2];
+    int64_t C = s->c, cg = C / s->groups, B = s->block, CB = C / B;
+    int64_t units = s->batch * (CB / span), W = span * B; /* channels per unit */
+    int maxt = k->env && k->env->threads > 0 ? k->env->threads : 1;
+    int nt = cp_fk_threads(k, s->sp * C * s->batch, GRAIN);
+    if (nt > units)
+        nt = (int)units;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        /* per thread: channel sums (double), then mean, a, b (float) */
+        int t = omp_get_thread_num();
+        double *sum = (double *)k->scratch + (size_t)t * (size_t)C;
+        float *mean =
+            (float *)((double *)k->scratch + (size_t)maxt * (size_t)C) + (size_t)t * 3 * (size_t)C;
+        float *av = mean + C, *bv = av + C;
+        int64_t u0, u1;
+        cp_fk_split(units, 1, &u0, &u1);
+        for (int64_t u = u0; u < u1; u++) {
+            int64_t n = u / (CB / span), cb0 = u % (CB / span) * span, c0 = cb0 * B;
+            const float *x = (const float *)k->in_data[0] + n * s->sp * C;
+            float *y = (float *)k->out_data[0] + n * s->sp * C;
+            for (int pass = 0; pass < 2; pass++) {
+                for (int64_t c = 0; c < W; c++)
+                    sum[c] = 0.0;
+                for (int64_t cb = cb0; cb < cb0 + span; cb++)
+                    for (int64_t j0 = 0; j0 < B; j0 += 16) {
+                        int64_t w = B - j0 < 16 ? B - j0 : 16;
+                        lane_sums(x + cb * s->sp * B + j0, B, s->sp, w,
+                                  pass ? mean + (cb - cb0) * B + j0 : NULL,
+                                  sum + (cb - cb0) * B + j0);
+                    }
+                /* the unit's groups: channels [c0 + g * cg, c0 + (g + 1) * cg) */
+                for (int64_t g = 0; g < W / cg; g++) {
+                    double tot = 0.0;
+                    for (int64_t c = g * cg; c < (g + 1) * cg; c++)
+                        tot += sum[c];
+                    double v = tot / (double)(cg * s->sp);
+                    for (int64_t c = g * cg; c < (g + 1) * cg; c++) {
+                        if (pass == 0) {
+                            mean[c] = (float)v;
+                        } else {
+                            double inv = 1.0 / sqrt(v + s->eps);
+                            av[c] = (float)(inv * scale[c0 + c]);
+                            bv[c] = (float)(bias[c0 + c] - (double)mean[c] * inv * scale[c0 + c]);
+                        }
+                    }
+                }
+            }
+            for (int64_t cb = cb0; cb < cb0 + span; cb++) {
+                int64_t o = cb * s->sp * B;
+                slab_affine(x + o, y + o, s->sp, B, av + (cb - cb0) * B, bv + (cb - cb0) * B,
+                            &s->act);
+            }
         }
     }
 }
@@ -241,7 +382,10 @@ static void gn_slabs(const struct cp_kexec *k, const struct gn_state *s)
 static enum cp_status gn_run(struct cp_kexec *k)
 {
     const struct gn_state *s = k->state;
-    if (s->block)
+    int64_t span;
+    if (s->block && gn_units(s, &span))
+        gn_blocks(k, s, span);
+    else if (s->block)
         gn_slabs(k, s);
     else
         gn_nchw(k, s);

@@ -32,6 +32,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_attention,
     &cp_fast_softmax,
     &cp_dnnl_softmax,
+    &cp_fast_layer_norm,
     &cp_dnnl_layer_norm,
     &cp_fast_batch_norm,
     &cp_dnnl_batch_norm,
@@ -67,6 +68,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_reduce_sum,
     &cp_fast_reduce_max,
     /* data movement */
+    &cp_fast_transpose,
     &cp_dnnl_transpose,
     &cp_dnnl_trans_data,
     &cp_fast_concat,

@@ -689,6 +689,70 @@ Test(layout_pass, a_region_result_that_is_a_graph_output_keeps_its_name_and_is_p
     cp_graph_free(g);
 }
 
+/* x[1,16,8,8] -> Conv32 -> GroupNormalization(4 groups, SiLU) -> Conv32 ->
+ * y: a norm between two convs, as in every residual block of a U-Net. */
+static struct cp_graph *conv_norm_conv(void)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 16, 8, 8));
+    weight(g, "w1", 4, GB_DIMS(32, 16, 3, 3));
+    weight(g, "w2", 4, GB_DIMS(32, 32, 3, 3));
+    weight(g, "s", 1, GB_DIMS(32));
+    weight(g, "b", 1, GB_DIMS(32));
+    conv(g, "x", "w1", "c1", 1);
+    int32_t in[3] = {cp_graph_find_tensor(g, "c1"), cp_graph_find_tensor(g, "s"),
+                     cp_graph_find_tensor(g, "b")};
+    int32_t out = gb_tensor(g, "gn", CP_DTYPE_UNDEFINED, -1, NULL, CP_TENSOR_INTERMEDIATE), idx;
+    const char *origin = "gn";
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_graph_add_node(g, "gn", "GroupNormalization", CP_DOMAIN, in, 3, &out, 1,
+                                   &origin, 1, &idx, &d),
+                 CP_OK, "%s", d.msg);
+    cp_node_set_int(g, idx, "num_groups", 4);
+    cp_node_set_string(g, idx, "activation", "SiLU");
+    conv(g, "gn", "w2", "y", 1);
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    gb_infer_ok(g);
+    return g;
+}
+
+/* The GroupNormalization kernel reads NHWC and blocked tensors, so the
+ * norm joins the region of its convs in both policies: one region, no
+ * TransData around the norm, only the output's back to plain. */
+Test(layout_pass, a_groupnorm_between_convs_stays_in_their_region)
+{
+    static const enum cp_layout_policy pols[] = {CP_LAYOUT_POLICY_NHWC, CP_LAYOUT_POLICY_BLOCKED};
+    static const enum cp_layout want[] = {CP_LAYOUT_NHWC, CP_LAYOUT_NCHW16C};
+    struct cp_runtime *rt = runtime();
+    struct io in, a, b;
+    struct cp_graph *plain_g = conv_norm_conv();
+    random_inputs(plain_g, &in);
+    run_graph(rt, plain_g, false, &in, &a);
+    for (size_t i = 0; i < 2; i++) {
+        struct cp_graph *g = conv_norm_conv();
+        struct cp_convert_config c = config(pols[i], CP_FMT_NCHW);
+        run_pass(g, "LayoutTransformPass", &c);
+        const char *what = cp_layout_policy_name(pols[i]);
+        /* the input into the region's layout and the output back: nothing
+         * around the norm */
+        cr_expect_eq(check_layouts(g, what), 2);
+        cr_expect_eq(gb_get(g, "c1")->layout, want[i], "%s: c1 is %s", what,
+                     cp_layout_name(gb_get(g, "c1")->layout));
+        cr_expect_eq(gb_get(g, "gn")->layout, want[i], "%s: the norm's output is %s", what,
+                     cp_layout_name(gb_get(g, "gn")->layout));
+        const struct cp_node *norm = cp_graph_node(g, gb_get(g, "gn")->producer);
+        cr_expect_eq(norm->inputs[0], cp_graph_find_tensor(g, "c1"),
+                     "%s: the norm reads the conv's result as it is", what);
+        run_graph(rt, g, false, &in, &b);
+        cr_expect_leq(rel_l2(&a, &b), MAX_REL_L2, "%s: relative L2 %.3g", what, rel_l2(&a, &b));
+        io_release(&b);
+    }
+    io_release(&in);
+    io_release(&a);
+    cp_runtime_free(rt);
+}
+
 /* --input_format NHWC: the caller's bytes arrive in NHWC. */
 Test(layout_pass, nhwc_input_format_is_converted_unless_a_nhwc_region_reads_it)
 {

@@ -463,6 +463,7 @@ Test(attention, bf16_stays_within_1e_2_of_the_fp32_reference)
         c.qf = c.vf = c.of = BNHD;
         c.kf = i % 2 ? BHDN : BNHD;
         c.vf = i == 2 ? BHDN : BNHD;
+        c.qf = i == 1 || i == 3 ? BHDN : BNHD; /* Q gathered along its queries */
         struct adata a;
         adata_init(&a, &c, 99 + i);
         float *ref32 = att_run(&cp_ref_fused_attention, &c, &a, 1, NULL);
@@ -488,6 +489,77 @@ Test(attention, bf16_stays_within_1e_2_of_the_fp32_reference)
         }
         free(ref32);
         free(ref16);
+        adata_release(&a);
+    }
+}
+
+/* Scores that keep growing along the keys: the bf16 path without a mask
+ * exponentiates each block against the running maximum and raises it when
+ * a block exceeds it by more than its margin, sending the tile's P so far
+ * through P V first. Positive Q rows and keys of one growing value give
+ * scores rising by about 0.3 (base-2 units) per key, so the maximum is
+ * raised several times inside every tile and the tails (blocks of 2 and an
+ * odd last key) run too. */
+Test(attention, bf16_follows_a_running_maximum_that_grows_within_tiles)
+{
+    struct acase c = base_case(70, 301, 16);
+    c.H = 2;
+    c.qf = c.kf = c.vf = c.of = BNHD;
+    struct adata a;
+    adata_init(&a, &c, 17);
+    for (int64_t i = 0; i < c.B * c.H * c.N * c.D; i++)
+        a.q[i] = 1.0f + 0.5f * a.q[i] / c.amp;
+    for (int64_t h = 0; h < c.H; h++)
+        for (int64_t j = 0; j < c.M; j++)
+            for (int64_t e = 0; e < c.D; e++)
+                a.k[(h * c.M + j) * c.D + e] = 0.05f * (float)(h ? c.M - j : j);
+    c.precision = "bf16";
+    float *ref16 = att_run(&cp_ref_fused_attention, &c, &a, 1, NULL);
+    const struct cp_kernel *ks[2];
+    size_t nk = fast_kernels(true, ks);
+    for (size_t k = 0; k < nk; k++)
+        for (int threads = 1; threads <= 2; threads++) {
+            float *got = att_run(ks[k], &c, &a, threads, NULL);
+            double e16 = rel_l2(got, ref16, out_numel(&c));
+            cr_expect_leq(e16, 5e-3, "%s (%d threads): %.3g from the bf16 reference", ks[k]->name,
+                          threads, e16);
+            free(got);
+        }
+    free(ref16);
+    adata_release(&a);
+}
+
+/* A NaN in one query makes that query's output NaN and leaves the others
+ * alone, in bf16 as in fp32 (the reference's softmax of NaN scores). */
+Test(attention, a_nan_query_gives_a_nan_row_and_nothing_else)
+{
+    for (int p = 0; p < 2; p++) {
+        struct acase c = base_case(40, 150, 16);
+        c.H = 1;
+        c.qf = c.kf = c.vf = c.of = BNHD;
+        c.precision = p ? "bf16" : "fp32";
+        struct adata a;
+        adata_init(&a, &c, 23);
+        a.q[5 * c.D + 3] = NAN; /* query 5 */
+        float *ref = att_run(&cp_ref_fused_attention, &c, &a, 1, NULL);
+        const struct cp_kernel *ks[2];
+        size_t nk = fast_kernels(p == 1, ks);
+        for (size_t k = 0; k < nk; k++) {
+            float *got = att_run(ks[k], &c, &a, 2, NULL);
+            for (int64_t i = 0; i < c.N; i++)
+                for (int64_t e = 0; e < c.Dv; e++) {
+                    float r = ref[i * c.Dv + e], f = got[i * c.Dv + e];
+                    if (i == 5)
+                        cr_expect(isnan(r) && isnan(f), "%s %s: row 5 gives %g (ref %g)",
+                                  ks[k]->name, c.precision, f, r);
+                    else
+                        cr_expect(isfinite(f) && fabsf(f - r) <= (p ? 5e-2f : 1e-5f),
+                                  "%s %s: [%lld,%lld] %g vs %g", ks[k]->name, c.precision,
+                                  (long long)i, (long long)e, f, r);
+                }
+            free(got);
+        }
+        free(ref);
         adata_release(&a);
     }
 }

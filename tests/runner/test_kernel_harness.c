@@ -364,6 +364,15 @@ static void c_layernorm(struct cp_graph *g)
     W(g, "b", 1, D(64));
     N(g, "LayerNormalization", I("x", "s", "b"), I("y"));
 }
+/* Rows of 96 drawn from [-12, 12) (c:layer_norm's 16-lane path) with 37
+ * of them, so the threads split unevenly. */
+static void c_layernorm_wide(struct cp_graph *g)
+{
+    X(g, "x", 2, D(37, 96));
+    W(g, "s", 1, D(96));
+    W(g, "b", 1, D(96));
+    N(g, "LayerNormalization", I("x", "s", "b"), I("y"));
+}
 static void c_layernorm_axis(struct cp_graph *g)
 {
     X(g, "x", 3, D(3, 4, 5));
@@ -574,6 +583,27 @@ static void c_transpose_i64(struct cp_graph *g)
     int32_t n = N(g, "Transpose", I("x"), I("y"));
     INTS(g, n, "perm", 1, 0);
 }
+/* Matrix transposes once dims are merged (c:transpose): NCHW -> NHWC of a
+ * U-Net block (whole 16 x 16 tiles), back with a batch of 2 and edges in
+ * both directions, and a plain 2-D one. */
+static void c_transpose_to_nhwc(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 64, 32, 32));
+    int32_t n = N(g, "Transpose", I("x"), I("y"));
+    INTS(g, n, "perm", 0, 2, 3, 1);
+}
+static void c_transpose_to_nchw_edges(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 5, 7, 40));
+    int32_t n = N(g, "Transpose", I("x"), I("y"));
+    INTS(g, n, "perm", 0, 3, 1, 2);
+}
+static void c_transpose_2d(struct cp_graph *g)
+{
+    X(g, "x", 2, D(100, 33));
+    int32_t n = N(g, "Transpose", I("x"), I("y"));
+    INTS(g, n, "perm", 1, 0);
+}
 static void c_concat(struct cp_graph *g)
 {
     X(g, "a", 4, D(1, 64, 8, 8));
@@ -634,6 +664,15 @@ static void c_resize_2x(struct cp_graph *g)
     cp_node_set_string(g, n, "mode", "nearest");
     cp_node_set_string(g, n, "coordinate_transformation_mode", "asymmetric");
     cp_node_set_string(g, n, "nearest_mode", "floor");
+}
+/* 2x nearest with the default half_pixel mapping (each element and each
+ * row doubled), large enough for two threads, split at an odd row. */
+static void c_resize_2x_threads(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 37, 33, 33));
+    gb_init(g, "sc", CP_DTYPE_F32, 1, D(4), (const float[]){1, 1, 2, 2});
+    int32_t n = N(g, "Resize", I("x", "", "sc"), I("y"));
+    cp_node_set_string(g, n, "mode", "nearest");
 }
 static void c_resize_sizes(struct cp_graph *g)
 {
@@ -995,6 +1034,7 @@ static const struct hcase cases[] = {
     C(c_softmax_wide),
     C(c_layernorm),
     C(c_layernorm_axis),
+    CM(c_layernorm_wide, IN_WIDE),
     C(c_batchnorm),
     C(c_batchnorm_2d),
     C(c_instnorm_group),
@@ -1044,6 +1084,9 @@ static const struct hcase cases[] = {
     C(c_transpose_kt),
     C(c_transpose_default),
     C(c_transpose_i64),
+    C(c_transpose_to_nhwc),
+    C(c_transpose_to_nchw_edges),
+    C(c_transpose_2d),
     C(c_concat),
     C(c_concat_last),
     C(c_split),
@@ -1052,6 +1095,7 @@ static const struct hcase cases[] = {
     C(c_gather0),
     C(c_gather1),
     C(c_resize_2x),
+    C(c_resize_2x_threads),
     C(c_resize_sizes),
     /* fused ops */
     C(c_fconv_relu_res_after),

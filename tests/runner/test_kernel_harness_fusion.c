@@ -3,13 +3,15 @@
  *
  *  - compute_precision "bf16": the result is within 1e-2 relative L2 error
  *    of the f32 reference, and really differs from the f32 kernel's (so the
- *    knob changes what runs);
+ *    knob changes what runs); the f32 -> bf16 conversion of their sources
+ *    writes the bits oneDNN's reorder writes;
  *  - tensors tagged NHWC, nChw16c or nChw8c by the layout pass: the conv
  *    and GroupNorm kernels read and write those layouts (inputs are converted to the tag, the
  *    output converted back) and matches the reference on plain data.
  */
 #include "runner/cpu/kernel.h"
 
+#include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_kernels.h"
 #include "runner/cpu/layout.h"
 
@@ -255,6 +257,52 @@ static void check_bf16(const char *name, build_fn build)
     env_release(&e);
 }
 
+/* The flat f32 -> bf16 step the bf16 conv and matmul programs use for
+ * their source (cp_dk_step_to_bf16) writes the same bits as oneDNN's
+ * reorder: rounding to nearest even (ties both ways), infinities, NaN,
+ * subnormals, and lengths that end inside a vector. */
+Test(kernel_harness_fusion, bf16_conversion_step_writes_what_the_onednn_reorder_writes)
+{
+    static const int64_t lens[] = {1, 15, 33, 1000, 70001};
+    struct env e;
+    env_init(&e);
+    for (size_t t = 0; t < sizeof lens / sizeof *lens; t++) {
+        int64_t n = lens[t];
+        float *x = malloc((size_t)n * sizeof *x);
+        uint16_t *mine = malloc((size_t)n * 2), *theirs = malloc((size_t)n * 2);
+        cr_assert(x && mine && theirs);
+        fill(x, n, 40 + t);
+        static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7f800000u, 0xff800000u,
+                                           0x7fc00001u, 0x00000001u, 0x80400000u, 0x7f7fffffu,
+                                           0x3f807fffu, 0xbf808001u};
+        for (size_t i = 0; i < sizeof special / sizeof *special && (int64_t)i < n; i++)
+            memcpy(&x[(int64_t)(i * 7919) % n], &special[i], 4);
+        for (int way = 0; way < 2; way++) {
+            struct cp_dk_prog p;
+            cp_dk_prog_init(&p, &e.k);
+            dnnl_memory_desc_t f, b;
+            dnnl_dims_t dims = {n};
+            cr_assert_eq(dnnl_memory_desc_init_by_tag(&f, 1, dims, dnnl_f32, dnnl_a), dnnl_success);
+            cr_assert_eq(dnnl_memory_desc_init_by_tag(&b, 1, dims, dnnl_bf16, dnnl_a),
+                         dnnl_success);
+            int src = cp_dk_mem_user(&p, &f, x), dst = cp_dk_mem_user(&p, &b, way ? theirs : mine);
+            cr_assert_eq(way ? cp_dk_step_reorder(&p, src, dst) : cp_dk_step_to_bf16(&p, src, dst),
+                         CP_OK);
+            if (!way && __builtin_cpu_supports("avx512bf16"))
+                cr_expect_null(p.steps[0].prim, "the conversion went to a oneDNN reorder");
+            cr_assert_eq(cp_dk_prog_run(&p, NULL), CP_OK);
+            cp_dk_prog_release(&p);
+        }
+        for (int64_t i = 0; i < n; i++)
+            cr_expect_eq(mine[i], theirs[i], "n = %lld, element %lld (%a): 0x%04x, oneDNN 0x%04x",
+                         (long long)n, (long long)i, (double)x[i], mine[i], theirs[i]);
+        free(x);
+        free(mine);
+        free(theirs);
+    }
+    env_release(&e);
+}
+
 Test(kernel_harness_fusion, bf16_conv_and_matmul_stay_within_1e_2_of_f32)
 {
     check_bf16("Conv", b_conv);
@@ -326,6 +374,19 @@ static void l_gn_wide_groups(struct cp_graph *g)
     cp_node_set_int(g, n, "num_groups", 2);
 }
 
+/* More pixels than the slab path sums in one float run (fast_groupnorm.c),
+ * 8-channel groups that share a 16-channel block, and three 16-lane
+ * blocks per NHWC pixel. */
+static void l_gn_many_pixels(struct cp_graph *g)
+{
+    input(g, "x", 4, D(1, 48, 24, 20));
+    weight(g, "s", 1, D(48));
+    weight(g, "b", 1, D(48));
+    int32_t n = node(g, "GroupNormalization", CP_DOMAIN, I("x", "s", "b"), I("y"));
+    cp_node_set_int(g, n, "num_groups", 6);
+    cp_node_set_string(g, n, "activation", "SiLU");
+}
+
 static void check_layout(const char *name, build_fn build, enum cp_layout lx, enum cp_layout l)
 {
     struct env e;
@@ -365,6 +426,7 @@ Test(kernel_harness_fusion, conv_and_groupnorm_kernels_read_and_write_the_tensor
         check_layout("stem Conv", l_stem, CP_LAYOUT_NCHW, ls[i]);
         check_layout("GroupNorm", l_gn, ls[i], ls[i]);
         check_layout("GroupNorm 32-channel groups", l_gn_wide_groups, ls[i], ls[i]);
+        check_layout("GroupNorm 480 pixels", l_gn_many_pixels, ls[i], ls[i]);
     }
     /* Layouts meeting inside one conv: plain in, blocked out, and back. */
     check_layout("Conv", l_conv, CP_LAYOUT_NCHW, CP_LAYOUT_NCHW16C);
