@@ -1,6 +1,7 @@
 /* The conversion config: ATC flag parsing and validation, the reproducing
  * command line, the JSON form and the stable id. */
 #include "atc_bridge/convert.h"
+#include "support/cli.h"
 
 #include <criterion/criterion.h>
 
@@ -79,54 +80,12 @@ static void base_config(struct cp_convert_config *c)
     set_ok(c, "output", "out/net");
 }
 
-/* Split a command line into words as a POSIX shell would for the quoting
- * cannprof produces ('...', "...", backslash). Returns the word count. */
-static size_t shell_split(const char *line, char words[][2048], size_t max)
-{
-    size_t n = 0;
-    const char *p = line;
-    for (;;) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            break;
-        cr_assert_lt(n, max, "too many words in: %s", line);
-        size_t len = 0;
-        while (*p && *p != ' ') {
-            if (*p == '\'') {
-                p++;
-                while (*p && *p != '\'')
-                    words[n][len++] = *p++;
-                cr_assert_eq(*p, '\'', "unterminated quote in: %s", line);
-                p++;
-            } else if (*p == '"') {
-                p++;
-                while (*p && *p != '"') {
-                    if (*p == '\\' && p[1])
-                        p++;
-                    words[n][len++] = *p++;
-                }
-                cr_assert_eq(*p, '"', "unterminated quote in: %s", line);
-                p++;
-            } else if (*p == '\\' && p[1]) {
-                words[n][len++] = p[1];
-                p += 2;
-            } else {
-                words[n][len++] = *p++;
-            }
-            cr_assert_lt(len, 2047);
-        }
-        words[n][len] = '\0';
-        n++;
-    }
-    return n;
-}
-
 /* Parse a cmdline back into a config through cp_convert_config_set. */
 static void parse_cmdline(const char *line, struct cp_convert_config *out)
 {
-    static char words[64][2048];
-    size_t n = shell_split(line, words, 64);
+    char *words[64];
+    size_t n = 0;
+    cr_assert(cp_t_shell_split(line, words, 64, &n), "cannot split: %s", line);
     cr_assert_geq(n, 2);
     cr_assert_str_eq(words[0], "cannprof");
     cr_assert_str_eq(words[1], "convert");
@@ -138,6 +97,8 @@ static void parse_cmdline(const char *line, struct cp_convert_config *out)
         *eq = '\0';
         set_ok(out, words[i] + 2, eq + 1);
     }
+    for (size_t i = 0; i < n; i++)
+        free(words[i]);
 }
 
 static void cmdline_round_trip(const struct cp_convert_config *c)

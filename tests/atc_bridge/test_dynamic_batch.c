@@ -4,8 +4,9 @@
  * the batch-1 output for the same input; batch 1 still matches the
  * unconverted model. A batch outside the profiles is refused, by the library
  * naming the profiles and by `run`/`bench` with exit code 2. */
-#include "onnx/onnx.pb-c.h"
+#include "support/cli.h"
 #include "support/examples.h"
+#include "support/onnx_model.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
@@ -15,22 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(dynamic_batch, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(dynamic_batch, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 300);
 
 /* "a:-1,4,32,32;b:-1" from the model's declared inputs. */
 static void dynamic_input_shape(const char *model, char *out, size_t cap)
@@ -58,7 +44,7 @@ static char *convert_dynamic_knob(const char *name, const char *batches, const c
     struct cp_convert_config c;
     cp_convert_config_init(&c);
     snprintf(c.model, sizeof c.model, "%s/examples/models/%s.onnx", CP_SOURCE_DIR, name);
-    snprintf(c.output, sizeof c.output, "%s/%s_dyn", g_dir, name);
+    snprintf(c.output, sizeof c.output, "%s/%s_dyn", cp_t_dir, name);
     char shapes[1024];
     dynamic_input_shape(c.model, shapes, sizeof shapes);
     struct cp_diag d;
@@ -221,28 +207,9 @@ Test(dynamic_batch, run_and_bench_refuse_a_batch_outside_the_profiles_with_exit_
  * protobuf-c to <scratch>/tied.onnx. */
 static char *write_tied_model(void)
 {
-    Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-    Onnx__TensorShapeProto__Dimension d1 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-    d0.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    d0.dim_value = 2;
-    d1.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    d1.dim_value = 4;
-    Onnx__TensorShapeProto__Dimension *dims[] = {&d0, &d1};
-    Onnx__TensorShapeProto shape = ONNX__TENSOR_SHAPE_PROTO__INIT;
-    shape.n_dim = 2;
-    shape.dim = dims;
-    Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
-    tt.has_elem_type = 1;
-    tt.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    tt.shape = &shape;
-    Onnx__TypeProto type = ONNX__TYPE_PROTO__INIT;
-    type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    type.tensor_type = &tt;
-    Onnx__ValueInfoProto vin = ONNX__VALUE_INFO_PROTO__INIT, vout = ONNX__VALUE_INFO_PROTO__INIT;
-    vin.name = (char *)"x";
-    vin.type = &type;
-    vout.name = (char *)"y";
-    vout.type = &type;
+    struct cp_t_onnx_value x, y;
+    cp_t_onnx_value_init(&x, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, 4);
+    cp_t_onnx_value_init(&y, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, 4);
     float bias[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     int64_t bdims[2] = {2, 4};
     Onnx__TensorProto b = ONNX__TENSOR_PROTO__INIT;
@@ -264,7 +231,7 @@ static char *write_tied_model(void)
     add.output = node_out;
     Onnx__NodeProto *nodes[] = {&add};
     Onnx__TensorProto *inits[] = {&b};
-    Onnx__ValueInfoProto *ins[] = {&vin}, *outs[] = {&vout};
+    Onnx__ValueInfoProto *ins[] = {&x.info}, *outs[] = {&y.info};
     Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
     graph.name = (char *)"tied";
     graph.n_node = 1;
@@ -275,23 +242,11 @@ static char *write_tied_model(void)
     graph.input = ins;
     graph.n_output = 1;
     graph.output = outs;
-    Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-    opset.domain = (char *)"";
-    opset.has_version = 1;
-    opset.version = 17;
-    Onnx__OperatorSetIdProto *opsets[] = {&opset};
-    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    m.has_ir_version = 1;
-    m.ir_version = 8;
-    m.n_opset_import = 1;
-    m.opset_import = opsets;
-    m.graph = &graph;
-    size_t len = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = malloc(len);
+    size_t len = 0;
+    uint8_t *buf = cp_t_onnx_pack(&graph, NULL, &len);
     cr_assert_not_null(buf);
-    cr_assert_eq(onnx__model_proto__pack(&m, buf), len);
     char path[1200];
-    snprintf(path, sizeof path, "%s/tied.onnx", g_dir);
+    snprintf(path, sizeof path, "%s/tied.onnx", cp_t_dir);
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_file_write_atomic(path, buf, len, &d), CP_OK, "%s", d.msg);
@@ -305,7 +260,7 @@ Test(dynamic_batch, convert_refuses_a_model_that_cannot_take_a_profile_naming_th
     struct cp_convert_config c;
     cp_convert_config_init(&c);
     snprintf(c.model, sizeof c.model, "%s", model);
-    snprintf(c.output, sizeof c.output, "%s/tied", g_dir);
+    snprintf(c.output, sizeof c.output, "%s/tied", cp_t_dir);
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_convert_config_set(&c, "input_shape", "x:-1,4", &d), CP_OK, "%s", d.msg);
@@ -315,7 +270,7 @@ Test(dynamic_batch, convert_refuses_a_model_that_cannot_take_a_profile_naming_th
     cr_assert(strstr(d.msg, "'add_bias'") && strstr(d.msg, "batch 4"),
               "names the node and the batch: %s", d.msg);
     char om[1200];
-    snprintf(om, sizeof om, "%s/tied.om", g_dir);
+    snprintf(om, sizeof om, "%s/tied.om", cp_t_dir);
     cr_assert(!cp_path_exists(om), "no .om is left behind");
     /* Batches it can take are fine (1 broadcasts against the bias). */
     cp_diag_init(&d);

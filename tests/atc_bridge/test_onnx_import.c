@@ -5,6 +5,7 @@
 #include "atc_bridge/convert.h"
 #include "atc_bridge/onnx/onnx_internal.h"
 #include "onnx/onnx.pb-c.h"
+#include "support/cli.h"
 #include "support/run.h"
 
 #include <glob.h>
@@ -16,15 +17,8 @@
 
 /* ---- scratch state: a folder and every allocation made for a model ------- */
 
-static char *scratch;
 static void **kept;
 static size_t n_kept, cap_kept;
-
-static void setup(void)
-{
-    scratch = cp_scratch_dir();
-    cr_assert(scratch);
-}
 
 static void teardown(void)
 {
@@ -33,11 +27,10 @@ static void teardown(void)
     free(kept);
     kept = NULL;
     n_kept = cap_kept = 0;
-    cp_scratch_remove(scratch);
-    free(scratch);
+    cp_t_scratch_close();
 }
 
-TestSuite(onnx_import, .init = setup, .fini = teardown);
+TestSuite(onnx_import, .init = cp_t_scratch_setup, .fini = teardown);
 
 static void *tcalloc(size_t n, size_t size)
 {
@@ -61,8 +54,8 @@ static char *tstr(const char *s)
 
 static char *path_in(const char *name)
 {
-    char *p = tcalloc(strlen(scratch) + strlen(name) + 2, 1);
-    sprintf(p, "%s/%s", scratch, name);
+    char *p = tcalloc(strlen(cp_t_dir) + strlen(name) + 2, 1);
+    sprintf(p, "%s/%s", cp_t_dir, name);
     return p;
 }
 
@@ -328,7 +321,7 @@ static void expect_error(Onnx__ModelProto *m, enum cp_status st, const char *par
     enum cp_status got = import(m, &g, &d);
     cr_assert_eq(got, st, "status %d (%s), wanted %d", got, d.msg, st);
     cr_assert(strstr(d.msg, part), "message '%s' lacks '%s'", d.msg, part);
-    cr_assert(strncmp(d.msg, scratch, strlen(scratch)) == 0,
+    cr_assert(strncmp(d.msg, cp_t_dir, strlen(cp_t_dir)) == 0,
               "message '%s' does not start with "
               "the path",
               d.msg);
@@ -772,7 +765,7 @@ Test(onnx_import, test_onnx_unsupported_ops_are_listed_at_once)
              "%s/model.onnx: unsupported ops: Foo (3 nodes), Bar (1 node), "
              "com.microsoft.FusedGemm (1 node); first nodes: 'f1' (Foo), 'b1' (Bar), "
              "'fg' (com.microsoft.FusedGemm)",
-             scratch);
+             cp_t_dir);
     cr_assert_str_eq(d.msg, want);
 }
 
@@ -796,7 +789,7 @@ Test(onnx_import, test_onnx_opset_9_is_rejected)
     char want[1024];
     snprintf(want, sizeof want,
              "%s/model.onnx: opset 9 of the default ONNX domain is not supported (11\u201317)",
-             scratch);
+             cp_t_dir);
     cr_assert_str_eq(d.msg, want);
     cr_assert_eq(import(matmul_add_model(18), &gr, &d), CP_ERR_UNSUPPORTED);
     cr_assert_eq(import(matmul_add_model(11), &gr, &d), CP_OK, "%s", d.msg);

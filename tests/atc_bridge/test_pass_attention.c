@@ -10,6 +10,7 @@
  * graph is compacted, verified and inferred, as the pass manager does. */
 #include "atc_bridge/passes/pass.h"
 #include "runner/runner.h"
+#include "support/examples.h"
 
 #include "graph/graph_build.h"
 
@@ -58,13 +59,10 @@ static bool run_pass(struct cp_graph *g)
 
 static struct cp_graph *import(const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof path, MODELS_DIR "%s.onnx", name);
-    struct cp_graph *g;
+    struct cp_graph *g = NULL;
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_assert_eq(cp_onnx_import(path, NULL, 0, &g, NULL, &d), CP_OK, "%s", d.msg);
-    prepare(g);
+    cr_assert_eq(cp_ex_import(name, &g, NULL, &d), CP_OK, "%s", d.msg);
     return g;
 }
 

@@ -7,6 +7,7 @@
  * table entries in cp_fusion_passes. */
 #include "atc_bridge/passes/pass.h"
 #include "runner/runner.h"
+#include "support/examples.h"
 
 #include "graph/graph_build.h"
 
@@ -86,15 +87,10 @@ struct outputs {
 
 static struct cp_graph *import(const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof path, MODELS_DIR "%s.onnx", name);
-    struct cp_graph *g;
+    struct cp_graph *g = NULL;
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_assert_eq(cp_onnx_import(path, NULL, 0, &g, NULL, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_graph_verify(g, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_graph_compact(g, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_graph_infer(g, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(cp_ex_import(name, &g, NULL, &d), CP_OK, "%s", d.msg);
     return g;
 }
 

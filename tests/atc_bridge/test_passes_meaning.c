@@ -11,6 +11,7 @@
  * (cp_convert into a scratch folder, cp_model_load, one plan, one run) on
  * one thread, so the whole matrix takes seconds. Each test collects every
  * failing combination before it asserts, so one run shows them all. */
+#include "support/cli.h"
 #include "support/examples.h"
 #include "support/run.h"
 
@@ -24,22 +25,7 @@
 #define FP32_BOUND 1e-4
 #define BF16_BOUND 1e-2
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(passes_meaning, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(passes_meaning, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 300);
 
 static const char ALL_OFF[] = "{\"Switch\":{\"GraphFusion\":{\"ALL\":\"off\"},"
                               "\"UBFusion\":{\"ALL\":\"off\"}}}";
@@ -90,11 +76,11 @@ static void check_knobs(struct subject *s, const char *label, const char *switch
     struct cp_convert_config c;
     cp_convert_config_init(&c);
     snprintf(c.model, sizeof c.model, "%s/examples/models/%s.onnx", CP_SOURCE_DIR, s->name);
-    snprintf(c.output, sizeof c.output, "%s/%s_%zu", g_dir, s->name, s->n_checked);
+    snprintf(c.output, sizeof c.output, "%s/%s_%zu", cp_t_dir, s->name, s->n_checked);
     struct cp_diag d;
     cp_diag_init(&d);
     if (switches) {
-        snprintf(c.fusion_switch_file, sizeof c.fusion_switch_file, "%s/switches_%zu.cfg", g_dir,
+        snprintf(c.fusion_switch_file, sizeof c.fusion_switch_file, "%s/switches_%zu.cfg", cp_t_dir,
                  s->n_checked);
         cr_assert_eq(cp_file_write_atomic(c.fusion_switch_file, switches, strlen(switches), &d),
                      CP_OK, "%s", d.msg);

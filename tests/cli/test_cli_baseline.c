@@ -7,7 +7,11 @@
  * folder that cannot be created (exit 3). */
 #include "core/core.h"
 #include "knowledge/kb.h"
+#include "support/cli.h"
+#include "support/db.h"
 #include "support/run.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -17,78 +21,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *g_dir;
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
-
 static void setup(void)
 {
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-    /* Never touch the real knowledge base of whoever runs the tests. */
-    char *xdg = fmt("%s/xdg", g_dir);
-    cr_assert_eq(setenv("XDG_DATA_HOME", xdg, 1), 0);
-    free(xdg);
+    cp_t_scratch_setup();
+    ct_private_xdg();
 }
 
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(cli_baseline, .init = setup, .fini = teardown);
-
-static char *scratch(const char *name)
-{
-    return fmt("%s/%s", g_dir, name);
-}
+TestSuite(cli_baseline, .init = setup, .fini = cp_t_scratch_close);
 
 /* Convert the smallest example and record `bench -n 20 --trace` runs of it
  * into <scratch>/LEAF (`runs` runs). Returns the trace path. */
 static char *make_trace(const char *leaf, int runs)
 {
-    char buf[2048];
-    char *mflag = fmt("--model=%s", cp_example_model(buf, sizeof buf, "nhwc_roundtrip"));
-    char *oflag = fmt("--output=%s/m", g_dir);
-    char *om = scratch("m.om");
-    struct cp_run r;
-    if (!cp_path_exists(om)) {
-        cp_run_cli(&r, "convert", mflag, "--framework=5", oflag, NULL);
-        cr_assert_eq(r.exit_code, 0, "convert: exit %d; stderr: %s", r.exit_code, r.err);
-        cp_run_release(&r);
-    }
-    char *trace = scratch(leaf);
-    for (int i = 0; i < runs; i++) {
-        cp_run_cli(&r, "bench", om, "-n", "20", "-w", "2", "--threads", "1", "--trace", trace,
-                   NULL);
-        cr_assert_eq(r.exit_code, 0, "bench: exit %d; stderr: %s", r.exit_code, r.err);
-        cp_run_release(&r);
-    }
-    free(mflag);
-    free(oflag);
+    char *om = cp_t_path("m.om");
+    if (!cp_path_exists(om))
+        free(ct_convert_to("nhwc_roundtrip", "m", NULL));
+    char *trace = cp_t_path(leaf);
+    for (int i = 0; i < runs; i++)
+        cr_assert(cp_t_bench_trace(om, trace, "-n", "20", "-w", "2", "--threads", "1", NULL),
+                  "bench --trace %s failed (see stderr)", trace);
     free(om);
     return trace;
-}
-
-static json_t *parse_json(const char *text)
-{
-    json_error_t e;
-    json_t *j = json_loads(text, 0, &e);
-    cr_assert_not_null(j, "not JSON (%s at %d): %s", e.text, e.line, text);
-    return j;
 }
 
 /* Expect exit `code` with a stderr mentioning every given string. */
@@ -118,7 +71,7 @@ static void expect_ok(struct cp_run *r)
 Test(cli_baseline, set_list_show_rm_round_trip)
 {
     char *trace = make_trace("t.db", 1);
-    char *kb = scratch("kb/kb.sqlite");
+    char *kb = cp_t_path("kb/kb.sqlite");
     struct cp_run r;
     cp_run_cli(&r, "baseline", "set", "--service", "api", "--trace", trace, "--tag", "v3.2", "--kb",
                kb, NULL);
@@ -141,7 +94,7 @@ Test(cli_baseline, set_list_show_rm_round_trip)
 
     cp_run_cli(&r, "baseline", "list", "--json", "--kb", kb, NULL);
     expect_ok(&r);
-    json_t *j = parse_json(r.out);
+    json_t *j = ct_json(r.out);
     cr_assert(json_is_array(j));
     cr_assert_eq(json_array_size(j), 2);
     json_t *e = json_array_get(j, 0);
@@ -156,7 +109,7 @@ Test(cli_baseline, set_list_show_rm_round_trip)
     cp_run_cli(&r, "baseline", "show", "--service", "api", "--tag", "v3.2", "--json", "--kb", kb,
                NULL);
     expect_ok(&r);
-    j = parse_json(r.out);
+    j = ct_json(r.out);
     cr_assert_str_eq(json_string_value(json_object_get(j, "tag")), "v3.2");
     cr_assert_eq(json_integer_value(json_object_get(j, "n")), 20);
     json_t *lat = json_object_get(j, "latency_ms");
@@ -196,7 +149,7 @@ Test(cli_baseline, set_list_show_rm_round_trip)
     cp_run_release(&r);
     cp_run_cli(&r, "baseline", "list", "--json", "--service", "api", "--kb", kb, NULL);
     expect_ok(&r);
-    j = parse_json(r.out);
+    j = ct_json(r.out);
     cr_assert_eq(json_array_size(j), 1);
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "tag")), "b1");
     json_decref(j);
@@ -214,7 +167,7 @@ Test(cli_baseline, the_default_knowledge_base_lives_under_xdg_data_home)
     cp_run_cli(&r, "baseline", "set", "--service", "api", "--trace", trace, NULL);
     expect_ok(&r);
     cp_run_release(&r);
-    char *kb = scratch("xdg/cannprof/kb.sqlite");
+    char *kb = cp_t_path("xdg/cannprof/kb.sqlite");
     cr_assert(cp_path_exists(kb), "no %s", kb);
     cp_run_cli(&r, "baseline", "list", NULL);
     expect_ok(&r);
@@ -227,7 +180,7 @@ Test(cli_baseline, the_default_knowledge_base_lives_under_xdg_data_home)
 Test(cli_baseline, replace_and_run_choose_what_is_stored)
 {
     char *trace = make_trace("t.db", 2);
-    char *kb = scratch("kb.sqlite");
+    char *kb = cp_t_path("kb.sqlite");
     struct cp_run r;
     cp_run_cli(&r, "baseline", "set", "--service", "api", "--trace", trace, "--tag", "v1", "--run",
                "1", "--kb", kb, NULL);
@@ -244,7 +197,7 @@ Test(cli_baseline, replace_and_run_choose_what_is_stored)
     cp_run_release(&r);
     cp_run_cli(&r, "baseline", "show", "--service", "api", "--json", "--kb", kb, NULL);
     expect_ok(&r);
-    json_t *j = parse_json(r.out);
+    json_t *j = ct_json(r.out);
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "source"), "run_id")), 2);
     json_decref(j);
     cp_run_release(&r);
@@ -261,7 +214,7 @@ Test(cli_baseline, replace_and_run_choose_what_is_stored)
 Test(cli_baseline, show_lists_the_last_ten_validations_newest_first)
 {
     char *trace = make_trace("t.db", 1);
-    char *kb_path = scratch("kb.sqlite");
+    char *kb_path = cp_t_path("kb.sqlite");
     struct cp_run r;
     cp_run_cli(&r, "baseline", "set", "--service", "api", "--trace", trace, "--tag", "v1", "--kb",
                kb_path, NULL);
@@ -289,7 +242,7 @@ Test(cli_baseline, show_lists_the_last_ten_validations_newest_first)
     cp_kb_close(kb);
     cp_run_cli(&r, "baseline", "show", "--service", "api", "--json", "--kb", kb_path, NULL);
     expect_ok(&r);
-    json_t *j = parse_json(r.out);
+    json_t *j = ct_json(r.out);
     json_t *vs = json_object_get(j, "validations");
     cr_assert_eq(json_array_size(vs), 10);
     json_t *first = json_array_get(vs, 0);
@@ -331,7 +284,7 @@ Test(cli_baseline, show_lists_the_last_ten_validations_newest_first)
 Test(cli_baseline, list_of_an_unknown_service_is_empty_and_names_the_known_ones)
 {
     char *trace = make_trace("t.db", 1);
-    char *kb = scratch("kb.sqlite");
+    char *kb = cp_t_path("kb.sqlite");
     struct cp_run r;
     cp_run_cli(&r, "baseline", "list", "--kb", kb, NULL);
     expect_ok(&r);
@@ -346,7 +299,7 @@ Test(cli_baseline, list_of_an_unknown_service_is_empty_and_names_the_known_ones)
     cp_run_release(&r);
     cp_run_cli(&r, "baseline", "list", "--service", "web", "--json", "--kb", kb, NULL);
     expect_ok(&r);
-    json_t *j = parse_json(r.out);
+    json_t *j = ct_json(r.out);
     cr_assert_eq(json_array_size(j), 0);
     json_decref(j);
     cp_run_release(&r);
@@ -359,9 +312,9 @@ Test(cli_baseline, list_of_an_unknown_service_is_empty_and_names_the_known_ones)
 Test(cli_baseline, bad_usage_and_bad_files_exit_2)
 {
     char *trace = make_trace("t.db", 1);
-    char *kb = scratch("kb.sqlite");
-    char *missing = scratch("missing.db");
-    char *text = scratch("notes.txt");
+    char *kb = cp_t_path("kb.sqlite");
+    char *missing = cp_t_path("missing.db");
+    char *text = cp_t_path("notes.txt");
     FILE *f = fopen(text, "w");
     cr_assert_not_null(f);
     fputs("not a database\n", f);
@@ -433,24 +386,23 @@ Test(cli_baseline, bad_usage_and_bad_files_exit_2)
 
 Test(cli_baseline, a_trace_without_samples_exits_2)
 {
-    char *trace = scratch("empty.db");
-    struct cp_trace_store *s = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_open(trace, &s, &d), CP_OK, "%s", d.msg);
+    char *trace = cp_t_path("empty.db");
     struct cp_trace_run_info info = {.kind = "run", .model_path = "m.om"};
     int64_t run = 0;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK, "%s", d.msg);
+    struct cp_trace_store *s = cp_t_trace_store(trace, &info, &run);
+    cr_assert_not_null(s);
+    struct cp_diag d;
+    cp_diag_init(&d);
     cp_trace_store_close(s);
-    char *kb = scratch("kb.sqlite");
+    char *kb = cp_t_path("kb.sqlite");
     struct cp_run r;
     cp_run_cli(&r, "baseline", "set", "--service", "api", "--trace", trace, "--kb", kb, NULL);
     char *want =
-        fmt("%s: run 1 has no latency samples; record one with cannprof bench --trace", trace);
+        cp_t_fmt("%s: run 1 has no latency samples; record one with cannprof bench --trace", trace);
     expect_fail(&r, 2, want, NULL);
     free(want);
     /* A trace store without runs at all. */
-    char *none = scratch("none.db");
+    char *none = cp_t_path("none.db");
     cr_assert_eq(cp_trace_store_open(none, &s, &d), CP_OK, "%s", d.msg);
     cp_trace_store_close(s);
     cp_run_cli(&r, "baseline", "set", "--service", "api", "--trace", none, "--kb", kb, NULL);
@@ -462,11 +414,11 @@ Test(cli_baseline, a_trace_without_samples_exits_2)
 
 Test(cli_baseline, a_knowledge_base_folder_that_cannot_be_created_exits_3)
 {
-    char *file = scratch("plain");
+    char *file = cp_t_path("plain");
     FILE *f = fopen(file, "w");
     cr_assert_not_null(f);
     fclose(f);
-    char *kb = scratch("plain/sub/kb.sqlite");
+    char *kb = cp_t_path("plain/sub/kb.sqlite");
     struct cp_run r;
     cp_run_cli(&r, "baseline", "list", "--kb", kb, NULL);
     expect_fail(&r, 3, "cannot create the folder", NULL);

@@ -10,80 +10,23 @@
 
 #include "core/core.h"
 #include "runner/runner.h"
+#include "support/cli.h"
 #include "support/examples.h"
 #include "support/run.h"
 #include "trace/trace.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <sqlite3.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(cli_bench_ab, .init = setup, .fini = teardown);
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
-
-/* Convert examples/models/NAME.onnx to <scratch>/OUT.om with one extra flag
- * (or none). */
-static char *convert_ok(const char *name, const char *out, const char *flag)
-{
-    char buf[2048];
-    char *mflag = fmt("--model=%s", cp_example_model(buf, sizeof buf, name));
-    char *oflag = fmt("--output=%s/%s", g_dir, out);
-    struct cp_run r;
-    cp_run_cli(&r, "convert", mflag, "--framework=5", oflag, flag, NULL);
-    cr_assert_eq(r.exit_code, 0, "convert %s: exit %d; stderr: %s", name, r.exit_code, r.err);
-    cp_run_release(&r);
-    free(mflag);
-    free(oflag);
-    return fmt("%s/%s.om", g_dir, out);
-}
-
-static json_t *parse_json(const char *text)
-{
-    json_error_t e;
-    json_t *j = json_loads(text, 0, &e);
-    cr_assert_not_null(j, "bench --vs --json is not JSON (%s at %d): %s", e.text, e.line, text);
-    return j;
-}
-
-static double num(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    cr_assert(json_is_number(v), "'%s' is not a number", key);
-    return json_number_value(v);
-}
+TestSuite(cli_bench_ab, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 static const char *str(const json_t *o, const char *key)
 {
@@ -105,9 +48,9 @@ static void check_side(const json_t *side, const char *model)
     cr_assert_str_eq(str(side, "model"), model);
     const json_t *lat = json_object_get(side, "latency_ms");
     cr_assert(json_is_object(lat), "latency_ms");
-    cr_assert_gt(num(lat, "median"), 0);
-    cr_assert_gt(num(lat, "mean"), 0);
-    cr_assert_geq(num(lat, "p99"), num(lat, "median"));
+    cr_assert_gt(ct_num(lat, "median"), 0);
+    cr_assert_gt(ct_num(lat, "mean"), 0);
+    cr_assert_geq(ct_num(lat, "p99"), ct_num(lat, "median"));
 }
 
 static char *meta(struct cp_trace_store *s, const char *key)
@@ -122,25 +65,25 @@ static char *meta(struct cp_trace_store *s, const char *key)
 
 Test(cli_bench_ab, json_and_trace_hold_both_sides_paired)
 {
-    char *a = convert_ok("resnet_tiny", "a", NULL);
-    char *b = convert_ok("resnet_tiny", "b", "--layout_policy=nchw");
-    char *db = fmt("%s/ab.db", g_dir);
+    char *a = ct_convert_to("resnet_tiny", "a", NULL);
+    char *b = ct_convert_to("resnet_tiny", "b", "--layout_policy=nchw", NULL);
+    char *db = cp_t_path("ab.db");
     struct cp_run r;
     cp_run_cli(&r, "bench", a, "--vs", b, "-n", "20", "--warmup", "2", "--threads", "1", "--trace",
                db, "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
-    json_t *j = parse_json(r.out);
+    json_t *j = ct_json(r.out);
     check_side(json_object_get(j, "a"), a);
     check_side(json_object_get(j, "b"), b);
     cr_assert_str_neq(str(json_object_get(j, "a"), "config_id"),
                       str(json_object_get(j, "b"), "config_id"), "different configs");
-    cr_assert_eq(num(j, "rounds"), 20);
-    cr_assert_eq(num(j, "warmup"), 2);
-    cr_assert_eq(num(j, "threads"), 1);
+    cr_assert_eq(ct_num(j, "rounds"), 20);
+    cr_assert_eq(ct_num(j, "warmup"), 2);
+    cr_assert_eq(ct_num(j, "threads"), 1);
     cr_assert_str_eq(str(j, "order"), "alternating");
-    cr_assert_float_eq(num(j, "alpha"), 0.05, 1e-12);
-    cr_assert_float_eq(num(j, "threshold_pct"), 2, 1e-12);
-    cr_assert_float_eq(num(j, "confidence"), 0.95, 1e-12);
+    cr_assert_float_eq(ct_num(j, "alpha"), 0.05, 1e-12);
+    cr_assert_float_eq(ct_num(j, "threshold_pct"), 2, 1e-12);
+    cr_assert_float_eq(ct_num(j, "confidence"), 0.95, 1e-12);
     /* The comparison has the shape of a metric of `validate --json`. */
     const json_t *c = json_object_get(j, "comparison");
     cr_assert(json_is_object(c), "comparison");
@@ -148,23 +91,26 @@ Test(cli_bench_ab, json_and_trace_hold_both_sides_paired)
     cr_assert_str_eq(str(c, "unit"), "ms");
     cr_assert_str_eq(str(c, "test"), "mann-whitney");
     cr_assert_str_eq(str(c, "statistic"), "median");
-    cr_assert_eq(num(c, "n_before"), 20);
-    cr_assert_eq(num(c, "n_after"), 20);
-    double p = num(c, "p");
+    cr_assert_eq(ct_num(c, "n_before"), 20);
+    cr_assert_eq(ct_num(c, "n_after"), 20);
+    double p = ct_num(c, "p");
     cr_assert(p >= 0 && p <= 1, "p = %g", p);
     const json_t *ci = json_object_get(c, "ci_pct");
     cr_assert(json_is_array(ci) && json_array_size(ci) == 2, "ci_pct is [lo, hi]");
     double lo = json_number_value(json_array_get(ci, 0)),
            hi = json_number_value(json_array_get(ci, 1));
-    cr_assert_leq(lo, num(c, "delta_pct"));
-    cr_assert_geq(hi, num(c, "delta_pct"));
+    cr_assert_leq(lo, ct_num(c, "delta_pct"));
+    cr_assert_geq(hi, ct_num(c, "delta_pct"));
     /* delta is B's compared statistic relative to A's, and they are the
      * medians of each side. */
-    cr_assert_float_eq(num(c, "delta_pct"), 100 * (num(c, "after") / num(c, "before") - 1), 1e-6);
-    cr_assert_float_eq(num(c, "before"),
-                       num(json_object_get(json_object_get(j, "a"), "latency_ms"), "median"), 1e-5);
-    cr_assert_float_eq(num(c, "after"),
-                       num(json_object_get(json_object_get(j, "b"), "latency_ms"), "median"), 1e-5);
+    cr_assert_float_eq(ct_num(c, "delta_pct"), 100 * (ct_num(c, "after") / ct_num(c, "before") - 1),
+                       1e-6);
+    cr_assert_float_eq(ct_num(c, "before"),
+                       ct_num(json_object_get(json_object_get(j, "a"), "latency_ms"), "median"),
+                       1e-5);
+    cr_assert_float_eq(ct_num(c, "after"),
+                       ct_num(json_object_get(json_object_get(j, "b"), "latency_ms"), "median"),
+                       1e-5);
     cr_assert_str_eq(str(c, "verdict"), str(j, "verdict"));
     const json_t *need = json_object_get(c, "samples_needed");
     cr_assert(json_is_null(need) ||
@@ -173,7 +119,7 @@ Test(cli_bench_ab, json_and_trace_hold_both_sides_paired)
     cr_assert(is_verdict_word(str(j, "verdict")), "verdict '%s'", str(j, "verdict"));
     cr_assert_str_eq(str(j, "trace"), db);
     const json_t *tr = json_object_get(j, "trace_runs");
-    int64_t run_a = (int64_t)num(tr, "a"), run_b = (int64_t)num(tr, "b");
+    int64_t run_a = (int64_t)ct_num(tr, "a"), run_b = (int64_t)ct_num(tr, "b");
     cr_assert_lt(run_a, run_b, "A is stored first");
 
     struct cp_diag d;
@@ -228,7 +174,7 @@ Test(cli_bench_ab, json_and_trace_hold_both_sides_paired)
 
 Test(cli_bench_ab, table_names_both_sides_and_a_verdict)
 {
-    char *a = convert_ok("resnet_tiny", "a", NULL);
+    char *a = ct_convert_to("resnet_tiny", "a", NULL);
     struct cp_run r;
     cp_run_cli(&r, "bench", a, "--vs", a, "-n", "10", "-w", "1", "--threads", "1",
                "--statistical_test", "welch", "--threshold", "5%", "--alpha", "0.01", NULL);
@@ -247,13 +193,13 @@ Test(cli_bench_ab, table_names_both_sides_and_a_verdict)
 
 Test(cli_bench_ab, a_against_itself_works)
 {
-    char *a = convert_ok("resnet_tiny", "a", NULL);
+    char *a = ct_convert_to("resnet_tiny", "a", NULL);
     struct cp_run r;
     cp_run_cli(&r, "bench", a, "--vs", a, "-n", "8", "-w", "0", "--threads", "1", "--test",
                "t-test", "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
-    json_t *j = parse_json(r.out);
-    cr_assert_eq(num(j, "rounds"), 8);
+    json_t *j = ct_json(r.out);
+    cr_assert_eq(ct_num(j, "rounds"), 8);
     cr_assert_str_eq(str(json_object_get(j, "a"), "config_id"),
                      str(json_object_get(j, "b"), "config_id"));
     const json_t *c = json_object_get(j, "comparison");
@@ -267,13 +213,13 @@ Test(cli_bench_ab, a_against_itself_works)
 
 Test(cli_bench_ab, duration_counts_rounds)
 {
-    char *a = convert_ok("resnet_tiny", "a", NULL);
+    char *a = ct_convert_to("resnet_tiny", "a", NULL);
     struct cp_run r;
     cp_run_cli(&r, "bench", a, "--vs", a, "--duration", "100ms", "-w", "0", "--threads", "1",
                "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
-    json_t *j = parse_json(r.out);
-    cr_assert_geq(num(j, "rounds"), 2, "at least two rounds whatever the time");
+    json_t *j = ct_json(r.out);
+    cr_assert_geq(ct_num(j, "rounds"), 2, "at least two rounds whatever the time");
     json_decref(j);
     cp_run_release(&r);
     free(a);
@@ -281,8 +227,8 @@ Test(cli_bench_ab, duration_counts_rounds)
 
 Test(cli_bench_ab, other_input_names_exit_2_naming_the_input)
 {
-    char *a = convert_ok("resnet_tiny", "a", NULL);
-    char *t = convert_ok("transformer_encoder_op17", "t", NULL);
+    char *a = ct_convert_to("resnet_tiny", "a", NULL);
+    char *t = ct_convert_to("transformer_encoder_op17", "t", NULL);
     struct cp_run r;
     cp_run_cli(&r, "bench", a, "--vs", t, "-n", "3", NULL);
     cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
@@ -296,9 +242,9 @@ Test(cli_bench_ab, other_input_names_exit_2_naming_the_input)
 
 Test(cli_bench_ab, other_input_shapes_exit_2_naming_the_input_and_shapes)
 {
-    char *a = convert_ok("resnet_tiny", "a", NULL);
-    char *s = convert_ok("resnet_tiny", "small", "--input_shape=input:1,3,32,32");
-    char *db = fmt("%s/bad.db", g_dir);
+    char *a = ct_convert_to("resnet_tiny", "a", NULL);
+    char *s = ct_convert_to("resnet_tiny", "small", "--input_shape=input:1,3,32,32", NULL);
+    char *db = cp_t_path("bad.db");
     struct cp_run r;
     cp_run_cli(&r, "bench", a, "--vs", s, "-n", "3", "--trace", db, NULL);
     cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
@@ -313,7 +259,7 @@ Test(cli_bench_ab, other_input_shapes_exit_2_naming_the_input_and_shapes)
 
 Test(cli_bench_ab, bad_verdict_options_exit_2_naming_the_flag)
 {
-    char *a = convert_ok("resnet_tiny", "a", NULL);
+    char *a = ct_convert_to("resnet_tiny", "a", NULL);
     static const char *const bad[][2] = {
         {"--test", "anova"},   {"--statistical_test", "x"},
         {"--alpha", "0"},      {"--alpha", "0.6"},

@@ -6,99 +6,36 @@
  * hand-made tensors through the library (cp_tensor_compare). */
 #include "core/core.h"
 #include "runner/runner.h"
+#include "support/cli.h"
 #include "support/run.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(cli_compare, .init = setup, .fini = teardown);
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
-
-static char *model_path(const char *name)
-{
-    char buf[2048];
-    return fmt("%s", cp_example_model(buf, sizeof buf, name));
-}
-
-/* Convert examples/models/NAME.onnx to <scratch>/OUT.om with extra flags. */
-static char *convert_ok(const char *name, const char *out, const char *flag)
-{
-    char *model = model_path(name);
-    char *mflag = fmt("--model=%s", model);
-    char *oflag = fmt("--output=%s/%s", g_dir, out);
-    struct cp_run r;
-    cp_run_cli(&r, "convert", mflag, "--framework=5", oflag, flag, NULL);
-    cr_assert_eq(r.exit_code, 0, "convert %s: exit %d; stderr: %s", name, r.exit_code, r.err);
-    cp_run_release(&r);
-    free(model);
-    free(mflag);
-    free(oflag);
-    return fmt("%s/%s.om", g_dir, out);
-}
-
-static json_t *parse_json(const char *text)
-{
-    json_error_t e;
-    json_t *j = json_loads(text, 0, &e);
-    cr_assert_not_null(j, "compare --json is not JSON (%s at %d): %s", e.text, e.line, text);
-    return j;
-}
-
-static double num(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    cr_assert(json_is_number(v), "'%s' is not a number", key);
-    return json_number_value(v);
-}
+TestSuite(cli_compare, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 Test(cli_compare, identical_models_agree_exactly_and_exit_0)
 {
-    char *m = model_path("resnet_tiny");
+    char *m = cp_t_example("resnet_tiny");
     struct cp_run r;
     cp_run_cli(&r, "compare", m, m, "--json", "--threads", "1", NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
-    json_t *j = parse_json(r.out);
+    json_t *j = ct_json(r.out);
     json_t *o = json_array_get(json_object_get(j, "outputs"), 0);
     cr_assert_not_null(o);
     cr_assert_str_eq(json_string_value(json_object_get(o, "name")), "logits");
-    cr_assert_eq(num(o, "max_abs_error"), 0);
-    cr_assert_eq(num(o, "mean_abs_error"), 0);
-    cr_assert_eq(num(o, "rel_l2_error"), 0);
-    cr_assert_eq(num(o, "cosine_similarity"), 1);
-    cr_assert_eq(num(j, "precision_loss_pct"), 0);
+    cr_assert_eq(ct_num(o, "max_abs_error"), 0);
+    cr_assert_eq(ct_num(o, "mean_abs_error"), 0);
+    cr_assert_eq(ct_num(o, "rel_l2_error"), 0);
+    cr_assert_eq(ct_num(o, "cosine_similarity"), 1);
+    cr_assert_eq(ct_num(j, "precision_loss_pct"), 0);
     cr_assert(json_is_true(json_object_get(j, "within_tolerance")));
     json_decref(j);
     cp_run_release(&r);
@@ -107,15 +44,15 @@ Test(cli_compare, identical_models_agree_exactly_and_exit_0)
 
 Test(cli_compare, onnx_and_its_om_agree_within_tolerance)
 {
-    char *m = model_path("sd_unet_tiny");
-    char *om = convert_ok("sd_unet_tiny", "sd", NULL);
-    char *in0 =
-        fmt("sample=%s/examples/models/sd_unet_tiny/test_data_set_0/input_0.pb", CP_SOURCE_DIR);
-    char *in1 =
-        fmt("timestep=%s/examples/models/sd_unet_tiny/test_data_set_0/input_1.pb", CP_SOURCE_DIR);
-    char *in2 = fmt("encoder_hidden_states=%s/examples/models/sd_unet_tiny/test_data_set_0/"
-                    "input_2.pb",
-                    CP_SOURCE_DIR);
+    char *m = cp_t_example("sd_unet_tiny");
+    char *om = ct_convert_to("sd_unet_tiny", "sd", NULL);
+    char *in0 = cp_t_fmt("sample=%s/examples/models/sd_unet_tiny/test_data_set_0/input_0.pb",
+                         CP_SOURCE_DIR);
+    char *in1 = cp_t_fmt("timestep=%s/examples/models/sd_unet_tiny/test_data_set_0/input_1.pb",
+                         CP_SOURCE_DIR);
+    char *in2 = cp_t_fmt("encoder_hidden_states=%s/examples/models/sd_unet_tiny/test_data_set_0/"
+                         "input_2.pb",
+                         CP_SOURCE_DIR);
     struct cp_run r;
     cp_run_cli(&r, "compare", m, om, "--input", in0, "--input", in1, "--input", in2, NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d; stdout: %s; stderr: %s", r.exit_code, r.out, r.err);
@@ -134,24 +71,24 @@ Test(cli_compare, onnx_and_its_om_agree_within_tolerance)
  * vs single LayerNorm): close, but not bit-identical. */
 Test(cli_compare, different_arithmetic_fails_zero_tolerance_with_exit_1)
 {
-    char *a = model_path("transformer_encoder_op14");
-    char *b = model_path("transformer_encoder_op17");
+    char *a = cp_t_example("transformer_encoder_op14");
+    char *b = cp_t_example("transformer_encoder_op17");
     struct cp_run r;
     cp_run_cli(&r, "compare", a, b, "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "default tolerance: exit %d; stderr: %s", r.exit_code, r.err);
-    json_t *j = parse_json(r.out);
-    double loss = num(j, "precision_loss_pct");
+    json_t *j = ct_json(r.out);
+    double loss = ct_num(j, "precision_loss_pct");
     cr_assert(loss > 0 && loss < 1e-2, "precision_loss %g%%", loss);
     json_decref(j);
     cp_run_release(&r);
 
     cp_run_cli(&r, "compare", a, b, "--rtol", "0", "--atol", "0", "--json", NULL);
     cr_assert_eq(r.exit_code, 1, "zero tolerance: exit %d; stderr: %s", r.exit_code, r.err);
-    j = parse_json(r.out);
+    j = ct_json(r.out);
     json_t *o = json_array_get(json_object_get(j, "outputs"), 0);
     cr_assert(json_is_false(json_object_get(o, "within_tolerance")));
-    cr_assert_gt(num(o, "beyond_tolerance"), 0);
-    cr_assert_gt(num(o, "max_abs_error"), 0);
+    cr_assert_gt(ct_num(o, "beyond_tolerance"), 0);
+    cr_assert_gt(ct_num(o, "max_abs_error"), 0);
     cr_assert(json_is_object(json_object_get(o, "worst")), "names the worst element");
     cr_assert(json_is_false(json_object_get(j, "within_tolerance")));
     json_decref(j);
@@ -167,14 +104,14 @@ Test(cli_compare, different_arithmetic_fails_zero_tolerance_with_exit_1)
 
 Test(cli_compare, bf16_candidate_is_beyond_zero_tolerance_but_close)
 {
-    char *m = model_path("transformer_encoder_op17");
-    char *om =
-        convert_ok("transformer_encoder_op17", "bf16", "--precision_mode=allow_mix_precision_bf16");
+    char *m = cp_t_example("transformer_encoder_op17");
+    char *om = ct_convert_to("transformer_encoder_op17", "bf16",
+                             "--precision_mode=allow_mix_precision_bf16", NULL);
     struct cp_run r;
     cp_run_cli(&r, "compare", m, om, "--rtol", "0", "--atol", "0", "--json", NULL);
     cr_assert_eq(r.exit_code, 1, "exit %d; stdout: %s; stderr: %s", r.exit_code, r.out, r.err);
-    json_t *j = parse_json(r.out);
-    double loss = num(j, "precision_loss_pct");
+    json_t *j = ct_json(r.out);
+    double loss = ct_num(j, "precision_loss_pct");
     cr_assert(loss > 0 && loss < 5, "bf16 precision_loss %g%%", loss);
     json_decref(j);
     cp_run_release(&r);
@@ -185,8 +122,8 @@ Test(cli_compare, bf16_candidate_is_beyond_zero_tolerance_but_close)
 Test(cli_compare, outputs_not_matching_by_name_exit_2_naming_them)
 {
     /* Same input (input, 1x3x64x64), different outputs (logits vs output). */
-    char *a = model_path("resnet_tiny");
-    char *b = model_path("nhwc_roundtrip");
+    char *a = cp_t_example("resnet_tiny");
+    char *b = cp_t_example("nhwc_roundtrip");
     struct cp_run r;
     cp_run_cli(&r, "compare", a, b, NULL);
     cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
@@ -199,8 +136,8 @@ Test(cli_compare, outputs_not_matching_by_name_exit_2_naming_them)
 
 Test(cli_compare, inputs_not_matching_by_name_exit_2)
 {
-    char *a = model_path("resnet_tiny");
-    char *b = model_path("transformer_encoder_op17");
+    char *a = cp_t_example("resnet_tiny");
+    char *b = cp_t_example("transformer_encoder_op17");
     struct cp_run r;
     cp_run_cli(&r, "compare", a, b, NULL);
     cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
@@ -212,7 +149,7 @@ Test(cli_compare, inputs_not_matching_by_name_exit_2)
 
 Test(cli_compare, bad_usage_exits_2)
 {
-    char *a = model_path("resnet_tiny");
+    char *a = cp_t_example("resnet_tiny");
     struct cp_run r;
     cp_run_cli(&r, "compare", a, NULL);
     cr_assert_eq(r.exit_code, 2);

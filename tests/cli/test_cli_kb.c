@@ -6,83 +6,29 @@
  * into another knowledge base (twice: nothing duplicated), and every
  * refusal: unknown subcommands and sessions, missing arguments, a bad JSON
  * Lines file named with its line (exit 2). */
-#include "atc_bridge/convert.h"
 #include "core/core.h"
 #include "knowledge/kb_tuning.h"
+#include "support/cli.h"
+#include "support/examples.h"
 #include "support/run.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static char *g_dir;
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
-
 static void setup(void)
 {
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-    char *xdg = fmt("%s/xdg", g_dir);
-    cr_assert_eq(setenv("XDG_DATA_HOME", xdg, 1), 0);
-    free(xdg);
+    cp_t_scratch_setup();
+    ct_private_xdg();
 }
 
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(cli_kb, .init = setup, .fini = teardown);
-
-static char *scratch(const char *name)
-{
-    return fmt("%s/%s", g_dir, name);
-}
-
-static char *example(const char *name)
-{
-    return fmt("%s/examples/models/%s.onnx", CP_SOURCE_DIR, name);
-}
-
-static void fingerprint(const char *name, struct cp_kb_fingerprint *fp)
-{
-    char *path = example(name);
-    struct cp_graph *g = NULL;
-    char hash[33];
-    struct cp_diag d;
-    cp_diag_init(&d);
-    enum cp_status st = cp_onnx_import(path, NULL, 0, &g, hash, &d);
-    if (st == CP_OK)
-        st = cp_graph_verify(g, &d);
-    if (st == CP_OK)
-        st = cp_graph_compact(g, &d);
-    if (st == CP_OK)
-        st = cp_graph_infer(g, &d);
-    if (st == CP_OK)
-        st = cp_kb_fingerprint_graph(g, hash, name, fp, &d);
-    cp_graph_free(g);
-    free(path);
-    cr_assert_eq(st, CP_OK, "%s: %s", name, d.msg);
-}
+TestSuite(cli_kb, .init = setup, .fini = cp_t_scratch_close);
 
 #define OK(call)                                                                                   \
     do {                                                                                           \
@@ -99,8 +45,8 @@ static void fill(const char *kb_path)
     struct cp_kb *kb = NULL;
     OK(cp_kb_open(kb_path, &kb, d));
     struct cp_kb_fingerprint sd, rn;
-    fingerprint("sd_unet_tiny", &sd);
-    fingerprint("resnet_tiny", &rn);
+    OK(cp_ex_fingerprint("sd_unet_tiny", &sd, d));
+    OK(cp_ex_fingerprint("resnet_tiny", &rn, d));
     struct cp_kb_hardware hw;
     cp_kb_hardware_detect(&hw);
     int64_t m_sd = 0, m_rn = 0, h = 0, s = 0, c = 0, best = 0;
@@ -168,7 +114,7 @@ static void expect(struct cp_run *r, int code, const char *what)
 
 Test(cli_kb, list_and_show_as_text_and_json)
 {
-    char *kb = scratch("kb.sqlite");
+    char *kb = cp_t_path("kb.sqlite");
     struct cp_run r;
     cp_run_cli(&r, "kb", "list", "--kb", kb, NULL);
     expect(&r, 0, "list of an empty knowledge base");
@@ -230,7 +176,7 @@ Test(cli_kb, list_and_show_as_text_and_json)
 
 Test(cli_kb, card_by_session_and_by_model)
 {
-    char *kb = scratch("kb.sqlite");
+    char *kb = cp_t_path("kb.sqlite");
     fill(kb);
     struct cp_run r;
     cp_run_cli(&r, "kb", "card", "1", "--kb", kb, NULL);
@@ -248,7 +194,7 @@ Test(cli_kb, card_by_session_and_by_model)
         cr_assert(strstr(r.out, want[i]), "missing '%s' in\n%s", want[i], r.out);
     cp_run_release(&r);
 
-    char *sd = example("sd_unet_tiny"), *rn = example("resnet_tiny");
+    char *sd = cp_t_example("sd_unet_tiny"), *rn = cp_t_example("resnet_tiny");
     cp_run_cli(&r, "kb", "card", "--model", sd, "--kb", kb, NULL);
     expect(&r, 0, "card --model");
     cr_assert(strstr(r.out, "## Effective changes"), "%s", r.out);
@@ -269,9 +215,9 @@ Test(cli_kb, card_by_session_and_by_model)
 
 Test(cli_kb, query_ranks_strategies_of_similar_models)
 {
-    char *kb = scratch("kb.sqlite");
+    char *kb = cp_t_path("kb.sqlite");
     fill(kb);
-    char *sd = example("sd_unet_tiny"), *rn = example("resnet_tiny");
+    char *sd = cp_t_example("sd_unet_tiny"), *rn = cp_t_example("resnet_tiny");
     struct cp_run r;
     cp_run_cli(&r, "kb", "query", "--model", sd, "--min-similarity", "0", "--json", "--kb", kb,
                NULL);
@@ -306,11 +252,7 @@ Test(cli_kb, query_ranks_strategies_of_similar_models)
     cp_run_release(&r);
 
     /* A .om is queried through the source model it records. */
-    char *out = scratch("sd"), *om = scratch("sd.om");
-    char *model_flag = fmt("--model=%s", sd), *output_flag = fmt("--output=%s", out);
-    cp_run_cli(&r, "convert", model_flag, "--framework=5", output_flag, NULL);
-    expect(&r, 0, "convert");
-    cp_run_release(&r);
+    char *om = ct_convert_to("sd_unet_tiny", "sd", NULL);
     cp_run_cli(&r, "kb", "query", "--model", om, "--kb", kb, NULL);
     expect(&r, 0, "query of a .om");
     cr_assert(strstr(r.out, "sd_unet_tiny (unet") && strstr(r.out, "fa=on"), "%s", r.out);
@@ -323,15 +265,12 @@ Test(cli_kb, query_ranks_strategies_of_similar_models)
     cp_run_cli(&r, "kb", "query", "--model", sd, "--min-similarity", "2", "--kb", kb, NULL);
     expect(&r, 2, "query with a bad threshold");
     cp_run_release(&r);
-    char *missing = scratch("nope.onnx");
+    char *missing = cp_t_path("nope.onnx");
     cp_run_cli(&r, "kb", "query", "--model", missing, "--kb", kb, NULL);
     expect(&r, 2, "query of a missing model");
     cr_assert(strstr(r.err, "nope.onnx"), "%s", r.err);
     cp_run_release(&r);
     free(missing);
-    free(model_flag);
-    free(output_flag);
-    free(out);
     free(om);
     free(sd);
     free(rn);
@@ -342,7 +281,7 @@ Test(cli_kb, query_ranks_strategies_of_similar_models)
 
 Test(cli_kb, export_and_import_merge_without_duplicates)
 {
-    char *a = scratch("a.sqlite"), *b = scratch("b.sqlite"), *file = scratch("kb.jsonl");
+    char *a = cp_t_path("a.sqlite"), *b = cp_t_path("b.sqlite"), *file = cp_t_path("kb.jsonl");
     fill(a);
     struct cp_run r;
     cp_run_cli(&r, "kb", "export", "-o", file, "--kb", a, NULL);
@@ -380,7 +319,7 @@ Test(cli_kb, export_and_import_merge_without_duplicates)
     fclose(f);
     cp_run_cli(&r, "kb", "import", file, "--kb", b, NULL);
     expect(&r, 2, "import of a dangling reference");
-    char *where = fmt("%s:3:", file);
+    char *where = cp_t_fmt("%s:3:", file);
     cr_assert(strstr(r.err, where) && strstr(r.err, "session nope"), "%s", r.err);
     free(where);
     cp_run_release(&r);

@@ -3,7 +3,10 @@
  * naming the file), what the .om records (`info` and `info --json`), the
  * summary line, and byte-identical output with passes and a switch file. */
 #include "core/core.h"
+#include "support/cli.h"
 #include "support/run.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -13,46 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir);
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-}
-
-TestSuite(cli_passes, .init = setup, .fini = teardown);
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    return cp_buf_steal(&b);
-}
-
-/* Write `text` to <scratch>/name; returns "--fusion_switch_file=<path>". */
-static char *switch_file(const char *name, const char *text)
-{
-    char *path = fmt("%s/%s", g_dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-    char *flag = fmt("--fusion_switch_file=%s", path);
-    free(path);
-    return flag;
-}
+TestSuite(cli_passes, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 /* convert examples/models/NAME.onnx to <scratch>/OUT.om with an optional
  * extra flag; returns the run (caller releases) and the .om path in *om. */
@@ -60,29 +24,19 @@ static void convert(struct cp_run *r, const char *name, const char *out, const c
                     char **om)
 {
     char buf[1024];
-    char *mflag = fmt("--model=%s", cp_example_model(buf, sizeof buf, name));
-    char *base = fmt("%s/%s", g_dir, out);
-    char *oflag = fmt("--output=%s", base);
+    char *mflag = cp_t_fmt("--model=%s", cp_example_model(buf, sizeof buf, name));
+    char *base = cp_t_fmt("%s/%s", cp_t_dir, out);
+    char *oflag = cp_t_fmt("--output=%s", base);
     if (extra)
         cp_run_cli(r, "convert", mflag, "--framework=5", oflag, extra, NULL);
     else
         cp_run_cli(r, "convert", mflag, "--framework=5", oflag, NULL);
     cr_assert_eq(r->signal, 0, "convert died: %s", r->err);
     if (om)
-        *om = fmt("%s.om", base);
+        *om = cp_t_fmt("%s.om", base);
     free(mflag);
     free(base);
     free(oflag);
-}
-
-static char *convert_ok(const char *name, const char *out, const char *extra)
-{
-    struct cp_run r;
-    char *om;
-    convert(&r, name, out, extra, &om);
-    cr_assert_eq(r.exit_code, 0, "convert %s: exit %d: %s", name, r.exit_code, r.err);
-    cp_run_release(&r);
-    return om;
 }
 
 static json_t *info_json(const char *om)
@@ -131,7 +85,7 @@ Test(cli_passes, list_passes_works_without_a_model_and_lists_name_group_and_desc
 
 Test(cli_passes, list_passes_json_parses_and_shows_the_switch_file_state)
 {
-    char *sw = switch_file("sw.cfg", "ConvBatchNormFusionPass:off\n");
+    char *sw = ct_switch_file("sw.cfg", "ConvBatchNormFusionPass:off\n");
     struct cp_run r;
     cp_run_cli(&r, "convert", "--list-passes", "--json", sw, NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
@@ -167,7 +121,7 @@ Test(cli_passes, list_passes_json_parses_and_shows_the_switch_file_state)
 Test(cli_passes, missing_switch_file_exits_2_naming_it)
 {
     struct cp_run r;
-    char *flag = fmt("--fusion_switch_file=%s/absent.json", g_dir);
+    char *flag = cp_t_fmt("--fusion_switch_file=%s/absent.json", cp_t_dir);
     convert(&r, "resnet_tiny", "r", flag, NULL);
     cr_assert_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
     cr_assert_not_null(strstr(r.err, "absent.json"), "%s", r.err);
@@ -178,21 +132,21 @@ Test(cli_passes, missing_switch_file_exits_2_naming_it)
 
 Test(cli_passes, unknown_pass_exits_2_listing_the_valid_names)
 {
-    char *sw = switch_file("sw.json",
-                           "{\"Switch\":{\"GraphFusion\":{\"ALL\":\"on\",\"FooPass\":\"off\"}}}");
+    char *sw = ct_switch_file(
+        "sw.json", "{\"Switch\":{\"GraphFusion\":{\"ALL\":\"on\",\"FooPass\":\"off\"}}}");
     struct cp_run r;
     convert(&r, "resnet_tiny", "r", sw, NULL);
     cr_assert_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
     cr_assert_not_null(strstr(r.err, "sw.json: Switch.GraphFusion.FooPass"), "%s", r.err);
     for (size_t i = 0; i < 5; i++)
         cr_assert_not_null(strstr(r.err, cleanup[i]), "%s not listed: %s", cleanup[i], r.err);
-    char *om = fmt("%s/r.om", g_dir);
+    char *om = cp_t_path("r.om");
     cr_assert(access(om, F_OK) != 0, "no .om may be written");
     free(om);
     cp_run_release(&r);
     free(sw);
 
-    sw = switch_file("sw.cfg", "# lines\nConstantFoldingPass:off\nFooPass:off\n");
+    sw = ct_switch_file("sw.cfg", "# lines\nConstantFoldingPass:off\nFooPass:off\n");
     convert(&r, "resnet_tiny", "r", sw, NULL);
     cr_assert_eq(r.exit_code, 2);
     cr_assert_not_null(strstr(r.err, "sw.cfg:3: unknown pass 'FooPass'"), "%s", r.err);
@@ -202,7 +156,7 @@ Test(cli_passes, unknown_pass_exits_2_listing_the_valid_names)
 
 Test(cli_passes, malformed_json_switch_file_exits_2_with_line_and_column)
 {
-    char *sw = switch_file("bad.json", "{\"Switch\":\n  {\"GraphFusion\": {\"ALL\": on}}}\n");
+    char *sw = ct_switch_file("bad.json", "{\"Switch\":\n  {\"GraphFusion\": {\"ALL\": on}}}\n");
     struct cp_run r;
     convert(&r, "resnet_tiny", "r", sw, NULL);
     cr_assert_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
@@ -213,8 +167,8 @@ Test(cli_passes, malformed_json_switch_file_exits_2_with_line_and_column)
 
 Test(cli_passes, pass_in_the_wrong_group_converts_with_a_warning)
 {
-    char *sw =
-        switch_file("sw.json", "{\"Switch\":{\"UBFusion\":{\"ConvBatchNormFusionPass\":\"off\"}}}");
+    char *sw = ct_switch_file("sw.json",
+                              "{\"Switch\":{\"UBFusion\":{\"ConvBatchNormFusionPass\":\"off\"}}}");
     struct cp_run r;
     char *om;
     convert(&r, "resnet_tiny", "r", sw, &om);
@@ -232,10 +186,11 @@ Test(cli_passes, pass_in_the_wrong_group_converts_with_a_warning)
 
 Test(cli_passes, switches_change_what_runs_and_the_om_records_it)
 {
-    char *on = convert_ok("resnet_tiny", "on", NULL);
-    char *sw = switch_file("sw.json", "{\"Switch\":{\"GraphFusion\":{\"ConvBatchNormFusionPass\":"
-                                      "\"off\"},\"UBFusion\":{\"ALL\":\"off\"}}}");
-    char *off = convert_ok("resnet_tiny", "off", sw);
+    char *on = ct_convert_to("resnet_tiny", "on", NULL);
+    char *sw =
+        ct_switch_file("sw.json", "{\"Switch\":{\"GraphFusion\":{\"ConvBatchNormFusionPass\":"
+                                  "\"off\"},\"UBFusion\":{\"ALL\":\"off\"}}}");
+    char *off = ct_convert_to("resnet_tiny", "off", sw, NULL);
 
     json_t *a = info_json(on), *b = info_json(off);
     cr_assert_eq(op_count(a, "BatchNormalization"), 0, "BatchNorm folded by default");
@@ -277,7 +232,7 @@ Test(cli_passes, switches_change_what_runs_and_the_om_records_it)
         json_string_value(json_object_get(json_object_get(b, "config"), "fusion_switches")),
         "ConvBatchNormFusionPass:off;ConvBiasActivationFusionPass:off;"
         "MatMulBiasActivationFusionPass:off");
-    free(switch_file("sw.json", "garbage"));
+    free(ct_switch_file("sw.json", "garbage"));
     json_t *b2 = info_json(off);
     cr_assert_str_eq(
         json_string_value(json_object_get(json_object_get(b2, "config"), "fusion_switches")),
@@ -327,13 +282,13 @@ static uint8_t *slurp(const char *path, size_t *len)
 Test(cli_passes, convert_with_passes_and_a_switch_file_is_byte_identical)
 {
     static const char *const models[] = {"sd_unet_tiny", "resnet_tiny", "transformer_encoder_op14"};
-    char *sw = switch_file("sw.cfg", "TransposeOptimizationPass:off\nGeluFusionPass:off\n");
+    char *sw = ct_switch_file("sw.cfg", "TransposeOptimizationPass:off\nGeluFusionPass:off\n");
     for (size_t m = 0; m < 3; m++) {
-        char *om = convert_ok(models[m], "det", sw);
+        char *om = ct_convert_to(models[m], "det", sw, NULL);
         size_t l1, l2;
         uint8_t *first = slurp(om, &l1);
         cr_assert_eq(unlink(om), 0);
-        free(convert_ok(models[m], "det", sw));
+        free(ct_convert_to(models[m], "det", sw, NULL));
         uint8_t *second = slurp(om, &l2);
         cr_assert_eq(l1, l2, "%s: sizes differ", models[m]);
         cr_assert_eq(memcmp(first, second, l1), 0, "%s: the two .om files differ", models[m]);

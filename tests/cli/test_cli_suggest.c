@@ -2,65 +2,38 @@
  * risk breaks a constraint is marked and ranked after those that do not,
  * every output format is written, and bad input exits 2. */
 #include "core/core.h"
+#include "support/cli.h"
 #include "support/run.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static char *g_dir;
 static char *g_trace;
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
 
 /* A trace of the opset-14 transformer converted with LayerNorm fusion off:
  * decomposed LayerNorms for the rules to find. */
 static void setup(void)
 {
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir);
-    char buf[2048];
-    char *sw = fmt("%s/ln_off.cfg", g_dir);
-    cr_assert_eq(cp_file_write_atomic(sw, "LayerNormFusionPass:off\n", 24, NULL), CP_OK);
-    char *m = fmt("--model=%s", cp_example_model(buf, sizeof buf, "transformer_encoder_op14"));
-    char *o = fmt("--output=%s/ln_off", g_dir), *f = fmt("--fusion_switch_file=%s", sw);
-    struct cp_run r;
-    cp_run_cli(&r, "convert", m, "--framework=5", o, f, NULL);
-    cr_assert_eq(r.exit_code, 0, "%s", r.err);
-    cp_run_release(&r);
-    char *om = fmt("%s/ln_off.om", g_dir);
-    g_trace = fmt("%s/ln_off.db", g_dir);
-    cp_run_cli(&r, "bench", om, "-n", "20", "-w", "3", "--threads", "1", "--trace", g_trace,
-               NULL);
-    cr_assert_eq(r.exit_code, 0, "%s", r.err);
-    cp_run_release(&r);
-    free(sw);
-    free(m);
-    free(o);
+    cp_t_scratch_setup();
+    char *f = ct_switch_file("ln_off.cfg", "LayerNormFusionPass:off\n");
+    char *om = ct_convert_to("transformer_encoder_op14", "ln_off", f, NULL);
+    g_trace = cp_t_path("ln_off.db");
+    cr_assert(cp_t_bench_trace(om, g_trace, "-n", "20", "-w", "3", "--threads", "1", NULL),
+              "bench --trace failed (see stderr)");
     free(f);
     free(om);
 }
 
 static void teardown(void)
 {
-    cp_scratch_remove(g_dir);
-    free(g_dir);
+    cp_t_scratch_close();
     free(g_trace);
 }
 
@@ -68,15 +41,14 @@ TestSuite(cli_suggest, .init = setup, .fini = teardown, .timeout = 300);
 
 static json_t *suggest_json(const char *constraints)
 {
-    char *out = fmt("%s/s.json", g_dir);
+    char *out = cp_t_path("s.json");
     struct cp_run r;
     cp_run_cli(&r, "suggest", g_trace, "--constraints", constraints, "-o", out, "--no-calibrate",
                NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     cp_run_release(&r);
-    json_error_t e;
-    json_t *j = json_load_file(out, 0, &e);
-    cr_assert_not_null(j, "%s: %s", out, e.text);
+    json_t *j = cp_t_json_file(out);
+    cr_assert_not_null(j, "%s is not JSON (see stderr)", out);
     free(out);
     return j;
 }
@@ -99,7 +71,7 @@ Test(cli_suggest, the_layernorm_change_pastes_into_convert_and_takes_effect)
     cr_expect_eq(strncmp(convert, "cannprof convert ", 17), 0, "%s", convert);
     /* paste: the switch file it names (if any) and the command, run where
      * the report says to run it */
-    cr_assert_eq(chdir(g_dir), 0);
+    cr_assert_eq(chdir(cp_t_dir), 0);
     if (switches && *switches)
         cr_assert_eq(cp_file_write_atomic("switches.cfg", switches, strlen(switches), NULL), CP_OK);
     char *argv[32] = {(char *)CP_CLI};
@@ -113,7 +85,7 @@ Test(cli_suggest, the_layernorm_change_pastes_into_convert_and_takes_effect)
     cp_run_argv(&r, argv);
     cr_assert_eq(r.exit_code, 0, "%s: %s", convert, r.err);
     cp_run_release(&r);
-    char *om = fmt("%s/suggested.om", g_dir);
+    char *om = cp_t_path("suggested.om");
     cp_run_cli(&r, "info", om, "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     json_t *info = json_loads(r.out, 0, NULL);
@@ -149,7 +121,7 @@ Test(cli_suggest, a_change_that_breaks_a_constraint_is_marked_and_ranked_last)
 
 Test(cli_suggest, markdown_html_and_bad_input)
 {
-    char *md = fmt("%s/s.md", g_dir), *html = fmt("%s/s.html", g_dir);
+    char *md = cp_t_path("s.md"), *html = cp_t_path("s.html");
     struct cp_run r;
     cp_run_cli(&r, "suggest", g_trace, "-o", md, "--no-calibrate", NULL);
     cr_expect_eq(r.exit_code, 0, "%s", r.err);

@@ -4,9 +4,13 @@
  * --force, and one real pair where a model converted without its fusion
  * passes really is slower. */
 #include "core/core.h"
+#include "support/cli.h"
+#include "support/db.h"
 #include "support/hook_server.h"
 #include "support/run.h"
 #include "trace/trace.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <gsl/gsl_randist.h>
@@ -19,31 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir);
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(cli_validate, .init = setup, .fini = teardown);
-
-static char *path(const char *name)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_printf(&b, "%s/%s", g_dir, name);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
+TestSuite(cli_validate, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 struct fake_run {
     const char *model_hash;
@@ -59,11 +39,7 @@ struct fake_run {
 /* A trace with one bench run of normal latency samples. */
 static char *make_trace(const char *name, const struct fake_run *f)
 {
-    char *p = path(name);
-    struct cp_trace_store *s = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_open(p, &s, &d), CP_OK, "%s", d.msg);
+    char *p = cp_t_path(name);
     struct cp_trace_run_info info = {
         .kind = "bench",
         .model_path = "/models/m.om",
@@ -76,7 +52,10 @@ static char *make_trace(const char *name, const struct fake_run *f)
         .arena_bytes = f->arena_bytes ? f->arena_bytes : 1 << 20,
     };
     int64_t run;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK, "%s", d.msg);
+    struct cp_trace_store *s = cp_t_trace_store(p, &info, &run);
+    cr_assert_not_null(s);
+    struct cp_diag d;
+    cp_diag_init(&d);
     uint64_t *ns = calloc(f->n, sizeof *ns);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, f->seed);
@@ -107,14 +86,6 @@ static char *make_trace(const char *name, const struct fake_run *f)
     return p;
 }
 
-static json_t *json_of(const struct cp_run *r)
-{
-    json_error_t e;
-    json_t *j = json_loads(r->out, 0, &e);
-    cr_assert_not_null(j, "not JSON (%s): %s", e.text, r->out);
-    return j;
-}
-
 static const char *verdict_of(json_t *j, const char *metric)
 {
     json_t *m = json_object_get(json_object_get(j, "metrics"), metric);
@@ -133,7 +104,7 @@ Test(cli_validate, a_slower_after_is_a_regression_and_exits_1)
     struct cp_run r;
     cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--json", NULL);
     cr_assert_eq(r.exit_code, 1, "exit %d: %s %s", r.exit_code, r.out, r.err);
-    json_t *j = json_of(&r);
+    json_t *j = ct_json(r.out);
     cr_expect_str_eq(json_string_value(json_object_get(j, "verdict")), "regressed");
     cr_expect_str_eq(verdict_of(j, "latency"), "regressed");
     cr_expect_str_eq(verdict_of(j, "p99"), "regressed");
@@ -171,7 +142,7 @@ Test(cli_validate, same_distribution_is_unchanged_by_every_test)
         cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--statistical_test", tests[i],
                    "--json", NULL);
         cr_expect_eq(r.exit_code, 0, "%s: %s", tests[i], r.err);
-        json_t *j = json_of(&r);
+        json_t *j = ct_json(r.out);
         cr_expect_str_eq(verdict_of(j, "latency"), "unchanged", "%s", tests[i]);
         cr_expect_str_eq(verdict_of(j, "device_util"), "unchanged");
         cr_expect_str_eq(json_string_value(json_object_get(j, "test")), tests[i]);
@@ -212,7 +183,7 @@ Test(cli_validate, a_small_significant_change_is_unchanged_under_the_threshold)
     struct cp_run r;
     cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--json", NULL);
     cr_expect_eq(r.exit_code, 0, "%s", r.err);
-    json_t *j = json_of(&r);
+    json_t *j = ct_json(r.out);
     cr_expect_str_eq(verdict_of(j, "latency"), "unchanged");
     json_decref(j);
     cp_run_release(&r);
@@ -235,7 +206,7 @@ Test(cli_validate, memory_and_precision_regressions_fail_the_gate)
     struct cp_run r;
     cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--json", NULL);
     cr_expect_eq(r.exit_code, 1);
-    json_t *j = json_of(&r);
+    json_t *j = ct_json(r.out);
     cr_expect_str_eq(verdict_of(j, "memory"), "regressed");
     cr_expect_str_eq(verdict_of(j, "precision"), "unchanged");
     json_decref(j);
@@ -247,7 +218,7 @@ Test(cli_validate, memory_and_precision_regressions_fail_the_gate)
     cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--metrics", "latency,precision",
                "--json", NULL);
     cr_expect_eq(r.exit_code, 1, "%s", r.out);
-    j = json_of(&r);
+    j = ct_json(r.out);
     cr_expect_str_eq(verdict_of(j, "precision"), "regressed");
     json_decref(j);
     cp_run_release(&r);
@@ -262,7 +233,8 @@ Test(cli_validate, markdown_and_junit_outputs)
     struct fake_run b = a;
     b.mean_ms = 12;
     b.seed = 12;
-    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b), *junit = path("j.xml");
+    char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
+    char *junit = cp_t_path("j.xml");
     struct cp_run r;
     cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--markdown", "--junit", junit,
                NULL);
@@ -314,7 +286,8 @@ Test(cli_validate, bad_input_exits_2_and_names_the_problem)
 {
     struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 30, .seed = 14,
                          .precision_loss = -1};
-    char *pa = make_trace("a.db", &a), *missing = path("missing.db"), *empty = path("e.db");
+    char *pa = make_trace("a.db", &a), *missing = cp_t_path("missing.db");
+    char *empty = cp_t_path("e.db");
     struct cp_trace_store *s = NULL;
     cr_assert_eq(cp_trace_store_open(empty, &s, NULL), CP_OK);
     struct cp_trace_run_info info = {.kind = "run", .model_hash = "h"};
@@ -360,46 +333,24 @@ Test(cli_validate, bad_input_exits_2_and_names_the_problem)
 /* Convert the SD-like example (flags may be NULL) and bench it into a trace. */
 static char *bench_sd(const char *name, const char *flag)
 {
-    char model[2048], *om = path(name), *db = NULL;
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_printf(&b, "--model=%s", cp_example_model(model, sizeof model, "sd_unet_tiny"));
-    char *mflag = cp_buf_steal(&b);
-    cp_buf_printf(&b, "--output=%s", om);
-    char *oflag = cp_buf_steal(&b);
-    cp_buf_printf(&b, "%s.om", om);
-    char *omfile = cp_buf_steal(&b);
-    cp_buf_printf(&b, "%s.db", om);
-    db = cp_buf_steal(&b);
-    struct cp_run r;
-    cp_run_cli(&r, "convert", mflag, "--framework=5", oflag, flag, NULL);
-    cr_assert_eq(r.exit_code, 0, "%s", r.err);
-    cp_run_release(&r);
+    char *om = ct_convert_to("sd_unet_tiny", name, flag, NULL);
+    char *db = cp_t_fmt("%s/%s.db", cp_t_dir, name);
     /* One thread: a test running beside this one (ctest -j) then takes a
      * core, not a share of every iteration. */
-    cp_run_cli(&r, "bench", omfile, "-n", "30", "-w", "3", "--threads", "1", "--trace", db, NULL);
-    cr_assert_eq(r.exit_code, 0, "%s", r.err);
-    cp_run_release(&r);
-    free(mflag);
-    free(oflag);
-    free(omfile);
+    cr_assert(cp_t_bench_trace(om, db, "-n", "30", "-w", "3", "--threads", "1", NULL),
+              "bench --trace %s failed (see stderr)", db);
     free(om);
     return db;
 }
 
 Test(cli_validate, a_model_converted_without_fusion_really_is_slower, .timeout = 300)
 {
-    char *cfg = path("all_off.cfg");
-    cr_assert_eq(cp_file_write_atomic(cfg, "ALL:off\n", 8, NULL), CP_OK);
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_printf(&b, "--fusion_switch_file=%s", cfg);
-    char *flag = cp_buf_steal(&b);
+    char *flag = ct_switch_file("all_off.cfg", "ALL:off\n");
     char *fast = bench_sd("fused", NULL), *slow = bench_sd("unfused", flag);
     struct cp_run r;
     cp_run_cli(&r, "validate", "--before", fast, "--after", slow, "--json", NULL);
     cr_expect_eq(r.exit_code, 1, "%s %s", r.out, r.err);
-    json_t *j = json_of(&r);
+    json_t *j = ct_json(r.out);
     cr_expect_str_eq(verdict_of(j, "latency"), "regressed");
     cr_expect_str_eq(json_string_value(json_object_get(j, "verdict")), "regressed");
     json_decref(j);
@@ -408,7 +359,6 @@ Test(cli_validate, a_model_converted_without_fusion_really_is_slower, .timeout =
     cr_expect_eq(r.exit_code, 0, "%s %s", r.out, r.err);
     cr_expect(strstr(r.out, "improved") != NULL, "%s", r.out);
     cp_run_release(&r);
-    free(cfg);
     free(flag);
     free(fast);
     free(slow);
@@ -428,7 +378,7 @@ static void baseline_setup(struct baseline_fixture *f, int n_status, const int *
     struct fake_run b = a;
     b.mean_ms = 11.5;
     b.seed = 22;
-    f->kb = path("kb.sqlite");
+    f->kb = cp_t_path("kb.sqlite");
     f->fast = make_trace("release.db", &a);
     f->slow = make_trace("nightly.db", &b);
     struct cp_run r;
@@ -458,7 +408,7 @@ static json_t *validations(const char *kb)
     struct cp_run r;
     cp_run_cli(&r, "baseline", "show", "--service", "search", "--json", "--kb", kb, NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
-    json_t *j = json_of(&r);
+    json_t *j = ct_json(r.out);
     cp_run_release(&r);
     json_t *v = json_incref(json_object_get(j, "validations"));
     json_decref(j);
@@ -589,7 +539,7 @@ Test(cli_validate, a_noisy_service_history_raises_the_threshold, .timeout = 120)
     cp_run_cli(&r, "validate", "--baseline", "v3.2", "--service", "search", "--trace", p, "--kb",
                f.kb, "--json", NULL);
     cr_expect_eq(r.exit_code, 0, "%s %s", r.out, r.err);
-    json_t *j = json_of(&r);
+    json_t *j = ct_json(r.out);
     cr_expect_eq(json_integer_value(json_object_get(j, "noise_runs")), 9);
     double floor = json_number_value(json_object_get(j, "noise_floor_pct"));
     cr_expect(floor > 4.0, "noise floor %g%%", floor);

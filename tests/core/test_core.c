@@ -1,6 +1,7 @@
 /* core: string buffers, diagnostics, status mapping, files, hashing and the
  * small text helpers. */
 #include "core/core.h"
+#include "support/cli.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
@@ -13,21 +14,9 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    cr_assert_not_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void write_file(const char *path, const void *data, size_t len)
 {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "cannot create %s", path);
-    cr_assert_eq(fwrite(data, 1, len, f), len);
-    cr_assert_eq(fclose(f), 0);
+    cr_assert(cp_t_write_file(path, data, len), "cannot write %s (see stderr)", path);
 }
 
 /* Names in `dir` other than "." and "..", joined with '|' into out. */
@@ -239,7 +228,7 @@ Test(core_file, write_atomic_writes_content)
 {
     char *dir = cp_scratch_dir();
     cr_assert_not_null(dir);
-    char *path = join(dir, "out.bin");
+    char *path = cp_t_fmt("%s/out.bin", dir);
     struct cp_diag d;
     cp_diag_init(&d);
     const char content[] = "first content\0with nul";
@@ -264,7 +253,7 @@ Test(core_file, write_atomic_replaces_existing_file_and_leaves_no_temporaries)
 {
     char *dir = cp_scratch_dir();
     cr_assert_not_null(dir);
-    char *path = join(dir, "model.om");
+    char *path = cp_t_fmt("%s/model.om", dir);
     write_file(path, "old content that is longer than the new one", 44);
 
     struct cp_diag d;
@@ -297,8 +286,8 @@ Test(core_file, write_atomic_into_missing_folder_fails_cleanly)
 {
     char *dir = cp_scratch_dir();
     cr_assert_not_null(dir);
-    char *missing = join(dir, "no_such_folder");
-    char *path = join(missing, "x.om");
+    char *missing = cp_t_fmt("%s/no_such_folder", dir);
+    char *path = cp_t_fmt("%s/x.om", missing);
     struct cp_diag d;
     cp_diag_init(&d);
     enum cp_status st = cp_file_write_atomic(path, "data", 4, &d);
@@ -319,7 +308,7 @@ Test(core_file, read_of_missing_file_names_the_path)
 {
     char *dir = cp_scratch_dir();
     cr_assert_not_null(dir);
-    char *path = join(dir, "absent.onnx");
+    char *path = cp_t_fmt("%s/absent.onnx", dir);
     struct cp_diag d;
     cp_diag_init(&d);
     uint8_t *data = (uint8_t *)"sentinel";
@@ -352,7 +341,7 @@ Test(core_file, mmap_maps_whole_file_read_only)
 {
     char *dir = cp_scratch_dir();
     cr_assert_not_null(dir);
-    char *path = join(dir, "blob");
+    char *path = cp_t_fmt("%s/blob", dir);
     uint8_t content[10000];
     for (size_t i = 0; i < sizeof content; i++)
         content[i] = (uint8_t)(i * 7 + 3);
@@ -377,7 +366,7 @@ Test(core_file, mmap_of_empty_file_is_null_and_zero)
 {
     char *dir = cp_scratch_dir();
     cr_assert_not_null(dir);
-    char *path = join(dir, "empty");
+    char *path = cp_t_fmt("%s/empty", dir);
     write_file(path, "", 0);
     struct cp_diag d;
     cp_diag_init(&d);

@@ -5,6 +5,8 @@
  * validations (recorded, listed newest first, kept after their baseline is
  * removed), and two processes writing one file at the same time. */
 #include "knowledge/kb.h"
+#include "support/cli.h"
+#include "support/db.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
@@ -18,41 +20,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *dir;
-
-static void setup(void)
-{
-    dir = cp_scratch_dir();
-    cr_assert_not_null(dir);
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(dir);
-    free(dir);
-}
-
-TestSuite(kb, .init = setup, .fini = teardown);
+TestSuite(kb, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static char *path_in(const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    cr_assert_not_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static struct cp_kb *open_kb(const char *path)
 {
-    struct cp_kb *kb = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    enum cp_status st = cp_kb_open(path, &kb, &d);
-    cr_assert_eq(st, CP_OK, "open %s: %s", path, d.msg);
-    cr_assert_not_null(kb);
+    struct cp_kb *kb = cp_t_kb(path);
+    cr_assert_not_null(kb, "open %s (see stderr)", path);
     return kb;
 }
 
@@ -72,12 +47,8 @@ static struct cp_diag open_fails(const char *path, enum cp_status want)
 
 static int64_t q_int_db(sqlite3 *db, const char *sql)
 {
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
-                 sqlite3_errmsg(db));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s returned no row", sql);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    int64_t v = 0;
+    cr_assert(cp_t_sql_int(db, sql, &v), "%s (see stderr)", sql);
     return v;
 }
 
@@ -86,27 +57,18 @@ static int64_t q_int(struct cp_kb *kb, const char *sql)
     return q_int_db(cp_kb_db(kb), sql);
 }
 
+/* The text of a one-value query ("" for SQL NULL). */
 static char *q_text(struct cp_kb *kb, const char *sql)
 {
-    sqlite3 *db = cp_kb_db(kb);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sql);
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s returned no row", sql);
-    const unsigned char *t = sqlite3_column_text(st, 0);
-    char *s = strdup(t ? (const char *)t : "");
-    sqlite3_finalize(st);
-    return s;
+    char *v = NULL;
+    cr_assert(cp_t_sql_text(cp_kb_db(kb), sql, &v), "%s (see stderr)", sql);
+    return v ? v : strdup("");
 }
 
 /* Run SQL on a separate raw connection (as another program would). */
 static void raw_exec(const char *path, const char *sql)
 {
-    sqlite3 *db = NULL;
-    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
-    char *err = NULL;
-    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &err), SQLITE_OK, "%s: %s", sql,
-                 err ? err : "?");
-    sqlite3_close(db);
+    cr_assert(cp_t_sql_exec(path, sql), "%s: %s (see stderr)", path, sql);
 }
 
 /* Figures as cp_trace_store_run_metrics would give them: n latency
@@ -178,7 +140,7 @@ static struct cp_diag get_fails(struct cp_kb *kb, const char *service, const cha
 
 Test(kb, open_creates_folders_schema_and_wal)
 {
-    char *path = path_in("a/b/c/kb.sqlite");
+    char *path = cp_t_path("a/b/c/kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     cr_assert_str_eq(cp_kb_path(kb), path);
     cr_assert(cp_path_exists(path));
@@ -201,7 +163,7 @@ Test(kb, open_creates_folders_schema_and_wal)
 
 Test(kb, reopen_keeps_data_and_does_not_migrate_again)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     uint64_t lat[8], dev[8];
     struct cp_run_metrics m = metrics(8, 1000, 10, true, lat, dev);
     struct cp_kb *kb = open_kb(path);
@@ -221,11 +183,11 @@ Test(kb, reopen_keeps_data_and_does_not_migrate_again)
 
 Test(kb, refuses_a_trace_store)
 {
-    char *path = path_in("t.db");
-    struct cp_trace_store *s = NULL;
+    char *path = cp_t_path("t.db");
+    struct cp_trace_store *s = cp_t_trace_store(path, NULL, NULL);
+    cr_assert_not_null(s);
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
     cp_trace_store_close(s);
     d = open_fails(path, CP_ERR_INVALID);
     cr_assert(strstr(d.msg, path) && strstr(d.msg, "trace store"), "%s", d.msg);
@@ -239,7 +201,7 @@ Test(kb, refuses_a_trace_store)
 
 Test(kb, refuses_a_foreign_sqlite_database_and_leaves_it_untouched)
 {
-    char *path = path_in("other.sqlite");
+    char *path = cp_t_path("other.sqlite");
     raw_exec(path, "CREATE TABLE users(id INTEGER); INSERT INTO users VALUES (7);");
     struct cp_diag d = open_fails(path, CP_ERR_INVALID);
     cr_assert(strstr(d.msg, path) && strstr(d.msg, "not a cannprof knowledge base"), "%s", d.msg);
@@ -251,7 +213,7 @@ Test(kb, refuses_a_foreign_sqlite_database_and_leaves_it_untouched)
     sqlite3_close(db);
 
     /* Another program's application_id, even with no tables. */
-    char *tagged = path_in("tagged.sqlite");
+    char *tagged = cp_t_path("tagged.sqlite");
     raw_exec(tagged, "PRAGMA application_id = 1234;");
     d = open_fails(tagged, CP_ERR_INVALID);
     cr_assert(strstr(d.msg, "0x000004d2"), "%s", d.msg);
@@ -261,21 +223,21 @@ Test(kb, refuses_a_foreign_sqlite_database_and_leaves_it_untouched)
 
 Test(kb, refuses_a_file_that_is_not_sqlite_and_a_directory)
 {
-    char *path = path_in("notes.txt");
+    char *path = cp_t_path("notes.txt");
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f);
     fputs("these are not the droids\n", f);
     fclose(f);
     struct cp_diag d = open_fails(path, CP_ERR_INVALID);
     cr_assert(strstr(d.msg, path) && strstr(d.msg, "not a SQLite file"), "%s", d.msg);
-    d = open_fails(dir, CP_ERR_INVALID);
+    d = open_fails(cp_t_dir, CP_ERR_INVALID);
     cr_assert(strstr(d.msg, "is a directory"), "%s", d.msg);
     free(path);
 }
 
 Test(kb, refuses_a_newer_schema_version)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     cp_kb_close(open_kb(path));
     raw_exec(path, "PRAGMA user_version = 99;");
     struct cp_diag d = open_fails(path, CP_ERR_VERSION);
@@ -285,7 +247,7 @@ Test(kb, refuses_a_newer_schema_version)
 
 Test(kb, an_empty_file_becomes_a_knowledge_base)
 {
-    char *path = path_in("empty.sqlite");
+    char *path = cp_t_path("empty.sqlite");
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f);
     fclose(f);
@@ -297,11 +259,11 @@ Test(kb, an_empty_file_becomes_a_knowledge_base)
 
 Test(kb, a_folder_that_cannot_be_created_is_an_environment_error)
 {
-    char *file = path_in("plain");
+    char *file = cp_t_path("plain");
     FILE *f = fopen(file, "w");
     cr_assert_not_null(f);
     fclose(f);
-    char *path = path_in("plain/sub/kb.sqlite");
+    char *path = cp_t_path("plain/sub/kb.sqlite");
     struct cp_diag d = open_fails(path, CP_ERR_INTERNAL);
     cr_assert(strstr(d.msg, "cannot create the folder"), "%s", d.msg);
     cr_assert_eq(cp_status_exit_code(d.status), 3);
@@ -335,10 +297,10 @@ Test(kb, default_path_follows_xdg_data_home_then_home)
 
 Test(kb, open_with_null_uses_the_default_path)
 {
-    char *xdg = path_in("xdg");
+    char *xdg = cp_t_path("xdg");
     setenv("XDG_DATA_HOME", xdg, 1);
     struct cp_kb *kb = open_kb(NULL);
-    char *want = path_in("xdg/cannprof/kb.sqlite");
+    char *want = cp_t_path("xdg/cannprof/kb.sqlite");
     cr_assert_str_eq(cp_kb_path(kb), want);
     cp_kb_close(kb);
     cr_assert(cp_path_exists(want));
@@ -353,7 +315,7 @@ Test(kb, open_with_null_uses_the_default_path)
 
 Test(kb, set_get_latest_list_remove)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     uint64_t lat[16], dev[16];
     struct cp_run_metrics m1 = metrics(16, 1000000, 1000, true, lat, dev);
@@ -452,7 +414,7 @@ Test(kb, set_get_latest_list_remove)
 
 Test(kb, not_found_names_the_service_and_its_tags)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     struct cp_diag d = get_fails(kb, "api", NULL, CP_ERR_INVALID);
     cr_assert(strstr(d.msg, "'api'") && strstr(d.msg, "no baselines") &&
@@ -473,7 +435,7 @@ Test(kb, not_found_names_the_service_and_its_tags)
 
 Test(kb, duplicate_tag_is_refused_and_replace_overwrites)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     uint64_t lat[4], dev[4], lat2[6], dev2[6];
     struct cp_run_metrics m = metrics(4, 100, 1, false, lat, dev);
@@ -512,7 +474,7 @@ Test(kb, duplicate_tag_is_refused_and_replace_overwrites)
 
 Test(kb, automatic_tags_count_up_and_are_never_reused)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     uint64_t lat[2], dev[2];
     struct cp_run_metrics m = metrics(2, 100, 1, false, lat, dev);
@@ -545,7 +507,7 @@ Test(kb, automatic_tags_count_up_and_are_never_reused)
 
 Test(kb, samples_round_trip_exactly)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     enum { N = 1000 };
     uint64_t lat[N], dev[N];
@@ -588,7 +550,7 @@ Test(kb, samples_round_trip_exactly)
 
 Test(kb, damaged_samples_are_reported_not_trusted)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     uint64_t lat[20], dev[20];
     struct cp_run_metrics m = metrics(20, 100, 1, true, lat, dev);
@@ -620,7 +582,7 @@ Test(kb, damaged_samples_are_reported_not_trusted)
 
 Test(kb, names_are_checked)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     uint64_t lat[2], dev[2];
     struct cp_run_metrics m = metrics(2, 100, 1, false, lat, dev);
@@ -659,7 +621,7 @@ Test(kb, names_are_checked)
 
 Test(kb, validations_are_recorded_and_listed_newest_first)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     uint64_t lat[2], dev[2];
     struct cp_run_metrics m = metrics(2, 100, 1, false, lat, dev);
@@ -765,7 +727,7 @@ static void child_inserts(const char *path, int n)
 
 Test(kb, two_processes_write_one_file_at_once)
 {
-    char *path = path_in("shared/kb.sqlite");
+    char *path = cp_t_path("shared/kb.sqlite");
     enum { PER_CHILD = 40 };
     fflush(NULL);
     pid_t pids[2];

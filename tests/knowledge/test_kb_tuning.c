@@ -7,6 +7,9 @@
 #include "atc_bridge/convert.h"
 #include "knowledge/kb_internal.h"
 #include "knowledge/kb_tuning.h"
+#include "support/cli.h"
+#include "support/db.h"
+#include "support/examples.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
@@ -19,74 +22,30 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *dir;
-
-static void setup(void)
-{
-    dir = cp_scratch_dir();
-    cr_assert_not_null(dir);
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(dir);
-    free(dir);
-}
-
-TestSuite(kb_tuning, .init = setup, .fini = teardown);
+TestSuite(kb_tuning, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static char *path_in(const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    cr_assert_not_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static struct cp_kb *open_kb(const char *path)
 {
-    struct cp_kb *kb = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_kb_open(path, &kb, &d), CP_OK, "open %s: %s", path, d.msg);
+    struct cp_kb *kb = cp_t_kb(path);
+    cr_assert_not_null(kb, "open %s (see stderr)", path);
     return kb;
 }
 
 static int64_t q_int(struct cp_kb *kb, const char *sql)
 {
-    sqlite3 *db = cp_kb_db(kb);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
-                 sqlite3_errmsg(db));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s returned no row", sql);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    int64_t v = 0;
+    cr_assert(cp_t_sql_int(cp_kb_db(kb), sql, &v), "%s (see stderr)", sql);
     return v;
 }
 
 /* Import an example model as the tuner would fingerprint it. */
 static void fingerprint(const char *name, struct cp_kb_fingerprint *fp)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/examples/models/%s.onnx", CP_SOURCE_DIR, name);
-    struct cp_graph *g = NULL;
-    char hash[33];
     struct cp_diag d;
     cp_diag_init(&d);
-    enum cp_status st = cp_onnx_import(path, NULL, 0, &g, hash, &d);
-    if (st == CP_OK)
-        st = cp_graph_verify(g, &d);
-    if (st == CP_OK)
-        st = cp_graph_compact(g, &d);
-    if (st == CP_OK)
-        st = cp_graph_infer(g, &d);
-    if (st == CP_OK)
-        st = cp_kb_fingerprint_graph(g, hash, name, fp, &d);
-    cp_graph_free(g);
-    cr_assert_eq(st, CP_OK, "%s: %s", name, d.msg);
+    cr_assert_eq(cp_ex_fingerprint(name, fp, &d), CP_OK, "%s: %s", name, d.msg);
 }
 
 static int64_t model_row(struct cp_kb *kb, const struct cp_kb_fingerprint *fp)
@@ -275,7 +234,7 @@ Test(kb_tuning, similarity_is_one_for_itself_and_closer_for_the_same_family)
 
 Test(kb_tuning, models_and_hardware_round_trip_and_upsert_once)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     struct cp_kb_fingerprint sd, back;
     fingerprint("sd_unet_tiny", &sd);
@@ -312,7 +271,7 @@ Test(kb_tuning, models_and_hardware_round_trip_and_upsert_once)
 
 Test(kb_tuning, a_version_1_file_is_migrated_and_keeps_its_baselines)
 {
-    char *path = path_in("old.sqlite");
+    char *path = cp_t_path("old.sqlite");
     struct cp_kb *kb = NULL;
     struct cp_diag d;
     cp_diag_init(&d);
@@ -349,7 +308,7 @@ Test(kb_tuning, a_version_1_file_is_migrated_and_keeps_its_baselines)
 
 Test(kb_tuning, sessions_candidates_and_measurements_round_trip)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     struct cp_kb_fingerprint sd;
     fingerprint("sd_unet_tiny", &sd);
@@ -483,7 +442,7 @@ static void child_tunes(const char *path, const char *key)
 
 Test(kb_tuning, two_tuners_record_into_one_file_at_once)
 {
-    char *path = path_in("shared/kb.sqlite");
+    char *path = cp_t_path("shared/kb.sqlite");
     fflush(NULL);
     pid_t pids[2];
     for (int i = 0; i < 2; i++) {
@@ -515,7 +474,7 @@ Test(kb_tuning, two_tuners_record_into_one_file_at_once)
 
 Test(kb_tuning, the_query_ranks_what_held_on_similar_models_first)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     struct cp_kb_fingerprint sd, rn, query;
     fingerprint("sd_unet_tiny", &sd);
@@ -584,7 +543,7 @@ Test(kb_tuning, the_query_ranks_what_held_on_similar_models_first)
 
 Test(kb_tuning, recording_a_delta_again_in_a_session_replaces_its_outcome)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     struct cp_kb_fingerprint sd;
     fingerprint("sd_unet_tiny", &sd);
@@ -617,10 +576,7 @@ static char *export_text(struct cp_kb *kb)
 
 static void write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    cr_assert(cp_t_write_file(path, text, strlen(text)), "cannot write %s (see stderr)", path);
 }
 
 static const char *const TABLES[] = {"models",     "hardware",     "sessions",
@@ -629,8 +585,8 @@ static const char *const TABLES[] = {"models",     "hardware",     "sessions",
 
 Test(kb_tuning, export_then_import_reproduces_the_knowledge_base_once)
 {
-    char *src_path = path_in("a.sqlite"), *dst_path = path_in("b.sqlite");
-    char *file = path_in("kb.jsonl");
+    char *src_path = cp_t_path("a.sqlite"), *dst_path = cp_t_path("b.sqlite");
+    char *file = cp_t_path("kb.jsonl");
     struct cp_kb *src = open_kb(src_path);
     struct cp_kb_fingerprint sd, rn;
     fingerprint("sd_unet_tiny", &sd);
@@ -693,7 +649,7 @@ Test(kb_tuning, export_then_import_reproduces_the_knowledge_base_once)
 
 Test(kb_tuning, import_errors_name_the_line_and_import_nothing)
 {
-    char *path = path_in("kb.sqlite"), *file = path_in("bad.jsonl");
+    char *path = cp_t_path("kb.sqlite"), *file = cp_t_path("bad.jsonl");
     struct cp_kb *kb = open_kb(path);
     struct cp_diag d;
     size_t added = 7;
@@ -733,7 +689,7 @@ Test(kb_tuning, import_errors_name_the_line_and_import_nothing)
     cr_assert_eq(cp_kb_import_jsonl(kb, file, &added, &d), CP_ERR_INVALID);
     cr_assert(strstr(d.msg, "'n' is 3"), "%s", d.msg);
 
-    char *missing = path_in("none.jsonl");
+    char *missing = cp_t_path("none.jsonl");
     cp_diag_init(&d);
     cr_assert_neq(cp_kb_import_jsonl(kb, missing, &added, &d), CP_OK);
     cr_assert(strstr(d.msg, "none.jsonl"), "%s", d.msg);
@@ -747,7 +703,7 @@ Test(kb_tuning, import_errors_name_the_line_and_import_nothing)
 
 Test(kb_tuning, a_card_has_its_sections_and_figures)
 {
-    char *path = path_in("kb.sqlite");
+    char *path = cp_t_path("kb.sqlite");
     struct cp_kb *kb = open_kb(path);
     struct cp_kb_fingerprint sd, rn;
     fingerprint("sd_unet_tiny", &sd);
@@ -794,8 +750,8 @@ Test(kb_tuning, a_card_has_its_sections_and_figures)
 
 Test(kb_tuning, an_import_refreshes_a_session_exported_while_running)
 {
-    char *src_path = path_in("a.sqlite"), *dst_path = path_in("b.sqlite");
-    char *early = path_in("early.jsonl"), *late = path_in("late.jsonl");
+    char *src_path = cp_t_path("a.sqlite"), *dst_path = cp_t_path("b.sqlite");
+    char *early = cp_t_path("early.jsonl"), *late = cp_t_path("late.jsonl");
     struct cp_kb *src = open_kb(src_path), *dst = open_kb(dst_path);
     struct cp_kb_fingerprint sd;
     fingerprint("sd_unet_tiny", &sd);

@@ -6,13 +6,15 @@
  * cache folder cannot be created. Magnitudes are never asserted: only > 0. */
 #include "core/core.h"
 #include "rules/calibrate.h"
+#include "support/cli.h"
 #include "support/run.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,35 +24,7 @@
 /* Small, so a measurement takes well under a second. */
 #define BUDGET_MS 10
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(calibrate, .init = setup, .fini = teardown);
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
+TestSuite(calibrate, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 static bool positive_finite(double v)
 {
@@ -98,14 +72,6 @@ static void assert_same_figures(const struct cp_machine *a, const struct cp_mach
     cr_assert_str_eq(a->measured_at, b->measured_at);
     cr_assert_str_eq(a->cache_key, b->cache_key);
     cr_assert_str_eq(a->impl_f32, b->impl_f32);
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
 }
 
 /* ---- measuring ------------------------------------------------------------ */
@@ -201,13 +167,13 @@ Test(calibrate, peak_and_ridge_follow_threads_and_dtype)
 Test(calibrate, cache_round_trip_gives_the_same_numbers)
 {
     struct cp_machine a, b;
-    calibrate_in(g_dir, false, &a);
+    calibrate_in(cp_t_dir, false, &a);
     cr_assert_str_eq(a.source, "measured");
     cr_assert_str_eq(a.cache_note, "");
-    char *want = fmt("%s/calibration-%s.json", g_dir, a.cache_key);
+    char *want = cp_t_fmt("%s/calibration-%s.json", cp_t_dir, a.cache_key);
     cr_assert_str_eq(a.cache_path, want);
     cr_assert(cp_path_exists(want));
-    calibrate_in(g_dir, false, &b);
+    calibrate_in(cp_t_dir, false, &b);
     cr_assert_str_eq(b.source, "cache");
     cr_assert_str_eq(b.cache_path, want);
     assert_same_figures(&a, &b);
@@ -222,7 +188,7 @@ Test(calibrate, cache_round_trip_gives_the_same_numbers)
 Test(calibrate, cache_file_is_json_with_a_schema_version)
 {
     struct cp_machine a;
-    calibrate_in(g_dir, false, &a);
+    calibrate_in(cp_t_dir, false, &a);
     json_error_t err;
     json_t *o = json_load_file(a.cache_path, 0, &err);
     cr_assert_not_null(o, "%s: %s", a.cache_path, err.text);
@@ -238,11 +204,11 @@ Test(calibrate, cache_file_is_json_with_a_schema_version)
 Test(calibrate, force_measures_again_and_rewrites_the_cache)
 {
     struct cp_machine a, b, c;
-    calibrate_in(g_dir, false, &a);
-    calibrate_in(g_dir, true, &b);
+    calibrate_in(cp_t_dir, false, &a);
+    calibrate_in(cp_t_dir, true, &b);
     cr_assert_str_eq(b.source, "measured");
     cr_assert_str_eq(b.cache_path, a.cache_path);
-    calibrate_in(g_dir, false, &c);
+    calibrate_in(cp_t_dir, false, &c);
     cr_assert_str_eq(c.source, "cache");
     assert_same_figures(&b, &c);
 }
@@ -251,13 +217,13 @@ Test(calibrate, corrupt_cache_file_is_measured_again_and_replaced)
 {
     struct cp_machine id, a, b;
     cp_machine_detect(&id);
-    char *path = fmt("%s/calibration-%s.json", g_dir, id.cache_key);
-    write_text(path, "{\"schema\": \"cannprof-calibration\", \"schema_version\": 1, \"peak");
-    calibrate_in(g_dir, false, &a);
+    char *path = cp_t_fmt("%s/calibration-%s.json", cp_t_dir, id.cache_key);
+    ct_write_text(path, "{\"schema\": \"cannprof-calibration\", \"schema_version\": 1, \"peak");
+    calibrate_in(cp_t_dir, false, &a);
     cr_assert_str_eq(a.source, "measured");
     cr_assert(strstr(a.cache_note, "does not parse"), "note '%s'", a.cache_note);
     cr_assert(positive_finite(a.peak_flops_f32));
-    calibrate_in(g_dir, false, &b);
+    calibrate_in(cp_t_dir, false, &b);
     cr_assert_str_eq(b.source, "cache");
     assert_same_figures(&a, &b);
     free(path);
@@ -266,14 +232,14 @@ Test(calibrate, corrupt_cache_file_is_measured_again_and_replaced)
 Test(calibrate, cache_file_with_implausible_figures_is_replaced)
 {
     struct cp_machine a, b;
-    calibrate_in(g_dir, false, &a);
+    calibrate_in(cp_t_dir, false, &a);
     /* The same file with a negative bandwidth. */
     json_t *o = json_load_file(a.cache_path, 0, NULL);
     cr_assert_not_null(o);
     json_object_set_new(o, "mem_bw", json_real(-1.0));
     cr_assert_eq(json_dump_file(o, a.cache_path, 0), 0);
     json_decref(o);
-    calibrate_in(g_dir, false, &b);
+    calibrate_in(cp_t_dir, false, &b);
     cr_assert_str_eq(b.source, "measured");
     cr_assert(strstr(b.cache_note, "mem_bw"), "note '%s'", b.cache_note);
     cr_assert(positive_finite(b.mem_bw));
@@ -282,12 +248,12 @@ Test(calibrate, cache_file_with_implausible_figures_is_replaced)
 Test(calibrate, foreign_or_newer_cache_file_is_measured_again)
 {
     struct cp_machine a, b, c;
-    calibrate_in(g_dir, false, &a);
+    calibrate_in(cp_t_dir, false, &a);
     json_t *o = json_load_file(a.cache_path, 0, NULL);
     cr_assert_not_null(o);
     json_object_set_new(o, "cpu_model", json_string("Some Other CPU 9000"));
     cr_assert_eq(json_dump_file(o, a.cache_path, 0), 0);
-    calibrate_in(g_dir, false, &b);
+    calibrate_in(cp_t_dir, false, &b);
     cr_assert_str_eq(b.source, "measured");
     cr_assert(strstr(b.cache_note, "another machine"), "note '%s'", b.cache_note);
     cr_assert_str_eq(b.cpu_model, a.cpu_model);
@@ -296,26 +262,26 @@ Test(calibrate, foreign_or_newer_cache_file_is_measured_again)
     json_object_set_new(o, "schema_version", json_integer(CP_CALIBRATE_SCHEMA_VERSION + 1));
     cr_assert_eq(json_dump_file(o, a.cache_path, 0), 0);
     json_decref(o);
-    calibrate_in(g_dir, false, &c);
+    calibrate_in(cp_t_dir, false, &c);
     cr_assert_str_eq(c.source, "measured");
     cr_assert(strstr(c.cache_note, "schema_version"), "note '%s'", c.cache_note);
 }
 
 Test(calibrate, xdg_cache_home_is_the_default_location)
 {
-    char *xdg = fmt("%s/xdg", g_dir);
+    char *xdg = cp_t_path("xdg");
     cr_assert_eq(setenv("XDG_CACHE_HOME", xdg, 1), 0);
     struct cp_machine m;
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_calibrate_options o = {.budget_ms = BUDGET_MS};
     cr_assert_eq(cp_calibrate_run(&o, &m, &d), CP_OK, "%s", d.msg);
-    char *want = fmt("%s/cannprof/calibration-%s.json", xdg, m.cache_key);
+    char *want = cp_t_fmt("%s/cannprof/calibration-%s.json", xdg, m.cache_key);
     cr_assert_str_eq(m.cache_path, want);
     cr_assert(cp_path_exists(want));
     char dir[1024];
     cr_assert_eq(cp_calibrate_cache_dir(NULL, dir, sizeof dir, &d), CP_OK);
-    char *want_dir = fmt("%s/cannprof", xdg);
+    char *want_dir = cp_t_fmt("%s/cannprof", xdg);
     cr_assert_str_eq(dir, want_dir);
     free(want_dir);
     free(want);
@@ -324,14 +290,14 @@ Test(calibrate, xdg_cache_home_is_the_default_location)
 
 Test(calibrate, home_cache_is_used_without_an_absolute_xdg_cache_home)
 {
-    char *home = fmt("%s/home", g_dir);
+    char *home = cp_t_path("home");
     cr_assert_eq(setenv("HOME", home, 1), 0);
     cr_assert_eq(setenv("XDG_CACHE_HOME", "relative/cache", 1), 0);
     char dir[1024];
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_calibrate_cache_dir(NULL, dir, sizeof dir, &d), CP_OK, "%s", d.msg);
-    char *want = fmt("%s/.cache/cannprof", home);
+    char *want = cp_t_fmt("%s/.cache/cannprof", home);
     cr_assert_str_eq(dir, want);
     cr_assert_eq(unsetenv("XDG_CACHE_HOME"), 0);
     cr_assert_eq(cp_calibrate_cache_dir(NULL, dir, sizeof dir, &d), CP_OK);
@@ -345,9 +311,9 @@ Test(calibrate, home_cache_is_used_without_an_absolute_xdg_cache_home)
 
 Test(calibrate, cache_folder_that_cannot_be_created_is_an_io_error)
 {
-    char *file = fmt("%s/a-file", g_dir);
-    write_text(file, "not a folder\n");
-    char *dir = fmt("%s/cache", file);
+    char *file = cp_t_path("a-file");
+    ct_write_text(file, "not a folder\n");
+    char *dir = cp_t_fmt("%s/cache", file);
     struct cp_machine m;
     struct cp_diag d;
     cp_diag_init(&d);
@@ -371,16 +337,13 @@ static json_t *run_json(struct cp_run *r, const char *dir, const char *extra)
     else
         cp_run_cli(r, "calibrate", "--json", "--cache-dir", dir, "--budget-ms", budget, NULL);
     cr_assert_eq(r->exit_code, 0, "exit %d: %s", r->exit_code, r->err);
-    json_error_t err;
-    json_t *o = json_loads(r->out, 0, &err);
-    cr_assert_not_null(o, "not JSON (%s): %s", err.text, r->out);
-    return o;
+    return ct_json(r->out);
 }
 
 Test(calibrate, cli_json_has_every_figure_and_says_where_it_came_from)
 {
     struct cp_run r;
-    json_t *o = run_json(&r, g_dir, NULL);
+    json_t *o = run_json(&r, cp_t_dir, NULL);
     static const char *const nums[] = {"peak_flops_f32", "peak_flops_f32_1t", "mem_bw"};
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
         json_t *v = json_object_get(o, nums[i]);
@@ -410,13 +373,13 @@ Test(calibrate, cli_json_has_every_figure_and_says_where_it_came_from)
     json_decref(o);
     cp_run_release(&r);
 
-    o = run_json(&r, g_dir, NULL);
+    o = run_json(&r, cp_t_dir, NULL);
     cr_assert_str_eq(json_string_value(json_object_get(o, "source")), "cache");
     cr_assert_eq(json_number_value(json_object_get(o, "mem_bw")), bw);
     json_decref(o);
     cp_run_release(&r);
 
-    o = run_json(&r, g_dir, "--force");
+    o = run_json(&r, cp_t_dir, "--force");
     cr_assert_str_eq(json_string_value(json_object_get(o, "source")), "measured");
     json_decref(o);
     cp_run_release(&r);
@@ -425,17 +388,17 @@ Test(calibrate, cli_json_has_every_figure_and_says_where_it_came_from)
 Test(calibrate, cli_text_names_peaks_bandwidth_ridge_and_cache)
 {
     struct cp_run r;
-    cp_run_cli(&r, "calibrate", "--cache-dir", g_dir, "--budget-ms", "10", NULL);
+    cp_run_cli(&r, "calibrate", "--cache-dir", cp_t_dir, "--budget-ms", "10", NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
     static const char *const want[] = {"cpu:", "isa:",   "fp32 peak:", "GFLOP/s", "bf16 peak:",
                                        "GB/s", "ridge:", "FLOP/byte",  "source:", "measured now"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         cr_assert(strstr(r.out, want[i]), "'%s' missing from:\n%s", want[i], r.out);
-    cr_assert(strstr(r.out, g_dir), "the cache path is printed:\n%s", r.out);
+    cr_assert(strstr(r.out, cp_t_dir), "the cache path is printed:\n%s", r.out);
     if (!cpuinfo_has_bf16())
         cr_assert(strstr(r.out, "no native bf16"), "%s", r.out);
     cp_run_release(&r);
-    cp_run_cli(&r, "calibrate", "--cache-dir", g_dir, NULL);
+    cp_run_cli(&r, "calibrate", "--cache-dir", cp_t_dir, NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
     cr_assert(strstr(r.out, "source:     cache"), "%s", r.out);
     cp_run_release(&r);
@@ -443,9 +406,9 @@ Test(calibrate, cli_text_names_peaks_bandwidth_ridge_and_cache)
 
 Test(calibrate, cli_named_cache_folder_that_cannot_be_created_exits_2)
 {
-    char *file = fmt("%s/a-file", g_dir);
-    write_text(file, "x\n");
-    char *dir = fmt("%s/sub", file);
+    char *file = cp_t_path("a-file");
+    ct_write_text(file, "x\n");
+    char *dir = cp_t_fmt("%s/sub", file);
     struct cp_run r;
     cp_run_cli(&r, "calibrate", "--cache-dir", dir, NULL);
     cr_assert_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
@@ -459,8 +422,8 @@ Test(calibrate, cli_named_cache_folder_that_cannot_be_created_exits_2)
 
 Test(calibrate, cli_default_cache_folder_that_cannot_be_created_exits_3)
 {
-    char *file = fmt("%s/a-file", g_dir);
-    write_text(file, "x\n");
+    char *file = cp_t_path("a-file");
+    ct_write_text(file, "x\n");
     cr_assert_eq(setenv("XDG_CACHE_HOME", file, 1), 0); /* inherited by the child */
     struct cp_run r;
     cp_run_cli(&r, "calibrate", NULL);

@@ -11,46 +11,23 @@
  * their ONNX node names when the passes are off, none of them when on.
  * Nothing asserts on time. */
 #include "rules/features.h"
+#include "support/cli.h"
+#include "support/db.h"
 #include "support/run.h"
 #include "trace/perf.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir);
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-}
-
-TestSuite(features, .init = setup, .fini = teardown, .timeout = 600);
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    return cp_buf_steal(&b);
-}
+TestSuite(features, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 600);
 
 #define EPS 1e-9
 
@@ -107,7 +84,7 @@ static const uint64_t K_NS[4] = {40000, 5000, 8000, 30000};
 /* Write the store; `perf` adds perf counters. Returns its path. */
 static char *hand_store(bool perf)
 {
-    char *path = fmt("%s/hand.db", g_dir);
+    char *path = cp_t_path("hand.db");
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_trace_store *s;
@@ -421,11 +398,11 @@ Test(features, names_and_json)
 
 Test(features, store_without_runs_is_invalid_input)
 {
-    char *path = fmt("%s/empty.db", g_dir);
+    char *path = cp_t_path("empty.db");
+    struct cp_trace_store *s = cp_t_trace_store(path, NULL, NULL);
+    cr_assert_not_null(s);
     struct cp_diag d;
     cp_diag_init(&d);
-    struct cp_trace_store *s;
-    cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
     struct cp_features *f = (void *)1;
     cr_assert_eq(cp_features_compute(s, -1, NULL, &f, &d), CP_ERR_INVALID);
     cr_assert_null(f);
@@ -436,14 +413,13 @@ Test(features, store_without_runs_is_invalid_input)
 
 Test(features, kernel_json_that_is_not_an_array_is_corrupt)
 {
-    char *path = fmt("%s/bad.db", g_dir);
-    struct cp_diag d;
-    cp_diag_init(&d);
-    struct cp_trace_store *s;
-    cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
+    char *path = cp_t_path("bad.db");
     struct cp_trace_run_info info = {.kind = "bench"};
     int64_t run;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK);
+    struct cp_trace_store *s = cp_t_trace_store(path, &info, &run);
+    cr_assert_not_null(s);
+    struct cp_diag d;
+    cp_diag_init(&d);
     struct cp_trace_kernel k = {"n", "Relu", "ref", "[]", "{not json", "[]", 0, 0};
     cr_assert_eq(cp_trace_store_add_kernels(s, run, &k, 1, &d), CP_OK);
     struct cp_features *f = NULL;
@@ -456,14 +432,13 @@ Test(features, kernel_json_that_is_not_an_array_is_corrupt)
 
 Test(features, run_without_events_has_absent_time_features)
 {
-    char *path = fmt("%s/noev.db", g_dir);
-    struct cp_diag d;
-    cp_diag_init(&d);
-    struct cp_trace_store *s;
-    cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
+    char *path = cp_t_path("noev.db");
     struct cp_trace_run_info info = {.kind = "bench", .threads = 1};
     int64_t run;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK);
+    struct cp_trace_store *s = cp_t_trace_store(path, &info, &run);
+    cr_assert_not_null(s);
+    struct cp_diag d;
+    cp_diag_init(&d);
     uint64_t lat[3] = {1000, 2000, 3000};
     cr_assert_eq(cp_trace_store_add_samples(s, run, 0, lat, 3, &d), CP_OK);
     struct cp_features *f = NULL;
@@ -510,12 +485,11 @@ Test(features, perf_counters_open_or_say_why)
 
     /* stored, then read back as features: present values, or absent with
      * the reason the open failed */
-    char *path = fmt("%s/perf.db", g_dir);
-    struct cp_trace_store *s2;
-    cr_assert_eq(cp_trace_store_open(path, &s2, &d), CP_OK, "%s", d.msg);
+    char *path = cp_t_path("perf.db");
     struct cp_trace_run_info info = {.kind = "bench", .threads = 1};
     int64_t run;
-    cr_assert_eq(cp_trace_store_begin_run(s2, &info, &run, &d), CP_OK);
+    struct cp_trace_store *s2 = cp_t_trace_store(path, &info, &run);
+    cr_assert_not_null(s2);
     uint64_t lat[2] = {1000000, 1000000};
     cr_assert_eq(cp_trace_store_add_samples(s2, run, 0, lat, 2, &d), CP_OK);
     cr_assert_eq(cp_perf_store(s2, run, p, &r, &d), CP_OK, "%s", d.msg);
@@ -550,33 +524,15 @@ Test(features, perf_errno_reasons_name_the_cause)
  * with --trace; returns the trace path. */
 static char *traced(const char *name, bool off)
 {
-    char model[1024];
-    cp_example_model(model, sizeof model, name);
-    char *sw = fmt("%s/all_off.cfg", g_dir);
-    FILE *fp = fopen(sw, "w");
-    cr_assert_not_null(fp);
-    fputs("ALL:off\n", fp);
-    fclose(fp);
-    char *out = fmt("%s/%s_%s", g_dir, name, off ? "off" : "on");
-    char *om = fmt("%s.om", out), *db = fmt("%s.db", out);
-    char *m_flag = fmt("--model=%s", model), *o_flag = fmt("--output=%s", out);
-    char *s_flag = fmt("--fusion_switch_file=%s", sw);
-    struct cp_run r;
-    if (off)
-        cp_run_cli(&r, "convert", m_flag, "--framework=5", o_flag, s_flag, NULL);
-    else
-        cp_run_cli(&r, "convert", m_flag, "--framework=5", o_flag, NULL);
-    cr_assert_eq(r.exit_code, 0, "convert %s: %s", name, r.err);
-    cp_run_release(&r);
-    cp_run_cli(&r, "bench", om, "--iterations", "3", "--warmup", "1", "--trace", db, NULL);
-    cr_assert_eq(r.exit_code, 0, "bench %s: %s", name, r.err);
-    cp_run_release(&r);
-    free(sw);
+    char *s_flag = ct_switch_file("all_off.cfg", "ALL:off\n");
+    char *out = cp_t_fmt("%s_%s", name, off ? "off" : "on");
+    char *om = ct_convert_to(name, out, off ? s_flag : NULL, NULL);
+    char *db = cp_t_fmt("%s/%s.db", cp_t_dir, out);
+    cr_assert(cp_t_bench_trace(om, db, "--iterations", "3", "--warmup", "1", NULL),
+              "bench %s failed (see stderr)", name);
+    free(s_flag);
     free(out);
     free(om);
-    free(m_flag);
-    free(o_flag);
-    free(s_flag);
     return db;
 }
 
@@ -591,7 +547,7 @@ static size_t count_kind(const struct cp_features *f, const char *kind)
 static const struct cp_pattern *pattern_with_origin(const struct cp_features *f, const char *kind,
                                                     const char *origin)
 {
-    char *quoted = fmt("\"%s\"", origin);
+    char *quoted = cp_t_fmt("\"%s\"", origin);
     const struct cp_pattern *found = NULL;
     for (size_t i = 0; i < f->n_patterns && !found; i++)
         if (strcmp(f->patterns[i].kind, kind) == 0 && strstr(f->patterns[i].origins_json, quoted))

@@ -7,50 +7,22 @@
  * public API (rules/rules.h, rules/features.h). */
 #include "rules/calibrate.h"
 #include "rules/rules.h"
+#include "support/cli.h"
 #include "support/run.h"
 #include "trace/trace.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(rules_load, .init = setup, .fini = teardown, .timeout = 60);
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
+TestSuite(rules_load, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 60);
 
 static char *write_file(const char *name, const char *text)
 {
-    char *path = fmt("%s/%s", g_dir, name);
+    char *path = cp_t_path(name);
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_file_write_atomic(path, text, strlen(text), &d), CP_OK, "%s", d.msg);
@@ -89,7 +61,7 @@ static char *variant(const char *from, const char *to)
 {
     const char *at = strstr(BASE, from);
     cr_assert_not_null(at, "'%s' is not in BASE", from);
-    return fmt("%.*s%s%s", (int)(at - BASE), BASE, to, at + strlen(from));
+    return cp_t_fmt("%.*s%s%s", (int)(at - BASE), BASE, to, at + strlen(from));
 }
 
 /* Load `text` as NAME.yaml: it must fail, leave the set empty, and the
@@ -108,7 +80,7 @@ static void expect_error_at(const char *text, int line, int col, const char *par
     cr_assert_neq(st, CP_OK, "loaded, expected an error at %d:%d (%s):\n%s", line, col, part, text);
     cr_assert_eq(st, d.status);
     cr_assert_eq(cp_rule_set_count(rs), 0, "a failed load leaves the set as it was");
-    char *want = fmt("%s:%d:%d: ", path, line, col);
+    char *want = cp_t_fmt("%s:%d:%d: ", path, line, col);
     cr_assert(strncmp(d.msg, want, strlen(want)) == 0, "message '%s' does not start with '%s'",
               d.msg, want);
     cr_assert(strstr(d.msg, part), "message '%s' lacks '%s'", d.msg, part);
@@ -321,20 +293,21 @@ Test(rules_load, gain_needs_1_le_low_le_speedup_le_high)
 
 Test(rules_load, duplicate_rule_names_are_refused_across_files)
 {
-    char *dir = fmt("%s/packs", g_dir);
+    char *dir = cp_t_path("packs");
     cr_assert_eq(mkdir(dir, 0700), 0);
-    char *a = fmt("%s/a.yaml", dir), *b = fmt("%s/b.yaml", dir);
+    char *a = cp_t_fmt("%s/a.yaml", dir), *b = cp_t_fmt("%s/b.yaml", dir);
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_file_write_atomic(a, BASE, strlen(BASE), &d), CP_OK);
-    char *second = fmt("pack: other\nrules:\n  - name: r2\n%s", strstr(BASE, "    bottleneck"));
+    char *second =
+        cp_t_fmt("pack: other\nrules:\n  - name: r2\n%s", strstr(BASE, "    bottleneck"));
     /* b.yaml: r2 then r1 again */
-    char *two = fmt("%s  - name: r1\n%s", second, strstr(BASE, "    bottleneck"));
+    char *two = cp_t_fmt("%s  - name: r1\n%s", second, strstr(BASE, "    bottleneck"));
     cr_assert_eq(cp_file_write_atomic(b, two, strlen(two), &d), CP_OK);
     struct cp_rule_set *rs = cp_rule_set_create();
     cr_assert_eq(cp_rule_set_load_dir(rs, dir, &d), CP_ERR_PARSE, "%s", d.msg);
     /* r1's second definition starts at line 16 of b.yaml, column 5 */
-    char *want = fmt("%s:16:5: rule 'r1' is defined twice", b);
+    char *want = cp_t_fmt("%s:16:5: rule 'r1' is defined twice", b);
     cr_assert_str_eq(d.msg, want);
     /* a.yaml loaded; b.yaml, which failed, left nothing behind */
     cr_assert_eq(cp_rule_set_count(rs), 1);
@@ -342,7 +315,7 @@ Test(rules_load, duplicate_rule_names_are_refused_across_files)
     cp_rule_set_free(rs);
 
     /* twice in one file */
-    char *dup = fmt("%s  - name: r1\n%s", BASE, strstr(BASE, "    bottleneck"));
+    char *dup = cp_t_fmt("%s  - name: r1\n%s", BASE, strstr(BASE, "    bottleneck"));
     expect_error_at(dup, 17, 5, "rule 'r1' is defined twice");
 
     free(dup);
@@ -356,18 +329,18 @@ Test(rules_load, duplicate_rule_names_are_refused_across_files)
 
 Test(rules_load, folders_empty_missing_and_ignored_files)
 {
-    char *dir = fmt("%s/empty", g_dir);
+    char *dir = cp_t_path("empty");
     cr_assert_eq(mkdir(dir, 0700), 0);
     struct cp_rule_set *rs = cp_rule_set_create();
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_rule_set_load_dir(rs, dir, &d), CP_ERR_INVALID);
-    char *want = fmt("%s: no rule packs (*.yaml) in the folder", dir);
+    char *want = cp_t_fmt("%s: no rule packs (*.yaml) in the folder", dir);
     cr_assert_str_eq(d.msg, want);
 
     /* files that are not packs (README, hidden, backups) are not read */
-    char *readme = fmt("%s/README.md", dir), *hidden = fmt("%s/.x.yaml", dir);
-    char *pack = fmt("%s/p.yml", dir);
+    char *readme = cp_t_fmt("%s/README.md", dir), *hidden = cp_t_fmt("%s/.x.yaml", dir);
+    char *pack = cp_t_fmt("%s/p.yml", dir);
     cr_assert_eq(cp_file_write_atomic(readme, "not yaml: [", 11, &d), CP_OK);
     cr_assert_eq(cp_file_write_atomic(hidden, "not yaml: [", 11, &d), CP_OK);
     cr_assert_eq(cp_file_write_atomic(pack, BASE, strlen(BASE), &d), CP_OK);
@@ -463,7 +436,7 @@ struct kspec {
 static char *hand_store(const char *name, const struct kspec *ks, size_t n, uint64_t lat_ns,
                         double refs, double misses)
 {
-    char *path = fmt("%s/%s", g_dir, name);
+    char *path = cp_t_path(name);
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_trace_store *s;
@@ -554,7 +527,7 @@ static void analyze_reference(const char *db, const struct cp_machine *m, struct
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_rule_set *rs = cp_rule_set_create();
-    char *pack = fmt("%s/reference.yaml", cp_rules_default_dir());
+    char *pack = cp_t_fmt("%s/reference.yaml", cp_rules_default_dir());
     cr_assert_eq(cp_rule_set_load_file(rs, pack, &d), CP_OK, "%s", d.msg);
     cr_assert_eq(cp_rule_set_count(rs), 2);
     cr_assert_str_eq(cp_rule_set_name(rs, 0), "memory_bound");

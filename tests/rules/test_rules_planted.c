@@ -30,14 +30,17 @@
  * hotspot" finding and a rule skeleton), and its exit code 2 on traces it
  * cannot use. Nothing asserts on time. */
 #include "core/core.h"
+#include "support/cli.h"
+#include "support/db.h"
 #include "support/run.h"
 #include "trace/trace.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,100 +48,35 @@
 #include <unistd.h>
 #include <yaml.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir, "cannot create a scratch folder");
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(rules_planted, .init = setup, .fini = teardown, .timeout = 600);
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
-
-static void write_text(const char *path, const char *text)
-{
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_file_write_atomic(path, text, strlen(text), &d), CP_OK, "%s", d.msg);
-}
-
-static char *read_text(const char *path)
-{
-    uint8_t *data = NULL;
-    size_t len = 0;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_file_read(path, &data, &len, &d), CP_OK, "%s", d.msg);
-    char *s = malloc(len + 1);
-    cr_assert_not_null(s);
-    memcpy(s, data, len);
-    s[len] = '\0';
-    free(data);
-    return s;
-}
+TestSuite(rules_planted, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 600);
 
 /* ---- convert, bench, analyze through the CLI --------------------------------------- */
 
-/* Convert examples/models/MODEL.onnx into g_dir/TAG.om. `switches` (may be
- * NULL) are the lines of a fusion switch file, `extra` (may be NULL) one
+/* Convert examples/models/MODEL.onnx into <scratch>/TAG.om. `switches` (may
+ * be NULL) are the lines of a fusion switch file, `extra` (may be NULL) one
  * more convert flag. Returns the .om path. */
 static char *convert(const char *model, const char *tag, const char *switches, const char *extra)
 {
-    char buf[1024];
-    char *m = fmt("--model=%s", cp_example_model(buf, sizeof buf, model));
-    char *out = fmt("--output=%s/%s", g_dir, tag);
-    char *sw = NULL, *sw_flag = NULL;
+    char *sw_flag = NULL;
     if (switches) {
-        sw = fmt("%s/%s.switches", g_dir, tag);
-        write_text(sw, switches);
-        sw_flag = fmt("--fusion_switch_file=%s", sw);
+        char *name = cp_t_fmt("%s.switches", tag);
+        sw_flag = ct_switch_file(name, switches);
+        free(name);
     }
-    const char *args[4] = {sw_flag ? sw_flag : extra, sw_flag ? extra : NULL, NULL, NULL};
-    struct cp_run r;
-    cp_run_cli(&r, "convert", m, "--framework=5", out, args[0], args[1], NULL);
-    cr_assert_eq(r.exit_code, 0, "convert %s (%s): exit %d\n%s%s", model, tag, r.exit_code, r.out,
-                 r.err);
-    cp_run_release(&r);
-    free(m);
-    free(out);
-    free(sw);
+    const char *args[2] = {sw_flag ? sw_flag : extra, sw_flag ? extra : NULL};
+    char *om = ct_convert_to(model, tag, args[0], args[1], NULL);
     free(sw_flag);
-    return fmt("%s/%s.om", g_dir, tag);
+    return om;
 }
 
-/* bench OM -n 30 -w 3 --trace g_dir/TAG.db [--threads T]. Returns the
+/* bench OM -n 30 -w 3 [--threads T] --trace <scratch>/TAG.db. Returns the
  * trace path. */
 static char *bench(const char *om, const char *tag, const char *threads)
 {
-    char *db = fmt("%s/%s.db", g_dir, tag);
-    struct cp_run r;
-    if (threads)
-        cp_run_cli(&r, "bench", om, "-n", "30", "-w", "3", "--trace", db, "--threads", threads,
-                   NULL);
-    else
-        cp_run_cli(&r, "bench", om, "-n", "30", "-w", "3", "--trace", db, NULL);
-    cr_assert_eq(r.exit_code, 0, "bench %s: exit %d\n%s%s", om, r.exit_code, r.out, r.err);
-    cp_run_release(&r);
+    char *db = cp_t_fmt("%s/%s.db", cp_t_dir, tag);
+    cr_assert(cp_t_bench_trace(om, db, "-n", "30", "-w", "3", threads ? "--threads" : NULL, threads,
+                               NULL),
+              "bench %s failed (see stderr)", om);
     return db;
 }
 
@@ -150,10 +88,8 @@ static json_t *analyze(const char *db, char **err, const char *a1, const char *a
     struct cp_run r;
     cp_run_cli(&r, "analyze", db, "--json", a1, a2, a3, a4, NULL);
     cr_assert_eq(r.exit_code, 0, "analyze %s: exit %d\n%s", db, r.exit_code, r.err);
-    json_error_t je;
-    json_t *j = json_loads(r.out, 0, &je);
-    cr_assert_not_null(j, "analyze --json is not JSON (%s at %d:%d):\n%.2000s", je.text, je.line,
-                       je.column, r.out);
+    json_t *j = cp_t_json(r.out);
+    cr_assert_not_null(j, "analyze --json is not JSON (see stderr):\n%.2000s", r.out);
     if (err)
         *err = strdup(r.err);
     cp_run_release(&r);
@@ -165,13 +101,6 @@ static const char *jstr(json_t *o, const char *key)
     const char *s = json_string_value(json_object_get(o, key));
     cr_assert_not_null(s, "'%s' is not a string", key);
     return s;
-}
-
-static double jnum(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    cr_assert(json_is_number(v), "'%s' is not a number", key);
-    return json_number_value(v);
 }
 
 /* Whether the JSON array of strings `arr` has an entry equal to `want`
@@ -228,10 +157,10 @@ static void expect_finding(json_t *f, const struct planted *p, const char *all)
                      all);
     cr_assert_str_eq(jstr(f, "root_cause"), p->root_cause, "%s:\n%s", p->label, all);
     cr_assert_str_eq(jstr(f, "confidence"), "high", "%s: confidence %s (score %.2f):\n%s", p->label,
-                     jstr(f, "confidence"), jnum(f, "score"), jstr(f, "evidence"));
+                     jstr(f, "confidence"), ct_num(f, "score"), jstr(f, "evidence"));
     cr_assert(json_is_false(json_object_get(f, "unclassified")));
     json_t *g = json_object_get(f, "expected_gain");
-    double gain = jnum(g, "latency_saved"), lo = jnum(g, "low"), hi = jnum(g, "high");
+    double gain = ct_num(g, "latency_saved"), lo = ct_num(g, "low"), hi = ct_num(g, "high");
     cr_assert_gt(gain, 0, "%s: expected gain %g", p->label, gain);
     cr_assert(lo <= gain && gain <= hi, "%s: gain %g outside [%g, %g]", p->label, gain, lo, hi);
     cr_assert_lt(hi, 1.0, "%s: more than the whole iteration promised", p->label);
@@ -255,7 +184,7 @@ static void expect_top(json_t *j, const char *db, const struct planted *p)
     cr_assert_geq(json_array_size(findings), 1, "%s: no findings", p->label);
     json_t *top = json_array_get(findings, 0);
     expect_finding(top, p, all);
-    double gain = jnum(json_object_get(top, "expected_gain"), "latency_saved");
+    double gain = ct_num(json_object_get(top, "expected_gain"), "latency_saved");
     double second = 0;
     const char *second_rule = "-";
     if (json_array_size(findings) > 1) {
@@ -270,7 +199,7 @@ static void expect_top(json_t *j, const char *db, const struct planted *p)
     fprintf(stderr, "planted %s: top %s gain %.4f; next %s %.4f; margin %.4f\n", p->label, p->rule,
             gain, second_rule, second, gain - second);
 
-    char *skeleton = fmt("%s.rule-skeleton.yaml", db);
+    char *skeleton = cp_t_fmt("%s.rule-skeleton.yaml", db);
     cr_assert_not(cp_path_exists(skeleton), "%s: a skeleton was written, yet a rule fired",
                   p->label);
     free(skeleton);
@@ -344,7 +273,7 @@ static json_t *expect_planted(const char *om, const char *tag, const char *threa
                               const struct planted *p, char **db_out)
 {
     for (int attempt = 1; attempt <= 3; attempt++) {
-        char *t = fmt("%s_%d", tag, attempt);
+        char *t = cp_t_fmt("%s_%d", tag, attempt);
         char *db = bench(om, t, threads);
         json_t *j = analyze(db, NULL, NULL, NULL, NULL, NULL);
         if (!g_timing_is_the_models) {
@@ -507,7 +436,7 @@ static const char NEVER_PACK[] = "pack: never\n"
 /* The root mapping of a YAML file has `rules:`, a non-empty list. */
 static void expect_yaml_with_rules(const char *path)
 {
-    char *text = read_text(path);
+    char *text = ct_read_text(path);
     yaml_parser_t p;
     yaml_document_t doc;
     cr_assert(yaml_parser_initialize(&p));
@@ -534,16 +463,16 @@ static void expect_yaml_with_rules(const char *path)
 
 Test(rules_planted, unclassified_hotspot_gets_a_finding_and_a_skeleton)
 {
-    char *rules = fmt("%s/never", g_dir);
+    char *rules = cp_t_path("never");
     cr_assert_eq(mkdir(rules, 0700), 0);
-    char *pack = fmt("%s/never.yaml", rules);
-    write_text(pack, NEVER_PACK);
+    char *pack = cp_t_fmt("%s/never.yaml", rules);
+    ct_write_text(pack, NEVER_PACK);
     char *om = convert("resnet_tiny", "rn", NULL, NULL);
     char *db = bench(om, "rn", NULL);
-    char *skel = fmt("%s/skeleton.yaml", g_dir);
+    char *skel = cp_t_path("skeleton.yaml");
     char *err = NULL;
     json_t *j = analyze(db, &err, "--rules", rules, "--skeleton", skel);
-    cr_assert_eq(jnum(j, "rules_loaded"), 1);
+    cr_assert_eq(ct_num(j, "rules_loaded"), 1);
     json_t *findings = json_object_get(j, "findings");
     cr_assert_eq(json_array_size(findings), 1, "one finding, the unclassified hotspot");
     json_t *f = json_array_get(findings, 0);
@@ -551,13 +480,13 @@ Test(rules_planted, unclassified_hotspot_gets_a_finding_and_a_skeleton)
     cr_assert_str_eq(jstr(f, "rule"), "unclassified_hotspot");
     cr_assert_str_eq(jstr(f, "confidence"), "low");
     json_t *g = json_object_get(f, "expected_gain");
-    cr_assert_eq(jnum(g, "latency_saved"), 0, "an unknown cause promises nothing");
-    cr_assert_gt(jnum(g, "high"), 0, "but the hotspot's share bounds what removing it gives");
+    cr_assert_eq(ct_num(g, "latency_saved"), 0, "an unknown cause promises nothing");
+    cr_assert_gt(ct_num(g, "high"), 0, "but the hotspot's share bounds what removing it gives");
 
     /* the hot op type of the run: convolutions dominate resnet_tiny */
     json_t *top_op = json_array_get(json_object_get(json_object_get(j, "features"), "op_types"), 0);
     const char *op = jstr(top_op, "op_type");
-    double share = jnum(top_op, "time_share");
+    double share = ct_num(top_op, "time_share");
     cr_assert_gt(share, 0.30, "resnet_tiny's top op type %s has only %.0f%%", op, 100 * share);
     cr_assert_str_eq(jstr(f, "bottleneck_type"), "hotspot");
     cr_assert(strstr(jstr(f, "title"), op), "title '%s' lacks %s", jstr(f, "title"), op);
@@ -569,9 +498,9 @@ Test(rules_planted, unclassified_hotspot_gets_a_finding_and_a_skeleton)
     cr_assert(strstr(err, skel), "stderr does not name the skeleton: %s", err);
     cr_assert(cp_path_exists(skel));
     expect_yaml_with_rules(skel);
-    char *text = read_text(skel);
-    char *ind = fmt("share(op_type == \"%s\") > 30%%", op);
-    char *aff = fmt("affected: op_type == \"%s\"", op);
+    char *text = ct_read_text(skel);
+    char *ind = cp_t_fmt("share(op_type == \"%s\") > 30%%", op);
+    char *aff = cp_t_fmt("affected: op_type == \"%s\"", op);
     cr_assert(strstr(text, ind), "skeleton lacks '%s':\n%s", ind, text);
     cr_assert(strstr(text, aff), "skeleton lacks '%s':\n%s", aff, text);
     cr_assert(strstr(text, "device_util"), "the measured features are listed");
@@ -582,7 +511,7 @@ Test(rules_planted, unclassified_hotspot_gets_a_finding_and_a_skeleton)
     cp_run_cli(&r, "analyze", db, "--rules", pack, NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     cr_assert(strstr(r.out, "no rule explains it"), "%s", r.out);
-    char *beside = fmt("%s.rule-skeleton.yaml", db);
+    char *beside = cp_t_fmt("%s.rule-skeleton.yaml", db);
     cr_assert(cp_path_exists(beside), "no skeleton at %s", beside);
     expect_yaml_with_rules(beside);
     cp_run_release(&r);
@@ -617,11 +546,11 @@ static void expect_exit_2(const char *what, const char *mention, const char *a1,
  * samples (`samples` false), or no run at all (`run` false). */
 static char *store(const char *name, bool run, bool samples)
 {
-    char *path = fmt("%s/%s", g_dir, name);
+    char *path = cp_t_path(name);
+    struct cp_trace_store *s = cp_t_trace_store(path, NULL, NULL);
+    cr_assert_not_null(s);
     struct cp_diag d;
     cp_diag_init(&d);
-    struct cp_trace_store *s;
-    cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
     if (run) {
         struct cp_trace_run_info info = {
             .kind = "bench", .model_path = "x.om", .threads = 1, .batch = 1, .iterations = 1};
@@ -641,11 +570,11 @@ static char *store(const char *name, bool run, bool samples)
 
 Test(rules_planted, analyze_refuses_what_is_not_a_usable_trace)
 {
-    char *missing = fmt("%s/missing.db", g_dir);
+    char *missing = cp_t_path("missing.db");
     expect_exit_2("a missing trace", "missing.db", missing, NULL, NULL);
 
-    char *text = fmt("%s/notes.db", g_dir);
-    write_text(text, "these are notes, not a trace\n");
+    char *text = cp_t_path("notes.db");
+    ct_write_text(text, "these are notes, not a trace\n");
     expect_exit_2("a text file", "notes.db", text, NULL, NULL);
 
     char buf[1024];
@@ -658,10 +587,10 @@ Test(rules_planted, analyze_refuses_what_is_not_a_usable_trace)
     /* a usable store, but rules that are not */
     char *ok = store("ok.db", true, true);
     expect_exit_2("a missing rules folder", "nowhere", ok, "--rules", "/nonexistent/nowhere");
-    char *bad = fmt("%s/bad.yaml", g_dir);
-    write_text(bad, "rules:\n  - name: x\n    bottleneck_type: y\n    indicators:\n"
-                    "      - device_utl > 1%\n");
-    char *where = fmt("%s:5:9: ", bad);
+    char *bad = cp_t_path("bad.yaml");
+    ct_write_text(bad, "rules:\n  - name: x\n    bottleneck_type: y\n    indicators:\n"
+                       "      - device_utl > 1%\n");
+    char *where = cp_t_fmt("%s:5:9: ", bad);
     expect_exit_2("a rule file with a typo", where, ok, "--rules", bad);
     expect_exit_2("--run 0", "--run", ok, "--run", "0");
     expect_exit_2("an unknown target", "--target", ok, "--target", "speed");

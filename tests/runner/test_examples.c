@@ -3,6 +3,7 @@
  * L2 error, with reference kernels, with fast kernels, and with and
  * without buffer reuse. Each run prints its memory figures. */
 #include "runner/runner.h"
+#include "support/examples.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
@@ -27,15 +28,10 @@ static struct cp_runtime *runtime(void)
 
 static struct cp_model *import_model(struct cp_runtime *rt, const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof path, MODELS_DIR "%s.onnx", name);
-    struct cp_graph *g;
+    struct cp_graph *g = NULL;
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_assert_eq(cp_onnx_import(path, NULL, 0, &g, NULL, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_graph_verify(g, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_graph_compact(g, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_graph_infer(g, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(cp_ex_import(name, &g, NULL, &d), CP_OK, "%s", d.msg);
     struct cp_model *m;
     cr_assert_eq(cp_model_from_graph(rt, g, NULL, &m, &d), CP_OK, "%s", d.msg);
     return m;

@@ -2,6 +2,7 @@
  * to .npy, and drawn at random. The .npy fixtures in tests/runner/data/ were
  * written by NumPy 1.24 (data/make_npy.py); the tests never need Python. */
 #include "runner/runner.h"
+#include "support/cli.h"
 #include "support/run.h"
 
 #include "onnx/onnx.pb-c.h"
@@ -19,22 +20,9 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    cr_assert_not_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void write_file(const char *path, const void *data, size_t len)
 {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "cannot create %s", path);
-    if (len)
-        cr_assert_eq(fwrite(data, 1, len, f), len);
-    cr_assert_eq(fclose(f), 0);
+    cr_assert(cp_t_write_file(path, data, len), "cannot write %s (see stderr)", path);
 }
 
 static uint8_t *slurp(const char *path, size_t *len)
@@ -132,7 +120,7 @@ static void round_trip(const char *dir, enum cp_dtype dt, int rank, const int64_
     cr_assert_eq(cp_tensor_fill_random(&a, seed, &d), CP_OK, "%s", d.msg);
     char name[64];
     snprintf(name, sizeof name, "rt_%s_r%d.npy", cp_dtype_name(dt), rank);
-    char *path = join(dir, name);
+    char *path = cp_t_fmt("%s/%s", dir, name);
     cr_assert_eq(cp_tensor_write_npy(path, &a, &d), CP_OK, "%s", d.msg);
     read_ok(path, &b);
     cr_assert_eq(b.dtype, dt, "%s: dtype %s", name, cp_dtype_name(b.dtype));
@@ -194,7 +182,7 @@ Test(io, npy_writer_matches_numpy_bytes)
         snprintf(src, sizeof src, DATA_DIR "%s", files[i]);
         struct cp_host_tensor t;
         read_ok(src, &t);
-        char *dst = join(dir, files[i]);
+        char *dst = cp_t_fmt("%s/%s", dir, files[i]);
         struct cp_diag d;
         cp_diag_init(&d);
         cr_assert_eq(cp_tensor_write_npy(dst, &t, &d), CP_OK, "%s", d.msg);
@@ -220,7 +208,7 @@ Test(io, npy_writer_stores_bf16_as_u2_bit_patterns)
     t.data = malloc(sizeof bits);
     memcpy(t.data, bits, sizeof bits);
     t.nbytes = sizeof bits;
-    char *path = join(dir, "b.npy");
+    char *path = cp_t_fmt("%s/b.npy", dir);
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_tensor_write_npy(path, &t, &d), CP_OK, "%s", d.msg);
@@ -239,7 +227,7 @@ Test(io, npy_writer_stores_bf16_as_u2_bit_patterns)
 Test(io, npy_writer_normalises_bools_and_refuses_inconsistent_tensors)
 {
     char *dir = cp_scratch_dir();
-    char *path = join(dir, "t.npy");
+    char *path = cp_t_fmt("%s/t.npy", dir);
     struct cp_diag d;
     struct cp_host_tensor t, r;
     set_shape(&t, CP_DTYPE_BOOL, 1, (int64_t[]){3});
@@ -399,7 +387,7 @@ static void make_npy(const char *path, int major, const char *dict, const void *
 Test(io, npy_header_is_parsed_like_a_python_dict)
 {
     char *dir = cp_scratch_dir();
-    char *path = join(dir, "h.npy");
+    char *path = cp_t_fmt("%s/h.npy", dir);
     struct cp_host_tensor t;
     const float two[2] = {1, 2};
 
@@ -516,7 +504,7 @@ static void write_pb(const char *path, const Onnx__TensorProto *tp)
 Test(io, pb_typed_fields_decode_for_every_dtype)
 {
     char *dir = cp_scratch_dir();
-    char *path = join(dir, "typed.pb");
+    char *path = cp_t_fmt("%s/typed.pb", dir);
     struct cp_host_tensor t;
     int64_t dims[2] = {1, 3};
 
@@ -642,7 +630,7 @@ Test(io, pb_typed_fields_decode_for_every_dtype)
 Test(io, pb_refuses_unsupported_and_inconsistent_tensors)
 {
     char *dir = cp_scratch_dir();
-    char *path = join(dir, "bad.pb");
+    char *path = cp_t_fmt("%s/bad.pb", dir);
     int64_t dims[1] = {2};
     double dd[2] = {1, 2};
     float f[2] = {1, 2};
@@ -713,8 +701,8 @@ static void copy_file(const char *src, const char *dst)
 Test(io, format_is_chosen_by_content_not_by_name)
 {
     char *dir = cp_scratch_dir();
-    char *a = join(dir, "really_npy.pb");
-    char *b = join(dir, "really_pb.npy");
+    char *a = cp_t_fmt("%s/really_npy.pb", dir);
+    char *b = cp_t_fmt("%s/really_pb.npy", dir);
     copy_file(DATA_DIR "f32_2x3_v1.npy", a);
     copy_file(CP_SOURCE_DIR "/examples/models/sd_unet_tiny/test_data_set_0/input_1.pb", b);
     struct cp_host_tensor t;
@@ -736,7 +724,7 @@ static void check_prefixes(const char *dir, const char *src, const char *name)
 {
     size_t n;
     uint8_t *p = slurp(src, &n);
-    char *path = join(dir, name);
+    char *path = cp_t_fmt("%s/%s", dir, name);
     for (size_t k = 0; k < n; k++) {
         write_file(path, p, k);
         struct cp_host_tensor t;
@@ -765,7 +753,7 @@ Test(io, truncated_files_are_refused_at_every_length)
 Test(io, garbage_empty_and_missing_files_get_clear_errors)
 {
     char *dir = cp_scratch_dir();
-    char *path = join(dir, "junk.bin");
+    char *path = cp_t_fmt("%s/junk.bin", dir);
 
     write_file(path, "", 0);
     read_fails(path, CP_ERR_PARSE, "empty");
@@ -805,9 +793,9 @@ Test(io, garbage_empty_and_missing_files_get_clear_errors)
 
     read_fails(CP_SOURCE_DIR "/examples/models/resnet_tiny.onnx", CP_ERR_PARSE, NULL);
     read_fails(dir, CP_ERR_IO, "not a regular file");
-    char *missing = join(dir, "missing.npy");
+    char *missing = cp_t_fmt("%s/missing.npy", dir);
     read_fails(missing, CP_ERR_IO, "cannot open");
-    char *fifo = join(dir, "fifo.npy");
+    char *fifo = cp_t_fmt("%s/fifo.npy", dir);
     cr_assert_eq(mkfifo(fifo, 0600), 0);
     read_fails(fifo, CP_ERR_IO, "not a regular file");
     free(fifo);

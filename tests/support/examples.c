@@ -69,6 +69,36 @@ enum cp_status cp_ex_repeat_batch(const struct cp_ex_io *in, int64_t batch, stru
     return CP_OK;
 }
 
+enum cp_status cp_ex_import(const char *name, struct cp_graph **g, char hash[33], struct cp_diag *d)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/examples/models/%s.onnx", CP_SOURCE_DIR, name);
+    *g = NULL;
+    enum cp_status st = cp_onnx_import(path, NULL, 0, g, hash, d);
+    if (st == CP_OK)
+        st = cp_graph_verify(*g, d);
+    if (st == CP_OK)
+        st = cp_graph_compact(*g, d);
+    if (st == CP_OK)
+        st = cp_graph_infer(*g, d);
+    if (st != CP_OK) {
+        cp_graph_free(*g);
+        *g = NULL;
+    }
+    return st;
+}
+
+enum cp_status cp_ex_fingerprint(const char *name, struct cp_kb_fingerprint *fp, struct cp_diag *d)
+{
+    struct cp_graph *g = NULL;
+    char hash[33];
+    enum cp_status st = cp_ex_import(name, &g, hash, d);
+    if (st == CP_OK)
+        st = cp_kb_fingerprint_graph(g, hash, name, fp, d);
+    cp_graph_free(g);
+    return st;
+}
+
 enum cp_status cp_ex_open_onnx(struct cp_runtime *rt, const char *name, struct cp_model **m,
                                struct cp_diag *d)
 {
@@ -77,17 +107,9 @@ enum cp_status cp_ex_open_onnx(struct cp_runtime *rt, const char *name, struct c
     snprintf(path, sizeof path, "%s/examples/models/%s.onnx", CP_SOURCE_DIR, name);
     struct cp_graph *g = NULL;
     char hash[33];
-    enum cp_status st = cp_onnx_import(path, NULL, 0, &g, hash, d);
-    if (st == CP_OK)
-        st = cp_graph_verify(g, d);
-    if (st == CP_OK)
-        st = cp_graph_compact(g, d);
-    if (st == CP_OK)
-        st = cp_graph_infer(g, d);
-    if (st != CP_OK) {
-        cp_graph_free(g);
+    enum cp_status st = cp_ex_import(name, &g, hash, d);
+    if (st != CP_OK)
         return st;
-    }
     memset(&meta, 0, sizeof meta);
     cp_convert_config_init(&meta.config);
     snprintf(meta.config.model, sizeof meta.config.model, "%s", path);

@@ -7,6 +7,7 @@
 #ifndef CP_TEST_EXAMPLES_H
 #define CP_TEST_EXAMPLES_H
 
+#include "knowledge/kb_tuning.h"
 #include "runner/runner.h"
 
 #define CP_EX_MAX_IO 8
@@ -29,8 +30,18 @@ enum cp_status cp_ex_read_inputs(const char *name, struct cp_ex_io *in, struct c
 enum cp_status cp_ex_repeat_batch(const struct cp_ex_io *in, int64_t batch, struct cp_ex_io *out,
                                   struct cp_diag *d);
 
+/* Import examples/models/NAME.onnx as `cannprof run X.onnx` and the tuner
+ * read it: import, verify, compact, infer, no passes. OUT: *g (caller
+ * frees), hash (when not NULL) its 32-digit source hash. */
+enum cp_status cp_ex_import(const char *name, struct cp_graph **g, char hash[33],
+                            struct cp_diag *d);
+
+/* The knowledge-base fingerprint of examples/models/NAME.onnx, taken as the
+ * tuner takes it (cp_ex_import, then cp_kb_fingerprint_graph). OUT: *fp. */
+enum cp_status cp_ex_fingerprint(const char *name, struct cp_kb_fingerprint *fp, struct cp_diag *d);
+
 /* Open examples/models/NAME.onnx unconverted, as `cannprof run X.onnx`
- * does: import, verify, compact, infer, no passes. OUT: *m. */
+ * does (cp_ex_import). OUT: *m. */
 enum cp_status cp_ex_open_onnx(struct cp_runtime *rt, const char *name, struct cp_model **m,
                                struct cp_diag *d);
 

@@ -1,6 +1,8 @@
 /* trace exporters: Chrome trace-event JSON (parsed back with jansson) and
  * folded stacks (lines and sums). */
 #include "trace/trace.h"
+#include "support/cli.h"
+#include "support/db.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
@@ -10,30 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dir;
-
-static void setup(void)
-{
-    dir = cp_scratch_dir();
-    cr_assert_not_null(dir);
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(dir);
-    free(dir);
-}
-
-TestSuite(trace_export, .init = setup, .fini = teardown);
-
-static char *path_in(const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    cr_assert_not_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
+TestSuite(trace_export, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 /* The fixture: one run, 2 kernels, 3 iterations.
  *   application: "bench" [0, 10000) containing "measure" [1000, 9000) at
@@ -51,17 +30,16 @@ static const char *CONV_INPUTS = "[{\"shape\":[1,4,8,8],\"dtype\":\"f32\",\"layo
 
 static struct cp_trace_store *make_store(const char *path, int64_t *run_out)
 {
-    struct cp_trace_store *s = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
     struct cp_trace_run_info info = {.kind = "bench",
                                      .model_path = "m.om",
                                      .threads = 2,
                                      .iterations = 3,
                                      .config_json = "{\"fusion\":true}"};
     int64_t run;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK, "%s", d.msg);
+    struct cp_trace_store *s = cp_t_trace_store(path, &info, &run);
+    cr_assert_not_null(s);
+    struct cp_diag d;
+    cp_diag_init(&d);
     struct cp_trace_kernel k[2] = {
         {"conv_in", "Conv", "onednn:conv", "[\"conv_in\"]", CONV_INPUTS,
          "[{\"shape\":[1,8,8,8],\"dtype\":\"f32\",\"layout\":\"NCHW\"}]", 2e6, 8192},
@@ -94,9 +72,8 @@ static struct cp_trace_store *make_store(const char *path, int64_t *run_out)
 
 static json_t *load_json(const char *path)
 {
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    cr_assert_not_null(root, "%s:%d: %s", path, err.line, err.text);
+    json_t *root = cp_t_json_file(path);
+    cr_assert_not_null(root, "%s is not JSON (see stderr)", path);
     return root;
 }
 
@@ -117,7 +94,7 @@ static json_t *find_event(json_t *events, const char *ph, const char *name, int 
 
 Test(trace_export, chrome_json_parses_with_x_events_metadata_and_args)
 {
-    char *db = path_in("t.db"), *out = path_in("trace.json");
+    char *db = cp_t_path("t.db"), *out = cp_t_path("trace.json");
     int64_t run;
     struct cp_trace_store *s = make_store(db, &run);
     struct cp_diag d;
@@ -226,14 +203,13 @@ Test(trace_export, chrome_json_parses_with_x_events_metadata_and_args)
 
 Test(trace_export, chrome_json_survives_hostile_names)
 {
-    char *db = path_in("t.db");
-    struct cp_trace_store *s = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_open(db, &s, &d), CP_OK, "%s", d.msg);
+    char *db = cp_t_path("t.db");
     struct cp_trace_run_info info = {.kind = "run"};
     int64_t run;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK);
+    struct cp_trace_store *s = cp_t_trace_store(db, &info, &run);
+    cr_assert_not_null(s);
+    struct cp_diag d;
+    cp_diag_init(&d);
     struct cp_trace_kernel k = {"n\"q\\;x\n", "Op\x01", NULL, NULL, NULL, NULL, 0, 0};
     cr_assert_eq(cp_trace_store_add_kernels(s, run, &k, 1, &d), CP_OK);
     struct cp_trace_recorder *r = cp_trace_recorder_create(4);
@@ -273,7 +249,7 @@ Test(trace_export, chrome_json_survives_hostile_names)
 
 Test(trace_export, folded_lines_sum_self_time_per_stack)
 {
-    char *db = path_in("t.db"), *out = path_in("trace.folded");
+    char *db = cp_t_path("t.db"), *out = cp_t_path("trace.folded");
     int64_t run;
     struct cp_trace_store *s = make_store(db, &run);
     struct cp_diag d;
@@ -321,14 +297,13 @@ Test(trace_export, folded_handles_many_nested_threads)
 {
     /* More nested tracks than the exporter keeps apart: it then walks every
      * track in order, flat ones included. */
-    char *db = path_in("t.db");
-    struct cp_trace_store *s = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_open(db, &s, &d), CP_OK, "%s", d.msg);
+    char *db = cp_t_path("t.db");
     struct cp_trace_run_info info = {.kind = "run"};
     int64_t run;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK);
+    struct cp_trace_store *s = cp_t_trace_store(db, &info, &run);
+    cr_assert_not_null(s);
+    struct cp_diag d;
+    cp_diag_init(&d);
     struct cp_trace_kernel k = {"mm", "MatMul", "ref", "[]", "[]", "[]", 1, 1};
     cr_assert_eq(cp_trace_store_add_kernels(s, run, &k, 1, &d), CP_OK);
     struct cp_trace_recorder *r = cp_trace_recorder_create(0);
@@ -354,12 +329,12 @@ Test(trace_export, folded_handles_many_nested_threads)
 
 Test(trace_export, export_names_missing_runs_and_unwritable_paths)
 {
-    char *db = path_in("t.db");
-    struct cp_trace_store *s = NULL;
+    char *db = cp_t_path("t.db");
+    struct cp_trace_store *s = cp_t_trace_store(db, NULL, NULL);
+    cr_assert_not_null(s);
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_open(db, &s, &d), CP_OK);
-    char *out = path_in("x.json");
+    char *out = cp_t_path("x.json");
     cr_assert_eq(cp_trace_export(s, -1, CP_TRACE_FORMAT_CHROME, out, &d), CP_ERR_INVALID);
     cr_assert_not_null(strstr(d.msg, "no runs"), "%s", d.msg);
     cr_assert_not(cp_path_exists(out));
@@ -370,7 +345,7 @@ Test(trace_export, export_names_missing_runs_and_unwritable_paths)
     cp_diag_init(&d);
     cr_assert_eq(cp_trace_export(s, run + 1, CP_TRACE_FORMAT_FOLDED, out, &d), CP_ERR_INVALID);
     cr_assert_not_null(strstr(d.msg, db), "%s", d.msg);
-    char *bad = path_in("no/such/dir/x.json");
+    char *bad = cp_t_path("no/such/cp_t_dir/x.json");
     cp_diag_init(&d);
     cr_assert_eq(cp_trace_export(s, run, CP_TRACE_FORMAT_CHROME, bad, &d), CP_ERR_IO);
     cr_assert_not_null(strstr(d.msg, bad), "%s", d.msg);
@@ -382,14 +357,13 @@ Test(trace_export, export_names_missing_runs_and_unwritable_paths)
 
 Test(trace_export, export_from_read_only_store_of_an_empty_run)
 {
-    char *db = path_in("t.db");
-    struct cp_trace_store *s = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_open(db, &s, &d), CP_OK);
+    char *db = cp_t_path("t.db");
     struct cp_trace_run_info info = {.kind = "run"};
     int64_t run;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK);
+    struct cp_trace_store *s = cp_t_trace_store(db, &info, &run);
+    cr_assert_not_null(s);
+    struct cp_diag d;
+    cp_diag_init(&d);
     cp_trace_store_close(s);
     cr_assert_eq(cp_trace_store_open_ro(db, &s, &d), CP_OK, "%s", d.msg);
     struct cp_buf b;

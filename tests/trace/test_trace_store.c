@@ -2,6 +2,8 @@
  * trip of runs, samples, kernels, events and counters, checked with plain
  * SQL against the documented schema. */
 #include "trace/trace.h"
+#include "support/cli.h"
+#include "support/db.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
@@ -11,88 +13,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dir;
-
-static void setup(void)
-{
-    dir = cp_scratch_dir();
-    cr_assert_not_null(dir);
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(dir);
-    free(dir);
-}
-
-TestSuite(trace_store, .init = setup, .fini = teardown);
+TestSuite(trace_store, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static char *path_in(const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    cr_assert_not_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static struct cp_trace_store *open_store(const char *path)
 {
-    struct cp_trace_store *s = NULL;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    enum cp_status st = cp_trace_store_open(path, &s, &d);
-    cr_assert_eq(st, CP_OK, "open %s: %s", path, d.msg);
-    cr_assert_not_null(s);
+    struct cp_trace_store *s = cp_t_trace_store(path, NULL, NULL);
+    cr_assert_not_null(s, "open %s (see stderr)", path);
     return s;
 }
 
 /* One integer from a query on the store's own connection. */
 static int64_t q_int(struct cp_trace_store *s, const char *sql)
 {
-    sqlite3 *db = cp_trace_store_db(s);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
-                 sqlite3_errmsg(db));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s returned no row", sql);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    int64_t v = 0;
+    cr_assert(cp_t_sql_int(cp_trace_store_db(s), sql, &v), "%s (see stderr)", sql);
     return v;
 }
 
 /* One text from a query (caller frees; NULL for SQL NULL). */
 static char *q_text(struct cp_trace_store *s, const char *sql)
 {
-    sqlite3 *db = cp_trace_store_db(s);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
-                 sqlite3_errmsg(db));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s returned no row", sql);
-    const char *t = (const char *)sqlite3_column_text(st, 0);
-    char *r = t ? strdup(t) : NULL;
-    sqlite3_finalize(st);
-    return r;
+    char *v = NULL;
+    cr_assert(cp_t_sql_text(cp_trace_store_db(s), sql, &v), "%s (see stderr)", sql);
+    return v;
 }
 
 /* Run SQL on a file through a separate raw connection. */
 static void raw_exec(const char *path, const char *sql)
 {
-    sqlite3 *db = NULL;
-    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
-    char *err = NULL;
-    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &err), SQLITE_OK, "%s: %s", sql,
-                 err ? err : "?");
-    sqlite3_close(db);
+    cr_assert(cp_t_sql_exec(path, sql), "%s: %s (see stderr)", path, sql);
 }
 
 static void write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    cr_assert(cp_t_write_file(path, text, strlen(text)), "cannot write %s (see stderr)", path);
 }
 
 static int64_t begin_run(struct cp_trace_store *s, const char *kind)
@@ -122,7 +78,7 @@ static int64_t begin_run(struct cp_trace_store *s, const char *kind)
 
 Test(trace_store, create_makes_a_tagged_wal_database)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     cr_assert(cp_path_exists(p));
     cr_assert_str_eq(cp_trace_store_path(s), p);
@@ -162,7 +118,7 @@ Test(trace_store, create_makes_a_tagged_wal_database)
 
 Test(trace_store, reopen_keeps_data_and_does_not_recreate)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     struct cp_diag d;
     cp_diag_init(&d);
@@ -185,7 +141,7 @@ Test(trace_store, reopen_keeps_data_and_does_not_recreate)
 
 Test(trace_store, meta_set_get_replace_and_absent)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     struct cp_diag d;
     cp_diag_init(&d);
@@ -208,7 +164,7 @@ Test(trace_store, meta_set_get_replace_and_absent)
 
 Test(trace_store, host_meta_describes_tool_cpu_cores_and_os)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     struct cp_diag d;
     cp_diag_init(&d);
@@ -237,7 +193,7 @@ Test(trace_store, host_meta_describes_tool_cpu_cores_and_os)
 
 Test(trace_store, newer_schema_version_is_refused)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     cp_trace_store_close(open_store(p));
     raw_exec(p, "PRAGMA user_version = 99");
     struct cp_trace_store *s = NULL;
@@ -255,7 +211,7 @@ Test(trace_store, newer_schema_version_is_refused)
 
 Test(trace_store, foreign_sqlite_database_is_refused_untouched)
 {
-    char *p = path_in("other.db");
+    char *p = cp_t_path("other.db");
     raw_exec(p, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
     struct cp_trace_store *s = NULL;
     struct cp_diag d;
@@ -280,7 +236,7 @@ Test(trace_store, foreign_sqlite_database_is_refused_untouched)
     sqlite3_close(db);
 
     /* A foreign application id is refused too, even without tables. */
-    char *p2 = path_in("tagged.db");
+    char *p2 = cp_t_path("tagged.db");
     raw_exec(p2, "PRAGMA application_id = 1234");
     cp_diag_init(&d);
     cr_assert_eq(cp_trace_store_open(p2, &s, &d), CP_ERR_INVALID);
@@ -291,7 +247,7 @@ Test(trace_store, foreign_sqlite_database_is_refused_untouched)
 
 Test(trace_store, non_sqlite_file_is_refused_by_name)
 {
-    char *p = path_in("x.db");
+    char *p = cp_t_path("x.db");
     write_file(p, "this is plainly not a database, just some text that is long enough\n");
     struct cp_trace_store *s = NULL;
     struct cp_diag d;
@@ -314,7 +270,7 @@ Test(trace_store, non_sqlite_file_is_refused_by_name)
 
 Test(trace_store, read_only_open_of_missing_file_fails_and_creates_nothing)
 {
-    char *p = path_in("missing.db");
+    char *p = cp_t_path("missing.db");
     struct cp_trace_store *s = NULL;
     struct cp_diag d;
     cp_diag_init(&d);
@@ -324,7 +280,7 @@ Test(trace_store, read_only_open_of_missing_file_fails_and_creates_nothing)
     snprintf(expect, sizeof(expect), "%s: no such file", p);
     cr_assert_str_eq(d.msg, expect);
     cr_assert_not(cp_path_exists(p), "read-only open must not create the file");
-    char *wal = path_in("missing.db-wal");
+    char *wal = cp_t_path("missing.db-wal");
     cr_assert_not(cp_path_exists(wal));
     free(wal);
     free(p);
@@ -332,7 +288,7 @@ Test(trace_store, read_only_open_of_missing_file_fails_and_creates_nothing)
 
 Test(trace_store, read_only_open_reads_and_refuses_writes)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     int64_t run = begin_run(s, "bench");
     uint64_t ns[] = {5, 6, 7};
@@ -351,14 +307,14 @@ Test(trace_store, read_only_open_reads_and_refuses_writes)
     cr_assert_not_null(strstr(d.msg, p), "%s", d.msg);
     cp_trace_store_close(s);
     /* The closed store is one file, and reading it leaves nothing behind. */
-    char *wal = path_in("t.db-wal"), *shm = path_in("t.db-shm");
+    char *wal = cp_t_path("t.db-wal"), *shm = cp_t_path("t.db-shm");
     cr_assert_not(cp_path_exists(wal));
     cr_assert_not(cp_path_exists(shm));
     free(wal);
     free(shm);
 
     /* An empty file is no trace store when opened read-only. */
-    char *e = path_in("empty.db");
+    char *e = cp_t_path("empty.db");
     write_file(e, "");
     cp_diag_init(&d);
     cr_assert_eq(cp_trace_store_open_ro(e, &s, &d), CP_ERR_INVALID);
@@ -373,7 +329,7 @@ Test(trace_store, read_only_open_reads_and_refuses_writes)
 
 Test(trace_store, open_in_missing_directory_names_the_file)
 {
-    char *p = path_in("no/such/dir/t.db");
+    char *p = cp_t_path("no/such/cp_t_dir/t.db");
     struct cp_trace_store *s = NULL;
     struct cp_diag d;
     cp_diag_init(&d);
@@ -387,7 +343,7 @@ Test(trace_store, open_in_missing_directory_names_the_file)
 
 Test(trace_store, run_samples_kernels_events_round_trip)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     struct cp_diag d;
     cp_diag_init(&d);
@@ -474,7 +430,7 @@ Test(trace_store, run_samples_kernels_events_round_trip)
 
 Test(trace_store, samples_read_back_in_iteration_order_for_the_right_run)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     struct cp_diag d;
     cp_diag_init(&d);
@@ -517,7 +473,7 @@ Test(trace_store, samples_read_back_in_iteration_order_for_the_right_run)
 
 Test(trace_store, missing_runs_are_reported)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     struct cp_diag d;
     cp_diag_init(&d);
@@ -549,7 +505,7 @@ Test(trace_store, missing_runs_are_reported)
 
 Test(trace_store, dropped_events_are_recorded_as_a_counter)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     struct cp_diag d;
     cp_diag_init(&d);
@@ -567,7 +523,7 @@ Test(trace_store, dropped_events_are_recorded_as_a_counter)
 
 Test(trace_store, many_events_span_several_transactions)
 {
-    char *p = path_in("t.db");
+    char *p = cp_t_path("t.db");
     struct cp_trace_store *s = open_store(p);
     struct cp_diag d;
     cp_diag_init(&d);

@@ -5,75 +5,41 @@
  * a missing source is a clear error), batch tuning runs two workers against
  * one knowledge base, and the report reproduces the best model. */
 #define _GNU_SOURCE
+#include "support/cli.h"
 #include "support/run.h"
 #include "tuner/tuner.h"
+
+#include "cli/cli_test.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = cp_scratch_dir();
-    cr_assert_not_null(g_dir);
-}
-
-static void teardown(void)
-{
-    cp_scratch_remove(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
-
-TestSuite(tune, .init = setup, .fini = teardown, .timeout = 600);
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    cp_buf_vprintf(&b, f, ap);
-    va_end(ap);
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
-}
-
-/* Convert an example model into the scratch folder with one extra flag. */
-static char *convert(const char *model, const char *out, const char *flag)
-{
-    char buf[2048];
-    char *m = fmt("--model=%s", cp_example_model(buf, sizeof buf, model));
-    char *o = fmt("--output=%s/%s", g_dir, out);
-    struct cp_run r;
-    cp_run_cli(&r, "convert", m, "--framework=5", o, flag, NULL);
-    cr_assert_eq(r.exit_code, 0, "convert: %s", r.err);
-    cp_run_release(&r);
-    free(m);
-    free(o);
-    return fmt("%s/%s.om", g_dir, out);
-}
+TestSuite(tune, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 600);
 
 /* Options for a quick session on `model` with its own KB and out folder. */
 static void quick_opts(struct cp_tune_opts *o, const char *model, const char *tag)
 {
     cp_tune_opts_init(o);
     o->model = model;
-    o->out_dir = fmt("%s/out-%s", g_dir, tag);
-    o->kb_path = fmt("%s/kb.sqlite", g_dir);
+    o->out_dir = cp_t_fmt("%s/out-%s", cp_t_dir, tag);
+    o->kb_path = cp_t_path("kb.sqlite");
     o->rounds = 30;
     o->warmup = 3;
     o->threads = 1; /* steady when ctest runs another test beside this one */
     o->use_kb_strategies = false;
+}
+
+/* Free what quick_opts made. */
+static void opts_release(struct cp_tune_opts *o)
+{
+    free((char *)o->out_dir);
+    free((char *)o->kb_path);
 }
 
 static const struct cp_tune_step *step_with(const struct cp_tune_result *r, const char *delta)
@@ -88,7 +54,7 @@ Test(tune, a_much_better_layout_is_accepted_and_a_worse_one_rejected)
 {
     /* resnet_tiny in plain NCHW is several times slower than in the
      * blocked layout the convolutions want */
-    char *om = convert("resnet_tiny", "nchw", "--layout_policy=nchw");
+    char *om = ct_convert_to("resnet_tiny", "nchw", "--layout_policy=nchw", NULL);
     struct cp_tune_opts o;
     quick_opts(&o, om, "layout");
     o.budget = 4;
@@ -113,6 +79,7 @@ Test(tune, a_much_better_layout_is_accepted_and_a_worse_one_rejected)
     cr_expect(cp_path_exists(r.best_om));
     cr_expect(cp_path_exists(r.report_md) && cp_path_exists(r.report_json));
     cp_tune_result_release(&r);
+    opts_release(&o);
     free(om);
 }
 
@@ -134,6 +101,7 @@ Test(tune, a_much_worse_layout_is_rejected_as_significantly_worse)
     cr_expect(nchw->measured_gain < 0);
     cr_expect_neq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_NCHW);
     cp_tune_result_release(&r);
+    opts_release(&o);
 }
 
 Test(tune, constraint_violations_are_rejected_with_the_constraint_named)
@@ -170,6 +138,8 @@ Test(tune, constraint_violations_are_rejected_with_the_constraint_named)
     cr_expect(strstr(bf16->reason, "breaks precision_loss<") != NULL, "%s", bf16->reason);
     cr_expect(bf16->precision_loss > 0.0001);
     cp_tune_result_release(&r);
+    opts_release(&o);
+    opts_release(&p);
 }
 
 /* A progress stream that raises the interrupt flag after the first step's
@@ -226,32 +196,31 @@ Test(tune, an_interrupted_session_resumes_from_the_knowledge_base)
     cr_expect(r.already_done);
     cr_expect_eq(r.evaluations, o.budget);
     cp_tune_result_release(&r);
+    opts_release(&o);
 }
 
 Test(tune, a_om_whose_source_is_gone_is_a_clear_error)
 {
     char buf[2048];
-    char *copy = fmt("%s/model.onnx", g_dir);
+    char *copy = cp_t_path("model.onnx");
     uint8_t *data = NULL;
     size_t len = 0;
     cr_assert_eq(cp_file_read(cp_example_model(buf, sizeof buf, "resnet_tiny"), &data, &len, NULL),
                  CP_OK);
     cr_assert_eq(cp_file_write_atomic(copy, data, len, NULL), CP_OK);
     free(data);
-    char *m = fmt("--model=%s", copy), *out = fmt("--output=%s/gone", g_dir);
-    struct cp_run r;
-    cp_run_cli(&r, "convert", m, "--framework=5", out, NULL);
-    cr_assert_eq(r.exit_code, 0, "%s", r.err);
-    cp_run_release(&r);
+    char *base = cp_t_path("gone");
+    char *om = cp_t_convert_file(copy, base, NULL);
+    cr_assert_not_null(om);
     unlink(copy);
-    char *om = fmt("%s/gone.om", g_dir), *kb = fmt("%s/kb.sqlite", g_dir);
-    cp_run_cli(&r, "tune", om, "--kb", kb, "--out", g_dir, "--quiet", NULL);
+    char *kb = cp_t_path("kb.sqlite");
+    struct cp_run r;
+    cp_run_cli(&r, "tune", om, "--kb", kb, "--out", cp_t_dir, "--quiet", NULL);
     cr_expect_eq(r.exit_code, 2, "%s", r.err);
     cr_expect(strstr(r.err, "model.onnx") && strstr(r.err, "gone"), "%s", r.err);
     cp_run_release(&r);
     free(copy);
-    free(m);
-    free(out);
+    free(base);
     free(om);
     free(kb);
 }
@@ -259,7 +228,7 @@ Test(tune, a_om_whose_source_is_gone_is_a_clear_error)
 Test(tune, the_report_reproduces_best_om)
 {
     char buf[2048];
-    char *kb = fmt("%s/kb.sqlite", g_dir), *out = fmt("%s/cli", g_dir);
+    char *kb = cp_t_path("kb.sqlite"), *out = cp_t_path("cli");
     struct cp_run r;
     cp_run_cli(&r, "tune", cp_example_model(buf, sizeof buf, "resnet_tiny"), "--budget", "2",
                "--rounds", "20", "--kb", kb, "--out", out, "--quiet", "--json", NULL);
@@ -284,7 +253,7 @@ Test(tune, the_report_reproduces_best_om)
     argv[k] = NULL;
     /* best.om records the paths it was converted with; the graph, the
      * weights and the knobs are what must be the same */
-    char *best = fmt("%s/best.om", out), *orig = fmt("%s/best-from-tune.om", out);
+    char *best = cp_t_fmt("%s/best.om", out), *orig = cp_t_fmt("%s/best-from-tune.om", out);
     cr_assert_eq(rename(best, orig), 0);
     cp_run_argv(&r, argv);
     cr_assert_eq(r.exit_code, 0, "%s: %s", cmd, r.err);
@@ -319,14 +288,14 @@ Test(tune, the_report_reproduces_best_om)
 Test(tune, batch_tuning_runs_two_workers_against_one_knowledge_base)
 {
     char buf[2048];
-    char *list = fmt("%s/models.txt", g_dir);
+    char *list = cp_t_path("models.txt");
     struct cp_buf text;
     cp_buf_init(&text);
     cp_buf_printf(&text, "# two models\n%s\n", cp_example_model(buf, sizeof buf, "resnet_tiny"));
     cp_buf_printf(&text, "%s\n", cp_example_model(buf, sizeof buf, "transformer_encoder_op14"));
     cr_assert_eq(cp_file_write_atomic(list, text.data, text.len, NULL), CP_OK);
     cp_buf_release(&text);
-    char *kb = fmt("%s/kb.sqlite", g_dir), *out = fmt("%s/batch", g_dir);
+    char *kb = cp_t_path("kb.sqlite"), *out = cp_t_path("batch");
     struct cp_run r;
     cp_run_cli(&r, "tune", "--batch", list, "--jobs", "2", "--budget", "2", "--rounds", "15",
                "--kb", kb, "--out", out, "--quiet", NULL);
@@ -335,7 +304,7 @@ Test(tune, batch_tuning_runs_two_workers_against_one_knowledge_base)
     cr_expect(strstr(r.out, "| transformer_encoder_op14 |") != NULL, "%s", r.out);
     cr_expect(strstr(r.out, "error") == NULL, "%s", r.out);
     cp_run_release(&r);
-    char *rep = fmt("%s/resnet_tiny/report.json", out);
+    char *rep = cp_t_fmt("%s/resnet_tiny/report.json", out);
     cr_expect(cp_path_exists(rep));
     free(rep);
     /* again: both sessions are finished, nothing is measured */
@@ -427,11 +396,10 @@ Test(tune, deltas_parse_apply_and_print_canonically)
 /* Convert an example with every pass switched off. */
 static char *convert_unfused(const char *model, const char *out)
 {
-    char *sw = fmt("%s/%s.cfg", g_dir, out);
-    cr_assert_eq(cp_file_write_atomic(sw, "ALL:off\n", 8, NULL), CP_OK);
-    char *flag = fmt("--fusion_switch_file=%s", sw);
-    char *om = convert(model, out, flag);
-    free(sw);
+    char *name = cp_t_fmt("%s.cfg", out);
+    char *flag = ct_switch_file(name, "ALL:off\n");
+    char *om = ct_convert_to(model, out, flag, NULL);
+    free(name);
     free(flag);
     return om;
 }
@@ -466,7 +434,7 @@ Test(tune, what_held_on_one_model_is_tried_first_on_a_similar_one)
     cr_assert_eq(cp_tune(&p, &r, &d), CP_OK, "%s", d.msg);
     cr_assert_eq(r.n_steps, 2);
     cr_expect_str_eq(r.steps[1].source, "kb", "first step came from %s", r.steps[1].source);
-    char *want = fmt("[%s]", r.steps[1].delta);
+    char *want = cp_t_fmt("[%s]", r.steps[1].delta);
     cr_expect(strstr(held.data, want) != NULL, "%s did not hold on op17 (%s)", r.steps[1].delta,
               held.data);
     char first[512];
@@ -476,12 +444,14 @@ Test(tune, what_held_on_one_model_is_tried_first_on_a_similar_one)
 
     /* and the query shows it, with the model it held on */
     struct cp_run q;
-    char *kb = fmt("%s/kb.sqlite", g_dir);
+    char *kb = cp_t_path("kb.sqlite");
     cp_run_cli(&q, "kb", "query", "--model", b, "--kb", kb, "--json", NULL);
     cr_expect_eq(q.exit_code, 0, "%s", q.err);
     cr_expect(strstr(q.out, first) && strstr(q.out, "transformer_encoder_op17"), "%s", q.out);
     cp_run_release(&q);
     cp_buf_release(&held);
+    opts_release(&o);
+    opts_release(&p);
     free(kb);
     free(a);
     free(b);

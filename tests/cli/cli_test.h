@@ -1,0 +1,142 @@
+/* Assertions shared by the tests that drive the cannprof binary (those of
+ * tests/cli, and others that go through the CLI: rules, tuner): example
+ * models converted into the scratch folder, switch files, JSON output,
+ * what a failed command must look like and what its messages must mention,
+ * files written and read back. They build on tests/support/cli.h and,
+ * unlike it, assert with Criterion (as atc_bridge/pass_test.h does for the
+ * pass tests): a test calls them as it would write the assertions out, and
+ * a failure message points at the helper's stderr report where there is
+ * one. */
+#ifndef CP_TESTS_CLI_TEST_H
+#define CP_TESTS_CLI_TEST_H
+
+#include "core/core.h"
+#include "support/cli.h"
+#include "support/run.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Point XDG_DATA_HOME at <scratch>/xdg, for suites that touch the default
+ * knowledge base: a test never touches the real one of whoever runs it. */
+static inline void ct_private_xdg(void)
+{
+    char *xdg = cp_t_path("xdg");
+    cr_assert_eq(setenv("XDG_DATA_HOME", xdg, 1), 0);
+    free(xdg);
+}
+
+/* examples/models/NAME.onnx converted with the default flags to
+ * <scratch>/NAME.om; asserts success and returns the .om path. */
+static inline char *ct_convert(const char *name)
+{
+    char *om = cp_t_convert(cp_t_dir, name, name, NULL);
+    cr_assert_not_null(om, "convert %s failed (see stderr)", name);
+    return om;
+}
+
+/* examples/models/NAME.onnx converted to <scratch>/OUT.om with the flags
+ * given after `out` (NULL-terminated); asserts success and returns the .om
+ * path. */
+static inline char *ct_convert_to(const char *name, const char *out, ...)
+{
+    va_list ap;
+    va_start(ap, out);
+    char *om = cp_t_vconvert(cp_t_dir, name, out, ap);
+    va_end(ap);
+    cr_assert_not_null(om, "convert %s failed (see stderr)", name);
+    return om;
+}
+
+/* A fusion switch file <scratch>/NAME holding `text`; asserts it is
+ * written and returns the flag "--fusion_switch_file=<path>". */
+static inline char *ct_switch_file(const char *name, const char *text)
+{
+    char *flag = cp_t_switch_file(cp_t_dir, name, text);
+    cr_assert_not_null(flag, "cannot write the switch file %s", name);
+    return flag;
+}
+
+/* `text` (a command's standard output) parsed as JSON; asserts it is. */
+static inline json_t *ct_json(const char *text)
+{
+    json_t *j = cp_t_json(text);
+    cr_assert_not_null(j, "not JSON (see stderr): %s", text);
+    return j;
+}
+
+/* The number o[key]; asserts it is one. */
+static inline double ct_num(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    cr_assert(json_is_number(v), "'%s' is missing or not a number", key);
+    return json_number_value(v);
+}
+
+/* Assert that `hay` holds every one of the NULL-terminated needles. */
+static inline void ct_assert_mentions(const char *hay, ...)
+{
+    va_list ap;
+    va_start(ap, hay);
+    const char *s;
+    while ((s = va_arg(ap, const char *)) != NULL)
+        cr_assert_not_null(strstr(hay, s), "expected '%s' in: %s", s, hay);
+    va_end(ap);
+}
+
+/* Assert that the command failed with exit 2 (bad input, no crash); returns
+ * its standard error (caller frees) and releases `r`. */
+static inline char *ct_fails_2(struct cp_run *r)
+{
+    cr_assert_eq(r->signal, 0, "killed by signal %d; stderr: %s", r->signal, r->err);
+    cr_assert_eq(r->exit_code, 2, "exit %d; stdout: %.300s stderr: %s", r->exit_code, r->out,
+                 r->err);
+    char *err = cp_t_fmt("%s", r->err);
+    cp_run_release(r);
+    return err;
+}
+
+/* The bytes of `path`, asserting it reads. OUT: *len. Caller frees. */
+static inline uint8_t *ct_read(const char *path, size_t *len)
+{
+    uint8_t *data = cp_t_read_file(path, len);
+    cr_assert_not_null(data, "cannot read %s (see stderr)", path);
+    return data;
+}
+
+/* Write `len` bytes to `path`, asserting it works. */
+static inline void ct_write(const char *path, const void *data, size_t len)
+{
+    cr_assert(cp_t_write_file(path, data, len), "cannot write %s (see stderr)", path);
+}
+
+/* The text of file `path` (NUL-terminated), asserting it reads. Caller
+ * frees. */
+static inline char *ct_read_text(const char *path)
+{
+    size_t len = 0;
+    return (char *)ct_read(path, &len);
+}
+
+/* Write the string `text` to `path`, asserting it works. */
+static inline void ct_write_text(const char *path, const char *text)
+{
+    ct_write(path, text, strlen(text));
+}
+
+/* Whether files A and B hold the same bytes; both must read. */
+static inline bool ct_same_bytes(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    uint8_t *da = ct_read(a, &la), *db = ct_read(b, &lb);
+    bool same = la == lb && memcmp(da, db, la) == 0;
+    free(da);
+    free(db);
+    return same;
+}
+
+#endif
