@@ -473,6 +473,44 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         set_reason(&s, "failed", "measurement: %s", ed.msg);
         goto record;
     }
+    if (improved && c->o->target != CP_TARGET_MEMORY) {
+        /* An acceptance changes everything after it, and a burst of load
+         * from elsewhere during one measurement can fake a win (a
+         * two-thread run starved while a one-thread run is not). Measure
+         * again; both must agree, and the second is the one reported. */
+        struct cp_tune_step again = s;
+        struct cp_bench_ab_result res2;
+        int64_t run2;
+        bool improved2 = false;
+        snprintf(again.trace_path, sizeof again.trace_path, "%s/%s-confirm.db", c->o->out_dir,
+                 name);
+        unlink(again.trace_path);
+        if (cp_tune_ab(c, &r->best, c->best_om, &cand, s.om_path, again.trace_path, &again,
+                       &run2, &improved2, &res2, &ed) != CP_OK) {
+            set_reason(&s, "failed", "confirmation measurement: %s", ed.msg);
+            goto record;
+        }
+        if (!improved2) {
+            improved = false;
+            s.measured_gain = again.measured_gain;
+            s.ci_lo = again.ci_lo;
+            s.ci_hi = again.ci_hi;
+            s.p = again.p;
+            snprintf(why, sizeof why, "not reproduced: a second measurement gave %+.1f%%",
+                     100 * again.measured_gain);
+        } else {
+            cp_bench_ab_result_release(&res);
+            res = res2;
+            res2.a_ns = res2.b_ns = NULL;
+            s = again;
+            b_run = run2;
+        }
+        cp_bench_ab_result_release(&res2);
+        if (!improved) {
+            set_reason(&s, "rejected", "%s", why);
+            goto record;
+        }
+    }
     const char *what = c->o->target == CP_TARGET_THROUGHPUT ? "throughput" : "latency";
     if (c->o->target == CP_TARGET_MEMORY) {
         double saved = 1.0 - (double)s.memory_bytes / (double)r->best_memory;
