@@ -214,7 +214,12 @@ int cp_cmd_analyze(int argc, char **argv)
             cp_buf_puts(&p, v);
         else
             cp_buf_printf(&p, "%s.rule-skeleton.yaml", trace);
-        rc = cp_buf_status(&p) == CP_OK ? write_skeleton(&dg, p.data) : 3;
+        if (cp_buf_status(&p) == CP_OK)
+            rc = write_skeleton(&dg, p.data);
+        else {
+            cp_cli_error("analyze", "out of memory");
+            rc = 3;
+        }
         cp_buf_release(&p);
     }
     cp_diagnosis_release(&dg);

@@ -10,6 +10,7 @@
 #include "trace/perf.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,16 @@ struct bench_opts {
     int64_t batch;
 };
 
+/* The clock reading `s` seconds from now. Saturates: converting a double
+ * beyond uint64_t's range is undefined, and a duration of centuries means
+ * no deadline in practice. */
+static uint64_t deadline_after(double s)
+{
+    double ns = s * 1e9;
+    uint64_t now = cp_clock_ns();
+    return ns < 9e18 ? now + (uint64_t)ns : UINT64_MAX;
+}
+
 /* `perf` (may be NULL) counts the measured loop only, into *pr. */
 static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
                               struct cp_trace_recorder *rec, struct cp_perf *perf,
@@ -132,7 +143,7 @@ static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
     if (!ns)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for samples");
     size_t n = 0;
-    uint64_t deadline = o->duration > 0 ? cp_clock_ns() + (uint64_t)(o->duration * 1e9) : 0;
+    uint64_t deadline = o->duration > 0 ? deadline_after(o->duration) : 0;
     if (rec)
         cp_trace_push(rec, "measure");
     /* Counters are optional: a failed ioctl leaves the reading invalid and

@@ -653,7 +653,8 @@ enum cp_status cp_rule_set_load_file(struct cp_rule_set *rs, const char *path, s
         rs->rules = grown;
         rs->cap = cap;
     }
-    memcpy(rs->rules + rs->n, list, n * sizeof *list);
+    if (n > 0) /* an empty pack into an empty set: rs->rules is still NULL */
+        memcpy(rs->rules + rs->n, list, n * sizeof *list);
     rs->n += n;
     free(list);
     return CP_OK;

@@ -3,6 +3,7 @@
 #include "runner/bench_ab.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,16 @@ void cp_bench_ab_result_release(struct cp_bench_ab_result *r)
     free(r->a_ns);
     free(r->b_ns);
     memset(r, 0, sizeof *r);
+}
+
+/* The clock reading `s` seconds from now. Saturates: converting a double
+ * beyond uint64_t's range is undefined, and a duration of centuries means
+ * no deadline in practice. */
+static uint64_t deadline_after(double s)
+{
+    double ns = s * 1e9;
+    uint64_t now = cp_clock_ns();
+    return ns < 9e18 ? now + (uint64_t)ns : UINT64_MAX;
 }
 
 /* One round: A and B once each, in the round's order. `iteration` is
@@ -173,7 +184,7 @@ enum cp_status cp_bench_ab_measure(struct cp_plan *a, struct cp_plan *b,
     size_t cap = o->rounds > 0 ? (size_t)o->rounds : 1024;
     if ((st = grow(r, cap, d)) != CP_OK)
         goto fail;
-    uint64_t deadline = o->rounds > 0 ? 0 : cp_clock_ns() + (uint64_t)(o->duration_s * 1e9);
+    uint64_t deadline = o->rounds > 0 ? 0 : deadline_after(o->duration_s);
     push_both(o, "measure");
     for (size_t n = 0;; n++) {
         if (o->rounds > 0 && n == (size_t)o->rounds)

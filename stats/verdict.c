@@ -159,6 +159,11 @@ static enum cp_status ratio(const double *b, size_t nb, const double *a, size_t 
 {
     c->before = cp_stats_quantile(b, nb, q);
     c->after = cp_stats_quantile(a, na, q);
+    /* the values were checked finite: NaN here is a failed allocation, not
+     * bad input */
+    if (isnan(c->before) || isnan(c->after))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory sorting %zu values",
+                           nb > na ? nb : na);
     if (!(c->before > 0))
         return cp_diag_set(d, CP_ERR_INVALID,
                            "the before values' %s is %g: a ratio needs positive values",

@@ -130,7 +130,7 @@ static enum cp_status read_device_time(struct cp_trace_store *s, int64_t run,
         return CP_OK;
     sqlite3_stmt *st = NULL;
     enum cp_status ret = prepare(s,
-                                 "SELECT iteration, SUM(dur_ns) FROM events WHERE run_id = ?1 "
+                                 "SELECT iteration, TOTAL(dur_ns) FROM events WHERE run_id = ?1 "
                                  "AND layer = 2 AND iteration >= 0 GROUP BY iteration "
                                  "ORDER BY iteration",
                                  &st, "reading kernel time", d);

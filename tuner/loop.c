@@ -848,7 +848,9 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
         goto out;
     if (r->already_done) {
         stop_because(r, c.sess.stop_reason ? c.sess.stop_reason : "finished earlier");
-        snprintf(r->best_om, sizeof r->best_om, "%s/best.om", o->out_dir);
+        /* best.om is where that session put it, whatever --out says now */
+        snprintf(r->best_om, sizeof r->best_om, "%.1000s/best.om",
+                 c.sess.out_dir && *c.sess.out_dir ? c.sess.out_dir : o->out_dir);
         st = cp_tune_write_report(o, r, d);
         goto out;
     }

@@ -744,3 +744,16 @@ Test(rules_load, an_analysis_without_findings_is_empty)
     free(pack);
     free(db);
 }
+
+Test(rules_load, a_pack_without_rules_loads_into_an_empty_set)
+{
+    /* loaded first, the empty pack meets a set without an array yet */
+    char *empty = write_file("empty.yaml", "pack: e\nversion: 1\nrules: []\n");
+    struct cp_rule_set *rs = cp_rule_set_create();
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_rule_set_load_file(rs, empty, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(cp_rule_set_count(rs), 0);
+    cp_rule_set_free(rs);
+    free(empty);
+}
