@@ -262,7 +262,10 @@ void cp_tune_point_json(const struct cp_tune_point *p, struct cp_buf *out)
     cp_buf_printf(out, ",\"threads\":%d,\"batch\":%d,\"command\":", p->threads, p->batch);
     struct cp_buf cmd;
     cp_buf_init(&cmd);
-    cp_convert_config_cmdline(&p->cfg, &cmd);
+    struct cp_convert_config cfg = p->cfg;
+    if (!cfg.output[0]) /* a point has no output of its own: name one */
+        snprintf(cfg.output, sizeof cfg.output, "best");
+    cp_convert_config_cmdline(&cfg, &cmd);
     if (p->threads > 0 || p->batch > 0)
         cp_buf_puts(&cmd, "  # then run with");
     if (p->threads > 0)
