@@ -79,9 +79,8 @@ static void print_findings(const struct cp_diagnosis *dg, size_t top, const char
     const struct cp_analysis *a = &dg->analysis;
     printf("trace: %s (run %lld, %s, %zu kernels)\n", trace, (long long)dg->run.run_id,
            dg->run.model_path, dg->features->n_kernels);
-    printf("rules: %zu loaded, %zu evaluated for this target%s\n\n",
-           cp_rule_set_count(dg->rules), a->rules_evaluated,
-           dg->calibrated ? "" : "; roofline features absent (--no-calibrate)");
+    printf("rules: %zu loaded, %zu evaluated for this target%s\n\n", cp_rule_set_count(dg->rules),
+           a->rules_evaluated, dg->calibrated ? "" : "; roofline features absent (--no-calibrate)");
     if (a->n == 0) {
         printf("no findings: no rule fired and no hotspot stands out.\n");
         return;
@@ -94,8 +93,8 @@ static void print_findings(const struct cp_diagnosis *dg, size_t top, const char
         printf("%zu. %s\n", i + 1, f->title);
         printf("    bottleneck: %s, root cause %s (rule %s)\n", f->bottleneck_type, f->root_cause,
                f->rule);
-        printf("    confidence: %s (score %.2f)%s%s\n", cp_confidence_name(f->confidence),
-               f->score, f->missing[0] ? "; missing features: " : "", f->missing);
+        printf("    confidence: %s (score %.2f)%s%s\n", cp_confidence_name(f->confidence), f->score,
+               f->missing[0] ? "; missing features: " : "", f->missing);
         printf("    time share: %.1f%% of the iteration\n", 100 * f->time_share);
         if (f->unclassified)
             printf("    gain:       unknown, at most %.1f%% if the hotspot vanished\n",

@@ -313,8 +313,8 @@ static int bench_one(const struct bench_cli *c)
     if (rec) {
         int64_t run;
         cp_trace_pop(rec);
-        if (cp_session_store_run(&s, store, "bench", so.model_path, rec, c->o.batch, c->o.warmup, ns, n, rss, &run, &d) !=
-                CP_OK ||
+        if (cp_session_store_run(&s, store, "bench", so.model_path, rec, c->o.batch, c->o.warmup,
+                                 ns, n, rss, &run, &d) != CP_OK ||
             cp_perf_store(store, run, perf, &pr, &d) != CP_OK) {
             cp_cli_error("bench", d.msg);
             rc = cp_status_exit_code(d.status);
@@ -514,10 +514,10 @@ static enum cp_status write_ab_trace(struct cp_trace_store *store, struct cp_ses
     enum cp_status st;
     cp_trace_pop(rec[0]);
     cp_trace_pop(rec[1]);
-    if ((st = cp_session_store_run(sa, store, "bench-ab", c->so.model_path, rec[0], c->o.batch, c->o.warmup, res->a_ns, res->n,
-                          rss, run_a, d)) != CP_OK ||
-        (st = cp_session_store_run(sb, store, "bench-ab", c->vs, rec[1], c->o.batch, c->o.warmup, res->b_ns, res->n, rss,
-                          run_b, d)) != CP_OK)
+    if ((st = cp_session_store_run(sa, store, "bench-ab", c->so.model_path, rec[0], c->o.batch,
+                                   c->o.warmup, res->a_ns, res->n, rss, run_a, d)) != CP_OK ||
+        (st = cp_session_store_run(sb, store, "bench-ab", c->vs, rec[1], c->o.batch, c->o.warmup,
+                                   res->b_ns, res->n, rss, run_b, d)) != CP_OK)
         return st;
     snprintf(ids[0], sizeof ids[0], "%lld", (long long)*run_a);
     snprintf(ids[1], sizeof ids[1], "%lld", (long long)*run_b);

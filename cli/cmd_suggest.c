@@ -50,10 +50,10 @@ static void help(void)
 /* The change applied to the run's own config, as commands. */
 struct applied {
     bool ok;
-    char note[256];          /* why not, when !ok */
-    struct cp_buf convert;   /* the full convert command */
-    struct cp_buf switches;  /* switch file content ("" when none) */
-    struct cp_buf runtime;   /* " --threads 1 --batch 8" */
+    char note[256];         /* why not, when !ok */
+    struct cp_buf convert;  /* the full convert command */
+    struct cp_buf switches; /* switch file content ("" when none) */
+    struct cp_buf runtime;  /* " --threads 1 --batch 8" */
 };
 
 static void applied_init(struct applied *a)
@@ -71,8 +71,7 @@ static void applied_release(struct applied *a)
     cp_buf_release(&a->runtime);
 }
 
-static void apply(const struct cp_run_metrics *run, const struct cp_finding *f,
-                  struct applied *out)
+static void apply(const struct cp_run_metrics *run, const struct cp_finding *f, struct applied *out)
 {
     struct cp_tune_point p, q;
     memset(&p, 0, sizeof p);
@@ -98,8 +97,7 @@ static void apply(const struct cp_run_metrics *run, const struct cp_finding *f,
         snprintf(q.cfg.fusion_switch_file, sizeof q.cfg.fusion_switch_file, "switches.cfg");
         char copy[sizeof q.cfg.fusion_switches];
         snprintf(copy, sizeof copy, "%s", q.cfg.fusion_switches);
-        for (char *save = NULL, *t = strtok_r(copy, ";", &save); t;
-             t = strtok_r(NULL, ";", &save))
+        for (char *save = NULL, *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save))
             cp_buf_printf(&out->switches, "%s\n", t);
     } else
         q.cfg.fusion_switch_file[0] = '\0';
@@ -136,8 +134,9 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
 {
     const struct cp_analysis *a = &dg->analysis;
     cp_buf_printf(b, "# cannprof suggest: %s\n\n", trace);
-    cp_buf_printf(b, "Model `%s` (run %lld), target **%s**, constraints `%s`. %zu findings from "
-                     "%zu rules%s.\n\n",
+    cp_buf_printf(b,
+                  "Model `%s` (run %lld), target **%s**, constraints `%s`. %zu findings from "
+                  "%zu rules%s.\n\n",
                   dg->run.model_path, (long long)dg->run.run_id, cp_target_name(t),
                   constraints ? constraints : "none", a->n, a->rules_evaluated,
                   a->already_applied ? " (changes the run already has are left out)" : "");
@@ -163,8 +162,9 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
         fmt_risk(f, r, sizeof r);
         cp_buf_printf(b, "\n## %zu. %s\n\n", i + 1, f->title);
         if (f->violates)
-            cp_buf_printf(b, "> **Breaks a constraint:** %s. Ranked below the changes that "
-                             "do not.\n\n",
+            cp_buf_printf(b,
+                          "> **Breaks a constraint:** %s. Ranked below the changes that "
+                          "do not.\n\n",
                           f->violation);
         cp_buf_printf(b, "- **Bottleneck:** %s; **root cause:** %s (rule `%s`)\n",
                       f->bottleneck_type, f->root_cause, f->rule);
@@ -233,9 +233,10 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
     html_text(b, dg->run.model_path);
     cp_buf_printf(b, "</code>, target <b>%s</b>, constraints <code>", cp_target_name(t));
     html_text(b, constraints ? constraints : "none");
-    cp_buf_printf(b, "</code>; %zu findings.</p>\n<table><tr><th>#</th><th>finding</th>"
-                     "<th>root cause</th><th>confidence</th><th>expected gain</th><th>risks</th>"
-                     "<th>constraints</th></tr>\n",
+    cp_buf_printf(b,
+                  "</code>; %zu findings.</p>\n<table><tr><th>#</th><th>finding</th>"
+                  "<th>root cause</th><th>confidence</th><th>expected gain</th><th>risks</th>"
+                  "<th>constraints</th></tr>\n",
                   a->n);
     for (size_t i = 0; i < a->n; i++) {
         const struct cp_finding *f = &a->findings[i];
@@ -263,8 +264,8 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
         }
         cp_buf_puts(b, "<p>Where: ONNX nodes <code>");
         html_text(b, f->nodes_json);
-        cp_buf_printf(b, "</code> (%.1f%% of the iteration).</p>\n<p>Change: ",
-                      100 * f->time_share);
+        cp_buf_printf(b,
+                      "</code> (%.1f%% of the iteration).</p>\n<p>Change: ", 100 * f->time_share);
         html_text(b, f->change.summary);
         cp_buf_puts(b, "</p>\n");
         struct applied ap;
@@ -303,8 +304,8 @@ static void render_json(const struct cp_diagnosis *dg, const char *trace, enum c
     cp_buf_json_str(b, trace);
     cp_buf_puts(b, ",\"model\":");
     cp_buf_json_str(b, dg->run.model_path);
-    cp_buf_printf(b, ",\"run\":%lld,\"target\":\"%s\",\"constraints\":",
-                  (long long)dg->run.run_id, cp_target_name(t));
+    cp_buf_printf(b, ",\"run\":%lld,\"target\":\"%s\",\"constraints\":", (long long)dg->run.run_id,
+                  cp_target_name(t));
     cp_buf_json_str(b, constraints ? constraints : "");
     cp_buf_puts(b, ",\"findings\":");
     cp_analysis_json(&dg->analysis, b);

@@ -61,7 +61,8 @@ static const struct cp_opt options[] = {
      "do not try what won on similar models first"},
     {"out", 'o', CP_OPT_VALUE, OPT_OUT, "DIR", "artifacts (default tune-<model>)"},
     {"quiet", 'q', CP_OPT_FLAG, OPT_QUIET, NULL, "no progress lines on stderr"},
-    {"rounds", 'n', CP_OPT_VALUE, OPT_ROUNDS, "N", "interleaved rounds per evaluation (default 60)"},
+    {"rounds", 'n', CP_OPT_VALUE, OPT_ROUNDS, "N",
+     "interleaved rounds per evaluation (default 60)"},
     {"rules", 'r', CP_OPT_MULTI, OPT_RULES, "DIR|FILE", "rule packs instead of the defaults"},
     {"seed", 0, CP_OPT_VALUE, OPT_SEED, "N", "seed of random inputs (default 0)"},
     {"statistical_test", 0, CP_OPT_VALUE, OPT_TEST, "TEST", "alias of --test"},
@@ -110,10 +111,10 @@ static bool parse_time(const char *s, double *out)
     double v = strtod(s, &end);
     if (end == s || !(v > 0) || !isfinite(v))
         return false;
-    double unit = *end == '\0' || strcmp(end, "s") == 0 ? 1
+    double unit = *end == '\0' || strcmp(end, "s") == 0              ? 1
                   : strcmp(end, "m") == 0 || strcmp(end, "min") == 0 ? 60
-                  : strcmp(end, "h") == 0                             ? 3600
-                                                                      : 0;
+                  : strcmp(end, "h") == 0                            ? 3600
+                                                                     : 0;
     *out = v * unit;
     return unit > 0;
 }
@@ -141,7 +142,9 @@ static void print_summary(const struct cp_tune_opts *o, const struct cp_tune_res
 {
     printf("model:       %s\n", o->model);
     printf("session:     %lld%s, %d evaluations, stopped: %s\n", (long long)r->session_id,
-           r->already_done ? " (finished earlier)" : r->resumed ? " (resumed)" : "",
+           r->already_done ? " (finished earlier)"
+           : r->resumed    ? " (resumed)"
+                           : "",
            r->evaluations, r->stop_reason);
     printf("\n%-22s %12s %12s %9s\n", "", "baseline", "best", "change");
     printf("%-22s %12.3f %12.3f %+8.1f%%\n", "latency (median, ms)", r->baseline_ns / 1e6,
@@ -248,8 +251,7 @@ static enum cp_status batch_models(const char *src, char ***out, size_t *n, stru
                 for (size_t i = 0; i < k; i++)
                     free(list[i]);
                 free(list);
-                return cp_diag_set(d, CP_ERR_INVALID, "%s:%d: %s: no such file", src, lineno,
-                                   p);
+                return cp_diag_set(d, CP_ERR_INVALID, "%s:%d: %s: no such file", src, lineno, p);
             }
             list[k++] = cp_strdup(p);
         }
@@ -331,12 +333,12 @@ static void summary_row(const char *model, const char *out_root, const struct cp
                           json_string_value(json_object_get(st, "delta")));
     }
     bool ok = true;
-    const struct cp_constraint *pl = cp_constraints_find(&o->constraints,
-                                                         CP_CONSTRAINT_PRECISION_LOSS);
+    const struct cp_constraint *pl =
+        cp_constraints_find(&o->constraints, CP_CONSTRAINT_PRECISION_LOSS);
     const struct cp_constraint *mc = cp_constraints_find(&o->constraints, CP_CONSTRAINT_MEMORY);
     ok = (!pl || cp_constraint_holds(pl, loss)) && (!mc || cp_constraint_holds(mc, mem));
-    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", s ? s : model, b0, b1,
-           100 * (b1 / b0 - 1), changes.len ? changes.data : "none", ok ? "met" : "NOT met");
+    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", s ? s : model, b0, b1, 100 * (b1 / b0 - 1),
+           changes.len ? changes.data : "none", ok ? "met" : "NOT met");
     cp_buf_release(&changes);
     json_decref(j);
     free(s);
@@ -398,8 +400,7 @@ static bool parse_opts(const struct cp_args *a, struct cp_tune_opts *o, struct c
 {
     const char *v;
     if ((v = cp_args_get(a, OPT_TARGET)) && !cp_target_parse(v, &o->target))
-        return cp_diag_set(d, CP_ERR_INVALID, "--target: use latency, throughput or memory"),
-               false;
+        return cp_diag_set(d, CP_ERR_INVALID, "--target: use latency, throughput or memory"), false;
     if ((v = cp_args_get(a, OPT_CONSTRAINTS))) {
         if (cp_constraints_parse(v, &o->constraints, d) != CP_OK)
             return false;

@@ -170,8 +170,8 @@ struct side {
     const struct cp_run_metrics *m;
 };
 
-static enum cp_status load_run(const char *path, const char *run_text, int64_t run,
-                               struct side *s, struct cp_diag *d)
+static enum cp_status load_run(const char *path, const char *run_text, int64_t run, struct side *s,
+                               struct cp_diag *d)
 {
     int64_t r = run;
     if (run_text && (!cp_parse_i64(run_text, &r) || r < 1))
@@ -307,7 +307,7 @@ static enum cp_status compare_all(struct cp_vresult *r, const bool wanted[CP_VM_
             st = cp_verdict_compare(xb, 1, xa, 1, md->better, &o, &row->c, d);
             row->c.delta_pct = xa[0] - xb[0];
             row->c.ci_lo_pct = row->c.ci_hi_pct = row->c.delta_pct;
-            row->c.verdict = row->c.delta_pct > r->precision_tolerance   ? CP_VERDICT_REGRESSED
+            row->c.verdict = row->c.delta_pct > r->precision_tolerance    ? CP_VERDICT_REGRESSED
                              : row->c.delta_pct < -r->precision_tolerance ? CP_VERDICT_IMPROVED
                                                                           : CP_VERDICT_UNCHANGED;
         } else if (st == CP_OK)
@@ -425,8 +425,7 @@ struct baseline_ctx {
 };
 
 static enum cp_status record_validation(struct baseline_ctx *bc, const struct cp_vresult *r,
-                                        int exit_code, const struct alerting *al,
-                                        struct cp_diag *d)
+                                        int exit_code, const struct alerting *al, struct cp_diag *d)
 {
     struct cp_buf figures;
     cp_buf_init(&figures);
@@ -479,9 +478,10 @@ static bool check_mode(const struct inputs *in, bool alert, struct cp_diag *d)
         return false;
     }
     if (base && (!in->baseline || !in->service || !in->trace)) {
-        cp_diag_set(d, CP_ERR_INVALID,
-                    "--baseline, --service and --trace go together (missing %s)",
-                    !in->baseline ? "--baseline" : !in->service ? "--service" : "--trace");
+        cp_diag_set(d, CP_ERR_INVALID, "--baseline, --service and --trace go together (missing %s)",
+                    !in->baseline  ? "--baseline"
+                    : !in->service ? "--service"
+                                   : "--trace");
         return false;
     }
     if (alert && !base) {
@@ -515,10 +515,11 @@ static bool parse_opts(const struct cp_args *args, struct cp_vresult *r, struct 
         cp_diag_set(d, CP_ERR_INVALID, "--threshold: '%s' is not a percentage like 2%%", v);
         return false;
     }
-    if ((v = cp_args_get(args, OPT_PRECISION_TOL)) &&
-        !parse_percent(v, &r->precision_tolerance)) {
-        cp_diag_set(d, CP_ERR_INVALID, "--precision-tolerance: '%s' is not a number of "
-                                       "percentage points like 0.1", v);
+    if ((v = cp_args_get(args, OPT_PRECISION_TOL)) && !parse_percent(v, &r->precision_tolerance)) {
+        cp_diag_set(d, CP_ERR_INVALID,
+                    "--precision-tolerance: '%s' is not a number of "
+                    "percentage points like 0.1",
+                    v);
         return false;
     }
     if ((v = cp_args_get(args, OPT_RESAMPLES))) {
@@ -604,7 +605,8 @@ int cp_cmd_validate(int argc, char **argv)
     if (!check_mode(&in, alert, &d) || !parse_opts(&args, &r, &d))
         return fail(&d);
     if (alert && (!al.url || !*al.url)) {
-        cp_cli_error("validate", "--alert-on-regression needs --webhook URL (or $CANNPROF_WEBHOOK)");
+        cp_cli_error("validate",
+                     "--alert-on-regression needs --webhook URL (or $CANNPROF_WEBHOOK)");
         return 2;
     }
     if (al.url && !in.baseline) {
@@ -673,8 +675,9 @@ int cp_cmd_validate(int argc, char **argv)
             goto out;
         }
         r.models_differ = true;
-        fprintf(stderr, "cannprof validate: warning: the traces are of different models "
-                        "(%s vs %s)\n",
+        fprintf(stderr,
+                "cannprof validate: warning: the traces are of different models "
+                "(%s vs %s)\n",
                 before.m->model_path, after.m->model_path);
     }
     if (pick_metrics(mlist != NULL, wanted, &before, &after, &d) != CP_OK ||

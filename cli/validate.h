@@ -20,9 +20,9 @@ enum cp_vmetric {
 /* One metric's comparison, with how to show its values. */
 struct cp_vrow {
     enum cp_vmetric metric;
-    const char *name;  /* "latency", "p99", ... */
-    const char *unit;  /* "ms", "items/s", "%", "MiB" */
-    double scale;      /* displayed value = raw value * scale */
+    const char *name; /* "latency", "p99", ... */
+    const char *unit; /* "ms", "items/s", "%", "MiB" */
+    double scale;     /* displayed value = raw value * scale */
     struct cp_comparison c;
 };
 

@@ -23,8 +23,9 @@ enum cp_verdict cp_vresult_overall(const struct cp_vresult *r)
             break;
         }
     }
-    return improved ? CP_VERDICT_IMPROVED
-                    : inconclusive ? CP_VERDICT_INCONCLUSIVE : CP_VERDICT_UNCHANGED;
+    return improved       ? CP_VERDICT_IMPROVED
+           : inconclusive ? CP_VERDICT_INCONCLUSIVE
+                          : CP_VERDICT_UNCHANGED;
 }
 
 /* Precision is compared in percentage points, not in percent of itself. */
@@ -111,8 +112,9 @@ void cp_validate_render_table(const struct cp_vresult *r, struct cp_buf *out)
                   cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct,
                   100 * r->opts.boot.level);
     if (r->noise_runs)
-        cp_buf_printf(out, "noise:  %.2f%% run-to-run (3 x the robust spread of %zu earlier "
-                           "validations)%s\n",
+        cp_buf_printf(out,
+                      "noise:  %.2f%% run-to-run (3 x the robust spread of %zu earlier "
+                      "validations)%s\n",
                       r->noise_floor_pct, r->noise_runs,
                       r->opts.threshold_pct > r->asked_threshold_pct
                           ? "; the threshold is raised to it"
@@ -234,8 +236,9 @@ void cp_validate_render_json(const struct cp_vresult *r, struct cp_buf *out)
 void cp_validate_render_markdown(const struct cp_vresult *r, struct cp_buf *out)
 {
     cp_buf_printf(out, "### cannprof validate: %s\n\n", cp_verdict_name(r->overall));
-    cp_buf_printf(out, "Before `%s` (%zu samples), after `%s` (%zu samples); %s test, "
-                       "α = %g, threshold %g%%.\n\n",
+    cp_buf_printf(out,
+                  "Before `%s` (%zu samples), after `%s` (%zu samples); %s test, "
+                  "α = %g, threshold %g%%.\n\n",
                   r->before_label, r->before->n, r->after_label, r->after->n,
                   cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct);
     cp_buf_puts(out, "| Metric | Before | After | Δ | 95% CI of Δ | p | Verdict |\n"
@@ -306,22 +309,25 @@ void cp_validate_render_junit(const struct cp_vresult *r, struct cp_buf *out)
         failures += r->rows[i].c.verdict == CP_VERDICT_REGRESSED;
     cp_buf_puts(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     cp_buf_printf(out, "<testsuites tests=\"%zu\" failures=\"%zu\">\n", r->n_rows, failures);
-    cp_buf_printf(out, "  <testsuite name=\"cannprof validate\" tests=\"%zu\" failures=\"%zu\" "
-                       "errors=\"0\" skipped=\"0\">\n",
+    cp_buf_printf(out,
+                  "  <testsuite name=\"cannprof validate\" tests=\"%zu\" failures=\"%zu\" "
+                  "errors=\"0\" skipped=\"0\">\n",
                   r->n_rows, failures);
     cp_buf_puts(out, "    <properties>\n      <property name=\"before\" value=\"");
     xml_text(out, r->before_label);
     cp_buf_puts(out, "\"/>\n      <property name=\"after\" value=\"");
     xml_text(out, r->after_label);
-    cp_buf_printf(out, "\"/>\n      <property name=\"test\" value=\"%s\"/>\n"
-                       "      <property name=\"alpha\" value=\"%g\"/>\n"
-                       "      <property name=\"threshold_pct\" value=\"%g\"/>\n    </properties>\n",
+    cp_buf_printf(out,
+                  "\"/>\n      <property name=\"test\" value=\"%s\"/>\n"
+                  "      <property name=\"alpha\" value=\"%g\"/>\n"
+                  "      <property name=\"threshold_pct\" value=\"%g\"/>\n    </properties>\n",
                   cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct);
     for (size_t i = 0; i < r->n_rows; i++) {
         const struct cp_vrow *row = &r->rows[i];
         char line[256];
         row_line(row, line, sizeof line);
-        cp_buf_printf(out, "    <testcase classname=\"cannprof.validate\" name=\"%s\" time=\"0\">\n",
+        cp_buf_printf(out,
+                      "    <testcase classname=\"cannprof.validate\" name=\"%s\" time=\"0\">\n",
                       row->name);
         if (row->c.verdict == CP_VERDICT_REGRESSED) {
             cp_buf_puts(out, "      <failure type=\"regression\" message=\"");

@@ -38,9 +38,10 @@ static enum cp_status read_run(struct cp_trace_store *s, struct cp_fload *l, str
 {
     sqlite3_stmt *st;
     enum cp_status rc =
-        prepare(s, "SELECT kind, config_json, threads, batch, weight_bytes + arena_bytes FROM runs "
-                "WHERE id = ?1", l->run_id,
-                &st, "the run", d);
+        prepare(s,
+                "SELECT kind, config_json, threads, batch, weight_bytes + arena_bytes FROM runs "
+                "WHERE id = ?1",
+                l->run_id, &st, "the run", d);
     if (rc != CP_OK)
         return rc;
     int r = sqlite3_step(st);

@@ -82,8 +82,8 @@ bool cp_target_parse(const char *s, enum cp_target *out);
 /* The change a finding proposes. Arrays of strings, NULL-terminated lists
  * owned by the finding. */
 struct cp_change {
-    char *summary;          /* one line */
-    char **convert;         /* `cannprof convert` flags: "--precision_mode=allow_mix_precision_bf16" */
+    char *summary;  /* one line */
+    char **convert; /* `cannprof convert` flags: "--precision_mode=allow_mix_precision_bf16" */
     char **fusion_switches; /* switch-file lines: "FlashAttentionFusionPass:on" */
     char **runtime;         /* run/bench flags: "--threads=2", "--batch=8" */
 };
@@ -94,21 +94,21 @@ struct cp_finding {
     char *root_cause;      /* "kernel_fusion_missing", ... */
     char *title;           /* one line for people */
     enum cp_confidence confidence;
-    double score;          /* 0..1, what the confidence level was cut from */
-    double time_share;     /* affected share of kernel time, 0..1 */
-    double gain, gain_lo, gain_hi; /* expected latency saved (memory saved under the memory
-                                    * target), fraction 0..1 */
+    double score;                           /* 0..1, what the confidence level was cut from */
+    double time_share;                      /* affected share of kernel time, 0..1 */
+    double gain, gain_lo, gain_hi;          /* expected latency saved (memory saved under the memory
+                                             * target), fraction 0..1 */
     double speedup, speedup_lo, speedup_hi; /* the prior used */
-    char *nodes_json;      /* JSON array of original ONNX node names */
-    char *kernels_json;    /* JSON array of converted-graph node names */
-    char *evidence;        /* lines "indicator: text = value (holds)" */
-    char *missing;         /* comma-separated features that were ABSENT, "" when none */
+    char *nodes_json;                       /* JSON array of original ONNX node names */
+    char *kernels_json;                     /* JSON array of converted-graph node names */
+    char *evidence;                         /* lines "indicator: text = value (holds)" */
+    char *missing; /* comma-separated features that were ABSENT, "" when none */
     struct cp_change change;
     double risk_precision_loss; /* percent; NaN when the rule does not say */
     double risk_memory;         /* relative change of memory, e.g. -0.1; NaN when unsaid */
-    bool violates;         /* a risk breaks a constraint */
-    char *violation;       /* why, "" when none */
-    bool unclassified;     /* the "unclassified hotspot" finding */
+    bool violates;              /* a risk breaks a constraint */
+    char *violation;            /* why, "" when none */
+    bool unclassified;          /* the "unclassified hotspot" finding */
 };
 
 struct cp_analysis {
@@ -144,7 +144,6 @@ void cp_rules_skeleton(const struct cp_finding *f, const struct cp_features *fea
 /* The findings as a JSON array, appended to `out`. */
 void cp_analysis_json(const struct cp_analysis *a, struct cp_buf *out);
 
-
 /* ---- the whole diagnosis of one run, as analyze, suggest and the tuner
  * need it ------------------------------------------------------------------- */
 
@@ -160,9 +159,9 @@ struct cp_diagnosis {
 struct cp_diagnose_opts {
     const char *const *rule_paths; /* folders or files; none: cp_rules_default_dir() */
     size_t n_rule_paths;
-    int64_t run_id;      /* < 0: the last run */
-    bool calibrate;      /* use (or measure once and cache) the machine's roofline */
-    const char *cache_dir; /* calibration cache; NULL: the default */
+    int64_t run_id;                   /* < 0: the last run */
+    bool calibrate;                   /* use (or measure once and cache) the machine's roofline */
+    const char *cache_dir;            /* calibration cache; NULL: the default */
     struct cp_analysis_opts analysis; /* memory_bytes 0: taken from the run */
 };
 

@@ -85,7 +85,7 @@ void cp_rules_skeleton(const struct cp_finding *f, const struct cp_features *fea
 {
     const struct cp_op_type_feat *top = feat->n_op_types ? &feat->op_types[0] : NULL;
     cp_buf_puts(out, "# A rule skeleton written by `cannprof analyze` for a hotspot no rule\n"
-                     "# explains. Complete the TODOs, check it with `cannprof analyze TRACE "
+                     "# explains. Replace every <...>, check it with `cannprof analyze TRACE "
                      "--rules DIR`,\n# and contribute it to rules/packs/.\n#\n");
     cp_buf_printf(out, "# finding: %s\n", f->title);
     cp_buf_puts(out, "# measured:\n");
@@ -98,19 +98,19 @@ void cp_rules_skeleton(const struct cp_finding *f, const struct cp_features *fea
     }
     cp_buf_printf(out, "# affected kernels: %s\n# ONNX nodes: %s\n", f->kernels_json,
                   f->nodes_json);
-    cp_buf_puts(out, "rules:\n  - name: TODO_name_the_bottleneck\n"
-                     "    bottleneck_type: TODO   # memory_bound, compute_bound, launch_bound, "
-                     "...\n    title: TODO one line for people\n    indicators:\n");
+    cp_buf_puts(out, "rules:\n  - name: <a_name_for_the_bottleneck>\n"
+                     "    bottleneck_type: <memory_bound, compute_bound, launch_bound, ...>\n"
+                     "    title: <one line for people>\n    indicators:\n");
     if (f->unclassified && top && top->time_share > 0.30)
         cp_buf_printf(out, "      - share(op_type == \"%s\") > 30%%\n", top->op_type);
     else
         cp_buf_puts(out, "      - device_util < 60%\n");
-    cp_buf_puts(out, "    root_causes:\n      - name: TODO_cause\n        evidence:\n"
-                     "          - TODO a condition that tells this cause from others\n");
+    cp_buf_puts(out, "    root_causes:\n      - name: <a_name_for_the_cause>\n        evidence:\n"
+                     "          - <a condition that tells this cause from others>\n");
     if (f->unclassified && top && top->time_share > 0.30)
         cp_buf_printf(out, "        affected: op_type == \"%s\"\n", top->op_type);
-    cp_buf_puts(out, "        change:\n          summary: TODO what to change\n"
-                     "          convert: [\"--TODO_flag=value\"]\n"
-                     "        gain: {speedup: 1.5, low: 1.1, high: 2.0}   # TODO priors\n"
+    cp_buf_puts(out, "        change:\n          summary: <what to change>\n"
+                     "          convert: [\"--<flag>=<value>\"]\n"
+                     "        gain: {speedup: 1.5, low: 1.1, high: 2.0}   # <your priors>\n"
                      "        risks: {precision_loss: 0%, memory: 0%}\n");
 }

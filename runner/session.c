@@ -36,7 +36,7 @@ static enum cp_status open_onnx(struct cp_session *s, const struct cp_session_op
 }
 
 enum cp_status cp_session_open(struct cp_session *s, const struct cp_session_opts *o,
-                                   struct cp_diag *d)
+                               struct cp_diag *d)
 {
     memset(s, 0, sizeof *s);
     cp_convert_config_init(&s->shapes);
@@ -110,9 +110,9 @@ void cp_session_inputs_release(struct cp_session_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-enum cp_status cp_session_make_inputs(struct cp_session *s, const char *const *inputs,
-                                          size_t n, uint64_t seed, struct cp_session_inputs *out,
-                                          struct cp_diag *d)
+enum cp_status cp_session_make_inputs(struct cp_session *s, const char *const *inputs, size_t n,
+                                      uint64_t seed, struct cp_session_inputs *out,
+                                      struct cp_diag *d)
 {
     memset(out, 0, sizeof *out);
     size_t n_in = cp_plan_n_inputs(s->plan);
@@ -187,8 +187,8 @@ enum cp_status cp_session_make_inputs(struct cp_session *s, const char *const *i
     return st;
 }
 
-enum cp_status cp_session_set_inputs(struct cp_session *s, const char *const *inputs,
-                                         size_t n, uint64_t seed, struct cp_diag *d)
+enum cp_status cp_session_set_inputs(struct cp_session *s, const char *const *inputs, size_t n,
+                                     uint64_t seed, struct cp_diag *d)
 {
     struct cp_session_inputs in;
     enum cp_status st = cp_session_make_inputs(s, inputs, n, seed, &in, d);

@@ -27,7 +27,7 @@ struct cp_session_opts {
 
 /* Open the model and build the plan. Errors go to `d`. */
 enum cp_status cp_session_open(struct cp_session *s, const struct cp_session_opts *o,
-                                   struct cp_diag *d);
+                               struct cp_diag *d);
 void cp_session_close(struct cp_session *s);
 
 /* The inputs of a plan, in plan order: read from files or drawn at random.
@@ -43,16 +43,16 @@ struct cp_session_inputs {
  * input's index). A FILE alone is accepted when the model has exactly one
  * input. Errors name the input and file. OUT: *out (release with
  * cp_session_inputs_release; empty on failure). */
-enum cp_status cp_session_make_inputs(struct cp_session *s, const char *const *inputs,
-                                          size_t n, uint64_t seed, struct cp_session_inputs *out,
-                                          struct cp_diag *d);
+enum cp_status cp_session_make_inputs(struct cp_session *s, const char *const *inputs, size_t n,
+                                      uint64_t seed, struct cp_session_inputs *out,
+                                      struct cp_diag *d);
 void cp_session_inputs_release(struct cp_session_inputs *in);
 
 /* Set every input: from "--input NAME=FILE" values (n of them), or, for
  * inputs not given, from seeded random data. A FILE alone is accepted when
  * the model has exactly one input. Errors name the input and file. */
-enum cp_status cp_session_set_inputs(struct cp_session *s, const char *const *inputs,
-                                         size_t n, uint64_t seed, struct cp_diag *d);
+enum cp_status cp_session_set_inputs(struct cp_session *s, const char *const *inputs, size_t n,
+                                     uint64_t seed, struct cp_diag *d);
 
 /* The items one run of the plan processes, for throughput: `batch` when
  * > 0 (a --batch profile), else dimension 0 of the first input (1 when it

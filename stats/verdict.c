@@ -26,11 +26,16 @@ static const struct {
     const char *name;
     enum cp_stat_test test;
 } test_names[] = {
-    {"mann-whitney", CP_TEST_MANN_WHITNEY}, {"welch", CP_TEST_WELCH},
-    {"t-test", CP_TEST_STUDENT},            {"bootstrap", CP_TEST_BOOTSTRAP},
-    {"mwu", CP_TEST_MANN_WHITNEY},          {"mannwhitney", CP_TEST_MANN_WHITNEY},
-    {"mann_whitney", CP_TEST_MANN_WHITNEY}, {"student", CP_TEST_STUDENT},
-    {"ttest", CP_TEST_STUDENT},             {"t_test", CP_TEST_STUDENT},
+    {"mann-whitney", CP_TEST_MANN_WHITNEY},
+    {"welch", CP_TEST_WELCH},
+    {"t-test", CP_TEST_STUDENT},
+    {"bootstrap", CP_TEST_BOOTSTRAP},
+    {"mwu", CP_TEST_MANN_WHITNEY},
+    {"mannwhitney", CP_TEST_MANN_WHITNEY},
+    {"mann_whitney", CP_TEST_MANN_WHITNEY},
+    {"student", CP_TEST_STUDENT},
+    {"ttest", CP_TEST_STUDENT},
+    {"t_test", CP_TEST_STUDENT},
 };
 
 const char *cp_stat_test_name(enum cp_stat_test t)
@@ -125,8 +130,9 @@ static enum cp_status ttest(const double *b, size_t nb, const double *a, size_t 
     cp_stats_mean(b, nb, &c->before, NULL);
     cp_stats_mean(a, na, &c->after, NULL);
     if (c->before == 0)
-        return cp_diag_set(d, CP_ERR_INVALID, "the before mean is 0: a change in percent of it "
-                                              "means nothing");
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "the before mean is 0: a change in percent of it "
+                           "means nothing");
     struct cp_ttest r;
     struct cp_diag td;
     cp_diag_init(&td);
@@ -162,8 +168,7 @@ static enum cp_status ratio(const double *b, size_t nb, const double *a, size_t 
     /* the values were checked finite: NaN here is a failed allocation, not
      * bad input */
     if (isnan(c->before) || isnan(c->after))
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory sorting %zu values",
-                           nb > na ? nb : na);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory sorting %zu values", nb > na ? nb : na);
     if (!(c->before > 0))
         return cp_diag_set(d, CP_ERR_INVALID,
                            "the before values' %s is %g: a ratio needs positive values",
@@ -214,8 +219,9 @@ static enum cp_status exact(double b, double a, enum cp_better better,
     if (!isfinite(b) || !isfinite(a))
         return cp_diag_set(d, CP_ERR_INVALID, "a value is not finite (before %g, after %g)", b, a);
     if (b == 0 && a != 0)
-        return cp_diag_set(d, CP_ERR_INVALID, "the before value is 0: a change in percent of "
-                                              "it means nothing");
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "the before value is 0: a change in percent of "
+                           "it means nothing");
     c->exact = true;
     c->before = b;
     c->after = a;

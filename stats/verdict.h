@@ -55,12 +55,12 @@ enum cp_better {
 
 struct cp_verdict_opts {
     enum cp_stat_test test;
-    double alpha;         /* significance level, (0, 0.5]; default 0.05 */
-    double threshold_pct; /* smallest change that matters, percent >= 0; default 2 */
-    double power;         /* for n_needed and mde_pct; default 0.9 */
-    double quantile;      /* 0 (default): compare locations with `test`; in (0,1): compare
-                           * this quantile (e.g. 0.99 for p99) by the bootstrap whatever
-                           * `test` says */
+    double alpha;                  /* significance level, (0, 0.5]; default 0.05 */
+    double threshold_pct;          /* smallest change that matters, percent >= 0; default 2 */
+    double power;                  /* for n_needed and mde_pct; default 0.9 */
+    double quantile;               /* 0 (default): compare locations with `test`; in (0,1): compare
+                                    * this quantile (e.g. 0.99 for p99) by the bootstrap whatever
+                                    * `test` says */
     struct cp_bootstrap_opts boot; /* resamples, level of the CI (default 0.95), seed */
 };
 
@@ -70,18 +70,18 @@ void cp_verdict_opts_init(struct cp_verdict_opts *o);
 
 struct cp_comparison {
     size_t n_before, n_after;
-    double before, after; /* the compared statistic: mean (t-tests), median (Mann-Whitney,
-                           * bootstrap) or the quantile; the value itself for single values */
-    double delta_pct;     /* 100 * (after - before) / before */
+    double before, after;        /* the compared statistic: mean (t-tests), median (Mann-Whitney,
+                                  * bootstrap) or the quantile; the value itself for single values */
+    double delta_pct;            /* 100 * (after - before) / before */
     double ci_lo_pct, ci_hi_pct; /* CI of delta_pct at boot.level; equal to delta_pct for
                                   * single values */
     double p;                    /* two-sided p-value; NaN for single values */
-    double mde_pct;  /* smallest change (percent of before) these sample sizes detect at
-                      * alpha and power; NaN for single values */
-    size_t n_needed; /* inconclusive only: samples per side that would detect delta_pct;
-                      * 0 otherwise */
+    double mde_pct;              /* smallest change (percent of before) these sample sizes detect at
+                                  * alpha and power; NaN for single values */
+    size_t n_needed;             /* inconclusive only: samples per side that would detect delta_pct;
+                                  * 0 otherwise */
     enum cp_stat_test test;
-    bool exact;      /* single values, compared without a test */
+    bool exact; /* single values, compared without a test */
     enum cp_verdict verdict;
 };
 

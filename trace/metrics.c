@@ -143,8 +143,8 @@ static enum cp_status read_device_time(struct cp_trace_store *s, int64_t run,
         if (!m->device_ns) {
             m->device_ns = cp_calloc(m->n, sizeof *m->device_ns);
             if (!m->device_ns) {
-                ret = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading kernel time",
-                                  s->path);
+                ret =
+                    cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading kernel time", s->path);
                 goto out;
             }
         }

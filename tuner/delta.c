@@ -8,8 +8,8 @@
 #include <string.h>
 
 /* The convert flags a delta may turn. */
-static const char *const convert_keys[] = {"buffer_optimize", "layout_policy",
-                                           "op_select_implmode", "precision_mode", NULL};
+static const char *const convert_keys[] = {"buffer_optimize", "layout_policy", "op_select_implmode",
+                                           "precision_mode", NULL};
 
 static bool is_convert_key(const char *k)
 {
@@ -37,8 +37,7 @@ static enum cp_status put(struct cp_delta *dl, const char *key, const char *valu
             return CP_OK;
         }
     if (dl->n == CP_DELTA_MAX_ITEMS)
-        return cp_diag_set(d, CP_ERR_INVALID, "a delta holds at most %d items",
-                           CP_DELTA_MAX_ITEMS);
+        return cp_diag_set(d, CP_ERR_INVALID, "a delta holds at most %d items", CP_DELTA_MAX_ITEMS);
     snprintf(dl->items[dl->n].key, sizeof dl->items[0].key, "%s", key);
     snprintf(dl->items[dl->n].value, sizeof dl->items[0].value, "%s", value);
     dl->n++;
@@ -140,8 +139,9 @@ static enum cp_status set_switch(struct cp_convert_config *c, const char *name, 
         return CP_OK;
     }
     if (cp_pass_index(name) < 0)
-        return cp_diag_set(d, CP_ERR_INVALID, "switch:%s: no such pass (cannprof convert "
-                                              "--list-passes lists them)",
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "switch:%s: no such pass (cannprof convert "
+                           "--list-passes lists them)",
                            name);
     char *names[64];
     size_t n = 0;
@@ -277,8 +277,7 @@ void cp_tune_point_json(const struct cp_tune_point *p, struct cp_buf *out)
     cp_buf_putc(out, '}');
 }
 
-enum cp_status cp_tune_point_from_json(struct cp_tune_point *p, const char *json,
-                                       struct cp_diag *d)
+enum cp_status cp_tune_point_from_json(struct cp_tune_point *p, const char *json, struct cp_diag *d)
 {
     json_error_t e;
     json_t *root = json_loads(json ? json : "", 0, &e);
@@ -309,8 +308,7 @@ enum cp_status cp_tune_neighbours(const struct cp_tune_point *p, enum cp_target 
     size_t k = 0;
     /* precision first: on bf16 hardware the largest single knob */
     put(&list[k++], "precision_mode",
-        p->cfg.precision_mode == CP_PREC_FORCE_FP32 ? "allow_mix_precision_bf16"
-                                                         : "force_fp32",
+        p->cfg.precision_mode == CP_PREC_FORCE_FP32 ? "allow_mix_precision_bf16" : "force_fp32",
         NULL);
     for (int lp = 0; lp < CP_LAYOUT_POLICY_COUNT; lp++)
         if (lp != (int)p->cfg.layout_policy)

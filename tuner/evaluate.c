@@ -22,8 +22,7 @@ enum cp_status cp_tune_convert(struct cp_tune_ctx *c, const struct cp_tune_point
         cp_buf_init(&text);
         char copy[sizeof cfg.fusion_switches];
         snprintf(copy, sizeof copy, "%s", cfg.fusion_switches);
-        for (char *save = NULL, *t = strtok_r(copy, ";", &save); t;
-             t = strtok_r(NULL, ";", &save))
+        for (char *save = NULL, *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save))
             cp_buf_printf(&text, "%s\n", t);
         snprintf(cfg.fusion_switch_file, sizeof cfg.fusion_switch_file, "%s/%s.switches",
                  c->o->out_dir, name);
@@ -171,8 +170,7 @@ static double median_ns(const uint64_t *ns, size_t n)
 
 enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *p,
                              const char *om_path, const char *trace_path, double *med,
-                             double *items_s, uint64_t *memory, int64_t *run_id,
-                             struct cp_diag *d)
+                             double *items_s, uint64_t *memory, int64_t *run_id, struct cp_diag *d)
 {
     const struct cp_tune_opts *o = c->o;
     struct cp_trace_recorder *rec = cp_trace_recorder_create(1 << 16);
@@ -226,10 +224,10 @@ static double *throughputs(const uint64_t *ns, size_t n, int64_t items)
 
 static enum cp_status store_ab(struct cp_tune_ctx *c, const char *trace_path, struct cp_session *a,
                                const char *a_om, const struct cp_tune_point *pa,
-                               struct cp_trace_recorder *ra, struct cp_session *b,
-                               const char *b_om, const struct cp_tune_point *pb,
-                               struct cp_trace_recorder *rb, const struct cp_bench_ab_result *res,
-                               int64_t *b_run, struct cp_diag *d)
+                               struct cp_trace_recorder *ra, struct cp_session *b, const char *b_om,
+                               const struct cp_tune_point *pb, struct cp_trace_recorder *rb,
+                               const struct cp_bench_ab_result *res, int64_t *b_run,
+                               struct cp_diag *d)
 {
     struct cp_trace_store *store = NULL;
     int64_t a_run = 0;
@@ -256,10 +254,10 @@ static enum cp_status store_ab(struct cp_tune_ctx *c, const char *trace_path, st
     return st;
 }
 
-enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a,
-                          const char *a_om, const struct cp_tune_point *b, const char *b_om,
-                          const char *trace_path, struct cp_tune_step *step, int64_t *b_run,
-                          bool *improved, struct cp_bench_ab_result *res, struct cp_diag *d)
+enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a, const char *a_om,
+                          const struct cp_tune_point *b, const char *b_om, const char *trace_path,
+                          struct cp_tune_step *step, int64_t *b_run, bool *improved,
+                          struct cp_bench_ab_result *res, struct cp_diag *d)
 {
     const struct cp_tune_opts *o = c->o;
     *improved = false;

@@ -225,8 +225,8 @@ static void kb_proposals(struct cp_tune_ctx *c, struct proposals *ps,
         if (cp_delta_parse(hits[i].delta, &dl, &d) != CP_OK)
             continue;
         char title[160];
-        snprintf(title, sizeof title, "held %d of %d times on %s (similarity %.2f)",
-                 hits[i].count, hits[i].tried, hits[i].models, hits[i].similarity);
+        snprintf(title, sizeof title, "held %d of %d times on %s (similarity %.2f)", hits[i].count,
+                 hits[i].tried, hits[i].models, hits[i].similarity);
         add_proposal(c, ps, &dl, "kb", hits[i].mean_gain, title, best);
     }
     cp_kb_strategy_hits_free(hits, n);
@@ -272,8 +272,7 @@ static void rule_proposals(struct cp_tune_ctx *c, struct proposals *ps,
     }
     /* the refined gains may reorder the rules' proposals (violating last) */
     for (size_t i = first + 1; i < ps->n; i++)
-        for (size_t j = i; j > first && ps->p[j].expected_gain > ps->p[j - 1].expected_gain;
-             j--) {
+        for (size_t j = i; j > first && ps->p[j].expected_gain > ps->p[j - 1].expected_gain; j--) {
             struct cp_tune_proposal t = ps->p[j];
             ps->p[j] = ps->p[j - 1];
             ps->p[j - 1] = t;
@@ -314,10 +313,10 @@ static bool breaks(const struct cp_constraints *k, enum cp_constraint_kind kind,
  * constraint and at least one is given. */
 static bool target_met(const struct cp_tune_ctx *c)
 {
-    const struct cp_constraint *lat = cp_constraints_find(&c->o->constraints,
-                                                          CP_CONSTRAINT_LATENCY);
-    const struct cp_constraint *thr = cp_constraints_find(&c->o->constraints,
-                                                          CP_CONSTRAINT_THROUGHPUT);
+    const struct cp_constraint *lat =
+        cp_constraints_find(&c->o->constraints, CP_CONSTRAINT_LATENCY);
+    const struct cp_constraint *thr =
+        cp_constraints_find(&c->o->constraints, CP_CONSTRAINT_THROUGHPUT);
     if (!lat && !thr)
         return false;
     return (!lat || cp_constraint_holds(lat, c->r->best_ns / 1e9)) &&
@@ -357,9 +356,8 @@ static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tu
         .median_ns = s->after_ns,
         .throughput = NAN,
     };
-    enum cp_status st = cp_buf_status(&pj) == CP_OK
-                            ? cp_kb_candidate_add(c->kb, &kc, id, d)
-                            : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    enum cp_status st = cp_buf_status(&pj) == CP_OK ? cp_kb_candidate_add(c->kb, &kc, id, d)
+                                                    : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (st == CP_OK && res && res->n) {
         if ((st = cp_kb_measurement_add(c->kb, *id, "a", res->a_ns, res->n, d)) == CP_OK)
             st = cp_kb_measurement_add(c->kb, *id, "b", res->b_ns, res->n, d);
@@ -453,8 +451,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         goto record;
     }
     s.memory_bytes = cp_tune_memory(&cs);
-    if (breaks(&c->o->constraints, CP_CONSTRAINT_MEMORY, (double)s.memory_bytes, why,
-               sizeof why)) {
+    if (breaks(&c->o->constraints, CP_CONSTRAINT_MEMORY, (double)s.memory_bytes, why, sizeof why)) {
         set_reason(&s, "rejected", "%s", why);
         goto record;
     }
@@ -468,8 +465,8 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         goto record;
     }
     cp_session_close(&cs);
-    if (cp_tune_ab(c, &r->best, c->best_om, &cand, s.om_path, s.trace_path, &s, &b_run,
-                   &improved, &res, &ed) != CP_OK) {
+    if (cp_tune_ab(c, &r->best, c->best_om, &cand, s.om_path, s.trace_path, &s, &b_run, &improved,
+                   &res, &ed) != CP_OK) {
         set_reason(&s, "failed", "measurement: %s", ed.msg);
         goto record;
     }
@@ -485,8 +482,8 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         snprintf(again.trace_path, sizeof again.trace_path, "%s/%s-confirm.db", c->o->out_dir,
                  name);
         unlink(again.trace_path);
-        if (cp_tune_ab(c, &r->best, c->best_om, &cand, s.om_path, again.trace_path, &again,
-                       &run2, &improved2, &res2, &ed) != CP_OK) {
+        if (cp_tune_ab(c, &r->best, c->best_om, &cand, s.om_path, again.trace_path, &again, &run2,
+                       &improved2, &res2, &ed) != CP_OK) {
             set_reason(&s, "failed", "confirmation measurement: %s", ed.msg);
             goto record;
         }
@@ -534,20 +531,19 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
                                             : "no significant change";
         set_reason(&s, "rejected", "%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g: %s", what, 100 * ch,
                    100 * lo, 100 * hi, s.p, why_not);
-    }
-    else if (breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.after_ns / 1e9, why,
-                    sizeof why) &&
-             !breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.before_ns / 1e9, why,
-                     sizeof why))
+    } else if (breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.after_ns / 1e9, why,
+                      sizeof why) &&
+               !breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.before_ns / 1e9, why,
+                       sizeof why))
         set_reason(&s, "rejected", "%s", why);
     else if (c->o->target == CP_TARGET_THROUGHPUT)
-        set_reason(&s, "accepted", "%s%sthroughput %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g",
-                   pr->title, pr->title[0] ? ": " : "", 100 * s.measured_gain, 100 * s.ci_lo,
-                   100 * s.ci_hi, s.p);
+        set_reason(&s, "accepted", "%s%sthroughput %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g", pr->title,
+                   pr->title[0] ? ": " : "", 100 * s.measured_gain, 100 * s.ci_lo, 100 * s.ci_hi,
+                   s.p);
     else
         set_reason(&s, "accepted", "%s%slatency %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g", pr->title,
-                   pr->title[0] ? ": " : "", -100 * s.measured_gain, -100 * s.ci_hi,
-                   -100 * s.ci_lo, s.p);
+                   pr->title[0] ? ": " : "", -100 * s.measured_gain, -100 * s.ci_hi, -100 * s.ci_lo,
+                   s.p);
 record:
     cp_session_close(&cs);
     r->evaluations++;
@@ -812,7 +808,8 @@ static void final_check(struct cp_tune_ctx *c)
     r->final_p = s.p;
     r->final_baseline_ns = s.before_ns;
     r->final_best_ns = s.after_ns;
-    cp_tune_progress_note(c, "best against the baseline, interleaved: %s %+.1f%% [%+.1f%%, %+.1f%%]",
+    cp_tune_progress_note(c,
+                          "best against the baseline, interleaved: %s %+.1f%% [%+.1f%%, %+.1f%%]",
                           c->o->target == CP_TARGET_THROUGHPUT ? "throughput" : "latency",
                           (c->o->target == CP_TARGET_THROUGHPUT ? 100 : -100) * s.measured_gain,
                           c->o->target == CP_TARGET_THROUGHPUT ? 100 * s.ci_lo : -100 * s.ci_hi,

@@ -50,9 +50,8 @@ void cp_tune_progress_step(const struct cp_tune_ctx *c, const struct cp_tune_ste
                 c->o->budget, t, on, s->status, off, s->delta, s->source, s->reason,
                 r->best_items_s);
     else
-        fprintf(f, "[%d/%d %s] %s%-8s%s %s (%s): %s; best %.3f ms\n", r->evaluations,
-                c->o->budget, t, on, s->status, off, s->delta, s->source, s->reason,
-                r->best_ns / 1e6);
+        fprintf(f, "[%d/%d %s] %s%-8s%s %s (%s): %s; best %.3f ms\n", r->evaluations, c->o->budget,
+                t, on, s->status, off, s->delta, s->source, s->reason, r->best_ns / 1e6);
     fflush(f);
 }
 
@@ -98,8 +97,9 @@ static void write_json(const struct cp_tune_opts *o, const struct cp_tune_result
 {
     cp_buf_puts(b, "{\"model\":");
     cp_buf_json_str(b, o->model);
-    cp_buf_printf(b, ",\"session\":%lld,\"target\":\"%s\",\"constraints\":",
-                  (long long)r->session_id, cp_target_name(o->target));
+    cp_buf_printf(b,
+                  ",\"session\":%lld,\"target\":\"%s\",\"constraints\":", (long long)r->session_id,
+                  cp_target_name(o->target));
     struct cp_buf ct;
     cp_buf_init(&ct);
     cp_constraints_format(&o->constraints, &ct);
@@ -141,8 +141,8 @@ static void write_json(const struct cp_tune_opts *o, const struct cp_tune_result
         num(b, s->p);
         cp_buf_puts(b, ",\"precision_loss_pct\":");
         num(b, s->precision_loss);
-        cp_buf_printf(b, ",\"memory_bytes\":%llu,\"median_ms\":",
-                      (unsigned long long)s->memory_bytes);
+        cp_buf_printf(b,
+                      ",\"memory_bytes\":%llu,\"median_ms\":", (unsigned long long)s->memory_bytes);
         num(b, s->after_ns / 1e6);
         cp_buf_puts(b, ",\"om\":");
         cp_buf_json_str(b, s->om_path);
@@ -156,8 +156,8 @@ static void write_json(const struct cp_tune_opts *o, const struct cp_tune_result
     num(b, r->best_ns / 1e6);
     cp_buf_puts(b, ",\"items_per_s\":");
     num(b, r->best_items_s);
-    cp_buf_printf(b, ",\"memory_bytes\":%llu,\"precision_loss_pct\":",
-                  (unsigned long long)r->best_memory);
+    cp_buf_printf(
+        b, ",\"memory_bytes\":%llu,\"precision_loss_pct\":", (unsigned long long)r->best_memory);
     num(b, r->best_precision_loss);
     cp_buf_puts(b, ",\"latency_change_pct\":");
     num(b, 100 * (r->best_ns / r->baseline_ns - 1));
@@ -202,8 +202,9 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
     cp_buf_init(&ct);
     cp_constraints_format(&o->constraints, &ct);
     cp_buf_printf(b, "# cannprof tune: %s\n\n", o->model);
-    cp_buf_printf(b, "Target **%s**, constraints `%s`, budget %d evaluations; session %lld%s. "
-                     "Stopped: %s after %d evaluations.\n\n",
+    cp_buf_printf(b,
+                  "Target **%s**, constraints `%s`, budget %d evaluations; session %lld%s. "
+                  "Stopped: %s after %d evaluations.\n\n",
                   cp_target_name(o->target), ct.data && ct.data[0] ? ct.data : "none", o->budget,
                   (long long)r->session_id, r->resumed ? " (resumed)" : "", r->stop_reason,
                   r->evaluations);
@@ -216,10 +217,9 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
     char mb[32], mbb[32];
     cp_format_bytes(r->baseline_memory, mb);
     cp_format_bytes(r->best_memory, mbb);
-    cp_buf_printf(b, "| memory (weights + arena) | %s | %s | %+.1f%% |\n", mb, mbb,
-                  r->baseline_memory
-                      ? 100 * ((double)r->best_memory / (double)r->baseline_memory - 1)
-                      : 0.0);
+    cp_buf_printf(
+        b, "| memory (weights + arena) | %s | %s | %+.1f%% |\n", mb, mbb,
+        r->baseline_memory ? 100 * ((double)r->best_memory / (double)r->baseline_memory - 1) : 0.0);
     cp_buf_printf(b, "| precision_loss | %.4f%% | %.4f%% | |\n\n", r->baseline_precision_loss,
                   r->best_precision_loss);
     if (isfinite(r->final_change)) {
@@ -237,8 +237,9 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
     }
     cp_buf_printf(b, "Reproduce `best.om`:\n\n```\n%s\n```\n", cmd);
     if (r->best.cfg.fusion_switches[0])
-        cp_buf_printf(b, "\nwith `%s/best.switches` holding one line per switched-off pass:\n\n"
-                         "```\n%s\n```\n",
+        cp_buf_printf(b,
+                      "\nwith `%s/best.switches` holding one line per switched-off pass:\n\n"
+                      "```\n%s\n```\n",
                       o->out_dir, r->best.cfg.fusion_switches);
     if (r->best.threads > 0 || r->best.batch > 0) {
         struct cp_buf rf;

@@ -114,28 +114,28 @@ enum cp_status cp_tune_neighbours(const struct cp_tune_point *p, enum cp_target 
 /* ---- the loop ------------------------------------------------------------- */
 
 struct cp_tune_opts {
-    const char *model;       /* .onnx, or .om whose recorded source model and config are used */
+    const char *model; /* .onnx, or .om whose recorded source model and config are used */
     enum cp_target target;
     struct cp_constraints constraints;
     const char *constraints_text; /* as given, for the report and the session key */
-    int budget;              /* candidate evaluations (the baseline is not one); default 12 */
-    double time_limit_s;     /* 0: none */
-    const char *out_dir;     /* artifacts */
-    const char *kb_path;     /* NULL: the default knowledge base */
-    bool keep_all;           /* keep every candidate's .om (else only best.om) */
-    const char *const *inputs; /* "--input NAME=FILE" values */
+    int budget;                   /* candidate evaluations (the baseline is not one); default 12 */
+    double time_limit_s;          /* 0: none */
+    const char *out_dir;          /* artifacts */
+    const char *kb_path;          /* NULL: the default knowledge base */
+    bool keep_all;                /* keep every candidate's .om (else only best.om) */
+    const char *const *inputs;    /* "--input NAME=FILE" values */
     size_t n_inputs;
-    uint64_t seed;           /* of random inputs */
-    int threads;             /* the baseline's threads; 0: all cores */
-    int rounds;              /* A/B rounds per evaluation; default 60 */
-    int warmup;              /* A/B warm-up rounds; default 5 */
+    uint64_t seed; /* of random inputs */
+    int threads;   /* the baseline's threads; 0: all cores */
+    int rounds;    /* A/B rounds per evaluation; default 60 */
+    int warmup;    /* A/B warm-up rounds; default 5 */
     struct cp_verdict_opts verdict;
-    bool fresh;              /* start a new session even when one can be resumed */
-    bool use_kb_strategies;  /* try strategies from similar models first (default true) */
+    bool fresh;                    /* start a new session even when one can be resumed */
+    bool use_kb_strategies;        /* try strategies from similar models first (default true) */
     const char *const *rule_paths; /* rule packs; none: the defaults */
     size_t n_rule_paths;
-    FILE *progress;          /* progress lines; NULL: none */
-    bool progress_tty;       /* progress goes to a terminal */
+    FILE *progress;                   /* progress lines; NULL: none */
+    bool progress_tty;                /* progress goes to a terminal */
     volatile sig_atomic_t *interrupt; /* set asynchronously to stop after this measurement */
 };
 
@@ -146,9 +146,9 @@ void cp_tune_opts_init(struct cp_tune_opts *o);
 /* One evaluated proposal. */
 struct cp_tune_step {
     int step;
-    char delta[512];   /* canonical text */
-    char source[96];   /* "kb", "rule:<name>", "space" */
-    char status[16];   /* "accepted", "rejected", "failed" */
+    char delta[512]; /* canonical text */
+    char source[96]; /* "kb", "rule:<name>", "space" */
+    char status[16]; /* "accepted", "rejected", "failed" */
     char reason[512];
     double expected_gain; /* fraction of latency (or throughput) gained; NaN unknown */
     double measured_gain, ci_lo, ci_hi, p; /* NaN when not measured */
@@ -163,7 +163,7 @@ struct cp_tune_result {
     bool resumed;
     bool already_done; /* the session had finished: nothing was measured */
     struct cp_tune_point baseline, best;
-    double baseline_ns, best_ns;          /* medians, per run of the plan */
+    double baseline_ns, best_ns;           /* medians, per run of the plan */
     double baseline_items_s, best_items_s; /* throughput */
     uint64_t baseline_memory, best_memory;
     double baseline_precision_loss, best_precision_loss;

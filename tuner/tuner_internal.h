@@ -27,9 +27,9 @@ struct cp_tune_proposal {
 struct cp_tune_ctx {
     const struct cp_tune_opts *o;
     struct cp_tune_result *r;
-    char onnx[1024];      /* the source model */
+    char onnx[1024]; /* the source model */
     char source_hash[33];
-    char name[128];       /* its stem */
+    char name[128]; /* its stem */
     struct cp_kb *kb;
     struct cp_kb_fingerprint fp;
     struct cp_kb_hardware hw;
@@ -75,8 +75,7 @@ uint64_t cp_tune_memory(const struct cp_session *s);
  * run id in the trace at trace_path. */
 enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *p,
                              const char *om_path, const char *trace_path, double *median_ns,
-                             double *items_s, uint64_t *memory, int64_t *run_id,
-                             struct cp_diag *d);
+                             double *items_s, uint64_t *memory, int64_t *run_id, struct cp_diag *d);
 
 /* Measure candidate b against the current best a, interleaved, into
  * trace_path (run of a, then run of b). The verdict follows the target:
@@ -86,10 +85,10 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
  * candidate's run in the trace), *improved (the verdict says b is better,
  * or for memory: not worse), *res (the paired samples; release with
  * cp_bench_ab_result_release). */
-enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a,
-                          const char *a_om, const struct cp_tune_point *b, const char *b_om,
-                          const char *trace_path, struct cp_tune_step *step, int64_t *b_run,
-                          bool *improved, struct cp_bench_ab_result *res, struct cp_diag *d);
+enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a, const char *a_om,
+                          const struct cp_tune_point *b, const char *b_om, const char *trace_path,
+                          struct cp_tune_step *step, int64_t *b_run, bool *improved,
+                          struct cp_bench_ab_result *res, struct cp_diag *d);
 
 void cp_tune_refs_release(struct cp_tune_ctx *c);
 

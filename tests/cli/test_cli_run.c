@@ -686,4 +686,3 @@ Test(cli_run, run_batch_2_on_a_model_that_fixes_batch_1_names_the_node)
     free(err);
     free(om);
 }
-

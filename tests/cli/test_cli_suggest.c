@@ -112,8 +112,9 @@ Test(cli_suggest, a_change_that_breaks_a_constraint_is_marked_and_ranked_last)
             cr_expect(strstr(json_string_value(json_object_get(f, "violation")),
                              "precision_loss<") != NULL);
         } else
-            cr_expect(!seen_violation, "finding %zu respects the constraints but is ranked "
-                                       "after one that breaks them",
+            cr_expect(!seen_violation,
+                      "finding %zu respects the constraints but is ranked "
+                      "after one that breaks them",
                       i);
     }
     json_decref(j);

@@ -31,8 +31,8 @@ struct fake_run {
     size_t n;
     unsigned long seed;
     uint64_t arena_bytes;
-    bool kernels;   /* record kernel events (device_util) */
-    double precision_loss; /* < 0: none */
+    bool kernels;            /* record kernel events (device_util) */
+    double precision_loss;   /* < 0: none */
     const double *values_ms; /* n explicit samples instead of random ones */
 };
 
@@ -71,16 +71,20 @@ static char *make_trace(const char *name, const struct fake_run *f)
         for (size_t i = 0; i < f->n; i++)
             cp_trace_record(rec, CP_LAYER_DEVICE, id, 0, (int32_t)i, 1000 * i,
                             1000 * i + ns[i] * 9 / 10, 0);
-        struct cp_trace_kernel k = {.node = "k0", .op_type = "Conv", .impl = "ref",
-                                    .origins = "[]", .inputs = "[]", .outputs = "[]"};
+        struct cp_trace_kernel k = {.node = "k0",
+                                    .op_type = "Conv",
+                                    .impl = "ref",
+                                    .origins = "[]",
+                                    .inputs = "[]",
+                                    .outputs = "[]"};
         cr_assert_eq(cp_trace_store_add_kernels(s, run, &k, 1, &d), CP_OK, "%s", d.msg);
         cr_assert_eq(cp_trace_store_add_events(s, run, rec, &d), CP_OK, "%s", d.msg);
         cp_trace_recorder_free(rec);
     }
     if (f->precision_loss >= 0)
-        cr_assert_eq(cp_trace_store_add_counter(s, run, -1, "precision_loss", f->precision_loss,
-                                                0, &d),
-                     CP_OK);
+        cr_assert_eq(
+            cp_trace_store_add_counter(s, run, -1, "precision_loss", f->precision_loss, 0, &d),
+            CP_OK);
     free(ns);
     cp_trace_store_close(s);
     return p;
@@ -95,8 +99,8 @@ static const char *verdict_of(json_t *j, const char *metric)
 
 Test(cli_validate, a_slower_after_is_a_regression_and_exits_1)
 {
-    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 100, .seed = 1,
-                         .precision_loss = -1};
+    struct fake_run a = {
+        .model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 100, .seed = 1, .precision_loss = -1};
     struct fake_run b = a;
     b.mean_ms = 11;
     b.seed = 2;
@@ -131,8 +135,13 @@ Test(cli_validate, a_slower_after_is_a_regression_and_exits_1)
 
 Test(cli_validate, same_distribution_is_unchanged_by_every_test)
 {
-    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.3, .n = 100, .seed = 3,
-                         .kernels = true, .precision_loss = -1};
+    struct fake_run a = {.model_hash = "h",
+                         .mean_ms = 10,
+                         .sd_ms = 0.3,
+                         .n = 100,
+                         .seed = 3,
+                         .kernels = true,
+                         .precision_loss = -1};
     struct fake_run b = a;
     b.seed = 4;
     char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
@@ -174,8 +183,8 @@ Test(cli_validate, a_large_change_in_few_noisy_samples_is_inconclusive)
 
 Test(cli_validate, a_small_significant_change_is_unchanged_under_the_threshold)
 {
-    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.01, .n = 200, .seed = 7,
-                         .precision_loss = -1};
+    struct fake_run a = {
+        .model_hash = "h", .mean_ms = 10, .sd_ms = 0.01, .n = 200, .seed = 7, .precision_loss = -1};
     struct fake_run b = a;
     b.mean_ms = 10.1; /* +1%: significant, below 2% */
     b.seed = 8;
@@ -197,8 +206,8 @@ Test(cli_validate, a_small_significant_change_is_unchanged_under_the_threshold)
 
 Test(cli_validate, memory_and_precision_regressions_fail_the_gate)
 {
-    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.1, .n = 50, .seed = 9,
-                         .precision_loss = 0.2};
+    struct fake_run a = {
+        .model_hash = "h", .mean_ms = 10, .sd_ms = 0.1, .n = 50, .seed = 9, .precision_loss = 0.2};
     struct fake_run b = a;
     b.seed = 10;
     b.arena_bytes = 3 << 20; /* 2 MiB -> 4 MiB in all */
@@ -228,16 +237,15 @@ Test(cli_validate, memory_and_precision_regressions_fail_the_gate)
 
 Test(cli_validate, markdown_and_junit_outputs)
 {
-    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 60, .seed = 11,
-                         .precision_loss = -1};
+    struct fake_run a = {
+        .model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 60, .seed = 11, .precision_loss = -1};
     struct fake_run b = a;
     b.mean_ms = 12;
     b.seed = 12;
     char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
     char *junit = cp_t_path("j.xml");
     struct cp_run r;
-    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--markdown", "--junit", junit,
-               NULL);
+    cp_run_cli(&r, "validate", "--before", pa, "--after", pb, "--markdown", "--junit", junit, NULL);
     cr_expect_eq(r.exit_code, 1);
     cr_expect(strstr(r.out, "| Metric | Before | After |") != NULL, "%s", r.out);
     cr_expect(strstr(r.out, "**regressed**") != NULL, "%s", r.out);
@@ -263,8 +271,8 @@ Test(cli_validate, markdown_and_junit_outputs)
 
 Test(cli_validate, traces_of_different_models_need_force)
 {
-    struct fake_run a = {.model_hash = "h1", .mean_ms = 10, .sd_ms = 0.2, .n = 30, .seed = 13,
-                         .precision_loss = -1};
+    struct fake_run a = {
+        .model_hash = "h1", .mean_ms = 10, .sd_ms = 0.2, .n = 30, .seed = 13, .precision_loss = -1};
     struct fake_run b = a;
     b.model_hash = "h2";
     char *pa = make_trace("a.db", &a), *pb = make_trace("b.db", &b);
@@ -284,8 +292,8 @@ Test(cli_validate, traces_of_different_models_need_force)
 
 Test(cli_validate, bad_input_exits_2_and_names_the_problem)
 {
-    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 30, .seed = 14,
-                         .precision_loss = -1};
+    struct fake_run a = {
+        .model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 30, .seed = 14, .precision_loss = -1};
     char *pa = make_trace("a.db", &a), *missing = cp_t_path("missing.db");
     char *empty = cp_t_path("e.db");
     struct cp_trace_store *s = NULL;
@@ -373,8 +381,8 @@ struct baseline_fixture {
 
 static void baseline_setup(struct baseline_fixture *f, int n_status, const int *status)
 {
-    struct fake_run a = {.model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 80, .seed = 21,
-                         .precision_loss = -1};
+    struct fake_run a = {
+        .model_hash = "h", .mean_ms = 10, .sd_ms = 0.2, .n = 80, .seed = 21, .precision_loss = -1};
     struct fake_run b = a;
     b.mean_ms = 11.5;
     b.seed = 22;
@@ -491,8 +499,8 @@ Test(cli_validate, an_unknown_baseline_or_service_is_bad_input)
     struct baseline_fixture f;
     baseline_setup(&f, 1, (int[]){200});
     struct cp_run r;
-    cp_run_cli(&r, "validate", "--baseline", "v9", "--service", "search", "--trace", f.slow,
-               "--kb", f.kb, NULL);
+    cp_run_cli(&r, "validate", "--baseline", "v9", "--service", "search", "--trace", f.slow, "--kb",
+               f.kb, NULL);
     cr_expect_eq(r.exit_code, 2);
     cr_expect(strstr(r.err, "v9") != NULL && strstr(r.err, "v3.2") != NULL, "%s", r.err);
     cp_run_release(&r);
@@ -520,8 +528,12 @@ Test(cli_validate, a_noisy_service_history_raises_the_threshold, .timeout = 120)
     static const double drift[] = {10.3, 9.7, 10.35, 9.75, 10.2, 9.65, 10.4, 9.8, 10.25};
     struct cp_run r;
     for (size_t i = 0; i < sizeof drift / sizeof *drift; i++) {
-        struct fake_run n = {.model_hash = "h", .mean_ms = drift[i], .sd_ms = 0.2, .n = 80,
-                             .seed = 40 + i, .precision_loss = -1};
+        struct fake_run n = {.model_hash = "h",
+                             .mean_ms = drift[i],
+                             .sd_ms = 0.2,
+                             .n = 80,
+                             .seed = 40 + i,
+                             .precision_loss = -1};
         char name[32];
         snprintf(name, sizeof name, "night%zu.db", i);
         char *p = make_trace(name, &n);
@@ -533,7 +545,11 @@ Test(cli_validate, a_noisy_service_history_raises_the_threshold, .timeout = 120)
     }
     /* tonight: +4%, significant and above the 2% threshold, but within
      * this service's noise */
-    struct fake_run t = {.model_hash = "h", .mean_ms = 10.4, .sd_ms = 0.2, .n = 80, .seed = 60,
+    struct fake_run t = {.model_hash = "h",
+                         .mean_ms = 10.4,
+                         .sd_ms = 0.2,
+                         .n = 80,
+                         .seed = 60,
                          .precision_loss = -1};
     char *p = make_trace("tonight.db", &t);
     cp_run_cli(&r, "validate", "--baseline", "v3.2", "--service", "search", "--trace", p, "--kb",

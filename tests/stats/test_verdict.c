@@ -31,8 +31,8 @@ static struct cp_comparison run(const double *b, size_t nb, const double *a, siz
     return c;
 }
 
-static const enum cp_stat_test all_tests[] = {CP_TEST_MANN_WHITNEY, CP_TEST_WELCH,
-                                              CP_TEST_STUDENT, CP_TEST_BOOTSTRAP};
+static const enum cp_stat_test all_tests[] = {CP_TEST_MANN_WHITNEY, CP_TEST_WELCH, CP_TEST_STUDENT,
+                                              CP_TEST_BOOTSTRAP};
 
 Test(verdict, a_clear_slowdown_is_a_regression_by_every_test)
 {
@@ -57,8 +57,7 @@ Test(verdict, the_direction_follows_the_metric)
     draw(a, 60, 110.0, 1.0, 4);
     /* more throughput is better */
     cr_expect_eq(run(b, 60, a, 60, CP_BETTER_HIGHER, CP_TEST_WELCH).verdict, CP_VERDICT_IMPROVED);
-    cr_expect_eq(run(a, 60, b, 60, CP_BETTER_HIGHER, CP_TEST_WELCH).verdict,
-                 CP_VERDICT_REGRESSED);
+    cr_expect_eq(run(a, 60, b, 60, CP_BETTER_HIGHER, CP_TEST_WELCH).verdict, CP_VERDICT_REGRESSED);
     cr_expect_eq(run(a, 60, b, 60, CP_BETTER_LOWER, CP_TEST_MANN_WHITNEY).verdict,
                  CP_VERDICT_IMPROVED);
 }

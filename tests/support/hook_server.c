@@ -15,8 +15,6 @@
 #define MAX_SCRIPT   8
 #define REQ_MAX      (1 << 20)
 
-
-
 /* Wait until fd is readable or the server is told to stop. */
 static bool wait_readable(struct hook_server *s, int fd)
 {

@@ -121,8 +121,7 @@ Test(tune, constraint_violations_are_rejected_with_the_constraint_named)
                       strcmp(r.steps[i].status, "failed") == 0,
                   "step %zu %s", i, r.steps[i].status);
         if (strcmp(r.steps[i].status, "rejected") == 0)
-            cr_expect(strstr(r.steps[i].reason, "breaks memory<") != NULL, "%s",
-                      r.steps[i].reason);
+            cr_expect(strstr(r.steps[i].reason, "breaks memory<") != NULL, "%s", r.steps[i].reason);
     }
     cp_tune_result_release(&r);
 
@@ -269,8 +268,7 @@ Test(tune, the_report_reproduces_best_om)
     }
     cr_expect(json_equal(json_object_get(info[0], "graph"), json_object_get(info[1], "graph")),
               "the command converts the same graph");
-    const char *knobs[] = {"precision_mode", "layout_policy", "fusion_switches",
-                           "buffer_optimize"};
+    const char *knobs[] = {"precision_mode", "layout_policy", "fusion_switches", "buffer_optimize"};
     for (size_t i = 0; i < 4; i++)
         cr_expect(json_equal(json_object_get(json_object_get(info[0], "config"), knobs[i]),
                              json_object_get(json_object_get(info[1], "config"), knobs[i])),
@@ -330,12 +328,9 @@ Test(tune, bad_input_exits_2)
     struct {
         const char *a, *b, *expect;
     } cases[] = {
-        {"--target", "speed", "--target"},
-        {"--constraints", "memroy<3GB", "memroy"},
-        {"--budget", "0", "--budget"},
-        {"--time-limit", "soon", "--time-limit"},
-        {"--keep", "some", "--keep"},
-        {"--test", "z", "--test"},
+        {"--target", "speed", "--target"}, {"--constraints", "memroy<3GB", "memroy"},
+        {"--budget", "0", "--budget"},     {"--time-limit", "soon", "--time-limit"},
+        {"--keep", "some", "--keep"},      {"--test", "z", "--test"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct cp_run r;
