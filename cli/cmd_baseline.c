@@ -647,13 +647,8 @@ out:
 
 /* ---- dispatch -------------------------------------------------------------- */
 
-struct subcommand {
-    const char *name;
-    int (*run)(int argc, char **argv);
-};
-
 /* Sorted by name. */
-static const struct subcommand subcommands[] = {
+static const struct cp_subcommand subcommands[] = {
     {"list", cmd_list},
     {"rm", cmd_rm},
     {"set", cmd_set},
@@ -662,36 +657,6 @@ static const struct subcommand subcommands[] = {
 
 int cp_cmd_baseline(int argc, char **argv)
 {
-    if (argc < 1) {
-        usage(stderr);
-        return 2;
-    }
-    const char *name = argv[0];
-    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
-        usage(stdout);
-        return 0;
-    }
-    const char *best = NULL;
-    size_t best_d = (size_t)-1;
-    for (size_t i = 0; i < N_OF(subcommands); i++) {
-        if (strcmp(name, subcommands[i].name) == 0)
-            return subcommands[i].run(argc - 1, argv + 1);
-        size_t dist = cp_edit_distance(name, subcommands[i].name);
-        if (dist < best_d) {
-            best_d = dist;
-            best = subcommands[i].name;
-        }
-    }
-    char msg[256];
-    if (name[0] == '-')
-        snprintf(msg, sizeof msg,
-                 "give a subcommand (set, list, show, rm) before options; see 'cannprof baseline "
-                 "--help'");
-    else if (best && best_d <= 2)
-        snprintf(msg, sizeof msg, "unknown subcommand '%.60s'; did you mean '%s'?", name, best);
-    else
-        snprintf(msg, sizeof msg, "unknown subcommand '%.60s'; expected set, list, show or rm",
-                 name);
-    cp_cli_error("baseline", msg);
-    return 2;
+    return cp_cli_dispatch("baseline", subcommands, N_OF(subcommands), "set, list, show, rm",
+                           usage, argc, argv);
 }

@@ -785,44 +785,10 @@ static int cmd_import(int argc, char **argv)
 
 int cp_cmd_kb(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        int (*run)(int, char **);
-    } subs[] = {
+    static const struct cp_subcommand subs[] = {
         {"card", cmd_card}, {"export", cmd_export}, {"import", cmd_import},
         {"list", cmd_list}, {"query", cmd_query},   {"show", cmd_show},
     };
-    if (argc < 1) {
-        usage(stderr);
-        return 2;
-    }
-    const char *name = argv[0];
-    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
-        usage(stdout);
-        return 0;
-    }
-    const char *best = NULL;
-    size_t best_d = (size_t)-1;
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-        if (strcmp(name, subs[i].name) == 0)
-            return subs[i].run(argc - 1, argv + 1);
-        size_t dist = cp_edit_distance(name, subs[i].name);
-        if (dist < best_d) {
-            best_d = dist;
-            best = subs[i].name;
-        }
-    }
-    char msg[256];
-    if (name[0] == '-')
-        snprintf(msg, sizeof msg,
-                 "give a subcommand (query, card, list, show, export, import) before options; "
-                 "see 'cannprof kb --help'");
-    else if (best && best_d <= 2)
-        snprintf(msg, sizeof msg, "unknown subcommand '%.60s'; did you mean '%s'?", name, best);
-    else
-        snprintf(msg, sizeof msg,
-                 "unknown subcommand '%.60s'; expected query, card, list, show, export or import",
-                 name);
-    cp_cli_error("kb", msg);
-    return 2;
+    return cp_cli_dispatch("kb", subs, sizeof subs / sizeof subs[0],
+                           "query, card, list, show, export, import", usage, argc, argv);
 }

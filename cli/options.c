@@ -171,3 +171,47 @@ void cp_cli_error(const char *cmd, const char *msg)
 {
     fprintf(stderr, "cannprof%s%s: error: %s\n", cmd ? " " : "", cmd ? cmd : "", msg);
 }
+
+int cp_cli_dispatch(const char *cmd, const struct cp_subcommand *subs, size_t n,
+                    const char *listing, void (*usage)(FILE *f), int argc, char **argv)
+{
+    if (argc < 1) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[0];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(name, subs[i].name) == 0)
+            return subs[i].run(argc - 1, argv + 1);
+        size_t dist = cp_edit_distance(name, subs[i].name);
+        if (dist < best_d) {
+            best_d = dist;
+            best = subs[i].name;
+        }
+    }
+    /* "a, b, c" -> "a, b or c" */
+    char choices[256];
+    snprintf(choices, sizeof choices, "%s", listing);
+    char *last = strrchr(choices, ',');
+    if (last) {
+        char tail[256];
+        snprintf(tail, sizeof tail, " or%s", last + 1);
+        snprintf(last, sizeof choices - (size_t)(last - choices), "%s", tail);
+    }
+    char msg[512];
+    if (name[0] == '-')
+        snprintf(msg, sizeof msg, "give a subcommand (%s) before options; see 'cannprof %s --help'",
+                 listing, cmd);
+    else if (best && best_d <= 2)
+        snprintf(msg, sizeof msg, "unknown subcommand '%.60s'; did you mean '%s'?", name, best);
+    else
+        snprintf(msg, sizeof msg, "unknown subcommand '%.60s'; expected %s", name, choices);
+    cp_cli_error(cmd, msg);
+    return 2;
+}

@@ -56,4 +56,18 @@ void cp_opts_print_help(FILE *f, const struct cp_opt *table, size_t n_table);
 /* Print an error in the CLI's one format: "cannprof <cmd>: error: msg". */
 void cp_cli_error(const char *cmd, const char *msg);
 
+/* A subcommand of a command with several (baseline, kb). */
+struct cp_subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+};
+
+/* Run the subcommand argv[0] names, with the arguments after it. "help",
+ * "--help" and "-h" print `usage` on stdout (exit 0); no argument prints it
+ * on stderr (exit 2); an unknown name is an error (exit 2) suggesting the
+ * nearest one, and `listing` ("set, list, show, rm": the order people read
+ * them in) says what is accepted. */
+int cp_cli_dispatch(const char *cmd, const struct cp_subcommand *subs, size_t n,
+                    const char *listing, void (*usage)(FILE *f), int argc, char **argv);
+
 #endif
