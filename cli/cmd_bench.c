@@ -84,24 +84,6 @@ static void help(void)
     cp_opts_print_help(stdout, options, N_OPTIONS);
 }
 
-/* "10", "2.5s", "500ms", "1m" -> seconds. */
-static bool parse_duration(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || !(v > 0) || !isfinite(v))
-        return false;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        *out = v;
-    else if (strcmp(end, "ms") == 0)
-        *out = v / 1000.0;
-    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-        *out = v * 60.0;
-    else
-        return false;
-    return true;
-}
-
 static bool parse_count(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     return cp_parse_i64(s, out) && *out >= lo && *out <= hi;
@@ -639,7 +621,7 @@ static bool parse_cli(const struct cp_args *args, struct bench_cli *c)
         return false;
     }
     if ((val = cp_args_get(args, OPT_DURATION))) {
-        if (!parse_duration(val, &c->o.duration)) {
+        if (!cp_parse_duration(val, &c->o.duration)) {
             cp_cli_error("bench", "--duration takes seconds: \"10\", \"2.5s\", \"500ms\", \"1m\"");
             return false;
         }

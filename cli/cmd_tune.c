@@ -104,21 +104,6 @@ static void on_sigint(int sig)
     signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends the process at once */
 }
 
-/* "10m", "90s", "1h", "600" -> seconds. */
-static bool parse_time(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || !(v > 0) || !isfinite(v))
-        return false;
-    double unit = *end == '\0' || strcmp(end, "s") == 0              ? 1
-                  : strcmp(end, "m") == 0 || strcmp(end, "min") == 0 ? 60
-                  : strcmp(end, "h") == 0                            ? 3600
-                                                                     : 0;
-    *out = v * unit;
-    return unit > 0;
-}
-
 static bool parse_int(const char *s, int lo, int hi, int *out)
 {
     int64_t v;
@@ -409,7 +394,7 @@ static bool parse_opts(const struct cp_args *a, struct cp_tune_opts *o, struct c
     if ((v = cp_args_get(a, OPT_BUDGET)) && !parse_int(v, 1, 10000, &o->budget))
         return cp_diag_set(d, CP_ERR_INVALID, "--budget takes a whole number from 1 to 10000"),
                false;
-    if ((v = cp_args_get(a, OPT_TIME_LIMIT)) && !parse_time(v, &o->time_limit_s))
+    if ((v = cp_args_get(a, OPT_TIME_LIMIT)) && !cp_parse_duration(v, &o->time_limit_s))
         return cp_diag_set(d, CP_ERR_INVALID, "--time-limit takes \"10m\", \"90s\" or \"1h\""),
                false;
     if ((v = cp_args_get(a, OPT_ROUNDS)) && !parse_int(v, 5, 100000, &o->rounds))

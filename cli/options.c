@@ -1,6 +1,7 @@
 /* Option parsing for every command. */
 #include "cli/options.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,4 +215,19 @@ int cp_cli_dispatch(const char *cmd, const struct cp_subcommand *subs, size_t n,
         snprintf(msg, sizeof msg, "unknown subcommand '%.60s'; expected %s", name, choices);
     cp_cli_error(cmd, msg);
     return 2;
+}
+
+bool cp_parse_duration(const char *s, double *seconds)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v > 0) || !isfinite(v))
+        return false;
+    double unit = *end == '\0' || strcmp(end, "s") == 0              ? 1
+                  : strcmp(end, "ms") == 0                           ? 1e-3
+                  : strcmp(end, "m") == 0 || strcmp(end, "min") == 0 ? 60
+                  : strcmp(end, "h") == 0                            ? 3600
+                                                                     : 0;
+    *seconds = v * unit;
+    return unit > 0;
 }

@@ -56,6 +56,10 @@ void cp_opts_print_help(FILE *f, const struct cp_opt *table, size_t n_table);
 /* Print an error in the CLI's one format: "cannprof <cmd>: error: msg". */
 void cp_cli_error(const char *cmd, const char *msg);
 
+/* A positive duration in seconds: "10", "2.5s", "500ms", "10m" (or "min"),
+ * "1h". false for anything else. */
+bool cp_parse_duration(const char *s, double *seconds);
+
 /* A subcommand of a command with several (baseline, kb). */
 struct cp_subcommand {
     const char *name;
