@@ -169,6 +169,20 @@ static bool knob_blocked(const struct cp_tune_ctx *c, const struct cp_delta *dl)
     return false;
 }
 
+/* Whether the delta applied to `best` gives a point evaluated already. */
+static bool point_seen(const struct cp_tune_ctx *c, const struct cp_tune_point *best,
+                       const struct cp_delta *dl)
+{
+    struct cp_tune_point np;
+    struct cp_diag ignored;
+    cp_diag_init(&ignored);
+    if (cp_delta_apply(best, dl, &np, &ignored) != CP_OK)
+        return false; /* evaluate() records the failure */
+    char key[48];
+    cp_tune_point_key(&np, key);
+    return is_seen(c, key);
+}
+
 static void add_proposal(struct cp_tune_ctx *c, struct proposals *ps, const struct cp_delta *dl,
                          const char *source, double expected, const char *title,
                          const struct cp_tune_point *best)
@@ -851,6 +865,10 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
         st = cp_tune_write_report(o, r, d);
         goto out;
     }
+    struct proposals ps = {0};
+    bool have_proposals = false;
+    int64_t proposals_for = 0;
+    size_t next = 0;
     while (st == CP_OK) {
         if (o->interrupt && *o->interrupt) {
             r->interrupted = true;
@@ -869,18 +887,28 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
             stop_because(r, "target met");
             break;
         }
-        struct proposals ps = {0};
-        kb_proposals(&c, &ps, &r->best);
-        rule_proposals(&c, &ps, &r->best);
-        space_proposals(&c, &ps, &r->best);
-        if (ps.n == 0) {
-            free(ps.p);
+        /* Diagnose only when the best changed: a rejection leaves the best,
+         * its trace and so its findings as they were; the list is then
+         * consumed in order, skipping what has been evaluated since. */
+        if (!have_proposals || proposals_for != c.best_candidate_id) {
+            ps.n = 0;
+            kb_proposals(&c, &ps, &r->best);
+            rule_proposals(&c, &ps, &r->best);
+            space_proposals(&c, &ps, &r->best);
+            have_proposals = true;
+            proposals_for = c.best_candidate_id;
+            next = 0;
+        }
+        while (next < ps.n && (knob_blocked(&c, &ps.p[next].delta) ||
+                               point_seen(&c, &r->best, &ps.p[next].delta)))
+            next++;
+        if (next == ps.n) {
             stop_because(r, "no proposal left");
             break;
         }
-        st = evaluate(&c, &ps.p[0], d);
-        free(ps.p);
+        st = evaluate(&c, &ps.p[next++], d);
     }
+    free(ps.p);
     if (st == CP_OK && !r->interrupted)
         final_check(&c);
     if (st == CP_OK) {
