@@ -16,6 +16,7 @@ void cp_run_metrics_release(struct cp_run_metrics *m)
     free(m->config_json);
     free(m->latency_ns);
     free(m->device_ns);
+    free(m->probe_ns);
     memset(m, 0, sizeof *m);
     m->precision_loss = NAN;
 }
@@ -161,6 +162,50 @@ out:
     return ret;
 }
 
+/* The interference probe of each measured iteration (counter "probe_ns").
+ * Kept only when every iteration has one: a partial series cannot say
+ * which iterations ran undisturbed. */
+static enum cp_status read_probe(struct cp_trace_store *s, int64_t run, struct cp_run_metrics *m,
+                                 const int64_t *iters, struct cp_diag *d)
+{
+    if (m->n == 0)
+        return CP_OK;
+    sqlite3_stmt *st = NULL;
+    enum cp_status ret = prepare(s,
+                                 "SELECT iteration, value FROM counters WHERE run_id = ?1 AND "
+                                 "name = 'probe_ns' AND iteration >= 0 ORDER BY iteration",
+                                 &st, "reading the interference probe", d);
+    if (ret != CP_OK)
+        return ret;
+    sqlite3_bind_int64(st, 1, run);
+    uint64_t *p = cp_calloc(m->n, sizeof *p);
+    if (!p) {
+        sqlite3_finalize(st);
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading the probe", s->path);
+    }
+    size_t j = 0, found = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t it = sqlite3_column_int64(st, 0);
+        double v = sqlite3_column_double(st, 1);
+        while (j < m->n && iters[j] < it) /* both sides are sorted by iteration */
+            j++;
+        if (j < m->n && iters[j] == it && v > 0 && v < 1e18) {
+            p[j] = (uint64_t)v;
+            found++;
+            j++;
+        }
+    }
+    if (rc != SQLITE_DONE)
+        ret = cp_trace_store_db_error(s, d, "reading the interference probe");
+    sqlite3_finalize(st);
+    if (ret == CP_OK && found == m->n)
+        m->probe_ns = p;
+    else
+        free(p);
+    return ret;
+}
+
 static enum cp_status read_precision(struct cp_trace_store *s, int64_t run,
                                      struct cp_run_metrics *m, struct cp_diag *d)
 {
@@ -194,7 +239,8 @@ enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_
     int64_t *iters = NULL;
     if ((ret = read_run_row(s, run, m, d)) == CP_OK &&
         (ret = read_samples(s, run, m, &iters, d)) == CP_OK &&
-        (ret = read_device_time(s, run, m, iters, d)) == CP_OK)
+        (ret = read_device_time(s, run, m, iters, d)) == CP_OK &&
+        (ret = read_probe(s, run, m, iters, d)) == CP_OK)
         ret = read_precision(s, run, m, d);
     free(iters);
     if (ret != CP_OK)

@@ -247,6 +247,13 @@ enum cp_status cp_trace_store_add_counter(struct cp_trace_store *s, int64_t run_
                                           int32_t iteration, const char *name, double value,
                                           uint64_t ts_ns, struct cp_diag *d);
 
+/* One named counter per iteration, first_iteration .. first_iteration+n-1,
+ * all in one transaction (e.g. "probe_ns", a value per measured iteration);
+ * ts_ns 0. */
+enum cp_status cp_trace_store_add_counter_series(struct cp_trace_store *s, int64_t run_id,
+                                                 const char *name, int32_t first_iteration,
+                                                 const double *v, size_t n, struct cp_diag *d);
+
 /* Read back the latency samples of a run (or of the last run when run_id
  * < 0), in iteration order. A run without samples gives *n = 0 and
  * *ns = NULL. OUT: *ns (caller frees), *n, and optionally *used_run (may be
@@ -268,6 +275,9 @@ struct cp_run_metrics {
     uint64_t *latency_ns; /* n values, in iteration order */
     uint64_t *device_ns;  /* n values: kernel time of each iteration (device-layer events);
                            * NULL when the run recorded no kernel events */
+    uint64_t *probe_ns;   /* n values: the interference probe run after each iteration
+                           * (counter "probe_ns", runner/probe.h); NULL when the run has
+                           * no probe for every one of its iterations */
     uint64_t weight_bytes, arena_bytes, peak_bytes, peak_rss_bytes;
     double precision_loss; /* counter "precision_loss" (percent) of the run; NaN when absent */
 };
