@@ -193,6 +193,13 @@ static const char MIGRATION_V2[] =
     ");"
     "CREATE INDEX strategies_by_model ON strategies(model_id, hw_id);";
 
+/* Version 3: the interference probe of each iteration of a baseline
+ * (runner/probe.h), n values encoded like device_ns, so `validate
+ * --baseline` can keep the baseline's undisturbed iterations. NULL for the
+ * baselines set before (and for runs without a probe): they are compared
+ * whole, as before. */
+static const char MIGRATION_V3[] = "ALTER TABLE baselines ADD COLUMN probe_ns BLOB;";
+
 struct kb_migration {
     int version; /* the user_version once applied: 1, 2, ... */
     const char *what;
@@ -202,6 +209,7 @@ struct kb_migration {
 static const struct kb_migration MIGRATIONS[] = {
     {1, "services, baselines and validations", MIGRATION_V1},
     {2, "models, hardware, sessions, candidates, measurements, strategies", MIGRATION_V2},
+    {3, "baselines.probe_ns", MIGRATION_V3},
 };
 #define N_MIGRATIONS (sizeof MIGRATIONS / sizeof MIGRATIONS[0])
 static_assert(N_MIGRATIONS == CP_KB_SCHEMA_VERSION,

@@ -46,7 +46,7 @@
 #define CP_KB_APPLICATION_ID 0x43504B42
 
 /* The schema version this cannprof writes and reads (PRAGMA user_version). */
-#define CP_KB_SCHEMA_VERSION 2
+#define CP_KB_SCHEMA_VERSION 3
 
 /* How long a writer waits for another process holding the file. */
 #define CP_KB_BUSY_TIMEOUT_MS 10000
@@ -105,15 +105,18 @@ struct cp_kb_baseline {
     char *trace_path; /* the trace it came from (absolute when it could be resolved) */
     /* The figures, copied from the trace at `set` time: run_id, kind and
      * created_at of the source run, model, config, batch, threads, samples,
-     * memory, precision_loss (NaN when absent). In lists latency_ns and
-     * device_ns are NULL (m.n still says how many there are). */
+     * memory, precision_loss (NaN when absent), and the interference probe
+     * of each iteration (m.probe_ns, NULL when the run had none or the
+     * baseline predates schema version 3). In lists latency_ns, device_ns
+     * and probe_ns are NULL (m.n still says how many there are). */
     struct cp_run_metrics m;
     /* Of m.latency_ns, computed at `set` time (also filled in lists). */
     double mean_ns, median_ns, p99_ns;
 };
 
-/* Store the figures `m` (m->n >= 1 latency samples) as the baseline
- * (service, tag) and say where they came from (trace_path, may be NULL).
+/* Store the figures `m` (m->n >= 1 latency samples; m->device_ns and
+ * m->probe_ns, when not NULL, n values each) as the baseline (service, tag)
+ * and say where they came from (trace_path, may be NULL).
  * tag NULL: an automatic tag "b1", "b2", ... one past the highest "b<N>" the
  * service was ever given or has used (in baselines or validations), so an
  * automatic tag is never given out twice, even after removal.
@@ -128,9 +131,9 @@ enum cp_status cp_kb_baseline_set(struct cp_kb *kb, const char *service, const c
 /* Read one baseline with its samples. tag NULL or "latest": the service's
  * most recently set. Not found: CP_ERR_INVALID with a message naming the
  * service and listing its tags (or saying it has none, with the services
- * that do). A sample array whose size does not match the stored count is
- * CP_ERR_CORRUPT naming the baseline. OUT: *out (cp_kb_baseline_release;
- * zeroed on failure). */
+ * that do). A sample array (latency, kernel time, probe) whose size does
+ * not match the stored count is CP_ERR_CORRUPT naming the baseline. OUT: *out
+ * (cp_kb_baseline_release; zeroed on failure). */
 enum cp_status cp_kb_baseline_get(struct cp_kb *kb, const char *service, const char *tag,
                                   struct cp_kb_baseline *out, struct cp_diag *d);
 void cp_kb_baseline_release(struct cp_kb_baseline *b); /* NULL ok; leaves it zeroed */

@@ -76,7 +76,9 @@ static enum cp_status decode_samples(struct cp_kb *kb, sqlite3_stmt *st, int col
     "id, service, tag, created_at, trace_path, run_id, run_kind, run_created_at, model_path, "     \
     "model_hash, config_id, batch, threads, n, mean_ns, median_ns, p99_ns, weight_bytes, "         \
     "arena_bytes, peak_bytes, peak_rss_bytes, precision_loss"
-/* Column indexes of BASELINE_COLS, then the two sample columns of get. */
+#define SAMPLE_COLS "latency_ns, device_ns, probe_ns"
+/* Column indexes of BASELINE_COLS, then the sample columns of get
+ * (SAMPLE_COLS). */
 enum {
     C_ID,
     C_SERVICE,
@@ -102,6 +104,7 @@ enum {
     C_PRECISION,
     C_LATENCY,
     C_DEVICE,
+    C_PROBE,
 };
 
 static double col_real_or_nan(sqlite3_stmt *st, int col)
@@ -110,7 +113,7 @@ static double col_real_or_nan(sqlite3_stmt *st, int col)
 }
 
 /* One row into *b (zeroed first; released on failure). with_samples: also
- * decode the sample columns C_LATENCY and C_DEVICE. */
+ * decode the sample columns C_LATENCY, C_DEVICE and C_PROBE. */
 static enum cp_status read_row(struct cp_kb *kb, sqlite3_stmt *st, bool with_samples,
                                struct cp_kb_baseline *b, struct cp_diag *d)
 {
@@ -154,7 +157,9 @@ static enum cp_status read_row(struct cp_kb *kb, sqlite3_stmt *st, bool with_sam
     if (with_samples && ((ret = decode_samples(kb, st, C_LATENCY, b->m.n, false, "latency", b,
                                                &b->m.latency_ns, d)) != CP_OK ||
                          (ret = decode_samples(kb, st, C_DEVICE, b->m.n, true, "device-time", b,
-                                               &b->m.device_ns, d)) != CP_OK))
+                                               &b->m.device_ns, d)) != CP_OK ||
+                         (ret = decode_samples(kb, st, C_PROBE, b->m.n, true, "probe", b,
+                                               &b->m.probe_ns, d)) != CP_OK))
         goto out;
 out:
     if (ret != CP_OK)
@@ -179,6 +184,7 @@ void cp_kb_baseline_release(struct cp_kb_baseline *b)
     free(b->m.config_id);
     free(b->m.latency_ns);
     free(b->m.device_ns);
+    free(b->m.probe_ns);
     memset(b, 0, sizeof *b);
     b->m.precision_loss = NAN;
     b->mean_ns = b->median_ns = b->p99_ns = NAN;
@@ -392,10 +398,24 @@ static void bind_real_or_null(sqlite3_stmt *st, int idx, double v)
         sqlite3_bind_null(st, idx);
 }
 
+/* A run's sample arrays, encoded; NULL for an array the run does not have. */
+struct sample_blobs {
+    uint8_t *lat, *dev, *probe;
+    int lat_bytes, dev_bytes, probe_bytes;
+};
+
+static void bind_blob_or_null(sqlite3_stmt *st, int idx, const uint8_t *blob, int bytes)
+{
+    if (blob)
+        sqlite3_bind_blob(st, idx, blob, bytes, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, idx);
+}
+
 static enum cp_status insert_baseline(struct cp_kb *kb, const char *service, const char *tag,
                                       const char *trace_path, const struct cp_run_metrics *m,
-                                      const uint8_t *lat, int lat_bytes, const uint8_t *dev,
-                                      int dev_bytes, int64_t *id, struct cp_diag *d)
+                                      const struct sample_blobs *blobs, int64_t *id,
+                                      struct cp_diag *d)
 {
     sqlite3_stmt *st = NULL;
     enum cp_status ret = cp_kb_prepare(
@@ -403,8 +423,8 @@ static enum cp_status insert_baseline(struct cp_kb *kb, const char *service, con
         "INSERT INTO baselines(service, tag, created_at, trace_path, run_id, run_kind, "
         "run_created_at, model_path, model_hash, config_id, batch, threads, n, latency_ns, "
         "device_ns, mean_ns, median_ns, p99_ns, weight_bytes, arena_bytes, peak_bytes, "
-        "peak_rss_bytes, precision_loss) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-        "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+        "peak_rss_bytes, precision_loss, probe_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+        "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
         &st, "storing the baseline", d);
     if (ret != CP_OK)
         return ret;
@@ -425,11 +445,8 @@ static enum cp_status insert_baseline(struct cp_kb *kb, const char *service, con
     sqlite3_bind_int(st, 11, m->batch);
     sqlite3_bind_int(st, 12, m->threads);
     sqlite3_bind_int64(st, 13, (sqlite3_int64)m->n);
-    sqlite3_bind_blob(st, 14, lat, lat_bytes, SQLITE_STATIC);
-    if (dev)
-        sqlite3_bind_blob(st, 15, dev, dev_bytes, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 15);
+    bind_blob_or_null(st, 14, blobs->lat, blobs->lat_bytes);
+    bind_blob_or_null(st, 15, blobs->dev, blobs->dev_bytes);
     bind_real_or_null(st, 16, sum[0]);
     bind_real_or_null(st, 17, sum[1]);
     bind_real_or_null(st, 18, sum[2]);
@@ -438,6 +455,7 @@ static enum cp_status insert_baseline(struct cp_kb *kb, const char *service, con
     sqlite3_bind_int64(st, 21, (sqlite3_int64)m->peak_bytes);
     sqlite3_bind_int64(st, 22, (sqlite3_int64)m->peak_rss_bytes);
     bind_real_or_null(st, 23, m->precision_loss);
+    bind_blob_or_null(st, 24, blobs->probe, blobs->probe_bytes);
     if (sqlite3_step(st) != SQLITE_DONE)
         ret = cp_kb_db_error(kb, d, "storing the baseline");
     else
@@ -461,11 +479,12 @@ enum cp_status cp_kb_baseline_set(struct cp_kb *kb, const char *service, const c
                            "%s: service '%s': the run has no latency samples to keep as a "
                            "baseline",
                            kb->path, service);
-    uint8_t *lat = NULL, *dev = NULL;
-    int lat_bytes = 0, dev_bytes = 0;
-    if ((st = encode_samples(kb, m->latency_ns, m->n, &lat, &lat_bytes, d)) != CP_OK ||
+    struct sample_blobs blobs = {0};
+    if ((st = encode_samples(kb, m->latency_ns, m->n, &blobs.lat, &blobs.lat_bytes, d)) != CP_OK ||
         (m->device_ns &&
-         (st = encode_samples(kb, m->device_ns, m->n, &dev, &dev_bytes, d)) != CP_OK))
+         (st = encode_samples(kb, m->device_ns, m->n, &blobs.dev, &blobs.dev_bytes, d)) != CP_OK) ||
+        (m->probe_ns && (st = encode_samples(kb, m->probe_ns, m->n, &blobs.probe,
+                                             &blobs.probe_bytes, d)) != CP_OK))
         goto out_free;
     if ((st = cp_kb_begin(kb, d)) != CP_OK)
         goto out_free;
@@ -479,8 +498,7 @@ enum cp_status cp_kb_baseline_set(struct cp_kb *kb, const char *service, const c
     }
     int64_t new_id = -1;
     if ((st = clear_existing(kb, service, tag, replace, d)) != CP_OK ||
-        (st = insert_baseline(kb, service, tag, trace_path, m, lat, lat_bytes, dev, dev_bytes,
-                              &new_id, d)) != CP_OK)
+        (st = insert_baseline(kb, service, tag, trace_path, m, &blobs, &new_id, d)) != CP_OK)
         goto out_rollback;
     if ((st = cp_kb_commit(kb, d)) != CP_OK)
         goto out_free;
@@ -490,8 +508,9 @@ enum cp_status cp_kb_baseline_set(struct cp_kb *kb, const char *service, const c
 out_rollback:
     cp_kb_rollback(kb);
 out_free:
-    free(lat);
-    free(dev);
+    free(blobs.lat);
+    free(blobs.dev);
+    free(blobs.probe);
     return st;
 }
 
@@ -508,9 +527,9 @@ enum cp_status cp_kb_baseline_get(struct cp_kb *kb, const char *service, const c
     bool latest = !tag || strcmp(tag, "latest") == 0;
     sqlite3_stmt *st = NULL;
     ret = cp_kb_prepare(kb,
-                        latest ? "SELECT " BASELINE_COLS ", latency_ns, device_ns FROM baselines "
+                        latest ? "SELECT " BASELINE_COLS ", " SAMPLE_COLS " FROM baselines "
                                  "WHERE service = ?1 ORDER BY id DESC LIMIT 1"
-                               : "SELECT " BASELINE_COLS ", latency_ns, device_ns FROM baselines "
+                               : "SELECT " BASELINE_COLS ", " SAMPLE_COLS " FROM baselines "
                                  "WHERE service = ?1 AND tag = ?2",
                         &st, "reading a baseline", d);
     if (ret != CP_OK)
@@ -535,9 +554,9 @@ enum cp_status cp_kb_baseline_get_id(struct cp_kb *kb, int64_t id, struct cp_kb_
     memset(out, 0, sizeof *out);
     out->m.precision_loss = NAN;
     sqlite3_stmt *st = NULL;
-    enum cp_status ret = cp_kb_prepare(
-        kb, "SELECT " BASELINE_COLS ", latency_ns, device_ns FROM baselines WHERE id = ?1", &st,
-        "reading a baseline", d);
+    enum cp_status ret =
+        cp_kb_prepare(kb, "SELECT " BASELINE_COLS ", " SAMPLE_COLS " FROM baselines WHERE id = ?1",
+                      &st, "reading a baseline", d);
     if (ret != CP_OK)
         return ret;
     sqlite3_bind_int64(st, 1, id);

@@ -25,7 +25,7 @@ static const char *const EXPORT_SQL[] = {
 
     "SELECT 'baseline' AS type, service, tag, created_at, trace_path, run_id, run_kind, "
     "run_created_at, model_path, model_hash, config_id, batch, threads, n, latency_ns, "
-    "device_ns, mean_ns, median_ns, p99_ns, weight_bytes, arena_bytes, peak_bytes, "
+    "device_ns, probe_ns, mean_ns, median_ns, p99_ns, weight_bytes, arena_bytes, peak_bytes, "
     "peak_rss_bytes, precision_loss FROM baselines ORDER BY id",
 
     "SELECT 'validation' AS type, created_at, service, baseline_tag, trace_path, verdict, "

@@ -378,6 +378,7 @@ static const struct colspec BASELINE_COLS[] = {
     {"n", 'i', true, NULL},
     {"latency_ns", 's', true, NULL},
     {"device_ns", 's', false, NULL},
+    {"probe_ns", 's', false, NULL}, /* since schema version 3: absent in older exports */
     {"mean_ns", 'r', false, NULL},
     {"median_ns", 'r', false, NULL},
     {"p99_ns", 'r', false, NULL},
@@ -480,7 +481,8 @@ static enum cp_status import_baseline(struct imp *im, json_t *o, bool *added, st
     if ((st = get_str(im, o, "service", true, &service, d)) != CP_OK ||
         (st = get_str(im, o, "tag", true, &tag, d)) != CP_OK ||
         (st = check_count(im, o, "latency_ns", false, d)) != CP_OK ||
-        (st = check_count(im, o, "device_ns", true, d)) != CP_OK)
+        (st = check_count(im, o, "device_ns", true, d)) != CP_OK ||
+        (st = check_count(im, o, "probe_ns", true, d)) != CP_OK)
         return st;
     if (cp_kb_check_service(service, &nd) != CP_OK || cp_kb_check_tag(tag, &nd) != CP_OK)
         return bad(im, d, CP_ERR_INVALID, "%s", nd.msg);

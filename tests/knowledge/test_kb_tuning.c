@@ -278,20 +278,22 @@ Test(kb_tuning, a_version_1_file_is_migrated_and_keeps_its_baselines)
     cr_assert_eq(cp_kb_open_at_version(path, 1, &kb, &d), CP_OK, "%s", d.msg);
     cr_assert_eq(q_int(kb, "PRAGMA user_version"), 1);
     cr_assert_eq(q_int(kb, "SELECT count(*) FROM sqlite_master WHERE name = 'sessions'"), 0);
-    uint64_t lat[3] = {10, 20, 30};
-    struct cp_run_metrics m;
-    memset(&m, 0, sizeof m);
-    m.kind = (char *)"bench";
-    m.n = 3;
-    m.latency_ns = lat;
-    m.precision_loss = NAN;
-    cr_assert_eq(cp_kb_baseline_set(kb, "svc", "v1", "/t.db", &m, false, NULL, &d), CP_OK, "%s",
-                 d.msg);
+    /* The row a version 1 cannprof wrote (cp_kb_baseline_set now writes
+     * columns a version 1 file does not have): latencies 10, 20, 30. */
+    cr_assert_eq(sqlite3_exec(cp_kb_db(kb),
+                              "INSERT INTO services(name, created_at) VALUES ('svc', "
+                              "'2025-01-01T00:00:00Z');"
+                              "INSERT INTO baselines(service, tag, created_at, trace_path, "
+                              "run_kind, n, latency_ns) VALUES ('svc', 'v1', "
+                              "'2025-01-01T00:00:00Z', '/t.db', 'bench', 3, "
+                              "x'0a0000000000000014000000000000001e00000000000000');",
+                              NULL, NULL, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(cp_kb_db(kb)));
     cp_kb_close(kb);
 
     kb = open_kb(path);
-    cr_assert_eq(q_int(kb, "PRAGMA user_version"), 2);
-    cr_assert_eq(q_int(kb, "SELECT count(*) FROM schema_history"), 2);
+    cr_assert_eq(q_int(kb, "PRAGMA user_version"), CP_KB_SCHEMA_VERSION);
+    cr_assert_eq(q_int(kb, "SELECT count(*) FROM schema_history"), CP_KB_SCHEMA_VERSION);
     cr_assert_eq(q_int(kb, "SELECT count(*) FROM sqlite_master WHERE name IN ('models', "
                            "'hardware', 'sessions', 'candidates', 'measurements', 'strategies')"),
                  6);
@@ -299,6 +301,7 @@ Test(kb_tuning, a_version_1_file_is_migrated_and_keeps_its_baselines)
     cr_assert_eq(cp_kb_baseline_get(kb, "svc", "v1", &b, &d), CP_OK, "%s", d.msg);
     cr_assert_eq(b.m.n, 3);
     cr_assert_eq(b.m.latency_ns[2], 30);
+    cr_assert_null(b.m.probe_ns, "a version 1 baseline has no probe");
     cp_kb_baseline_release(&b);
     cp_kb_close(kb);
     free(path);
