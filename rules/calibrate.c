@@ -384,8 +384,7 @@ enum cp_status cp_calibrate_cache_dir(const char *cache_dir, char *out, size_t n
     return CP_OK;
 }
 
-/* mkdir -p with mode 0700 (the XDG spec's mode for base directories). */
-static enum cp_status make_dirs(const char *dir, struct cp_diag *d)
+enum cp_status cp_calibrate_cache_mkdir(const char *dir, struct cp_diag *d)
 {
     char *p = cp_strdup(dir);
     if (!p)
@@ -462,7 +461,7 @@ enum cp_status cp_calibrate_run(const struct cp_calibrate_options *o, struct cp_
     char dir[900], path[1024];
     enum cp_status st;
     if ((st = cp_calibrate_cache_dir(o ? o->cache_dir : NULL, dir, sizeof dir, d)) != CP_OK ||
-        (st = make_dirs(dir, d)) != CP_OK)
+        (st = cp_calibrate_cache_mkdir(dir, d)) != CP_OK)
         return st;
     struct cp_machine id, m;
     cp_machine_detect(&id);

@@ -104,6 +104,11 @@ enum cp_status cp_calibrate_measure(long budget_ms, struct cp_machine *out, stru
 enum cp_status cp_calibrate_cache_dir(const char *cache_dir, char *out, size_t n,
                                       struct cp_diag *d);
 
+/* mkdir -p `dir` with mode 0700 (the XDG spec's mode for base folders), for
+ * this cache and the other small per-machine files kept beside it (bench's
+ * interference-probe floor). CP_ERR_IO naming the part that failed. */
+enum cp_status cp_calibrate_cache_mkdir(const char *dir, struct cp_diag *d);
+
 /* Load this machine's figures from the cache, or measure and store them.
  * The cache folder (and its parents) is created when missing (mode 0700);
  * a valid cache file is used even in a read-only folder. A cache file that
