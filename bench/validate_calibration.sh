@@ -2,7 +2,9 @@
 # Calibration evidence for the verdicts of `bench --vs` and `validate`
 # (docs/validation.md): how often they cry wolf, and how often they catch a
 # real slowdown, with default settings (mann-whitney, alpha 0.05, threshold
-# 2%, 100 measured iterations or rounds after 10 warm-up ones).
+# 2%, 10 warm-up iterations; `bench --vs` measures 100 rounds, a single
+# `bench` measures until 100 iterations ran undisturbed by neighbours, as
+# its interference probe judges them, and `validate` compares those).
 #
 #   A/A    the same .om against itself, TRIALS times: every "improved" or
 #          "regressed" is a false positive. The bar: false-positive rate
@@ -136,6 +138,7 @@ run_trials() {
 
 # ---- SLOW's true slowdown -----------------------------------------------------
 t0=$(date +%s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 truth=$("$cli" bench "$A" --vs "$SLOW" --threads "$threads" --iterations "$true_rounds" --json)
 true_delta=$(sed -E 's/.*"delta_pct":([-0-9.e+]+).*/\1/' <<<"$truth")
 true_lo=$(sed -E 's/.*"ci_pct":\[([-0-9.e+]+),.*/\1/' <<<"$truth")
@@ -164,7 +167,9 @@ for path in tuner ci; do
 done
 
 echo "# Verdict calibration: $model, $threads thread(s), default settings"
-echo "# (mann-whitney, alpha 0.05, threshold 2%, 100 iterations/rounds after 10 warm-up)"
+echo "# (mann-whitney, alpha 0.05, threshold 2%, 10 warm-up; --vs: 100 rounds;"
+echo "#  single runs: until 100 undisturbed iterations, validate compares those)"
+echo "# load average at the start: $load0"
 echo
 printf 'SLOW = LayerNormFusionPass:off + --buffer_optimize=off_optimize; true slowdown\n'
 printf '(median, %s interleaved rounds): %+.2f%% (95%% CI %+.2f%% to %+.2f%%)\n\n' \

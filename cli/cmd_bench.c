@@ -4,6 +4,8 @@
 #include "runner/bench_ab.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "rules/calibrate.h"
+#include "runner/probe.h"
 #include "runner/session.h"
 #include "stats/stats.h"
 #include "stats/verdict.h"
@@ -24,11 +26,14 @@ enum {
     OPT_INPUT_SHAPE,
     OPT_ITERATIONS,
     OPT_JSON,
+    OPT_MAX_DURATION,
+    OPT_NO_PROBE,
     OPT_SEED,
     OPT_TEST,
     OPT_THREADS,
     OPT_THRESHOLD,
     OPT_TRACE,
+    OPT_UNDISTURBED,
     OPT_VS,
     OPT_WARMUP,
 };
@@ -43,8 +48,13 @@ static const struct cp_opt options[] = {
     {"input", 'i', CP_OPT_MULTI, OPT_INPUT, "NAME=FILE", "input from a .pb or .npy file"},
     {"input_shape", 0, CP_OPT_VALUE, OPT_INPUT_SHAPE, "\"name:1,3,224,224;...\"",
      "concrete shapes for dynamic inputs"},
-    {"iterations", 'n', CP_OPT_VALUE, OPT_ITERATIONS, "M", "measured iterations (default 100)"},
+    {"iterations", 'n', CP_OPT_VALUE, OPT_ITERATIONS, "M",
+     "exactly M measured iterations (default: until 100 undisturbed ones)"},
     {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print the statistics as JSON"},
+    {"max-duration", 0, CP_OPT_VALUE, OPT_MAX_DURATION, "S",
+     "stop waiting for undisturbed iterations after S seconds (default 10s)"},
+    {"no-probe", 0, CP_OPT_FLAG, OPT_NO_PROBE, NULL,
+     "no interference probe: exactly --iterations (default 100) iterations"},
     {"seed", 0, CP_OPT_VALUE, OPT_SEED, "N", "seed of random inputs (default 0)"},
     {"statistical_test", 0, CP_OPT_VALUE, OPT_TEST, "T", "the same as --test"},
     {"test", 0, CP_OPT_VALUE, OPT_TEST, "T",
@@ -54,6 +64,8 @@ static const struct cp_opt options[] = {
      "with --vs: smallest change that matters, percent (\"2%\" or \"2\"; default 2%)"},
     {"trace", 0, CP_OPT_VALUE, OPT_TRACE, "OUT.db",
      "record a full-stack trace into a SQLite trace store"},
+    {"undisturbed", 0, CP_OPT_VALUE, OPT_UNDISTURBED, "K",
+     "measure until K iterations ran undisturbed (default 100)"},
     {"vs", 0, CP_OPT_VALUE, OPT_VS, "B.om",
      "measure MODEL (A) and B interleaved in rounds and give B's verdict against A"},
     {"warmup", 'w', CP_OPT_VALUE, OPT_WARMUP, "N", "warm-up iterations, not measured (default 10)"},
@@ -70,6 +82,16 @@ static void help(void)
         "Measure latency per iteration on a monotonic clock (warm-up excluded) and print\n"
         "mean, median, p90, p99, standard deviation, CV, min, max and throughput.\n"
         "Percentiles interpolate linearly between closest ranks.\n\n"
+        "After every measured iteration a small fixed workload, the interference probe,\n"
+        "is timed outside the measurement (docs/validation.md): when it takes more than\n"
+        "1.15x its floor, a neighbour was competing for the CPU and the iteration was\n"
+        "disturbed. By default bench measures until 100 iterations ran undisturbed (at\n"
+        "least 100 in all, and no longer than --max-duration once 100 are measured);\n"
+        "--iterations M measures exactly M, --duration S for S seconds, --no-probe\n"
+        "turns the probe off. The statistics cover every iteration; the undisturbed\n"
+        "ones are summarised apart, and 'cannprof validate' compares those. --trace\n"
+        "stores the probe as the per-iteration counter probe_ns. The lowest floor seen\n"
+        "is kept beside the calibration cache ($XDG_CACHE_HOME/cannprof).\n\n"
         "With --vs B.om, A (MODEL) and B run in one process, interleaved in rounds whose\n"
         "order alternates (A B, B A, A B, ...) so that machine drift hits both alike;\n"
         "--iterations and --warmup count rounds, each running A and B once. Both take\n"
@@ -89,9 +111,16 @@ static bool parse_count(const char *s, int64_t lo, int64_t hi, int64_t *out)
     return cp_parse_i64(s, out) && *out >= lo && *out <= hi;
 }
 
+/* How long to measure: exactly `iterations` iterations, or for `duration`
+ * seconds, or (undisturbed > 0) until that many iterations ran undisturbed
+ * and at least that many in all, giving up on the undisturbed count after
+ * max_duration seconds. */
 struct bench_opts {
     int64_t warmup, iterations;
     double duration;
+    int64_t undisturbed;
+    double max_duration;
+    bool probe; /* run the interference probe after each iteration */
     int64_t batch;
 };
 
@@ -105,55 +134,111 @@ static uint64_t deadline_after(double s)
     return ns < 9e18 ? now + (uint64_t)ns : UINT64_MAX;
 }
 
-/* `perf` (may be NULL) counts the measured loop only, into *pr. */
+/* What one measured run produced. */
+struct measured {
+    uint64_t *ns;       /* n latencies */
+    uint64_t *probe_ns; /* n probe durations; NULL without the probe */
+    size_t n;
+};
+
+static void measured_release(struct measured *m)
+{
+    free(m->ns);
+    free(m->probe_ns);
+    memset(m, 0, sizeof *m);
+}
+
+/* Room for one more sample. */
+static enum cp_status grow(struct measured *m, size_t *cap, bool probe, struct cp_diag *d)
+{
+    if (m->n < *cap)
+        return CP_OK;
+    size_t ncap = *cap ? *cap * 2 : 1024;
+    uint64_t *ns = cp_realloc_array(m->ns, ncap, sizeof *ns);
+    if (ns)
+        m->ns = ns;
+    uint64_t *pv = probe ? cp_realloc_array(m->probe_ns, ncap, sizeof *pv) : NULL;
+    if (pv)
+        m->probe_ns = pv;
+    if (!ns || (probe && !pv))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for samples");
+    *cap = ncap;
+    return CP_OK;
+}
+
+/* Has the run measured enough? `good` counts the undisturbed iterations
+ * so far; `deadline` is when --duration or --max-duration runs out. */
+static bool enough(const struct bench_opts *o, size_t n, size_t good, uint64_t deadline)
+{
+    if (o->iterations > 0)
+        return n >= (size_t)o->iterations;
+    if (o->duration > 0)
+        return n > 0 && cp_clock_ns() >= deadline;
+    if (n < (size_t)o->undisturbed)
+        return false;
+    return good >= (size_t)o->undisturbed || cp_clock_ns() >= deadline;
+}
+
+/* `perf` (may be NULL) counts the measured loop only, into *pr. `probe`
+ * (may be NULL) runs after each iteration; floor_hint is the lowest probe
+ * floor seen on this machine (0: none), which the undisturbed count starts
+ * from. OUT: *out. */
 static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
                               struct cp_trace_recorder *rec, struct cp_perf *perf,
-                              struct cp_perf_reading *pr, uint64_t **samples_out, size_t *n_out,
-                              struct cp_diag *d)
+                              struct cp_perf_reading *pr, struct cp_probe *probe,
+                              uint64_t floor_hint, struct measured *out, struct cp_diag *d)
 {
+    memset(out, 0, sizeof *out);
     enum cp_status st = CP_OK;
     if (rec)
         cp_trace_push(rec, "warmup");
+    uint64_t w0 = cp_clock_ns();
     for (int64_t i = 0; i < o->warmup && st == CP_OK; i++)
         st = cp_plan_run(p, -1, d);
+    /* How long an iteration takes, for the probe window: the warm-up's
+     * mean, else the first measured iteration. */
+    double typical = o->warmup > 0 ? (double)(cp_clock_ns() - w0) / (double)o->warmup : 0;
     if (rec)
         cp_trace_pop(rec);
     if (st != CP_OK)
         return st;
-    size_t cap = o->iterations > 0 ? (size_t)o->iterations : 1024;
-    uint64_t *ns = cp_calloc(cap, sizeof *ns);
-    if (!ns)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for samples");
-    size_t n = 0;
-    uint64_t deadline = o->duration > 0 ? deadline_after(o->duration) : 0;
+    size_t cap = 0, good = 0;
+    uint64_t floor = floor_hint;
+    struct measured m = {0};
     if (rec)
         cp_trace_push(rec, "measure");
     /* Counters are optional: a failed ioctl leaves the reading invalid and
      * the features built on it absent. */
     if (perf)
         cp_perf_start(perf, NULL);
-    for (;;) {
-        if (o->iterations > 0 && n == (size_t)o->iterations)
+    uint64_t deadline = deadline_after(o->duration > 0 ? o->duration : o->max_duration);
+    while (!enough(o, m.n, good, deadline)) {
+        if ((st = grow(&m, &cap, probe != NULL, d)) != CP_OK)
             break;
-        if (deadline && n > 0 && cp_clock_ns() >= deadline)
-            break;
-        if (n == cap) {
-            uint64_t *grown = cp_realloc_array(ns, cap * 2, sizeof *ns);
-            if (!grown) {
-                st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory for samples");
-                break;
-            }
-            ns = grown;
-            cap *= 2;
-        }
         if (rec)
-            cp_trace_set_iteration(rec, (int32_t)n);
+            cp_trace_set_iteration(rec, (int32_t)m.n);
         uint64_t t0 = cp_clock_ns();
-        st = cp_plan_run(p, (int32_t)n, d);
+        st = cp_plan_run(p, (int32_t)m.n, d);
         uint64_t t1 = cp_clock_ns();
         if (st != CP_OK)
             break;
-        ns[n++] = t1 - t0;
+        m.ns[m.n] = t1 - t0;
+        if (typical <= 0)
+            typical = (double)(t1 - t0);
+        size_t n1 = m.n + 1;
+        if (probe) {
+            uint64_t v = cp_probe_run(probe);
+            m.probe_ns[m.n] = v;
+            bool lower = floor == 0 || v < floor;
+            if (lower)
+                floor = v;
+            /* Recounting is O(n): do it when it can end the run. */
+            if (o->undisturbed > 0 && n1 >= (size_t)o->undisturbed &&
+                (lower || n1 % 16 == 0 || n1 == (size_t)o->undisturbed))
+                good = cp_probe_mark(m.probe_ns, n1, floor, cp_probe_window(typical), NULL);
+        } else
+            good = n1;
+        m.n = n1;
     }
     if (perf)
         cp_perf_stop(perf, pr, NULL);
@@ -162,12 +247,64 @@ static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
         cp_trace_pop(rec);
     }
     if (st != CP_OK) {
-        free(ns);
+        measured_release(&m);
         return st;
     }
-    *samples_out = ns;
-    *n_out = n;
+    *out = m;
     return CP_OK;
+}
+
+/* The file that keeps the lowest probe floor seen on this machine for this
+ * many threads, beside the calibration cache; its folder is created when
+ * `create`. False when there is no usable cache folder. */
+static bool floor_file(int threads, bool create, char *out, size_t n)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    char dir[1024];
+    if (cp_calibrate_cache_dir(NULL, dir, sizeof dir, &d) != CP_OK ||
+        (create && cp_calibrate_cache_mkdir(dir, &d) != CP_OK))
+        return false;
+    struct cp_machine id;
+    cp_machine_detect(&id);
+    int w = snprintf(out, n, "%s/probe-floor-%s-t%d", dir, id.cache_key, threads);
+    return w > 0 && (size_t)w < n;
+}
+
+/* The probe's figures for one run: its own floor, the reference it was
+ * judged against (the lower of that and the best floor seen), and how many
+ * iterations ran undisturbed. */
+struct probe_summary {
+    uint64_t floor, reference;
+    size_t undisturbed;
+    struct cp_summary sm; /* of the undisturbed iterations' latency */
+};
+
+static void summarise_probe(const struct measured *m, uint64_t hint, struct probe_summary *ps)
+{
+    memset(ps, 0, sizeof *ps);
+    ps->floor = cp_probe_floor(m->probe_ns, m->n);
+    ps->reference = hint && hint < ps->floor ? hint : ps->floor;
+    double *x = cp_calloc(m->n ? m->n : 1, sizeof *x);
+    bool *keep = cp_calloc(m->n ? m->n : 1, sizeof *keep);
+    if (!x || !keep || !m->n) {
+        free(x);
+        free(keep);
+        return;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        x[i] = (double)m->ns[i];
+    cp_probe_mark(m->probe_ns, m->n, ps->reference,
+                  cp_probe_window(cp_stats_quantile(x, m->n, 0.5)), keep);
+    for (size_t i = 0; i < m->n; i++)
+        if (keep[i])
+            x[ps->undisturbed++] = (double)m->ns[i];
+    free(keep);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (ps->undisturbed > 0)
+        cp_stats_summary(x, ps->undisturbed, &ps->sm, &d);
+    free(x);
 }
 
 /* Everything the command line says, parsed. */
@@ -244,6 +381,48 @@ static void json_num(struct cp_buf *b, const char *key, double v)
     json_val(b, v);
 }
 
+static void print_probe(const struct probe_summary *ps, size_t n)
+{
+    printf("probe:      floor %.2f us", (double)ps->floor / 1e3);
+    if (ps->reference < ps->floor)
+        printf(" (lowest seen on this machine %.2f us)", (double)ps->reference / 1e3);
+    printf("; %zu of %zu iterations undisturbed\n", ps->undisturbed, n);
+    if (ps->undisturbed > 0)
+        printf("undisturbed latency ms: median %.3f  p99 %.3f  mean %.3f\n", ps->sm.median / 1e6,
+               ps->sm.p99 / 1e6, ps->sm.mean / 1e6);
+    else
+        printf("undisturbed latency: none (the machine was busy throughout; measure again, "
+               "or longer with --max-duration)\n");
+}
+
+static void json_probe(struct cp_buf *b, const struct probe_summary *ps)
+{
+    cp_buf_printf(b,
+                  ",\"probe\":{\"floor_ns\":%llu,\"reference_ns\":%llu,\"tolerance\":%.2f,"
+                  "\"undisturbed\":%zu",
+                  (unsigned long long)ps->floor, (unsigned long long)ps->reference,
+                  CP_PROBE_TOLERANCE, ps->undisturbed);
+    if (ps->undisturbed > 0) {
+        cp_buf_putc(b, ',');
+        json_latency(b, &ps->sm);
+    }
+    cp_buf_putc(b, '}');
+}
+
+/* Store the probe of every iteration as the counter probe_ns. */
+static enum cp_status store_probe(struct cp_trace_store *store, int64_t run,
+                                  const struct measured *m, struct cp_diag *d)
+{
+    double *v = cp_calloc(m->n ? m->n : 1, sizeof *v);
+    if (!v)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for the probe counters");
+    for (size_t i = 0; i < m->n; i++)
+        v[i] = (double)m->probe_ns[i];
+    enum cp_status st = cp_trace_store_add_counter_series(store, run, "probe_ns", 0, v, m->n, d);
+    free(v);
+    return st;
+}
+
 static int bench_one(const struct bench_cli *c)
 {
     struct cp_diag d;
@@ -251,12 +430,12 @@ static int bench_one(const struct bench_cli *c)
     struct cp_trace_recorder *rec = NULL;
     struct cp_trace_store *store = NULL;
     int rc = 0;
-    uint64_t *ns = NULL;
-    size_t n = 0;
+    struct measured ms = {0};
     struct cp_session s;
     memset(&s, 0, sizeof s);
     struct cp_session_opts so = c->so;
     struct cp_perf *perf = NULL;
+    struct cp_probe *probe = NULL;
     struct cp_perf_reading pr;
     memset(&pr, 0, sizeof pr);
     /* perf counters before the session: they are inherited only by the
@@ -269,24 +448,45 @@ static int bench_one(const struct bench_cli *c)
     }
     so.trace = rec;
     if (cp_session_open(&s, &so, &d) != CP_OK ||
-        cp_session_set_inputs(&s, c->inputs, c->n_inputs, c->seed, &d) != CP_OK ||
-        measure(s.plan, &c->o, rec, perf, &pr, &ns, &n, &d) != CP_OK) {
+        cp_session_set_inputs(&s, c->inputs, c->n_inputs, c->seed, &d) != CP_OK) {
         cp_cli_error("bench", d.msg);
         rc = cp_status_exit_code(d.status);
         goto out;
     }
-    double *x = cp_calloc(n, sizeof *x);
+    int threads = cp_runtime_threads(s.rt);
+    char floor_path[1200];
+    bool have_floor_path = c->o.probe && floor_file(threads, false, floor_path, sizeof floor_path);
+    uint64_t hint = have_floor_path ? cp_probe_floor_load(floor_path) : 0;
+    if ((c->o.probe && cp_probe_create(threads, &probe, &d) != CP_OK) ||
+        measure(s.plan, &c->o, rec, perf, &pr, probe, hint, &ms, &d) != CP_OK) {
+        cp_cli_error("bench", d.msg);
+        rc = cp_status_exit_code(d.status);
+        goto out;
+    }
+    double *x = cp_calloc(ms.n, sizeof *x);
     if (!x) {
         cp_cli_error("bench", "out of memory");
         rc = 3;
         goto out;
     }
-    for (size_t i = 0; i < n; i++)
-        x[i] = (double)ns[i];
+    for (size_t i = 0; i < ms.n; i++)
+        x[i] = (double)ms.ns[i];
     struct cp_summary sm;
-    cp_stats_summary(x, n, &sm, &d);
+    cp_stats_summary(x, ms.n, &sm, &d);
     free(x);
-    int threads = cp_runtime_threads(s.rt);
+    struct probe_summary ps;
+    if (probe) {
+        summarise_probe(&ms, hint, &ps);
+        /* Remember the floor for the runs to come: a lower one, or the
+         * same again (which keeps it from expiring). A cache that cannot be
+         * written costs only that. */
+        if (ps.floor > 0 && (hint == 0 || cp_probe_undisturbed(ps.floor, hint)) &&
+            floor_file(threads, true, floor_path, sizeof floor_path)) {
+            struct cp_diag ignored;
+            cp_diag_init(&ignored);
+            (void)cp_probe_floor_save(floor_path, ps.reference, &ignored);
+        }
+    }
     int64_t items = cp_session_items_per_run(s.plan, c->o.batch);
     double items_per_s = sm.mean > 0 ? (double)items * 1e9 / sm.mean : 0;
     struct cp_mem_report mem;
@@ -296,8 +496,9 @@ static int bench_one(const struct bench_cli *c)
         int64_t run;
         cp_trace_pop(rec);
         if (cp_session_store_run(&s, store, "bench", so.model_path, rec, c->o.batch, c->o.warmup,
-                                 ns, n, rss, &run, &d) != CP_OK ||
-            cp_perf_store(store, run, perf, &pr, &d) != CP_OK) {
+                                 ms.ns, ms.n, rss, &run, &d) != CP_OK ||
+            cp_perf_store(store, run, perf, &pr, &d) != CP_OK ||
+            (probe && store_probe(store, run, &ms, &d) != CP_OK)) {
             cp_cli_error("bench", d.msg);
             rc = cp_status_exit_code(d.status);
             goto out;
@@ -317,6 +518,8 @@ static int bench_one(const struct bench_cli *c)
                       "\"peak_bytes\":%llu,\"peak_rss_bytes\":%llu}",
                       (unsigned long long)mem.weight_bytes, (unsigned long long)mem.arena_bytes,
                       (unsigned long long)mem.peak_bytes, (unsigned long long)rss);
+        if (probe)
+            json_probe(&b, &ps);
         if (c->trace_path) {
             cp_buf_puts(&b, ",\"trace\":");
             cp_buf_json_str(&b, c->trace_path);
@@ -326,12 +529,15 @@ static int bench_one(const struct bench_cli *c)
         cp_buf_release(&b);
     } else {
         print_table(&sm, items_per_s, items, threads, &mem, rss, so.model_path);
+        if (probe)
+            print_probe(&ps, ms.n);
         if (c->trace_path)
             printf("trace:      %s (cannprof export %s --format chrome -o trace.json)\n",
                    c->trace_path, c->trace_path);
     }
 out:
-    free(ns);
+    measured_release(&ms);
+    cp_probe_free(probe);
     cp_session_close(&s);
     cp_perf_close(perf);
     cp_trace_recorder_free(rec);
@@ -597,7 +803,10 @@ static bool parse_cli(const struct cp_args *args, struct bench_cli *c)
 {
     memset(c, 0, sizeof *c);
     c->o.warmup = 10;
-    c->o.iterations = 100;
+    c->o.iterations = 0;
+    c->o.undisturbed = 100;
+    c->o.max_duration = 10.0;
+    c->o.probe = !cp_args_has(args, OPT_NO_PROBE);
     c->so.model_path = args->positional[0];
     c->so.buffer_optimize = -1;
     cp_verdict_opts_init(&c->vo);
@@ -607,14 +816,55 @@ static bool parse_cli(const struct cp_args *args, struct bench_cli *c)
         cp_cli_error("bench", "--warmup takes a whole number from 0 to 1000000");
         return false;
     }
-    if (cp_args_has(args, OPT_ITERATIONS) && cp_args_has(args, OPT_DURATION)) {
-        cp_cli_error("bench", "give --iterations or --duration, not both");
+    int modes = cp_args_has(args, OPT_ITERATIONS) + cp_args_has(args, OPT_DURATION) +
+                cp_args_has(args, OPT_UNDISTURBED);
+    if (modes > 1) {
+        cp_cli_error("bench", "give one of --iterations, --duration and --undisturbed");
         return false;
     }
     c->vs = cp_args_get(args, OPT_VS);
+    static const int single_opts[] = {OPT_UNDISTURBED, OPT_MAX_DURATION, OPT_NO_PROBE};
+    for (size_t i = 0; i < sizeof single_opts / sizeof *single_opts && c->vs; i++) {
+        for (size_t k = 0; k < args->n_opts; k++) {
+            if (args->opts[k].id != single_opts[i])
+                continue;
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "--%s is about one model's run; with --vs A and B are interleaved, which "
+                     "needs no probe",
+                     args->opts[k].name);
+            cp_cli_error("bench", msg);
+            return false;
+        }
+    }
+    if (c->vs || !c->o.probe) { /* exactly 100 iterations (rounds) unless told */
+        c->o.iterations = 100;
+        c->o.undisturbed = 0;
+    }
+    if (!c->o.probe && cp_args_has(args, OPT_UNDISTURBED)) {
+        cp_cli_error("bench", "--undisturbed needs the probe: drop --no-probe");
+        return false;
+    }
+    if ((val = cp_args_get(args, OPT_UNDISTURBED)) &&
+        !parse_count(val, 1, 100000000, &c->o.undisturbed)) {
+        cp_cli_error("bench", "--undisturbed takes a whole number from 1 to 100000000");
+        return false;
+    }
+    if ((val = cp_args_get(args, OPT_MAX_DURATION))) {
+        if (!cp_parse_duration(val, &c->o.max_duration)) {
+            cp_cli_error("bench", "--max-duration takes seconds: \"10\", \"2.5s\", \"1m\"");
+            return false;
+        }
+        if (cp_args_has(args, OPT_ITERATIONS) || cp_args_has(args, OPT_DURATION) || !c->o.probe) {
+            cp_cli_error("bench", "--max-duration bounds the wait for undisturbed iterations: "
+                                  "it goes without --iterations, --duration and --no-probe");
+            return false;
+        }
+    }
     int64_t min_iter = c->vs ? 2 : 1;
-    if ((val = cp_args_get(args, OPT_ITERATIONS)) &&
-        !parse_count(val, min_iter, 100000000, &c->o.iterations)) {
+    if ((val = cp_args_get(args, OPT_ITERATIONS)))
+        c->o.undisturbed = 0;
+    if (val && !parse_count(val, min_iter, 100000000, &c->o.iterations)) {
         cp_cli_error("bench", c->vs ? "--iterations takes a whole number of rounds from 2 (a "
                                       "verdict needs two samples a side) to 100000000"
                                     : "--iterations takes a whole number from 1 to 100000000");
@@ -626,6 +876,7 @@ static bool parse_cli(const struct cp_args *args, struct bench_cli *c)
             return false;
         }
         c->o.iterations = 0;
+        c->o.undisturbed = 0;
     }
     if ((val = cp_args_get(args, OPT_THREADS))) {
         if (!parse_count(val, 1, 1024, &v)) {

@@ -5,6 +5,7 @@
 #include "cli/validate.h"
 #include "knowledge/kb.h"
 #include "notify/notify.h"
+#include "runner/probe.h"
 #include "stats/stats.h"
 
 #include <jansson.h>
@@ -18,6 +19,7 @@ enum {
     OPT_AFTER,
     OPT_AFTER_RUN,
     OPT_ALERT,
+    OPT_ALL_ITERATIONS,
     OPT_ALPHA,
     OPT_BASELINE,
     OPT_BEFORE,
@@ -47,6 +49,8 @@ static const struct cp_opt options[] = {
     {"after-run", 0, CP_OPT_VALUE, OPT_AFTER_RUN, "N", "run of the after trace (default: last)"},
     {"alert-on-regression", 0, CP_OPT_FLAG, OPT_ALERT, NULL,
      "POST an alert to the webhook when a metric regressed"},
+    {"all-iterations", 0, CP_OPT_FLAG, OPT_ALL_ITERATIONS, NULL,
+     "compare every iteration, also those the interference probe found disturbed"},
     {"alpha", 0, CP_OPT_VALUE, OPT_ALPHA, "A", "significance level (default 0.05)"},
     {"baseline", 0, CP_OPT_VALUE, OPT_BASELINE, "TAG|latest",
      "compare --trace with a baseline of --service from the knowledge base"},
@@ -95,6 +99,11 @@ static void help(void)
            "are 'unchanged'; a large change that is not significant is 'inconclusive', with\n"
            "the samples per side that would settle it. Against a baseline, the result is\n"
            "stored in the knowledge base. See docs/validation.md.\n\n"
+           "When both runs recorded the interference probe (cannprof bench does by\n"
+           "default), the timing metrics compare only the iterations that ran while no\n"
+           "neighbour competed for the CPU: those whose probe took at most 1.15x the lower\n"
+           "of the two runs' probe floors. A run with fewer than 20 of them gives no timing\n"
+           "verdict (inconclusive, with the reason). --all-iterations compares every one.\n\n"
            "exit codes: 0 no regression, 1 a metric regressed, 2 bad input,\n"
            "            3 the verdict was fine but the alert could not be delivered\n\n"
            "options:\n");
@@ -167,7 +176,7 @@ static bool parse_percent(const char *s, double *out)
 struct side {
     const char *label;
     struct cp_run_metrics own; /* when read from a trace */
-    const struct cp_run_metrics *m;
+    struct cp_run_metrics *m;
 };
 
 static enum cp_status load_run(const char *path, const char *run_text, int64_t run, struct side *s,
@@ -323,6 +332,111 @@ static enum cp_status compare_all(struct cp_vresult *r, const bool wanted[CP_VM_
     }
     r->overall = cp_vresult_overall(r);
     return CP_OK;
+}
+
+/* The half-width of m's probe window (runner/probe.h), from its median
+ * latency. */
+static size_t probe_window(const struct cp_run_metrics *m)
+{
+    double *x = cp_calloc(m->n ? m->n : 1, sizeof *x);
+    if (!x)
+        return 1;
+    for (size_t i = 0; i < m->n; i++)
+        x[i] = (double)m->latency_ns[i];
+    size_t w = cp_probe_window(m->n ? cp_stats_quantile(x, m->n, 0.5) : 0);
+    free(x);
+    return w;
+}
+
+/* Keep the iterations of m flagged in keep[] (latency, kernel time and
+ * probe arrays compacted in place). */
+static void keep_flagged(struct cp_run_metrics *m, const bool *keep)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        if (!keep[i])
+            continue;
+        m->latency_ns[k] = m->latency_ns[i];
+        if (m->device_ns)
+            m->device_ns[k] = m->device_ns[i];
+        m->probe_ns[k] = m->probe_ns[i];
+        k++;
+    }
+    m->n = k;
+}
+
+/* Decide which iterations the timing metrics compare (struct cp_vprobe)
+ * and, when the undisturbed ones, drop the others from both sides. Both
+ * runs are judged against the lower of their two floors, so that a run
+ * made entirely while the machine was busy (its own floor is the busy
+ * level) is seen as such; with different thread counts the probes differ
+ * in kind and each run keeps its own floor. */
+static void select_iterations(struct side *b, struct side *a, bool all, bool interleaved,
+                              struct cp_vprobe *p)
+{
+    memset(p, 0, sizeof *p);
+    struct cp_run_metrics *m[2] = {b->m, a->m};
+    for (int s = 0; s < 2; s++) {
+        p->total[s] = p->kept[s] = m[s]->n;
+        p->floor_ns[s] = m[s]->probe_ns ? cp_probe_floor(m[s]->probe_ns, m[s]->n) : 0;
+    }
+    bool probes = m[0]->probe_ns && m[1]->probe_ns;
+    if (probes) {
+        bool same_threads = m[0]->threads == m[1]->threads;
+        uint64_t low = p->floor_ns[0] < p->floor_ns[1] ? p->floor_ns[0] : p->floor_ns[1];
+        for (int s = 0; s < 2; s++) {
+            p->reference_ns[s] = same_threads ? low : p->floor_ns[s];
+            p->kept[s] = cp_probe_mark(m[s]->probe_ns, m[s]->n, p->reference_ns[s],
+                                       probe_window(m[s]), NULL);
+        }
+    }
+    if (all) {
+        snprintf(p->why, sizeof p->why, "--all-iterations");
+        return;
+    }
+    if (interleaved) {
+        snprintf(p->why, sizeof p->why, "interleaved A/B rounds: both saw the same machine");
+        return;
+    }
+    for (int s = 0; s < 2 && !probes; s++)
+        if (!m[s]->probe_ns) {
+            snprintf(p->why, sizeof p->why,
+                     "the %s run has no interference probe (recorded with --no-probe or by an "
+                     "older cannprof)",
+                     s ? "after" : "before");
+            return;
+        }
+    if (p->kept[0] < CP_VALIDATE_MIN_UNDISTURBED || p->kept[1] < CP_VALIDATE_MIN_UNDISTURBED) {
+        p->too_few = true;
+        return;
+    }
+    bool *keep[2] = {cp_calloc(m[0]->n, sizeof **keep), cp_calloc(m[1]->n, sizeof **keep)};
+    if (keep[0] && keep[1]) {
+        for (int s = 0; s < 2; s++) {
+            cp_probe_mark(m[s]->probe_ns, m[s]->n, p->reference_ns[s], probe_window(m[s]), keep[s]);
+            keep_flagged(m[s], keep[s]);
+        }
+        p->used = true;
+    } else
+        snprintf(p->why, sizeof p->why, "out of memory selecting undisturbed iterations");
+    free(keep[0]);
+    free(keep[1]);
+}
+
+/* With too few undisturbed iterations on a side, a timing difference may
+ * be the machine's: no verdict on timing. */
+static void timing_inconclusive(struct cp_vresult *r)
+{
+    if (!r->probe.too_few)
+        return;
+    for (size_t i = 0; i < r->n_rows; i++) {
+        struct cp_vrow *row = &r->rows[i];
+        if (row->metric == CP_VM_MEMORY || row->metric == CP_VM_PRECISION)
+            continue;
+        row->c.verdict = CP_VERDICT_INCONCLUSIVE;
+        row->c.n_needed = 0;
+    }
+    r->overall = cp_vresult_overall(r);
 }
 
 /* Same model? The source-model hash recorded in the .om says; when a side
@@ -680,11 +794,14 @@ int cp_cmd_validate(int argc, char **argv)
                 "(%s vs %s)\n",
                 before.m->model_path, after.m->model_path);
     }
+    select_iterations(&before, &after, cp_args_has(&args, OPT_ALL_ITERATIONS), in.ab != NULL,
+                      &r.probe);
     if (pick_metrics(mlist != NULL, wanted, &before, &after, &d) != CP_OK ||
         compare_all(&r, wanted, &d) != CP_OK) {
         rc = fail(&d);
         goto out;
     }
+    timing_inconclusive(&r);
     rc = r.overall == CP_VERDICT_REGRESSED ? 1 : 0;
     /* --webhook alone reports every validation; with --alert-on-regression
      * only regressions. */

@@ -26,6 +26,23 @@ struct cp_vrow {
     struct cp_comparison c;
 };
 
+/* Which iterations the timing metrics (latency, p99, throughput,
+ * device_util) compared: the undisturbed ones (runner/probe.h) when both
+ * runs recorded the interference probe, else all. */
+struct cp_vprobe {
+    bool used;                /* undisturbed iterations only */
+    bool too_few;             /* a side had fewer than CP_VALIDATE_MIN_UNDISTURBED:
+                               * all iterations compared, timing verdicts inconclusive */
+    uint64_t floor_ns[2];     /* each run's own probe floor (before, after); 0: no probe */
+    uint64_t reference_ns[2]; /* the floor each side was judged against */
+    size_t total[2], kept[2]; /* iterations in each run, and undisturbed ones */
+    char why[200];            /* when !used: why all iterations were compared */
+};
+
+/* A run with fewer undisturbed iterations than this gives no timing
+ * verdict. */
+#define CP_VALIDATE_MIN_UNDISTURBED 20
+
 /* The whole comparison. Labels say where each side came from. */
 struct cp_vresult {
     struct cp_vrow rows[CP_VM_COUNT];
@@ -38,6 +55,7 @@ struct cp_vresult {
     double asked_threshold_pct; /* --threshold as given */
     double noise_floor_pct;     /* run-to-run noise of the service's history; NaN: none */
     size_t noise_runs;          /* earlier validations it was estimated from */
+    struct cp_vprobe probe;
     enum cp_verdict overall;
 };
 

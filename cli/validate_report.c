@@ -1,6 +1,7 @@
 /* validate's renderings: a terminal table, JSON, Markdown, JUnit XML and a
  * plain text for alerts. All read one struct cp_vresult. */
 #include "cli/validate.h"
+#include "runner/probe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -87,8 +88,44 @@ static const char *overall_sentence(enum cp_verdict v)
     return "unchanged: no metric moved beyond the threshold";
 }
 
+/* Which iterations the timing metrics compared, and why. */
+static void probe_note(const struct cp_vresult *r, struct cp_buf *out, const char *bullet)
+{
+    const struct cp_vprobe *p = &r->probe;
+    static const char *side[2] = {"before", "after"};
+    if (p->used) {
+        char floors[64];
+        if (p->reference_ns[0] == p->reference_ns[1])
+            snprintf(floors, sizeof floors, "a floor of %.2f us", (double)p->reference_ns[0] / 1e3);
+        else /* different thread counts: each run its own */
+            snprintf(floors, sizeof floors, "floors of %.2f and %.2f us",
+                     (double)p->reference_ns[0] / 1e3, (double)p->reference_ns[1] / 1e3);
+        cp_buf_printf(out,
+                      "%stiming compares undisturbed iterations only (interference probe at most "
+                      "%.2fx %s): before %zu of %zu, after %zu of %zu; "
+                      "--all-iterations compares every one\n",
+                      bullet, CP_PROBE_TOLERANCE, floors, p->kept[0], p->total[0], p->kept[1],
+                      p->total[1]);
+        return;
+    }
+    if (p->too_few) {
+        for (int s = 0; s < 2; s++)
+            if (p->kept[s] < CP_VALIDATE_MIN_UNDISTURBED)
+                cp_buf_printf(out,
+                              "%stiming: only %zu of the %s run's %zu iterations ran undisturbed "
+                              "(its probe floor %.2f us against %.2f us): the machine was busy, "
+                              "so timing gets no verdict; measure again\n",
+                              bullet, p->kept[s], side[s], p->total[s],
+                              (double)p->floor_ns[s] / 1e3, (double)p->reference_ns[s] / 1e3);
+        return;
+    }
+    if (p->why[0] && !strstr(p->why, "interleaved"))
+        cp_buf_printf(out, "%stiming compares every iteration: %s\n", bullet, p->why);
+}
+
 static void notes(const struct cp_vresult *r, struct cp_buf *out, const char *bullet)
 {
+    probe_note(r, out, bullet);
     for (size_t i = 0; i < r->n_rows; i++) {
         const struct cp_vrow *row = &r->rows[i];
         if (row->c.verdict == CP_VERDICT_INCONCLUSIVE && row->c.n_needed > 0)
@@ -104,10 +141,11 @@ static void notes(const struct cp_vresult *r, struct cp_buf *out, const char *bu
 
 void cp_validate_render_table(const struct cp_vresult *r, struct cp_buf *out)
 {
-    cp_buf_printf(out, "before: %s (run %lld, %zu samples)\n", r->before_label,
-                  (long long)r->before->run_id, r->before->n);
-    cp_buf_printf(out, "after:  %s (run %lld, %zu samples)\n", r->after_label,
-                  (long long)r->after->run_id, r->after->n);
+    const char *what = r->probe.used ? " undisturbed" : "";
+    cp_buf_printf(out, "before: %s (run %lld, %zu%s of %zu samples)\n", r->before_label,
+                  (long long)r->before->run_id, r->before->n, what, r->probe.total[0]);
+    cp_buf_printf(out, "after:  %s (run %lld, %zu%s of %zu samples)\n", r->after_label,
+                  (long long)r->after->run_id, r->after->n, what, r->probe.total[1]);
     cp_buf_printf(out, "test:   %s, alpha %g, threshold %g%%, %g%% CI\n",
                   cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct,
                   100 * r->opts.boot.level);
@@ -197,11 +235,18 @@ void cp_validate_render_figures(const struct cp_vresult *r, struct cp_buf *out)
     cp_buf_putc(out, '}');
 }
 
-static void side_json(const char *label, const struct cp_run_metrics *m, struct cp_buf *out)
+static void side_json(const char *label, const struct cp_run_metrics *m, const struct cp_vprobe *p,
+                      int s, struct cp_buf *out)
 {
     cp_buf_puts(out, "{\"source\":");
     cp_buf_json_str(out, label);
-    cp_buf_printf(out, ",\"run\":%lld,\"samples\":%zu,\"model\":", (long long)m->run_id, m->n);
+    cp_buf_printf(out, ",\"run\":%lld,\"samples\":%zu,\"iterations\":%zu,", (long long)m->run_id,
+                  m->n, p->total[s]);
+    if (p->floor_ns[s])
+        cp_buf_printf(out, "\"probe_floor_ns\":%llu,", (unsigned long long)p->floor_ns[s]);
+    else
+        cp_buf_puts(out, "\"probe_floor_ns\":null,");
+    cp_buf_printf(out, "\"undisturbed\":%zu,\"model\":", p->kept[s]);
     cp_buf_json_str(out, m->model_path);
     cp_buf_puts(out, ",\"model_hash\":");
     cp_buf_json_str(out, m->model_hash);
@@ -215,9 +260,14 @@ static void side_json(const char *label, const struct cp_run_metrics *m, struct 
 void cp_validate_render_json(const struct cp_vresult *r, struct cp_buf *out)
 {
     cp_buf_puts(out, "{\"before\":");
-    side_json(r->before_label, r->before, out);
+    side_json(r->before_label, r->before, &r->probe, 0, out);
     cp_buf_puts(out, ",\"after\":");
-    side_json(r->after_label, r->after, out);
+    side_json(r->after_label, r->after, &r->probe, 1, out);
+    cp_buf_printf(out, ",\"iterations\":\"%s\",\"iterations_why\":",
+                  r->probe.used      ? "undisturbed"
+                  : r->probe.too_few ? "too-few-undisturbed"
+                                     : "all");
+    cp_buf_json_str(out, r->probe.why);
     cp_buf_puts(out, ",\"test\":");
     cp_buf_json_str(out, cp_stat_test_name(r->opts.test));
     cp_buf_puts(out, ",\"noise_floor_pct\":");
@@ -237,9 +287,10 @@ void cp_validate_render_markdown(const struct cp_vresult *r, struct cp_buf *out)
 {
     cp_buf_printf(out, "### cannprof validate: %s\n\n", cp_verdict_name(r->overall));
     cp_buf_printf(out,
-                  "Before `%s` (%zu samples), after `%s` (%zu samples); %s test, "
+                  "Before `%s` (%zu%s samples), after `%s` (%zu%s samples); %s test, "
                   "α = %g, threshold %g%%.\n\n",
-                  r->before_label, r->before->n, r->after_label, r->after->n,
+                  r->before_label, r->before->n, r->probe.used ? " undisturbed" : "",
+                  r->after_label, r->after->n, r->probe.used ? " undisturbed" : "",
                   cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct);
     cp_buf_puts(out, "| Metric | Before | After | Δ | 95% CI of Δ | p | Verdict |\n"
                      "|---|---:|---:|---:|---:|---:|---|\n");
