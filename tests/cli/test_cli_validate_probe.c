@@ -482,3 +482,36 @@ Test(cli_validate_probe, ab_traces_compare_every_iteration)
     cp_run_release(&r);
     free(p);
 }
+
+Test(cli_validate_probe, a_baseline_keeps_its_probe_and_is_compared_on_undisturbed_iterations)
+{
+    /* The baseline is set from a quiet run; the nightly run has a disturbed
+     * stretch. The baseline's copy in the knowledge base carries its probe,
+     * so validate --baseline selects as --before/--after does. */
+    struct probe_run a = quiet(31), b = disturbed_after();
+    char *pa = make_trace("release.db", &a), *pb = make_trace("nightly.db", &b);
+    char *kb = cp_t_path("kb.sqlite");
+    struct cp_run r;
+    cp_run_cli(&r, "baseline", "set", "--service", "search", "--trace", pa, "--tag", "v1", "--kb",
+               kb, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", pb,
+               "--kb", kb, "--json", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s %s", r.out, r.err);
+    json_t *j = ct_json(r.out);
+    cr_expect_str_eq(str_of(j, "iterations"), "undisturbed");
+    cr_expect_str_eq(verdict_of(j, "latency"), "unchanged");
+    cr_expect_eq(ct_num(side(j, "before"), "undisturbed"), N);
+    cr_expect_eq(ct_num(side(j, "after"), "samples"), KEPT);
+    json_decref(j);
+    cp_run_release(&r);
+    /* every iteration: the stretch is a regression against the baseline */
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", pb,
+               "--kb", kb, "--all-iterations", "--no-noise-floor", NULL);
+    cr_expect_eq(r.exit_code, 1, "%s %s", r.out, r.err);
+    cp_run_release(&r);
+    free(kb);
+    free(pa);
+    free(pb);
+}
