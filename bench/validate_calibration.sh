@@ -33,6 +33,10 @@
 #                machine a second thread mostly measures the neighbours)
 #   TRUE_ROUNDS  rounds of the run that measures SLOW's true slowdown
 #                (default 3000)
+#   HOGS         background load while measuring (default 0): HOGS processes,
+#                alternately copying 64 MiB blocks through memory (dd) and
+#                spinning in a shell loop, the way other jobs on a shared CI
+#                machine compete for it
 # The cannprof binary is $CANNPROF, else build/cannprof (built here).
 # Exit 1 when a bar is not met.
 set -euo pipefail
@@ -49,8 +53,9 @@ cli=${CANNPROF:-$CP_ROOT/build/cannprof}
 trials=${TRIALS:-100}
 threads=${THREADS:-1}
 true_rounds=${TRUE_ROUNDS:-3000}
-case "$trials$threads$true_rounds" in
-*[!0-9]*) echo "validate_calibration: TRIALS, THREADS and TRUE_ROUNDS are whole numbers" >&2; exit 2 ;;
+hogs=${HOGS:-0}
+case "$trials$threads$true_rounds$hogs" in
+*[!0-9]*) echo "validate_calibration: TRIALS, THREADS, TRUE_ROUNDS and HOGS are whole numbers" >&2; exit 2 ;;
 esac
 if [ "$trials" -lt 1 ] || [ "$threads" -lt 1 ] || [ "$true_rounds" -lt 2 ]; then
     echo "validate_calibration: TRIALS and THREADS >= 1, TRUE_ROUNDS >= 2" >&2
@@ -58,7 +63,20 @@ if [ "$trials" -lt 1 ] || [ "$threads" -lt 1 ] || [ "$true_rounds" -lt 2 ]; then
 fi
 model=transformer_encoder_op14
 work=$(mktemp -d /tmp/cannprof-calibration.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+hog_pids=()
+cleanup() {
+    if [ "${#hog_pids[@]}" -gt 0 ]; then kill "${hog_pids[@]}" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+for i in $(seq "$hogs"); do
+    if [ $((i % 2)) -eq 1 ]; then
+        (while :; do dd if=/dev/zero of=/dev/null bs=64M count=64 status=none; done) &
+    else
+        (while :; do :; done) &
+    fi
+    hog_pids+=("$!")
+done
 
 # ---- the two models ---------------------------------------------------------
 echo "LayerNormFusionPass:off" >"$work/slow.cfg"
@@ -169,7 +187,7 @@ done
 echo "# Verdict calibration: $model, $threads thread(s), default settings"
 echo "# (mann-whitney, alpha 0.05, threshold 2%, 10 warm-up; --vs: 100 rounds;"
 echo "#  single runs: until 100 undisturbed iterations, validate compares those)"
-echo "# load average at the start: $load0"
+echo "# load average at the start: $load0; background hogs: $hogs"
 echo
 printf 'SLOW = LayerNormFusionPass:off + --buffer_optimize=off_optimize; true slowdown\n'
 printf '(median, %s interleaved rounds): %+.2f%% (95%% CI %+.2f%% to %+.2f%%)\n\n' \
