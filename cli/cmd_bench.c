@@ -204,6 +204,7 @@ static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
         return st;
     size_t cap = 0, good = 0;
     uint64_t floor = floor_hint;
+    bool perf_broken = false; /* a pause or resume failed: the counts are partial */
     struct measured m = {0};
     if (rec)
         cp_trace_push(rec, "measure");
@@ -227,7 +228,13 @@ static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
             typical = (double)(t1 - t0);
         size_t n1 = m.n + 1;
         if (probe) {
+            /* The counters describe the model: not the probe's work. */
+            bool counting = perf && !perf_broken && cp_perf_has_any(perf);
+            if (counting && cp_perf_pause(perf, NULL) != CP_OK)
+                perf_broken = true;
             uint64_t v = cp_probe_run(probe);
+            if (counting && !perf_broken && cp_perf_resume(perf, NULL) != CP_OK)
+                perf_broken = true;
             m.probe_ns[m.n] = v;
             bool lower = floor == 0 || v < floor;
             if (lower)
@@ -240,8 +247,11 @@ static enum cp_status measure(struct cp_plan *p, const struct bench_opts *o,
             good = n1;
         m.n = n1;
     }
-    if (perf)
+    if (perf) {
         cp_perf_stop(perf, pr, NULL);
+        if (perf_broken)
+            memset(pr, 0, sizeof *pr); /* partial counts are no counts */
+    }
     if (rec) {
         cp_trace_set_iteration(rec, -1);
         cp_trace_pop(rec);

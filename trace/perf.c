@@ -171,6 +171,16 @@ enum cp_status cp_perf_start(struct cp_perf *p, struct cp_diag *d)
     return st != CP_OK ? st : ioctl_all(p, PERF_EVENT_IOC_ENABLE, "enable", d);
 }
 
+enum cp_status cp_perf_pause(struct cp_perf *p, struct cp_diag *d)
+{
+    return ioctl_all(p, PERF_EVENT_IOC_DISABLE, "pause", d);
+}
+
+enum cp_status cp_perf_resume(struct cp_perf *p, struct cp_diag *d)
+{
+    return ioctl_all(p, PERF_EVENT_IOC_ENABLE, "resume", d);
+}
+
 enum cp_status cp_perf_stop(struct cp_perf *p, struct cp_perf_reading *r, struct cp_diag *d)
 {
     memset(r, 0, sizeof *r);

@@ -85,6 +85,12 @@ const char *cp_perf_reason(const struct cp_perf *p, enum cp_perf_counter c);
  * CP_ERR_INTERNAL when the kernel refuses the ioctl. */
 enum cp_status cp_perf_start(struct cp_perf *p, struct cp_diag *d);
 
+/* Stop counting for a while and go on, keeping the counts (e.g. around
+ * work that is not the model's, such as bench's interference probe).
+ * No-ops when nothing is open; CP_ERR_INTERNAL when the kernel refuses. */
+enum cp_status cp_perf_pause(struct cp_perf *p, struct cp_diag *d);
+enum cp_status cp_perf_resume(struct cp_perf *p, struct cp_diag *d);
+
 /* The values counted between cp_perf_start and cp_perf_stop. */
 struct cp_perf_reading {
     bool valid[CP_PERF_N_COUNTERS];
