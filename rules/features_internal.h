@@ -116,8 +116,15 @@ struct cp_fload {
     char *kind, *config_json;
     double memory_bytes; /* weights + activation arena of the run; 0 when unrecorded */
     int threads, batch;
-    double *lat_ns; /* samples, in iteration order */
+    double *lat_ns; /* samples, in iteration order (the undisturbed ones when filtered) */
     size_t n_lat;
+    /* When the run recorded the interference probe (runner/probe.h) and at
+     * least CP_FEATURES_MIN_UNDISTURBED iterations ran undisturbed, every
+     * timing fact is read from those only: keep_it lists their iteration
+     * numbers, ascending. n_measured: iterations with a sample in all. */
+    bool filtered;
+    int64_t *keep_it;
+    size_t n_keep, n_measured;
     struct cp_fk *k; /* in idx order */
     size_t n_k;
     size_t n_dev_iter; /* measured iterations with device events */
@@ -137,6 +144,8 @@ struct cp_fload {
     int host_cores;                     /* 0 when unknown */
     char *isa_flags;                    /* NULL when unknown */
 };
+
+#define CP_FEATURES_MIN_UNDISTURBED 20
 
 /* Read run `run_id` (< 0: the last). OUT: *l (release with
  * cp_fload_release, also after a failure). */

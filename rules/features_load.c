@@ -1,6 +1,8 @@
 /* Reading one run of a trace store into the raw facts features are made
  * of (see features_internal.h). Every query names the store in its error. */
 #include "rules/features_internal.h"
+#include "runner/probe.h"
+#include "stats/stats.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -63,25 +65,112 @@ static enum cp_status read_run(struct cp_trace_store *s, struct cp_fload *l, str
     return rc;
 }
 
+/* Is iteration `it` one the timing facts are read from? */
+static bool kept(const struct cp_fload *l, int64_t it)
+{
+    if (!l->filtered)
+        return true;
+    size_t lo = 0, hi = l->n_keep;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->keep_it[mid] < it)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < l->n_keep && l->keep_it[lo] == it;
+}
+
+/* Which iterations ran undisturbed, as validate judges them against the
+ * run's own floor; sets l->filtered when enough did. it/lat/probe: the n
+ * samples in iteration order. */
+static enum cp_status pick_undisturbed(struct cp_fload *l, const int64_t *it, const double *lat,
+                                       const uint64_t *probe, size_t n, struct cp_diag *d)
+{
+    bool *keep = cp_calloc(n, sizeof *keep);
+    if (!keep)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading the probe");
+    size_t w = cp_probe_window(cp_stats_quantile(lat, n, 0.5));
+    size_t k = cp_probe_mark(probe, n, cp_probe_floor(probe, n), w, keep);
+    enum cp_status rc = CP_OK;
+    if (k >= CP_FEATURES_MIN_UNDISTURBED && k < n) {
+        l->keep_it = cp_calloc(k, sizeof *l->keep_it);
+        if (!l->keep_it)
+            rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading the probe");
+        for (size_t i = 0; rc == CP_OK && i < n; i++)
+            if (keep[i])
+                l->keep_it[l->n_keep++] = it[i];
+        l->filtered = rc == CP_OK;
+    }
+    free(keep);
+    return rc;
+}
+
+/* The latency samples, with the interference probe of each when the run has
+ * one for every sample: then only the undisturbed iterations are kept. */
 static enum cp_status read_samples(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
-    uint64_t *ns = NULL;
-    size_t n = 0;
-    enum cp_status rc = cp_trace_store_samples(s, l->run_id, &ns, &n, NULL, d);
+    sqlite3_stmt *st;
+    enum cp_status rc =
+        prepare(s,
+                "SELECT s.iteration, s.latency_ns, c.value FROM samples s "
+                "LEFT JOIN counters c ON c.run_id = s.run_id AND c.name = 'probe_ns' "
+                "AND c.iteration = s.iteration WHERE s.run_id = ?1 ORDER BY s.iteration",
+                l->run_id, &st, "samples", d);
     if (rc != CP_OK)
         return rc;
-    if (n) {
-        l->lat_ns = cp_calloc(n, sizeof *l->lat_ns);
-        if (!l->lat_ns) {
-            free(ns);
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading samples");
+    int64_t *it = NULL;
+    double *lat = NULL;
+    uint64_t *probe = NULL;
+    size_t n = 0, cap = 0;
+    bool probed = true;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            int64_t *a = cp_realloc_array(it, nc, sizeof *a);
+            if (a)
+                it = a;
+            double *b = cp_realloc_array(lat, nc, sizeof *b);
+            if (b)
+                lat = b;
+            uint64_t *c = cp_realloc_array(probe, nc, sizeof *c);
+            if (c)
+                probe = c;
+            if (!a || !b || !c) {
+                rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading samples");
+                break;
+            }
+            cap = nc;
         }
-        for (size_t i = 0; i < n; i++)
-            l->lat_ns[i] = (double)ns[i];
-        l->n_lat = n;
+        it[n] = sqlite3_column_int64(st, 0);
+        lat[n] = sqlite3_column_double(st, 1);
+        double pv = sqlite3_column_double(st, 2);
+        if (sqlite3_column_type(st, 2) == SQLITE_NULL || !(pv > 0 && pv < 1e18))
+            probed = false;
+        else
+            probe[n] = (uint64_t)pv;
+        n++;
     }
-    free(ns);
-    return CP_OK;
+    if (rc == CP_OK && r != SQLITE_DONE)
+        rc = db_error(s, "samples", d);
+    sqlite3_finalize(st);
+    l->n_measured = n;
+    if (rc == CP_OK && probed && n > 0)
+        rc = pick_undisturbed(l, it, lat, probe, n, d);
+    size_t k = 0;
+    for (size_t i = 0; rc == CP_OK && i < n; i++)
+        if (kept(l, it[i]))
+            lat[k++] = lat[i];
+    if (rc == CP_OK && k > 0) {
+        l->lat_ns = lat;
+        l->n_lat = k;
+        lat = NULL;
+    }
+    free(it);
+    free(lat);
+    free(probe);
+    return rc;
 }
 
 /* ---- kernels -------------------------------------------------------------------- */
@@ -233,17 +322,18 @@ static struct cp_fk *find_kernel(struct cp_fload *l, int64_t idx)
     return lo < l->n_k && l->k[lo].idx == idx ? &l->k[lo] : NULL;
 }
 
-/* Per-kernel sums of device events in measured iterations. */
+/* Per-kernel sums of device events in measured (kept) iterations, and how
+ * many such iterations have device events. */
 static enum cp_status read_kernel_times(struct cp_trace_store *s, struct cp_fload *l,
                                         struct cp_diag *d)
 {
     sqlite3_stmt *st;
     enum cp_status rc =
         prepare(s,
-                "SELECT kernel_idx, count(*), total(dur_ns), total(dur_ns < ?2), "
+                "SELECT kernel_idx, iteration, count(*), total(dur_ns), total(dur_ns < ?2), "
                 "total(CASE WHEN dur_ns < ?2 THEN dur_ns ELSE 0 END) FROM events "
                 "WHERE run_id = ?1 AND layer = 2 AND iteration >= 0 AND kernel_idx >= 0 "
-                "GROUP BY kernel_idx",
+                "GROUP BY kernel_idx, iteration",
                 l->run_id, &st, "kernel events", d);
     if (rc != CP_OK)
         return rc;
@@ -251,12 +341,12 @@ static enum cp_status read_kernel_times(struct cp_trace_store *s, struct cp_floa
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         struct cp_fk *k = find_kernel(l, sqlite3_column_int64(st, 0));
-        if (!k)
-            continue; /* an event of a kernel the table lacks: nothing to attach it to */
-        k->n_events = sqlite3_column_int64(st, 1);
-        k->sum_ns = sqlite3_column_double(st, 2);
-        k->n_small = (int64_t)sqlite3_column_double(st, 3);
-        k->small_ns = sqlite3_column_double(st, 4);
+        if (!k || !kept(l, sqlite3_column_int64(st, 1)))
+            continue; /* a kernel the table lacks, or a disturbed iteration */
+        k->n_events += sqlite3_column_int64(st, 2);
+        k->sum_ns += sqlite3_column_double(st, 3);
+        k->n_small += (int64_t)sqlite3_column_double(st, 4);
+        k->small_ns += sqlite3_column_double(st, 5);
     }
     if (r != SQLITE_DONE)
         rc = db_error(s, "kernel events", d);
@@ -264,14 +354,14 @@ static enum cp_status read_kernel_times(struct cp_trace_store *s, struct cp_floa
     if (rc != CP_OK)
         return rc;
     rc = prepare(s,
-                 "SELECT count(DISTINCT iteration) FROM events "
+                 "SELECT DISTINCT iteration FROM events "
                  "WHERE run_id = ?1 AND layer = 2 AND iteration >= 0",
                  l->run_id, &st, "kernel events", d);
     if (rc != CP_OK)
         return rc;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        l->n_dev_iter = (size_t)sqlite3_column_int64(st, 0);
-    else
+    while ((r = sqlite3_step(st)) == SQLITE_ROW)
+        l->n_dev_iter += kept(l, sqlite3_column_int64(st, 0));
+    if (r != SQLITE_DONE)
         rc = db_error(s, "kernel events", d);
     sqlite3_finalize(st);
     return rc;
@@ -313,7 +403,8 @@ static double cover_done(struct cover *c)
     return c->total;
 }
 
-/* The samples as (iteration, latency) pairs sorted by iteration. OUT:
+/* All the samples (kept or not) as (iteration, latency) pairs sorted by
+ * iteration. OUT:
  * *iters, *lat (caller frees both, also on failure), *n. */
 static enum cp_status sample_map(struct cp_trace_store *s, struct cp_fload *l, int64_t **iters,
                                  double **lat, size_t *n, struct cp_diag *d)
@@ -327,12 +418,12 @@ static enum cp_status sample_map(struct cp_trace_store *s, struct cp_fload *l, i
                 l->run_id, &st, "samples", d);
     if (rc != CP_OK)
         return rc;
-    *iters = cp_calloc(l->n_lat + 1, sizeof **iters);
-    *lat = cp_calloc(l->n_lat + 1, sizeof **lat);
+    *iters = cp_calloc(l->n_measured + 1, sizeof **iters);
+    *lat = cp_calloc(l->n_measured + 1, sizeof **lat);
     if (!*iters || !*lat)
         rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading samples");
     int r = SQLITE_DONE;
-    while (rc == CP_OK && *n < l->n_lat && (r = sqlite3_step(st)) == SQLITE_ROW) {
+    while (rc == CP_OK && *n < l->n_measured && (r = sqlite3_step(st)) == SQLITE_ROW) {
         (*iters)[*n] = sqlite3_column_int64(st, 0);
         (*lat)[*n] = sqlite3_column_double(st, 1);
         (*n)++;
@@ -366,7 +457,7 @@ struct iter_acc {
 static void iter_flush(struct cp_fload *l, struct iter_acc *a, const int64_t *iters,
                        const double *lat, size_t n)
 {
-    if (!a->any)
+    if (!a->any || !kept(l, a->it))
         return;
     double w = lookup_latency(iters, lat, n, a->it);
     double dev = cover_done(&a->dev), all = cover_done(&a->all);
@@ -520,6 +611,7 @@ void cp_fload_release(struct cp_fload *l)
     free(l->kind);
     free(l->config_json);
     free(l->lat_ns);
+    free(l->keep_it);
     for (size_t i = 0; i < l->n_k; i++) {
         struct cp_fk *k = &l->k[i];
         free(k->node);

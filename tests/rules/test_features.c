@@ -689,3 +689,74 @@ Test(features, transformer_op14_decomposed_layernorm_when_passes_are_off)
     cp_features_free(f);
     free(db);
 }
+
+/* A run of 40 iterations of 1 ms (conv 400 us, mm 500 us) in which
+ * iterations 10..19 ran while a neighbour competed: 2 ms, mm 1500 us, and
+ * their interference probe at 1.6x the floor. With `probe`, every
+ * iteration has its probe_ns counter. */
+static char *disturbed_store(bool probe)
+{
+    char *path = cp_t_path(probe ? "probed.db" : "unprobed.db");
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_trace_store *s;
+    cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
+    struct cp_trace_run_info info = {
+        .kind = "bench", .model_path = "d.om", .threads = 1, .batch = 1, .iterations = 40};
+    int64_t run;
+    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK, "%s", d.msg);
+    enum { N = 40 };
+    uint64_t lat[N];
+    double pr[N];
+    for (int i = 0; i < N; i++) {
+        bool busy = i >= 10 && i < 20;
+        lat[i] = busy ? 2000000 : 1000000;
+        pr[i] = busy ? 16000 : 10000 + i % 3;
+    }
+    cr_assert_eq(cp_trace_store_add_samples(s, run, 0, lat, N, &d), CP_OK, "%s", d.msg);
+    if (probe)
+        cr_assert_eq(cp_trace_store_add_counter_series(s, run, "probe_ns", 0, pr, N, &d), CP_OK,
+                     "%s", d.msg);
+    struct cp_trace_kernel k[2] = {
+        {"conv", "Conv", "onednn:conv", "[\"conv\"]", K_IN0, K_OUT0, 4e6, 1e5},
+        {"mm", "MatMul", "onednn:matmul", "[\"mm\"]", K_IN3, K_OUT3, 8e6, 1e5},
+    };
+    cr_assert_eq(cp_trace_store_add_kernels(s, run, k, 2, &d), CP_OK, "%s", d.msg);
+    struct cp_trace_recorder *r = cp_trace_recorder_create(256);
+    int32_t names[2] = {cp_trace_intern(r, "conv"), cp_trace_intern(r, "mm")};
+    for (int it = 0; it < N; it++) {
+        uint64_t t = 100000000 + (uint64_t)it * 3000000;
+        uint64_t mm = it >= 10 && it < 20 ? 1500000 : 500000;
+        cp_trace_record(r, CP_LAYER_DEVICE, names[0], 0, it, t, t + 400000, 0);
+        cp_trace_record(r, CP_LAYER_DEVICE, names[1], 1, it, t + 400000, t + 400000 + mm, 0);
+    }
+    cr_assert_eq(cp_trace_store_add_events(s, run, r, &d), CP_OK, "%s", d.msg);
+    cp_trace_recorder_free(r);
+    cp_trace_store_close(s);
+    return path;
+}
+
+Test(features, timing_features_describe_the_undisturbed_iterations)
+{
+    /* 1 ms iterations: a window of 2 iterations each side, so 8..21 go and
+     * 26 stay */
+    char *path = disturbed_store(true);
+    struct cp_features *f = compute(path, NULL);
+    cr_assert_float_eq(get(f, "iterations"), 26, EPS);
+    cr_assert_float_eq(get(f, "latency_mean"), 1e-3, EPS);
+    cr_assert_float_eq(get(f, "kernel_time"), 900e-6, EPS);
+    cr_assert_float_eq(f->kernels[1].mean_ns, 500000, EPS);
+    cr_assert_float_eq(f->kernels[1].time_share, 5.0 / 9, EPS);
+    cr_assert_float_eq(get(f, "device_util"), 0.9, EPS);
+    cp_features_free(f);
+    free(path);
+
+    /* the same run without the probe: every iteration counts */
+    path = disturbed_store(false);
+    f = compute(path, NULL);
+    cr_assert_float_eq(get(f, "iterations"), 40, EPS);
+    cr_assert_float_eq(get(f, "latency_mean"), 1.25e-3, EPS);
+    cr_assert_float_eq(f->kernels[1].mean_ns, 750000, EPS);
+    cp_features_free(f);
+    free(path);
+}
