@@ -79,6 +79,10 @@ static void print_findings(const struct cp_diagnosis *dg, size_t top, const char
     const struct cp_analysis *a = &dg->analysis;
     printf("trace: %s (run %lld, %s, %zu kernels)\n", trace, (long long)dg->run.run_id,
            dg->run.model_path, dg->features->n_kernels);
+    double used;
+    if (cp_features_get(dg->features, "iterations", &used) && used < (double)dg->run.n)
+        printf("timing: the %.0f of %zu iterations that ran undisturbed (interference probe)\n",
+               used, dg->run.n);
     printf("rules: %zu loaded, %zu evaluated for this target%s\n\n", cp_rule_set_count(dg->rules),
            a->rules_evaluated, dg->calibrated ? "" : "; roofline features absent (--no-calibrate)");
     if (a->n == 0) {
