@@ -8,6 +8,7 @@
 #include "runner/probe.h"
 #include "stats/stats.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@ enum {
     OPT_TRACE,
     OPT_WEBHOOK,
     OPT_WEBHOOK_FORMAT,
+    OPT_WEBHOOK_SECRET_FILE,
 };
 
 static const struct cp_opt options[] = {
@@ -84,6 +86,8 @@ static const struct cp_opt options[] = {
      "default $CANNPROF_WEBHOOK)"},
     {"webhook-format", 0, CP_OPT_VALUE, OPT_WEBHOOK_FORMAT, "F",
      "generic (default), slack, feishu or dingtalk"},
+    {"webhook-secret-file", 0, CP_OPT_VALUE, OPT_WEBHOOK_SECRET_FILE, "FILE",
+     "sign the alert with the secret on FILE's first line (default $CANNPROF_WEBHOOK_SECRET)"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -486,6 +490,7 @@ static void noise_floor(struct cp_kb *kb, const char *service, struct cp_vresult
 
 struct alerting {
     const char *url;
+    const char *secret; /* NULL: unsigned */
     enum cp_webhook_format format;
     bool attempted, delivered;
     char error[1024];
@@ -516,6 +521,7 @@ static void send_alert(const struct cp_vresult *r, const char *service, const ch
     cp_notify_opts_init(&o);
     o.url = al->url;
     o.format = al->format;
+    o.secret = al->secret;
     struct cp_diag d;
     cp_diag_init(&d);
     int attempts = 0;
@@ -562,6 +568,38 @@ static enum cp_status record_validation(struct baseline_ctx *bc, const struct cp
         st = cp_kb_record_validation(bc->kb, &v, &id, d);
     cp_buf_release(&figures);
     return st;
+}
+
+/* The webhook signing secret: FILE's first line (without its line end), else
+ * $CANNPROF_WEBHOOK_SECRET, else none (out ""). A file that cannot be read
+ * or holds an empty first line is an error naming it. */
+static bool read_secret(const char *file, char *out, size_t n, struct cp_diag *d)
+{
+    out[0] = '\0';
+    if (!file) {
+        const char *env = getenv("CANNPROF_WEBHOOK_SECRET");
+        if (env && strlen(env) >= n) {
+            cp_diag_set(d, CP_ERR_INVALID, "$CANNPROF_WEBHOOK_SECRET is longer than %zu bytes",
+                        n - 1);
+            return false;
+        }
+        snprintf(out, n, "%s", env ? env : "");
+        return true;
+    }
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        cp_diag_set(d, CP_ERR_INVALID, "--webhook-secret-file: %s: %s", file, strerror(errno));
+        return false;
+    }
+    bool ok = fgets(out, (int)n, f) != NULL;
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    if (!ok || !out[0]) {
+        out[0] = '\0';
+        cp_diag_set(d, CP_ERR_INVALID, "--webhook-secret-file: %s: the first line is empty", file);
+        return false;
+    }
+    return true;
 }
 
 static int fail(struct cp_diag *d)
@@ -732,6 +770,21 @@ int cp_cmd_validate(int argc, char **argv)
         snprintf(msg, sizeof msg, "--webhook-format: '%s' is not one of %s", fmt,
                  cp_webhook_format_choices());
         cp_cli_error("validate", msg);
+        return 2;
+    }
+    char secret[1024] = "";
+    const char *secret_file = cp_args_get(&args, OPT_WEBHOOK_SECRET_FILE);
+    if (secret_file && !al.url) {
+        cp_cli_error("validate", "--webhook-secret-file signs alerts: give --webhook URL too");
+        return 2;
+    }
+    if (al.url && !read_secret(secret_file, secret, sizeof secret, &d))
+        return fail(&d);
+    al.secret = secret[0] ? secret : NULL;
+    if (al.secret && al.format == CP_WEBHOOK_SLACK) {
+        cp_cli_error("validate", "slack incoming webhooks are not signed (their URL is the "
+                                 "secret): drop --webhook-secret-file and "
+                                 "$CANNPROF_WEBHOOK_SECRET, or use another --webhook-format");
         return 2;
     }
     bool wanted[CP_VM_COUNT];

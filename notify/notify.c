@@ -343,13 +343,13 @@ static char *noproxy_list(void)
 }
 
 /* The options every attempt shares. */
-static bool setup_handle(CURL *h, const struct cp_notify_opts *o, const struct cp_buf *body,
-                         struct curl_slist *headers, const char *noproxy, char *errbuf,
-                         struct response *resp)
+static bool setup_handle(CURL *h, const struct cp_notify_opts *o, const char *url,
+                         const struct cp_buf *body, struct curl_slist *headers, const char *noproxy,
+                         char *errbuf, struct response *resp)
 {
     bool ok = true;
 #define SET(opt, val) ok = ok && curl_easy_setopt(h, opt, val) == CURLE_OK
-    SET(CURLOPT_URL, o->url);
+    SET(CURLOPT_URL, url);
 #if LIBCURL_VERSION_NUM >= 0x075500
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
 #else
@@ -377,9 +377,16 @@ static bool setup_handle(CURL *h, const struct cp_notify_opts *o, const struct c
     return ok;
 }
 
+/* What a signature changes in the request. */
+struct signed_req {
+    char *url;        /* NULL: o->url */
+    char *headers[2]; /* extra header lines; NULL: none */
+};
+
 /* The send loop proper, once curl is initialised and the body built. */
-static enum cp_status deliver(const struct cp_notify_opts *o, const struct cp_buf *body,
-                              const char *shown, int *attempts, struct cp_diag *d)
+static enum cp_status deliver(const struct cp_notify_opts *o, const struct signed_req *sr,
+                              const struct cp_buf *body, const char *shown, int *attempts,
+                              struct cp_diag *d)
 {
     enum cp_status st = CP_OK;
     const char *fmt = cp_webhook_format_name(o->format);
@@ -401,11 +408,20 @@ static enum cp_status deliver(const struct cp_notify_opts *o, const struct cp_bu
         }
         headers = tmp;
     }
+    for (size_t i = 0; i < 2 && sr->headers[i]; i++) {
+        tmp = curl_slist_append(headers, sr->headers[i]);
+        if (!tmp) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "webhook %s: out of memory", shown);
+            goto out_free;
+        }
+        headers = tmp;
+    }
     if (!resp || !noproxy) {
         st = cp_diag_set(d, CP_ERR_NOMEM, "webhook %s: out of memory", shown);
         goto out_free;
     }
-    if (!h || !setup_handle(h, o, body, headers, noproxy, errbuf, resp)) {
+    if (!h ||
+        !setup_handle(h, o, sr->url ? sr->url : o->url, body, headers, noproxy, errbuf, resp)) {
         st = cp_diag_set(d, CP_ERR_INTERNAL, "webhook %s: cannot set up a libcurl handle", shown);
         goto out_free;
     }
@@ -470,6 +486,73 @@ out_free:
     return st;
 }
 
+/* Now, in Unix milliseconds. */
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Apply o->secret to the request: headers (generic), fields in the body
+ * (feishu) or the URL (dingtalk). Needs curl initialised (URL escaping). */
+static enum cp_status sign_request(const struct cp_notify_opts *o, struct cp_buf *body,
+                                   struct signed_req *sr, const char *shown, struct cp_diag *d)
+{
+    struct cp_notify_signature sig;
+    enum cp_status st = cp_notify_sign(o->format, o->secret, o->now_ms ? o->now_ms : wall_ms(),
+                                       body->data, body->len, &sig, d);
+    if (st != CP_OK)
+        return st;
+    struct cp_buf b;
+    cp_buf_init(&b);
+    switch (o->format) {
+    case CP_WEBHOOK_GENERIC:
+        cp_buf_printf(&b, "X-Cannprof-Timestamp: %s", sig.timestamp);
+        sr->headers[0] = cp_buf_steal(&b);
+        cp_buf_init(&b);
+        cp_buf_printf(&b, "X-Cannprof-Signature: %s", sig.sign);
+        sr->headers[1] = cp_buf_steal(&b);
+        if (!sr->headers[0] || !sr->headers[1])
+            st = CP_ERR_NOMEM;
+        break;
+    case CP_WEBHOOK_FEISHU:
+        if (body->len < 2 || body->data[0] != '{')
+            return cp_diag_set(d, CP_ERR_INTERNAL, "webhook %s: the payload is not an object",
+                               shown);
+        /* the payload is one JSON object: the two fields go first */
+        cp_buf_printf(&b, "{\"timestamp\":\"%s\",\"sign\":\"%s\",", sig.timestamp, sig.sign);
+        cp_buf_append(&b, body->data + 1, body->len - 1);
+        st = cp_buf_status(&b);
+        if (st == CP_OK) {
+            cp_buf_release(body);
+            *body = b;
+            cp_buf_init(&b);
+        }
+        break;
+    case CP_WEBHOOK_DINGTALK: {
+        char *esc = curl_easy_escape(NULL, sig.sign, 0);
+        if (!esc) {
+            st = CP_ERR_NOMEM;
+            break;
+        }
+        cp_buf_printf(&b, "%s%stimestamp=%s&sign=%s", o->url, strchr(o->url, '?') ? "&" : "?",
+                      sig.timestamp, esc);
+        curl_free(esc);
+        sr->url = cp_buf_steal(&b);
+        if (!sr->url)
+            st = CP_ERR_NOMEM;
+        break;
+    }
+    default:
+        break;
+    }
+    cp_buf_release(&b);
+    if (st != CP_OK)
+        return cp_diag_set(d, st, "webhook %s: out of memory signing the request", shown);
+    return CP_OK;
+}
+
 enum cp_status cp_notify_send(const struct cp_notify_opts *o, const struct cp_alert *a,
                               int *attempts, struct cp_diag *d)
 {
@@ -486,6 +569,7 @@ enum cp_status cp_notify_send(const struct cp_notify_opts *o, const struct cp_al
 
     struct cp_buf body;
     cp_buf_init(&body);
+    struct signed_req sr = {0};
     st = cp_notify_payload(o->format, a, &body, d);
     if (st != CP_OK)
         goto out_body;
@@ -494,10 +578,14 @@ enum cp_status cp_notify_send(const struct cp_notify_opts *o, const struct cp_al
         st = cp_diag_set(d, CP_ERR_INTERNAL, "webhook %s: libcurl cannot be initialised", shown);
         goto out_body;
     }
-    st = deliver(o, &body, shown, attempts, d);
+    if (!o->secret || (st = sign_request(o, &body, &sr, shown, d)) == CP_OK)
+        st = deliver(o, &sr, &body, shown, attempts, d);
     curl_global_cleanup();
 
 out_body:
+    free(sr.url);
+    free(sr.headers[0]);
+    free(sr.headers[1]);
     cp_buf_release(&body);
     return st;
 }

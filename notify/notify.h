@@ -32,6 +32,21 @@
  * user info or long path segments, which is where webhook services put their
  * secret tokens.
  *
+ * Signed requests. With a secret (cp_notify_opts.secret), a request carries
+ * the HMAC-SHA256 signature its service checks, taken once per send (retries
+ * reuse it; the services accept a timestamp up to an hour old):
+ *
+ *   generic   headers X-Cannprof-Timestamp: <unix seconds> and
+ *             X-Cannprof-Signature: sha256=<hex HMAC(secret, "<timestamp>.<body>")>
+ *   feishu    "timestamp": "<unix seconds>" and "sign": base64 of the HMAC
+ *             whose key is "<timestamp>\n<secret>" over an empty message,
+ *             added to the JSON body (the bot's "signature verification")
+ *   dingtalk  &timestamp=<unix ms>&sign=<URL-encoded base64 HMAC(secret,
+ *             "<timestamp>\n<secret>")> appended to the URL ("加签")
+ *   slack     refused: an incoming webhook's secret is its URL
+ *
+ * The secret is never printed.
+ *
  * Nothing here keeps global state; curl_global_init/cleanup bracket each send
  * (libcurl reference-counts them).
  */
@@ -41,6 +56,8 @@
 #include "core/core.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 enum cp_webhook_format {
     CP_WEBHOOK_GENERIC = 0,
@@ -90,6 +107,8 @@ struct cp_notify_opts {
     int retries;             /* extra attempts after the first, default 3; 0 .. 10 */
     long backoff_ms;         /* first wait, doubled each retry, default 500; 0 .. 60000
                                 (a single wait never exceeds 60 s) */
+    const char *secret;      /* sign the request (see "Signed requests"); NULL: do not */
+    int64_t now_ms;          /* the signing time, Unix ms; 0: the clock's (tests fix it) */
 };
 
 /* Fill `o` with the defaults above (url NULL, format generic). */
@@ -115,6 +134,27 @@ enum cp_status cp_notify_payload(enum cp_webhook_format f, const struct cp_alert
  * CP_ERR_INTERNAL when libcurl cannot be initialised; CP_ERR_NOMEM. */
 enum cp_status cp_notify_send(const struct cp_notify_opts *o, const struct cp_alert *a,
                               int *attempts, struct cp_diag *d);
+
+/* HMAC-SHA256 (RFC 2104) of msg under key. OUT: mac. false when libcrypto
+ * fails or the key is too long for it. */
+#define CP_HMAC_SHA256_LEN 32
+bool cp_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
+                    unsigned char mac[CP_HMAC_SHA256_LEN]);
+
+/* A request's signature: the timestamp as the service wants it (seconds or,
+ * for DingTalk, milliseconds) and the signature text ("sha256=<hex>" for
+ * generic, base64 for Feishu and DingTalk, not URL-encoded). */
+struct cp_notify_signature {
+    char timestamp[24];
+    char sign[80];
+};
+
+/* Sign `body` (used by generic only) for format f at time now_ms. Errors:
+ * CP_ERR_INVALID for an empty secret or a format that is not signed
+ * (slack); CP_ERR_INTERNAL when libcrypto fails; CP_ERR_NOMEM. */
+enum cp_status cp_notify_sign(enum cp_webhook_format f, const char *secret, int64_t now_ms,
+                              const char *body, size_t body_len, struct cp_notify_signature *out,
+                              struct cp_diag *d);
 
 /* The form of `url` that may be shown: scheme://host[:port]/path with user
  * info dropped, the query and fragment replaced by "?***" / "#***", and every

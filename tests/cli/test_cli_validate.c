@@ -596,3 +596,62 @@ Test(cli_validate, a_noisy_service_history_raises_the_threshold, .timeout = 120)
     free(p);
     baseline_teardown(&f);
 }
+
+Test(cli_validate, a_secret_file_signs_the_alert_and_bad_secrets_are_bad_input, .timeout = 60)
+{
+    struct baseline_fixture f;
+    baseline_setup(&f, 1, (int[]){200});
+    char *secret = cp_t_path("hook.secret");
+    cr_assert(cp_t_write_file(secret, "s3cr3t-value\n", 13));
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", f.slow,
+               "--kb", f.kb, "--alert-on-regression", "--webhook", f.url, "--webhook-secret-file",
+               secret, NULL);
+    server_stop(&f.server);
+    cr_expect_eq(r.exit_code, 1, "%s %s", r.out, r.err);
+    cr_expect_null(strstr(r.out, "s3cr3t"));
+    cr_expect_null(strstr(r.err, "s3cr3t"));
+    cp_run_release(&r);
+    cr_assert_eq(f.server.requests, 1);
+    cr_expect_neq(f.server.sig_timestamp[0], '\0', "no X-Cannprof-Timestamp");
+    cr_expect(strncmp(f.server.signature, "sha256=", 7) == 0, "signature '%s'", f.server.signature);
+    cr_expect_eq(strlen(f.server.signature), 7 + 64);
+
+    /* the same secret from the environment */
+    server_release(&f.server);
+    cr_assert(server_start(&f.server, 1, (int[]){200}, NULL));
+    free(f.url);
+    struct cp_buf u;
+    cp_buf_init(&u);
+    cp_buf_printf(&u, "http://127.0.0.1:%d/hook", f.server.port);
+    f.url = cp_buf_steal(&u);
+    cr_assert_eq(setenv("CANNPROF_WEBHOOK_SECRET", "s3cr3t-value", 1), 0);
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", f.slow,
+               "--kb", f.kb, "--webhook", f.url, NULL);
+    server_stop(&f.server);
+    cr_expect_eq(r.exit_code, 1, "%s %s", r.out, r.err);
+    cp_run_release(&r);
+    cr_expect(strncmp(f.server.signature, "sha256=", 7) == 0, "signature '%s'", f.server.signature);
+
+    /* slack cannot be signed; a missing or empty secret file names itself */
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", f.slow,
+               "--kb", f.kb, "--webhook", f.url, "--webhook-format", "slack", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    ct_assert_mentions(r.err, "slack", "CANNPROF_WEBHOOK_SECRET", NULL);
+    cp_run_release(&r);
+    cr_assert_eq(unsetenv("CANNPROF_WEBHOOK_SECRET"), 0);
+    char *missing = cp_t_path("no.secret"), *empty = cp_t_path("empty.secret");
+    cr_assert(cp_t_write_file(empty, "\n", 1));
+    const char *bad[] = {missing, empty};
+    for (int i = 0; i < 2; i++) {
+        cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", f.slow,
+                   "--kb", f.kb, "--webhook", f.url, "--webhook-secret-file", bad[i], NULL);
+        cr_expect_eq(r.exit_code, 2, "%s", r.err);
+        ct_assert_mentions(r.err, bad[i], NULL);
+        cp_run_release(&r);
+    }
+    free(missing);
+    free(empty);
+    free(secret);
+    baseline_teardown(&f);
+}

@@ -640,3 +640,136 @@ Test(notify_send, a_proxy_in_the_environment_is_not_used_for_loopback)
     cr_assert_str_eq(s.path, "/direct");
     server_release(&s);
 }
+
+/* ---- signed requests ------------------------------------------------------ */
+
+/* Reference values computed with Python 3.11.2's hmac, hashlib and base64
+ * modules (Debian 12) for this secret and time; HMAC-SHA256 itself is
+ * checked against RFC 4231 test case 2. */
+static const char SECRET[] = "SECtest-secret-0123";
+static const int64_t NOW_MS = 1796012345678;
+
+Test(notify_sign, hmac_sha256_matches_rfc_4231)
+{
+    unsigned char mac[CP_HMAC_SHA256_LEN];
+    static const char data[] = "what do ya want for nothing?";
+    cr_assert(cp_hmac_sha256("Jefe", 4, data, strlen(data), mac));
+    char hex[2 * CP_HMAC_SHA256_LEN + 1];
+    for (int i = 0; i < CP_HMAC_SHA256_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    cr_assert_str_eq(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+Test(notify_sign, each_service_gets_its_own_signature)
+{
+    struct cp_notify_signature sig;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_notify_sign(CP_WEBHOOK_FEISHU, SECRET, NOW_MS, NULL, 0, &sig, &d), CP_OK, "%s",
+                 d.msg);
+    cr_assert_str_eq(sig.timestamp, "1796012345"); /* seconds */
+    cr_assert_str_eq(sig.sign, "Uch0FJhuGrv3YL2kCa4sLxas8qDpXNhH6yD5+ghRess=");
+    cr_assert_eq(cp_notify_sign(CP_WEBHOOK_DINGTALK, SECRET, NOW_MS, NULL, 0, &sig, &d), CP_OK);
+    cr_assert_str_eq(sig.timestamp, "1796012345678"); /* milliseconds */
+    cr_assert_str_eq(sig.sign, "6+A/NK2gYqEpMCfJEMDYSAtht9qF7UANQjecNOVeIJw=");
+    static const char body[] = "{\"a\":1}";
+    cr_assert_eq(cp_notify_sign(CP_WEBHOOK_GENERIC, SECRET, NOW_MS, body, strlen(body), &sig, &d),
+                 CP_OK);
+    cr_assert_str_eq(sig.timestamp, "1796012345");
+    cr_assert_str_eq(sig.sign,
+                     "sha256=6461b8bd55ddf4a2d3fe3ef7dec1cec91de39b53ecdfcee18e9e28ee6aadae1e");
+    /* slack is not signed; an empty secret is no secret */
+    cr_assert_eq(cp_notify_sign(CP_WEBHOOK_SLACK, SECRET, NOW_MS, NULL, 0, &sig, &d),
+                 CP_ERR_INVALID);
+    cr_assert_not_null(strstr(d.msg, "slack"), "%s", d.msg);
+    cr_assert_eq(cp_notify_sign(CP_WEBHOOK_GENERIC, "", NOW_MS, NULL, 0, &sig, &d), CP_ERR_INVALID);
+}
+
+/* Send `alert` signed in format f to a fresh server at `path`. */
+static void send_signed(struct hook_server *s, enum cp_webhook_format f, const char *path)
+{
+    cr_assert(server_start(s, 1, (int[]){200}, NULL));
+    char url[160];
+    url_of(url, sizeof url, s, path);
+    struct cp_notify_opts o;
+    quick_opts(&o, url, f);
+    o.secret = SECRET;
+    o.now_ms = NOW_MS;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    enum cp_status st = cp_notify_send(&o, &alert, NULL, &d);
+    server_stop(s);
+    cr_assert_eq(st, CP_OK, "%s", d.msg);
+    cr_assert_eq(s->requests, 1);
+}
+
+Test(notify_sign, generic_carries_the_signature_of_the_body_it_sent)
+{
+    struct hook_server s;
+    send_signed(&s, CP_WEBHOOK_GENERIC, "/hook");
+    cr_assert_str_eq(s.sig_timestamp, "1796012345");
+    /* the signature covers exactly the bytes received */
+    struct cp_buf m;
+    cp_buf_init(&m);
+    cp_buf_printf(&m, "1796012345.%s", s.body);
+    unsigned char mac[CP_HMAC_SHA256_LEN];
+    cr_assert(cp_hmac_sha256(SECRET, strlen(SECRET), m.data, m.len, mac));
+    char want[80] = "sha256=";
+    for (int i = 0; i < CP_HMAC_SHA256_LEN; i++)
+        snprintf(want + 7 + 2 * i, 3, "%02x", mac[i]);
+    cr_assert_str_eq(s.signature, want);
+    cr_assert_null(strstr(s.body, SECRET), "the secret itself is never sent");
+    cp_buf_release(&m);
+    server_release(&s);
+}
+
+Test(notify_sign, feishu_gets_timestamp_and_sign_in_the_body)
+{
+    struct hook_server s;
+    send_signed(&s, CP_WEBHOOK_FEISHU, "/open-apis/bot/v2/hook/x");
+    json_t *j = json_loads(s.body, 0, NULL);
+    cr_assert_not_null(j, "%s", s.body);
+    cr_assert_str_eq(jget(j, "timestamp"), "1796012345");
+    cr_assert_str_eq(jget(j, "sign"), "Uch0FJhuGrv3YL2kCa4sLxas8qDpXNhH6yD5+ghRess=");
+    cr_assert_str_eq(jget(j, "msg_type"), "text");
+    cr_assert_not_null(strstr(jget(j, "content.text"), "latency_ms"));
+    cr_assert_str_eq(s.signature, "", "no generic headers");
+    json_decref(j);
+    server_release(&s);
+}
+
+Test(notify_sign, dingtalk_gets_timestamp_and_sign_in_the_url)
+{
+    struct hook_server s;
+    send_signed(&s, CP_WEBHOOK_DINGTALK, "/robot/send?access_token=abc");
+    cr_assert_str_eq(s.path, "/robot/send?access_token=abc&timestamp=1796012345678"
+                             "&sign=6%2BA%2FNK2gYqEpMCfJEMDYSAtht9qF7UANQjecNOVeIJw%3D");
+    json_t *j = json_loads(s.body, 0, NULL);
+    cr_assert_str_eq(jget(j, "msgtype"), "markdown");
+    json_decref(j);
+    server_release(&s);
+    /* a URL without a query gets one */
+    send_signed(&s, CP_WEBHOOK_DINGTALK, "/robot/send");
+    cr_assert(strncmp(s.path, "/robot/send?timestamp=1796012345678&sign=", 41) == 0, "%s", s.path);
+    server_release(&s);
+}
+
+Test(notify_sign, slack_with_a_secret_sends_nothing)
+{
+    struct hook_server s;
+    cr_assert(server_start(&s, 1, (int[]){200}, NULL));
+    char url[128];
+    url_of(url, sizeof url, &s, "/services/x");
+    struct cp_notify_opts o;
+    quick_opts(&o, url, CP_WEBHOOK_SLACK);
+    o.secret = SECRET;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    int attempts = -1;
+    cr_assert_eq(cp_notify_send(&o, &alert, &attempts, &d), CP_ERR_INVALID);
+    server_stop(&s);
+    cr_assert_eq(attempts, 0);
+    cr_assert_eq(s.requests, 0);
+    cr_assert_null(strstr(d.msg, SECRET));
+    server_release(&s);
+}

@@ -75,6 +75,8 @@ static bool read_request(struct hook_server *s, int c)
     sscanf(buf, "%15s %511s", s->method, s->path);
     header_value(buf, "Content-Type", s->content_type, sizeof s->content_type);
     header_value(buf, "User-Agent", s->user_agent, sizeof s->user_agent);
+    header_value(buf, "X-Cannprof-Timestamp", s->sig_timestamp, sizeof s->sig_timestamp);
+    header_value(buf, "X-Cannprof-Signature", s->signature, sizeof s->signature);
     free(s->body);
     size_t body_len = len - (size_t)(head_end + 4 - buf);
     s->body = malloc(body_len + 1);

@@ -30,7 +30,8 @@ struct hook_server {
     char path[512];
     char content_type[128];
     char user_agent[128];
-    char *body; /* the last request's body */
+    char sig_timestamp[32], signature[128]; /* X-Cannprof-Timestamp/-Signature, "" if absent */
+    char *body;                             /* the last request's body */
 };
 
 /* Start a server answering with the given statuses in turn (the last one
