@@ -24,7 +24,7 @@
 
 void cp_notify_opts_init(struct cp_notify_opts *o)
 {
-    o->url = NULL;
+    memset(o, 0, sizeof *o); /* no secret, the clock's time, and what comes later */
     o->format = CP_WEBHOOK_GENERIC;
     o->connect_timeout_ms = 3000;
     o->timeout_ms = 10000;

@@ -111,7 +111,7 @@ struct cp_notify_opts {
     int64_t now_ms;          /* the signing time, Unix ms; 0: the clock's (tests fix it) */
 };
 
-/* Fill `o` with the defaults above (url NULL, format generic). */
+/* Fill `o` with the defaults above (url and secret NULL, format generic). */
 void cp_notify_opts_init(struct cp_notify_opts *o);
 
 /* The request body of alert `a` in format `f`. OUT: the JSON text is
