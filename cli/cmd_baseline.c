@@ -657,6 +657,6 @@ static const struct cp_subcommand subcommands[] = {
 
 int cp_cmd_baseline(int argc, char **argv)
 {
-    return cp_cli_dispatch("baseline", subcommands, N_OF(subcommands), "set, list, show, rm",
-                           usage, argc, argv);
+    return cp_cli_dispatch("baseline", subcommands, N_OF(subcommands), "set, list, show, rm", usage,
+                           argc, argv);
 }

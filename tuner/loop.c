@@ -899,8 +899,8 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
             proposals_for = c.best_candidate_id;
             next = 0;
         }
-        while (next < ps.n && (knob_blocked(&c, &ps.p[next].delta) ||
-                               point_seen(&c, &r->best, &ps.p[next].delta)))
+        while (next < ps.n &&
+               (knob_blocked(&c, &ps.p[next].delta) || point_seen(&c, &r->best, &ps.p[next].delta)))
             next++;
         if (next == ps.n) {
             stop_because(r, "no proposal left");

@@ -496,8 +496,8 @@ Test(cli_validate_probe, a_baseline_keeps_its_probe_and_is_compared_on_undisturb
                kb, NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     cp_run_release(&r);
-    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", pb,
-               "--kb", kb, "--json", NULL);
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", pb, "--kb",
+               kb, "--json", NULL);
     cr_expect_eq(r.exit_code, 0, "%s %s", r.out, r.err);
     json_t *j = ct_json(r.out);
     cr_expect_str_eq(str_of(j, "iterations"), "undisturbed");
@@ -507,8 +507,8 @@ Test(cli_validate_probe, a_baseline_keeps_its_probe_and_is_compared_on_undisturb
     json_decref(j);
     cp_run_release(&r);
     /* every iteration: the stretch is a regression against the baseline */
-    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", pb,
-               "--kb", kb, "--all-iterations", "--no-noise-floor", NULL);
+    cp_run_cli(&r, "validate", "--baseline", "latest", "--service", "search", "--trace", pb, "--kb",
+               kb, "--all-iterations", "--no-noise-floor", NULL);
     cr_expect_eq(r.exit_code, 1, "%s %s", r.out, r.err);
     cp_run_release(&r);
     free(kb);
