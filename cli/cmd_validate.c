@@ -380,49 +380,40 @@ static void select_iterations(struct side *b, struct side *a, bool all, bool int
 {
     memset(p, 0, sizeof *p);
     struct cp_run_metrics *m[2] = {b->m, a->m};
+    bool *keep[2] = {NULL, NULL};
     for (int s = 0; s < 2; s++) {
         p->total[s] = p->kept[s] = m[s]->n;
         p->floor_ns[s] = m[s]->probe_ns ? cp_probe_floor(m[s]->probe_ns, m[s]->n) : 0;
     }
-    bool probes = m[0]->probe_ns && m[1]->probe_ns;
-    if (probes) {
+    if (m[0]->probe_ns && m[1]->probe_ns) {
         bool same_threads = m[0]->threads == m[1]->threads;
         uint64_t low = p->floor_ns[0] < p->floor_ns[1] ? p->floor_ns[0] : p->floor_ns[1];
         for (int s = 0; s < 2; s++) {
             p->reference_ns[s] = same_threads ? low : p->floor_ns[s];
-            p->kept[s] = cp_probe_mark(m[s]->probe_ns, m[s]->n, p->reference_ns[s],
-                                       probe_window(m[s]), NULL);
+            keep[s] = cp_calloc(m[s]->n ? m[s]->n : 1, sizeof *keep[s]);
+            if (keep[s])
+                p->kept[s] = cp_probe_mark(m[s]->probe_ns, m[s]->n, p->reference_ns[s],
+                                           probe_window(m[s]), keep[s]);
         }
     }
-    if (all) {
+    if (all)
         snprintf(p->why, sizeof p->why, "--all-iterations");
-        return;
-    }
-    if (interleaved) {
+    else if (interleaved)
         snprintf(p->why, sizeof p->why, "interleaved A/B rounds: both saw the same machine");
-        return;
-    }
-    for (int s = 0; s < 2 && !probes; s++)
-        if (!m[s]->probe_ns) {
-            snprintf(p->why, sizeof p->why,
-                     "the %s run has no interference probe (recorded with --no-probe or by an "
-                     "older cannprof)",
-                     s ? "after" : "before");
-            return;
-        }
-    if (p->kept[0] < CP_VALIDATE_MIN_UNDISTURBED || p->kept[1] < CP_VALIDATE_MIN_UNDISTURBED) {
-        p->too_few = true;
-        return;
-    }
-    bool *keep[2] = {cp_calloc(m[0]->n, sizeof **keep), cp_calloc(m[1]->n, sizeof **keep)};
-    if (keep[0] && keep[1]) {
-        for (int s = 0; s < 2; s++) {
-            cp_probe_mark(m[s]->probe_ns, m[s]->n, p->reference_ns[s], probe_window(m[s]), keep[s]);
-            keep_flagged(m[s], keep[s]);
-        }
-        p->used = true;
-    } else
+    else if (!m[0]->probe_ns || !m[1]->probe_ns)
+        snprintf(p->why, sizeof p->why,
+                 "the %s run has no interference probe (recorded with --no-probe or by an "
+                 "older cannprof)",
+                 m[0]->probe_ns ? "after" : "before");
+    else if (!keep[0] || !keep[1])
         snprintf(p->why, sizeof p->why, "out of memory selecting undisturbed iterations");
+    else if (p->kept[0] < CP_VALIDATE_MIN_UNDISTURBED || p->kept[1] < CP_VALIDATE_MIN_UNDISTURBED)
+        p->too_few = true;
+    else {
+        keep_flagged(m[0], keep[0]);
+        keep_flagged(m[1], keep[1]);
+        p->used = true;
+    }
     free(keep[0]);
     free(keep[1]);
 }
