@@ -2,6 +2,7 @@
  * memory, measure it alone (the baseline) or interleaved against the
  * current best (every candidate). */
 #include "tuner/tuner_internal.h"
+#include "runner/probe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -168,6 +169,20 @@ static double median_ns(const uint64_t *ns, size_t n)
     return m;
 }
 
+/* Store the probe of each measured iteration as the counter probe_ns. */
+static enum cp_status store_probe(struct cp_trace_store *store, int64_t run, const uint64_t *pv,
+                                  size_t n, struct cp_diag *d)
+{
+    double *v = cp_calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        v[i] = (double)pv[i];
+    enum cp_status st = cp_trace_store_add_counter_series(store, run, "probe_ns", 0, v, n, d);
+    free(v);
+    return st;
+}
+
 enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *p,
                              const char *om_path, const char *trace_path, double *med,
                              double *items_s, uint64_t *memory, int64_t *run_id, struct cp_diag *d)
@@ -179,10 +194,16 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
     struct cp_session s;
     memset(&s, 0, sizeof s);
     struct cp_trace_store *store = NULL;
+    struct cp_probe *probe = NULL;
     uint64_t *ns = cp_calloc((size_t)o->rounds, sizeof *ns);
-    enum cp_status st = ns ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    uint64_t *pv = cp_calloc((size_t)o->rounds, sizeof *pv);
+    enum cp_status st = ns && pv ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (st == CP_OK)
         st = cp_tune_open(c, p, om_path, rec, &s, d);
+    /* The interference probe after each iteration lets the diagnosis read
+     * its kernel times from the undisturbed ones (runner/probe.h). */
+    if (st == CP_OK)
+        st = cp_probe_create(cp_runtime_threads(s.rt), &probe, d);
     for (int i = 0; st == CP_OK && i < o->warmup; i++)
         st = cp_plan_run(s.plan, -1, d);
     if (st == CP_OK)
@@ -192,6 +213,7 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
         uint64_t t0 = cp_clock_ns();
         st = cp_plan_run(s.plan, i, d);
         ns[i] = cp_clock_ns() - t0;
+        pv[i] = cp_probe_run(probe);
     }
     if (st == CP_OK) {
         cp_trace_set_iteration(rec, -1);
@@ -201,15 +223,19 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
     if (st == CP_OK)
         st = cp_session_store_run(&s, store, "tune", om_path, rec, p->batch, o->warmup, ns,
                                   (size_t)o->rounds, cp_peak_rss_bytes(), run_id, d);
+    if (st == CP_OK)
+        st = store_probe(store, *run_id, pv, (size_t)o->rounds, d);
     if (st == CP_OK) {
         *med = median_ns(ns, (size_t)o->rounds);
         *items_s = (double)cp_session_items_per_run(s.plan, p->batch) * 1e9 / *med;
         *memory = cp_tune_memory(&s);
     }
     cp_trace_store_close(store);
+    cp_probe_free(probe);
     cp_session_close(&s);
     cp_trace_recorder_free(rec);
     free(ns);
+    free(pv);
     return st;
 }
 

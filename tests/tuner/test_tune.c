@@ -6,6 +6,7 @@
  * one knowledge base, and the report reproduces the best model. */
 #define _GNU_SOURCE
 #include "support/cli.h"
+#include "support/db.h"
 #include "support/run.h"
 #include "tuner/tuner.h"
 
@@ -241,6 +242,21 @@ Test(tune, the_report_reproduces_best_om)
     cr_assert_not_null(cmd);
     cr_expect_eq(strncmp(cmd, "cannprof convert ", 17), 0, "%s", cmd);
     cr_expect_eq(json_array_size(json_object_get(j, "steps")), 3);
+    /* the baseline trace carries the interference probe of every round,
+     * so the diagnosis reads kernel times from undisturbed ones */
+    char *bdb = cp_t_fmt("%s/baseline.db", out);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(bdb, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK, "%s", bdb);
+    int64_t samples = -1, probes = -2;
+    cr_assert(cp_t_sql_int(db, "SELECT count(*) FROM samples", &samples));
+    cr_assert(cp_t_sql_int(db,
+                           "SELECT count(*) FROM counters WHERE name = 'probe_ns' AND "
+                           "iteration >= 0",
+                           &probes));
+    cr_expect_eq(samples, 20);
+    cr_expect_eq(probes, samples);
+    sqlite3_close(db);
+    free(bdb);
     /* run the printed command (split on blanks: our paths have none) and
      * compare the model it writes with best.om byte for byte */
     char *argv[32] = {(char *)CP_CLI};
