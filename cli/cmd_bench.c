@@ -304,10 +304,7 @@ static void summarise_probe(const struct measured *m, uint64_t hint, struct prob
         free(keep);
         return;
     }
-    for (size_t i = 0; i < m->n; i++)
-        x[i] = (double)m->ns[i];
-    cp_probe_mark(m->probe_ns, m->n, ps->reference,
-                  cp_probe_window(cp_stats_quantile(x, m->n, 0.5)), keep);
+    cp_probe_mark_run(m->probe_ns, m->ns, m->n, ps->reference, keep);
     for (size_t i = 0; i < m->n; i++)
         if (keep[i])
             x[ps->undisturbed++] = (double)m->ns[i];
@@ -421,20 +418,6 @@ static void json_probe(struct cp_buf *b, const struct probe_summary *ps)
     cp_buf_putc(b, '}');
 }
 
-/* Store the probe of every iteration as the counter probe_ns. */
-static enum cp_status store_probe(struct cp_trace_store *store, int64_t run,
-                                  const struct measured *m, struct cp_diag *d)
-{
-    double *v = cp_calloc(m->n ? m->n : 1, sizeof *v);
-    if (!v)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for the probe counters");
-    for (size_t i = 0; i < m->n; i++)
-        v[i] = (double)m->probe_ns[i];
-    enum cp_status st = cp_trace_store_add_counter_series(store, run, "probe_ns", 0, v, m->n, d);
-    free(v);
-    return st;
-}
-
 static int bench_one(const struct bench_cli *c)
 {
     struct cp_diag d;
@@ -510,7 +493,7 @@ static int bench_one(const struct bench_cli *c)
         if (cp_session_store_run(&s, store, "bench", so.model_path, rec, c->o.batch, c->o.warmup,
                                  ms.ns, ms.n, rss, &run, &d) != CP_OK ||
             cp_perf_store(store, run, perf, &pr, &d) != CP_OK ||
-            (probe && store_probe(store, run, &ms, &d) != CP_OK)) {
+            (probe && cp_probe_store(store, run, ms.probe_ns, ms.n, &d) != CP_OK)) {
             cp_cli_error("bench", d.msg);
             rc = cp_status_exit_code(d.status);
             goto out;

@@ -338,20 +338,6 @@ static enum cp_status compare_all(struct cp_vresult *r, const bool wanted[CP_VM_
     return CP_OK;
 }
 
-/* The half-width of m's probe window (runner/probe.h), from its median
- * latency. */
-static size_t probe_window(const struct cp_run_metrics *m)
-{
-    double *x = cp_calloc(m->n ? m->n : 1, sizeof *x);
-    if (!x)
-        return 1;
-    for (size_t i = 0; i < m->n; i++)
-        x[i] = (double)m->latency_ns[i];
-    size_t w = cp_probe_window(m->n ? cp_stats_quantile(x, m->n, 0.5) : 0);
-    free(x);
-    return w;
-}
-
 /* Keep the iterations of m flagged in keep[] (latency, kernel time and
  * probe arrays compacted in place). */
 static void keep_flagged(struct cp_run_metrics *m, const bool *keep)
@@ -392,8 +378,8 @@ static void select_iterations(struct side *b, struct side *a, bool all, bool int
             p->reference_ns[s] = same_threads ? low : p->floor_ns[s];
             keep[s] = cp_calloc(m[s]->n ? m[s]->n : 1, sizeof *keep[s]);
             if (keep[s])
-                p->kept[s] = cp_probe_mark(m[s]->probe_ns, m[s]->n, p->reference_ns[s],
-                                           probe_window(m[s]), keep[s]);
+                p->kept[s] = cp_probe_mark_run(m[s]->probe_ns, m[s]->latency_ns, m[s]->n,
+                                               p->reference_ns[s], keep[s]);
         }
     }
     if (all)

@@ -2,7 +2,6 @@
  * of (see features_internal.h). Every query names the store in its error. */
 #include "rules/features_internal.h"
 #include "runner/probe.h"
-#include "stats/stats.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -82,16 +81,15 @@ static bool kept(const struct cp_fload *l, int64_t it)
 }
 
 /* Which iterations ran undisturbed, as validate judges them against the
- * run's own floor; sets l->filtered when enough did. it/lat/probe: the n
+ * run's own floor; sets l->filtered when enough did. it/ns/probe: the n
  * samples in iteration order. */
-static enum cp_status pick_undisturbed(struct cp_fload *l, const int64_t *it, const double *lat,
+static enum cp_status pick_undisturbed(struct cp_fload *l, const int64_t *it, const uint64_t *ns,
                                        const uint64_t *probe, size_t n, struct cp_diag *d)
 {
     bool *keep = cp_calloc(n, sizeof *keep);
     if (!keep)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading the probe");
-    size_t w = cp_probe_window(cp_stats_quantile(lat, n, 0.5));
-    size_t k = cp_probe_mark(probe, n, cp_probe_floor(probe, n), w, keep);
+    size_t k = cp_probe_mark_run(probe, ns, n, cp_probe_floor(probe, n), keep);
     enum cp_status rc = CP_OK;
     if (k >= CP_FEATURES_MIN_UNDISTURBED && k < n) {
         l->keep_it = cp_calloc(k, sizeof *l->keep_it);
@@ -120,7 +118,7 @@ static enum cp_status read_samples(struct cp_trace_store *s, struct cp_fload *l,
     if (rc != CP_OK)
         return rc;
     int64_t *it = NULL;
-    double *lat = NULL;
+    uint64_t *ns = NULL;
     uint64_t *probe = NULL;
     size_t n = 0, cap = 0;
     bool probed = true;
@@ -131,9 +129,9 @@ static enum cp_status read_samples(struct cp_trace_store *s, struct cp_fload *l,
             int64_t *a = cp_realloc_array(it, nc, sizeof *a);
             if (a)
                 it = a;
-            double *b = cp_realloc_array(lat, nc, sizeof *b);
+            uint64_t *b = cp_realloc_array(ns, nc, sizeof *b);
             if (b)
-                lat = b;
+                ns = b;
             uint64_t *c = cp_realloc_array(probe, nc, sizeof *c);
             if (c)
                 probe = c;
@@ -144,7 +142,8 @@ static enum cp_status read_samples(struct cp_trace_store *s, struct cp_fload *l,
             cap = nc;
         }
         it[n] = sqlite3_column_int64(st, 0);
-        lat[n] = sqlite3_column_double(st, 1);
+        int64_t v = sqlite3_column_int64(st, 1);
+        ns[n] = v > 0 ? (uint64_t)v : 0;
         double pv = sqlite3_column_double(st, 2);
         if (sqlite3_column_type(st, 2) == SQLITE_NULL || !(pv > 0 && pv < 1e18))
             probed = false;
@@ -157,18 +156,14 @@ static enum cp_status read_samples(struct cp_trace_store *s, struct cp_fload *l,
     sqlite3_finalize(st);
     l->n_measured = n;
     if (rc == CP_OK && probed && n > 0)
-        rc = pick_undisturbed(l, it, lat, probe, n, d);
-    size_t k = 0;
+        rc = pick_undisturbed(l, it, ns, probe, n, d);
+    if (rc == CP_OK && n > 0 && !(l->lat_ns = cp_calloc(n, sizeof *l->lat_ns)))
+        rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading samples");
     for (size_t i = 0; rc == CP_OK && i < n; i++)
         if (kept(l, it[i]))
-            lat[k++] = lat[i];
-    if (rc == CP_OK && k > 0) {
-        l->lat_ns = lat;
-        l->n_lat = k;
-        lat = NULL;
-    }
+            l->lat_ns[l->n_lat++] = (double)ns[i];
     free(it);
-    free(lat);
+    free(ns);
     free(probe);
     return rc;
 }

@@ -1,5 +1,7 @@
 /* The interference probe (runner/probe.h). */
 #include "runner/probe.h"
+#include "stats/stats.h"
+#include "trace/trace.h"
 
 #include <math.h>
 #include <omp.h>
@@ -181,6 +183,33 @@ static void exe_identity(char *out, size_t n)
     }
     snprintf(out, n, "%llx:%llx:%llx:%lld", (unsigned long long)st.st_dev,
              (unsigned long long)st.st_ino, (unsigned long long)st.st_size, (long long)st.st_mtime);
+}
+
+size_t cp_probe_mark_run(const uint64_t *probe, const uint64_t *latency_ns, size_t n,
+                         uint64_t floor, bool *out)
+{
+    double *x = cp_calloc(n ? n : 1, sizeof *x);
+    size_t w = 1;
+    if (x && n) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = (double)latency_ns[i];
+        w = cp_probe_window(cp_stats_quantile(x, n, 0.5));
+    }
+    free(x);
+    return cp_probe_mark(probe, n, floor, w, out);
+}
+
+enum cp_status cp_probe_store(struct cp_trace_store *s, int64_t run_id, const uint64_t *probe,
+                              size_t n, struct cp_diag *d)
+{
+    double *v = cp_calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for the probe counters");
+    for (size_t i = 0; i < n; i++)
+        v[i] = (double)probe[i];
+    enum cp_status st = cp_trace_store_add_counter_series(s, run_id, "probe_ns", 0, v, n, d);
+    free(v);
+    return st;
 }
 
 uint64_t cp_probe_floor_load(const char *path)

@@ -80,6 +80,19 @@ size_t cp_probe_window(double typical_ns);
  * before it). out (may be NULL): n flags. Returns how many. */
 size_t cp_probe_mark(const uint64_t *probe, size_t n, uint64_t floor, size_t w, bool *out);
 
+/* cp_probe_mark for a measured run, with the window its median latency
+ * (latency_ns[0..n-1], linear interpolation) calls for. The one way bench,
+ * validate and the features decide which iterations ran undisturbed. When
+ * out of memory for the median, the window is 1. */
+size_t cp_probe_mark_run(const uint64_t *probe, const uint64_t *latency_ns, size_t n,
+                         uint64_t floor, bool *out);
+
+/* Store probe[0..n-1] as the counter "probe_ns" of iterations 0..n-1 of
+ * run `run_id` (trace/trace.h). */
+struct cp_trace_store;
+enum cp_status cp_probe_store(struct cp_trace_store *s, int64_t run_id, const uint64_t *probe,
+                              size_t n, struct cp_diag *d);
+
 /* The lowest floor seen lately on this machine, kept in a small text file
  * so that a run that starts while the machine is busy knows what
  * undisturbed looks like. The file names the cannprof binary that measured

@@ -169,20 +169,6 @@ static double median_ns(const uint64_t *ns, size_t n)
     return m;
 }
 
-/* Store the probe of each measured iteration as the counter probe_ns. */
-static enum cp_status store_probe(struct cp_trace_store *store, int64_t run, const uint64_t *pv,
-                                  size_t n, struct cp_diag *d)
-{
-    double *v = cp_calloc(n ? n : 1, sizeof *v);
-    if (!v)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        v[i] = (double)pv[i];
-    enum cp_status st = cp_trace_store_add_counter_series(store, run, "probe_ns", 0, v, n, d);
-    free(v);
-    return st;
-}
-
 enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *p,
                              const char *om_path, const char *trace_path, double *med,
                              double *items_s, uint64_t *memory, int64_t *run_id, struct cp_diag *d)
@@ -224,7 +210,7 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
         st = cp_session_store_run(&s, store, "tune", om_path, rec, p->batch, o->warmup, ns,
                                   (size_t)o->rounds, cp_peak_rss_bytes(), run_id, d);
     if (st == CP_OK)
-        st = store_probe(store, *run_id, pv, (size_t)o->rounds, d);
+        st = cp_probe_store(store, *run_id, pv, (size_t)o->rounds, d);
     if (st == CP_OK) {
         *med = median_ns(ns, (size_t)o->rounds);
         *items_s = (double)cp_session_items_per_run(s.plan, p->batch) * 1e9 / *med;
