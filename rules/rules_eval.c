@@ -75,6 +75,7 @@ static enum cp_status cond(const struct cp_expr *e, const struct cp_expr_env *en
                            struct cp_diag *d)
 {
     struct cp_expr_value v;
+    *out = T_ABSENT; /* defined on every path, errors included */
     enum cp_status st = cp_expr_eval(e, env, &v, d);
     if (st != CP_OK)
         return st;

@@ -78,8 +78,9 @@ static enum cp_status ln_prepare(struct cp_kexec *k, struct cp_diag *d)
  * AVX2 one), loaded and stored unaligned. */
 typedef float ln_v16 __attribute__((vector_size(64), aligned(4)));
 
-static inline __attribute__((always_inline)) float ln_hsum(ln_v16 a)
+static inline __attribute__((always_inline)) float ln_hsum(const ln_v16 *v)
 {
+    ln_v16 a = *v; /* by pointer: a 64-byte vector argument changes the ABI of the non-AVX-512 clones */
     a += __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
     a += __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
     a += __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
@@ -103,14 +104,14 @@ CP_FK_HOT static void ln_rows16(const float *x, float *y, int64_t r0, int64_t r1
             memcpy(&v, xr + i, sizeof v);
             acc += v;
         }
-        float mean = ln_hsum(acc) / (float)n;
+        float mean = ln_hsum(&acc) / (float)n;
         acc = (ln_v16){0};
         for (int64_t i = 0; i < n; i += 16) {
             memcpy(&v, xr + i, sizeof v);
             v -= mean;
             acc += v * v;
         }
-        float inv = 1.0f / sqrtf(ln_hsum(acc) / (float)n + eps);
+        float inv = 1.0f / sqrtf(ln_hsum(&acc) / (float)n + eps);
         for (int64_t i = 0; i < n; i += 16) {
             memcpy(&v, xr + i, sizeof v);
             memcpy(&s, scale + i, sizeof s);

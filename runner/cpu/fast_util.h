@@ -66,9 +66,15 @@ void cp_fk_bcast_row(const struct cp_fk_bcast *b, int64_t r, int64_t *off);
 /* Hot loops: one clone per ISA level (AVX-512, AVX2+FMA, baseline) picked
  * at load time, with multiply-adds contracted into FMA where the clone has
  * it (C11 mode would otherwise keep them apart). */
+#if defined(__clang__)
+/* clang has no optimize attribute: the runner is built with
+ * -ffp-contract=fast there instead (CMakeLists.txt). */
+#define CP_FK_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
 #define CP_FK_HOT                                                                                  \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),                   \
                    optimize("fp-contract=fast")))
+#endif
 
 /* ---- threads ----------------------------------------------------------- */
 

@@ -90,7 +90,7 @@ Test(notify_format, names_round_trip)
         enum cp_webhook_format got = CP_WEBHOOK_FORMAT_COUNT;
         const char *name = cp_webhook_format_name((enum cp_webhook_format)f);
         cr_assert(cp_webhook_format_parse(name, &got), "%s", name);
-        cr_assert_eq(got, f);
+        cr_assert_eq((int)got, f);
         cr_assert_not_null(strstr(cp_webhook_format_choices(), name));
     }
     enum cp_webhook_format f = CP_WEBHOOK_GENERIC;

@@ -46,11 +46,17 @@ static bool close_to(double got, double want, double rel, double floor)
     return fabs(got - want) <= tol;
 }
 
+/* The label is a format of its own (e.g. "%s mean", name): it is printed
+ * first, then the figures. */
 #define EXPECT_CLOSE(got, want, rel, floor, ...)                                                   \
-    cr_expect(close_to((got), (want), (rel), (floor)),                                             \
-              "%s: got %.17g, SciPy " VEC_SCIPY_VERSION " says %.17g (rel err %.3g)", __VA_ARGS__, \
-              (double)(got), (double)(want),                                                       \
-              fabs(((got) - (want)) / ((want) != 0 ? (want) : 1.0)))
+    do {                                                                                           \
+        char label_[256];                                                                          \
+        snprintf(label_, sizeof label_, __VA_ARGS__);                                              \
+        cr_expect(close_to((got), (want), (rel), (floor)),                                         \
+                  "%s: got %.17g, SciPy " VEC_SCIPY_VERSION " says %.17g (rel err %.3g)", label_,  \
+                  (double)(got), (double)(want),                                                   \
+                  fabs(((got) - (want)) / ((want) != 0 ? (want) : 1.0)));                          \
+    } while (0)
 
 #define REL  1e-9
 #define TINY 1e-12
