@@ -2,7 +2,7 @@
  * manager, atc_bridge/passes/manager.c), check the dynamic-batch profiles,
  * then write the .om with the effective config and the pass record. */
 #include "atc_bridge/convert.h"
-#include "atc_bridge/om.h"
+#include "om/om.h"
 #include "atc_bridge/passes/batch_check.h"
 #include "atc_bridge/passes/pass.h"
 

@@ -1,6 +1,6 @@
 /* cannprof info: describe an .onnx or .om file. */
 #include "atc_bridge/convert.h"
-#include "atc_bridge/om.h"
+#include "om/om.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 

@@ -11,7 +11,7 @@
  * $XDG_DATA_HOME, see knowledge/kb.h). Schema, similarity and the JSON Lines
  * format: docs/kb-schema.md. */
 #include "atc_bridge/convert.h"
-#include "atc_bridge/om.h"
+#include "om/om.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "knowledge/kb_tuning.h"

@@ -1,6 +1,7 @@
 /* The engine: rules against features, findings with confidence, expected
  * gain and the change that addresses them. */
 #include "rules/rules_internal.h"
+#include "om/config.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -289,21 +290,6 @@ static void check_constraints(struct cp_finding *fd, const struct cp_analysis_op
 
 /* ---- changes the run already has ---------------------------------------------------- */
 
-/* Whether pass `name` is switched off in the config's effective switch
- * string ("PassA:off;PassB:off"). */
-static bool pass_is_off(const char *offs, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = offs; p && *p;) {
-        const char *end = strchr(p, ';');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n + 4 && strncmp(p, name, n) == 0 && strncmp(p + n, ":off", 4) == 0)
-            return true;
-        p = end ? end + 1 : p + len;
-    }
-    return false;
-}
-
 static bool switch_is_noop(const char *sw, const char *offs)
 {
     const char *colon = strrchr(sw, ':');
@@ -312,7 +298,7 @@ static bool switch_is_noop(const char *sw, const char *offs)
     bool on = strcmp(colon, ":on") == 0;
     if (strcmp(name, "ALL") == 0)
         return on ? !offs || !*offs : false;
-    return on != pass_is_off(offs, name);
+    return on != cp_fusion_switches_turn_off(offs, name);
 }
 
 static bool convert_is_noop(const char *flag, json_t *cfg)

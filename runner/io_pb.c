@@ -10,7 +10,7 @@
  */
 #include "runner/io_internal.h"
 
-#include "onnx/onnx.pb-c.h"
+#include "proto/onnx.pb-c.h"
 
 #include <stdio.h>
 #include <stdlib.h>

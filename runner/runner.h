@@ -22,10 +22,10 @@
 #ifndef CP_RUNNER_H
 #define CP_RUNNER_H
 
-#include "atc_bridge/convert.h"
-#include "atc_bridge/om.h"
 #include "core/core.h"
 #include "graph/graph.h"
+#include "om/config.h"
+#include "om/om.h"
 #include "trace/trace.h"
 
 #include <stdbool.h>

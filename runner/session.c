@@ -1,5 +1,6 @@
 /* Model opening and input feeding shared by run and bench. */
 #include "runner/session.h"
+#include "onnx/onnx.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Finishing dynamic batch after the conversion passes: the batch made
  * dynamic again and every profile checked (see batch_check.h). */
 #include "atc_bridge/passes/batch_check.h"
-#include "atc_bridge/om.h"
+#include "om/om.h"
 
 #include <stdlib.h>
 #include <string.h>

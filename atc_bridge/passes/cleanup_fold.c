@@ -27,7 +27,7 @@
  * dimension", which follows the batch), and otherwise stays computed. With
  * a dynamic batch dimension (--dynamic_batch_size) such values are not
  * known in the first place. */
-#include "atc_bridge/om.h"
+#include "om/om.h"
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
 

@@ -351,19 +351,6 @@ enum cp_status cp_fusion_switches_decide(const char *text, bool *off, struct cp_
     return CP_OK;
 }
 
-bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name)
-{
-    size_t nl = strlen(name);
-    for (const char *p = c->fusion_switches; *p;) {
-        const char *end = strchr(p, ';');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == nl + 4 && strncmp(p, name, nl) == 0 && strncmp(p + nl, ":off", 4) == 0)
-            return true;
-        p += len + (end ? 1 : 0);
-    }
-    return false;
-}
-
 enum cp_status cp_convert_config_load_fusion_switches(struct cp_convert_config *c,
                                                       const struct cp_log *log, struct cp_diag *d)
 {

@@ -27,8 +27,8 @@
 #ifndef CP_RUNNER_MEMPLAN_H
 #define CP_RUNNER_MEMPLAN_H
 
-#include "atc_bridge/convert.h"
 #include "graph/graph.h"
+#include "om/config.h"
 
 #define CP_MEM_ALIGN 64
 

@@ -4,6 +4,7 @@
  * the batch-1 output for the same input; batch 1 still matches the
  * unconverted model. A batch outside the profiles is refused, by the library
  * naming the profiles and by `run`/`bench` with exit code 2. */
+#include "atc_bridge/convert.h"
 #include "support/cli.h"
 #include "support/examples.h"
 #include "support/onnx_model.h"

@@ -8,7 +8,7 @@
  * by hand; the example-model tests go through cp_convert, so they run
  * every pass family in the manager's order. */
 #include "atc_bridge/convert.h"
-#include "atc_bridge/om.h"
+#include "om/om.h"
 #include "atc_bridge/passes/pass.h"
 #include "runner/runner.h"
 #include "support/run.h"

@@ -2,7 +2,7 @@
  * and its order, fusion switch files in both of ATC's forms and their
  * errors, the effective switch set in the config (JSON, id), the per-pass
  * record, switched-off passes, and the record's trip through the .om. */
-#include "atc_bridge/om.h"
+#include "om/om.h"
 
 #include "pass_test.h"
 

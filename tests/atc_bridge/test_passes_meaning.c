@@ -11,6 +11,7 @@
  * (cp_convert into a scratch folder, cp_model_load, one plan, one run) on
  * one thread, so the whole matrix takes seconds. Each test collects every
  * failing combination before it asserts, so one run shows them all. */
+#include "atc_bridge/convert.h"
 #include "support/cli.h"
 #include "support/examples.h"
 #include "support/run.h"

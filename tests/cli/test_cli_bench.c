@@ -4,7 +4,7 @@
  * nodes, events on three layers, meta), and its export as Chrome JSON and
  * folded stacks, with refusal of bad arguments. (run: test_cli_run.c.) */
 #include "core/core.h"
-#include "onnx/onnx.pb-c.h"
+#include "proto/onnx.pb-c.h"
 #include "support/cli.h"
 #include "support/db.h"
 #include "support/run.h"

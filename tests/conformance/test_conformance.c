@@ -34,9 +34,10 @@
  * CP_CONFORMANCE_FILTER=substring runs only the matching cases;
  * CP_CONFORMANCE_VERBOSE=1 prints every case's outcome.
  */
+#include "onnx/onnx.h"
 #include "runner/runner.h"
 
-#include "onnx/onnx.pb-c.h"
+#include "proto/onnx.pb-c.h"
 
 #include <criterion/criterion.h>
 

@@ -2,6 +2,7 @@
  * run on test_data_set_0 and match PyTorch's outputs within 1e-4 relative
  * L2 error, with reference kernels, with fast kernels, and with and
  * without buffer reuse. Each run prints its memory figures. */
+#include "atc_bridge/convert.h"
 #include "runner/runner.h"
 #include "support/examples.h"
 #include "support/run.h"

@@ -5,7 +5,7 @@
 #include "support/cli.h"
 #include "support/run.h"
 
-#include "onnx/onnx.pb-c.h"
+#include "proto/onnx.pb-c.h"
 
 #include <criterion/criterion.h>
 

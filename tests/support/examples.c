@@ -1,4 +1,5 @@
 /* Test support: the example models through the library (see examples.h). */
+#include "onnx/onnx.h"
 #include "support/examples.h"
 
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #ifndef CP_TEST_ONNX_MODEL_H
 #define CP_TEST_ONNX_MODEL_H
 
-#include "onnx/onnx.pb-c.h"
+#include "proto/onnx.pb-c.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
  *
  * Built with jansson (which checks that every string is valid UTF-8 and
  * keeps insertion order), so equal metadata always gives equal bytes. */
-#include "atc_bridge/om/om_internal.h"
+#include "om/om_internal.h"
 
 #include <jansson.h>
 #include <stdio.h>

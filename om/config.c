@@ -1,6 +1,6 @@
 /* The conversion config: ATC flag names and values, validation, the
  * reproducing command line, JSON form and stable id. */
-#include "atc_bridge/convert.h"
+#include "om/config.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -656,4 +656,22 @@ void cp_convert_config_id(const struct cp_convert_config *c, char out[17])
     snprintf(out, 17, "%016llx", (unsigned long long)h);
     free(s);
     json_decref(o);
+}
+
+bool cp_fusion_switches_turn_off(const char *switches, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = switches; p && *p;) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == nl + 4 && strncmp(p, name, nl) == 0 && strncmp(p + nl, ":off", 4) == 0)
+            return true;
+        p += len + (end ? 1 : 0);
+    }
+    return false;
+}
+
+bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name)
+{
+    return cp_fusion_switches_turn_off(c->fusion_switches, name);
 }

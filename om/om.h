@@ -17,7 +17,7 @@
 #ifndef CP_OM_H
 #define CP_OM_H
 
-#include "atc_bridge/convert.h"
+#include "om/config.h"
 #include "core/core.h"
 #include "graph/graph.h"
 

@@ -3,7 +3,7 @@
  * The whole file is assembled in memory with every gap zeroed, so its bytes
  * depend on the graph and the metadata only; then the checksum is computed
  * and the file goes to disk atomically. */
-#include "atc_bridge/om/om_internal.h"
+#include "om/om_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

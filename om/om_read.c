@@ -6,7 +6,7 @@
  * is checked completely (alignment, bounds, overlaps) before a section is
  * parsed, and the sections' contents are validated by om_meta.c and
  * om_graph.c. Integers are read byte by byte (no unaligned loads). */
-#include "atc_bridge/om/om_internal.h"
+#include "om/om_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* A small open-addressing hash map from borrowed strings to indices. Import
  * looks up every node input by name; the graph's own lookup is a linear scan,
  * which turns quadratic on models with thousands of tensors. */
-#include "atc_bridge/onnx/onnx_internal.h"
+#include "onnx/onnx_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * Private to atc_bridge/onnx/: the pieces of ONNX import.
+ * Private to onnx/: the pieces of ONNX import.
  *
  * import.c walks a decoded ModelProto: it checks the opset, lists every
  * unsupported op at once (first pass), then creates initializers, graph
@@ -16,10 +16,10 @@
 #ifndef CP_ONNX_INTERNAL_H
 #define CP_ONNX_INTERNAL_H
 
-#include "atc_bridge/convert.h"
+#include "onnx/onnx.h"
 #include "core/core.h"
 #include "graph/graph.h"
-#include "onnx/onnx.pb-c.h"
+#include "proto/onnx.pb-c.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,7 +5,7 @@
  * docs/om-format.md), so every field is read from fixed offsets inside the
  * 256 bytes, strings are cut at their declared length and cleaned, and
  * nothing read here is used as a size or an offset. */
-#include "atc_bridge/om/om_internal.h"
+#include "om/om_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * stops only at framing unpack would refuse as well (a truncated varint, a
  * length past the end, group or unknown wire types). The limit matches protobuf's C++ default
  * (100), which the reference ONNX tools use. */
-#include "atc_bridge/onnx/onnx_internal.h"
+#include "onnx/onnx_internal.h"
 
 #include <protobuf-c/protobuf-c.h>
 

@@ -5,9 +5,9 @@
  * the graph's content only. Unpacking trusts nothing: every enum value,
  * rank, index, name and blob is checked before the graph is rebuilt through
  * the public graph API. */
-#include "atc_bridge/om/om_internal.h"
+#include "om/om_internal.h"
 
-#include "om/cpom.pb-c.h"
+#include "proto/cpom.pb-c.h"
 
 #include <stdarg.h>
 #include <stdio.h>

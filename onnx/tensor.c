@@ -1,6 +1,6 @@
 /* TensorProto decoding (typed fields, raw_data, external data files) and
  * value types of graph inputs, outputs and value_info. */
-#include "atc_bridge/onnx/onnx_internal.h"
+#include "onnx/onnx_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
  * node input was defined somewhere, graph outputs, and declared value types
  * of intermediates. Verification (cycles, ...) and shape inference are the
  * caller's (cp_convert). */
-#include "atc_bridge/onnx/onnx_internal.h"
+#include "onnx/onnx_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
 #include <criterion/criterion.h>
 
 #include "atc_bridge/convert.h"
-#include "atc_bridge/onnx/onnx_internal.h"
-#include "onnx/onnx.pb-c.h"
+#include "onnx/onnx_internal.h"
+#include "proto/onnx.pb-c.h"
 #include "support/cli.h"
 #include "support/run.h"
 

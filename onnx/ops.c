@@ -1,7 +1,7 @@
 /* The ONNX op table: one row per operator of enum cp_op, with its opset
  * range, input and output counts, known attributes and a loader. Rows are
  * sorted by name and searched with bsearch. */
-#include "atc_bridge/onnx/onnx_internal.h"
+#include "onnx/onnx_internal.h"
 
 #include <assert.h>
 #include <stdio.h>

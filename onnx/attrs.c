@@ -1,6 +1,6 @@
 /* Node attributes: checking that each attribute's declared type matches what
  * it carries, and copying it onto the graph node with its type. */
-#include "atc_bridge/onnx/onnx_internal.h"
+#include "onnx/onnx_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * Private to atc_bridge/om/: the byte layout of the CPU .om header and the
+ * Private to om/: the byte layout of the CPU .om header and the
  * helpers the reader and writer share. docs/om-format.md is the reference
  * for every constant here; change both together.
  *
@@ -11,7 +11,7 @@
 #ifndef CP_OM_INTERNAL_H
 #define CP_OM_INTERNAL_H
 
-#include "atc_bridge/om.h"
+#include "om/om.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* The CPU .om container: round trips, determinism, alignment, and refusal of
  * every kind of damaged or foreign file. */
-#include "atc_bridge/om.h"
-#include "om/cpom.pb-c.h"
+#include "om/om.h"
+#include "proto/cpom.pb-c.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

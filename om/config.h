@@ -1,0 +1,151 @@
+/*
+ * om/config: the conversion config every .om records.
+ *
+ * `struct cp_convert_config` holds every knob a conversion takes, with ATC's
+ * flag names and allowed values. It is parsed from ATC-style flags, recorded
+ * verbatim in the .om (om.h), printed back as the exact `cannprof convert`
+ * command line that reproduces it, and hashed to a stable id. It lives here,
+ * beside the container, because both sides of the .om read it: the
+ * converter (atc_bridge/) fills it, the runtime (runner/) plans from it
+ * (buffer reuse, dynamic-batch profiles) and the tuner turns its knobs.
+ * Reading a fusion switch file needs the pass table, so that part is the
+ * converter's (atc_bridge/convert.h).
+ */
+#ifndef CP_OM_CONFIG_H
+#define CP_OM_CONFIG_H
+
+#include "core/core.h"
+#include "graph/graph.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CP_MAX_INPUT_SHAPES    16
+#define CP_MAX_DYN_BATCH       100
+#define CP_FUSION_SWITCHES_MAX 4096
+
+enum cp_precision_mode {
+    CP_PREC_FORCE_FP32 = 0, /* the CPU target's default */
+    CP_PREC_FORCE_FP16,
+    CP_PREC_CUBE_FP16IN_FP32OUT,
+    CP_PREC_ALLOW_MIX_PRECISION,
+    CP_PREC_ALLOW_FP32_TO_FP16,
+    CP_PREC_MUST_KEEP_ORIGIN_DTYPE,
+    CP_PREC_ALLOW_MIX_PRECISION_FP16,
+    CP_PREC_ALLOW_MIX_PRECISION_BF16,
+    CP_PREC_ALLOW_FP32_TO_BF16,
+    CP_PREC_COUNT
+};
+
+enum cp_implmode {
+    CP_IMPL_HIGH_PERFORMANCE = 0, /* ATC's default */
+    CP_IMPL_HIGH_PRECISION,
+    CP_IMPL_HIGH_PRECISION_FOR_ALL,
+    CP_IMPL_HIGH_PERFORMANCE_FOR_ALL,
+    CP_IMPL_COUNT
+};
+
+enum cp_buffer_opt {
+    CP_BUF_L2_OPTIMIZE = 0, /* default: arena reuse */
+    CP_BUF_L1_OPTIMIZE,
+    CP_BUF_OFF_OPTIMIZE,
+    CP_BUF_COUNT
+};
+
+enum cp_input_format {
+    CP_FMT_NCHW = 0, /* ATC's default for ONNX */
+    CP_FMT_NCDHW,
+    CP_FMT_ND,
+    CP_FMT_NHWC,
+    CP_FMT_COUNT
+};
+
+/* Where conv regions keep their activations (cannprof's own knob; ATC picks
+ * layouts itself, and Ascend's own choice is the blocked NC1HWC0, which is
+ * why blocked is the default here). */
+enum cp_layout_policy {
+    CP_LAYOUT_POLICY_NCHW = 0, /* plain NCHW everywhere */
+    CP_LAYOUT_POLICY_NHWC,     /* conv regions in NHWC */
+    CP_LAYOUT_POLICY_BLOCKED,  /* conv regions in oneDNN's blocked nChw16c / nChw8c (default) */
+    CP_LAYOUT_POLICY_COUNT
+};
+
+/* One `name:d0,d1,...` entry of --input_shape; -1 marks a dynamic dimension. */
+struct cp_input_shape {
+    char name[128];
+    int rank;
+    int64_t dims[CP_MAX_RANK];
+};
+
+struct cp_convert_config {
+    char model[1024];  /* --model: source path as given */
+    int framework;     /* --framework: 5 (ONNX) */
+    char output[1024]; /* --output: path without ".om" */
+    struct cp_input_shape input_shapes[CP_MAX_INPUT_SHAPES];
+    size_t n_input_shapes;
+    enum cp_input_format input_format;
+    enum cp_layout_policy layout_policy;
+    enum cp_precision_mode precision_mode;
+    char fusion_switch_file[1024]; /* "" when none */
+    /* The effective switches the file gives, as canonical text: the passes
+     * it turns off, sorted by name, "PassA:off;PassB:off" ("" when none).
+     * Filled from the file by cp_convert_config_load_fusion_switches (and at
+     * conversion time), recorded in the .om and part of the config id, so a
+     * .om says what ran even if the file changes later. */
+    char fusion_switches[CP_FUSION_SWITCHES_MAX];
+    int64_t dynamic_batch[CP_MAX_DYN_BATCH];
+    size_t n_dynamic_batch;
+    enum cp_buffer_opt buffer_optimize;
+    enum cp_implmode implmode;
+    char soc_version[64]; /* "cpu" for this target */
+    enum cp_log_level log;
+};
+
+/* Defaults: framework 5, NCHW input format, blocked layout policy,
+ * force_fp32, l2_optimize, high_performance, soc_version "cpu", log null. */
+void cp_convert_config_init(struct cp_convert_config *c);
+
+/* Value names, as ATC spells them. */
+const char *cp_precision_mode_name(enum cp_precision_mode m);
+const char *cp_implmode_name(enum cp_implmode m);
+const char *cp_buffer_opt_name(enum cp_buffer_opt b);
+const char *cp_input_format_name(enum cp_input_format f);
+const char *cp_layout_policy_name(enum cp_layout_policy p);
+const char *cp_log_level_name(enum cp_log_level l);
+
+/* Set one knob from its ATC flag name (without dashes) and value text,
+ * validating against ATC's allowed values. Errors name the flag and list
+ * what is accepted. CP_ERR_USAGE for an unknown flag. */
+enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *flag,
+                                     const char *value, struct cp_diag *d);
+
+/* Check the config as a whole (model given, framework 5, soc_version cpu,
+ * dynamic batch needs a -1 batch dimension, ...). */
+enum cp_status cp_convert_config_validate(const struct cp_convert_config *c, struct cp_diag *d);
+
+/* The exact command line that reproduces the config, starting with
+ * "cannprof convert". Flags at their default are left out. */
+void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf *out);
+
+/* The config as a JSON object (every knob, defaults included), keys in a
+ * fixed order so equal configs give equal text. */
+void cp_convert_config_json(const struct cp_convert_config *c, struct cp_buf *out);
+
+/* Parse the JSON form back (as stored in a .om). */
+enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const char *json,
+                                           struct cp_diag *d);
+
+/* Stable id of the knobs that change the produced model (not model/output
+ * paths or log level): 16 hex digits + NUL. */
+void cp_convert_config_id(const struct cp_convert_config *c, char out[17]);
+
+/* Whether an effective switch string in the canonical form of
+ * cp_convert_config.fusion_switches ("PassA:off;PassB:off"; NULL or "" for
+ * none) turns pass `name` off. */
+bool cp_fusion_switches_turn_off(const char *switches, const char *name);
+
+/* Whether the effective switch set of `c` turns pass `name` off. */
+bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name);
+
+#endif
