@@ -2,6 +2,7 @@
  * manager, atc_bridge/passes/manager.c), check the dynamic-batch profiles,
  * then write the .om with the effective config and the pass record. */
 #include "atc_bridge/convert.h"
+#include "core/host.h"
 #include "om/om.h"
 #include "atc_bridge/passes/batch_check.h"
 #include "atc_bridge/passes/pass.h"
@@ -17,48 +18,14 @@
  * text is stable across machines of one kind. */
 static void target_description(char *out, size_t n)
 {
-    struct utsname u;
-    const char *arch = uname(&u) == 0 ? u.machine : "unknown";
-    char model[128] = "unknown";
-    char feats[256] = "";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[8192];
-        bool got_model = false, got_flags = false;
-        while (fgets(line, sizeof line, f) && !(got_model && got_flags)) {
-            char *colon = strchr(line, ':');
-            if (!colon)
-                continue;
-            char *val = colon + 1;
-            while (*val == ' ')
-                val++;
-            val[strcspn(val, "\n")] = 0;
-            if (!got_model && strncmp(line, "model name", 10) == 0) {
-                snprintf(model, sizeof model, "%s", val);
-                got_model = true;
-            } else if (!got_flags && strncmp(line, "flags", 5) == 0) {
-                static const char *const wanted[] = {"avx2",        "fma",         "avx512f",
-                                                     "avx512bw",    "avx512_vnni", "avx512_bf16",
-                                                     "avx512_fp16", "amx_bf16"};
-                size_t pos = 0;
-                for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
-                    char pat[32];
-                    snprintf(pat, sizeof pat, " %s ", wanted[i]);
-                    char padded[8200];
-                    snprintf(padded, sizeof padded, " %s ", val);
-                    if (strstr(padded, pat) && pos < sizeof feats) {
-                        int w = snprintf(feats + pos, sizeof feats - pos, "%s%s", pos ? " " : "",
-                                         wanted[i]);
-                        if (w > 0)
-                            pos += (size_t)w;
-                    }
-                }
-                got_flags = true;
-            }
-        }
-        fclose(f);
+    struct cp_host *h = malloc(sizeof *h);
+    if (!h) {
+        snprintf(out, n, "cpu");
+        return;
     }
-    snprintf(out, n, "cpu %s %s (%s)", arch, model, feats);
+    cp_host_detect(h);
+    snprintf(out, n, "cpu %.32s %.160s (%.300s)", h->arch, h->cpu_model, h->isa);
+    free(h);
 }
 
 static enum cp_status apply_input_shape_check(const struct cp_convert_config *c,

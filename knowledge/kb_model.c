@@ -3,6 +3,7 @@
  * schema in docs/kb-schema.md). */
 #include "knowledge/kb_internal.h"
 #include "knowledge/kb_tuning.h"
+#include "core/host.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -13,52 +14,6 @@
 #include <unistd.h>
 
 /* ---- hardware -------------------------------------------------------------- */
-
-/* The ISA features that change which kernels run or how fast, in the order
- * they are listed: x86 flags from /proc/cpuinfo "flags", Arm ones from
- * "Features". */
-static const char *const ISA_FLAGS[] = {
-    "sse4_2",   "avx",         "avx2",        "fma",         "f16c",     "avx512f",  "avx512bw",
-    "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16",
-    "amx_int8", "asimd",       "asimddp",     "sve",         "sve2",     "bf16",     "i8mm",
-};
-
-/* Whether the space-separated list `flags` holds the word `w`. */
-static bool has_word(const char *flags, const char *w)
-{
-    size_t n = strlen(w);
-    for (const char *p = flags; (p = strstr(p, w)) != NULL; p += n) {
-        bool start = p == flags || isspace((unsigned char)p[-1]);
-        bool end = p[n] == '\0' || isspace((unsigned char)p[n]);
-        if (start && end)
-            return true;
-    }
-    return false;
-}
-
-/* The value of "key : value" when line starts with key; NULL otherwise. */
-static const char *cpuinfo_value(const char *line, const char *key)
-{
-    size_t n = strlen(key);
-    if (strncmp(line, key, n) != 0)
-        return NULL;
-    const char *p = line + n;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    if (*p != ':')
-        return NULL;
-    p++;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    return p;
-}
-
-static void trim_newline(char *s)
-{
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
-        s[--n] = '\0';
-}
 
 void cp_kb_hardware_sign(struct cp_kb_hardware *hw)
 {
@@ -76,40 +31,14 @@ void cp_kb_hardware_sign(struct cp_kb_hardware *hw)
 void cp_kb_hardware_detect(struct cp_kb_hardware *out)
 {
     memset(out, 0, sizeof *out);
-    char flags[4096] = "";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[4096];
-        while (fgets(line, sizeof line, f)) {
-            const char *v;
-            trim_newline(line);
-            if (!out->cpu_model[0] && ((v = cpuinfo_value(line, "model name")) != NULL ||
-                                       (v = cpuinfo_value(line, "Model")) != NULL ||
-                                       (v = cpuinfo_value(line, "Hardware")) != NULL))
-                snprintf(out->cpu_model, sizeof out->cpu_model, "%s", v);
-            if (!flags[0] && ((v = cpuinfo_value(line, "flags")) != NULL ||
-                              (v = cpuinfo_value(line, "Features")) != NULL))
-                snprintf(flags, sizeof flags, "%s", v);
-        }
-        fclose(f);
+    struct cp_host *h = malloc(sizeof *h);
+    if (h) {
+        cp_host_detect(h);
+        snprintf(out->cpu_model, sizeof out->cpu_model, "%.127s", h->cpu_model);
+        snprintf(out->isa, sizeof out->isa, "%.255s", h->isa);
+        out->cores = h->cores;
+        free(h);
     }
-    if (!out->cpu_model[0]) {
-        struct utsname u;
-        if (uname(&u) == 0)
-            snprintf(out->cpu_model, sizeof out->cpu_model, "%s", u.machine);
-    }
-    size_t len = 0;
-    for (size_t i = 0; i < sizeof ISA_FLAGS / sizeof ISA_FLAGS[0]; i++) {
-        if (!has_word(flags, ISA_FLAGS[i]))
-            continue;
-        int w =
-            snprintf(out->isa + len, sizeof out->isa - len, "%s%s", len ? " " : "", ISA_FLAGS[i]);
-        if (w < 0 || (size_t)w >= sizeof out->isa - len)
-            break;
-        len += (size_t)w;
-    }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    out->cores = cores > 0 ? (int)cores : 0;
     snprintf(out->soc_version, sizeof out->soc_version, "cpu");
     snprintf(out->tool_version, sizeof out->tool_version, "%s", CP_VERSION_STRING);
     cp_kb_hardware_sign(out);

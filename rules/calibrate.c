@@ -14,6 +14,7 @@
  * the file gives back the very same doubles.
  */
 #include "rules/calibrate.h"
+#include "core/host.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -31,79 +32,7 @@
     "triad a[i] = b[i] + s*c[i] on fp32 arrays: 12 bytes per element (read b, read c, "            \
     "write a; write-allocate not counted, as in STREAM)"
 
-/* The ISA flags that change what the runtime can reach, in print order. */
-static const char *const isa_flags[] = {
-    /* x86 */
-    "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
-    "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
-    /* ARM */
-    "asimd", "asimddp", "asimdhp", "sve", "sve2", "bf16", "i8mm", "sme"};
-
 /* ---- detection ------------------------------------------------------------- */
-
-/* Whether `flag` is one of the space-separated words of `flags`. */
-static bool has_word(const char *flags, const char *flag)
-{
-    size_t n = strlen(flag);
-    for (const char *p = flags; (p = strstr(p, flag)) != NULL; p += n) {
-        bool starts = p == flags || p[-1] == ' ' || p[-1] == '\t';
-        bool ends = p[n] == '\0' || p[n] == ' ' || p[n] == '\t' || p[n] == '\n';
-        if (starts && ends)
-            return true;
-    }
-    return false;
-}
-
-/* Replace anything but printable ASCII, so the text is valid JSON as is. */
-static void ascii_only(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
-            *s = '?';
-}
-
-/* The values of /proc/cpuinfo's first model line and first flags line.
- * OUT: model[model_n] ("unknown" if none), flags (malloc'ed, "" if none;
- * NULL on out-of-memory). */
-static char *read_cpuinfo(char *model, size_t model_n)
-{
-    static const char *const model_keys[] = {"model name", "Hardware", "cpu model", "Model"};
-    static const char *const flag_keys[] = {"flags", "Features"};
-    snprintf(model, model_n, "unknown");
-    int model_rank = 99;
-    char *flags = NULL;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while (f && (len = getline(&line, &cap, f)) > 0) {
-        char *colon = strchr(line, ':');
-        if (!colon)
-            continue;
-        char *key_end = colon;
-        while (key_end > line && (key_end[-1] == ' ' || key_end[-1] == '\t'))
-            key_end--;
-        size_t key_n = (size_t)(key_end - line);
-        char *val = colon + 1;
-        while (*val == ' ' || *val == '\t')
-            val++;
-        val[strcspn(val, "\n")] = '\0';
-        for (int k = 0; k < (int)(sizeof model_keys / sizeof *model_keys); k++)
-            if (k < model_rank && key_n == strlen(model_keys[k]) &&
-                strncmp(line, model_keys[k], key_n) == 0 && *val) {
-                snprintf(model, model_n, "%s", val);
-                model_rank = k;
-            }
-        for (size_t k = 0; k < sizeof flag_keys / sizeof *flag_keys; k++)
-            if (!flags && key_n == strlen(flag_keys[k]) && strncmp(line, flag_keys[k], key_n) == 0)
-                flags = cp_strdup(val);
-    }
-    free(line);
-    if (f)
-        fclose(f);
-    ascii_only(model);
-    return flags ? flags : cp_strdup("");
-}
 
 static void make_cache_key(struct cp_machine *m)
 {
@@ -119,21 +48,18 @@ static void make_cache_key(struct cp_machine *m)
 void cp_machine_detect(struct cp_machine *out)
 {
     memset(out, 0, sizeof *out);
-    char *flags = read_cpuinfo(out->cpu_model, sizeof out->cpu_model);
-    size_t used = 0;
-    for (size_t i = 0; flags && i < sizeof isa_flags / sizeof *isa_flags; i++) {
-        if (!has_word(flags, isa_flags[i]))
-            continue;
-        int w = snprintf(out->isa + used, sizeof out->isa - used, "%s%s", used ? " " : "",
-                         isa_flags[i]);
-        if (w < 0 || (size_t)w >= sizeof out->isa - used)
-            break;
-        used += (size_t)w;
+    struct cp_host *h = malloc(sizeof *h);
+    if (h) {
+        cp_host_detect(h);
+        snprintf(out->cpu_model, sizeof out->cpu_model, "%.127s", h->cpu_model);
+        snprintf(out->isa, sizeof out->isa, "%.255s", h->isa);
+        out->has_bf16 = h->has_bf16;
+        out->cores = h->cores;
+        free(h);
+    } else {
+        snprintf(out->cpu_model, sizeof out->cpu_model, "unknown");
+        out->cores = 1;
     }
-    out->has_bf16 = flags && (has_word(flags, "avx512_bf16") || has_word(flags, "amx_bf16"));
-    free(flags);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    out->cores = n > 0 && n < 100000 ? (int)n : 1;
     const dnnl_version_t *v = dnnl_version();
     if (v)
         snprintf(out->onednn, sizeof out->onednn, "%d.%d.%d", v->major, v->minor, v->patch);
@@ -167,6 +93,14 @@ double cp_machine_ridge(const struct cp_machine *m, bool bf16)
 }
 
 /* ---- JSON -------------------------------------------------------------------- */
+
+/* Replace anything but printable ASCII, so the text is valid JSON as is. */
+static void ascii_only(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+            *s = '?';
+}
 
 /* A JSON string; text that is not valid UTF-8 (a path) goes in with its
  * odd bytes replaced. */

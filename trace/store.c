@@ -2,6 +2,7 @@
  * meta, and the host description. Runs, samples, kernels, events and
  * counters are written in store_write.c. Schema: docs/trace-format.md. */
 #include "trace/trace_internal.h"
+#include "core/host.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -378,76 +379,30 @@ enum cp_status cp_trace_store_get_meta(struct cp_trace_store *s, const char *key
 
 /* ---- host description ------------------------------------------------------ */
 
-/* The value of the first "key : value" line of /proc/cpuinfo whose key is
- * `keys[0]`, else `keys[1]`, ... (x86 says "model name" and "flags", ARM
- * "Hardware" and "Features"), copied into out; "unknown" when
- * none is there. */
-static void cpuinfo_field(const char *const *keys, char *out, size_t cap)
-{
-    snprintf(out, cap, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[8192];
-    for (size_t k = 0; keys[k]; k++) {
-        rewind(f);
-        size_t want = strlen(keys[k]);
-        while (fgets(line, sizeof(line), f)) {
-            char *colon = strchr(line, ':');
-            if (!colon)
-                continue;
-            char *kend = colon;
-            while (kend > line && (kend[-1] == ' ' || kend[-1] == '\t'))
-                kend--;
-            if ((size_t)(kend - line) != want || strncmp(line, keys[k], want) != 0)
-                continue;
-            char *v = colon + 1;
-            while (*v == ' ' || *v == '\t')
-                v++;
-            size_t vlen = strcspn(v, "\r\n");
-            if (vlen == 0)
-                continue;
-            snprintf(out, cap, "%.*s", (int)vlen, v);
-            fclose(f);
-            return;
-        }
-    }
-    fclose(f);
-}
-
 enum cp_status cp_trace_store_set_host_meta(struct cp_trace_store *s, struct cp_diag *d)
 {
-    static const char *const model_keys[] = {"model name", "Hardware", "cpu model",
-                                             "Processor",  "uarch",    NULL};
-    static const char *const flag_keys[] = {"flags", "Features", "isa", NULL};
-    char *model = malloc(8192), *flags = malloc(8192);
+    struct cp_host *h = malloc(sizeof *h);
     enum cp_status ret = CP_OK;
-    if (!model || !flags) {
-        ret = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", s->path);
-        goto out_free;
-    }
-    cpuinfo_field(model_keys, model, 8192);
-    cpuinfo_field(flag_keys, flags, 8192);
-    char cores[32], schema[32], os[400], arch[80];
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(cores, sizeof(cores), "%ld", n > 0 ? n : 1);
+    if (!h)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", s->path);
+    cp_host_detect(h);
+    char cores[32], schema[32], l1d[32], l2[32], l3[32];
+    snprintf(cores, sizeof(cores), "%d", h->cores);
     snprintf(schema, sizeof(schema), "%d", CP_TRACE_SCHEMA_VERSION);
-    struct utsname u;
-    if (uname(&u) == 0) {
-        snprintf(os, sizeof(os), "%.64s %.64s", u.sysname, u.release);
-        snprintf(arch, sizeof(arch), "%.64s", u.machine);
-    } else {
-        snprintf(os, sizeof(os), "unknown");
-        snprintf(arch, sizeof(arch), "unknown");
-    }
+    snprintf(l1d, sizeof(l1d), "%llu", (unsigned long long)h->l1d_bytes);
+    snprintf(l2, sizeof(l2), "%llu", (unsigned long long)h->l2_bytes);
+    snprintf(l3, sizeof(l3), "%llu", (unsigned long long)h->l3_bytes);
     const char *kv[][2] = {
         {"tool_version", CP_VERSION_STRING},
         {"schema_version", schema},
-        {"host_cpu_model", model},
-        {"host_isa_flags", flags},
+        {"host_cpu_model", h->cpu_model},
+        {"host_isa_flags", h->flags[0] ? h->flags : "unknown"},
         {"host_cores", cores},
-        {"host_os", os},
-        {"host_arch", arch},
+        {"host_os", h->os},
+        {"host_arch", h->arch},
+        {"host_l1d_bytes", l1d},
+        {"host_l2_bytes", l2},
+        {"host_l3_bytes", l3},
     };
     if ((ret = cp_trace_store_exec(s, "BEGIN IMMEDIATE", "recording the host", d)) != CP_OK)
         goto out_free;
@@ -466,7 +421,6 @@ enum cp_status cp_trace_store_set_host_meta(struct cp_trace_store *s, struct cp_
 out_rollback:
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 out_free:
-    free(model);
-    free(flags);
+    free(h);
     return ret;
 }

@@ -6,6 +6,7 @@
  * order, no dead nodes), verified and inferred, so each pass may walk the
  * node array in order and trust every shape. */
 #include "atc_bridge/passes/pass.h"
+#include "core/host.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,22 +80,14 @@ const struct cp_pass *cp_pass_lookup(const char *name)
 void cp_pass_target_detect(struct cp_pass_target *t)
 {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
+    struct cp_host *h = malloc(sizeof *h);
+    if (!h)
         return;
-    char line[8192];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "flags", 5) != 0)
-            continue;
-        /* Pad so every flag, the last one too, is surrounded by spaces. */
-        char padded[8200];
-        line[strcspn(line, "\n")] = '\0';
-        snprintf(padded, sizeof padded, " %s ", strchr(line, ':') ? strchr(line, ':') + 1 : "");
-        t->has_bf16 = strstr(padded, " avx512_bf16 ") || strstr(padded, " amx_bf16 ");
-        t->has_fp16 = strstr(padded, " avx512_fp16 ") != NULL;
-        break;
-    }
-    fclose(f);
+    cp_host_detect(h);
+    t->has_bf16 = h->has_bf16;
+    t->has_fp16 = h->has_fp16;
+    snprintf(t->cpu_model, sizeof t->cpu_model, "%s", h->cpu_model);
+    free(h);
 }
 
 /* ---- records ----------------------------------------------------------------- */
@@ -173,6 +166,7 @@ static void ctx_init(struct cp_pass_ctx *ctx, struct cp_graph *g, const struct c
     ctx->log = log;
     ctx->has_bf16 = target->has_bf16;
     ctx->has_fp16 = target->has_fp16;
+    ctx->cpu_model = target->cpu_model;
 }
 
 enum cp_status cp_passes_run(struct cp_graph *g, const struct cp_convert_config *c,

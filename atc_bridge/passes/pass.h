@@ -39,8 +39,9 @@ struct cp_pass_ctx {
     struct cp_diag *d;
     const struct cp_log *log;
     /* What the target can do (from the CPU's ISA flags). */
-    bool has_bf16; /* avx512_bf16 or amx_bf16 */
-    bool has_fp16; /* avx512_fp16 */
+    bool has_bf16;       /* avx512_bf16 or amx_bf16 */
+    bool has_fp16;       /* avx512_fp16 */
+    const char *cpu_model; /* for messages: "AMD EPYC" */
 };
 
 struct cp_pass {
@@ -65,9 +66,10 @@ extern const struct cp_pass cp_precision_passes[];
 struct cp_pass_target {
     bool has_bf16;
     bool has_fp16;
+    char cpu_model[256];
 };
 
-/* The target this process runs on (from /proc/cpuinfo's flags). */
+/* The target this process runs on (core/host.h). */
 void cp_pass_target_detect(struct cp_pass_target *t);
 
 /* What one pass did, as the .om records it. Strings are static. */

@@ -81,32 +81,9 @@ static enum cp_precision_mode bf16_counterpart(enum cp_precision_mode m)
                : CP_PREC_ALLOW_FP32_TO_BF16;
 }
 
-/* "AMD EPYC": the CPU's model name for messages. */
-static void cpu_model(char *out, size_t n)
-{
-    snprintf(out, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) != 0 || !colon)
-            continue;
-        colon++;
-        while (*colon == ' ')
-            colon++;
-        colon[strcspn(colon, "\n")] = 0;
-        snprintf(out, n, "%s", colon);
-        break;
-    }
-    fclose(f);
-}
-
 static enum cp_status refuse_mode(struct cp_pass_ctx *ctx, enum cp_precision_mode m)
 {
-    char model[256];
-    cpu_model(model, sizeof model);
+    const char *model = ctx->cpu_model ? ctx->cpu_model : "unknown";
     const char *name = cp_precision_mode_name(m);
     if (is_fp16_mode(m)) {
         enum cp_precision_mode alt = ctx->has_bf16 ? bf16_counterpart(m) : CP_PREC_FORCE_FP32;

@@ -4,6 +4,7 @@
  * file is replaced, XDG_CACHE_HOME and HOME are honoured; `cannprof
  * calibrate` prints the figures (text and JSON) and fails clearly when the
  * cache folder cannot be created. Magnitudes are never asserted: only > 0. */
+#include "core/host.h"
 #include "core/core.h"
 #include "rules/calibrate.h"
 #include "support/cli.h"
@@ -31,25 +32,12 @@ static bool positive_finite(double v)
     return isfinite(v) && v > 0;
 }
 
-/* Whether /proc/cpuinfo's flags line has native bf16. */
+/* Whether the host description says the CPU has native bf16. */
 static bool cpuinfo_has_bf16(void)
 {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return false;
-    char *line = NULL;
-    size_t cap = 0;
-    bool yes = false;
-    while (getline(&line, &cap, f) > 0) {
-        if (strncmp(line, "flags", 5) != 0)
-            continue;
-        line[strcspn(line, "\n")] = ' ';
-        yes = strstr(line, " avx512_bf16 ") || strstr(line, " amx_bf16 ");
-        break;
-    }
-    free(line);
-    fclose(f);
-    return yes;
+    struct cp_host h;
+    cp_host_detect(&h);
+    return h.has_bf16;
 }
 
 static void calibrate_in(const char *dir, bool force, struct cp_machine *m)

@@ -29,6 +29,7 @@
  * Then what analyze does when no rule explains a hotspot (an "unclassified
  * hotspot" finding and a rule skeleton), and its exit code 2 on traces it
  * cannot use. Nothing asserts on time. */
+#include "core/host.h"
 #include "core/core.h"
 #include "support/cli.h"
 #include "support/db.h"
@@ -307,20 +308,11 @@ static json_t *expect_planted(const char *om, const char *tag, const char *threa
     return NULL; /* not reached */
 }
 
-/* Whether /proc/cpuinfo lists avx512_bf16 or amx_bf16 (read line by line:
- * its size is 0 to stat). */
 static bool cpu_has_bf16(void)
 {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return false;
-    char line[8192];
-    bool yes = false;
-    while (!yes && fgets(line, sizeof line, f))
-        yes = strncmp(line, "flags", 5) == 0 &&
-              (strstr(line, " avx512_bf16") || strstr(line, " amx_bf16"));
-    fclose(f);
-    return yes;
+    struct cp_host h;
+    cp_host_detect(&h);
+    return h.has_bf16;
 }
 
 /* ---- the planted examples --------------------------------------------------------- */

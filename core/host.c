@@ -1,0 +1,210 @@
+/* The host description (core/host.h). */
+#include "core/host.h"
+#include "core/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+const char *const CP_HOST_ISA_FEATURES[] = {
+    /* x86 */
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
+    "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
+    /* Arm */
+    "asimd", "asimddp", "asimdhp", "sve", "sve2", "bf16", "i8mm", "sme", NULL};
+
+/* Keys naming the CPU model, best first: x86, then what Arm and other
+ * kernels print. */
+static const char *const MODEL_KEYS[] = {"model name", "Model",     "Hardware", "cpu model",
+                                         "Processor",  "uarch",     NULL};
+static const char *const FLAG_KEYS[] = {"flags", "Features", "isa", NULL};
+
+static int key_rank(const char *const *keys, const char *key, size_t n)
+{
+    for (int i = 0; keys[i]; i++)
+        if (strlen(keys[i]) == n && strncmp(keys[i], key, n) == 0)
+            return i;
+    return -1;
+}
+
+static void copy_printable(char *dst, size_t cap, const char *src, size_t n)
+{
+    if (cap == 0)
+        return;
+    if (n >= cap)
+        n = cap - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[i] = c == '\t' ? ' ' : c < 0x20 || c > 0x7e ? '?' : (char)c;
+    }
+    dst[n] = '\0';
+}
+
+bool cp_host_has_flag(const struct cp_host *h, const char *flag)
+{
+    size_t n = strlen(flag);
+    if (n == 0)
+        return false;
+    for (const char *p = h->flags; (p = strstr(p, flag)) != NULL; p += n) {
+        bool starts = p == h->flags || p[-1] == ' ';
+        bool ends = p[n] == '\0' || p[n] == ' ';
+        if (starts && ends)
+            return true;
+    }
+    return false;
+}
+
+void cp_host_parse_cpuinfo(struct cp_host *h, const char *text, size_t len)
+{
+    int model_rank = 99, flag_rank = 99;
+    const char *end = text + len;
+    for (const char *line = text; line < end;) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        const char *le = nl ? nl : end;
+        const char *colon = memchr(line, ':', (size_t)(le - line));
+        if (colon) {
+            const char *ke = colon;
+            while (ke > line && (ke[-1] == ' ' || ke[-1] == '\t'))
+                ke--;
+            const char *v = colon + 1;
+            while (v < le && (*v == ' ' || *v == '\t'))
+                v++;
+            const char *ve = le;
+            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            size_t kn = (size_t)(ke - line), vn = (size_t)(ve - v);
+            int r;
+            /* The first line of the best-ranked key wins: every processor
+             * repeats the same lines. */
+            if (vn && (r = key_rank(MODEL_KEYS, line, kn)) >= 0 && r < model_rank) {
+                copy_printable(h->cpu_model, sizeof h->cpu_model, v, vn);
+                model_rank = r;
+            }
+            if (vn && (r = key_rank(FLAG_KEYS, line, kn)) >= 0 && r < flag_rank) {
+                copy_printable(h->flags, sizeof h->flags, v, vn);
+                flag_rank = r;
+            }
+        }
+        line = nl ? nl + 1 : end;
+    }
+    size_t used = 0;
+    h->isa[0] = '\0';
+    for (size_t i = 0; CP_HOST_ISA_FEATURES[i]; i++) {
+        if (!cp_host_has_flag(h, CP_HOST_ISA_FEATURES[i]))
+            continue;
+        int w = snprintf(h->isa + used, sizeof h->isa - used, "%s%s", used ? " " : "",
+                         CP_HOST_ISA_FEATURES[i]);
+        if (w < 0 || (size_t)w >= sizeof h->isa - used)
+            break;
+        used += (size_t)w;
+    }
+    bool x86 = cp_host_has_flag(h, "sse2") || cp_host_has_flag(h, "avx");
+    h->has_bf16 = x86 && (cp_host_has_flag(h, "avx512_bf16") || cp_host_has_flag(h, "amx_bf16"));
+    h->has_fp16 = x86 && cp_host_has_flag(h, "avx512_fp16");
+}
+
+/* A sysfs cache size: "32K", "1024K", "16M". 0 when unreadable. */
+static uint64_t read_size(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char buf[64] = "";
+    bool ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    if (!ok)
+        return 0;
+    char *e;
+    unsigned long long v = strtoull(buf, &e, 10);
+    uint64_t mul = *e == 'K' ? 1024 : *e == 'M' ? 1024 * 1024 : *e == 'G' ? 1024ull << 20 : 1;
+    return (uint64_t)v * mul;
+}
+
+static void read_line(const char *path, char *out, size_t n)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (!fgets(out, (int)n, f))
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+}
+
+static void detect_caches(struct cp_host *h)
+{
+    for (int i = 0; i < 16; i++) {
+        char base[128], path[160], level[16], type[32];
+        snprintf(base, sizeof base, "/sys/devices/system/cpu/cpu0/cache/index%d", i);
+        snprintf(path, sizeof path, "%s/level", base);
+        read_line(path, level, sizeof level);
+        if (!level[0])
+            break;
+        snprintf(path, sizeof path, "%s/type", base);
+        read_line(path, type, sizeof type);
+        snprintf(path, sizeof path, "%s/size", base);
+        uint64_t size = read_size(path);
+        if (strcmp(level, "1") == 0 && strcmp(type, "Data") == 0)
+            h->l1d_bytes = size;
+        else if (strcmp(level, "2") == 0)
+            h->l2_bytes = size;
+        else if (strcmp(level, "3") == 0)
+            h->l3_bytes = size;
+    }
+}
+
+/* The whole of a file whose size stat cannot tell (/proc reports 0).
+ * NULL when it cannot be read or out of memory. OUT: *len. */
+static char *read_all(const char *path, size_t *len)
+{
+    *len = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t cap = 0;
+    char *buf = NULL;
+    for (;;) {
+        if (*len == cap) {
+            size_t ncap = cap ? cap * 2 : 16384;
+            char *g = ncap < (64u << 20) ? realloc(buf, ncap) : NULL;
+            if (!g) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = g;
+            cap = ncap;
+        }
+        size_t r = fread(buf + *len, 1, cap - *len, f);
+        *len += r;
+        if (r == 0)
+            break;
+    }
+    fclose(f);
+    return buf;
+}
+
+void cp_host_detect(struct cp_host *h)
+{
+    memset(h, 0, sizeof *h);
+    snprintf(h->arch, sizeof h->arch, "unknown");
+    snprintf(h->os, sizeof h->os, "unknown");
+    struct utsname u;
+    if (uname(&u) == 0) {
+        snprintf(h->arch, sizeof h->arch, "%.63s", u.machine);
+        snprintf(h->os, sizeof h->os, "%.64s %.64s", u.sysname, u.release);
+    }
+    size_t len = 0;
+    char *text = read_all("/proc/cpuinfo", &len);
+    if (text)
+        cp_host_parse_cpuinfo(h, text, len);
+    free(text);
+    if (!h->cpu_model[0])
+        snprintf(h->cpu_model, sizeof h->cpu_model, "%s", h->arch);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    h->cores = n > 0 && n < 100000 ? (int)n : 1;
+    detect_caches(h);
+}

@@ -1,0 +1,59 @@
+/*
+ * core/host: the machine cannprof runs on, described once.
+ *
+ * Kernel choice (bf16 and fp16 arithmetic), the calibration cache key, the
+ * knowledge base's hardware signature, the target an .om was built for and
+ * the host block of every trace all describe the same machine; they read it
+ * here, so they cannot disagree on what the CPU is or which ISA features it
+ * has. The description comes from /proc/cpuinfo (x86's "model name" and
+ * "flags", Arm's "Model"/"Hardware" and "Features"), uname(2), sysconf(3)
+ * and the cache folders of /sys/devices/system/cpu/cpu0/cache. Nothing is
+ * cached between calls: detection takes well under a millisecond and a
+ * process that asks twice gets the same answer.
+ */
+#ifndef CP_CORE_HOST_H
+#define CP_CORE_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CP_HOST_FLAGS_MAX 8192
+
+struct cp_host {
+    char cpu_model[256]; /* "AMD EPYC 7B13"; uname's machine when cpuinfo names none */
+    char arch[64];       /* "x86_64", "aarch64"; "unknown" */
+    char os[160];        /* "Linux 6.1.0-18-amd64"; "unknown" */
+    /* Every ISA flag cpuinfo lists, space separated, as listed ("" when
+     * none is listed). */
+    char flags[CP_HOST_FLAGS_MAX];
+    /* The flags of CP_HOST_ISA_FEATURES the CPU has, space separated, in
+     * that list's order: the stable short form that keys caches and
+     * signatures ("sse4_2 avx avx2 fma f16c"). */
+    char isa[512];
+    int cores; /* online logical CPUs, >= 1 */
+    /* Data cache sizes in bytes of cpu0: L1d, L2, L3 (0: unknown). */
+    uint64_t l1d_bytes, l2_bytes, l3_bytes;
+    bool has_bf16; /* native bf16 dot products: avx512_bf16 or amx_bf16 (x86 only: the
+                    * runtime has no Arm bf16 kernels) */
+    bool has_fp16; /* native fp16 arithmetic: avx512_fp16 (x86) */
+};
+
+/* The ISA features that change which kernels can run or how fast, in the
+ * order cp_host.isa lists them. NULL-terminated. */
+extern const char *const CP_HOST_ISA_FEATURES[];
+
+/* Describe this machine. Never fails: what cannot be read stays unknown
+ * ("unknown", "" or 0 as each field says). OUT: *h. */
+void cp_host_detect(struct cp_host *h);
+
+/* Describe a machine from the text of a /proc/cpuinfo (len bytes, need not
+ * be NUL-terminated); the rest (arch, os, cores, caches) is left as *h has
+ * it. For detection and tests. Values are cut at the field sizes and
+ * characters outside printable ASCII become '?'. */
+void cp_host_parse_cpuinfo(struct cp_host *h, const char *text, size_t len);
+
+/* Whether the CPU lists `flag` ("avx2", "avx512_bf16") among its flags. */
+bool cp_host_has_flag(const struct cp_host *h, const char *flag);
+
+#endif
