@@ -17,8 +17,8 @@ const char *const CP_HOST_ISA_FEATURES[] = {
 
 /* Keys naming the CPU model, best first: x86, then what Arm and other
  * kernels print. */
-static const char *const MODEL_KEYS[] = {"model name", "Model",     "Hardware", "cpu model",
-                                         "Processor",  "uarch",     NULL};
+static const char *const MODEL_KEYS[] = {"model name", "Model", "Hardware", "cpu model",
+                                         "Processor",  "uarch", NULL};
 static const char *const FLAG_KEYS[] = {"flags", "Features", "isa", NULL};
 
 static int key_rank(const char *const *keys, const char *key, size_t n)

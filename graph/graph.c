@@ -42,7 +42,7 @@ void cp_graph_free(struct cp_graph *g)
         c = next;
     }
     free(g->name);
-    free(g->name_slots);
+    cp_strmap_release(&g->names);
     free(g->tensors);
     free(g->nodes);
     free(g->inputs);
@@ -132,51 +132,9 @@ static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
     return true;
 }
 
-static size_t name_hash(const char *s)
-{
-    return (size_t)cp_hash64(s, strlen(s));
-}
-
 int32_t cp_graph_find_tensor(const struct cp_graph *g, const char *name)
 {
-    if (!g->cap_slots)
-        return -1;
-    size_t mask = g->cap_slots - 1;
-    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
-        uint32_t slot = g->name_slots[i];
-        if (slot == 0)
-            return -1;
-        if (strcmp(g->tensors[slot - 1]->name, name) == 0)
-            return (int32_t)(slot - 1);
-    }
-}
-
-static void index_insert(struct cp_graph *g, size_t tensor)
-{
-    size_t mask = g->cap_slots - 1;
-    size_t i = name_hash(g->tensors[tensor]->name) & mask;
-    while (g->name_slots[i])
-        i = (i + 1) & mask;
-    g->name_slots[i] = (uint32_t)(tensor + 1);
-}
-
-/* Keep the index at most half full. */
-static bool index_reserve(struct cp_graph *g, size_t n)
-{
-    if (n * 2 <= g->cap_slots)
-        return true;
-    size_t cap = g->cap_slots ? g->cap_slots : 64;
-    while (cap < n * 2)
-        cap *= 2;
-    uint32_t *slots = cp_calloc(cap, sizeof *slots);
-    if (!slots)
-        return false;
-    free(g->name_slots);
-    g->name_slots = slots;
-    g->cap_slots = cap;
-    for (size_t i = 0; i < g->n_tensors; i++)
-        index_insert(g, i);
-    return true;
+    return (int32_t)cp_strmap_gets(&g->names, name, -1);
 }
 
 enum cp_status cp_graph_add_tensor(struct cp_graph *g, const char *name, enum cp_dtype dtype,
@@ -192,7 +150,7 @@ enum cp_status cp_graph_add_tensor(struct cp_graph *g, const char *name, enum cp
     if (cp_graph_find_tensor(g, name) >= 0)
         return cp_diag_set(d, CP_ERR_INVALID, "duplicate tensor name '%s'", name);
     if (!grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *g->tensors) ||
-        !index_reserve(g, g->n_tensors + 1))
+        cp_strmap_reserve(&g->names, g->n_tensors + 1) != CP_OK)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory adding tensor '%s'", name);
     struct cp_tensor *t = cp_graph_alloc(g, sizeof *t);
     const char *nm = cp_graph_strdup(g, name);
@@ -211,7 +169,8 @@ enum cp_status cp_graph_add_tensor(struct cp_graph *g, const char *name, enum cp
     t->kind = kind;
     t->producer = -1;
     g->tensors[g->n_tensors] = t;
-    index_insert(g, g->n_tensors);
+    /* cannot fail: room was reserved above */
+    (void)cp_strmap_put(&g->names, nm, strlen(nm), (int64_t)g->n_tensors);
     if (index)
         *index = (int32_t)g->n_tensors;
     g->n_tensors++;
@@ -638,8 +597,11 @@ enum cp_status cp_graph_remove_unused_tensors(struct cp_graph *g, size_t *n_remo
     for (size_t i = 0; i < g->n_outputs; i++)
         g->outputs[i] = map[g->outputs[i]];
     free(map);
-    memset(g->name_slots, 0, g->cap_slots * sizeof *g->name_slots);
+    /* fewer names than before: re-inserting them into the same room
+     * cannot fail */
+    cp_strmap_clear(&g->names);
     for (size_t i = 0; i < g->n_tensors; i++)
-        index_insert(g, i);
+        (void)cp_strmap_put(&g->names, g->tensors[i]->name, strlen(g->tensors[i]->name),
+                            (int64_t)i);
     return CP_OK;
 }

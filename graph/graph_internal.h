@@ -3,6 +3,7 @@
 #define CP_GRAPH_INTERNAL_H
 
 #include "graph/graph.h"
+#include "core/hashmap.h"
 
 struct cp_arena_chunk;
 
@@ -18,10 +19,8 @@ struct cp_graph {
     size_t n_inputs, cap_inputs;
     int32_t *outputs;
     size_t n_outputs, cap_outputs;
-    /* Open-addressing index of tensor names: slot = tensor index + 1, 0 =
-     * empty. Capacity is a power of two, at least twice n_tensors. */
-    uint32_t *name_slots;
-    size_t cap_slots;
+    /* Tensor name -> index; keys are the names in the arena. */
+    struct cp_strmap names;
     struct cp_mmap *maps; /* adopted mappings */
     size_t n_maps;
 };

@@ -6,6 +6,7 @@
  * rank, index, name and blob is checked before the graph is rebuilt through
  * the public graph API. */
 #include "om/om_internal.h"
+#include "core/hashmap.h"
 
 #include "proto/cpom.pb-c.h"
 
@@ -16,37 +17,13 @@
 
 /* ---- name sets ------------------------------------------------------------ */
 
-enum cp_status om_nameset_init(struct om_nameset *s, size_t expected)
+/* Insert `name` into a set with room reserved for it (so the insert cannot
+ * fail); false when it was there already. */
+static bool name_is_new(struct cp_strmap *set, const char *name)
 {
-    size_t cap = 16;
-    while (cap / 2 < expected) {
-        if (cap > SIZE_MAX / 4)
-            return CP_ERR_NOMEM;
-        cap *= 2;
-    }
-    s->slots = cp_calloc(cap, sizeof *s->slots);
-    s->cap = s->slots ? cap : 0;
-    return s->slots ? CP_OK : CP_ERR_NOMEM;
-}
-
-bool om_nameset_insert(struct om_nameset *s, const char *name)
-{
-    size_t mask = s->cap - 1;
-    size_t i = (size_t)cp_hash64(name, strlen(name)) & mask;
-    while (s->slots[i]) {
-        if (strcmp(s->slots[i], name) == 0)
-            return false;
-        i = (i + 1) & mask;
-    }
-    s->slots[i] = name;
-    return true;
-}
-
-void om_nameset_release(struct om_nameset *s)
-{
-    free(s->slots);
-    s->slots = NULL;
-    s->cap = 0;
+    bool found = false;
+    (void)cp_strmap_add(set, name, strlen(name), 0, &found, NULL);
+    return !found;
 }
 
 /* ---- packing ---------------------------------------------------------------- */
@@ -160,29 +137,29 @@ static enum cp_status check_node(const struct cp_graph *g, const struct cp_node 
 static enum cp_status check_graph(const struct cp_graph *g, struct cp_diag *d)
 {
     size_t nt = cp_graph_n_tensors(g), nn = cp_graph_n_nodes(g);
-    struct om_nameset names;
+    struct cp_strmap names;
+    cp_strmap_init(&names);
     uint8_t *produced = cp_calloc(nt ? nt : 1, 1);
-    if (!produced || om_nameset_init(&names, nt + nn) != CP_OK) {
+    if (!produced || cp_strmap_reserve(&names, nt > nn ? nt : nn) != CP_OK) {
         free(produced);
+        cp_strmap_release(&names);
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory checking the graph");
     }
     enum cp_status st = CP_OK;
     for (size_t i = 0; i < nt && st == CP_OK; i++) {
         const struct cp_tensor *t = cp_graph_tensor(g, (int32_t)i);
         st = check_tensor(t, i, d);
-        if (st == CP_OK && !om_nameset_insert(&names, t->name))
+        if (st == CP_OK && !name_is_new(&names, t->name))
             st = cp_diag_set(d, CP_ERR_INVALID, "two tensors are named '%s'", t->name);
     }
     /* Node names live in their own namespace. */
-    om_nameset_release(&names);
-    if (st == CP_OK && om_nameset_init(&names, nn) != CP_OK)
-        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory checking the graph");
+    cp_strmap_clear(&names);
     for (size_t i = 0; i < nn && st == CP_OK; i++) {
         const struct cp_node *n = cp_graph_node(g, (int32_t)i);
         if (n->dead)
             continue;
         st = check_node(g, n, i, produced, d);
-        if (st == CP_OK && !om_nameset_insert(&names, n->name))
+        if (st == CP_OK && !name_is_new(&names, n->name))
             st = cp_diag_set(d, CP_ERR_INVALID, "two nodes are named '%s'", n->name);
     }
     for (size_t i = 0; i < cp_graph_n_inputs(g) && st == CP_OK; i++)
@@ -191,7 +168,7 @@ static enum cp_status check_graph(const struct cp_graph *g, struct cp_diag *d)
     for (size_t i = 0; i < cp_graph_n_outputs(g) && st == CP_OK; i++)
         if (cp_graph_output(g, i) < 0 || (size_t)cp_graph_output(g, i) >= nt)
             st = cp_diag_set(d, CP_ERR_INVALID, "graph output %zu refers to no tensor", i);
-    om_nameset_release(&names);
+    cp_strmap_release(&names);
     free(produced);
     return st;
 }
@@ -503,8 +480,9 @@ static enum cp_status read_data(const char *name, const Cpom__Tensor *m, struct 
 static enum cp_status read_tensors(const char *name, const Cpom__Graph *gm, struct cp_graph *g,
                                    const uint8_t *weights, uint64_t weights_len, struct cp_diag *d)
 {
-    struct om_nameset names;
-    if (om_nameset_init(&names, gm->n_tensors) != CP_OK)
+    struct cp_strmap names;
+    cp_strmap_init(&names);
+    if (cp_strmap_reserve(&names, gm->n_tensors) != CP_OK)
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory loading the graph", name);
     enum cp_status st = CP_OK;
     for (size_t i = 0; i < gm->n_tensors && st == CP_OK; i++) {
@@ -513,7 +491,7 @@ static enum cp_status read_tensors(const char *name, const Cpom__Graph *gm, stru
             st = corrupt(d, name, "tensor %zu has no name", i);
             break;
         }
-        if (!om_nameset_insert(&names, m->name)) {
+        if (!name_is_new(&names, m->name)) {
             st = corrupt(d, name, "two tensors are named '%s'", m->name);
             break;
         }
@@ -544,7 +522,7 @@ static enum cp_status read_tensors(const char *name, const Cpom__Graph *gm, stru
         cp_graph_tensor(g, idx)->layout = (enum cp_layout)m->layout;
         st = read_data(name, m, g, idx, weights, weights_len, d);
     }
-    om_nameset_release(&names);
+    cp_strmap_release(&names);
     return st;
 }
 
@@ -628,39 +606,41 @@ static enum cp_status read_node(const char *name, const Cpom__Node *m, struct cp
     /* Passes may set an op that op_type alone would not give (fused ops). */
     cp_graph_node(g, idx)->op = (enum cp_op)m->op;
 
-    struct om_nameset attrs;
-    if (om_nameset_init(&attrs, m->n_attrs) != CP_OK)
+    struct cp_strmap attrs;
+    cp_strmap_init(&attrs);
+    if (cp_strmap_reserve(&attrs, m->n_attrs) != CP_OK)
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory loading the graph", name);
     for (size_t k = 0; k < m->n_attrs && st == CP_OK; k++) {
         const Cpom__Attr *a = m->attrs[k];
         if (!a->name)
             st = corrupt(d, name, "node '%s': attribute %zu has no name", m->name, k);
-        else if (!om_nameset_insert(&attrs, a->name))
+        else if (!name_is_new(&attrs, a->name))
             st = corrupt(d, name, "node '%s': attribute '%s' appears twice", m->name, a->name);
         else
             st = read_attr(name, m->name, a, g, idx, d);
     }
-    om_nameset_release(&attrs);
+    cp_strmap_release(&attrs);
     return st;
 }
 
 static enum cp_status read_nodes(const char *name, const Cpom__Graph *gm, struct cp_graph *g,
                                  struct cp_diag *d)
 {
-    struct om_nameset names;
-    if (om_nameset_init(&names, gm->n_nodes) != CP_OK)
+    struct cp_strmap names;
+    cp_strmap_init(&names);
+    if (cp_strmap_reserve(&names, gm->n_nodes) != CP_OK)
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory loading the graph", name);
     enum cp_status st = CP_OK;
     for (size_t i = 0; i < gm->n_nodes && st == CP_OK; i++) {
         const Cpom__Node *m = gm->nodes[i];
         if (!m->name)
             st = corrupt(d, name, "node %zu has no name", i);
-        else if (!om_nameset_insert(&names, m->name))
+        else if (!name_is_new(&names, m->name))
             st = corrupt(d, name, "two nodes are named '%s'", m->name);
         else
             st = read_node(name, m, g, d);
     }
-    om_nameset_release(&names);
+    cp_strmap_release(&names);
     return st;
 }
 

@@ -88,19 +88,6 @@ static inline bool om_align_up(uint64_t v, uint64_t *out)
     return true;
 }
 
-/* ---- a set of names, to check uniqueness -------------------------------- */
-
-/* Open addressing over borrowed strings (the caller keeps them alive). */
-struct om_nameset {
-    const char **slots;
-    size_t cap; /* a power of two, at least twice the expected count */
-};
-
-enum cp_status om_nameset_init(struct om_nameset *s, size_t expected);
-/* Insert `name`; false if it is already there. */
-bool om_nameset_insert(struct om_nameset *s, const char *name);
-void om_nameset_release(struct om_nameset *s);
-
 /* ---- graph <-> protobuf (om_graph.c) ------------------------------------- */
 
 /* The packed graph section and where each tensor's data goes in the weights

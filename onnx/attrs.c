@@ -204,7 +204,9 @@ static enum cp_status set_tensor(struct onnx_ctx *c, int32_t node, const char *n
     struct cp_buf tn;
     cp_buf_init(&tn);
     cp_buf_printf(&tn, "%s.%s", name, a->name);
-    for (int k = 2; cp_buf_status(&tn) == CP_OK && onnx_names_get(&c->tensors, tn.data) >= 0; k++) {
+    for (int k = 2;
+         cp_buf_status(&tn) == CP_OK && (int32_t)cp_strmap_gets(&c->tensors, tn.data, -1) >= 0;
+         k++) {
         cp_buf_reset(&tn);
         cp_buf_printf(&tn, "%s.%s_%d", name, a->name, k);
     }

@@ -203,7 +203,7 @@ static enum cp_status load_initializers(struct onnx_ctx *c, const Onnx__GraphPro
  * initializers (IR >= 4 models may list their weights as inputs). */
 static bool is_runtime_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 {
-    int32_t idx = onnx_names_get(&c->tensors, vi->name);
+    int32_t idx = (int32_t)cp_strmap_gets(&c->tensors, vi->name, -1);
     return idx < 0 || cp_graph_tensor(c->g, idx)->kind != CP_TENSOR_INITIALIZER;
 }
 
@@ -281,7 +281,7 @@ static enum cp_status load_inputs(struct onnx_ctx *c, const Onnx__GraphProto *gp
         const Onnx__ValueInfoProto *vi = gp->input[i];
         if (!vi->name || !*vi->name)
             return onnx_err(c, CP_ERR_INVALID, "graph input %zu has no name", i);
-        int32_t idx = onnx_names_get(&c->tensors, vi->name);
+        int32_t idx = (int32_t)cp_strmap_gets(&c->tensors, vi->name, -1);
         if (idx >= 0 && cp_graph_tensor(c->g, idx)->kind == CP_TENSOR_INITIALIZER)
             continue;
         if (idx >= 0)
@@ -298,7 +298,7 @@ static enum cp_status load_inputs(struct onnx_ctx *c, const Onnx__GraphProto *gp
         st = cp_graph_add_tensor(c->g, vi->name, dt, &shape, CP_TENSOR_INPUT, &idx, &local);
         if (st != CP_OK)
             return onnx_err_from(c, &local, st);
-        if (onnx_names_put(&c->tensors, cp_graph_tensor(c->g, idx)->name, idx) != CP_OK ||
+        if (cp_strmap_puts(&c->tensors, cp_graph_tensor(c->g, idx)->name, idx) != CP_OK ||
             cp_graph_add_input(c->g, idx) != CP_OK)
             return onnx_err(c, CP_ERR_NOMEM, "out of memory");
     }
@@ -321,7 +321,8 @@ static enum cp_status unique_node_name(struct onnx_ctx *c, const Onnx__NodeProto
     else
         cp_buf_printf(&base, "%s_%zu", np->op_type, i);
     cp_buf_puts(&b, base.data ? base.data : "");
-    for (int k = 2; cp_buf_status(&b) == CP_OK && onnx_names_get(&c->nodes, b.data) >= 0; k++) {
+    for (int k = 2;
+         cp_buf_status(&b) == CP_OK && (int32_t)cp_strmap_gets(&c->nodes, b.data, -1) >= 0; k++) {
         cp_buf_reset(&b);
         cp_buf_printf(&b, "%s_%d", base.data, k);
     }
@@ -381,7 +382,7 @@ static void apply_declared(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 {
     if (!vi->name)
         return;
-    int32_t idx = onnx_names_get(&c->tensors, vi->name);
+    int32_t idx = (int32_t)cp_strmap_gets(&c->tensors, vi->name, -1);
     struct cp_tensor *t = cp_graph_tensor(c->g, idx);
     if (!t || t->kind != CP_TENSOR_INTERMEDIATE)
         return;
@@ -405,7 +406,7 @@ static enum cp_status load_outputs(struct onnx_ctx *c, const Onnx__GraphProto *g
         const Onnx__ValueInfoProto *vi = gp->output[i];
         if (!vi->name || !*vi->name)
             return onnx_err(c, CP_ERR_INVALID, "graph output %zu has no name", i);
-        int32_t idx = onnx_names_get(&c->tensors, vi->name);
+        int32_t idx = (int32_t)cp_strmap_gets(&c->tensors, vi->name, -1);
         if (idx < 0)
             return onnx_err(c, CP_ERR_INVALID,
                             "graph output '%s' is not produced by any node and is neither a "
@@ -484,11 +485,11 @@ enum cp_status cp_onnx_import_buffer(const uint8_t *data, size_t len, const char
         onnx__model_proto__free_unpacked(m, NULL);
         return onnx_err(&c, CP_ERR_NOMEM, "out of memory");
     }
-    onnx_names_init(&c.tensors);
-    onnx_names_init(&c.nodes);
+    cp_strmap_init(&c.tensors);
+    cp_strmap_init(&c.nodes);
     st = import_model(&c, m);
-    onnx_names_release(&c.tensors);
-    onnx_names_release(&c.nodes);
+    cp_strmap_release(&c.tensors);
+    cp_strmap_release(&c.nodes);
     onnx__model_proto__free_unpacked(m, NULL);
     if (st != CP_OK) {
         cp_graph_free(c.g);

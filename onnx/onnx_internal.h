@@ -18,6 +18,7 @@
 
 #include "onnx/onnx.h"
 #include "core/core.h"
+#include "core/hashmap.h"
 #include "graph/graph.h"
 #include "proto/onnx.pb-c.h"
 
@@ -31,22 +32,6 @@
 /* Deepest message nesting accepted (protobuf's C++ default). */
 #define CP_ONNX_MAX_NESTING 100
 
-/* ---- string -> index map ------------------------------------------------ */
-
-/* Keys are borrowed: they must outlive the map (graph arena strings do). */
-struct onnx_names {
-    const char **keys;
-    int32_t *vals;
-    size_t cap, n;
-};
-
-void onnx_names_init(struct onnx_names *m);
-void onnx_names_release(struct onnx_names *m);
-/* The value stored for `key`; -1 when absent. */
-int32_t onnx_names_get(const struct onnx_names *m, const char *key);
-/* Insert or replace. CP_ERR_NOMEM on failure. */
-enum cp_status onnx_names_put(struct onnx_names *m, const char *key, int32_t val);
-
 /* ---- import context ------------------------------------------------------ */
 
 struct onnx_ctx {
@@ -58,8 +43,8 @@ struct onnx_ctx {
     const struct cp_input_shape *shapes; /* --input_shape overrides */
     size_t n_shapes;
     bool shapes_changed;       /* an override differs from what the model declares */
-    struct onnx_names tensors; /* tensor name -> tensor index */
-    struct onnx_names nodes;   /* node names in use -> node index */
+    struct cp_strmap tensors; /* tensor name -> tensor index */
+    struct cp_strmap nodes;    /* node names in use -> node index */
 };
 
 /* Record an error prefixed with the model's name; returns `st`. */

@@ -42,7 +42,7 @@ static enum cp_status check_counts(struct onnx_ctx *c, const struct onnx_op_def 
  * name is new (a forward reference, resolved or reported at the end). */
 static enum cp_status tensor_ref(struct onnx_ctx *c, const char *tname, int32_t *idx)
 {
-    *idx = onnx_names_get(&c->tensors, tname);
+    *idx = (int32_t)cp_strmap_gets(&c->tensors, tname, -1);
     if (*idx >= 0)
         return CP_OK;
     struct cp_diag local;
@@ -51,7 +51,7 @@ static enum cp_status tensor_ref(struct onnx_ctx *c, const char *tname, int32_t 
                                             CP_TENSOR_INTERMEDIATE, idx, &local);
     if (st != CP_OK)
         return onnx_err_from(c, &local, st);
-    if (onnx_names_put(&c->tensors, cp_graph_tensor(c->g, *idx)->name, *idx) != CP_OK)
+    if (cp_strmap_puts(&c->tensors, cp_graph_tensor(c->g, *idx)->name, *idx) != CP_OK)
         return onnx_err(c, CP_ERR_NOMEM, "out of memory");
     return CP_OK;
 }
@@ -60,7 +60,7 @@ static enum cp_status check_output(struct onnx_ctx *c, const Onnx__NodeProto *np
                                    const int32_t *outs, size_t i)
 {
     const char *tname = np->output[i];
-    int32_t idx = onnx_names_get(&c->tensors, tname);
+    int32_t idx = (int32_t)cp_strmap_gets(&c->tensors, tname, -1);
     if (idx < 0)
         return CP_OK;
     const struct cp_tensor *t = cp_graph_tensor(c->g, idx);
@@ -116,7 +116,7 @@ enum cp_status onnx_add_node(struct onnx_ctx *c, const struct onnx_op_def *def,
         st = onnx_err_from(c, &local, st);
         goto out;
     }
-    if (onnx_names_put(&c->nodes, cp_graph_node(c->g, *index)->name, *index) != CP_OK)
+    if (cp_strmap_puts(&c->nodes, cp_graph_node(c->g, *index)->name, *index) != CP_OK)
         st = onnx_err(c, CP_ERR_NOMEM, "out of memory");
 out:
     free(ins);

@@ -400,7 +400,7 @@ enum cp_status onnx_set_initializer(struct onnx_ctx *c, const char *name, enum c
         *index = -1;
     struct cp_diag local;
     cp_diag_init(&local);
-    int32_t idx = onnx_names_get(&c->tensors, name);
+    int32_t idx = (int32_t)cp_strmap_gets(&c->tensors, name, -1);
     if (idx >= 0) {
         struct cp_tensor *t = cp_graph_tensor(c->g, idx);
         if (t->kind != CP_TENSOR_INTERMEDIATE || t->producer >= 0) {
@@ -422,7 +422,7 @@ enum cp_status onnx_set_initializer(struct onnx_ctx *c, const char *name, enum c
             free(data);
             return onnx_err_from(c, &local, st);
         }
-        if (onnx_names_put(&c->tensors, cp_graph_tensor(c->g, idx)->name, idx) != CP_OK) {
+        if (cp_strmap_puts(&c->tensors, cp_graph_tensor(c->g, idx)->name, idx) != CP_OK) {
             free(data);
             return onnx_err(c, CP_ERR_NOMEM, "out of memory");
         }

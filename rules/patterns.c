@@ -42,6 +42,7 @@
  * must have one reader, as the passes require.
  */
 #include "rules/features_internal.h"
+#include "core/hashmap.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -64,8 +65,7 @@ struct pg {
     size_t n; /* rows */
     struct tensor_entry *t;
     size_t n_t, cap_t;
-    int *slot; /* hash slots: entry index or -1 */
-    size_t n_slot;
+    struct cp_strmap names; /* tensor name -> entry index */
     int *cons;
     bool *used;
     /* gelu inputs: a conv/matmul whose output feeds a decomposed GELU has
@@ -88,25 +88,15 @@ static bool is_op(const struct pg *g, int r, const char *op)
 
 static int find_entry(const struct pg *g, const char *name)
 {
-    size_t mask = g->n_slot - 1, h = (size_t)cp_hash64(name, strlen(name)) & mask;
-    for (;; h = (h + 1) & mask) {
-        int e = g->slot[h];
-        if (e < 0 || strcmp(g->t[e].name, name) == 0)
-            return e;
-    }
+    return (int)cp_strmap_gets(&g->names, name, -1);
 }
 
 /* The entry of `name`, added when new. -1 on OOM. */
 static int entry(struct pg *g, const char *name)
 {
-    size_t mask = g->n_slot - 1, h = (size_t)cp_hash64(name, strlen(name)) & mask;
-    for (;; h = (h + 1) & mask) {
-        int e = g->slot[h];
-        if (e >= 0 && strcmp(g->t[e].name, name) == 0)
-            return e;
-        if (e < 0)
-            break;
-    }
+    int e = find_entry(g, name);
+    if (e >= 0)
+        return e;
     if (g->n_t == g->cap_t)
         return -1; /* sized up front: cannot happen */
     struct tensor_entry *t = &g->t[g->n_t];
@@ -114,7 +104,8 @@ static int entry(struct pg *g, const char *name)
     t->name = name;
     t->producer = -1;
     t->last_row = -1;
-    g->slot[h] = (int)g->n_t;
+    if (cp_strmap_puts(&g->names, name, (int64_t)g->n_t) != CP_OK)
+        return -1; /* room was reserved: cannot happen */
     return (int)g->n_t++;
 }
 
@@ -124,16 +115,11 @@ static enum cp_status build(struct pg *g, struct cp_diag *d)
     for (size_t r = 0; r < g->n; r++)
         names += K(g, (int)r)->n_in + K(g, (int)r)->n_out;
     g->cap_t = names + 1;
-    g->n_slot = 16;
-    while (g->n_slot < 2 * g->cap_t)
-        g->n_slot *= 2;
     g->t = cp_calloc(g->cap_t, sizeof *g->t);
-    g->slot = cp_calloc(g->n_slot, sizeof *g->slot);
     g->used = cp_calloc(g->n + 1, sizeof *g->used);
     g->gelu_x = cp_calloc(g->n + 1, sizeof *g->gelu_x);
-    if (!g->t || !g->slot || !g->used || !g->gelu_x)
+    if (!g->t || cp_strmap_reserve(&g->names, g->cap_t) != CP_OK || !g->used || !g->gelu_x)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory finding patterns");
-    memset(g->slot, 0xff, g->n_slot * sizeof *g->slot); /* -1 */
     size_t n_cons = 0;
     for (size_t r = 0; r < g->n; r++) {
         const struct cp_fk *k = K(g, (int)r);
@@ -890,7 +876,7 @@ enum cp_status cp_patterns_find(struct cp_features *f, struct cp_diag *d)
     if (st == CP_OK && f->n_patterns > 1)
         qsort(f->patterns, f->n_patterns, sizeof *f->patterns, cmp_pattern);
     free(g.t);
-    free(g.slot);
+    cp_strmap_release(&g.names);
     free(g.cons);
     free(g.used);
     free(g.gelu_x);

@@ -6,6 +6,7 @@
 #define CP_TRACE_INTERNAL_H
 
 #include "trace/trace.h"
+#include "core/hashmap.h"
 
 #include <sqlite3.h>
 
@@ -15,12 +16,9 @@
  * recorder interns event names with it; the folded exporter interns stack
  * paths. Ids never change while the table lives. */
 struct cp_strtab {
-    char **strs;      /* id -> owned, NUL-terminated text */
-    size_t *lens;     /* id -> strlen */
-    uint64_t *hashes; /* id -> hash of the text */
+    char **strs; /* id -> owned, NUL-terminated text */
     size_t n, cap;
-    int32_t *slots; /* hash index: id, or -1 for an empty slot */
-    size_t n_slots; /* a power of two, at least twice n */
+    struct cp_strmap ids; /* text (the owned copies) -> id */
 };
 
 void cp_strtab_init(struct cp_strtab *t);

@@ -169,8 +169,9 @@ Test(trace_store, host_meta_describes_tool_cpu_cores_and_os)
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_trace_store_set_host_meta(s, &d), CP_OK, "%s", d.msg);
-    const char *keys[] = {"tool_version", "schema_version", "host_cpu_model", "host_isa_flags",
-                          "host_cores",   "host_os",        "host_arch"};
+    const char *keys[] = {"tool_version",  "schema_version", "host_cpu_model", "host_isa_flags",
+                          "host_cores",    "host_os",        "host_arch",      "host_l1d_bytes",
+                          "host_l2_bytes", "host_l3_bytes"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         char *v = NULL;
         cr_assert_eq(cp_trace_store_get_meta(s, keys[i], &v, &d), CP_OK);
@@ -182,11 +183,13 @@ Test(trace_store, host_meta_describes_tool_cpu_cores_and_os)
             cr_assert_gt(atoi(v), 0);
         if (strcmp(keys[i], "host_os") == 0)
             cr_assert_eq(strncmp(v, "Linux", 5), 0, "host_os '%s'", v);
+        if (strstr(keys[i], "_bytes")) /* a byte count; 0 when sysfs does not say */
+            cr_assert_eq(strspn(v, "0123456789"), strlen(v), "%s '%s'", keys[i], v);
         free(v);
     }
     /* Again: replaced, not duplicated. */
     cr_assert_eq(cp_trace_store_set_host_meta(s, &d), CP_OK);
-    cr_assert_eq(q_int(s, "SELECT count(*) FROM meta WHERE key LIKE 'host_%'"), 5);
+    cr_assert_eq(q_int(s, "SELECT count(*) FROM meta WHERE key LIKE 'host_%'"), 8);
     cp_trace_store_close(s);
     free(p);
 }
