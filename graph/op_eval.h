@@ -156,9 +156,9 @@ void cp_eval_concat(size_t n, const struct cp_tensor *const *x, const void *cons
 bool cp_eval_gather(const struct cp_tensor *x, const void *xd, const struct cp_tensor *idx,
                     const void *idxd, int axis, const struct cp_tensor *y, void *yd);
 
-/* Range: y[i] = start + i * delta for i < n, dtype f32 (computed in
- * double), i32 or i64 (wrapping). start and delta point at one element of
- * dtype dt. */
+/* Range: y[i] = start + i * delta for i < n, in dtype dt: f32 computed in
+ * double, integer dtypes in int64 (wrapping) stored as cp_eval_store_i64
+ * does. start and delta point at one element of dtype dt. */
 void cp_eval_range(enum cp_dtype dt, const void *start, const void *delta, int64_t n, void *y);
 
 /* ConstantOfShape: n copies of the `es`-byte element at value. */
