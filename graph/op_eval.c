@@ -2,6 +2,8 @@
  * walk (see op_eval.h). Data movement is in op_eval_move.c. */
 #include "graph/op_eval_internal.h"
 
+#include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -373,6 +375,64 @@ void cp_eval_softmax(int64_t outer, int64_t len, int64_t inner, const float *x, 
             for (int64_t l = 0; l < len; l++)
                 ys[l * inner] = (float)(ys[l * inner] / sum);
         }
+    }
+}
+
+/* ---- the fused activation ------------------------------------------------------------- */
+
+static const char *const act_names[] = {
+    [CP_ACT_NONE] = "",     [CP_ACT_RELU] = "Relu",          [CP_ACT_LEAKY_RELU] = "LeakyRelu",
+    [CP_ACT_CLIP] = "Clip", [CP_ACT_SIGMOID] = "Sigmoid",    [CP_ACT_SILU] = "SiLU",
+    [CP_ACT_GELU] = "Gelu", [CP_ACT_GELU_TANH] = "GeluTanh",
+};
+static_assert(sizeof act_names / sizeof *act_names == CP_ACT_BAD, "activation name table");
+
+const char *cp_act_name(enum cp_act_kind k)
+{
+    return (unsigned)k < CP_ACT_BAD ? act_names[k] : NULL;
+}
+
+enum cp_act_kind cp_act_from_name(const char *name)
+{
+    for (int i = 0; i < CP_ACT_BAD; i++)
+        if (strcmp(name, act_names[i]) == 0)
+            return (enum cp_act_kind)i;
+    return CP_ACT_BAD;
+}
+
+struct cp_act cp_act_of(const struct cp_node *n)
+{
+    struct cp_act a = {cp_act_from_name(cp_node_attr_string(n, "activation", "")), 0.0f, 0.0f};
+    if (a.kind == CP_ACT_LEAKY_RELU)
+        a.alpha = cp_node_attr_float(n, "activation_alpha", 0.01f);
+    if (a.kind == CP_ACT_CLIP) {
+        a.alpha = cp_node_attr_float(n, "activation_alpha", -FLT_MAX);
+        a.beta = cp_node_attr_float(n, "activation_beta", FLT_MAX);
+    }
+    return a;
+}
+
+float cp_act_ref(const struct cp_act *a, float x)
+{
+    switch (a->kind) {
+    case CP_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case CP_ACT_LEAKY_RELU:
+        return x >= 0.0f ? x : a->alpha * x;
+    case CP_ACT_CLIP:
+        return x < a->alpha ? a->alpha : (x > a->beta ? a->beta : x);
+    case CP_ACT_SIGMOID:
+        return (float)(1.0 / (1.0 + exp(-(double)x)));
+    case CP_ACT_SILU:
+        return (float)((double)x / (1.0 + exp(-(double)x)));
+    case CP_ACT_GELU:
+        return (float)(0.5 * x * (1.0 + erf((double)x / sqrt(2.0))));
+    case CP_ACT_GELU_TANH: {
+        double u = CP_GELU_TANH_K * ((double)x + CP_GELU_TANH_C * (double)x * x * x);
+        return (float)(0.5 * x * (1.0 + tanh(u)));
+    }
+    default:
+        return x;
     }
 }
 

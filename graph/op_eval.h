@@ -186,6 +186,47 @@ bool cp_eval_slice_plan(const struct cp_graph *g, const struct cp_node *n,
 /* Whether shape s broadcasts (numpy rules) to shape `to`. Both static. */
 bool cp_eval_broadcasts(const struct cp_shape *s, const struct cp_shape *to);
 
+/* ---- the fused activation ------------------------------------------------------------- */
+
+/* The activation FusedConv, FusedMatMul and GroupNormalization carry
+ * (graph.h), which the fusion passes write and the kernels read: the
+ * `activation` attribute names, in this order, "" (none), "Relu",
+ * "LeakyRelu" (activation_alpha = slope, default 0.01), "Clip"
+ * (activation_alpha = min, activation_beta = max), "Sigmoid", "SiLU"
+ * (x * sigmoid(x)), "Gelu" (erf form), "GeluTanh". */
+enum cp_act_kind {
+    CP_ACT_NONE = 0,
+    CP_ACT_RELU,
+    CP_ACT_LEAKY_RELU,
+    CP_ACT_CLIP,
+    CP_ACT_SIGMOID,
+    CP_ACT_SILU,
+    CP_ACT_GELU,
+    CP_ACT_GELU_TANH,
+    CP_ACT_BAD /* not an activation name */
+};
+
+struct cp_act {
+    enum cp_act_kind kind;
+    float alpha, beta;
+};
+
+/* sqrt(2/pi) and the cubic coefficient of the tanh form of GELU. */
+#define CP_GELU_TANH_K 0.7978845608028654
+#define CP_GELU_TANH_C 0.044715
+
+/* The attribute value of a kind ("" for none); NULL for CP_ACT_BAD. */
+const char *cp_act_name(enum cp_act_kind k);
+
+/* The kind an attribute value names; CP_ACT_BAD when none. */
+enum cp_act_kind cp_act_from_name(const char *name);
+
+/* The activation attributes of a node; kind CP_ACT_BAD when unknown. */
+struct cp_act cp_act_of(const struct cp_node *n);
+
+/* The reference definition: act(x) with libm, in double where it matters. */
+float cp_act_ref(const struct cp_act *a, float x);
+
 /* ---- strided walks ----------------------------------------------------------------------- */
 
 #define CP_WALK_MAX_OPS 4
