@@ -193,7 +193,7 @@ Test(pattern, every_pattern_has_a_kind_a_chain_and_a_hint)
 Test(pattern, fused_activation_names_round_trip)
 {
     for (int k = CP_ACT_NONE; k < CP_ACT_BAD; k++)
-        cr_assert_eq(cp_act_from_name(cp_act_name((enum cp_act_kind)k)), k);
+        cr_assert_eq((int)cp_act_from_name(cp_act_name((enum cp_act_kind)k)), k);
     cr_assert_str_eq(cp_act_name(CP_ACT_SILU), "SiLU");
     cr_assert_str_eq(cp_act_name(CP_ACT_NONE), "");
     cr_assert_eq(cp_act_from_name("Swish"), CP_ACT_BAD);
