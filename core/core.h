@@ -139,6 +139,15 @@ enum cp_status cp_mmap_open(const char *path, struct cp_mmap *m, struct cp_diag 
 void cp_mmap_close(struct cp_mmap *m);
 
 bool cp_path_exists(const char *path);
+/* mkdir -p: create `path` and every missing parent with `mode` (existing
+ * folders are left as they are). CP_ERR_IO naming the part that could not
+ * be created, or the path when it exists and is not a folder. */
+enum cp_status cp_mkdir_p(const char *path, unsigned mode, struct cp_diag *d);
+/* cannprof's per-user cache folder: $XDG_CACHE_HOME/cannprof when
+ * XDG_CACHE_HOME is an absolute path (the XDG spec ignores a relative one),
+ * else $HOME/.cache/cannprof. Not created. OUT: out[n]. CP_ERR_IO when
+ * neither variable gives a folder or the path does not fit. */
+enum cp_status cp_cache_dir(char *out, size_t n, struct cp_diag *d);
 /* The folder part of a path ("." when there is none). Caller frees. */
 char *cp_path_dirname(const char *path);
 /* Whether a path ends with `suffix`, ignoring ASCII case. */

@@ -69,23 +69,6 @@ static double elapsed_s(const struct cp_tune_ctx *c)
     return (double)(cp_clock_ns() - c->t0) / 1e9;
 }
 
-static enum cp_status make_dirs(const char *path, struct cp_diag *d)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return cp_diag_set(d, CP_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return cp_diag_set(d, CP_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
-    return CP_OK;
-}
-
 /* ---- the model ------------------------------------------------------------------ */
 
 /* The source model and the baseline config: a .onnx with the defaults, or
@@ -848,7 +831,7 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
     c.t0 = cp_clock_ns();
     c.best_run = -1;
     struct cp_tune_point base;
-    enum cp_status st = make_dirs(o->out_dir, d);
+    enum cp_status st = cp_mkdir_p(o->out_dir, 0755, d);
     if (st == CP_OK)
         st = resolve_source(&c, &base, d);
     if (st == CP_OK)
