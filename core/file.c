@@ -66,7 +66,7 @@ enum cp_status cp_file_write_atomic(const char *path, const void *data, size_t l
     enum cp_status st = CP_OK;
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        st = cp_diag_set(d, CP_ERR_IO, "%s: cannot create temporary file: %s", path,
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: cannot create temporary file: %s", path,
                          strerror(errno));
         goto out_free;
     }
@@ -77,23 +77,23 @@ enum cp_status cp_file_write_atomic(const char *path, const void *data, size_t l
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0) {
-            st = cp_diag_set(d, CP_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+            st = cp_diag_set(d, CP_ERR_WRITE, "%s: write failed: %s", path, strerror(errno));
             goto out_unlink;
         }
         done += (size_t)w;
     }
     if (fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
-        st = cp_diag_set(d, CP_ERR_IO, "%s: cannot sync: %s", path, strerror(errno));
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: cannot sync: %s", path, strerror(errno));
         goto out_unlink;
     }
     if (close(fd) != 0) {
         fd = -1;
-        st = cp_diag_set(d, CP_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: close failed: %s", path, strerror(errno));
         goto out_unlink;
     }
     fd = -1;
     if (rename(tmp, path) != 0) {
-        st = cp_diag_set(d, CP_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: cannot rename into place: %s", path, strerror(errno));
         goto out_unlink;
     }
     goto out_free;
@@ -181,7 +181,7 @@ enum cp_status cp_mkdir_p(const char *path, unsigned mode, struct cp_diag *d)
         char c = *s;
         *s = '\0';
         if (p[0] && mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
-            st = cp_diag_set(d, CP_ERR_IO, "%s: cannot create %s: %s", path, p, strerror(errno));
+            st = cp_diag_set(d, CP_ERR_WRITE, "%s: cannot create %s: %s", path, p, strerror(errno));
             break;
         }
         *s = c;
@@ -190,7 +190,7 @@ enum cp_status cp_mkdir_p(const char *path, unsigned mode, struct cp_diag *d)
     }
     struct stat sb;
     if (st == CP_OK && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        st = cp_diag_set(d, CP_ERR_IO, "%s: not a folder", path);
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: not a folder", path);
     free(p);
     return st;
 }
