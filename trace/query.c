@@ -85,8 +85,10 @@ enum cp_status cp_trace_q_check_set(struct cp_trace_q *q, const struct cp_trace_
 
 bool cp_trace_iter_set_has(const struct cp_trace_iter_set *set, int64_t it)
 {
+    if (it < 0)
+        return false; /* warm-up and outside the loop: never read */
     if (!set)
-        return it >= 0;
+        return true;
     size_t lo = 0, hi = set->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

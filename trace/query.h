@@ -61,15 +61,16 @@
  * >= 0; warm-up and everything outside the measured loop are -1 and never
  * read). Given a set, they read only the iterations in it, e.g. the
  * undisturbed ones of validate. `it` is ascending without repeats (a set
- * that is not is CP_ERR_INVALID); n = 0 reads no iteration at all. A NULL
- * set pointer means every measured iteration. */
+ * that is not is CP_ERR_INVALID); n = 0 reads no iteration at all, and
+ * iterations below 0 in it are not read either. A NULL set pointer means
+ * every measured iteration. */
 struct cp_trace_iter_set {
     const int64_t *it;
     size_t n;
 };
 
-/* Whether iteration `it` is one `set` reads: in it, or for a NULL set any
- * measured iteration (>= 0). */
+/* Whether iteration `it` is one `set` reads: a measured iteration (>= 0)
+ * that is in it; for a NULL set, any measured iteration. */
 bool cp_trace_iter_set_has(const struct cp_trace_iter_set *set, int64_t it);
 
 /* ---- the run ---------------------------------------------------------------- */

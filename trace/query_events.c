@@ -29,7 +29,7 @@ static enum cp_status begin(struct cp_trace_q *q, struct cp_trace_store *s, int6
  * so the scan skips what lies outside it. */
 static void bind_bounds(sqlite3_stmt *st, const struct cp_trace_iter_set *only)
 {
-    sqlite3_bind_int64(st, 2, only ? only->it[0] : 0);
+    sqlite3_bind_int64(st, 2, only && only->it[0] > 0 ? only->it[0] : 0);
     sqlite3_bind_int64(st, 3, only ? only->it[only->n - 1] : INT64_MAX);
 }
 

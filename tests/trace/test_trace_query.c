@@ -375,6 +375,13 @@ Test(trace_query, kernel_times_sum_measured_iterations_or_a_set)
     assert_kt(&t[1], 1, 2, 20, 2, 20);
     assert_kt(&t[2], 7, 1, 4, 1, 4);
     free(t);
+    /* warm-up (-1) is never read, even when a set names it */
+    int64_t warm[] = {-1, 1};
+    set = (struct cp_trace_iter_set){warm, 2};
+    cr_assert_eq(cp_trace_query_kernel_times(s, 1, &set, SHORT_NS, &t, &n, &d), CP_OK);
+    cr_assert_eq(n, 2);
+    assert_kt(&t[0], 0, 1, 30, 0, 0);
+    free(t);
     int64_t two[] = {2};
     set = (struct cp_trace_iter_set){two, 1};
     cr_assert_eq(cp_trace_query_kernel_times(s, 1, &set, SHORT_NS, &t, &n, &d), CP_OK);
@@ -514,6 +521,10 @@ Test(trace_query, a_set_that_is_not_ascending_is_refused)
     set = (struct cp_trace_iter_set){ok, 3};
     cr_assert(cp_trace_iter_set_has(&set, 4));
     cr_assert_not(cp_trace_iter_set_has(&set, 5));
+    int64_t warm[] = {-1, 0};
+    set = (struct cp_trace_iter_set){warm, 2};
+    cr_assert_not(cp_trace_iter_set_has(&set, -1));
+    cr_assert(cp_trace_iter_set_has(&set, 0));
     cp_trace_store_close(s);
     free(p);
 }
