@@ -14,7 +14,7 @@
  * meta, runs, per-iteration samples, the static description of every kernel
  * of a run (node name, op type, original ONNX names, shapes, dtypes,
  * layouts, FLOPs, bytes), events and counters. Writes are batched in
- * transactions with WAL.
+ * transactions with WAL. Analyses read it back through trace/query.h.
  *
  * Exporters turn a store into Chrome trace-event JSON (Perfetto,
  * chrome://tracing) and folded stacks (flamegraph.pl, speedscope).
@@ -309,7 +309,9 @@ enum cp_status cp_trace_store_set_run_group(struct cp_trace_store *s, int64_t ru
 enum cp_status cp_trace_store_run_group(struct cp_trace_store *s, int64_t run_id, int64_t **ids,
                                         size_t *n, struct cp_diag *d);
 
-/* The sqlite3 handle, for modules that run their own queries (analysis).
+/* The sqlite3 handle, for tests and tools that look into the file as any
+ * SQLite client would. Modules read a trace through trace/query.h, never
+ * with SQL of their own (scripts/check_layering.sh holds them to it).
  * Owned by the store. */
 void *cp_trace_store_db(struct cp_trace_store *s);
 
