@@ -33,6 +33,7 @@ enum cp_status {
     CP_ERR_VERSION = 8,     /* a file from a newer (or unknown) format version */
     CP_ERR_INTERNAL = 9,    /* a bug or an environment failure */
     CP_ERR_USAGE = 10,      /* bad command-line usage */
+    CP_ERR_WRITE = 11,      /* an output (file, folder, database) could not be written */
 };
 
 /* Short name of a status ("invalid input", ...). Never NULL. */
@@ -124,7 +125,8 @@ enum cp_status cp_file_read(const char *path, uint8_t **data, size_t *len, struc
 
 /* Write `len` bytes to `path` atomically: a temporary file in the same folder,
  * fsync, then rename over `path`. On failure the target is untouched and the
- * temporary file is removed. */
+ * temporary file is removed; the status is CP_ERR_WRITE (an environment
+ * failure: exit 3), or CP_ERR_NOMEM. */
 enum cp_status cp_file_write_atomic(const char *path, const void *data, size_t len,
                                     struct cp_diag *d);
 
@@ -139,6 +141,15 @@ enum cp_status cp_mmap_open(const char *path, struct cp_mmap *m, struct cp_diag 
 void cp_mmap_close(struct cp_mmap *m);
 
 bool cp_path_exists(const char *path);
+/* mkdir -p: create `path` and every missing parent with `mode` (existing
+ * folders are left as they are). CP_ERR_WRITE naming the part that could
+ * not be created, or the path when it exists and is not a folder. */
+enum cp_status cp_mkdir_p(const char *path, unsigned mode, struct cp_diag *d);
+/* cannprof's per-user cache folder: $XDG_CACHE_HOME/cannprof when
+ * XDG_CACHE_HOME is an absolute path (the XDG spec ignores a relative one),
+ * else $HOME/.cache/cannprof. Not created. OUT: out[n]. CP_ERR_IO when
+ * neither variable gives a folder or the path does not fit. */
+enum cp_status cp_cache_dir(char *out, size_t n, struct cp_diag *d);
 /* The folder part of a path ("." when there is none). Caller frees. */
 char *cp_path_dirname(const char *path);
 /* Whether a path ends with `suffix`, ignoring ASCII case. */

@@ -66,7 +66,7 @@ enum cp_status cp_file_write_atomic(const char *path, const void *data, size_t l
     enum cp_status st = CP_OK;
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        st = cp_diag_set(d, CP_ERR_IO, "%s: cannot create temporary file: %s", path,
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: cannot create temporary file: %s", path,
                          strerror(errno));
         goto out_free;
     }
@@ -77,23 +77,24 @@ enum cp_status cp_file_write_atomic(const char *path, const void *data, size_t l
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0) {
-            st = cp_diag_set(d, CP_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+            st = cp_diag_set(d, CP_ERR_WRITE, "%s: write failed: %s", path, strerror(errno));
             goto out_unlink;
         }
         done += (size_t)w;
     }
     if (fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
-        st = cp_diag_set(d, CP_ERR_IO, "%s: cannot sync: %s", path, strerror(errno));
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: cannot sync: %s", path, strerror(errno));
         goto out_unlink;
     }
     if (close(fd) != 0) {
         fd = -1;
-        st = cp_diag_set(d, CP_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: close failed: %s", path, strerror(errno));
         goto out_unlink;
     }
     fd = -1;
     if (rename(tmp, path) != 0) {
-        st = cp_diag_set(d, CP_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
+        st =
+            cp_diag_set(d, CP_ERR_WRITE, "%s: cannot rename into place: %s", path, strerror(errno));
         goto out_unlink;
     }
     goto out_free;
@@ -167,4 +168,53 @@ bool cp_path_has_suffix(const char *path, const char *suffix)
 {
     size_t a = strlen(path), b = strlen(suffix);
     return a >= b && strcasecmp(path + a - b, suffix) == 0;
+}
+
+enum cp_status cp_mkdir_p(const char *path, unsigned mode, struct cp_diag *d)
+{
+    char *p = cp_strdup(path);
+    if (!p)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    enum cp_status st = CP_OK;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (p[0] && mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
+            st = cp_diag_set(d, CP_ERR_WRITE, "%s: cannot create %s: %s", path, p, strerror(errno));
+            break;
+        }
+        *s = c;
+        if (c == '\0')
+            break;
+    }
+    struct stat sb;
+    if (st == CP_OK && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        st = cp_diag_set(d, CP_ERR_WRITE, "%s: not a folder", path);
+    free(p);
+    return st;
+}
+
+enum cp_status cp_cache_dir(char *out, size_t n, struct cp_diag *d)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int w;
+    if (xdg && xdg[0] == '/')
+        w = snprintf(out, n, "%s/cannprof", xdg);
+    else if (home && *home)
+        w = snprintf(out, n, "%s/.cache/cannprof", home);
+    else {
+        if (n)
+            out[0] = '\0';
+        return cp_diag_set(d, CP_ERR_IO,
+                           "no cache folder: neither XDG_CACHE_HOME (an absolute path) nor HOME "
+                           "is set");
+    }
+    if (w < 0 || (size_t)w >= n) {
+        if (n)
+            out[0] = '\0';
+        return cp_diag_set(d, CP_ERR_IO, "the cache folder path is too long (%d bytes)", w);
+    }
+    return CP_OK;
 }

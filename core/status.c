@@ -29,6 +29,8 @@ const char *cp_status_str(enum cp_status st)
         return "internal error";
     case CP_ERR_USAGE:
         return "bad usage";
+    case CP_ERR_WRITE:
+        return "cannot write";
     }
     return "unknown status";
 }
@@ -51,6 +53,7 @@ int cp_status_exit_code(enum cp_status st)
     case CP_ERR_NOMEM:
     case CP_ERR_DB:
     case CP_ERR_INTERNAL:
+    case CP_ERR_WRITE: /* an output that cannot be written is the environment's */
         return 3;
     }
     return 3;

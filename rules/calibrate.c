@@ -292,24 +292,14 @@ static bool machine_from_json(json_t *o, const struct cp_machine *id, struct cp_
 
 enum cp_status cp_calibrate_cache_dir(const char *cache_dir, char *out, size_t n, struct cp_diag *d)
 {
-    int w;
-    if (cache_dir && *cache_dir) {
-        w = snprintf(out, n, "%s", cache_dir);
-    } else {
-        /* The XDG base-directory spec: a relative XDG_CACHE_HOME is ignored. */
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && xdg[0] == '/')
-            w = snprintf(out, n, "%s/cannprof", xdg);
-        else if (home && *home)
-            w = snprintf(out, n, "%s/.cache/cannprof", home);
-        else {
-            if (n)
-                out[0] = '\0';
-            return cp_diag_set(d, CP_ERR_IO,
-                               "calibrate: no cache folder: neither XDG_CACHE_HOME (an absolute "
-                               "path) nor HOME is set; give a cache folder");
-        }
+    if (!cache_dir || !*cache_dir) {
+        struct cp_diag local;
+        cp_diag_init(&local);
+        enum cp_status st = cp_cache_dir(out, n, &local);
+        return st == CP_OK ? CP_OK
+                           : cp_diag_set(d, st, "calibrate: %s; give a cache folder", local.msg);
     }
+    int w = snprintf(out, n, "%s", cache_dir);
     if (w < 0 || (size_t)w >= n) {
         if (n)
             out[0] = '\0';
@@ -320,29 +310,10 @@ enum cp_status cp_calibrate_cache_dir(const char *cache_dir, char *out, size_t n
 
 enum cp_status cp_calibrate_cache_mkdir(const char *dir, struct cp_diag *d)
 {
-    char *p = cp_strdup(dir);
-    if (!p)
-        return cp_diag_set(d, CP_ERR_NOMEM, "calibrate: out of memory");
-    enum cp_status st = CP_OK;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != '\0')
-            continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-            st = cp_diag_set(d, CP_ERR_IO, "calibrate: cache folder '%s' cannot be created: %s: %s",
-                             dir, p, strerror(errno));
-            break;
-        }
-        *s = c;
-        if (c == '\0')
-            break;
-    }
-    struct stat sb;
-    if (st == CP_OK && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        st = cp_diag_set(d, CP_ERR_IO, "calibrate: cache folder '%s' is not a folder", dir);
-    free(p);
-    return st;
+    struct cp_diag local;
+    cp_diag_init(&local);
+    enum cp_status st = cp_mkdir_p(dir, 0700, &local);
+    return st == CP_OK ? CP_OK : cp_diag_set(d, st, "calibrate: cache folder: %s", local.msg);
 }
 
 /* Try the cache file at `path`. True with *m filled when it is usable;

@@ -1,9 +1,9 @@
 /*
  * Private to rules/features*.c and rules/patterns*.c.
  *
- * features_load.c reads a run from the trace store into a `struct cp_fload`
- * (raw facts: samples, kernels with their parsed tensors, event sums,
- * per-iteration coverage, counters, host meta); features.c turns them into
+ * features_load.c reads a run from the trace store, through trace/query.h,
+ * into a `struct cp_fload` (raw facts: samples, kernels with their parsed
+ * tensors, event sums, per-iteration coverage, counters, host meta); features.c turns them into
  * scalars and rows; patterns.c finds unfused patterns on the kernels'
  * tensor links; features_json.c prints the result.
  */
@@ -12,6 +12,7 @@
 
 #include "rules/features.h"
 #include "trace/perf.h"
+#include "trace/query.h"
 
 /* Every scalar feature: X(ID, "name"). The order is docs/features.md's. */
 #define CP_FEATURE_SCALARS(X)                                                                      \
@@ -85,25 +86,26 @@
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
 #undef CP_FEAT_ENUM
 
-/* One tensor of a kernel's inputs or outputs JSON. Strings owned by the
- * load. */
+/* One tensor of a kernel's inputs or outputs, as the features and patterns
+ * see it. Strings are borrowed from the load's kernel table (ktab). */
 struct cp_ftensor {
-    char *name;
-    char *src;     /* view_of when present, else name: what the data really is */
-    char *dtype;   /* "f32", ... ("" when missing) */
-    char *layout;  /* "NCHW", "nChw16c", ... ("" when missing) */
-    char *compute; /* outputs: "bf16" when computed in bf16, else NULL */
-    int rank;      /* -1 when the shape is missing */
-    int64_t dims[8];
+    const char *name;
+    const char *src;     /* view_of when present, else name: what the data really is */
+    const char *dtype;   /* "f32", ... ("" when missing) */
+    const char *layout;  /* "NCHW", "nChw16c", ... ("" when missing) */
+    const char *compute; /* outputs: "bf16" when computed in bf16, else NULL */
+    int rank;            /* -1 when the shape is missing */
+    int64_t dims[CP_TRACE_MAX_RANK];
     double numel; /* product of dims; NaN when unknown */
 };
 
-/* One kernels row with its event sums over measured iterations. */
+/* One kernels row with its event sums over measured iterations. Strings
+ * are borrowed from the load's kernel table (ktab). */
 struct cp_fk {
     int64_t idx;
-    char *node, *op_type, *impl, *origins;
+    const char *node, *op_type, *impl, *origins;
     double flops, bytes;
-    struct cp_ftensor *in, *out;
+    struct cp_ftensor *in, *out; /* owned by the load */
     size_t n_in, n_out;
     int64_t n_events; /* device events in measured iterations */
     double sum_ns;    /* their total duration */
@@ -125,7 +127,9 @@ struct cp_fload {
     bool filtered;
     int64_t *keep_it;
     size_t n_keep, n_measured;
-    struct cp_fk *k; /* in idx order */
+    struct cp_trace_kernel_desc *ktab; /* the kernel table as trace/query.h reads it */
+    size_t n_ktab;
+    struct cp_fk *k; /* in idx order, one per ktab row */
     size_t n_k;
     size_t n_dev_iter; /* measured iterations with device events */
     /* Sums over measured iterations that have both a sample and events. */

@@ -1,83 +1,42 @@
 /* Reading one run of a trace store into the raw facts features are made
- * of (see features_internal.h). Every query names the store in its error. */
+ * of (see features_internal.h), through trace/query.h only: this file
+ * knows what the facts mean, the trace module knows where they are kept. */
 #include "rules/features_internal.h"
 #include "runner/probe.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
-static enum cp_status db_error(struct cp_trace_store *s, const char *what, struct cp_diag *d)
+/* The iterations the timing facts are read from: NULL (every measured one)
+ * unless the run was filtered to its undisturbed ones. */
+static const struct cp_trace_iter_set *kept_set(const struct cp_fload *l,
+                                                struct cp_trace_iter_set *buf)
 {
-    sqlite3 *db = cp_trace_store_db(s);
-    return cp_diag_set(d, CP_ERR_DB, "%s: reading %s: %s", cp_trace_store_path(s), what,
-                       sqlite3_errmsg(db));
+    if (!l->filtered)
+        return NULL;
+    buf->it = l->keep_it;
+    buf->n = l->n_keep;
+    return buf;
 }
 
-static enum cp_status prepare(struct cp_trace_store *s, const char *sql, int64_t run,
-                              sqlite3_stmt **st, const char *what, struct cp_diag *d)
-{
-    if (sqlite3_prepare_v2(cp_trace_store_db(s), sql, -1, st, NULL) != SQLITE_OK)
-        return db_error(s, what, d);
-    sqlite3_bind_int64(*st, 1, run);
-    return CP_OK;
-}
-
-/* A copy of a column's text ("" for NULL). NULL on OOM. */
-static char *col_text(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return cp_strdup(t ? (const char *)t : "");
-}
-
-/* ---- runs and samples ------------------------------------------------------------- */
+/* ---- the run and its samples ------------------------------------------------------- */
 
 static enum cp_status read_run(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
-    sqlite3_stmt *st;
-    enum cp_status rc =
-        prepare(s,
-                "SELECT kind, config_json, threads, batch, weight_bytes + arena_bytes FROM runs "
-                "WHERE id = ?1",
-                l->run_id, &st, "the run", d);
+    struct cp_trace_run r;
+    enum cp_status rc = cp_trace_query_run(s, l->run_id, &r, d);
     if (rc != CP_OK)
         return rc;
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-        l->kind = col_text(st, 0);
-        l->config_json = col_text(st, 1);
-        l->threads = sqlite3_column_int(st, 2);
-        l->batch = sqlite3_column_int(st, 3);
-        l->memory_bytes = sqlite3_column_double(st, 4);
-        if (!l->kind || !l->config_json)
-            rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading the run");
-    } else if (r == SQLITE_DONE) {
-        rc = cp_diag_set(d, CP_ERR_INVALID, "%s: no run %lld", cp_trace_store_path(s),
-                         (long long)l->run_id);
-    } else {
-        rc = db_error(s, "the run", d);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* Is iteration `it` one the timing facts are read from? */
-static bool kept(const struct cp_fload *l, int64_t it)
-{
-    if (!l->filtered)
-        return true;
-    size_t lo = 0, hi = l->n_keep;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (l->keep_it[mid] < it)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < l->n_keep && l->keep_it[lo] == it;
+    l->kind = r.kind;
+    l->config_json = r.config_json;
+    r.kind = r.config_json = NULL;
+    l->threads = r.threads;
+    l->batch = r.batch;
+    l->memory_bytes = (double)(r.weight_bytes + r.arena_bytes);
+    cp_trace_run_release(&r);
+    return CP_OK;
 }
 
 /* Which iterations ran undisturbed, as validate judges them against the
@@ -104,64 +63,58 @@ static enum cp_status pick_undisturbed(struct cp_fload *l, const int64_t *it, co
     return rc;
 }
 
-/* The latency samples, with the interference probe of each when the run has
- * one for every sample: then only the undisturbed iterations are kept. */
-static enum cp_status read_samples(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
+/* Line the probe series up with the samples: probe[i] is the probe of
+ * sample i. False when a sample has none, or one that is no time. */
+static bool probe_each(const struct cp_trace_sample *sm, size_t n, const struct cp_trace_point *p,
+                       size_t np, uint64_t *probe)
 {
-    sqlite3_stmt *st;
-    enum cp_status rc =
-        prepare(s,
-                "SELECT s.iteration, s.latency_ns, c.value FROM samples s "
-                "LEFT JOIN counters c ON c.run_id = s.run_id AND c.name = 'probe_ns' "
-                "AND c.iteration = s.iteration WHERE s.run_id = ?1 ORDER BY s.iteration",
-                l->run_id, &st, "samples", d);
-    if (rc != CP_OK)
-        return rc;
-    int64_t *it = NULL;
-    uint64_t *ns = NULL;
-    uint64_t *probe = NULL;
-    size_t n = 0, cap = 0;
-    bool probed = true;
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            size_t nc = cap ? 2 * cap : 256;
-            int64_t *a = cp_realloc_array(it, nc, sizeof *a);
-            if (a)
-                it = a;
-            uint64_t *b = cp_realloc_array(ns, nc, sizeof *b);
-            if (b)
-                ns = b;
-            uint64_t *c = cp_realloc_array(probe, nc, sizeof *c);
-            if (c)
-                probe = c;
-            if (!a || !b || !c) {
-                rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading samples");
-                break;
-            }
-            cap = nc;
-        }
-        it[n] = sqlite3_column_int64(st, 0);
-        int64_t v = sqlite3_column_int64(st, 1);
-        ns[n] = v > 0 ? (uint64_t)v : 0;
-        double pv = sqlite3_column_double(st, 2);
-        if (sqlite3_column_type(st, 2) == SQLITE_NULL || !(pv > 0 && pv < 1e18))
-            probed = false;
-        else
-            probe[n] = (uint64_t)pv;
-        n++;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (j < np && p[j].iteration < sm[i].iteration) /* both sorted by iteration */
+            j++;
+        if (j == np || p[j].iteration != sm[i].iteration)
+            return false;
+        double v = p[j].value;
+        if (!(v > 0 && v < 1e18))
+            return false;
+        probe[i] = (uint64_t)v;
     }
-    if (rc == CP_OK && r != SQLITE_DONE)
-        rc = db_error(s, "samples", d);
-    sqlite3_finalize(st);
-    l->n_measured = n;
-    if (rc == CP_OK && probed && n > 0)
-        rc = pick_undisturbed(l, it, ns, probe, n, d);
-    if (rc == CP_OK && n > 0 && !(l->lat_ns = cp_calloc(n, sizeof *l->lat_ns)))
+    return true;
+}
+
+/* The latency samples, with the interference probe of each when the run has
+ * one for every sample: then only the undisturbed iterations are kept.
+ * OUT: *sm, *n: all the samples (kept or not; caller frees). */
+static enum cp_status read_samples(struct cp_trace_store *s, struct cp_fload *l,
+                                   struct cp_trace_sample **sm, size_t *n, struct cp_diag *d)
+{
+    enum cp_status rc = cp_trace_query_samples(s, l->run_id, sm, n, d);
+    if (rc != CP_OK || *n == 0)
+        return rc;
+    l->n_measured = *n;
+    struct cp_trace_point *p = NULL;
+    size_t np = 0;
+    int64_t *it = cp_calloc(*n, sizeof *it);
+    uint64_t *ns = cp_calloc(*n, sizeof *ns);
+    uint64_t *probe = cp_calloc(*n, sizeof *probe);
+    if (!it || !ns || !probe)
         rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading samples");
-    for (size_t i = 0; rc == CP_OK && i < n; i++)
-        if (kept(l, it[i]))
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter_series(s, l->run_id, "probe_ns", &p, &np, d);
+    for (size_t i = 0; rc == CP_OK && i < *n; i++) {
+        it[i] = (*sm)[i].iteration;
+        ns[i] = (*sm)[i].latency_ns;
+    }
+    if (rc == CP_OK && probe_each(*sm, *n, p, np, probe))
+        rc = pick_undisturbed(l, it, ns, probe, *n, d);
+    struct cp_trace_iter_set buf;
+    const struct cp_trace_iter_set *only = kept_set(l, &buf);
+    if (rc == CP_OK && !(l->lat_ns = cp_calloc(*n, sizeof *l->lat_ns)))
+        rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading samples");
+    for (size_t i = 0; rc == CP_OK && i < *n; i++)
+        if (!only || cp_trace_iter_set_has(only, it[i]))
             l->lat_ns[l->n_lat++] = (double)ns[i];
+    free(p);
     free(it);
     free(ns);
     free(probe);
@@ -170,138 +123,58 @@ static enum cp_status read_samples(struct cp_trace_store *s, struct cp_fload *l,
 
 /* ---- kernels -------------------------------------------------------------------- */
 
-static char *json_str_dup(json_t *o, const char *key)
+/* The rows of l->ktab as the features and patterns see them: strings
+ * borrowed from the table, each tensor's source and element count worked
+ * out once. */
+static struct cp_ftensor *view_tensors(const struct cp_trace_tensor *t, size_t n)
 {
-    json_t *v = json_object_get(o, key);
-    return cp_strdup(json_is_string(v) ? json_string_value(v) : "");
-}
-
-static void tensor_release(struct cp_ftensor *t)
-{
-    free(t->name);
-    free(t->src);
-    free(t->dtype);
-    free(t->layout);
-    free(t->compute);
-}
-
-/* Parse a kernels.inputs/outputs JSON array. OUT: *v, *n. */
-static enum cp_status parse_tensors(struct cp_trace_store *s, const char *text, int64_t idx,
-                                    const char *col, struct cp_ftensor **v, size_t *n,
-                                    struct cp_diag *d)
-{
-    *v = NULL;
-    *n = 0;
-    if (!text || !*text)
-        return CP_OK;
-    json_error_t err;
-    json_t *a = json_loads(text, 0, &err);
-    if (!json_is_array(a)) {
-        json_decref(a);
-        return cp_diag_set(d, CP_ERR_CORRUPT, "%s: kernel %lld: %s is not a JSON array (%s)",
-                           cp_trace_store_path(s), (long long)idx, col,
-                           a ? "another JSON value" : err.text);
-    }
-    enum cp_status rc = CP_OK;
-    size_t m = json_array_size(a);
-    struct cp_ftensor *t = cp_calloc(m + 1, sizeof *t);
-    if (!t) {
-        json_decref(a);
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading kernels");
-    }
-    for (size_t i = 0; i < m && rc == CP_OK; i++) {
-        json_t *o = json_array_get(a, i);
-        if (!json_is_object(o)) {
-            rc = cp_diag_set(d, CP_ERR_CORRUPT, "%s: kernel %lld: %s[%zu] is not an object",
-                             cp_trace_store_path(s), (long long)idx, col, i);
-            break;
-        }
-        struct cp_ftensor *x = &t[i];
-        x->name = json_str_dup(o, "name");
-        json_t *vo = json_object_get(o, "view_of");
-        x->src = cp_strdup(json_is_string(vo) ? json_string_value(vo) : x->name ? x->name : "");
-        x->dtype = json_str_dup(o, "dtype");
-        x->layout = json_str_dup(o, "layout");
-        json_t *c = json_object_get(o, "compute");
-        x->compute = json_is_string(c) ? cp_strdup(json_string_value(c)) : NULL;
-        if (!x->name || !x->src || !x->dtype || !x->layout || (json_is_string(c) && !x->compute))
-            rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading kernels");
-        json_t *sh = json_object_get(o, "shape");
-        x->rank = -1;
-        x->numel = NAN;
-        if (json_is_array(sh) && json_array_size(sh) <= 8) {
-            x->rank = (int)json_array_size(sh);
-            x->numel = 1;
-            for (int j = 0; j < x->rank; j++) {
-                json_t *dj = json_array_get(sh, (size_t)j);
-                x->dims[j] = json_is_integer(dj) ? json_integer_value(dj) : -1;
-                x->numel = x->dims[j] >= 0 ? x->numel * (double)x->dims[j] : NAN;
-            }
+    struct cp_ftensor *v = cp_calloc(n + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct cp_ftensor *x = &v[i];
+        x->name = t[i].name;
+        x->src = t[i].view_of ? t[i].view_of : t[i].name;
+        x->dtype = t[i].dtype;
+        x->layout = t[i].layout;
+        x->compute = t[i].compute;
+        x->rank = t[i].rank;
+        x->numel = x->rank < 0 ? NAN : 1;
+        for (int j = 0; j < x->rank; j++) {
+            x->dims[j] = t[i].dims[j];
+            x->numel = x->dims[j] >= 0 ? x->numel * (double)x->dims[j] : NAN;
         }
     }
-    json_decref(a);
-    if (rc != CP_OK) {
-        for (size_t i = 0; i < m; i++)
-            tensor_release(&t[i]);
-        free(t);
-        return rc;
-    }
-    *v = t;
-    *n = m;
-    return CP_OK;
+    return v;
 }
 
 static enum cp_status read_kernels(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
-    sqlite3_stmt *st;
-    enum cp_status rc =
-        prepare(s,
-                "SELECT idx, node, op_type, impl, origins, inputs, outputs, flops, bytes "
-                "FROM kernels WHERE run_id = ?1 ORDER BY idx",
-                l->run_id, &st, "kernels", d);
-    if (rc != CP_OK)
+    enum cp_status rc = cp_trace_query_kernels(s, l->run_id, &l->ktab, &l->n_ktab, d);
+    if (rc != CP_OK || l->n_ktab == 0)
         return rc;
-    size_t cap = 0;
-    int r;
-    while (rc == CP_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->n_k == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct cp_fk *g = cp_realloc_array(l->k, nc, sizeof *g);
-            if (!g) {
-                rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading kernels");
-                break;
-            }
-            l->k = g;
-            cap = nc;
-        }
-        struct cp_fk *k = &l->k[l->n_k++];
-        memset(k, 0, sizeof *k);
-        k->idx = sqlite3_column_int64(st, 0);
-        k->node = col_text(st, 1);
-        k->op_type = col_text(st, 2);
-        k->impl = col_text(st, 3);
-        k->origins = col_text(st, 4);
-        if (k->origins && !*k->origins) {
-            free(k->origins);
-            k->origins = cp_strdup("[]");
-        }
-        k->flops = sqlite3_column_double(st, 7);
-        k->bytes = sqlite3_column_double(st, 8);
-        if (!k->node || !k->op_type || !k->impl || !k->origins) {
-            rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading kernels");
-            break;
-        }
-        const char *in = (const char *)sqlite3_column_text(st, 5);
-        rc = parse_tensors(s, in, k->idx, "inputs", &k->in, &k->n_in, d);
-        if (rc == CP_OK) {
-            const char *out = (const char *)sqlite3_column_text(st, 6);
-            rc = parse_tensors(s, out, k->idx, "outputs", &k->out, &k->n_out, d);
-        }
+    l->k = cp_calloc(l->n_ktab, sizeof *l->k);
+    if (!l->k)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading kernels");
+    l->n_k = l->n_ktab;
+    for (size_t i = 0; i < l->n_k; i++) {
+        const struct cp_trace_kernel_desc *t = &l->ktab[i];
+        struct cp_fk *k = &l->k[i];
+        k->idx = t->idx;
+        k->node = t->node;
+        k->op_type = t->op_type;
+        k->impl = t->impl;
+        k->origins = t->origins;
+        k->flops = t->flops;
+        k->bytes = t->bytes;
+        k->in = view_tensors(t->in, t->n_in);
+        k->out = view_tensors(t->out, t->n_out);
+        if (!k->in || !k->out)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading kernels");
+        k->n_in = t->n_in;
+        k->n_out = t->n_out;
     }
-    if (rc == CP_OK && r != SQLITE_DONE)
-        rc = db_error(s, "kernels", d);
-    sqlite3_finalize(st);
-    return rc;
+    return CP_OK;
 }
 
 static struct cp_fk *find_kernel(struct cp_fload *l, int64_t idx)
@@ -322,43 +195,29 @@ static struct cp_fk *find_kernel(struct cp_fload *l, int64_t idx)
 static enum cp_status read_kernel_times(struct cp_trace_store *s, struct cp_fload *l,
                                         struct cp_diag *d)
 {
-    sqlite3_stmt *st;
+    struct cp_trace_iter_set buf;
+    const struct cp_trace_iter_set *only = kept_set(l, &buf);
+    struct cp_trace_kernel_time *t;
+    size_t n;
     enum cp_status rc =
-        prepare(s,
-                "SELECT kernel_idx, iteration, count(*), total(dur_ns), total(dur_ns < ?2), "
-                "total(CASE WHEN dur_ns < ?2 THEN dur_ns ELSE 0 END) FROM events "
-                "WHERE run_id = ?1 AND layer = 2 AND iteration >= 0 AND kernel_idx >= 0 "
-                "GROUP BY kernel_idx, iteration",
-                l->run_id, &st, "kernel events", d);
+        cp_trace_query_kernel_times(s, l->run_id, only, CP_FEATURES_SMALL_KERNEL_NS, &t, &n, d);
     if (rc != CP_OK)
         return rc;
-    sqlite3_bind_double(st, 2, CP_FEATURES_SMALL_KERNEL_NS);
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        struct cp_fk *k = find_kernel(l, sqlite3_column_int64(st, 0));
-        if (!k || !kept(l, sqlite3_column_int64(st, 1)))
-            continue; /* a kernel the table lacks, or a disturbed iteration */
-        k->n_events += sqlite3_column_int64(st, 2);
-        k->sum_ns += sqlite3_column_double(st, 3);
-        k->n_small += (int64_t)sqlite3_column_double(st, 4);
-        k->small_ns += sqlite3_column_double(st, 5);
+    for (size_t i = 0; i < n; i++) {
+        struct cp_fk *k = find_kernel(l, t[i].kernel_idx);
+        if (!k)
+            continue; /* a kernel the table lacks */
+        k->n_events += t[i].events;
+        k->sum_ns += t[i].total_ns;
+        k->n_small += t[i].n_short;
+        k->small_ns += t[i].short_ns;
     }
-    if (r != SQLITE_DONE)
-        rc = db_error(s, "kernel events", d);
-    sqlite3_finalize(st);
-    if (rc != CP_OK)
-        return rc;
-    rc = prepare(s,
-                 "SELECT DISTINCT iteration FROM events "
-                 "WHERE run_id = ?1 AND layer = 2 AND iteration >= 0",
-                 l->run_id, &st, "kernel events", d);
-    if (rc != CP_OK)
-        return rc;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW)
-        l->n_dev_iter += kept(l, sqlite3_column_int64(st, 0));
-    if (r != SQLITE_DONE)
-        rc = db_error(s, "kernel events", d);
-    sqlite3_finalize(st);
+    free(t);
+    struct cp_trace_iter_time *it;
+    rc = cp_trace_query_layer_iterations(s, l->run_id, CP_LAYER_DEVICE, only, &it, &n, d);
+    if (rc == CP_OK)
+        l->n_dev_iter = n;
+    free(it);
     return rc;
 }
 
@@ -370,11 +229,6 @@ struct cover {
     int64_t s, e; /* the interval being extended */
     double total; /* length of the closed ones */
 };
-
-static void cover_reset(struct cover *c)
-{
-    memset(c, 0, sizeof *c);
-}
 
 static void cover_add(struct cover *c, int64_t s, int64_t e)
 {
@@ -398,63 +252,36 @@ static double cover_done(struct cover *c)
     return c->total;
 }
 
-/* All the samples (kept or not) as (iteration, latency) pairs sorted by
- * iteration. OUT:
- * *iters, *lat (caller frees both, also on failure), *n. */
-static enum cp_status sample_map(struct cp_trace_store *s, struct cp_fload *l, int64_t **iters,
-                                 double **lat, size_t *n, struct cp_diag *d)
-{
-    *iters = NULL;
-    *lat = NULL;
-    *n = 0;
-    sqlite3_stmt *st;
-    enum cp_status rc =
-        prepare(s, "SELECT iteration, latency_ns FROM samples WHERE run_id = ?1 ORDER BY iteration",
-                l->run_id, &st, "samples", d);
-    if (rc != CP_OK)
-        return rc;
-    *iters = cp_calloc(l->n_measured + 1, sizeof **iters);
-    *lat = cp_calloc(l->n_measured + 1, sizeof **lat);
-    if (!*iters || !*lat)
-        rc = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading samples");
-    int r = SQLITE_DONE;
-    while (rc == CP_OK && *n < l->n_measured && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        (*iters)[*n] = sqlite3_column_int64(st, 0);
-        (*lat)[*n] = sqlite3_column_double(st, 1);
-        (*n)++;
-    }
-    if (rc == CP_OK && r != SQLITE_DONE && r != SQLITE_ROW)
-        rc = db_error(s, "samples", d);
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static double lookup_latency(const int64_t *iters, const double *lat, size_t n, int64_t it)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (iters[mid] < it)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && iters[lo] == it ? lat[lo] : NAN;
-}
-
+/* The iteration being summed, as the events stream by. */
 struct iter_acc {
+    struct cp_fload *l;
+    const struct cp_trace_sample *sm; /* every sample, by iteration */
+    size_t n_sm;
     int64_t it;
     bool any;
     struct cover dev, all;
     double io;
 };
 
-static void iter_flush(struct cp_fload *l, struct iter_acc *a, const int64_t *iters,
-                       const double *lat, size_t n)
+static double lookup_latency(const struct iter_acc *a, int64_t it)
 {
-    if (!a->any || !kept(l, a->it))
+    size_t lo = 0, hi = a->n_sm;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->sm[mid].iteration < it)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < a->n_sm && a->sm[lo].iteration == it ? (double)a->sm[lo].latency_ns : NAN;
+}
+
+static void iter_flush(struct iter_acc *a)
+{
+    if (!a->any)
         return;
-    double w = lookup_latency(iters, lat, n, a->it);
+    struct cp_fload *l = a->l;
+    double w = lookup_latency(a, a->it);
     double dev = cover_done(&a->dev), all = cover_done(&a->all);
     if (isfinite(w) && w > 0) {
         l->cov_iters++;
@@ -466,61 +293,46 @@ static void iter_flush(struct cp_fload *l, struct iter_acc *a, const int64_t *it
     a->any = false;
 }
 
-static enum cp_status read_coverage(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
+static enum cp_status on_event(void *ctx, const struct cp_trace_event_row *e, struct cp_diag *d)
 {
-    int64_t *iters;
-    double *lat;
-    size_t n;
-    enum cp_status rc = sample_map(s, l, &iters, &lat, &n, d);
-    sqlite3_stmt *st = NULL;
+    (void)d;
+    struct iter_acc *a = ctx;
+    int64_t dur = e->dur_ns < 0 ? 0 : e->dur_ns;
+    if (!a->any || e->iteration != a->it) {
+        iter_flush(a);
+        a->it = e->iteration;
+        a->any = true;
+        memset(&a->dev, 0, sizeof a->dev);
+        memset(&a->all, 0, sizeof a->all);
+        a->io = 0;
+    }
+    if (e->layer == CP_LAYER_DEVICE) {
+        cover_add(&a->dev, e->start_ns, e->start_ns + dur);
+    } else {
+        a->l->has_runtime = true;
+        if (e->name && (strcmp(e->name, "input copy") == 0 || strcmp(e->name, "output copy") == 0))
+            a->io += (double)dur;
+    }
+    cover_add(&a->all, e->start_ns, e->start_ns + dur);
+    return CP_OK;
+}
+
+/* Per kept iteration, how much of its latency the kernels and the runtime
+ * cover. sm/n: every sample of the run. */
+static enum cp_status read_coverage(struct cp_trace_store *s, struct cp_fload *l,
+                                    const struct cp_trace_sample *sm, size_t n, struct cp_diag *d)
+{
+    struct cp_trace_iter_set buf;
+    struct iter_acc a = {.l = l, .sm = sm, .n_sm = n};
+    enum cp_status rc = cp_trace_query_iteration_events(
+        s, l->run_id, CP_TRACE_LAYER_BIT(CP_LAYER_RUNTIME) | CP_TRACE_LAYER_BIT(CP_LAYER_DEVICE),
+        kept_set(l, &buf), on_event, &a, d);
     if (rc == CP_OK)
-        rc = prepare(s,
-                     "SELECT e.iteration, e.layer, e.start_ns, e.dur_ns, coalesce(t.value, '') "
-                     "FROM events e LEFT JOIN strings t ON t.id = e.name_id "
-                     "WHERE e.run_id = ?1 AND e.layer IN (1, 2) AND e.iteration >= 0 "
-                     "ORDER BY e.iteration, e.start_ns",
-                     l->run_id, &st, "events", d);
-    if (rc != CP_OK) {
-        free(iters);
-        free(lat);
-        return rc;
-    }
-    struct iter_acc a = {.any = false};
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t it = sqlite3_column_int64(st, 0);
-        int layer = sqlite3_column_int(st, 1);
-        int64_t s0 = sqlite3_column_int64(st, 2), dur = sqlite3_column_int64(st, 3);
-        if (dur < 0)
-            dur = 0;
-        if (!a.any || it != a.it) {
-            iter_flush(l, &a, iters, lat, n);
-            a.it = it;
-            a.any = true;
-            cover_reset(&a.dev);
-            cover_reset(&a.all);
-            a.io = 0;
-        }
-        if (layer == CP_LAYER_DEVICE) {
-            cover_add(&a.dev, s0, s0 + dur);
-        } else {
-            l->has_runtime = true;
-            const char *name = (const char *)sqlite3_column_text(st, 4);
-            if (name && (strcmp(name, "input copy") == 0 || strcmp(name, "output copy") == 0))
-                a.io += (double)dur;
-        }
-        cover_add(&a.all, s0, s0 + dur);
-    }
-    iter_flush(l, &a, iters, lat, n);
-    if (r != SQLITE_DONE)
-        rc = db_error(s, "events", d);
-    sqlite3_finalize(st);
-    free(iters);
-    free(lat);
+        iter_flush(&a);
     return rc;
 }
 
-/* ---- counters and meta ------------------------------------------------------------ */
+/* ---- counters and host ---------------------------------------------------------------- */
 
 static int perf_index(const char *name)
 {
@@ -532,20 +344,15 @@ static int perf_index(const char *name)
 
 static enum cp_status read_counters(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
-    sqlite3_stmt *st;
-    enum cp_status rc = prepare(s,
-                                "SELECT name, value FROM counters "
-                                "WHERE run_id = ?1 AND iteration = -1 AND name LIKE 'perf.%'",
-                                l->run_id, &st, "counters", d);
+    struct cp_trace_counter *c;
+    size_t n;
+    enum cp_status rc = cp_trace_query_run_counters(s, l->run_id, "perf.", &c, &n, d);
     if (rc != CP_OK)
         return rc;
     l->paranoid = -2;
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        double v = sqlite3_column_double(st, 1);
-        if (!name)
-            continue;
+    for (size_t k = 0; k < n; k++) {
+        const char *name = c[k].name;
+        double v = c[k].value;
         l->perf_recorded = true;
         int i;
         if (strcmp(name, "perf.paranoid") == 0)
@@ -557,23 +364,21 @@ static enum cp_status read_counters(struct cp_trace_store *s, struct cp_fload *l
             l->perf[i] = v;
         }
     }
-    if (r != SQLITE_DONE)
-        rc = db_error(s, "counters", d);
-    sqlite3_finalize(st);
-    return rc;
+    cp_trace_counters_free(c, n);
+    return CP_OK;
 }
 
-static enum cp_status read_meta(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
+static enum cp_status read_host(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
-    char *cores = NULL;
-    enum cp_status rc = cp_trace_store_get_meta(s, "host_cores", &cores, d);
+    struct cp_trace_host h;
+    enum cp_status rc = cp_trace_query_host(s, &h, d);
     if (rc != CP_OK)
         return rc;
-    int64_t v;
-    if (cores && cp_parse_i64(cores, &v) && v > 0 && v < 1 << 20)
-        l->host_cores = (int)v;
-    free(cores);
-    return cp_trace_store_get_meta(s, "host_isa_flags", &l->isa_flags, d);
+    l->host_cores = h.cores;
+    l->isa_flags = h.isa_flags;
+    h.isa_flags = NULL;
+    cp_trace_host_release(&h);
+    return CP_OK;
 }
 
 /* ---- entry points ----------------------------------------------------------------- */
@@ -583,21 +388,24 @@ enum cp_status cp_fload_read(struct cp_trace_store *s, int64_t run_id, struct cp
 {
     memset(l, 0, sizeof *l);
     l->paranoid = -2;
+    struct cp_trace_sample *sm = NULL;
+    size_t n_sm = 0;
     enum cp_status rc = cp_trace_store_resolve_run(s, run_id, &l->run_id, d);
     if (rc == CP_OK)
         rc = read_run(s, l, d);
     if (rc == CP_OK)
-        rc = read_samples(s, l, d);
+        rc = read_samples(s, l, &sm, &n_sm, d);
     if (rc == CP_OK)
         rc = read_kernels(s, l, d);
     if (rc == CP_OK)
         rc = read_kernel_times(s, l, d);
     if (rc == CP_OK)
-        rc = read_coverage(s, l, d);
+        rc = read_coverage(s, l, sm, n_sm, d);
     if (rc == CP_OK)
         rc = read_counters(s, l, d);
     if (rc == CP_OK)
-        rc = read_meta(s, l, d);
+        rc = read_host(s, l, d);
+    free(sm);
     return rc;
 }
 
@@ -607,20 +415,12 @@ void cp_fload_release(struct cp_fload *l)
     free(l->config_json);
     free(l->lat_ns);
     free(l->keep_it);
-    for (size_t i = 0; i < l->n_k; i++) {
-        struct cp_fk *k = &l->k[i];
-        free(k->node);
-        free(k->op_type);
-        free(k->impl);
-        free(k->origins);
-        for (size_t j = 0; j < k->n_in; j++)
-            tensor_release(&k->in[j]);
-        for (size_t j = 0; j < k->n_out; j++)
-            tensor_release(&k->out[j]);
-        free(k->in);
-        free(k->out);
+    for (size_t i = 0; l->k && i < l->n_k; i++) {
+        free(l->k[i].in);
+        free(l->k[i].out);
     }
     free(l->k);
+    cp_trace_kernels_free(l->ktab, l->n_ktab);
     free(l->isa_flags);
     memset(l, 0, sizeof *l);
 }

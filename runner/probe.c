@@ -1,5 +1,6 @@
 /* The interference probe (runner/probe.h). */
 #include "runner/probe.h"
+#include "core/host.h"
 #include "stats/stats.h"
 #include "trace/trace.h"
 
@@ -238,4 +239,24 @@ enum cp_status cp_probe_floor_save(const char *path, uint64_t floor, struct cp_d
     int len = snprintf(text, sizeof text, "floor_ns %llu\nexe %s\nsaved_at %lld\n",
                        (unsigned long long)floor, exe, (long long)time(NULL));
     return cp_file_write_atomic(path, text, (size_t)len, d);
+}
+
+bool cp_probe_floor_path(int threads, bool create, char *out, size_t n)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    char dir[1024];
+    if (cp_cache_dir(dir, sizeof dir, &d) != CP_OK ||
+        (create && cp_mkdir_p(dir, 0700, &d) != CP_OK))
+        return false;
+    struct cp_host *h = malloc(sizeof *h);
+    if (!h)
+        return false;
+    cp_host_detect(h);
+    char key[600];
+    snprintf(key, sizeof key, "%.255s\n%.300s\n%d", h->cpu_model, h->isa, h->cores);
+    free(h);
+    int w = snprintf(out, n, "%s/probe-floor-%016llx-t%d", dir,
+                     (unsigned long long)cp_hash64(key, strlen(key)), threads);
+    return w > 0 && (size_t)w < n;
 }

@@ -102,6 +102,12 @@ enum cp_status cp_probe_store(struct cp_trace_store *s, int64_t run_id, const ui
  * CP_PROBE_FLOOR_MAX_AGE_S (the machine may have changed since). save:
  * atomically replaces the file (its folder must exist). */
 #define CP_PROBE_FLOOR_MAX_AGE_S 1800
+
+/* The floor file of this machine for `threads` threads, in cannprof's cache
+ * folder (core's cp_cache_dir): "probe-floor-<host key>-t<threads>". Its
+ * folder is created when `create`. False when there is no usable cache
+ * folder or the path does not fit in n. */
+bool cp_probe_floor_path(int threads, bool create, char *out, size_t n);
 uint64_t cp_probe_floor_load(const char *path);
 enum cp_status cp_probe_floor_save(const char *path, uint64_t floor, struct cp_diag *d);
 

@@ -9,7 +9,9 @@
 #   - a public header (third column) of a module listed in M's fourth column.
 # Tests (tests/<M>/...) may also include M's private headers, and any public
 # header of any module; tests/support/ and bench/ only public headers.
-# Generated headers (proto/) count as the module "proto".
+# Generated headers (proto/) count as the module "proto"; <sqlite3.h> as
+# the module "sqlite", so only the modules whose row lists it (the trace
+# store, the knowledge base) hold SQL.
 #
 # Exit 0 when every include is allowed, 1 listing each one that is not, 2
 # when the table cannot be read.
@@ -78,6 +80,13 @@ END {
         line = 0
         while ((getline txt < path) > 0) {
             line++
+            if (txt ~ /^[ \t]*#[ \t]*include[ \t]*<sqlite3\.h>/) {
+                if (kind == "module" && !((own, "sqlite") in allowed)) {
+                    printf "%s:%d: includes <sqlite3.h>: %s may not use SQLite (docs/architecture.md)\n", path, line, own
+                    nerr++
+                }
+                continue
+            }
             if (txt !~ /^[ \t]*#[ \t]*include[ \t]*"/) continue
             inc = txt
             sub(/^[ \t]*#[ \t]*include[ \t]*"/, "", inc)

@@ -1,5 +1,6 @@
 /* One run's figures for a verdict: latency and kernel time per iteration,
- * memory, and the identity of the model and config that produced them. */
+ * memory, and the identity of the model and config that produced them,
+ * read through the query API (trace/query.h). */
 #include "trace/trace_internal.h"
 
 #include <math.h>
@@ -21,64 +22,29 @@ void cp_run_metrics_release(struct cp_run_metrics *m)
     m->precision_loss = NAN;
 }
 
-static char *col_text(sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    return cp_strdup(t ? (const char *)t : "");
-}
-
-static uint64_t col_u64(sqlite3_stmt *st, int col)
-{
-    sqlite3_int64 v = sqlite3_column_int64(st, col);
-    return v < 0 ? 0 : (uint64_t)v;
-}
-
-static enum cp_status prepare(struct cp_trace_store *s, const char *sql, sqlite3_stmt **st,
-                              const char *what, struct cp_diag *d)
-{
-    if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
-        return cp_trace_store_db_error(s, d, what);
-    return CP_OK;
-}
-
+/* The run's description; the strings move into *m. */
 static enum cp_status read_run_row(struct cp_trace_store *s, int64_t run, struct cp_run_metrics *m,
                                    struct cp_diag *d)
 {
-    sqlite3_stmt *st = NULL;
-    enum cp_status ret = prepare(s,
-                                 "SELECT kind, created_at, model_path, model_hash, config_id, "
-                                 "threads, batch, weight_bytes, arena_bytes, peak_bytes, "
-                                 "peak_rss_bytes, config_json FROM runs WHERE id = ?1",
-                                 &st, "reading a run", d);
+    struct cp_trace_run r;
+    enum cp_status ret = cp_trace_query_run(s, run, &r, d);
     if (ret != CP_OK)
         return ret;
-    sqlite3_bind_int64(st, 1, run);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        ret = rc == SQLITE_DONE
-                  ? cp_diag_set(d, CP_ERR_INVALID, "%s: no run %lld", s->path, (long long)run)
-                  : cp_trace_store_db_error(s, d, "reading a run");
-        goto out;
-    }
-    m->kind = col_text(st, 0);
-    m->created_at = col_text(st, 1);
-    m->model_path = col_text(st, 2);
-    m->model_hash = col_text(st, 3);
-    m->config_id = col_text(st, 4);
-    m->threads = sqlite3_column_int(st, 5);
-    m->batch = sqlite3_column_int(st, 6);
-    m->weight_bytes = col_u64(st, 7);
-    m->arena_bytes = col_u64(st, 8);
-    m->peak_bytes = col_u64(st, 9);
-    m->peak_rss_bytes = col_u64(st, 10);
-    m->config_json = col_text(st, 11);
-    if (!m->kind || !m->created_at || !m->model_path || !m->model_hash || !m->config_id ||
-        !m->config_json)
-        ret = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading run %lld", s->path,
-                          (long long)run);
-out:
-    sqlite3_finalize(st);
-    return ret;
+    m->kind = r.kind;
+    m->created_at = r.created_at;
+    m->model_path = r.model_path;
+    m->model_hash = r.model_hash;
+    m->config_id = r.config_id;
+    m->config_json = r.config_json;
+    r.kind = r.created_at = r.model_path = r.model_hash = r.config_id = r.config_json = NULL;
+    m->threads = r.threads;
+    m->batch = r.batch;
+    m->weight_bytes = r.weight_bytes;
+    m->arena_bytes = r.arena_bytes;
+    m->peak_bytes = r.peak_bytes;
+    m->peak_rss_bytes = r.peak_rss_bytes;
+    cp_trace_run_release(&r);
+    return CP_OK;
 }
 
 /* Latency samples with their iteration numbers (needed to line kernel time
@@ -86,39 +52,24 @@ out:
 static enum cp_status read_samples(struct cp_trace_store *s, int64_t run, struct cp_run_metrics *m,
                                    int64_t **iters, struct cp_diag *d)
 {
-    sqlite3_stmt *st = NULL;
-    enum cp_status ret = prepare(s,
-                                 "SELECT iteration, latency_ns FROM samples WHERE run_id = ?1 "
-                                 "ORDER BY iteration",
-                                 &st, "reading samples", d);
-    if (ret != CP_OK)
+    struct cp_trace_sample *v;
+    size_t n;
+    enum cp_status ret = cp_trace_query_samples(s, run, &v, &n, d);
+    if (ret != CP_OK || n == 0)
         return ret;
-    sqlite3_bind_int64(st, 1, run);
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (m->n == cap) {
-            size_t ncap = cap ? cap * 2 : 256;
-            uint64_t *l = cp_realloc_array(m->latency_ns, ncap, sizeof *l);
-            if (l)
-                m->latency_ns = l;
-            int64_t *it = cp_realloc_array(*iters, ncap, sizeof *it);
-            if (it)
-                *iters = it;
-            if (!l || !it) {
-                ret = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading samples", s->path);
-                goto out;
-            }
-            cap = ncap;
-        }
-        (*iters)[m->n] = sqlite3_column_int64(st, 0);
-        m->latency_ns[m->n++] = col_u64(st, 1);
+    m->latency_ns = cp_calloc(n, sizeof *m->latency_ns);
+    *iters = cp_calloc(n, sizeof **iters);
+    if (!m->latency_ns || !*iters) {
+        free(v);
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading samples", s->path);
     }
-    if (rc != SQLITE_DONE)
-        ret = cp_trace_store_db_error(s, d, "reading samples");
-out:
-    sqlite3_finalize(st);
-    return ret;
+    for (size_t i = 0; i < n; i++) {
+        (*iters)[i] = v[i].iteration;
+        m->latency_ns[i] = v[i].latency_ns;
+    }
+    m->n = n;
+    free(v);
+    return CP_OK;
 }
 
 /* Sum of device-layer event durations per measured iteration. Iterations
@@ -129,37 +80,25 @@ static enum cp_status read_device_time(struct cp_trace_store *s, int64_t run,
 {
     if (m->n == 0)
         return CP_OK;
-    sqlite3_stmt *st = NULL;
-    enum cp_status ret = prepare(s,
-                                 "SELECT iteration, TOTAL(dur_ns) FROM events WHERE run_id = ?1 "
-                                 "AND layer = 2 AND iteration >= 0 GROUP BY iteration "
-                                 "ORDER BY iteration",
-                                 &st, "reading kernel time", d);
-    if (ret != CP_OK)
+    struct cp_trace_iter_time *v;
+    size_t n;
+    enum cp_status ret = cp_trace_query_layer_iterations(s, run, CP_LAYER_DEVICE, NULL, &v, &n, d);
+    if (ret != CP_OK || n == 0)
         return ret;
-    sqlite3_bind_int64(st, 1, run);
-    size_t j = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!m->device_ns) {
-            m->device_ns = cp_calloc(m->n, sizeof *m->device_ns);
-            if (!m->device_ns) {
-                ret =
-                    cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading kernel time", s->path);
-                goto out;
-            }
-        }
-        int64_t it = sqlite3_column_int64(st, 0);
-        while (j < m->n && iters[j] < it) /* both sides are sorted by iteration */
-            j++;
-        if (j < m->n && iters[j] == it)
-            m->device_ns[j] = col_u64(st, 1);
+    m->device_ns = cp_calloc(m->n, sizeof *m->device_ns);
+    if (!m->device_ns) {
+        free(v);
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading kernel time", s->path);
     }
-    if (rc != SQLITE_DONE)
-        ret = cp_trace_store_db_error(s, d, "reading kernel time");
-out:
-    sqlite3_finalize(st);
-    return ret;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (j < m->n && iters[j] < v[i].iteration) /* both sides are sorted by iteration */
+            j++;
+        if (j < m->n && iters[j] == v[i].iteration)
+            m->device_ns[j] = v[i].total_ns > 0 ? (uint64_t)v[i].total_ns : 0;
+    }
+    free(v);
+    return CP_OK;
 }
 
 /* The interference probe of each measured iteration (counter "probe_ns").
@@ -170,60 +109,32 @@ static enum cp_status read_probe(struct cp_trace_store *s, int64_t run, struct c
 {
     if (m->n == 0)
         return CP_OK;
-    sqlite3_stmt *st = NULL;
-    enum cp_status ret = prepare(s,
-                                 "SELECT iteration, value FROM counters WHERE run_id = ?1 AND "
-                                 "name = 'probe_ns' AND iteration >= 0 ORDER BY iteration",
-                                 &st, "reading the interference probe", d);
-    if (ret != CP_OK)
+    struct cp_trace_point *v;
+    size_t n;
+    enum cp_status ret = cp_trace_query_counter_series(s, run, "probe_ns", &v, &n, d);
+    if (ret != CP_OK || n == 0)
         return ret;
-    sqlite3_bind_int64(st, 1, run);
     uint64_t *p = cp_calloc(m->n, sizeof *p);
     if (!p) {
-        sqlite3_finalize(st);
+        free(v);
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading the probe", s->path);
     }
     size_t j = 0, found = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t it = sqlite3_column_int64(st, 0);
-        double v = sqlite3_column_double(st, 1);
-        while (j < m->n && iters[j] < it) /* both sides are sorted by iteration */
+    for (size_t i = 0; i < n; i++) {
+        while (j < m->n && iters[j] < v[i].iteration) /* both sides are sorted by iteration */
             j++;
-        if (j < m->n && iters[j] == it && v > 0 && v < 1e18) {
-            p[j] = (uint64_t)v;
+        if (j < m->n && iters[j] == v[i].iteration && v[i].value > 0 && v[i].value < 1e18) {
+            p[j] = (uint64_t)v[i].value;
             found++;
             j++;
         }
     }
-    if (rc != SQLITE_DONE)
-        ret = cp_trace_store_db_error(s, d, "reading the interference probe");
-    sqlite3_finalize(st);
-    if (ret == CP_OK && found == m->n)
+    free(v);
+    if (found == m->n)
         m->probe_ns = p;
     else
         free(p);
-    return ret;
-}
-
-static enum cp_status read_precision(struct cp_trace_store *s, int64_t run,
-                                     struct cp_run_metrics *m, struct cp_diag *d)
-{
-    sqlite3_stmt *st = NULL;
-    enum cp_status ret = prepare(s,
-                                 "SELECT value FROM counters WHERE run_id = ?1 AND "
-                                 "name = 'precision_loss' ORDER BY rowid DESC LIMIT 1",
-                                 &st, "reading counters", d);
-    if (ret != CP_OK)
-        return ret;
-    sqlite3_bind_int64(st, 1, run);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        m->precision_loss = sqlite3_column_double(st, 0);
-    else if (rc != SQLITE_DONE)
-        ret = cp_trace_store_db_error(s, d, "reading counters");
-    sqlite3_finalize(st);
-    return ret;
+    return CP_OK;
 }
 
 enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_id,
@@ -241,7 +152,7 @@ enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_
         (ret = read_samples(s, run, m, &iters, d)) == CP_OK &&
         (ret = read_device_time(s, run, m, iters, d)) == CP_OK &&
         (ret = read_probe(s, run, m, iters, d)) == CP_OK)
-        ret = read_precision(s, run, m, d);
+        ret = cp_trace_query_counter(s, run, "precision_loss", &m->precision_loss, d);
     free(iters);
     if (ret != CP_OK)
         cp_run_metrics_release(m);

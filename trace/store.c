@@ -107,7 +107,10 @@ enum cp_status cp_trace_store_db_error(struct cp_trace_store *s, struct cp_diag 
     case SQLITE_IOERR:
     case SQLITE_FULL:
     case SQLITE_CANTOPEN:
-        return cp_diag_set(d, CP_ERR_IO, "%s: %s: %s", s->path, what, msg);
+        /* writing a trace is making an output: its failure is the
+         * environment's (exit 3); reading one is reading an input */
+        return cp_diag_set(d, s->readonly ? CP_ERR_IO : CP_ERR_WRITE, "%s: %s: %s", s->path, what,
+                           msg);
     case SQLITE_NOMEM:
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: %s: out of memory", s->path, what);
     default:
@@ -284,7 +287,11 @@ static enum cp_status store_open(const char *path, bool readonly, struct cp_trac
     }
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-        st = cp_diag_set(d, s->db ? CP_ERR_IO : CP_ERR_NOMEM, "%s: cannot open: %s", path,
+        st = cp_diag_set(d,
+                         !s->db     ? CP_ERR_NOMEM
+                         : readonly ? CP_ERR_IO
+                                    : CP_ERR_WRITE,
+                         "%s: cannot open: %s", path,
                          s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto out_close;
     }

@@ -1,5 +1,5 @@
-/* The trace store's run data: runs, samples, kernels, events, counters, and
- * reading samples back. Bulk writes use one prepared statement per table,
+/* The trace store's run data: runs, samples, kernels, events, counters
+ * (read back through query*.c). Bulk writes use one prepared statement per table,
  * rebound per row, inside explicit transactions. */
 #include "trace/trace_internal.h"
 
@@ -552,56 +552,4 @@ enum cp_status cp_trace_store_add_counter_series(struct cp_trace_store *s, int64
         return ret;
     }
     return commit(s, what, d);
-}
-
-/* ---- reading samples --------------------------------------------------------- */
-
-enum cp_status cp_trace_store_samples(struct cp_trace_store *s, int64_t run_id, uint64_t **ns,
-                                      size_t *n, int64_t *used_run, struct cp_diag *d)
-{
-    *ns = NULL;
-    *n = 0;
-    if (used_run)
-        *used_run = -1;
-    int64_t run;
-    enum cp_status ret = cp_trace_store_resolve_run(s, run_id, &run, d);
-    if (ret != CP_OK)
-        return ret;
-    sqlite3_stmt *st = NULL;
-    ret = prepare(s, "SELECT latency_ns FROM samples WHERE run_id = ?1 ORDER BY iteration", &st,
-                  "reading samples", d);
-    if (ret != CP_OK)
-        return ret;
-    sqlite3_bind_int64(st, 1, run);
-    uint64_t *out = NULL;
-    size_t len = 0, cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 256;
-            uint64_t *p = cp_realloc_array(out, ncap, sizeof(*p));
-            if (!p) {
-                ret = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading samples", s->path);
-                goto out_free;
-            }
-            out = p;
-            cap = ncap;
-        }
-        sqlite3_int64 v = sqlite3_column_int64(st, 0);
-        out[len++] = v < 0 ? 0 : (uint64_t)v;
-    }
-    if (rc != SQLITE_DONE) {
-        ret = cp_trace_store_db_error(s, d, "reading samples");
-        goto out_free;
-    }
-    sqlite3_finalize(st);
-    *ns = out;
-    *n = len;
-    if (used_run)
-        *used_run = run;
-    return CP_OK;
-out_free:
-    free(out);
-    sqlite3_finalize(st);
-    return ret;
 }

@@ -14,7 +14,7 @@
  * meta, runs, per-iteration samples, the static description of every kernel
  * of a run (node name, op type, original ONNX names, shapes, dtypes,
  * layouts, FLOPs, bytes), events and counters. Writes are batched in
- * transactions with WAL.
+ * transactions with WAL. Analyses read it back through trace/query.h.
  *
  * Exporters turn a store into Chrome trace-event JSON (Perfetto,
  * chrome://tracing) and folded stacks (flamegraph.pl, speedscope).
@@ -289,7 +289,28 @@ enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_
                                           struct cp_run_metrics *m, struct cp_diag *d);
 void cp_run_metrics_release(struct cp_run_metrics *m);
 
-/* The sqlite3 handle, for modules that run their own queries (analysis).
+/* ---- run groups ------------------------------------------------------------
+ *
+ * `cannprof bench --runs N` measures a model in N separate processes (two
+ * processes of one model differ by more than two runs in one process) and
+ * stores N runs tied by the counter "run.group" (iteration -1), with
+ * "run.group_index" (0..N-1) and "run.group_size". */
+#define CP_TRACE_GROUP_COUNTER "run.group"
+
+/* Tag run `run_id` as member `index` of `size` of group `group` (a number
+ * that no other group of the store uses, e.g. the first run's id). */
+enum cp_status cp_trace_store_set_run_group(struct cp_trace_store *s, int64_t run_id, int64_t group,
+                                            int64_t index, int64_t size, struct cp_diag *d);
+
+/* The runs of the group run `run_id` (the last run when < 0) belongs to, in
+ * id order; the run alone when it is in none. OUT: *ids (caller frees),
+ * *n >= 1. */
+enum cp_status cp_trace_store_run_group(struct cp_trace_store *s, int64_t run_id, int64_t **ids,
+                                        size_t *n, struct cp_diag *d);
+
+/* The sqlite3 handle, for tests and tools that look into the file as any
+ * SQLite client would. Modules read a trace through trace/query.h, never
+ * with SQL of their own (scripts/check_layering.sh holds them to it).
  * Owned by the store. */
 void *cp_trace_store_db(struct cp_trace_store *s);
 

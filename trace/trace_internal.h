@@ -5,6 +5,7 @@
 #ifndef CP_TRACE_INTERNAL_H
 #define CP_TRACE_INTERNAL_H
 
+#include "trace/query.h"
 #include "trace/trace.h"
 #include "core/hashmap.h"
 
@@ -50,6 +51,35 @@ enum cp_status cp_trace_store_exec(struct cp_trace_store *s, const char *sql, co
  * CP_ERR_INVALID for "not a database", CP_ERR_IO for disk errors). */
 enum cp_status cp_trace_store_db_error(struct cp_trace_store *s, struct cp_diag *d,
                                        const char *what);
+
+/* ---- readers (query*.c) ----------------------------------------------------
+ *
+ * One question asked of one run: the run resolved, and the words every
+ * error message of the question uses. */
+struct cp_trace_q {
+    struct cp_trace_store *s;
+    int64_t run;
+    char what[112]; /* "reading samples of run 3" */
+};
+
+/* Resolve run_id (< 0: the last run) and describe the question ("samples"
+ * becomes "reading samples of run 3"). */
+enum cp_status cp_trace_q_begin(struct cp_trace_q *q, struct cp_trace_store *s, int64_t run_id,
+                                const char *what, struct cp_diag *d);
+/* Prepare `sql` with the run bound to ?1. OUT: *st (caller finalizes), NULL
+ * on failure. */
+enum cp_status cp_trace_q_prepare(struct cp_trace_q *q, const char *sql, sqlite3_stmt **st,
+                                  struct cp_diag *d);
+/* Whether the store has table `name`: the optional ones read as empty when
+ * missing. */
+enum cp_status cp_trace_q_has_table(struct cp_trace_q *q, const char *name, bool *has,
+                                    struct cp_diag *d);
+/* The connection's last error, or out of memory, as the question's error. */
+enum cp_status cp_trace_q_db_error(struct cp_trace_q *q, struct cp_diag *d);
+enum cp_status cp_trace_q_nomem(struct cp_trace_q *q, struct cp_diag *d);
+/* CP_ERR_INVALID unless `only` (may be NULL) is ascending without repeats. */
+enum cp_status cp_trace_q_check_set(struct cp_trace_q *q, const struct cp_trace_iter_set *only,
+                                    struct cp_diag *d);
 
 /* ---- exporters ------------------------------------------------------------ */
 

@@ -2,7 +2,6 @@
  * memory, measure it alone (the baseline) or interleaved against the
  * current best (every candidate). */
 #include "tuner/tuner_internal.h"
-#include "runner/probe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -157,164 +156,105 @@ enum cp_status cp_tune_precision(struct cp_tune_ctx *c, const struct cp_tune_poi
     return st;
 }
 
-static double median_ns(const uint64_t *ns, size_t n)
+/* The measurement policy of every tuning evaluation: the engine's, with
+ * the tuner's warm-up and rounds, and its interrupt flag so that Ctrl-C
+ * stops inside a measurement too. */
+static void policy(const struct cp_tune_ctx *c, struct cp_bench_request *q)
 {
-    double *x = cp_calloc(n ? n : 1, sizeof *x);
-    if (!x)
-        return NAN;
-    for (size_t i = 0; i < n; i++)
-        x[i] = (double)ns[i];
-    double m = cp_stats_quantile(x, n, 0.5);
-    free(x);
-    return m;
+    q->policy.warmup = c->o->warmup;
+    q->policy.iterations = c->o->rounds;
+    q->policy.interrupt = c->o->interrupt;
+    /* A tuning session makes dozens of measurements: on a busy machine,
+     * wait for undisturbed rounds a little, then decide on what there is
+     * (interleaving keeps the comparison fair). */
+    q->policy.time_limit_min_s = CP_TUNE_MIN_TIME_LIMIT_S;
+    q->inputs = c->o->inputs;
+    q->n_inputs = c->o->n_inputs;
+    q->seed = c->o->seed;
+}
+
+static void session_of(const struct cp_tune_point *p, struct cp_session_opts *so)
+{
+    so->batch = p->batch;
+    so->threads = p->threads;
+    so->buffer_optimize = -1;
+}
+
+/* A measurement stopped by Ctrl-C says nothing about the candidate. */
+static enum cp_status check_interrupt(const struct cp_bench_result *r, struct cp_diag *d)
+{
+    if (r->m.stop == CP_MEASURE_STOP_INTERRUPTED)
+        return cp_diag_set(d, CP_ERR_INVALID, "interrupted during the measurement");
+    return CP_OK;
 }
 
 enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *p,
                              const char *om_path, const char *trace_path, double *med,
                              double *items_s, uint64_t *memory, int64_t *run_id, struct cp_diag *d)
 {
-    const struct cp_tune_opts *o = c->o;
-    struct cp_trace_recorder *rec = cp_trace_recorder_create(1 << 16);
-    if (!rec)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for a trace recorder");
-    struct cp_session s;
-    memset(&s, 0, sizeof s);
-    struct cp_trace_store *store = NULL;
-    struct cp_probe *probe = NULL;
-    uint64_t *ns = cp_calloc((size_t)o->rounds, sizeof *ns);
-    uint64_t *pv = cp_calloc((size_t)o->rounds, sizeof *pv);
-    enum cp_status st = ns && pv ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    struct cp_bench_request q;
+    cp_bench_request_init(&q);
+    policy(c, &q);
+    q.models[0] = om_path;
+    session_of(p, &q.session[0]);
+    q.trace_path = trace_path;
+    q.kind = "tune";
+    struct cp_bench_result r;
+    enum cp_status st = cp_bench_models(&q, &r, d);
     if (st == CP_OK)
-        st = cp_tune_open(c, p, om_path, rec, &s, d);
-    /* The interference probe after each iteration lets the diagnosis read
-     * its kernel times from the undisturbed ones (runner/probe.h). */
-    if (st == CP_OK)
-        st = cp_probe_create(cp_runtime_threads(s.rt), &probe, d);
-    for (int i = 0; st == CP_OK && i < o->warmup; i++)
-        st = cp_plan_run(s.plan, -1, d);
-    if (st == CP_OK)
-        cp_trace_push(rec, "measure");
-    for (int i = 0; st == CP_OK && i < o->rounds; i++) {
-        cp_trace_set_iteration(rec, i);
-        uint64_t t0 = cp_clock_ns();
-        st = cp_plan_run(s.plan, i, d);
-        ns[i] = cp_clock_ns() - t0;
-        pv[i] = cp_probe_run(probe);
-    }
+        st = check_interrupt(&r, d);
     if (st == CP_OK) {
-        cp_trace_set_iteration(rec, -1);
-        cp_trace_pop(rec);
-        st = cp_trace_store_open(trace_path, &store, d);
+        /* the undisturbed iterations, as validate and the features read them */
+        const struct cp_summary *sm = r.undisturbed[0].n ? &r.undisturbed[0] : &r.all[0];
+        *med = sm->median;
+        *items_s = (double)r.items[0] * 1e9 / *med;
+        *memory = r.mem[0].weight_bytes + r.mem[0].arena_bytes;
+        *run_id = r.run_ids[0];
     }
-    if (st == CP_OK)
-        st = cp_session_store_run(&s, store, "tune", om_path, rec, p->batch, o->warmup, ns,
-                                  (size_t)o->rounds, cp_peak_rss_bytes(), run_id, d);
-    if (st == CP_OK)
-        st = cp_probe_store(store, *run_id, pv, (size_t)o->rounds, d);
-    if (st == CP_OK) {
-        *med = median_ns(ns, (size_t)o->rounds);
-        *items_s = (double)cp_session_items_per_run(s.plan, p->batch) * 1e9 / *med;
-        *memory = cp_tune_memory(&s);
-    }
-    cp_trace_store_close(store);
-    cp_probe_free(probe);
-    cp_session_close(&s);
-    cp_trace_recorder_free(rec);
-    free(ns);
-    free(pv);
-    return st;
-}
-
-/* items/s of each round. */
-static double *throughputs(const uint64_t *ns, size_t n, int64_t items)
-{
-    double *x = cp_calloc(n ? n : 1, sizeof *x);
-    for (size_t i = 0; x && i < n; i++)
-        x[i] = ns[i] ? (double)items * 1e9 / (double)ns[i] : 0;
-    return x;
-}
-
-static enum cp_status store_ab(struct cp_tune_ctx *c, const char *trace_path, struct cp_session *a,
-                               const char *a_om, const struct cp_tune_point *pa,
-                               struct cp_trace_recorder *ra, struct cp_session *b, const char *b_om,
-                               const struct cp_tune_point *pb, struct cp_trace_recorder *rb,
-                               const struct cp_bench_ab_result *res, int64_t *b_run,
-                               struct cp_diag *d)
-{
-    struct cp_trace_store *store = NULL;
-    int64_t a_run = 0;
-    uint64_t rss = cp_peak_rss_bytes();
-    enum cp_status st = cp_trace_store_open(trace_path, &store, d);
-    if (st == CP_OK)
-        st = cp_session_store_run(a, store, "bench-ab", a_om, ra, pa->batch, c->o->warmup,
-                                  res->a_ns, res->n, rss, &a_run, d);
-    if (st == CP_OK)
-        st = cp_session_store_run(b, store, "bench-ab", b_om, rb, pb->batch, c->o->warmup,
-                                  res->b_ns, res->n, rss, b_run, d);
-    char v[32];
-    if (st == CP_OK) {
-        snprintf(v, sizeof v, "%lld", (long long)a_run);
-        st = cp_trace_store_set_meta(store, "ab.before_run", v, d);
-    }
-    if (st == CP_OK) {
-        snprintf(v, sizeof v, "%lld", (long long)*b_run);
-        st = cp_trace_store_set_meta(store, "ab.after_run", v, d);
-    }
-    if (st == CP_OK)
-        st = cp_trace_store_set_meta(store, "ab.order", "alternating", d);
-    cp_trace_store_close(store);
+    cp_bench_result_release(&r);
     return st;
 }
 
 enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a, const char *a_om,
                           const struct cp_tune_point *b, const char *b_om, const char *trace_path,
                           struct cp_tune_step *step, int64_t *b_run, bool *improved,
-                          struct cp_bench_ab_result *res, struct cp_diag *d)
+                          struct cp_measurement *res, struct cp_diag *d)
 {
     const struct cp_tune_opts *o = c->o;
     *improved = false;
     memset(res, 0, sizeof *res);
-    struct cp_trace_recorder *ra = cp_trace_recorder_create(1 << 16);
-    struct cp_trace_recorder *rb = cp_trace_recorder_create(1 << 16);
-    struct cp_session sa, sb;
-    memset(&sa, 0, sizeof sa);
-    memset(&sb, 0, sizeof sb);
-    enum cp_status st =
-        ra && rb ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory for trace recorders");
+    struct cp_bench_request q;
+    cp_bench_request_init(&q);
+    policy(c, &q);
+    q.models[0] = a_om;
+    q.models[1] = b_om;
+    session_of(a, &q.session[0]);
+    session_of(b, &q.session[1]);
+    /* a candidate may change the batch, and so the inputs' shapes */
+    q.same_inputs = false;
+    q.verdict = o->verdict;
+    q.trace_path = trace_path;
+    struct cp_bench_result r;
+    enum cp_status st = cp_bench_models(&q, &r, d);
     if (st == CP_OK)
-        st = cp_tune_open(c, a, a_om, ra, &sa, d);
-    if (st == CP_OK)
-        st = cp_tune_open(c, b, b_om, rb, &sb, d);
-    struct cp_bench_ab_opts ab = {
-        .warmup = o->warmup, .rounds = o->rounds, .trace_a = ra, .trace_b = rb};
-    if (st == CP_OK)
-        st = cp_bench_ab_measure(sa.plan, sb.plan, &ab, res, d);
-    if (st == CP_OK)
-        st = store_ab(c, trace_path, &sa, a_om, a, ra, &sb, b_om, b, rb, res, b_run, d);
-    struct cp_comparison lat;
-    if (st == CP_OK)
-        st = cp_bench_ab_compare(res, &o->verdict, &lat, d);
+        st = check_interrupt(&r, d);
+    const struct cp_comparison *lat = &r.cmp;
     if (st == CP_OK) {
-        step->before_ns = lat.before;
-        step->after_ns = lat.after;
-        step->p = lat.p;
+        step->before_ns = lat->before;
+        step->after_ns = lat->after;
+        step->p = lat->p;
         /* gains read "how much better": latency saved, or throughput won */
-        step->measured_gain = -lat.delta_pct / 100;
-        step->ci_lo = -lat.ci_hi_pct / 100;
-        step->ci_hi = -lat.ci_lo_pct / 100;
+        step->measured_gain = -lat->delta_pct / 100;
+        step->ci_lo = -lat->ci_hi_pct / 100;
+        step->ci_hi = -lat->ci_lo_pct / 100;
         if (o->target == CP_TARGET_LATENCY)
-            *improved = lat.verdict == CP_VERDICT_IMPROVED;
+            *improved = lat->verdict == CP_VERDICT_IMPROVED;
         else if (o->target == CP_TARGET_MEMORY)
-            *improved = lat.verdict != CP_VERDICT_REGRESSED;
+            *improved = lat->verdict != CP_VERDICT_REGRESSED;
         else {
-            int64_t ia = cp_session_items_per_run(sa.plan, a->batch);
-            int64_t ib = cp_session_items_per_run(sb.plan, b->batch);
-            double *xa = throughputs(res->a_ns, res->n, ia);
-            double *xb = throughputs(res->b_ns, res->n, ib);
             struct cp_comparison thr;
-            st = xa && xb ? cp_verdict_compare(xa, res->n, xb, res->n, CP_BETTER_HIGHER,
-                                               &o->verdict, &thr, d)
-                          : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            st = cp_measurement_compare(&r.m, 0, 1, r.items[0], r.items[1], &o->verdict, &thr, NULL,
+                                        d);
             if (st == CP_OK) {
                 step->measured_gain = thr.delta_pct / 100;
                 step->ci_lo = thr.ci_lo_pct / 100;
@@ -322,16 +262,14 @@ enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a, 
                 step->p = thr.p;
                 *improved = thr.verdict == CP_VERDICT_IMPROVED;
             }
-            free(xa);
-            free(xb);
         }
-        step->memory_bytes = cp_tune_memory(&sb);
+        step->memory_bytes = r.mem[1].weight_bytes + r.mem[1].arena_bytes;
+        *b_run = r.run_ids[1];
     }
-    cp_session_close(&sa);
-    cp_session_close(&sb);
-    cp_trace_recorder_free(ra);
-    cp_trace_recorder_free(rb);
-    if (st != CP_OK)
-        cp_bench_ab_result_release(res);
+    if (st == CP_OK) {
+        *res = r.m; /* the paired samples go to the knowledge base */
+        memset(&r.m, 0, sizeof r.m);
+    }
+    cp_bench_result_release(&r);
     return st;
 }

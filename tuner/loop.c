@@ -69,23 +69,6 @@ static double elapsed_s(const struct cp_tune_ctx *c)
     return (double)(cp_clock_ns() - c->t0) / 1e9;
 }
 
-static enum cp_status make_dirs(const char *path, struct cp_diag *d)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return cp_diag_set(d, CP_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return cp_diag_set(d, CP_ERR_IO, "%s: cannot create: %s", buf, strerror(errno));
-    return CP_OK;
-}
-
 /* ---- the model ------------------------------------------------------------------ */
 
 /* The source model and the baseline config: a .onnx with the defaults, or
@@ -341,7 +324,7 @@ static bool target_met(const struct cp_tune_ctx *c)
 
 static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tune_step *s,
                                        const struct cp_tune_point *p,
-                                       const struct cp_bench_ab_result *res, int64_t *id,
+                                       const struct cp_measurement *res, int64_t *id,
                                        struct cp_diag *d)
 {
     struct cp_buf pj;
@@ -373,8 +356,8 @@ static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tu
     enum cp_status st = cp_buf_status(&pj) == CP_OK ? cp_kb_candidate_add(c->kb, &kc, id, d)
                                                     : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (st == CP_OK && res && res->n) {
-        if ((st = cp_kb_measurement_add(c->kb, *id, "a", res->a_ns, res->n, d)) == CP_OK)
-            st = cp_kb_measurement_add(c->kb, *id, "b", res->b_ns, res->n, d);
+        if ((st = cp_kb_measurement_add(c->kb, *id, "a", res->ns[0], res->n, d)) == CP_OK)
+            st = cp_kb_measurement_add(c->kb, *id, "b", res->ns[1], res->n, d);
     }
     if (st == CP_OK && s->step > 0 && strcmp(s->status, "failed") != 0)
         st = cp_kb_strategy_record(c->kb, c->model_id, c->hw_id, c->sess.id, s->delta,
@@ -437,7 +420,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
     snprintf(s.trace_path, sizeof s.trace_path, "%s/%s.db", c->o->out_dir, name);
     struct cp_diag ed;
     cp_diag_init(&ed);
-    struct cp_bench_ab_result res = {0};
+    struct cp_measurement res = {0};
     int64_t b_run = 0;
     bool improved = false;
     struct cp_session cs;
@@ -490,7 +473,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
          * two-thread run starved while a one-thread run is not). Measure
          * again; both must agree, and the second is the one reported. */
         struct cp_tune_step again = s;
-        struct cp_bench_ab_result res2;
+        struct cp_measurement res2;
         int64_t run2;
         bool improved2 = false;
         snprintf(again.trace_path, sizeof again.trace_path, "%s/%s-confirm.db", c->o->out_dir,
@@ -510,13 +493,13 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
             snprintf(why, sizeof why, "not reproduced: a second measurement gave %+.1f%%",
                      100 * again.measured_gain);
         } else {
-            cp_bench_ab_result_release(&res);
+            cp_measurement_release(&res);
             res = res2;
-            res2.a_ns = res2.b_ns = NULL;
+            memset(&res2, 0, sizeof res2);
             s = again;
             b_run = run2;
         }
-        cp_bench_ab_result_release(&res2);
+        cp_measurement_release(&res2);
         if (!improved) {
             set_reason(&s, "rejected", "%s", why);
             goto record;
@@ -563,7 +546,7 @@ record:
     r->evaluations++;
     int64_t id = 0;
     enum cp_status st = record_candidate(c, &s, &cand, &res, &id, d);
-    cp_bench_ab_result_release(&res);
+    cp_measurement_release(&res);
     if (st != CP_OK)
         return st;
     if (strcmp(s.status, "accepted") == 0) {
@@ -805,7 +788,7 @@ static void final_check(struct cp_tune_ctx *c)
     char trace[1100];
     snprintf(trace, sizeof trace, "%.1000s/final.db", c->o->out_dir);
     unlink(trace);
-    struct cp_bench_ab_result res;
+    struct cp_measurement res;
     int64_t run;
     bool improved;
     struct cp_diag d;
@@ -815,7 +798,7 @@ static void final_check(struct cp_tune_ctx *c)
         cp_tune_progress_note(c, "final check against the baseline failed: %s", d.msg);
         return;
     }
-    cp_bench_ab_result_release(&res);
+    cp_measurement_release(&res);
     r->final_change = s.measured_gain;
     r->final_ci_lo = s.ci_lo;
     r->final_ci_hi = s.ci_hi;
@@ -848,7 +831,7 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
     c.t0 = cp_clock_ns();
     c.best_run = -1;
     struct cp_tune_point base;
-    enum cp_status st = make_dirs(o->out_dir, d);
+    enum cp_status st = cp_mkdir_p(o->out_dir, 0755, d);
     if (st == CP_OK)
         st = resolve_source(&c, &base, d);
     if (st == CP_OK)

@@ -23,7 +23,7 @@
  *      single-knob neighbours of the current best;
  *   4. each proposal: convert; check memory; check precision against the
  *      reference; measure it interleaved against the current best
- *      (runner/bench_ab.h); accept only when the verdict is "improved"
+ *      (runner/measure.h); accept only when the verdict is "improved"
  *      (significant and above the threshold) and every constraint holds;
  *   5. after an acceptance, diagnose the new best again;
  *   6. stop when no proposal is left, the budget or the time limit is

@@ -4,10 +4,14 @@
 #define CP_TUNER_INTERNAL_H
 
 #include "knowledge/kb_tuning.h"
-#include "runner/bench_ab.h"
+#include "runner/bench.h"
 #include "runner/runner.h"
 #include "runner/session.h"
 #include "tuner/tuner.h"
+
+/* The shortest wait for undisturbed rounds in one evaluation (the engine's
+ * default is longer: runner/measure.h). */
+#define CP_TUNE_MIN_TIME_LIMIT_S 2.0
 
 /* Reference outputs of the unconverted model at one batch. */
 struct cp_tune_ref {
@@ -83,12 +87,13 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
  * better); for the memory target, latency must not have regressed. Fills
  * step's measured figures (gain, CI, p, medians). OUT: *b_run (the
  * candidate's run in the trace), *improved (the verdict says b is better,
- * or for memory: not worse), *res (the paired samples; release with
- * cp_bench_ab_result_release). */
+ * or for memory: not worse), *res (the paired rounds, subject 0 = a; release
+ * with cp_measurement_release). Ctrl-C (o->interrupt) stops the measurement
+ * and fails the evaluation. */
 enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a, const char *a_om,
                           const struct cp_tune_point *b, const char *b_om, const char *trace_path,
                           struct cp_tune_step *step, int64_t *b_run, bool *improved,
-                          struct cp_bench_ab_result *res, struct cp_diag *d);
+                          struct cp_measurement *res, struct cp_diag *d);
 
 void cp_tune_refs_release(struct cp_tune_ctx *c);
 

@@ -38,7 +38,8 @@ static char *make_trace(const char *leaf, int runs)
         free(ct_convert_to("nhwc_roundtrip", "m", NULL));
     char *trace = cp_t_path(leaf);
     for (int i = 0; i < runs; i++)
-        cr_assert(cp_t_bench_trace(om, trace, "-n", "20", "-w", "2", "--threads", "1", NULL),
+        cr_assert(cp_t_bench_trace(om, trace, "--no-probe", "-n", "20", "-w", "2", "--threads", "1",
+                                   NULL),
                   "bench --trace %s failed (see stderr)", trace);
     free(om);
     return trace;

@@ -28,7 +28,9 @@ Test(cli_bench, bench_prints_every_statistic)
 {
     char *om = ct_convert("nhwc_roundtrip");
     struct cp_run r;
-    cp_run_cli(&r, "bench", om, "--iterations", "5", "--warmup", "1", "--threads", "1", NULL);
+    /* --no-probe: exactly --iterations (without it, that many undisturbed) */
+    cp_run_cli(&r, "bench", om, "--no-probe", "--iterations", "5", "--warmup", "1", "--threads",
+               "1", NULL);
     cr_assert_eq(r.signal, 0);
     cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
     ct_assert_mentions(r.out, "mean", "median", "p90", "p99", "sd", "cv", "min", "max",
@@ -38,10 +40,10 @@ Test(cli_bench, bench_prints_every_statistic)
 }
 
 static json_t *bench_json(const char *om, const char *a, const char *b, const char *c,
-                          const char *e)
+                          const char *e, const char *f)
 {
     struct cp_run r;
-    cp_run_cli(&r, "bench", om, "--json", "--threads", "1", a, b, c, e, NULL);
+    cp_run_cli(&r, "bench", om, "--json", "--threads", "1", a, b, c, e, f, NULL);
     cr_assert_eq(r.signal, 0);
     cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
     json_t *o = cp_t_json(r.out);
@@ -53,7 +55,7 @@ static json_t *bench_json(const char *om, const char *a, const char *b, const ch
 Test(cli_bench, bench_json_has_statistics_and_memory)
 {
     char *om = ct_convert("transformer_encoder_op17");
-    json_t *o = bench_json(om, "--iterations", "5", "--warmup", "1");
+    json_t *o = bench_json(om, "--no-probe", "--iterations", "5", "--warmup", "1");
     cr_assert_eq(ct_num(o, "iterations"), 5);
     cr_assert_eq(ct_num(o, "warmup"), 1);
     cr_assert_eq(ct_num(o, "threads"), 1);
@@ -87,7 +89,7 @@ Test(cli_bench, bench_json_has_statistics_and_memory)
 Test(cli_bench, bench_batch_counts_items_in_throughput)
 {
     char *om = ct_convert("resnet_tiny");
-    json_t *o = bench_json(om, "--iterations", "2", "--batch", "2");
+    json_t *o = bench_json(om, "--iterations", "2", "--batch", "2", NULL);
     cr_assert_eq(ct_num(o, "batch"), 2);
     double tp = ct_num(o, "throughput_items_per_s");
     double mean = ct_num(json_object_get(o, "latency_ms"), "mean");
@@ -99,10 +101,10 @@ Test(cli_bench, bench_batch_counts_items_in_throughput)
 Test(cli_bench, bench_duration_runs_at_least_one_iteration)
 {
     char *om = ct_convert("nhwc_roundtrip");
-    json_t *o = bench_json(om, "--duration", "0.2", "--warmup", "0");
+    json_t *o = bench_json(om, "--duration", "0.2", "--warmup", "0", NULL);
     cr_assert_geq(ct_num(o, "iterations"), 1);
     json_decref(o);
-    o = bench_json(om, "--duration", "50ms", "--warmup", "0");
+    o = bench_json(om, "--duration", "50ms", "--warmup", "0", NULL);
     cr_assert_geq(ct_num(o, "iterations"), 1);
     json_decref(o);
     free(om);
@@ -147,9 +149,9 @@ Test(cli_bench, bench_rejects_iterations_with_duration_and_bad_numbers)
 static char *bench_trace(const char *om, const char *leaf, const char *iters)
 {
     char *db = cp_t_path(leaf);
-    cr_assert(
-        cp_t_bench_trace(om, db, "--iterations", iters, "--warmup", "1", "--threads", "1", NULL),
-        "bench --trace %s failed (see stderr)", db);
+    cr_assert(cp_t_bench_trace(om, db, "--no-probe", "--iterations", iters, "--warmup", "1",
+                               "--threads", "1", NULL),
+              "bench --trace %s failed (see stderr)", db);
     return db;
 }
 

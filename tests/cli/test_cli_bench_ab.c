@@ -4,13 +4,12 @@
  * with other inputs and bad verdict options exit 2 naming what is wrong, and
  * A against itself works. Timing and which verdict a real A/B gives are
  * never asserted, only that the verdict is one of the four words.
- * The alternating order of the rounds is checked through the library
- * (runner/bench_ab.h) and the trace recorders. */
-#include "runner/bench_ab.h"
-
+ * The alternating order of the rounds is checked through the library in
+ * tests/runner/test_measure.c. */
 #include "core/core.h"
 #include "runner/runner.h"
 #include "support/cli.h"
+#include "support/db.h"
 #include "support/examples.h"
 #include "support/run.h"
 #include "trace/trace.h"
@@ -69,8 +68,10 @@ Test(cli_bench_ab, json_and_trace_hold_both_sides_paired)
     char *b = ct_convert_to("resnet_tiny", "b", "--layout_policy=nchw", NULL);
     char *db = cp_t_path("ab.db");
     struct cp_run r;
-    cp_run_cli(&r, "bench", a, "--vs", b, "-n", "20", "--warmup", "2", "--threads", "1", "--trace",
-               db, "--json", NULL);
+    /* --no-probe: exactly 20 rounds (with the probe: 20 undisturbed ones,
+     * tested below) */
+    cp_run_cli(&r, "bench", a, "--vs", b, "--no-probe", "-n", "20", "--warmup", "2", "--threads",
+               "1", "--trace", db, "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
     json_t *j = ct_json(r.out);
     check_side(json_object_get(j, "a"), a);
@@ -172,6 +173,49 @@ Test(cli_bench_ab, json_and_trace_hold_both_sides_paired)
     free(db);
 }
 
+/* With the probe (the default), bench runs it after every round and stops
+ * once --iterations rounds ran undisturbed (or at the time limit); the
+ * verdict compares those rounds, and both runs of the trace carry the same
+ * probe reading for each round. */
+Test(cli_bench_ab, the_probe_judges_rounds_and_the_verdict_compares_undisturbed_ones)
+{
+    char *a = ct_convert_to("resnet_tiny", "a", NULL);
+    char *db = cp_t_path("ab.db");
+    struct cp_run r;
+    cp_run_cli(&r, "bench", a, "--vs", a, "-n", "10", "--warmup", "1", "--threads", "1",
+               "--max-duration", "5s", "--trace", db, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
+    json_t *j = ct_json(r.out);
+    const json_t *p = json_object_get(j, "probe");
+    cr_assert(json_is_object(p), "a probe object");
+    double rounds = ct_num(j, "rounds"), und = ct_num(p, "undisturbed");
+    cr_assert_geq(rounds, und);
+    cr_assert_eq(ct_num(j, "undisturbed_target"), 10);
+    const char *stop = str(j, "stop");
+    if (strcmp(stop, "target") == 0)
+        cr_assert_geq(und, 10);
+    else
+        cr_assert_str_eq(stop, "time limit");
+    const json_t *c = json_object_get(j, "comparison");
+    bool on_und = json_is_true(json_object_get(j, "verdict_on_undisturbed_rounds"));
+    cr_assert_eq(ct_num(c, "n_before"), on_und ? und : rounds);
+    cr_assert_eq(ct_num(c, "n_after"), ct_num(c, "n_before"));
+    cp_run_release(&r);
+    sqlite3 *raw = NULL;
+    cr_assert_eq(sqlite3_open_v2(db, &raw, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    int64_t n = 0;
+    cr_assert(cp_t_sql_int(raw,
+                           "SELECT count(*) FROM counters x JOIN counters y ON x.name = "
+                           "'probe_ns' AND y.name = 'probe_ns' AND x.run_id = 1 AND y.run_id = 2 "
+                           "AND x.iteration = y.iteration AND x.value = y.value",
+                           &n));
+    cr_assert_eq(n, (int64_t)rounds, "one probe per round, the same for A and B");
+    sqlite3_close(raw);
+    json_decref(j);
+    free(a);
+    free(db);
+}
+
 Test(cli_bench_ab, table_names_both_sides_and_a_verdict)
 {
     char *a = ct_convert_to("resnet_tiny", "a", NULL);
@@ -195,8 +239,8 @@ Test(cli_bench_ab, a_against_itself_works)
 {
     char *a = ct_convert_to("resnet_tiny", "a", NULL);
     struct cp_run r;
-    cp_run_cli(&r, "bench", a, "--vs", a, "-n", "8", "-w", "0", "--threads", "1", "--test",
-               "t-test", "--json", NULL);
+    cp_run_cli(&r, "bench", a, "--vs", a, "--no-probe", "-n", "8", "-w", "0", "--threads", "1",
+               "--test", "t-test", "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d; stderr: %s", r.exit_code, r.err);
     json_t *j = ct_json(r.out);
     cr_assert_eq(ct_num(j, "rounds"), 8);
@@ -290,117 +334,4 @@ Test(cli_bench_ab, bad_verdict_options_exit_2_naming_the_flag)
     cr_assert(strstr(r.out, "--vs") && strstr(r.out, "--threshold"), "%s", r.out);
     cp_run_release(&r);
     free(a);
-}
-
-/* ---- the measurement, through the library -------------------------------- */
-
-/* The earliest start of a runtime-layer event of round `it` in a recorder. */
-static uint64_t first_start(const struct cp_trace_recorder *rec, int32_t it)
-{
-    uint64_t t = UINT64_MAX;
-    const struct cp_trace_event *e = cp_trace_events(rec);
-    for (size_t i = 0; i < cp_trace_n_events(rec); i++)
-        if (e[i].layer == CP_LAYER_RUNTIME && e[i].iteration == it && e[i].start_ns < t)
-            t = e[i].start_ns;
-    return t;
-}
-
-struct side {
-    struct cp_trace_recorder *rec;
-    struct cp_runtime *rt;
-    struct cp_model *m;
-    struct cp_plan *p;
-};
-
-static void open_side(struct side *s, const struct cp_ex_io *in)
-{
-    struct cp_diag d;
-    cp_diag_init(&d);
-    s->rec = cp_trace_recorder_create(4096);
-    cr_assert_not_null(s->rec);
-    struct cp_runtime_options ro = {.threads = 1, .trace = s->rec};
-    cr_assert_eq(cp_runtime_create(&ro, &s->rt, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_ex_open_onnx(s->rt, "resnet_tiny", &s->m, &d), CP_OK, "%s", d.msg);
-    struct cp_plan_options po = {.buffer_optimize = -1};
-    cr_assert_eq(cp_plan_create(s->m, &po, &s->p, &d), CP_OK, "%s", d.msg);
-    for (size_t i = 0; i < in->n; i++) {
-        long k = cp_bench_ab_find_input(s->p, in->t[i].name);
-        cr_assert_geq(k, 0, "input %s", in->t[i].name);
-        cr_assert_eq(cp_plan_set_input(s->p, (size_t)k, &in->t[i], &d), CP_OK, "%s", d.msg);
-    }
-}
-
-static void close_side(struct side *s)
-{
-    cp_plan_free(s->p);
-    cp_model_free(s->m);
-    cp_runtime_free(s->rt);
-    cp_trace_recorder_free(s->rec);
-}
-
-Test(cli_bench_ab, rounds_alternate_which_model_runs_first)
-{
-    struct cp_diag d;
-    cp_diag_init(&d);
-    struct cp_ex_io in;
-    cr_assert_eq(cp_ex_read_inputs("resnet_tiny", &in, &d), CP_OK, "%s", d.msg);
-    struct side a, b;
-    open_side(&a, &in);
-    open_side(&b, &in);
-    cr_assert_eq(cp_bench_ab_check_inputs(a.p, b.p, "A", "B", &d), CP_OK, "%s", d.msg);
-    struct cp_bench_ab_opts o = {.warmup = 1, .rounds = 6, .trace_a = a.rec, .trace_b = b.rec};
-    struct cp_bench_ab_result r;
-    cr_assert_eq(cp_bench_ab_measure(a.p, b.p, &o, &r, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(r.n, 6);
-    for (int32_t i = 0; i < 6; i++) {
-        cr_assert_gt(r.a_ns[i], 0);
-        cr_assert_gt(r.b_ns[i], 0);
-        uint64_t ta = first_start(a.rec, i), tb = first_start(b.rec, i);
-        cr_assert_neq(ta, UINT64_MAX, "A's events of round %d", i);
-        cr_assert_neq(tb, UINT64_MAX, "B's events of round %d", i);
-        cr_assert_eq(ta < tb, cp_bench_ab_a_first((size_t)i), "round %d: A first is %d", i,
-                     ta < tb);
-    }
-    cr_assert(cp_bench_ab_a_first(0) && !cp_bench_ab_a_first(1));
-    struct cp_comparison c;
-    cr_assert_eq(cp_bench_ab_compare(&r, NULL, &c, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(c.n_before, 6);
-    cr_assert_eq(c.n_after, 6);
-    cr_assert(is_verdict_word(cp_verdict_name(c.verdict)));
-    cp_bench_ab_result_release(&r);
-    cr_assert_null(r.a_ns);
-    cp_bench_ab_result_release(&r); /* twice is safe */
-
-    /* Options out of range are refused before anything runs. */
-    struct cp_bench_ab_opts bad = {.rounds = 1};
-    cr_assert_eq(cp_bench_ab_measure(a.p, b.p, &bad, &r, &d), CP_ERR_INVALID);
-    cr_assert_eq(r.n, 0);
-    cr_assert_null(r.a_ns);
-    struct cp_bench_ab_opts no_stop = {.rounds = 0, .duration_s = 0};
-    cp_diag_init(&d);
-    cr_assert_eq(cp_bench_ab_measure(a.p, b.p, &no_stop, &r, &d), CP_ERR_INVALID);
-    close_side(&a);
-    close_side(&b);
-    cp_ex_io_release(&in);
-}
-
-Test(cli_bench_ab, thresholds_and_alphas_parse)
-{
-    double v;
-    cr_assert(cp_bench_ab_parse_threshold("2", &v) && v == 2);
-    cr_assert(cp_bench_ab_parse_threshold("2%", &v) && v == 2);
-    cr_assert(cp_bench_ab_parse_threshold("0.5%", &v) && v == 0.5);
-    cr_assert(cp_bench_ab_parse_threshold("0", &v) && v == 0);
-    cr_assert(!cp_bench_ab_parse_threshold("", &v));
-    cr_assert(!cp_bench_ab_parse_threshold("%", &v));
-    cr_assert(!cp_bench_ab_parse_threshold("2%%", &v));
-    cr_assert(!cp_bench_ab_parse_threshold("-1", &v));
-    cr_assert(!cp_bench_ab_parse_threshold("nan", &v));
-    cr_assert(!cp_bench_ab_parse_threshold("inf%", &v));
-    cr_assert(cp_bench_ab_parse_alpha("0.05", &v) && v == 0.05);
-    cr_assert(cp_bench_ab_parse_alpha("0.5", &v) && v == 0.5);
-    cr_assert(!cp_bench_ab_parse_alpha("0", &v));
-    cr_assert(!cp_bench_ab_parse_alpha("0.51", &v));
-    cr_assert(!cp_bench_ab_parse_alpha("5%", &v));
-    cr_assert(!cp_bench_ab_parse_alpha("nan", &v));
 }

@@ -241,15 +241,17 @@ Test(cli_bench_probe, the_next_run_is_judged_against_the_lowest_floor_seen, .tim
 
     /* a floor far below anything real: every iteration counts as disturbed */
     write_floor(ff, 1, 0);
-    bench_ok(&r, om, "-n", "6", "--json", NULL);
+    /* none can then be undisturbed: bench waits until its time limit */
+    bench_ok(&r, om, "-n", "6", "--max-duration", "200ms", "--json", NULL);
     json_t *j3 = ct_json(r.out);
     cp_run_release(&r);
     cr_assert_eq(ct_num(probe_of(j3), "reference_ns"), 1);
     cr_assert_eq(ct_num(probe_of(j3), "undisturbed"), 0);
     cr_assert_null(json_object_get(probe_of(j3), "latency_ms"), "nothing to summarise");
     cr_assert_eq(floor_in_file(ff), 1, "a higher floor does not replace it");
-    bench_ok(&r, om, "-n", "6", NULL);
-    ct_assert_mentions(r.out, "0 of 6 iterations undisturbed", "undisturbed latency: none", NULL);
+    bench_ok(&r, om, "-n", "6", "--max-duration", "200ms", NULL);
+    ct_assert_mentions(r.out, "; 0 of ", " iterations undisturbed", "undisturbed latency: none",
+                       NULL);
     cp_run_release(&r);
 
     /* a floor another binary measured, or one too old, is no hint */
@@ -285,22 +287,69 @@ Test(cli_bench_probe, the_next_run_is_judged_against_the_lowest_floor_seen, .tim
     free(om);
 }
 
-Test(cli_bench_probe, iterations_measures_exactly_n_with_a_probe_each, .timeout = 300)
+/* --iterations N counts undisturbed iterations: bench stops once N ran
+ * undisturbed, or at the time limit, which it then reports. */
+static void check_stop(const json_t *j, double target)
+{
+    double n = ct_num(j, "iterations"), und = ct_num(probe_of(j), "undisturbed");
+    cr_assert_eq(ct_num(j, "undisturbed_target"), target);
+    const char *stop = json_string_value(json_object_get(j, "stop"));
+    cr_assert_not_null(stop);
+    if (strcmp(stop, "target") == 0) {
+        cr_assert_geq(und, target, "stopped at the target with %g undisturbed", und);
+        cr_assert(json_is_false(json_object_get(j, "time_limit_hit")));
+    } else {
+        cr_assert_str_eq(stop, "time limit");
+        cr_assert(json_is_true(json_object_get(j, "time_limit_hit")));
+        cr_assert_lt(und, target);
+    }
+    cr_assert_geq(n, und);
+}
+
+Test(cli_bench_probe, iterations_counts_undisturbed_iterations_with_a_probe_each, .timeout = 300)
 {
     char *om = ct_convert(MODEL), *db = cp_t_path("t.db");
     struct cp_run r;
     bench_ok(&r, om, "-n", "7", "--json", "--trace", db, NULL);
     json_t *j = ct_json(r.out);
     cp_run_release(&r);
-    cr_assert_eq(ct_num(j, "iterations"), 7);
-    cr_assert_leq(ct_num(probe_of(j), "undisturbed"), 7);
+    check_stop(j, 7);
     check_trace(db, j);
+    int64_t n = (int64_t)ct_num(j, "iterations");
     sqlite3 *s = open_db(db);
-    cr_assert_eq(q_int(s, "SELECT count(*) FROM samples"), 7);
-    cr_assert_eq(q_int(s, "SELECT count(*) FROM counters WHERE name = 'probe_ns'"), 7);
+    cr_assert_eq(q_int(s, "SELECT count(*) FROM samples"), n);
+    cr_assert_eq(q_int(s, "SELECT count(*) FROM counters WHERE name = 'probe_ns'"), n);
+    cr_assert_eq(q_int(s, "SELECT CAST(value AS INTEGER) FROM counters WHERE name = "
+                          "'measure.target'"),
+                 7);
     sqlite3_close(s);
     json_decref(j);
     free(db);
+    free(om);
+}
+
+Test(cli_bench_probe, the_time_limit_ends_a_busy_run_and_is_reported, .timeout = 300)
+{
+    char *om = ct_convert(MODEL);
+    struct cp_run r;
+    bench_ok(&r, om, "-n", "7", "--json", NULL); /* leaves this machine's floor file */
+    cp_run_release(&r);
+    char *ff = floor_file(1);
+    cr_assert_not_null(ff);
+    write_floor(ff, 1, 0); /* every probe is then far above 1.15x the floor */
+    bench_ok(&r, om, "-n", "50", "--max-duration", "300ms", "--json", NULL);
+    json_t *j = ct_json(r.out);
+    cp_run_release(&r);
+    check_stop(j, 50);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "stop")), "time limit");
+    cr_assert_float_eq(ct_num(j, "time_limit_s"), 0.3, 1e-9);
+    cr_assert_geq(ct_num(j, "elapsed_s"), 0.3);
+    json_decref(j);
+    bench_ok(&r, om, "-n", "50", "--max-duration", "300ms", NULL);
+    ct_assert_mentions(r.out, "time limit: 0.3 s reached with 0 of 50 iterations undisturbed",
+                       "--max-duration", NULL);
+    cp_run_release(&r);
+    free(ff);
     free(om);
 }
 
@@ -313,7 +362,7 @@ Test(cli_bench_probe, a_run_of_120_iterations_takes_its_lowest_probe_as_floor, .
     bench_ok(&r, om, "-n", "120", "--json", "--trace", db, NULL);
     json_t *j = ct_json(r.out);
     cp_run_release(&r);
-    cr_assert_eq(ct_num(j, "iterations"), 120);
+    check_stop(j, 120);
     check_trace(db, j);
     json_decref(j);
     free(db);
@@ -376,11 +425,16 @@ Test(cli_bench_probe, the_text_output_has_a_probe_line, .timeout = 300)
 {
     char *om = ct_convert(MODEL);
     struct cp_run r;
+    bench_ok(&r, om, "-n", "5", "--json", NULL);
+    json_t *j = ct_json(r.out);
+    cp_run_release(&r);
     bench_ok(&r, om, "-n", "5", NULL);
     cr_assert(cp_t_has_line(r.out, "probe:"), "%s", r.out);
-    ct_assert_mentions(r.out, "floor", " us", "of 5 iterations undisturbed", NULL);
+    ct_assert_mentions(r.out, "floor", " us", " iterations undisturbed", NULL);
     cr_assert(cp_t_has_line(r.out, "undisturbed latency"), "%s", r.out);
-    cr_assert(cp_t_has_line(r.out, "iterations: 5 measured"), "%s", r.out);
+    cr_assert(cp_t_has_line(r.out, "iterations: "), "%s", r.out);
+    cr_assert(strstr(r.out, " measured\n"), "%s", r.out);
+    json_decref(j);
     cp_run_release(&r);
     free(om);
 }
@@ -420,11 +474,6 @@ Test(cli_bench_probe, options_that_do_not_go_together_exit_2_and_name_them, .tim
         CONFLICT(om, a, m);
     }
     {
-        const char *a[] = {"--max-duration", "1s", "-n", "5"};
-        const char *m[] = {"--max-duration", "--iterations"};
-        CONFLICT(om, a, m);
-    }
-    {
         const char *a[] = {"--max-duration", "1s", "--duration", "1s"};
         const char *m[] = {"--max-duration", "--duration"};
         CONFLICT(om, a, m);
@@ -437,21 +486,6 @@ Test(cli_bench_probe, options_that_do_not_go_together_exit_2_and_name_them, .tim
     {
         const char *a[] = {"--no-probe", "--undisturbed", "3"};
         const char *m[] = {"--undisturbed", "--no-probe"};
-        CONFLICT(om, a, m);
-    }
-    {
-        const char *a[] = {"--vs", om, "--undisturbed", "3"};
-        const char *m[] = {"--undisturbed", "--vs"};
-        CONFLICT(om, a, m);
-    }
-    {
-        const char *a[] = {"--vs", om, "--max-duration", "2s"};
-        const char *m[] = {"--max-duration", "--vs"};
-        CONFLICT(om, a, m);
-    }
-    {
-        const char *a[] = {"--vs", om, "--no-probe"};
-        const char *m[] = {"--no-probe", "--vs"};
         CONFLICT(om, a, m);
     }
     {

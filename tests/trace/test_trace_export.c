@@ -347,7 +347,7 @@ Test(trace_export, export_names_missing_runs_and_unwritable_paths)
     cr_assert_not_null(strstr(d.msg, db), "%s", d.msg);
     char *bad = cp_t_path("no/such/cp_t_dir/x.json");
     cp_diag_init(&d);
-    cr_assert_eq(cp_trace_export(s, run, CP_TRACE_FORMAT_CHROME, bad, &d), CP_ERR_IO);
+    cr_assert_eq(cp_trace_export(s, run, CP_TRACE_FORMAT_CHROME, bad, &d), CP_ERR_WRITE);
     cr_assert_not_null(strstr(d.msg, bad), "%s", d.msg);
     cp_trace_store_close(s);
     free(bad);

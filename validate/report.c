@@ -1,33 +1,11 @@
 /* validate's renderings: a terminal table, JSON, Markdown, JUnit XML and a
  * plain text for alerts. All read one struct cp_vresult. */
-#include "cli/validate.h"
+#include "validate/validate.h"
 #include "runner/probe.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-enum cp_verdict cp_vresult_overall(const struct cp_vresult *r)
-{
-    bool improved = false, inconclusive = false;
-    for (size_t i = 0; i < r->n_rows; i++) {
-        switch (r->rows[i].c.verdict) {
-        case CP_VERDICT_REGRESSED:
-            return CP_VERDICT_REGRESSED;
-        case CP_VERDICT_IMPROVED:
-            improved = true;
-            break;
-        case CP_VERDICT_INCONCLUSIVE:
-            inconclusive = true;
-            break;
-        case CP_VERDICT_UNCHANGED:
-            break;
-        }
-    }
-    return improved       ? CP_VERDICT_IMPROVED
-           : inconclusive ? CP_VERDICT_INCONCLUSIVE
-                          : CP_VERDICT_UNCHANGED;
-}
 
 /* Precision is compared in percentage points, not in percent of itself. */
 static bool is_points(const struct cp_vrow *row)
@@ -39,9 +17,7 @@ static void fmt_value(const struct cp_vrow *row, double v, char *out, size_t n)
 {
     if (!isfinite(v))
         snprintf(out, n, "-");
-    else if (row->metric == CP_VM_MEMORY)
-        snprintf(out, n, "%.2f", v * row->scale);
-    else if (row->metric == CP_VM_THROUGHPUT)
+    else if (row->metric == CP_VM_MEMORY || row->metric == CP_VM_THROUGHPUT)
         snprintf(out, n, "%.2f", v * row->scale);
     else
         snprintf(out, n, "%.3f", v * row->scale);
@@ -81,7 +57,7 @@ static const char *overall_sentence(enum cp_verdict v)
     case CP_VERDICT_IMPROVED:
         return "improved: at least one metric got significantly better, none worse";
     case CP_VERDICT_INCONCLUSIVE:
-        return "inconclusive: a change above the threshold is not yet significant";
+        return "inconclusive: no verdict could be reached (exit 4)";
     case CP_VERDICT_UNCHANGED:
         break;
     }
@@ -110,7 +86,7 @@ static void probe_note(const struct cp_vresult *r, struct cp_buf *out, const cha
     }
     if (p->too_few) {
         for (int s = 0; s < 2; s++)
-            if (p->kept[s] < CP_VALIDATE_MIN_UNDISTURBED)
+            if (p->kept[s] < CP_VALIDATE_MIN_UNDISTURBED * (s ? r->runs[1] : r->runs[0]))
                 cp_buf_printf(out,
                               "%stiming: only %zu of the %s run's %zu iterations ran undisturbed "
                               "(its probe floor %.2f us against %.2f us): the machine was busy, "
@@ -121,34 +97,64 @@ static void probe_note(const struct cp_vresult *r, struct cp_buf *out, const cha
     }
     if (p->why[0] && !strstr(p->why, "interleaved"))
         cp_buf_printf(out, "%stiming compares every iteration: %s\n", bullet, p->why);
+    else if (p->why[0])
+        cp_buf_printf(out, "%stiming: %s\n", bullet, p->why);
+}
+
+/* How the runs entered the comparison. */
+static void runs_note(const struct cp_vresult *r, struct cp_buf *out, const char *bullet)
+{
+    if (r->between_runs)
+        cp_buf_printf(out,
+                      "%stiming compares the runs: %zu before, %zu after, each run's median one "
+                      "sample (Welch), so the variance between processes is in the verdict\n",
+                      bullet, r->runs[0], r->runs[1]);
+    else if (!r->interleaved && (r->runs[0] == 1 || r->runs[1] == 1) && !r->noise_runs)
+        cp_buf_printf(out,
+                      "%sone run on a side: the difference between two processes of one model is "
+                      "not in this verdict; record several runs per side with `cannprof bench "
+                      "--runs N --trace` to have it counted\n",
+                      bullet);
 }
 
 static void notes(const struct cp_vresult *r, struct cp_buf *out, const char *bullet)
 {
     probe_note(r, out, bullet);
+    runs_note(r, out, bullet);
     for (size_t i = 0; i < r->n_rows; i++) {
         const struct cp_vrow *row = &r->rows[i];
         if (row->c.verdict == CP_VERDICT_INCONCLUSIVE && row->c.n_needed > 0)
             cp_buf_printf(out,
-                          "%s%s: a %+.2f%% change is not significant with %zu vs %zu samples; "
+                          "%s%s: a %+.2f%% change is not significant with %zu vs %zu %s; "
                           "about %zu per side would settle it\n",
                           bullet, row->name, row->c.delta_pct, row->c.n_before, row->c.n_after,
-                          row->c.n_needed);
+                          row->between_runs ? "runs" : "samples", row->c.n_needed);
     }
     if (r->models_differ)
         cp_buf_printf(out, "%swarning: the traces are of different models (--force)\n", bullet);
 }
 
+static void side_line(struct cp_buf *out, const char *name, const char *label,
+                      const struct cp_run_metrics *m, size_t runs, size_t kept, size_t total,
+                      bool und)
+{
+    if (runs > 1)
+        cp_buf_printf(out, "%s %s (%zu runs, %zu%s of %zu samples)\n", name, label, runs, kept,
+                      und ? " undisturbed" : "", total);
+    else
+        cp_buf_printf(out, "%s %s (run %lld, %zu%s of %zu samples)\n", name, label,
+                      (long long)m->run_id, und ? kept : m->n, und ? " undisturbed" : "", total);
+}
+
 void cp_validate_render_table(const struct cp_vresult *r, struct cp_buf *out)
 {
-    const char *what = r->probe.used ? " undisturbed" : "";
-    cp_buf_printf(out, "before: %s (run %lld, %zu%s of %zu samples)\n", r->before_label,
-                  (long long)r->before->run_id, r->before->n, what, r->probe.total[0]);
-    cp_buf_printf(out, "after:  %s (run %lld, %zu%s of %zu samples)\n", r->after_label,
-                  (long long)r->after->run_id, r->after->n, what, r->probe.total[1]);
+    side_line(out, "before:", r->before_label, r->before, r->runs[0], r->probe.kept[0],
+              r->probe.total[0], r->probe.used);
+    side_line(out, "after: ", r->after_label, r->after, r->runs[1], r->probe.kept[1],
+              r->probe.total[1], r->probe.used);
     cp_buf_printf(out, "test:   %s, alpha %g, threshold %g%%, %g%% CI\n",
-                  cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct,
-                  100 * r->opts.boot.level);
+                  r->between_runs ? "welch on run medians" : cp_stat_test_name(r->opts.test),
+                  r->opts.alpha, r->opts.threshold_pct, 100 * r->opts.boot.level);
     if (r->noise_runs)
         cp_buf_printf(out,
                       "noise:  %.2f%% run-to-run (3 x the robust spread of %zu earlier "
@@ -177,121 +183,119 @@ void cp_validate_render_table(const struct cp_vresult *r, struct cp_buf *out)
     cp_buf_printf(out, "verdict: %s\n", overall_sentence(r->overall));
 }
 
-static void json_num(struct cp_buf *b, double v)
-{
-    if (isfinite(v))
-        cp_buf_printf(b, "%.10g", v);
-    else
-        cp_buf_puts(b, "null");
-}
+/* ---- JSON ------------------------------------------------------------------------ */
 
-static void row_json(const struct cp_vrow *row, struct cp_buf *out)
+static json_t *row_json(const struct cp_vrow *row)
 {
-    cp_buf_puts(out, "{\"unit\":");
-    cp_buf_json_str(out, row->unit);
-    cp_buf_puts(out, ",\"before\":");
-    json_num(out, row->c.before * row->scale);
-    cp_buf_puts(out, ",\"after\":");
-    json_num(out, row->c.after * row->scale);
-    cp_buf_puts(out, is_points(row) ? ",\"delta_pp\":" : ",\"delta_pct\":");
-    json_num(out, row->c.delta_pct);
-    cp_buf_puts(out, ",\"ci_pct\":");
-    if (row->c.exact)
-        cp_buf_puts(out, "null");
-    else {
-        cp_buf_putc(out, '[');
-        json_num(out, row->c.ci_lo_pct);
-        cp_buf_putc(out, ',');
-        json_num(out, row->c.ci_hi_pct);
-        cp_buf_putc(out, ']');
+    json_t *o = json_object();
+    bool ok = o && cp_json_set_str(o, "unit", row->unit) &&
+              cp_json_set_num(o, "before", row->c.before * row->scale) &&
+              cp_json_set_num(o, "after", row->c.after * row->scale) &&
+              cp_json_set_num(o, is_points(row) ? "delta_pp" : "delta_pct", row->c.delta_pct);
+    if (ok && row->c.exact)
+        ok = cp_json_set(o, "ci_pct", json_null());
+    else if (ok) {
+        json_t *ci = json_array();
+        ok = ci && cp_json_push(ci, cp_json_num(row->c.ci_lo_pct)) &&
+             cp_json_push(ci, cp_json_num(row->c.ci_hi_pct));
+        if (!cp_json_set(o, "ci_pct", ci))
+            ok = false;
     }
-    cp_buf_puts(out, ",\"p\":");
-    json_num(out, row->c.p);
-    cp_buf_printf(out, ",\"n_before\":%zu,\"n_after\":%zu,\"test\":", row->c.n_before,
-                  row->c.n_after);
-    cp_buf_json_str(out, row->c.exact ? "exact" : cp_stat_test_name(row->c.test));
-    cp_buf_puts(out, ",\"mde_pct\":");
-    json_num(out, row->c.mde_pct);
-    cp_buf_puts(out, ",\"samples_needed\":");
-    if (row->c.n_needed)
-        cp_buf_printf(out, "%zu", row->c.n_needed);
-    else
-        cp_buf_puts(out, "null");
-    cp_buf_puts(out, ",\"verdict\":");
-    cp_buf_json_str(out, cp_verdict_name(row->c.verdict));
-    cp_buf_putc(out, '}');
+    ok = ok && cp_json_set_num(o, "p", row->c.p) &&
+         cp_json_set_int(o, "n_before", (int64_t)row->c.n_before) &&
+         cp_json_set_int(o, "n_after", (int64_t)row->c.n_after) &&
+         cp_json_set_str(o, "test", row->c.exact ? "exact" : cp_stat_test_name(row->c.test)) &&
+         cp_json_set_bool(o, "between_runs", row->between_runs) &&
+         cp_json_set_num(o, "mde_pct", row->c.mde_pct) &&
+         cp_json_set(o, "samples_needed",
+                     row->c.n_needed ? cp_json_int((int64_t)row->c.n_needed) : json_null()) &&
+         cp_json_set_str(o, "verdict", cp_verdict_name(row->c.verdict));
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
-void cp_validate_render_figures(const struct cp_vresult *r, struct cp_buf *out)
+json_t *cp_validate_figures_json(const struct cp_vresult *r)
 {
-    cp_buf_putc(out, '{');
-    for (size_t i = 0; i < r->n_rows; i++) {
-        if (i)
-            cp_buf_putc(out, ',');
-        cp_buf_json_str(out, r->rows[i].name);
-        cp_buf_putc(out, ':');
-        row_json(&r->rows[i], out);
-    }
-    cp_buf_putc(out, '}');
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < r->n_rows; i++)
+        if (!cp_json_set(o, r->rows[i].name, row_json(&r->rows[i]))) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
 }
 
-static void side_json(const char *label, const struct cp_run_metrics *m, const struct cp_vprobe *p,
-                      int s, struct cp_buf *out)
+static json_t *side_json(const char *label, const struct cp_run_metrics *m, size_t runs,
+                         const struct cp_vprobe *p, int s)
 {
-    cp_buf_puts(out, "{\"source\":");
-    cp_buf_json_str(out, label);
-    cp_buf_printf(out, ",\"run\":%lld,\"samples\":%zu,\"iterations\":%zu,", (long long)m->run_id,
-                  m->n, p->total[s]);
-    if (p->floor_ns[s])
-        cp_buf_printf(out, "\"probe_floor_ns\":%llu,", (unsigned long long)p->floor_ns[s]);
-    else
-        cp_buf_puts(out, "\"probe_floor_ns\":null,");
-    cp_buf_printf(out, "\"undisturbed\":%zu,\"model\":", p->kept[s]);
-    cp_buf_json_str(out, m->model_path);
-    cp_buf_puts(out, ",\"model_hash\":");
-    cp_buf_json_str(out, m->model_hash);
-    cp_buf_puts(out, ",\"config_id\":");
-    cp_buf_json_str(out, m->config_id);
-    cp_buf_puts(out, ",\"created_at\":");
-    cp_buf_json_str(out, m->created_at);
-    cp_buf_putc(out, '}');
+    json_t *o = json_object();
+    if (o && cp_json_set_str(o, "source", label) && cp_json_set_int(o, "run", m->run_id) &&
+        cp_json_set_int(o, "runs", (int64_t)runs) &&
+        cp_json_set_int(o, "samples", (int64_t)(p->used ? p->kept[s] : p->total[s])) &&
+        cp_json_set_int(o, "iterations", (int64_t)p->total[s]) &&
+        cp_json_set(o, "probe_floor_ns",
+                    p->floor_ns[s] ? cp_json_int((int64_t)p->floor_ns[s]) : json_null()) &&
+        cp_json_set_int(o, "undisturbed", (int64_t)p->kept[s]) &&
+        cp_json_set_str(o, "model", m->model_path) &&
+        cp_json_set_str(o, "model_hash", m->model_hash) &&
+        cp_json_set_str(o, "config_id", m->config_id) &&
+        cp_json_set_str(o, "created_at", m->created_at))
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
-void cp_validate_render_json(const struct cp_vresult *r, struct cp_buf *out)
+json_t *cp_validate_json(const struct cp_vresult *r)
 {
-    cp_buf_puts(out, "{\"before\":");
-    side_json(r->before_label, r->before, &r->probe, 0, out);
-    cp_buf_puts(out, ",\"after\":");
-    side_json(r->after_label, r->after, &r->probe, 1, out);
-    cp_buf_printf(out, ",\"iterations\":\"%s\",\"iterations_why\":",
-                  r->probe.used      ? "undisturbed"
-                  : r->probe.too_few ? "too-few-undisturbed"
-                                     : "all");
-    cp_buf_json_str(out, r->probe.why);
-    cp_buf_puts(out, ",\"test\":");
-    cp_buf_json_str(out, cp_stat_test_name(r->opts.test));
-    cp_buf_puts(out, ",\"noise_floor_pct\":");
-    json_num(out, r->noise_floor_pct);
-    cp_buf_printf(out, ",\"noise_runs\":%zu,\"asked_threshold_pct\":%g", r->noise_runs,
-                  r->asked_threshold_pct);
-    cp_buf_printf(out, ",\"alpha\":%g,\"threshold_pct\":%g,\"confidence\":%g,", r->opts.alpha,
-                  r->opts.threshold_pct, r->opts.boot.level);
-    cp_buf_printf(out, "\"models_differ\":%s,\"metrics\":", r->models_differ ? "true" : "false");
-    cp_validate_render_figures(r, out);
-    cp_buf_puts(out, ",\"verdict\":");
-    cp_buf_json_str(out, cp_verdict_name(r->overall));
-    cp_buf_puts(out, "}\n");
+    json_t *o = json_object();
+    bool ok =
+        o &&
+        cp_json_set(o, "before", side_json(r->before_label, r->before, r->runs[0], &r->probe, 0)) &&
+        cp_json_set(o, "after", side_json(r->after_label, r->after, r->runs[1], &r->probe, 1)) &&
+        cp_json_set_str(o, "iterations",
+                        r->probe.used      ? "undisturbed"
+                        : r->probe.too_few ? "too-few-undisturbed"
+                                           : "all") &&
+        cp_json_set_str(o, "iterations_why", r->probe.why) &&
+        cp_json_set_str(o, "comparison", r->between_runs ? "between-runs" : "iterations") &&
+        cp_json_set_str(o, "test", cp_stat_test_name(r->opts.test)) &&
+        cp_json_set_num(o, "noise_floor_pct", r->noise_floor_pct) &&
+        cp_json_set_int(o, "noise_runs", (int64_t)r->noise_runs) &&
+        cp_json_set_num(o, "asked_threshold_pct", r->asked_threshold_pct) &&
+        cp_json_set_num(o, "alpha", r->opts.alpha) &&
+        cp_json_set_num(o, "threshold_pct", r->opts.threshold_pct) &&
+        cp_json_set_num(o, "confidence", r->opts.boot.level) &&
+        cp_json_set_bool(o, "models_differ", r->models_differ) &&
+        cp_json_set(o, "metrics", cp_validate_figures_json(r)) &&
+        cp_json_set_str(o, "verdict", cp_verdict_name(r->overall)) &&
+        cp_json_set_int(o, "exit_code", cp_validate_exit_code(r));
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
+
+/* ---- Markdown, JUnit, text ------------------------------------------------------ */
 
 void cp_validate_render_markdown(const struct cp_vresult *r, struct cp_buf *out)
 {
     cp_buf_printf(out, "### cannprof validate: %s\n\n", cp_verdict_name(r->overall));
-    cp_buf_printf(out,
-                  "Before `%s` (%zu%s samples), after `%s` (%zu%s samples); %s test, "
-                  "α = %g, threshold %g%%.\n\n",
-                  r->before_label, r->before->n, r->probe.used ? " undisturbed" : "",
-                  r->after_label, r->after->n, r->probe.used ? " undisturbed" : "",
-                  cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct);
+    char sides[2][64];
+    for (int s = 0; s < 2; s++) {
+        size_t runs = r->runs[s], k = r->probe.used ? r->probe.kept[s] : r->probe.total[s];
+        if (runs > 1)
+            snprintf(sides[s], sizeof sides[s], "%zu runs, %zu%s samples", runs, k,
+                     r->probe.used ? " undisturbed" : "");
+        else
+            snprintf(sides[s], sizeof sides[s], "%zu%s samples", k,
+                     r->probe.used ? " undisturbed" : "");
+    }
+    cp_buf_printf(out, "Before `%s` (%s), after `%s` (%s); %s test, α = %g, threshold %g%%.\n\n",
+                  r->before_label, sides[0], r->after_label, sides[1],
+                  r->between_runs ? "welch on run medians" : cp_stat_test_name(r->opts.test),
+                  r->opts.alpha, r->opts.threshold_pct);
     cp_buf_puts(out, "| Metric | Before | After | Δ | 95% CI of Δ | p | Verdict |\n"
                      "|---|---:|---:|---:|---:|---:|---|\n");
     for (size_t i = 0; i < r->n_rows; i++) {
@@ -313,11 +317,14 @@ void cp_validate_render_markdown(const struct cp_vresult *r, struct cp_buf *out)
 }
 
 /* XML text: the five special characters escaped, control characters
- * dropped (XML 1.0 cannot hold them). */
+ * dropped (XML 1.0 cannot hold them), invalid UTF-8 repaired. */
 static void xml_text(struct cp_buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    struct cp_buf u;
+    cp_buf_init(&u);
+    cp_utf8_repair(s ? s : "", s ? strlen(s) : 0, &u);
+    for (const char *p = u.data; p && *p; p++) {
+        unsigned char c = (unsigned char)*p;
         switch (c) {
         case '<':
             cp_buf_puts(b, "&lt;");
@@ -339,6 +346,7 @@ static void xml_text(struct cp_buf *b, const char *s)
                 cp_buf_putc(b, (char)c);
         }
     }
+    cp_buf_release(&u);
 }
 
 static void row_line(const struct cp_vrow *row, char *out, size_t n)
@@ -355,15 +363,17 @@ static void row_line(const struct cp_vrow *row, char *out, size_t n)
 
 void cp_validate_render_junit(const struct cp_vresult *r, struct cp_buf *out)
 {
-    size_t failures = 0;
-    for (size_t i = 0; i < r->n_rows; i++)
+    size_t failures = 0, skipped = 0;
+    for (size_t i = 0; i < r->n_rows; i++) {
         failures += r->rows[i].c.verdict == CP_VERDICT_REGRESSED;
+        skipped += r->rows[i].c.verdict == CP_VERDICT_INCONCLUSIVE;
+    }
     cp_buf_puts(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     cp_buf_printf(out, "<testsuites tests=\"%zu\" failures=\"%zu\">\n", r->n_rows, failures);
     cp_buf_printf(out,
                   "  <testsuite name=\"cannprof validate\" tests=\"%zu\" failures=\"%zu\" "
-                  "errors=\"0\" skipped=\"0\">\n",
-                  r->n_rows, failures);
+                  "errors=\"0\" skipped=\"%zu\">\n",
+                  r->n_rows, failures, skipped);
     cp_buf_puts(out, "    <properties>\n      <property name=\"before\" value=\"");
     xml_text(out, r->before_label);
     cp_buf_puts(out, "\"/>\n      <property name=\"after\" value=\"");
@@ -371,8 +381,11 @@ void cp_validate_render_junit(const struct cp_vresult *r, struct cp_buf *out)
     cp_buf_printf(out,
                   "\"/>\n      <property name=\"test\" value=\"%s\"/>\n"
                   "      <property name=\"alpha\" value=\"%g\"/>\n"
-                  "      <property name=\"threshold_pct\" value=\"%g\"/>\n    </properties>\n",
-                  cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct);
+                  "      <property name=\"threshold_pct\" value=\"%g\"/>\n"
+                  "      <property name=\"verdict\" value=\"%s\"/>\n"
+                  "      <property name=\"exit_code\" value=\"%d\"/>\n    </properties>\n",
+                  cp_stat_test_name(r->opts.test), r->opts.alpha, r->opts.threshold_pct,
+                  cp_verdict_name(r->overall), cp_validate_exit_code(r));
     for (size_t i = 0; i < r->n_rows; i++) {
         const struct cp_vrow *row = &r->rows[i];
         char line[256];
@@ -382,6 +395,11 @@ void cp_validate_render_junit(const struct cp_vresult *r, struct cp_buf *out)
                       row->name);
         if (row->c.verdict == CP_VERDICT_REGRESSED) {
             cp_buf_puts(out, "      <failure type=\"regression\" message=\"");
+            xml_text(out, line);
+            cp_buf_puts(out, "\"/>\n");
+        } else if (row->c.verdict == CP_VERDICT_INCONCLUSIVE) {
+            /* no verdict: neither a pass nor a failure */
+            cp_buf_puts(out, "      <skipped message=\"inconclusive: ");
             xml_text(out, line);
             cp_buf_puts(out, "\"/>\n");
         }

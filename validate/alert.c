@@ -1,0 +1,116 @@
+/* A service's noise floor, alerts and the record of validations against
+ * a baseline (validate/validate.h). */
+#include "validate/validate.h"
+#include "stats/stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Most runs of a service are of code whose speed did not change, so the
+ * robust spread of the latency changes its validations recorded (MAD
+ * scaled to a standard deviation, which the few real changes among them
+ * barely move) is how far two runs drift on this machine; a change smaller
+ * than three times it is within the noise. */
+void cp_validate_noise_floor(struct cp_kb *kb, const char *service, double *pct, size_t *n)
+{
+    *pct = NAN;
+    *n = 0;
+    struct cp_kb_validation *v = NULL;
+    size_t nv = 0;
+    if (cp_kb_validation_list(kb, service, 60, &v, &nv, NULL) != CP_OK)
+        return;
+    double *x = cp_calloc(nv ? nv : 1, sizeof *x);
+    size_t k = 0;
+    for (size_t i = 0; x && i < nv; i++) {
+        json_t *f = v[i].figures_json ? json_loads(v[i].figures_json, 0, NULL) : NULL;
+        json_t *lat = json_object_get(f, "latency");
+        json_t *delta = json_object_get(lat, "delta_pct");
+        if (json_is_number(delta) && isfinite(json_number_value(delta)))
+            x[k++] = json_number_value(delta);
+        json_decref(f);
+    }
+    struct cp_mad mad;
+    if (k >= 5 && cp_stats_mad(x, k, &mad, NULL) == CP_OK) {
+        *pct = 3 * mad.scaled;
+        *n = k;
+    }
+    free(x);
+    cp_kb_validation_list_free(v, nv);
+}
+
+void cp_validate_send_alert(const struct cp_vresult *r, const char *service, const char *tag,
+                            const char *trace, struct cp_validate_alert *al)
+{
+    struct cp_buf text, figures, title;
+    cp_buf_init(&text);
+    cp_buf_init(&figures);
+    cp_buf_init(&title);
+    cp_validate_render_text(r, &text);
+    json_t *fj = cp_validate_figures_json(r);
+    enum cp_status fst = cp_json_dump(fj, false, &figures);
+    json_decref(fj);
+    cp_buf_printf(&title, "cannprof: %s %s against baseline %s", service ? service : "service",
+                  cp_verdict_name(r->overall), tag ? tag : "");
+    struct cp_alert a = {
+        .event = r->overall == CP_VERDICT_REGRESSED ? "regression" : "validation",
+        .title = title.data,
+        .service = service,
+        .verdict = cp_verdict_name(r->overall),
+        .text = text.data,
+        .figures_json = figures.data,
+        .trace_path = trace,
+        .baseline_tag = tag,
+    };
+    struct cp_notify_opts o;
+    cp_notify_opts_init(&o);
+    o.url = al->url;
+    o.format = al->format;
+    o.secret = al->secret;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    int attempts = 0;
+    al->attempted = true;
+    if (cp_buf_status(&text) != CP_OK || fst != CP_OK || cp_buf_status(&title) != CP_OK)
+        snprintf(al->error, sizeof al->error, "out of memory building the alert");
+    else if (cp_notify_send(&o, &a, &attempts, &d) == CP_OK)
+        al->delivered = true;
+    else
+        snprintf(al->error, sizeof al->error, "%s", d.msg);
+    cp_buf_release(&text);
+    cp_buf_release(&figures);
+    cp_buf_release(&title);
+}
+
+enum cp_status cp_validate_record(struct cp_kb *kb, const struct cp_kb_baseline *b,
+                                  const char *service, const char *trace,
+                                  const struct cp_vresult *r, int exit_code,
+                                  const struct cp_validate_alert *al, struct cp_diag *d)
+{
+    struct cp_buf figures;
+    cp_buf_init(&figures);
+    json_t *fj = cp_validate_figures_json(r);
+    enum cp_status st = cp_json_dump(fj, false, &figures);
+    json_decref(fj);
+    if (st != CP_OK) {
+        cp_buf_release(&figures);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory recording the validation");
+    }
+    struct cp_kb_validation v = {
+        .service = service,
+        .baseline_id = b->id,
+        .baseline_tag = b->tag,
+        .trace_path = trace,
+        .verdict = cp_verdict_name(r->overall),
+        .figures_json = figures.data ? figures.data : "{}",
+        .exit_code = exit_code,
+        .alert_attempted = al->attempted,
+        .alert_delivered = al->delivered,
+        .alert_error = al->error[0] ? al->error : NULL,
+    };
+    int64_t id;
+    st = cp_kb_record_validation(kb, &v, &id, d);
+    cp_buf_release(&figures);
+    return st;
+}
