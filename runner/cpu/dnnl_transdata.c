@@ -129,6 +129,6 @@ static enum cp_status td_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_trans_data = {"onednn:transdata", CP_OP_TRANS_DATA,
-                                             td_supports,        td_prepare,
-                                             cp_dk_kernel_run,   cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_trans_data = {
+    "onednn:transdata", CP_OP_TRANS_DATA,     td_supports, td_prepare,
+    cp_dk_kernel_run,   cp_dk_kernel_release, NULL};

@@ -1354,13 +1354,15 @@ Test(kernel_harness, every_fast_kernel_matches_the_reference)
  * back to the reference kernel rather than fail at plan time. */
 Test(kernel_harness, fast_kernels_decline_what_they_cannot_do)
 {
+    struct cp_host host;
+    cp_host_detect(&host);
     struct cp_graph *g = gb_graph(17);
     X(g, "x", 4, D(1, 3, 8, 8));
     int32_t n = N(g, "MaxPool", I("x"), I("y", "idx"));
     INTS(g, n, "kernel_shape", 2, 2);
     gb_infer_ok(g);
     const struct cp_node *node = cp_graph_node(g, n);
-    cr_assert_eq(cp_kernel_select(g, node, false), cp_kernel_reference(CP_OP_MAX_POOL),
+    cr_assert_eq(cp_kernel_select(g, node, &host, false, NULL), cp_kernel_reference(CP_OP_MAX_POOL),
                  "MaxPool with an Indices output must go to the reference kernel");
     cp_graph_free(g);
 
@@ -1370,7 +1372,8 @@ Test(kernel_harness, fast_kernels_decline_what_they_cannot_do)
     INTS(g, n, "axes", 0, 2);
     gb_infer_ok(g);
     node = cp_graph_node(g, n);
-    cr_assert_eq(cp_kernel_select(g, node, false), cp_kernel_reference(CP_OP_REDUCE_MEAN),
+    cr_assert_eq(cp_kernel_select(g, node, &host, false, NULL),
+                 cp_kernel_reference(CP_OP_REDUCE_MEAN),
                  "a reduction over two separate blocks must go to the reference kernel");
     cp_graph_free(g);
 }

@@ -176,10 +176,12 @@ static double rel_l2(const float *got, const float *want, int64_t n)
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* The fast kernel the registry picks for the graph's node. */
+/* The fast kernel the registry picks for the graph's node on this CPU. */
 static const struct cp_kernel *fast_kernel(const struct cp_graph *g)
 {
-    const struct cp_kernel *k = cp_kernel_select(g, cp_graph_node(g, 0), false);
+    struct cp_host host;
+    cp_host_detect(&host);
+    const struct cp_kernel *k = cp_kernel_select(g, cp_graph_node(g, 0), &host, false, NULL);
     cr_assert_not_null(k);
     cr_assert_str_neq(k->name, "ref", "no fast kernel takes the node");
     return k;
