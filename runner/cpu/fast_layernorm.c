@@ -171,4 +171,4 @@ static void ln_release(struct cp_kexec *k)
 }
 
 const struct cp_kernel cp_fast_layer_norm = {
-    "c:layer_norm", CP_OP_LAYER_NORMALIZATION, ln_supports, ln_prepare, ln_run, ln_release};
+    "c:layer_norm", CP_OP_LAYER_NORMALIZATION, ln_supports, ln_prepare, ln_run, ln_release, NULL};
