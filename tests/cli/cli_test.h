@@ -77,6 +77,15 @@ static inline double ct_num(const json_t *o, const char *key)
     return json_number_value(v);
 }
 
+/* The verdict `validate --json` gave metric `metric` ("latency", ...);
+ * asserts the metric is there. */
+static inline const char *ct_verdict_of(const json_t *j, const char *metric)
+{
+    const json_t *m = json_object_get(json_object_get(j, "metrics"), metric);
+    cr_assert_not_null(m, "no metric %s", metric);
+    return json_string_value(json_object_get(m, "verdict"));
+}
+
 /* Assert that `hay` holds every one of the NULL-terminated needles. */
 static inline void ct_assert_mentions(const char *hay, ...)
 {
