@@ -1,10 +1,12 @@
 /* Test support: a fixed machine calibration (see calibration.h). */
 #include "support/calibration.h"
+#include "support/cli.h"
 
 #include "core/core.h"
 #include "rules/calibrate.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool cp_t_fixed_calibration(void)
@@ -45,4 +47,16 @@ bool cp_t_fixed_calibration(void)
         fprintf(stderr, "cp_t_fixed_calibration: %s: %s\n", path, d.msg[0] ? d.msg : "no memory");
     cp_buf_release(&json);
     return ok;
+}
+
+void cp_t_scratch_calibrated_setup(void)
+{
+    cp_t_scratch_setup();
+    char *cache = cp_t_path("cache");
+    bool ok = setenv("XDG_CACHE_HOME", cache, 1) == 0 && cp_t_fixed_calibration();
+    free(cache);
+    if (!ok) {
+        fprintf(stderr, "cp_t_scratch_calibrated_setup: no fixed calibration\n");
+        abort();
+    }
 }

@@ -25,4 +25,11 @@
  * XDG_CACHE_HOME first), creating the folder. */
 bool cp_t_fixed_calibration(void);
 
+/* A suite fixture: cp_t_scratch_setup, XDG_CACHE_HOME pointed at
+ * <scratch>/cache (so the probe's floor file goes there too, never to the
+ * user's cache) and the fixed calibration written into it. As
+ * cp_t_scratch_setup, it aborts when it cannot (a fixture cannot fail a
+ * test otherwise). */
+void cp_t_scratch_calibrated_setup(void);
+
 #endif

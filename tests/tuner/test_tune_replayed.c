@@ -40,17 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The probe's floor file and the calibration go to the scratch folder. */
-static void setup(void)
-{
-    cp_t_scratch_setup();
-    char *cache = cp_t_path("cache");
-    cr_assert_eq(setenv("XDG_CACHE_HOME", cache, 1), 0);
-    free(cache);
-    cr_assert(cp_t_fixed_calibration());
-}
-
-TestSuite(tune_replayed, .init = setup, .fini = cp_t_scratch_close, .timeout = 300);
+TestSuite(tune_replayed, .init = cp_t_scratch_calibrated_setup, .fini = cp_t_scratch_close,
+          .timeout = 300);
 
 /* ---- the replayed machine ------------------------------------------------------ */
 
