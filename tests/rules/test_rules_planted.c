@@ -34,6 +34,7 @@
 #include "support/calibration.h"
 #include "support/cli.h"
 #include "support/db.h"
+#include "support/replay.h"
 #include "support/run.h"
 #include "trace/trace.h"
 
@@ -42,7 +43,6 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,186 +66,23 @@ TestSuite(rules_planted, .init = setup, .fini = cp_t_scratch_close, .timeout = 3
 
 /* ---- a trace with injected kernel times ------------------------------------------- */
 
-/* The host the traces describe. */
-#define HOST_CORES    "2"
-#define HOST_ISA      "fpu sse sse2 ssse3 sse4_1 sse4_2 avx avx2 fma f16c"
-#define HOST_ISA_BF16 HOST_ISA " avx512f avx512bw avx512_bf16"
-
-#define ITERATIONS 20
-
-/* The timing model: one run of the kernel of converted node `node` (op
- * type `op`) takes `slow` ns when the planted inefficiency is in it
- * (`planted`), else `fast`; the kernels cover `device_util` of the
- * iteration, the rest is the runtime's dispatch between them. */
-struct timing {
-    bool (*planted)(const char *node, const char *op);
-    uint64_t slow, fast;
-    double device_util;
-};
-
-/* One kernel of the converted model, as the trace store keeps it. */
-struct kernel_row {
-    char *node, *op_type, *impl, *origins, *inputs, *outputs;
-    double flops, bytes;
-};
-
-static char *col(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? strdup((const char *)t) : NULL;
-}
-
-/* The run and kernel table a real bench of `om` recorded: bench it once,
- * without the probe, into <scratch>/TAG-table.db. OUT: *info (strings
- * owned by *keep, free each), *k and *n (free with free_rows). */
-static void real_table(const char *om, const char *tag, int threads, struct cp_trace_run_info *info,
-                       char *keep[4], struct kernel_row **k, size_t *n)
-{
-    char *db = cp_t_fmt("%s/%s-table.db", cp_t_dir, tag);
-    char th[16];
-    snprintf(th, sizeof th, "%d", threads);
-    cr_assert(cp_t_bench_trace(om, db, "-n", "1", "-w", "0", "--no-probe", "--threads", th, NULL),
-              "bench %s failed (see stderr)", om);
-    sqlite3 *raw = NULL;
-    cr_assert_eq(sqlite3_open_v2(db, &raw, SQLITE_OPEN_READONLY, NULL), SQLITE_OK, "%s", db);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(raw,
-                                    "SELECT id, model_path, model_hash, config_json, config_id, "
-                                    "batch, weight_bytes, arena_bytes FROM runs",
-                                    -1, &st, NULL),
-                 SQLITE_OK, "%s", sqlite3_errmsg(raw));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s has no run", db);
-    int64_t run = sqlite3_column_int64(st, 0);
-    for (int i = 0; i < 4; i++)
-        keep[i] = col(st, i + 1);
-    *info = (struct cp_trace_run_info){
-        .kind = "bench",
-        .model_path = keep[0],
-        .model_hash = keep[1],
-        .config_json = keep[2],
-        .config_id = keep[3],
-        .threads = threads,
-        .batch = sqlite3_column_int(st, 5),
-        .iterations = ITERATIONS,
-        .weight_bytes = (uint64_t)sqlite3_column_int64(st, 6),
-        .arena_bytes = (uint64_t)sqlite3_column_int64(st, 7),
-    };
-    sqlite3_finalize(st);
-    cr_assert_eq(sqlite3_prepare_v2(raw,
-                                    "SELECT node, op_type, impl, origins, inputs, outputs, flops, "
-                                    "bytes FROM kernels WHERE run_id = ?1 ORDER BY idx",
-                                    -1, &st, NULL),
-                 SQLITE_OK, "%s", sqlite3_errmsg(raw));
-    sqlite3_bind_int64(st, 1, run);
-    size_t cap = 256;
-    *k = calloc(cap, sizeof **k);
-    *n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        cr_assert_lt(*n, cap, "more kernels than this test expects");
-        struct kernel_row *r = &(*k)[(*n)++];
-        r->node = col(st, 0);
-        r->op_type = col(st, 1);
-        r->impl = col(st, 2);
-        r->origins = col(st, 3);
-        r->inputs = col(st, 4);
-        r->outputs = col(st, 5);
-        r->flops = sqlite3_column_double(st, 6);
-        r->bytes = sqlite3_column_double(st, 7);
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(raw);
-    cr_assert_gt(*n, 0, "%s has no kernels", db);
-    free(db);
-}
-
-static void free_rows(struct kernel_row *k, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(k[i].node);
-        free(k[i].op_type);
-        free(k[i].impl);
-        free(k[i].origins);
-        free(k[i].inputs);
-        free(k[i].outputs);
-    }
-    free(k);
-}
-
 /* <scratch>/TAG.db: the run of `om` on `threads` threads as the runtime
- * describes it (its kernel table, config, batch and memory), on the fixed
- * host (with bf16 units when `bf16_host`), ITERATIONS iterations whose
- * kernel times come from `t`. Returns the trace path. */
+ * describes it, on the fixed host, with kernel times from `t`
+ * (support/replay.h). */
 static char *replayed(const char *om, const char *tag, int threads, bool bf16_host,
-                      const struct timing *t)
+                      const struct cp_t_timing *t)
 {
-    struct cp_trace_run_info info;
-    char *keep[4];
-    struct kernel_row *k = NULL;
-    size_t n = 0;
-    real_table(om, tag, threads, &info, keep, &k, &n);
-
-    char *db = cp_t_fmt("%s/%s.db", cp_t_dir, tag);
-    struct cp_trace_store *s = cp_t_trace_store(db, NULL, NULL);
-    cr_assert_not_null(s);
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_trace_store_set_meta(s, "host_cores", HOST_CORES, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(
-        cp_trace_store_set_meta(s, "host_isa_flags", bf16_host ? HOST_ISA_BF16 : HOST_ISA, &d),
-        CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_trace_store_set_meta(s, "host_cpu_model", "a replayed host", &d), CP_OK);
-    int64_t run = 0;
-    cr_assert_eq(cp_trace_store_begin_run(s, &info, &run, &d), CP_OK, "%s", d.msg);
-    struct cp_trace_kernel *tk = calloc(n, sizeof *tk);
-    uint64_t *dur = calloc(n, sizeof *dur), kernels_ns = 0;
-    cr_assert(tk && dur);
-    for (size_t i = 0; i < n; i++) {
-        tk[i] = (struct cp_trace_kernel){k[i].node,   k[i].op_type, k[i].impl,  k[i].origins,
-                                         k[i].inputs, k[i].outputs, k[i].flops, k[i].bytes};
-        dur[i] = t->planted(k[i].node, k[i].op_type) ? t->slow : t->fast;
-        kernels_ns += dur[i];
-    }
-    cr_assert_eq(cp_trace_store_add_kernels(s, run, tk, n, &d), CP_OK, "%s", d.msg);
-
-    /* each iteration: "execute" from its start to its end, the kernels in
-     * plan order with equal dispatch gaps before each */
-    uint64_t lat = (uint64_t)((double)kernels_ns / t->device_util);
-    uint64_t gap = (lat - kernels_ns) / (n + 1);
-    uint64_t samples[ITERATIONS];
-    struct cp_trace_recorder *rec = cp_trace_recorder_create((n + 1) * ITERATIONS);
-    cr_assert_not_null(rec);
-    int32_t exec = cp_trace_intern(rec, "execute");
-    int32_t *names = calloc(n, sizeof *names);
-    for (size_t i = 0; i < n; i++)
-        names[i] = cp_trace_intern(rec, k[i].node);
-    for (int it = 0; it < ITERATIONS; it++) {
-        uint64_t t0 = 1000000000 + (uint64_t)it * 2 * lat, at = t0;
-        for (size_t i = 0; i < n; i++) {
-            at += gap;
-            cp_trace_record(rec, CP_LAYER_DEVICE, names[i], (int32_t)i, it, at, at + dur[i], 0);
-            at += dur[i];
-        }
-        cp_trace_record(rec, CP_LAYER_RUNTIME, exec, -1, it, t0, t0 + lat, 0);
-        samples[it] = lat;
-    }
-    cr_assert_eq(cp_trace_store_add_samples(s, run, 0, samples, ITERATIONS, &d), CP_OK, "%s",
-                 d.msg);
-    cr_assert_eq(cp_trace_store_add_events(s, run, rec, &d), CP_OK, "%s", d.msg);
-    cp_trace_recorder_free(rec);
-    cp_trace_store_close(s);
-    free(names);
-    free(dur);
-    free(tk);
-    free_rows(k, n);
-    for (int i = 0; i < 4; i++)
-        free(keep[i]);
+    char *path = cp_t_fmt("%s/%s.db", cp_t_dir, tag);
+    char *db = cp_t_replayed_trace(om, path, threads, bf16_host, t);
+    cr_assert_not_null(db, "no replayed trace of %s (see stderr)", om);
+    free(path);
     return db;
 }
 
 /* Analyze the replayed trace of the planted configuration and expect the
  * planted bottleneck on top. Returns the analysis (caller frees). */
 static json_t *expect_replayed(const char *om, const char *tag, int threads, bool bf16_host,
-                               const struct timing *t, const struct planted *p)
+                               const struct cp_t_timing *t, const struct planted *p)
 {
     char *db = replayed(om, tag, threads, bf16_host, t);
     json_t *j = analyze(db, NULL, NULL, NULL, NULL, NULL);
@@ -273,7 +110,7 @@ static bool is_transpose(const char *node, const char *op)
 Test(rules_planted, layout_round_trip_in_nhwc_roundtrip)
 {
     char *om = convert("nhwc_roundtrip", "rt", "TransposeRoundTripEliminationPass:off\n", NULL);
-    struct timing t = {is_transpose, 40000, 12000, 0.88};
+    struct cp_t_timing t = {is_transpose, 40000, 12000, 0.88};
     struct planted p = planted_round_trip();
     json_decref(expect_replayed(om, "rt", 2, false, &t, &p));
     free(om);
@@ -290,7 +127,7 @@ static bool in_attention_scores(const char *node, const char *op)
 Test(rules_planted, unfused_attention_in_sd_unet_tiny_with_every_pass_off)
 {
     char *om = convert("sd_unet_tiny", "sd_off", "ALL:off\n", NULL);
-    struct timing t = {in_attention_scores, 60000, 12000, 0.88};
+    struct cp_t_timing t = {in_attention_scores, 60000, 12000, 0.88};
     struct planted p = planted_attention();
     json_t *j = expect_replayed(om, "sd_off", 2, false, &t, &p);
     expect_attention_nodes(j, &p);
@@ -309,7 +146,7 @@ Test(rules_planted, decomposed_layernorm_in_transformer_encoder_op14)
     /* one thread; the chains' kernels tiny (under 10 us), so most launches
      * are small and using fewer threads than cores is not a finding */
     char *om = convert("transformer_encoder_op14", "ln", "LayerNormFusionPass:off\n", NULL);
-    struct timing t = {in_layernorm, 8000, 12000, 0.88};
+    struct cp_t_timing t = {in_layernorm, 8000, 12000, 0.88};
     struct planted p = planted_layernorm();
     json_decref(expect_replayed(om, "ln", 1, false, &t, &p));
     free(om);
@@ -326,7 +163,7 @@ Test(rules_planted, fp32_on_bf16_hardware_in_sd_unet_tiny)
     char *om = convert("sd_unet_tiny", "sd_fp32", NULL, NULL);
     /* the rest 20 us, so that the blocked layout's reorders are a
      * (smaller) finding of their own */
-    struct timing t = {is_conv_or_matmul, 60000, 20000, 0.88};
+    struct cp_t_timing t = {is_conv_or_matmul, 60000, 20000, 0.88};
     struct planted p = planted_fp32_on_bf16();
     json_decref(expect_replayed(om, "sd_fp32", 2, true, &t, &p));
     free(om);
@@ -343,7 +180,7 @@ Test(rules_planted, launch_bound_in_launch_bound_tiny)
 {
     /* every kernel 3 us, and as long again between them */
     char *om = convert("launch_bound_tiny", "lb", NULL, NULL);
-    struct timing t = {none, 0, 3000, 0.5};
+    struct cp_t_timing t = {none, 0, 3000, 0.5};
     struct planted p = planted_launch_bound();
     json_decref(expect_replayed(om, "lb", 2, false, &t, &p));
     free(om);
@@ -361,7 +198,7 @@ Test(rules_planted, unclassified_hotspot_gets_a_finding_and_a_skeleton)
 {
     /* the convolutions take most of resnet_tiny's time */
     char *om = convert("resnet_tiny", "rn", NULL, NULL);
-    struct timing t = {is_conv, 50000, 12000, 0.88};
+    struct cp_t_timing t = {is_conv, 50000, 12000, 0.88};
     char *db = replayed(om, "rn", 2, false, &t);
     expect_unclassified_hotspot(db);
     free(db);
