@@ -12,6 +12,7 @@
 
 #include "support/cli.h"
 #include "support/db.h"
+#include "support/replay.h"
 
 #include <criterion/criterion.h>
 #include <sqlite3.h>
@@ -29,22 +30,9 @@ static void setup(void)
 
 TestSuite(bench, .init = setup, .fini = cp_t_scratch_close, .timeout = 120);
 
-/* A replayed machine: the probe reads `busy` ns after rounds below
- * `busy_until`, `quiet` after the others. */
-struct machine {
-    uint64_t quiet, busy;
-    size_t busy_until;
-};
-
-static uint64_t replay(void *ctx, size_t round)
-{
-    const struct machine *m = ctx;
-    return round < m->busy_until ? m->busy : m->quiet;
-}
-
 /* A request for the small example model against itself (or alone), on
  * one thread, 10 undisturbed rounds wanted, the probe replayed from `m`. */
-static void request(struct cp_bench_request *q, bool two, struct machine *m, const char *trace)
+static void request(struct cp_bench_request *q, bool two, struct cp_t_machine *m, const char *trace)
 {
     cp_bench_request_init(q);
     q->models[0] = cp_t_example("nhwc_roundtrip");
@@ -53,7 +41,7 @@ static void request(struct cp_bench_request *q, bool two, struct machine *m, con
     q->policy.warmup = 1;
     q->policy.iterations = 10;
     q->policy.floor_cache = false;
-    q->policy.probe_fn = replay;
+    q->policy.probe_fn = cp_t_machine_probe;
     q->policy.probe_ctx = m;
     q->trace_path = trace;
 }
@@ -75,7 +63,7 @@ static int64_t q_int(const char *db, const char *sql)
 
 Test(bench, one_model_on_a_quiet_machine_stops_at_the_target_and_summarises_it)
 {
-    struct machine quiet = {.quiet = 10000, .busy = 10000};
+    struct cp_t_machine quiet = {.quiet = 10000, .busy = 10000};
     struct cp_bench_request q;
     request(&q, false, &quiet, NULL);
     struct cp_bench_result r;
@@ -96,7 +84,7 @@ Test(bench, one_model_on_a_quiet_machine_stops_at_the_target_and_summarises_it)
 
 Test(bench, two_models_on_a_quiet_machine_are_compared_on_the_undisturbed_rounds)
 {
-    struct machine quiet = {.quiet = 10000, .busy = 10000};
+    struct cp_t_machine quiet = {.quiet = 10000, .busy = 10000};
     char *db = cp_t_path("ab.db");
     struct cp_bench_request q;
     request(&q, true, &quiet, db);
@@ -125,7 +113,7 @@ Test(bench, a_busy_stretch_is_left_out_of_the_verdict)
     /* a neighbour for the first 5 rounds: those and at least the one after
      * them are disturbed (how many more, the window of probes 2 ms around a
      * round says, and so how long the rounds take) */
-    struct machine m = {.quiet = 10000, .busy = 20000, .busy_until = 5};
+    struct cp_t_machine m = {.quiet = 10000, .busy = 20000, .busy_until = 5};
     struct cp_bench_request q;
     request(&q, true, &m, NULL);
     struct cp_bench_result r;

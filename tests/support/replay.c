@@ -11,6 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t cp_t_machine_probe(void *ctx, size_t round)
+{
+    const struct cp_t_machine *m = ctx;
+    return round < m->busy_until ? m->busy : m->quiet;
+}
+
 /* What a real bench recorded of the model: its run and its kernels. */
 struct table {
     struct cp_trace_run_info info;

@@ -1,4 +1,7 @@
-/* Test support: a trace whose kernel times are injected. The diagnosis
+/* Test support: replaying what a machine measured. The interference probe
+ * of a replayed machine (cp_t_machine, for policy.probe_fn of
+ * runner/measure.h), and a trace whose kernel times are injected. The
+ * diagnosis
  * reads which kernels take the time, and on a real run that is whatever
  * this machine measured. A replayed trace keeps what the converter and the
  * runtime really made of a model (its kernel table with every kernel's
@@ -13,7 +16,20 @@
 #define CP_TEST_REPLAY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+/* A replayed machine: its interference probe reads `busy` ns after the
+ * rounds below `busy_until` (a neighbour on the core), `quiet` after the
+ * others. */
+struct cp_t_machine {
+    uint64_t quiet, busy;
+    size_t busy_until;
+};
+
+/* What the probe of machine ctx (a struct cp_t_machine) reads after
+ * round `round`: a policy.probe_fn. */
+uint64_t cp_t_machine_probe(void *ctx, size_t round);
 
 /* The host a replayed trace describes: 2 cores, AVX2 (and AVX-512 with
  * bf16 dot products when asked). */
