@@ -296,8 +296,8 @@ enum cp_status cp_calibrate_cache_dir(const char *cache_dir, char *out, size_t n
         struct cp_diag local;
         cp_diag_init(&local);
         enum cp_status st = cp_cache_dir(out, n, &local);
-        return st == CP_OK ? CP_OK : cp_diag_set(d, st, "calibrate: %s; give a cache folder",
-                                                 local.msg);
+        return st == CP_OK ? CP_OK
+                           : cp_diag_set(d, st, "calibrate: %s; give a cache folder", local.msg);
     }
     int w = snprintf(out, n, "%s", cache_dir);
     if (w < 0 || (size_t)w >= n) {

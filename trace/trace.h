@@ -299,9 +299,8 @@ void cp_run_metrics_release(struct cp_run_metrics *m);
 
 /* Tag run `run_id` as member `index` of `size` of group `group` (a number
  * that no other group of the store uses, e.g. the first run's id). */
-enum cp_status cp_trace_store_set_run_group(struct cp_trace_store *s, int64_t run_id,
-                                            int64_t group, int64_t index, int64_t size,
-                                            struct cp_diag *d);
+enum cp_status cp_trace_store_set_run_group(struct cp_trace_store *s, int64_t run_id, int64_t group,
+                                            int64_t index, int64_t size, struct cp_diag *d);
 
 /* The runs of the group run `run_id` (the last run when < 0) belongs to, in
  * id order; the run alone when it is in none. OUT: *ids (caller frees),

@@ -297,7 +297,7 @@ Test(calibrate, home_cache_is_used_without_an_absolute_xdg_cache_home)
     free(home);
 }
 
-Test(calibrate, cache_folder_that_cannot_be_created_is_an_io_error)
+Test(calibrate, cache_folder_that_cannot_be_created_is_a_write_error)
 {
     char *file = cp_t_path("a-file");
     ct_write_text(file, "not a folder\n");
@@ -306,7 +306,7 @@ Test(calibrate, cache_folder_that_cannot_be_created_is_an_io_error)
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_calibrate_options o = {.cache_dir = dir, .budget_ms = BUDGET_MS};
-    cr_assert_eq(cp_calibrate_run(&o, &m, &d), CP_ERR_IO);
+    cr_assert_eq(cp_calibrate_run(&o, &m, &d), CP_ERR_WRITE);
     cr_assert(strstr(d.msg, dir), "the message names the folder: %s", d.msg);
     cr_assert_eq(m.peak_flops_f32, 0, "outputs are zeroed on failure");
     free(dir);
@@ -392,14 +392,15 @@ Test(calibrate, cli_text_names_peaks_bandwidth_ridge_and_cache)
     cp_run_release(&r);
 }
 
-Test(calibrate, cli_named_cache_folder_that_cannot_be_created_exits_2)
+Test(calibrate, cli_named_cache_folder_that_cannot_be_created_exits_3)
 {
     char *file = cp_t_path("a-file");
     ct_write_text(file, "x\n");
     char *dir = cp_t_fmt("%s/sub", file);
     struct cp_run r;
     cp_run_cli(&r, "calibrate", "--cache-dir", dir, NULL);
-    cr_assert_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
+    /* the cache is an output: one that cannot be written exits 3 */
+    cr_assert_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.err);
     cr_assert(strstr(r.err, "cannprof calibrate: error:"), "%s", r.err);
     cr_assert(strstr(r.err, dir), "the folder is named: %s", r.err);
     cr_assert_str_eq(r.out, "");
