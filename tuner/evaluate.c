@@ -215,14 +215,48 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
     return st;
 }
 
-enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a, const char *a_om,
-                          const struct cp_tune_point *b, const char *b_om, const char *trace_path,
-                          struct cp_tune_step *step, int64_t *b_run, bool *improved,
-                          struct cp_measurement *res, struct cp_diag *d)
+/* The verdict on b against a from their paired rounds m, in the target's
+ * metric, into step (cp_tune_ab). lat: the latency comparison; items:
+ * what one run of each processes. */
+static enum cp_status judge(const struct cp_tune_opts *o, const struct cp_measurement *m,
+                            const struct cp_comparison *lat, const int64_t items[2],
+                            struct cp_tune_step *step, bool *improved, struct cp_diag *d)
+{
+    step->before_ns = lat->before;
+    step->after_ns = lat->after;
+    step->p = lat->p;
+    /* gains read "how much better": latency saved, or throughput won */
+    step->measured_gain = -lat->delta_pct / 100;
+    step->ci_lo = -lat->ci_hi_pct / 100;
+    step->ci_hi = -lat->ci_lo_pct / 100;
+    if (o->target == CP_TARGET_LATENCY) {
+        *improved = lat->verdict == CP_VERDICT_IMPROVED;
+        return CP_OK;
+    }
+    if (o->target == CP_TARGET_MEMORY) {
+        *improved = lat->verdict != CP_VERDICT_REGRESSED;
+        return CP_OK;
+    }
+    struct cp_comparison thr;
+    enum cp_status st =
+        cp_measurement_compare(m, 0, 1, items[0], items[1], &o->verdict, &thr, NULL, d);
+    if (st == CP_OK) {
+        step->measured_gain = thr.delta_pct / 100;
+        step->ci_lo = thr.ci_lo_pct / 100;
+        step->ci_hi = thr.ci_hi_pct / 100;
+        step->p = thr.p;
+        *improved = thr.verdict == CP_VERDICT_IMPROVED;
+    }
+    return st;
+}
+
+/* The engine's measurement (runner/bench.h). */
+static enum cp_status ab_measured(struct cp_tune_ctx *c, const struct cp_tune_point *a,
+                                  const char *a_om, const struct cp_tune_point *b, const char *b_om,
+                                  const char *trace_path, struct cp_tune_step *step, int64_t *b_run,
+                                  bool *improved, struct cp_measurement *res, struct cp_diag *d)
 {
     const struct cp_tune_opts *o = c->o;
-    *improved = false;
-    memset(res, 0, sizeof *res);
     struct cp_bench_request q;
     cp_bench_request_init(&q);
     policy(c, &q);
@@ -238,38 +272,109 @@ enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a, 
     enum cp_status st = cp_bench_models(&q, &r, d);
     if (st == CP_OK)
         st = check_interrupt(&r, d);
-    const struct cp_comparison *lat = &r.cmp;
+    if (st == CP_OK)
+        st = judge(o, &r.m, &r.cmp, r.items, step, improved, d);
     if (st == CP_OK) {
-        step->before_ns = lat->before;
-        step->after_ns = lat->after;
-        step->p = lat->p;
-        /* gains read "how much better": latency saved, or throughput won */
-        step->measured_gain = -lat->delta_pct / 100;
-        step->ci_lo = -lat->ci_hi_pct / 100;
-        step->ci_hi = -lat->ci_lo_pct / 100;
-        if (o->target == CP_TARGET_LATENCY)
-            *improved = lat->verdict == CP_VERDICT_IMPROVED;
-        else if (o->target == CP_TARGET_MEMORY)
-            *improved = lat->verdict != CP_VERDICT_REGRESSED;
-        else {
-            struct cp_comparison thr;
-            st = cp_measurement_compare(&r.m, 0, 1, r.items[0], r.items[1], &o->verdict, &thr, NULL,
-                                        d);
-            if (st == CP_OK) {
-                step->measured_gain = thr.delta_pct / 100;
-                step->ci_lo = thr.ci_lo_pct / 100;
-                step->ci_hi = thr.ci_hi_pct / 100;
-                step->p = thr.p;
-                *improved = thr.verdict == CP_VERDICT_IMPROVED;
-            }
-        }
         step->memory_bytes = r.mem[1].weight_bytes + r.mem[1].arena_bytes;
         *b_run = r.run_ids[1];
-    }
-    if (st == CP_OK) {
         *res = r.m; /* the paired samples go to the knowledge base */
         memset(&r.m, 0, sizeof r.m);
     }
     cp_bench_result_release(&r);
     return st;
+}
+
+/* What o->measure gave must be a measurement the verdict can read. */
+static enum cp_status check_given(const struct cp_measurement *m, struct cp_diag *d)
+{
+    if (m->n_subjects != 2 || m->n < 2 || !m->ns[0] || !m->ns[1])
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "the measurement given has %zu subjects and %zu rounds; a verdict "
+                           "needs 2 subjects with at least 2 rounds each",
+                           m->n_subjects, m->n);
+    if (m->probed && (!m->probe_ns || !m->undisturbed || m->n_undisturbed > m->n))
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "the measurement given is probed but lacks its probe readings");
+    if (m->stop == CP_MEASURE_STOP_INTERRUPTED)
+        return cp_diag_set(d, CP_ERR_INVALID, "interrupted during the measurement");
+    return CP_OK;
+}
+
+/* A measurement given by o->measure, judged and recorded as the engine's
+ * would be: the verdict, each model's memory and items from its plan, and
+ * the trace (two runs of kind "tune-replay", paired as an A/B trace). */
+static enum cp_status ab_given(struct cp_tune_ctx *c, enum cp_tune_ab_kind kind,
+                               const struct cp_tune_point *a, const char *a_om,
+                               const struct cp_tune_point *b, const char *b_om,
+                               const char *trace_path, struct cp_tune_step *step, int64_t *b_run,
+                               bool *improved, struct cp_measurement *res, struct cp_diag *d)
+{
+    const struct cp_tune_opts *o = c->o;
+    struct cp_tune_ab_request q = {
+        .kind = kind,
+        .step = step->step,
+        .a = a,
+        .b = b,
+        .a_om = a_om,
+        .b_om = b_om,
+        .rounds = o->rounds,
+        .warmup = o->warmup,
+    };
+    struct cp_measurement m;
+    memset(&m, 0, sizeof m);
+    struct cp_session s[2];
+    memset(s, 0, sizeof s);
+    struct cp_trace_store *store = NULL;
+    const struct cp_tune_point *pts[2] = {a, b};
+    const char *oms[2] = {a_om, b_om};
+    enum cp_status st = o->measure(o->measure_ctx, &q, &m, d);
+    if (st == CP_OK)
+        st = check_given(&m, d);
+    for (size_t i = 0; i < 2 && st == CP_OK; i++) {
+        struct cp_session_opts so = {.model_path = oms[i]};
+        session_of(pts[i], &so);
+        st = cp_session_open(&s[i], &so, d);
+    }
+    struct cp_comparison lat;
+    if (st == CP_OK)
+        st = cp_measurement_compare(&m, 0, 1, 0, 0, &o->verdict, &lat, NULL, d);
+    int64_t items[2] = {0, 0};
+    for (size_t i = 0; i < 2 && st == CP_OK; i++)
+        items[i] = cp_session_items_per_run(s[i].plan, pts[i]->batch);
+    if (st == CP_OK)
+        st = judge(o, &m, &lat, items, step, improved, d);
+    if (st == CP_OK)
+        st = cp_trace_store_open(trace_path, &store, d);
+    if (st == CP_OK) {
+        struct cp_measure_record rec[2];
+        for (size_t i = 0; i < 2; i++)
+            rec[i] = (struct cp_measure_record){
+                .session = &s[i], .model_path = oms[i], .batch = pts[i]->batch};
+        int64_t runs[2] = {0, 0};
+        st = cp_measure_store(store, "tune-replay", rec, &m, runs, d);
+        *b_run = runs[1];
+    }
+    if (st == CP_OK) {
+        step->memory_bytes = cp_tune_memory(&s[1]);
+        *res = m;
+        memset(&m, 0, sizeof m);
+    }
+    cp_trace_store_close(store);
+    cp_session_close(&s[0]);
+    cp_session_close(&s[1]);
+    cp_measurement_release(&m);
+    return st;
+}
+
+enum cp_status cp_tune_ab(struct cp_tune_ctx *c, enum cp_tune_ab_kind kind,
+                          const struct cp_tune_point *a, const char *a_om,
+                          const struct cp_tune_point *b, const char *b_om, const char *trace_path,
+                          struct cp_tune_step *step, int64_t *b_run, bool *improved,
+                          struct cp_measurement *res, struct cp_diag *d)
+{
+    *improved = false;
+    memset(res, 0, sizeof *res);
+    if (c->o->measure)
+        return ab_given(c, kind, a, a_om, b, b_om, trace_path, step, b_run, improved, res, d);
+    return ab_measured(c, a, a_om, b, b_om, trace_path, step, b_run, improved, res, d);
 }

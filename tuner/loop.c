@@ -462,8 +462,8 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         goto record;
     }
     cp_session_close(&cs);
-    if (cp_tune_ab(c, &r->best, c->best_om, &cand, s.om_path, s.trace_path, &s, &b_run, &improved,
-                   &res, &ed) != CP_OK) {
+    if (cp_tune_ab(c, CP_TUNE_AB_CANDIDATE, &r->best, c->best_om, &cand, s.om_path, s.trace_path,
+                   &s, &b_run, &improved, &res, &ed) != CP_OK) {
         set_reason(&s, "failed", "measurement: %s", ed.msg);
         goto record;
     }
@@ -479,8 +479,8 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         snprintf(again.trace_path, sizeof again.trace_path, "%s/%s-confirm.db", c->o->out_dir,
                  name);
         unlink(again.trace_path);
-        if (cp_tune_ab(c, &r->best, c->best_om, &cand, s.om_path, again.trace_path, &again, &run2,
-                       &improved2, &res2, &ed) != CP_OK) {
+        if (cp_tune_ab(c, CP_TUNE_AB_CONFIRM, &r->best, c->best_om, &cand, s.om_path,
+                       again.trace_path, &again, &run2, &improved2, &res2, &ed) != CP_OK) {
             set_reason(&s, "failed", "confirmation measurement: %s", ed.msg);
             goto record;
         }
@@ -793,8 +793,8 @@ static void final_check(struct cp_tune_ctx *c)
     bool improved;
     struct cp_diag d;
     cp_diag_init(&d);
-    if (cp_tune_ab(&fc, &r->baseline, r->steps[0].om_path, &r->best, c->best_om, trace, &s, &run,
-                   &improved, &res, &d) != CP_OK) {
+    if (cp_tune_ab(&fc, CP_TUNE_AB_FINAL, &r->baseline, r->steps[0].om_path, &r->best, c->best_om,
+                   trace, &s, &run, &improved, &res, &d) != CP_OK) {
         cp_tune_progress_note(c, "final check against the baseline failed: %s", d.msg);
         return;
     }

@@ -40,6 +40,7 @@
 #include "core/core.h"
 #include "rules/constraints.h"
 #include "rules/rules.h"
+#include "runner/measure.h"
 #include "stats/verdict.h"
 
 #include <signal.h>
@@ -111,6 +112,39 @@ enum cp_status cp_tune_point_from_json(struct cp_tune_point *p, const char *json
 enum cp_status cp_tune_neighbours(const struct cp_tune_point *p, enum cp_target target, int cores,
                                   struct cp_delta **out, size_t *n, struct cp_diag *d);
 
+/* ---- measurements in place of the engine's --------------------------------- */
+
+/* Which interleaved measurement the tuner asks for. */
+enum cp_tune_ab_kind {
+    CP_TUNE_AB_CANDIDATE = 0, /* a candidate against the current best */
+    CP_TUNE_AB_CONFIRM,       /* the same again, after it came out improved */
+    CP_TUNE_AB_FINAL,         /* the best against the baseline, at the end */
+};
+
+/* One interleaved measurement: subject 0 is `a` (the current best; the
+ * baseline in the final check), subject 1 is `b` (the candidate; the best
+ * in the final check), each a point and its converted .om. */
+struct cp_tune_ab_request {
+    enum cp_tune_ab_kind kind;
+    int step; /* the candidate's step; 0 for the final check */
+    const struct cp_tune_point *a, *b;
+    const char *a_om, *b_om;
+    int64_t rounds, warmup; /* what the engine would run (the final check: twice the rounds) */
+};
+
+/* A measurement in place of the engine's (cp_tune_opts.measure): a caller
+ * that replays known figures (tests, a what-if over recorded rounds) fills
+ * *out, which the tuner gives zeroed, with the paired rounds of q as
+ * runner/measure.h describes them: n_subjects 2, n >= 2 rounds, ns[0] and
+ * ns[1] of n latencies (ns) each; with `probed`, probe_ns, undisturbed and
+ * n_undisturbed as the engine sets them, else those NULL and 0 (every
+ * round counts). Arrays come from malloc: the tuner releases *out with
+ * cp_measurement_release, after a failure too. An error status fails the
+ * evaluation ("failed", with the message), as a failed measurement does;
+ * so does a result that is not a pair of at least 2 rounds. */
+typedef enum cp_status (*cp_tune_measure_fn)(void *ctx, const struct cp_tune_ab_request *q,
+                                             struct cp_measurement *out, struct cp_diag *d);
+
 /* ---- the loop ------------------------------------------------------------- */
 
 struct cp_tune_opts {
@@ -137,6 +171,18 @@ struct cp_tune_opts {
     FILE *progress;                   /* progress lines; NULL: none */
     bool progress_tty;                /* progress goes to a terminal */
     volatile sig_atomic_t *interrupt; /* set asynchronously to stop after this measurement */
+    /* How a candidate is measured against the current best: NULL for the
+     * measurement engine (runner/bench.h: both models run interleaved with
+     * the interference probe). Otherwise measure(measure_ctx, ...) gives
+     * the rounds, and everything after it runs as for measured ones: the
+     * verdict (cp_measurement_compare, in the target's metric), the
+     * confirmation, acceptance, the knowledge base (raw samples included),
+     * the report and the step's trace, whose two runs (kind "tune-replay")
+     * hold the given rounds with each model's kernels and memory. The
+     * baseline's own bench (its trace and the diagnosis of it) is measured
+     * as always. */
+    cp_tune_measure_fn measure;
+    void *measure_ctx;
 };
 
 /* Defaults: latency, no constraints, budget 12, no time limit, 60 rounds,

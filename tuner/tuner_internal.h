@@ -82,7 +82,9 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
                              double *items_s, uint64_t *memory, int64_t *run_id, struct cp_diag *d);
 
 /* Measure candidate b against the current best a, interleaved, into
- * trace_path (run of a, then run of b). The verdict follows the target:
+ * trace_path (run of a, then run of b): with the engine, or as
+ * o->measure gives the rounds (`kind` says which measurement it is). The
+ * verdict follows the target:
  * latency (lower is better) or throughput (items per second, higher is
  * better); for the memory target, latency must not have regressed. Fills
  * step's measured figures (gain, CI, p, medians). OUT: *b_run (the
@@ -90,7 +92,8 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
  * or for memory: not worse), *res (the paired rounds, subject 0 = a; release
  * with cp_measurement_release). Ctrl-C (o->interrupt) stops the measurement
  * and fails the evaluation. */
-enum cp_status cp_tune_ab(struct cp_tune_ctx *c, const struct cp_tune_point *a, const char *a_om,
+enum cp_status cp_tune_ab(struct cp_tune_ctx *c, enum cp_tune_ab_kind kind,
+                          const struct cp_tune_point *a, const char *a_om,
                           const struct cp_tune_point *b, const char *b_om, const char *trace_path,
                           struct cp_tune_step *step, int64_t *b_run, bool *improved,
                           struct cp_measurement *res, struct cp_diag *d);

@@ -11,15 +11,48 @@
 #define CP_TESTS_CLI_TEST_H
 
 #include "core/core.h"
+#include "runner/probe.h"
 #include "support/cli.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <sys/stat.h>
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* A probe floor file (runner/probe.h) as the cannprof binary under test
+ * would write it `age_s` seconds ago, holding `floor` ns (naming that
+ * binary, as runner/probe.c does). */
+static inline void ct_write_probe_floor(const char *path, unsigned long long floor, long long age_s)
+{
+    struct stat st;
+    cr_assert_eq(stat(CP_CLI, &st), 0);
+    char text[256];
+    snprintf(text, sizeof text, "floor_ns %llu\nexe %llx:%llx:%llx:%lld\nsaved_at %lld\n", floor,
+             (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+             (unsigned long long)st.st_size, (long long)st.st_mtime, (long long)time(NULL) - age_s);
+    cr_assert(cp_t_write_file(path, text, strlen(text)), "cannot write %s (see stderr)", path);
+}
+
+/* Point XDG_CACHE_HOME at <scratch>/cache and leave there this machine's
+ * probe floor for `threads` threads, as the binary under test would, at
+ * 1 ns: every probe reads far above 1.15x that, so no iteration or round
+ * of `cannprof bench` counts as undisturbed, however quiet the machine,
+ * and bench measures until its time limit. A busy machine, made certain. */
+static inline void ct_plant_busy_floor(int threads)
+{
+    char *cache = cp_t_path("cache");
+    cr_assert_eq(setenv("XDG_CACHE_HOME", cache, 1), 0);
+    free(cache);
+    char path[1200];
+    cr_assert(cp_probe_floor_path(threads, true, path, sizeof path), "no floor file path");
+    ct_write_probe_floor(path, 1, 0);
+}
 
 /* Point XDG_DATA_HOME at <scratch>/xdg, for suites that touch the default
  * knowledge base: a test never touches the real one of whoever runs it. */
@@ -75,6 +108,15 @@ static inline double ct_num(const json_t *o, const char *key)
     const json_t *v = json_object_get(o, key);
     cr_assert(json_is_number(v), "'%s' is missing or not a number", key);
     return json_number_value(v);
+}
+
+/* The verdict `validate --json` gave metric `metric` ("latency", ...);
+ * asserts the metric is there. */
+static inline const char *ct_verdict_of(const json_t *j, const char *metric)
+{
+    const json_t *m = json_object_get(json_object_get(j, "metrics"), metric);
+    cr_assert_not_null(m, "no metric %s", metric);
+    return json_string_value(json_object_get(m, "verdict"));
 }
 
 /* Assert that `hay` holds every one of the NULL-terminated needles. */

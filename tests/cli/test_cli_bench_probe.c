@@ -5,7 +5,9 @@
  * of the trace, the floor file kept in $XDG_CACHE_HOME/cannprof (written,
  * then used as the reference of the next run, a damaged one ignored), and
  * the options that do not go together (exit 2, naming them). Counts and
- * consistency only: nothing here depends on how fast the machine is. */
+ * consistency only: nothing here depends on how fast or how quiet the
+ * machine is (where a test needs a busy machine, a floor file of 1 ns
+ * makes it one). */
 #include "core/core.h"
 #include "support/cli.h"
 #include "support/db.h"
@@ -188,13 +190,9 @@ Test(cli_bench_probe, undisturbed_stores_a_probe_per_sample_and_keeps_the_floor,
     cr_assert_gt(floor, 0);
     cr_assert_eq(ct_num(p, "tolerance"), 1.15);
     cr_assert_eq(ct_num(p, "reference_ns"), floor, "no floor seen before: its own");
-    const json_t *lat = json_object_get(p, "latency_ms");
-    if (und > 0) {
-        cr_assert(json_is_object(lat), "undisturbed iterations summarised");
-        cr_assert_gt(ct_num(lat, "median"), 0);
-        cr_assert_leq(ct_num(lat, "min"), ct_num(lat, "max"));
-    } else
-        cr_assert_null(lat, "nothing to summarise");
+    /* (whether this machine let any iteration run undisturbed is its own
+     * business: the summary of none is in the_next_run_is_judged_...,
+     * that of some in tests/runner/test_bench.c, on a replayed probe) */
     check_trace(db, j);
 
     char *ff = floor_file(1);
@@ -204,19 +202,6 @@ Test(cli_bench_probe, undisturbed_stores_a_probe_per_sample_and_keeps_the_floor,
     json_decref(j);
     free(db);
     free(om);
-}
-
-/* A floor file as the cannprof binary under test would write it `age_s`
- * seconds ago (naming that binary; runner/probe.c). */
-static void write_floor(const char *path, unsigned long long floor, long long age_s)
-{
-    struct stat st;
-    cr_assert_eq(stat(CP_CLI, &st), 0);
-    char text[256];
-    snprintf(text, sizeof text, "floor_ns %llu\nexe %llx:%llx:%llx:%lld\nsaved_at %lld\n", floor,
-             (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-             (unsigned long long)st.st_size, (long long)st.st_mtime, (long long)time(NULL) - age_s);
-    ct_write_text(path, text);
 }
 
 Test(cli_bench_probe, the_next_run_is_judged_against_the_lowest_floor_seen, .timeout = 300)
@@ -240,7 +225,7 @@ Test(cli_bench_probe, the_next_run_is_judged_against_the_lowest_floor_seen, .tim
     cr_assert_eq(floor_in_file(ff), lowest, "the file keeps the lowest floor");
 
     /* a floor far below anything real: every iteration counts as disturbed */
-    write_floor(ff, 1, 0);
+    ct_write_probe_floor(ff, 1, 0);
     /* none can then be undisturbed: bench waits until its time limit */
     bench_ok(&r, om, "-n", "6", "--max-duration", "200ms", "--json", NULL);
     json_t *j3 = ct_json(r.out);
@@ -255,7 +240,7 @@ Test(cli_bench_probe, the_next_run_is_judged_against_the_lowest_floor_seen, .tim
     cp_run_release(&r);
 
     /* a floor another binary measured, or one too old, is no hint */
-    write_floor(ff, 1, CP_PROBE_FLOOR_MAX_AGE_S + 60);
+    ct_write_probe_floor(ff, 1, CP_PROBE_FLOOR_MAX_AGE_S + 60);
     bench_ok(&r, om, "-n", "6", "--json", NULL);
     json_t *j5 = ct_json(r.out);
     cp_run_release(&r);
@@ -288,24 +273,10 @@ Test(cli_bench_probe, the_next_run_is_judged_against_the_lowest_floor_seen, .tim
 }
 
 /* --iterations N counts undisturbed iterations: bench stops once N ran
- * undisturbed, or at the time limit, which it then reports. */
-static void check_stop(const json_t *j, double target)
-{
-    double n = ct_num(j, "iterations"), und = ct_num(probe_of(j), "undisturbed");
-    cr_assert_eq(ct_num(j, "undisturbed_target"), target);
-    const char *stop = json_string_value(json_object_get(j, "stop"));
-    cr_assert_not_null(stop);
-    if (strcmp(stop, "target") == 0) {
-        cr_assert_geq(und, target, "stopped at the target with %g undisturbed", und);
-        cr_assert(json_is_false(json_object_get(j, "time_limit_hit")));
-    } else {
-        cr_assert_str_eq(stop, "time limit");
-        cr_assert(json_is_true(json_object_get(j, "time_limit_hit")));
-        cr_assert_lt(und, target);
-    }
-    cr_assert_geq(n, und);
-}
-
+ * undisturbed, or at the time limit, which it then reports. Which of the
+ * two a real run ends with is the machine's business; the time limit is
+ * made certain below (ct_plant_busy_floor), the target is reached on a
+ * replayed probe in tests/runner/test_bench.c. */
 Test(cli_bench_probe, iterations_counts_undisturbed_iterations_with_a_probe_each, .timeout = 300)
 {
     char *om = ct_convert(MODEL), *db = cp_t_path("t.db");
@@ -313,7 +284,8 @@ Test(cli_bench_probe, iterations_counts_undisturbed_iterations_with_a_probe_each
     bench_ok(&r, om, "-n", "7", "--json", "--trace", db, NULL);
     json_t *j = ct_json(r.out);
     cp_run_release(&r);
-    check_stop(j, 7);
+    cr_assert_eq(ct_num(j, "undisturbed_target"), 7);
+    cr_assert_geq(ct_num(j, "iterations"), ct_num(probe_of(j), "undisturbed"));
     check_trace(db, j);
     int64_t n = (int64_t)ct_num(j, "iterations");
     sqlite3 *s = open_db(db);
@@ -336,12 +308,14 @@ Test(cli_bench_probe, the_time_limit_ends_a_busy_run_and_is_reported, .timeout =
     cp_run_release(&r);
     char *ff = floor_file(1);
     cr_assert_not_null(ff);
-    write_floor(ff, 1, 0); /* every probe is then far above 1.15x the floor */
+    ct_write_probe_floor(ff, 1, 0); /* every probe is then far above 1.15x the floor */
     bench_ok(&r, om, "-n", "50", "--max-duration", "300ms", "--json", NULL);
     json_t *j = ct_json(r.out);
     cp_run_release(&r);
-    check_stop(j, 50);
+    cr_assert_eq(ct_num(j, "undisturbed_target"), 50);
     cr_assert_str_eq(json_string_value(json_object_get(j, "stop")), "time limit");
+    cr_assert(json_is_true(json_object_get(j, "time_limit_hit")));
+    cr_assert_eq(ct_num(probe_of(j), "undisturbed"), 0);
     cr_assert_float_eq(ct_num(j, "time_limit_s"), 0.3, 1e-9);
     cr_assert_geq(ct_num(j, "elapsed_s"), 0.3);
     json_decref(j);
@@ -362,7 +336,7 @@ Test(cli_bench_probe, a_run_of_120_iterations_takes_its_lowest_probe_as_floor, .
     bench_ok(&r, om, "-n", "120", "--json", "--trace", db, NULL);
     json_t *j = ct_json(r.out);
     cp_run_release(&r);
-    check_stop(j, 120);
+    cr_assert_eq(ct_num(j, "undisturbed_target"), 120);
     check_trace(db, j);
     json_decref(j);
     free(db);

@@ -13,6 +13,7 @@
 
 #include "support/cli.h"
 #include "support/db.h"
+#include "support/replay.h"
 #include "support/examples.h"
 
 #include <criterion/criterion.h>
@@ -172,30 +173,17 @@ Test(measure, a_busy_machine_ends_at_the_time_limit_and_says_so)
     cp_measurement_release(&m);
 }
 
-/* A replayed machine: the probe reads `busy` for rounds below `busy_until`,
- * `quiet` after. */
-struct machine {
-    uint64_t quiet, busy;
-    size_t busy_until;
-};
-
-static uint64_t replay(void *ctx, size_t round)
-{
-    const struct machine *m = ctx;
-    return round < m->busy_until ? m->busy : m->quiet;
-}
-
 Test(measure, a_quiet_machine_stops_at_the_target_exactly)
 {
     struct log l = {0};
     struct cp_measure_subject s = {logged, &l, NULL};
-    struct machine quiet = {.quiet = 10000, .busy = 10000};
+    struct cp_t_machine quiet = {.quiet = 10000, .busy = 10000};
     struct cp_measure_policy p;
     cp_measure_policy_init(&p);
     p.warmup = 2;
     p.iterations = 30;
     p.floor_cache = false;
-    p.probe_fn = replay;
+    p.probe_fn = cp_t_machine_probe;
     p.probe_ctx = &quiet;
     struct cp_measurement m;
     struct cp_diag d;
@@ -216,13 +204,13 @@ Test(measure, a_busy_stretch_delays_the_stop_and_is_left_out)
      * are disturbed */
     struct log l = {0};
     struct cp_measure_subject s = {logged, &l, NULL};
-    struct machine m20 = {.quiet = 10000, .busy = 20000, .busy_until = 20};
+    struct cp_t_machine m20 = {.quiet = 10000, .busy = 20000, .busy_until = 20};
     struct cp_measure_policy p;
     cp_measure_policy_init(&p);
     p.warmup = 0;
     p.iterations = 30;
     p.floor_cache = false;
-    p.probe_fn = replay;
+    p.probe_fn = cp_t_machine_probe;
     p.probe_ctx = &m20;
     struct cp_measurement m;
     struct cp_diag d;
