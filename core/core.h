@@ -61,8 +61,16 @@ bool cp_diag_has_error(const struct cp_diag *d);
 
 /* ---- checked allocation ---------------------------------------------- */
 
-/* n * size with overflow detection; returns false on overflow. */
+/* n * size with overflow detection: true on overflow (then *out is left as
+ * it was), else false with the product in *out (out may be NULL). */
 bool cp_mul_overflows(size_t a, size_t b, size_t *out);
+
+/* The same for signed 64-bit sizes read from untrusted input (dimensions,
+ * attributes): true on overflow, *out untouched; else false and *out set
+ * (out may be NULL). */
+bool cp_add_overflows_i64(int64_t a, int64_t b, int64_t *out);
+bool cp_sub_overflows_i64(int64_t a, int64_t b, int64_t *out);
+bool cp_mul_overflows_i64(int64_t a, int64_t b, int64_t *out);
 
 /* calloc that also checks n*size for overflow. Caller frees. NULL on failure. */
 void *cp_calloc(size_t n, size_t size);

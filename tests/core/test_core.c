@@ -595,6 +595,18 @@ Test(core_alloc, overflowing_sizes_are_refused)
     cr_assert_eq(r, 1000000);
     cr_assert_null(cp_calloc(SIZE_MAX / 2, 4));
     cr_assert_null(cp_realloc_array(NULL, SIZE_MAX / 2, 4));
+    int64_t v = 7;
+    cr_assert(cp_add_overflows_i64(INT64_MAX, 1, &v));
+    cr_assert(cp_sub_overflows_i64(INT64_MIN, 1, &v));
+    cr_assert(cp_mul_overflows_i64((int64_t)1 << 62, 2, &v));
+    cr_assert(cp_mul_overflows_i64(INT64_MIN, -1, &v));
+    cr_assert_eq(v, 7, "an overflowing operation leaves the output alone");
+    cr_assert_not(cp_add_overflows_i64(INT64_MAX - 1, 1, &v));
+    cr_assert_eq(v, INT64_MAX);
+    cr_assert_not(cp_sub_overflows_i64(-5, 7, &v));
+    cr_assert_eq(v, -12);
+    cr_assert_not(cp_mul_overflows_i64(-((int64_t)1 << 31), (int64_t)1 << 32, &v));
+    cr_assert_eq(v, INT64_MIN);
     void *p = cp_calloc(0, 8);
     cr_assert_not_null(p, "zero-size calloc still returns a block to free");
     free(p);
