@@ -195,6 +195,11 @@ size_t cp_edit_distance(const char *a, const char *b);
 /* Parse a whole string as a base-10 int64; false on junk or overflow. */
 bool cp_parse_i64(const char *s, int64_t *out);
 
+/* Parse a byte count: digits with an optional binary suffix K, M, G or T
+ * (also KiB, MiB, GiB, TiB; case-insensitive), "16G" = 16 * 2^30. False on
+ * junk, a negative number or overflow. */
+bool cp_parse_bytes(const char *s, uint64_t *out);
+
 /* Format a byte count as "1.5 MiB". Writes into out[32]. */
 void cp_format_bytes(uint64_t n, char out[32]);
 /* Format a count with SI suffix as "1.23 G". Writes into out[32]. */

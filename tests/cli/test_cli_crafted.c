@@ -6,6 +6,9 @@
 #include "cli/cli_test.h"
 #include "support/onnx_build.h"
 
+/* The variable that overrides the plan memory limit (runner/runner.h). */
+#define CP_T_MAX_PLAN_ENV "CANNPROF_MAX_PLAN_BYTES"
+
 #define P62 ((int64_t)1 << 62)
 #define P40 ((int64_t)1 << 40)
 
@@ -267,5 +270,64 @@ Test(crafted, test_run_refuses_input_shape_flag_whose_size_overflows)
     char *err = run_fails(onnx, "--input_shape=x:4611686018427387904,4");
     ct_assert_mentions(err, "'x'", NULL);
     free(err);
+    free(onnx);
+}
+
+/* ---- the plan memory limit ------------------------------------------------ */
+
+/* Range(0, 2^50, 1) of f32 is 4 PiB: its size fits in 64 bits, so it
+ * converts, but no machine has the memory; the plan says so before it
+ * allocates anything. */
+Test(crafted, test_run_refuses_a_plan_larger_than_physical_memory)
+{
+    cr_assert_eq(unsetenv(CP_T_MAX_PLAN_ENV), 0);
+    char *onnx = save(range_model((int64_t)1 << 50), "range50");
+    char *err = run_fails(onnx, NULL);
+    ct_assert_mentions(err, "4096.00 TiB", "node 'range' (Range)", "physical memory",
+                       CP_T_MAX_PLAN_ENV, NULL);
+    free(err);
+    free(onnx);
+}
+
+/* x [1, 1024] f32 -> Relu -> y: 8 KiB of activations. */
+static char *small_model(void)
+{
+    struct cp_t_onnx *m = cp_t_onnx_new(17);
+    cr_assert_not_null(m);
+    cp_t_onnx_input(m, "x", CP_T_F32, 2, (int64_t[]){1, 1024});
+    cp_t_onnx_node(m, "Relu", "relu", "x", "y");
+    cp_t_onnx_output(m, "y", CP_T_F32, -1, NULL);
+    return save(m, "small");
+}
+
+Test(crafted, test_plan_memory_limit_is_set_by_the_environment)
+{
+    char *onnx = small_model();
+    cr_assert_eq(setenv(CP_T_MAX_PLAN_ENV, "4K", 1), 0);
+    char *err = run_fails(onnx, NULL);
+    ct_assert_mentions(err, "8.00 KiB", "4.00 KiB set by " CP_T_MAX_PLAN_ENV, "'x'", NULL);
+    free(err);
+    const char *enough[] = {"8K", "1G", "none"};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(setenv(CP_T_MAX_PLAN_ENV, enough[i], 1), 0);
+        struct cp_run r;
+        cp_run_cli(&r, "run", onnx, NULL);
+        cr_assert_eq(r.exit_code, 0, "%s=%s: exit %d, %s", CP_T_MAX_PLAN_ENV, enough[i],
+                     r.exit_code, r.err);
+        cp_run_release(&r);
+    }
+    free(onnx);
+}
+
+Test(crafted, test_a_bad_plan_memory_limit_is_a_usage_error)
+{
+    char *onnx = small_model();
+    const char *bad[] = {"lots", "-1", "0", "16X", "99999999999T"};
+    for (size_t i = 0; i < 5; i++) {
+        cr_assert_eq(setenv(CP_T_MAX_PLAN_ENV, bad[i], 1), 0);
+        char *err = run_fails(onnx, NULL);
+        ct_assert_mentions(err, CP_T_MAX_PLAN_ENV, bad[i], "not a byte count", NULL);
+        free(err);
+    }
     free(onnx);
 }
