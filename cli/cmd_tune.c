@@ -191,158 +191,313 @@ static int tune_one(struct cp_tune_opts *o, bool json)
 
 /* ---- many models ----------------------------------------------------------------- */
 
+/* The models of a batch and the folder each one's artifacts go to (a name
+ * under the batch's --out), both heap strings. */
+struct batch {
+    char **models;
+    char **dirs;
+    size_t n, cap;
+};
+
+static void batch_release(struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->models[i]);
+        free(b->dirs ? b->dirs[i] : NULL);
+    }
+    free(b->models);
+    free(b->dirs);
+    memset(b, 0, sizeof *b);
+}
+
+/* Append a model path (copied); the list grows as needed. */
+static bool batch_add(struct batch *b, const char *path)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 64;
+        char **m = cp_realloc_array(b->models, cap, sizeof *m);
+        if (!m)
+            return false;
+        b->models = m;
+        b->cap = cap;
+    }
+    if (!(b->models[b->n] = cp_strdup(path)))
+        return false;
+    b->n++;
+    return true;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The models of a list file (one path per line, # comments) or a folder
- * (every .onnx, sorted). */
-static enum cp_status batch_models(const char *src, char ***out, size_t *n, struct cp_diag *d)
+static enum cp_status batch_from_dir(const char *src, struct batch *b, struct cp_diag *d)
 {
+    DIR *dh = opendir(src);
+    if (!dh)
+        return cp_diag_set(d, CP_ERR_IO, "--batch %s: cannot read the folder: %s", src,
+                           strerror(errno));
+    enum cp_status st = CP_OK;
+    for (struct dirent *e; st == CP_OK && (e = readdir(dh));) {
+        if (!cp_path_has_suffix(e->d_name, ".onnx"))
+            continue;
+        struct cp_buf p;
+        cp_buf_init(&p);
+        cp_buf_printf(&p, "%s/%s", src, e->d_name);
+        if (cp_buf_status(&p) != CP_OK || !batch_add(b, p.data))
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory listing %s", src);
+        cp_buf_release(&p);
+    }
+    closedir(dh);
+    if (st == CP_OK && b->n)
+        qsort(b->models, b->n, sizeof *b->models, cmp_str);
+    return st;
+}
+
+/* One path per line (any length), blank lines and # comments skipped. */
+static enum cp_status batch_from_list(const char *src, struct batch *b, struct cp_diag *d)
+{
+    FILE *f = fopen(src, "r");
+    if (!f)
+        return cp_diag_set(d, CP_ERR_IO, "--batch %s: cannot read: %s", src, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0;
+    enum cp_status st = CP_OK;
+    while (st == CP_OK && getline(&line, &cap, f) >= 0) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p || *p == '#')
+            continue;
+        if (!cp_path_exists(p))
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s:%d: %.300s: no such file", src, lineno, p);
+        else if (!batch_add(b, p))
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading %s", src);
+    }
+    if (st == CP_OK && ferror(f))
+        st = cp_diag_set(d, CP_ERR_IO, "--batch %s: read error", src);
+    free(line);
+    fclose(f);
+    return st;
+}
+
+/* The last folder name in `path` before its file name, or NULL (none,
+ * ".", ".."). Caller frees. */
+static char *parent_name(const char *path)
+{
+    char *dir = cp_path_dirname(path);
+    if (!dir)
+        return NULL;
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        dir[--len] = '\0';
+    const char *slash = strrchr(dir, '/');
+    const char *name = slash ? slash + 1 : dir;
+    char *out = *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 ? cp_strdup(name) : NULL;
+    free(dir);
+    return out;
+}
+
+static bool name_taken(char *const *dirs, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (dirs[i] && strcmp(dirs[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* A folder name per model, different for every model: its file stem; for
+ * stems that several models share (ONNX's own test layout has a/model.onnx,
+ * b/model.onnx), "<parent folder>-<stem>"; and when even that repeats, a
+ * "-2", "-3", ... suffix. Sharing a folder would make the second model
+ * resume the first's artifacts and the summary show one report twice. */
+static enum cp_status batch_name_dirs(struct batch *b, struct cp_diag *d)
+{
+    b->dirs = cp_calloc(b->n + 1, sizeof *b->dirs);
+    char **stems = cp_calloc(b->n + 1, sizeof *stems);
+    enum cp_status st = CP_OK;
+    if (!b->dirs || !stems) {
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory naming the output folders");
+        goto out_free;
+    }
+    for (size_t i = 0; i < b->n; i++)
+        if (!(stems[i] = stem(b->models[i]))) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory naming the output folders");
+            goto out_free;
+        }
+    for (size_t i = 0; i < b->n; i++) {
+        bool shared = false;
+        for (size_t j = 0; j < b->n && !shared; j++)
+            shared = j != i && strcmp(stems[i], stems[j]) == 0;
+        char *parent = shared ? parent_name(b->models[i]) : NULL;
+        struct cp_buf name;
+        cp_buf_init(&name);
+        if (parent)
+            cp_buf_printf(&name, "%s-", parent);
+        cp_buf_puts(&name, stems[i][0] ? stems[i] : "model");
+        free(parent);
+        size_t base_len = name.len;
+        for (int k = 2; cp_buf_status(&name) == CP_OK && name_taken(b->dirs, i, name.data); k++) {
+            name.len = base_len;
+            name.data[base_len] = '\0';
+            cp_buf_printf(&name, "-%d", k);
+        }
+        if (cp_buf_status(&name) != CP_OK) {
+            cp_buf_release(&name);
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory naming the output folders");
+            goto out_free;
+        }
+        b->dirs[i] = cp_buf_steal(&name);
+    }
+out_free:
+    for (size_t i = 0; stems && i < b->n; i++)
+        free(stems[i]);
+    free(stems);
+    return st;
+}
+
+/* The models of a list file (one path per line, # comments) or a folder
+ * (every .onnx, sorted), as many as there are, with their folders. */
+static enum cp_status batch_models(const char *src, struct batch *b, struct cp_diag *d)
+{
+    memset(b, 0, sizeof *b);
     struct stat sb;
     if (stat(src, &sb) != 0)
         return cp_diag_set(d, CP_ERR_INVALID, "--batch %s: no such file or folder", src);
-    char **list = cp_calloc(1024, sizeof *list);
-    size_t k = 0;
-    if (!list)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *dh = opendir(src);
-        for (struct dirent *e; dh && (e = readdir(dh)) && k < 1024;)
-            if (cp_path_has_suffix(e->d_name, ".onnx")) {
-                struct cp_buf p;
-                cp_buf_init(&p);
-                cp_buf_printf(&p, "%s/%s", src, e->d_name);
-                list[k++] = cp_buf_steal(&p);
-            }
-        if (dh)
-            closedir(dh);
-        qsort(list, k, sizeof *list, cmp_str);
-    } else {
-        FILE *f = fopen(src, "r");
-        char line[2048];
-        int lineno = 0;
-        while (f && fgets(line, sizeof line, f) && k < 1024) {
-            lineno++;
-            line[strcspn(line, "\r\n")] = '\0';
-            char *p = line;
-            while (*p == ' ' || *p == '\t')
-                p++;
-            if (!*p || *p == '#')
-                continue;
-            if (!cp_path_exists(p)) {
-                fclose(f);
-                for (size_t i = 0; i < k; i++)
-                    free(list[i]);
-                free(list);
-                return cp_diag_set(d, CP_ERR_INVALID, "%s:%d: %s: no such file", src, lineno, p);
-            }
-            list[k++] = cp_strdup(p);
-        }
-        if (f)
-            fclose(f);
+    enum cp_status st =
+        S_ISDIR(sb.st_mode) ? batch_from_dir(src, b, d) : batch_from_list(src, b, d);
+    if (st == CP_OK && b->n == 0)
+        st = cp_diag_set(d, CP_ERR_INVALID, "--batch %s: no models in it", src);
+    if (st == CP_OK)
+        st = batch_name_dirs(b, d);
+    if (st != CP_OK)
+        batch_release(b);
+    return st;
+}
+
+/* "<out_root>/<dir>/<file>" into a fresh string; NULL when out of memory. */
+static char *batch_path(const char *out_root, const char *dir, const char *file)
+{
+    struct cp_buf p;
+    cp_buf_init(&p);
+    cp_buf_printf(&p, "%s/%s%s%s", out_root, dir, file ? "/" : "", file ? file : "");
+    if (cp_buf_status(&p) != CP_OK) {
+        cp_buf_release(&p);
+        return NULL;
     }
-    if (k == 0) {
-        free(list);
-        return cp_diag_set(d, CP_ERR_INVALID, "--batch %s: no models in it", src);
-    }
-    *out = list;
-    *n = k;
-    return CP_OK;
+    return cp_buf_steal(&p);
 }
 
 /* A worker: tune models[i] for i = worker, worker + jobs, ... each into
- * <out>/<stem>; a failure is written to <out>/<stem>/error.txt. */
-static int worker(struct cp_tune_opts base, char **models, size_t n, int worker_id, int jobs,
+ * <out>/<its folder>; a failure is written to error.txt there. */
+static int worker(struct cp_tune_opts base, const struct batch *b, int worker_id, int jobs,
                   const char *out_root)
 {
     int failures = 0;
-    for (size_t i = (size_t)worker_id; i < n && !interrupted; i += (size_t)jobs) {
-        char *s = stem(models[i]);
-        char dir[1100];
-        snprintf(dir, sizeof dir, "%.900s/%.150s", out_root, s ? s : "model");
-        free(s);
+    mkdir(out_root, 0755);
+    for (size_t i = (size_t)worker_id; i < b->n && !interrupted; i += (size_t)jobs) {
+        char *dir = batch_path(out_root, b->dirs[i], NULL);
+        char *errp = batch_path(out_root, b->dirs[i], "error.txt");
+        if (!dir || !errp) {
+            fprintf(stderr, "cannprof tune: %s: out of memory\n", b->models[i]);
+            failures++;
+            free(dir);
+            free(errp);
+            continue;
+        }
         struct cp_tune_opts o = base;
-        o.model = models[i];
+        o.model = b->models[i];
         o.out_dir = dir;
-        mkdir(out_root, 0755);
         mkdir(dir, 0755);
         struct cp_diag d;
         cp_diag_init(&d);
         struct cp_tune_result r;
-        char errp[1200];
-        snprintf(errp, sizeof errp, "%s/error.txt", dir);
         if (cp_tune(&o, &r, &d) != CP_OK) {
             failures++;
             cp_file_write_atomic(errp, d.msg, strlen(d.msg), NULL);
-            fprintf(stderr, "cannprof tune: %s: %s\n", models[i], d.msg);
+            fprintf(stderr, "cannprof tune: %s: %s\n", b->models[i], d.msg);
         } else
             unlink(errp);
         cp_tune_result_release(&r);
+        free(dir);
+        free(errp);
     }
     return failures ? 1 : 0;
 }
 
-static void summary_row(const char *model, const char *out_root, const struct cp_tune_opts *o)
+/* One row of the summary table from the model's report.json (or its
+ * error.txt). A report that cannot be read as one is an error naming the
+ * file. Returns CP_OK, or the status of that error. */
+static enum cp_status summary_row(const struct batch *b, size_t i, const char *out_root,
+                                  const struct cp_tune_opts *o)
 {
-    char *s = stem(model);
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s/report.json", out_root, s ? s : "model");
-    char errp[1200];
-    snprintf(errp, sizeof errp, "%s/%s/error.txt", out_root, s ? s : "model");
-    json_t *j = cp_path_exists(errp) ? NULL : json_load_file(path, 0, NULL);
-    if (!j) {
+    char *path = batch_path(out_root, b->dirs[i], "report.json");
+    char *errp = batch_path(out_root, b->dirs[i], "error.txt");
+    const char *name = b->dirs[i];
+    enum cp_status st = CP_OK;
+    if (!path || !errp) {
+        printf("| %s | - | - | - | error: out of memory | - |\n", name);
+        st = CP_ERR_NOMEM;
+        goto out_free;
+    }
+    if (cp_path_exists(errp)) {
         uint8_t *msg = NULL;
         size_t len = 0;
         cp_file_read(errp, &msg, &len, NULL);
-        printf("| %s | - | - | - | error: %s | - |\n", s ? s : model,
-               msg ? (const char *)msg : "no report (interrupted?)");
+        printf("| %s | - | - | - | error: %s | - |\n", name,
+               msg ? (const char *)msg : "(error.txt unreadable)");
         free(msg);
-        free(s);
-        return;
+        goto out_free;
     }
-    json_t *base = json_object_get(j, "baseline"), *best = json_object_get(j, "best");
-    double b0 = json_number_value(json_object_get(base, "median_ms"));
-    double b1 = json_number_value(json_object_get(best, "median_ms"));
-    double loss = json_number_value(json_object_get(best, "precision_loss_pct"));
-    double mem = json_number_value(json_object_get(best, "memory_bytes"));
+    if (!cp_path_exists(path)) {
+        printf("| %s | - | - | - | error: no report (interrupted?) | - |\n", name);
+        goto out_free;
+    }
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_tune_report_row row;
+    if ((st = cp_tune_report_read(path, &row, &d)) != CP_OK) {
+        printf("| %s | - | - | - | error: %s | - |\n", name, d.msg);
+        cp_cli_error("tune", d.msg);
+        goto out_free;
+    }
     struct cp_buf changes;
     cp_buf_init(&changes);
-    size_t i;
-    json_t *st;
-    json_array_foreach(json_object_get(j, "steps"), i, st)
-    {
-        if (strcmp(json_string_value(json_object_get(st, "status")), "accepted") == 0)
-            cp_buf_printf(&changes, "%s`%s`", changes.len ? ", " : "",
-                          json_string_value(json_object_get(st, "delta")));
-    }
-    bool ok = true;
+    for (size_t k = 0; k < row.n_accepted; k++)
+        cp_buf_printf(&changes, "%s`%s`", k ? ", " : "", row.accepted[k]);
     const struct cp_constraint *pl =
         cp_constraints_find(&o->constraints, CP_CONSTRAINT_PRECISION_LOSS);
     const struct cp_constraint *mc = cp_constraints_find(&o->constraints, CP_CONSTRAINT_MEMORY);
-    ok = (!pl || cp_constraint_holds(pl, loss)) && (!mc || cp_constraint_holds(mc, mem));
-    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", s ? s : model, b0, b1, 100 * (b1 / b0 - 1),
-           changes.len ? changes.data : "none", ok ? "met" : "NOT met");
+    bool ok = (!pl || cp_constraint_holds(pl, row.best_precision_loss)) &&
+              (!mc || cp_constraint_holds(mc, row.best_memory_bytes));
+    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", name, row.baseline_ms, row.best_ms,
+           100 * (row.best_ms / row.baseline_ms - 1), changes.len ? changes.data : "none",
+           ok ? "met" : "NOT met");
     cp_buf_release(&changes);
-    json_decref(j);
-    free(s);
+    cp_tune_report_row_release(&row);
+out_free:
+    free(path);
+    free(errp);
+    return st;
 }
 
 static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, const char *out_root)
 {
     struct cp_diag d;
     cp_diag_init(&d);
-    char **models = NULL;
-    size_t n = 0;
-    if (batch_models(src, &models, &n, &d) != CP_OK) {
+    struct batch b;
+    if (batch_models(src, &b, &d) != CP_OK) {
         cp_cli_error("tune", d.msg);
-        return 2;
+        return cp_status_exit_code(d.status);
     }
-    if (jobs > (int)n)
-        jobs = (int)n;
-    fprintf(stderr, "cannprof tune: %zu models, %d worker%s, artifacts in %s\n", n, jobs,
-            jobs == 1 ? "" : "s", out_root);
+    if (jobs > (int)b.n)
+        jobs = (int)b.n;
+    fprintf(stderr, "cannprof tune: %zu model%s, %d worker%s, artifacts in %s\n", b.n,
+            b.n == 1 ? "" : "s", jobs, jobs == 1 ? "" : "s", out_root);
     int rc = 0;
     pid_t pids[64];
     int started = 0;
@@ -350,7 +505,7 @@ static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, const c
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0)
-            _exit(worker(*o, models, n, w, jobs, out_root));
+            _exit(worker(*o, &b, w, jobs, out_root));
         if (pid < 0) {
             cp_cli_error("tune", "cannot start a worker process");
             rc = 3;
@@ -367,16 +522,20 @@ static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, const c
     }
     printf("| model | baseline ms | best ms | change | accepted changes | constraints |\n"
            "|---|---:|---:|---:|---|---|\n");
-    for (size_t i = 0; i < n; i++)
-        summary_row(models[i], out_root, o);
-    for (size_t i = 0; i < n; i++)
-        free(models[i]);
-    free(models);
+    enum cp_status worst = CP_OK;
+    for (size_t i = 0; i < b.n; i++) {
+        enum cp_status st = summary_row(&b, i, out_root, o);
+        if (st != CP_OK && worst == CP_OK)
+            worst = st;
+    }
+    batch_release(&b);
     if (interrupted) {
         fprintf(stderr, "cannprof tune: interrupted; run the same command again to resume\n");
         return 130;
     }
-    return rc == 1 ? 3 : rc;
+    if (rc)
+        return rc == 1 ? 3 : rc;
+    return cp_status_exit_code(worst);
 }
 
 /* ---- options ----------------------------------------------------------------------- */

@@ -61,8 +61,16 @@ bool cp_diag_has_error(const struct cp_diag *d);
 
 /* ---- checked allocation ---------------------------------------------- */
 
-/* n * size with overflow detection; returns false on overflow. */
+/* n * size with overflow detection: true on overflow (then *out is left as
+ * it was), else false with the product in *out (out may be NULL). */
 bool cp_mul_overflows(size_t a, size_t b, size_t *out);
+
+/* The same for signed 64-bit sizes read from untrusted input (dimensions,
+ * attributes): true on overflow, *out untouched; else false and *out set
+ * (out may be NULL). */
+bool cp_add_overflows_i64(int64_t a, int64_t b, int64_t *out);
+bool cp_sub_overflows_i64(int64_t a, int64_t b, int64_t *out);
+bool cp_mul_overflows_i64(int64_t a, int64_t b, int64_t *out);
 
 /* calloc that also checks n*size for overflow. Caller frees. NULL on failure. */
 void *cp_calloc(size_t n, size_t size);
@@ -186,6 +194,11 @@ size_t cp_edit_distance(const char *a, const char *b);
 
 /* Parse a whole string as a base-10 int64; false on junk or overflow. */
 bool cp_parse_i64(const char *s, int64_t *out);
+
+/* Parse a byte count: digits with an optional binary suffix K, M, G or T
+ * (also KiB, MiB, GiB, TiB; case-insensitive), "16G" = 16 * 2^30. False on
+ * junk, a negative number or overflow. */
+bool cp_parse_bytes(const char *s, uint64_t *out);
 
 /* Format a byte count as "1.5 MiB". Writes into out[32]. */
 void cp_format_bytes(uint64_t n, char out[32]);

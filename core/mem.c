@@ -15,6 +15,36 @@ bool cp_mul_overflows(size_t a, size_t b, size_t *out)
     return false;
 }
 
+bool cp_add_overflows_i64(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return true;
+    if (out)
+        *out = r;
+    return false;
+}
+
+bool cp_sub_overflows_i64(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return true;
+    if (out)
+        *out = r;
+    return false;
+}
+
+bool cp_mul_overflows_i64(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return true;
+    if (out)
+        *out = r;
+    return false;
+}
+
 void *cp_calloc(size_t n, size_t size)
 {
     size_t total;

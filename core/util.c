@@ -1,10 +1,12 @@
 /* Clock, logging and small text helpers. */
 #include "core/core.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 uint64_t cp_clock_ns(void)
@@ -64,6 +66,34 @@ bool cp_parse_i64(const char *s, int64_t *out)
     if (errno || *end != '\0')
         return false;
     *out = v;
+    return true;
+}
+
+bool cp_parse_bytes(const char *s, uint64_t *out)
+{
+    if (!s || !(*s >= '0' && *s <= '9'))
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return false;
+    static const char suffixes[] = "KMGT";
+    unsigned shift = 0;
+    if (*end) {
+        const char *p = strchr(suffixes, toupper((unsigned char)*end));
+        if (!p)
+            return false;
+        shift = 10 * (unsigned)(p - suffixes + 1);
+        end++;
+        if (strcasecmp(end, "iB") == 0)
+            end += 2;
+        if (*end)
+            return false;
+    }
+    if (shift && v > (UINT64_MAX >> shift))
+        return false;
+    *out = (uint64_t)v << shift;
     return true;
 }
 

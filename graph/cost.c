@@ -225,11 +225,11 @@ void cp_graph_stats(const struct cp_graph *g, struct cp_graph_stats *out)
         /* Without memory for the bookkeeping, count every initializer. */
         if (t->kind != CP_TENSOR_INITIALIZER || (seen && !seen[i]))
             continue;
-        int64_t numel = cp_shape_numel(&t->shape);
-        if (numel < 0)
+        size_t nb;
+        if (!cp_shape_nbytes(&t->shape, t->dtype, &nb))
             continue;
-        out->n_params += (size_t)numel;
-        out->param_bytes += (size_t)numel * cp_dtype_size(t->dtype);
+        out->n_params += (size_t)cp_shape_numel(&t->shape);
+        out->param_bytes += nb;
     }
     free(seen);
 }

@@ -117,6 +117,20 @@ int64_t cp_shape_numel(const struct cp_shape *s)
     return n;
 }
 
+bool cp_shape_nbytes(const struct cp_shape *s, enum cp_dtype dt, size_t *nbytes)
+{
+    if (nbytes)
+        *nbytes = 0;
+    int64_t numel = cp_shape_numel(s);
+    int64_t es = (int64_t)cp_dtype_size(dt), total;
+    if (numel < 0 || es == 0 || cp_mul_overflows_i64(numel, es, &total) ||
+        (uint64_t)total > CP_TENSOR_MAX_BYTES || (uint64_t)total > SIZE_MAX)
+        return false;
+    if (nbytes)
+        *nbytes = (size_t)total;
+    return true;
+}
+
 bool cp_shape_equal(const struct cp_shape *a, const struct cp_shape *b)
 {
     if (a->rank != b->rank)

@@ -186,9 +186,8 @@ enum cp_status cp_graph_set_data(struct cp_graph *g, int32_t tensor, const void 
         return cp_diag_set(d, CP_ERR_INVALID, "tensor index %d out of range", tensor);
     }
     struct cp_tensor *t = g->tensors[tensor];
-    int64_t numel = cp_shape_numel(&t->shape);
-    size_t es = cp_dtype_size(t->dtype);
-    if (numel < 0 || es == 0 || (size_t)numel * es != nbytes) {
+    size_t want;
+    if (!cp_shape_nbytes(&t->shape, t->dtype, &want) || want != nbytes) {
         if (owner == CP_DATA_HEAP)
             free((void *)data);
         return cp_diag_set(d, CP_ERR_INVALID,

@@ -114,6 +114,18 @@ bool cp_shape_is_static(const struct cp_shape *s);
 /* Element count of a static shape (1 for rank 0); -1 if not static or on
  * overflow. */
 int64_t cp_shape_numel(const struct cp_shape *s);
+
+/* The largest byte size a tensor may have: every element and byte offset
+ * of one fits in int64 (and so in size_t). Shapes come from untrusted
+ * models, so a size is computed with this check, never as a bare
+ * numel * size that could wrap. */
+#define CP_TENSOR_MAX_BYTES ((uint64_t)INT64_MAX)
+
+/* Bytes of a tensor of static shape `s` and dtype `dt`: element count times
+ * element size, checked. False when the shape is not static, the dtype has
+ * no size, or the size exceeds CP_TENSOR_MAX_BYTES. OUT: *nbytes (0 when
+ * false; may be NULL). */
+bool cp_shape_nbytes(const struct cp_shape *s, enum cp_dtype dt, size_t *nbytes);
 bool cp_shape_equal(const struct cp_shape *a, const struct cp_shape *b);
 /* "1x4x64x64", "?x77x768", "batchx3", "scalar", "unknown". Writes out[n]. */
 void cp_shape_format(const struct cp_shape *s, char *out, size_t n);

@@ -57,6 +57,27 @@ struct cp_tensor *cp_infer_out(const struct cp_infer *c, size_t i)
     return t >= 0 ? cp_graph_tensor(c->g, t) : NULL;
 }
 
+/* Why a static shape is too large for a tensor of dtype `dt` (an
+ * undefined dtype counts a byte per element): written into why[n], false;
+ * true when it fits or is not static. */
+static bool size_fits(const struct cp_shape *s, enum cp_dtype dt, char *why, size_t n)
+{
+    if (!cp_shape_is_static(s))
+        return true;
+    enum cp_dtype es = dt != CP_DTYPE_UNDEFINED ? dt : CP_DTYPE_U8;
+    if (cp_shape_nbytes(s, es, NULL))
+        return true;
+    char sh[96];
+    cp_shape_format(s, sh, sizeof sh);
+    int64_t numel = cp_shape_numel(s);
+    if (numel < 0)
+        snprintf(why, n, "%s %s: its element count does not fit in 64 bits", sh, cp_dtype_name(dt));
+    else
+        snprintf(why, n, "%s %s: %lld elements of %zu bytes do not fit in 64 bits", sh,
+                 cp_dtype_name(dt), (long long)numel, cp_dtype_size(es));
+    return false;
+}
+
 enum cp_status cp_infer_set_out(struct cp_infer *c, size_t i, enum cp_dtype dt,
                                 const struct cp_shape *s)
 {
@@ -69,20 +90,25 @@ enum cp_status cp_infer_set_out(struct cp_infer *c, size_t i, enum cp_dtype dt,
                                 s->rank, CP_MAX_RANK);
     if (dt != CP_DTYPE_UNDEFINED)
         t->dtype = dt;
-    if (s->rank < 0)
-        return CP_OK;
-    if (t->shape.rank != s->rank) {
+    if (s->rank < 0) {
+        /* keep the old shape */
+    } else if (t->shape.rank != s->rank) {
         t->shape = *s;
-        return CP_OK;
+    } else {
+        for (int k = 0; k < s->rank; k++) {
+            struct cp_dim *old = &t->shape.dims[k];
+            const struct cp_dim *nw = &s->dims[k];
+            if (nw->value >= 0)
+                *old = *nw;
+            else if (old->value < 0 && nw->sym)
+                old->sym = nw->sym;
+        }
     }
-    for (int k = 0; k < s->rank; k++) {
-        struct cp_dim *old = &t->shape.dims[k];
-        const struct cp_dim *nw = &s->dims[k];
-        if (nw->value >= 0)
-            *old = *nw;
-        else if (old->value < 0 && nw->sym)
-            old->sym = nw->sym;
-    }
+    /* Sizes come from the model (attributes, shape inputs, declared
+     * shapes): refuse here, once for every op, what no tensor can hold. */
+    char why[256];
+    if (!size_fits(&t->shape, t->dtype, why, sizeof why))
+        return cp_infer_fail(c, "output '%s' would be %s", t->name, why);
     return CP_OK;
 }
 
@@ -335,11 +361,10 @@ static double read_double(const void *data, enum cp_dtype dt, int64_t i)
 /* Element count of initializer-like data, or -1 when it does not add up. */
 static int64_t data_numel(const struct cp_tensor *t)
 {
-    size_t es = cp_dtype_size(t->dtype);
-    int64_t numel = cp_shape_numel(&t->shape);
-    if ((!t->data && numel != 0) || es == 0 || numel < 0 || (size_t)numel * es != t->nbytes)
+    size_t nb;
+    if (!cp_shape_nbytes(&t->shape, t->dtype, &nb) || nb != t->nbytes || (!t->data && nb != 0))
         return -1;
-    return numel;
+    return cp_shape_numel(&t->shape);
 }
 
 /* The tensor holding t's constant bytes: t itself for an initializer, the
@@ -641,6 +666,18 @@ static enum cp_status fill_initializer_values(struct cp_infer *c)
     return CP_OK;
 }
 
+/* Declared input shapes (and --input_shape) are untrusted too. */
+static enum cp_status check_input_sizes(const struct cp_graph *g, struct cp_diag *d)
+{
+    for (size_t i = 0; i < cp_graph_n_inputs(g); i++) {
+        const struct cp_tensor *t = cp_graph_tensor(g, cp_graph_input(g, i));
+        char why[256];
+        if (!size_fits(&t->shape, t->dtype, why, sizeof why))
+            return cp_diag_set(d, CP_ERR_INVALID, "input '%s' is %s", t->name, why);
+    }
+    return CP_OK;
+}
+
 enum cp_status cp_graph_infer(struct cp_graph *g, struct cp_diag *d)
 {
     struct cp_infer c = {.g = g, .d = d, .opset = cp_graph_opset(g)};
@@ -659,6 +696,8 @@ enum cp_status cp_graph_infer(struct cp_graph *g, struct cp_diag *d)
     }
     st = fill_initializer_values(&c);
     if (st != CP_OK)
+        goto out_free;
+    if ((st = check_input_sizes(g, d)) != CP_OK)
         goto out_free;
     for (size_t k = 0; k < n_order; k++) {
         struct cp_node *n = cp_graph_node(g, order[k]);

@@ -62,7 +62,9 @@ struct cp_tensor *cp_infer_out(const struct cp_infer *c, size_t i);
  * touched; when the tensor already has a shape of the same rank (value_info),
  * inferred static dims win and the old dims fill in what inference left
  * dynamic. A shape of unknown rank keeps the old shape. Absent outputs are a
- * no-op. CP_ERR_UNSUPPORTED when the rank exceeds CP_MAX_RANK. */
+ * no-op. CP_ERR_UNSUPPORTED when the rank exceeds CP_MAX_RANK; CP_ERR_INVALID,
+ * naming the node, when the resulting static shape is too large for any
+ * tensor (cp_shape_nbytes). */
 enum cp_status cp_infer_set_out(struct cp_infer *c, size_t i, enum cp_dtype dt,
                                 const struct cp_shape *s);
 

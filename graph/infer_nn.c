@@ -189,33 +189,69 @@ static enum cp_status read_window(struct cp_infer *c, int n, const struct cp_sha
     return CP_OK;
 }
 
+/* ceil(a / b) for a >= 0, b > 0, without the a + b - 1 that overflows. */
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+/* The dilated kernel extent (kernel - 1) * dilation + 1 along axis k;
+ * fails naming both attributes when it does not fit in 64 bits. */
+static enum cp_status dilated_kernel(struct cp_infer *c, const struct window *win, int k,
+                                     int64_t *eff)
+{
+    int64_t kk = win->kernel[k], dl = win->dilations[k];
+    if (cp_mul_overflows_i64(kk - 1, dl, eff) || cp_add_overflows_i64(*eff, 1, eff))
+        return cp_infer_fail(c,
+                             "attributes 'kernel_shape' (%lld) and 'dilations' (%lld) of spatial "
+                             "axis %d give a dilated kernel that does not fit in 64 bits",
+                             (long long)kk, (long long)dl, k);
+    return CP_OK;
+}
+
 /* Output length of a sliding window along spatial axis k (-1 if unknown).
  * SAME pads to ceil(in / stride); VALID is NOTSET without padding. With
  * ceil_mode the last window must still start inside the (begin-padded)
- * input, as in PyTorch and onnxruntime. */
+ * input, as in PyTorch and onnxruntime. Every sum and product is checked:
+ * the attributes come from the model file. */
 static enum cp_status window_out(struct cp_infer *c, const struct window *win, int k, int64_t in,
                                  const char *xname, int64_t *out)
 {
-    int64_t kk = win->kernel[k], s = win->strides[k], dl = win->dilations[k];
+    int64_t kk = win->kernel[k], s = win->strides[k];
     *out = -1;
     if (in < 0)
         return CP_OK;
     if (win->auto_pad == PAD_SAME_UPPER || win->auto_pad == PAD_SAME_LOWER) {
-        *out = (in + s - 1) / s;
+        *out = ceil_div(in, s);
         return CP_OK;
     }
     if (kk < 0)
         return CP_OK;
-    int64_t eff = (kk - 1) * dl + 1;
+    int64_t eff, padded, span, o;
+    enum cp_status st = dilated_kernel(c, win, k, &eff);
+    if (st != CP_OK)
+        return st;
     int64_t pb = win->pads[k], pe = win->pads[k + win->n];
-    int64_t span = in + pb + pe - eff;
+    if (cp_add_overflows_i64(in, pb, &padded) || cp_add_overflows_i64(padded, pe, &padded))
+        return cp_infer_fail(c,
+                             "attribute 'pads' (%lld at the start, %lld at the end of spatial "
+                             "axis %d) on '%s' of size %lld: the padded size does not fit in 64 "
+                             "bits",
+                             (long long)pb, (long long)pe, k, xname, (long long)in);
+    span = padded - eff;
     if (span < 0)
         return cp_infer_fail(c,
                              "spatial axis %d of '%s': kernel %lld (dilated %lld) is larger "
                              "than the padded input %lld",
-                             k, xname, (long long)kk, (long long)eff, (long long)(in + pb + pe));
-    int64_t o = win->ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
-    if (win->ceil_mode && (o - 1) * s >= in + pb)
+                             k, xname, (long long)kk, (long long)eff, (long long)padded);
+    /* span / s <= span < INT64_MAX unless s == 1 and span == INT64_MAX. */
+    if (cp_add_overflows_i64(win->ceil_mode ? ceil_div(span, s) : span / s, 1, &o))
+        return cp_infer_fail(c,
+                             "spatial axis %d of '%s': %lld windows of stride %lld do not fit in "
+                             "64 bits",
+                             k, xname, (long long)span, (long long)s);
+    /* (o - 1) * s >= in + pb, without the product. */
+    if (win->ceil_mode && o - 1 >= ceil_div(in + pb, s))
         o--;
     *out = o;
     return CP_OK;
@@ -247,12 +283,18 @@ enum cp_status cp_infer_conv(struct cp_infer *c)
         return cp_infer_fail(c, "group must be >= 1, got %lld", (long long)group);
     struct cp_dim cin = dim_or_dyn(&x->shape, 1), wc = dim_or_dyn(&w->shape, 1);
     struct cp_dim m = dim_or_dyn(&w->shape, 0);
-    if (cin.value >= 0 && wc.value >= 0 && cin.value != wc.value * group)
+    int64_t want_c;
+    if (wc.value >= 0 && cp_mul_overflows_i64(wc.value, group, &want_c))
+        return cp_infer_fail(c,
+                             "attribute 'group' (%lld) times the %lld channels of weight '%s' "
+                             "does not fit in 64 bits",
+                             (long long)group, (long long)wc.value, w->name);
+    if (cin.value >= 0 && wc.value >= 0 && cin.value != want_c)
         return cp_infer_fail(c,
                              "input '%s' has %lld channels but weight '%s' expects %lld x group "
                              "%lld = %lld",
                              x->name, (long long)cin.value, w->name, (long long)wc.value,
-                             (long long)group, (long long)(wc.value * group));
+                             (long long)group, (long long)want_c);
     if (m.value >= 0 && m.value % group != 0)
         return cp_infer_fail(c, "weight '%s' has %lld output channels, not divisible by group %lld",
                              w->name, (long long)m.value, (long long)group);
@@ -273,6 +315,56 @@ enum cp_status cp_infer_conv(struct cp_infer *c)
         cp_infer_dim_set(&s.dims[k + 2], o);
     }
     return cp_infer_set_out(c, 0, x->dtype, &s);
+}
+
+/* Output length of ConvTranspose along spatial axis k (-1 if unknown):
+ * `given` from output_shape when >= 0, else stride * (in - 1) +
+ * output_padding + dilated kernel - pads, every step checked. */
+static enum cp_status transposed_out(struct cp_infer *c, const struct window *win, int k,
+                                     int64_t in, int64_t given, int64_t *out)
+{
+    int64_t s = win->strides[k], o = -1, eff;
+    *out = -1;
+    if (given >= 0) {
+        *out = given;
+        return CP_OK;
+    }
+    if (in < 0)
+        return CP_OK;
+    if (win->auto_pad == PAD_SAME_UPPER || win->auto_pad == PAD_SAME_LOWER) {
+        if (cp_mul_overflows_i64(in, s, out))
+            return cp_infer_fail(c,
+                                 "attribute 'strides' (%lld) of spatial axis %d times the input "
+                                 "size %lld does not fit in 64 bits",
+                                 (long long)s, k, (long long)in);
+        return CP_OK;
+    }
+    if (win->kernel[k] < 0)
+        return CP_OK;
+    enum cp_status st = dilated_kernel(c, win, k, &eff);
+    if (st != CP_OK)
+        return st;
+    if (cp_mul_overflows_i64(s, in - 1, &o))
+        return cp_infer_fail(c,
+                             "attribute 'strides' (%lld) of spatial axis %d on an input of size "
+                             "%lld gives an output size that does not fit in 64 bits",
+                             (long long)s, k, (long long)in);
+    if (cp_add_overflows_i64(o, win->out_pad[k], &o) || cp_add_overflows_i64(o, eff, &o))
+        return cp_infer_fail(c,
+                             "attributes 'output_padding' (%lld) and 'kernel_shape' / "
+                             "'dilations' (dilated kernel %lld) of spatial axis %d give an "
+                             "output size that does not fit in 64 bits",
+                             (long long)win->out_pad[k], (long long)eff, k);
+    int64_t pb = win->pads[k], pe = win->pads[k + win->n];
+    if (cp_sub_overflows_i64(o, pb, &o) || cp_sub_overflows_i64(o, pe, &o))
+        return cp_infer_fail(c,
+                             "attribute 'pads' (%lld at the start, %lld at the end of spatial "
+                             "axis %d): the output size does not fit in 64 bits",
+                             (long long)pb, (long long)pe, k);
+    if (o <= 0)
+        return cp_infer_fail(c, "spatial axis %d of the output would be %lld", k, (long long)o);
+    *out = o;
+    return CP_OK;
 }
 
 enum cp_status cp_infer_conv_transpose(struct cp_infer *c)
@@ -305,8 +397,15 @@ enum cp_status cp_infer_conv_transpose(struct cp_infer *c)
         return cp_infer_fail(c, "input '%s' has %lld channels but weight '%s' expects %lld",
                              x->name, (long long)cin.value, w->name, (long long)wc.value);
     struct cp_dim m = dim_or_dyn(&w->shape, 1);
-    if (m.value >= 0)
-        cp_infer_dim_set(&m, m.value * group);
+    if (m.value >= 0) {
+        int64_t mg;
+        if (cp_mul_overflows_i64(m.value, group, &mg))
+            return cp_infer_fail(c,
+                                 "attribute 'group' (%lld) times the %lld output channels of "
+                                 "weight '%s' does not fit in 64 bits",
+                                 (long long)group, (long long)m.value, w->name);
+        cp_infer_dim_set(&m, mg);
+    }
     if (b && b->shape.rank == 1 && b->shape.dims[0].value >= 0 && m.value >= 0 &&
         b->shape.dims[0].value != m.value)
         return cp_infer_fail(c, "bias '%s' has %lld elements, expected %lld", b->name,
@@ -319,23 +418,19 @@ enum cp_status cp_infer_conv_transpose(struct cp_infer *c)
         return st;
     if (has_os && n_os != (size_t)n && n_os != (size_t)r)
         return cp_infer_fail(c, "attribute 'output_shape' has %zu entries, expected %d", n_os, n);
+    for (size_t k = 0; has_os && k < n_os; k++)
+        if (oshape[k] < 0)
+            return cp_infer_fail(c, "attribute 'output_shape' has invalid entry %lld",
+                                 (long long)oshape[k]);
     s.rank = r;
     s.dims[0] = dim_or_dyn(&x->shape, 0);
     s.dims[1] = m;
     for (int k = 0; k < n; k++) {
-        int64_t in = dim_or_dyn(&x->shape, k + 2).value, kk = win.kernel[k], o = -1;
-        int64_t st_k = win.strides[k];
-        if (has_os) {
-            o = oshape[n_os - (size_t)n + (size_t)k];
-        } else if (in >= 0 && (win.auto_pad == PAD_SAME_UPPER || win.auto_pad == PAD_SAME_LOWER)) {
-            o = in * st_k;
-        } else if (in >= 0 && kk >= 0) {
-            int64_t eff = (kk - 1) * win.dilations[k] + 1;
-            o = st_k * (in - 1) + win.out_pad[k] + eff - win.pads[k] - win.pads[k + n];
-            if (o <= 0)
-                return cp_infer_fail(c, "spatial axis %d of the output would be %lld", k,
-                                     (long long)o);
-        }
+        int64_t o;
+        st = transposed_out(c, &win, k, dim_or_dyn(&x->shape, k + 2).value,
+                            has_os ? oshape[n_os - (size_t)n + (size_t)k] : -1, &o);
+        if (st != CP_OK)
+            return st;
         cp_infer_dim_set(&s.dims[k + 2], o);
     }
     return cp_infer_set_out(c, 0, x->dtype, &s);
@@ -389,6 +484,9 @@ enum cp_status cp_infer_global_pool(struct cp_infer *c)
 }
 
 /* ---- Resize and Pad ---------------------------------------------------------------- */
+
+/* 2^63: the first double no int64 holds. */
+#define TWO_63 9223372036854775808.0
 
 /* An optional input given as an empty tensor counts as absent. */
 static int32_t nonempty_input(const struct cp_infer *c, size_t i)
@@ -484,6 +582,9 @@ enum cp_status cp_infer_resize(struct cp_infer *c)
         if (e && n == na) {
             for (int k = 0; k < na; k++) {
                 struct cp_dim *dm = &s.dims[axes[k]];
+                if (e[k].known && e[k].v < 0)
+                    return cp_infer_fail(c, "'sizes' has negative entry %lld for axis %d",
+                                         (long long)e[k].v, axes[k]);
                 dm->value = e[k].known ? e[k].v : -1;
                 dm->sym = e[k].known ? NULL : e[k].sym;
             }
@@ -499,9 +600,15 @@ enum cp_status cp_infer_resize(struct cp_infer *c)
                 double sk = (double)e[k].v / (double)in;
                 scale = strcmp(pol, "not_larger") == 0 ? fmin(scale, sk) : fmax(scale, sk);
             }
-            for (int k = 0; all && k < na; k++)
-                cp_infer_dim_set(&s.dims[axes[k]],
-                                 (int64_t)llround(scale * (double)x->shape.dims[axes[k]].value));
+            for (int k = 0; all && k < na; k++) {
+                double v = round(scale * (double)x->shape.dims[axes[k]].value);
+                if (!(v < TWO_63))
+                    return cp_infer_fail(
+                        c,
+                        "'sizes' give axis %d of '%s' the size %g, which does not fit in 64 bits",
+                        axes[k], x->name, v);
+                cp_infer_dim_set(&s.dims[axes[k]], (int64_t)v);
+            }
         }
     } else if (scales >= 0) {
         double f[CP_VALUE_MAX_ELEMS];
@@ -516,8 +623,15 @@ enum cp_status cp_infer_resize(struct cp_infer *c)
                     return cp_infer_fail(c, "scale %g for axis %d is not positive", f[k], axes[k]);
                 if (f[k] == 1.0)
                     s.dims[axes[k]] = *in;
-                else if (in->value >= 0)
-                    cp_infer_dim_set(&s.dims[axes[k]], (int64_t)floor((double)in->value * f[k]));
+                else if (in->value >= 0) {
+                    double v = floor((double)in->value * f[k]);
+                    if (!(v < TWO_63))
+                        return cp_infer_fail(c,
+                                             "scale %g for axis %d of '%s' (size %lld) gives %g, "
+                                             "which does not fit in 64 bits",
+                                             f[k], axes[k], x->name, (long long)in->value, v);
+                    cp_infer_dim_set(&s.dims[axes[k]], (int64_t)v);
+                }
             }
         }
     }

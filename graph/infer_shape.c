@@ -192,19 +192,17 @@ enum cp_status cp_infer_constant_of_shape(struct cp_infer *c)
     return cp_infer_set_vals(c, 0, e, numel);
 }
 
-/* Number of elements of Range(start, limit, delta), -1 if unknown. */
-static int64_t range_count_int(int64_t start, int64_t limit, int64_t delta)
+/* Number of elements of Range(start, limit, delta), delta != 0. In
+ * unsigned arithmetic: limit - start may not fit in int64 even when the
+ * count does. The count may still exceed INT64_MAX; the caller checks. */
+static uint64_t range_count_int(int64_t start, int64_t limit, int64_t delta)
 {
-    int64_t span;
-    if (__builtin_sub_overflow(limit, start, &span))
-        return -1;
-    if ((delta > 0 && span <= 0) || (delta < 0 && span >= 0))
+    if ((delta > 0 && limit <= start) || (delta < 0 && limit >= start))
         return 0;
-    if (delta > 0)
-        return (span - 1) / delta + 1;
-    if (delta == INT64_MIN)
-        return 1;
-    return (-span - 1) / -delta + 1;
+    uint64_t span =
+        delta > 0 ? (uint64_t)limit - (uint64_t)start : (uint64_t)start - (uint64_t)limit;
+    uint64_t step = delta > 0 ? (uint64_t)delta : (uint64_t)0 - (uint64_t)delta;
+    return (span - 1) / step + 1;
 }
 
 enum cp_status cp_infer_range(struct cp_infer *c)
@@ -225,7 +223,14 @@ enum cp_status cp_infer_range(struct cp_infer *c)
     if (ints && !cp_dtype_is_float(dt)) {
         if (iv[2] == 0)
             return cp_infer_fail(c, "delta '%s' is zero", t[2]->name);
-        count = range_count_int(iv[0], iv[1], iv[2]);
+        uint64_t u = range_count_int(iv[0], iv[1], iv[2]);
+        if (u > (uint64_t)INT64_MAX)
+            return cp_infer_fail(c,
+                                 "Range from %lld to %lld by %lld has %llu elements, more than "
+                                 "a tensor can hold",
+                                 (long long)iv[0], (long long)iv[1], (long long)iv[2],
+                                 (unsigned long long)u);
+        count = (int64_t)u;
     } else {
         bool known = true;
         for (size_t i = 0; i < 3 && known; i++)
@@ -234,7 +239,13 @@ enum cp_status cp_infer_range(struct cp_infer *c)
             if (dv[2] == 0.0)
                 return cp_infer_fail(c, "delta '%s' is zero", t[2]->name);
             double q = ceil((dv[1] - dv[0]) / dv[2]);
-            count = q > 0 ? (q < 9e18 ? (int64_t)q : -1) : 0;
+            /* 2^63 is the first double past INT64_MAX. */
+            if (q >= 9223372036854775808.0)
+                return cp_infer_fail(c,
+                                     "Range from %g to %g by %g has %g elements, more than a "
+                                     "tensor can hold",
+                                     dv[0], dv[1], dv[2], q);
+            count = q > 0 ? (int64_t)q : 0;
         }
     }
     struct cp_shape s;
@@ -248,7 +259,10 @@ enum cp_status cp_infer_range(struct cp_infer *c)
     if (!e)
         return nomem(c);
     for (int64_t k = 0; k < numel; k++)
-        e[k] = (struct cp_sval){iv[0] + k * iv[2], NULL, true};
+        /* The true value lies between start and limit; only k * delta may
+         * not fit, so add in unsigned arithmetic. */
+        e[k] = (struct cp_sval){(int64_t)((uint64_t)iv[0] + (uint64_t)k * (uint64_t)iv[2]), NULL,
+                                true};
     return cp_infer_set_vals(c, 0, e, numel);
 }
 

@@ -89,9 +89,9 @@ static const char MIGRATION_V1[] =
 
 /* Version 2: what the tuner records (knowledge/kb_tuning.h): models with
  * fingerprints, hardware signatures, tuning sessions, their candidates and
- * raw measurements, and per-model strategy outcomes. No foreign keys are
- * enforced (rows refer by id; import resolves natural keys), so a file
- * never refuses a write because of an order of inserts. */
+ * raw measurements, and per-model strategy outcomes. No foreign keys were
+ * enforced at this version (rows refer by id; import resolves natural
+ * keys); version 4 declares them. */
 static const char MIGRATION_V2[] =
     "CREATE TABLE models ("
     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -200,6 +200,182 @@ static const char MIGRATION_V2[] =
  * whole, as before. */
 static const char MIGRATION_V3[] = "ALTER TABLE baselines ADD COLUMN probe_ns BLOB;";
 
+/* Version 4: the references become foreign keys, enforced (PRAGMA
+ * foreign_keys is on for every connection): a candidate belongs to a
+ * session, a measurement to a candidate, a strategy outcome to a model and
+ * hardware, a baseline to its service, and nullable ids (a session's model,
+ * hardware and best candidate, a strategy's session) name a row or are
+ * NULL. All are DEFERRABLE INITIALLY DEFERRED: checked when the writing
+ * transaction commits, so a transaction may write in any order (import
+ * re-inserts a refreshed session under its id, baselines before their
+ * service row) but can never commit a dangling id. validations keep
+ * baseline_id and service without a foreign key on purpose: a validation
+ * is history and outlives the baseline it was compared with (its tag is
+ * kept as text).
+ *
+ * SQLite cannot add a constraint to a table, so the five tables are built
+ * anew and the rows copied (the 12-step procedure of the SQLite docs, run
+ * with foreign_keys off, as migrations are). References no version before
+ * enforced may dangle: a nullable one is cleared; a row whose required
+ * parent is missing was unreachable (nothing lists candidates but by
+ * session, measurements but by candidate, outcomes but by model) and is
+ * dropped. AUTOINCREMENT counters are carried over, so a removed
+ * baseline's id is still never reused. */
+static const char MIGRATION_V4[] =
+    /* 1. Make the references hold. */
+    "DELETE FROM candidates WHERE session_id NOT IN (SELECT id FROM sessions);"
+    "DELETE FROM measurements WHERE candidate_id NOT IN (SELECT id FROM candidates);"
+    "UPDATE sessions SET model_id = NULL WHERE model_id NOT IN (SELECT id FROM models);"
+    "UPDATE sessions SET hw_id = NULL WHERE hw_id NOT IN (SELECT id FROM hardware);"
+    "UPDATE sessions SET best_candidate_id = NULL "
+    "  WHERE best_candidate_id NOT IN (SELECT id FROM candidates);"
+    "DELETE FROM strategies WHERE model_id NOT IN (SELECT id FROM models) "
+    "  OR hw_id NOT IN (SELECT id FROM hardware);"
+    "UPDATE strategies SET session_id = NULL WHERE session_id NOT IN (SELECT id FROM sessions);"
+    "INSERT OR IGNORE INTO services(name, created_at) "
+    "  SELECT service, min(created_at) FROM baselines GROUP BY service;"
+    /* 2. The tables as they now are. */
+    "CREATE TABLE new_baselines ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  service TEXT NOT NULL REFERENCES services(name) DEFERRABLE INITIALLY DEFERRED,"
+    "  tag TEXT NOT NULL,"
+    "  created_at TEXT NOT NULL,"
+    "  trace_path TEXT,"
+    "  run_id INTEGER,"
+    "  run_kind TEXT,"
+    "  run_created_at TEXT,"
+    "  model_path TEXT,"
+    "  model_hash TEXT,"
+    "  config_id TEXT,"
+    "  batch INTEGER NOT NULL DEFAULT 0,"
+    "  threads INTEGER NOT NULL DEFAULT 0,"
+    "  n INTEGER NOT NULL,"
+    "  latency_ns BLOB NOT NULL,"
+    "  device_ns BLOB,"
+    "  mean_ns REAL,"
+    "  median_ns REAL,"
+    "  p99_ns REAL,"
+    "  weight_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  arena_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  peak_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  peak_rss_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  precision_loss REAL,"
+    "  probe_ns BLOB,"
+    "  UNIQUE (service, tag)"
+    ");"
+    "CREATE TABLE new_sessions ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  uid TEXT NOT NULL UNIQUE,"
+    "  key TEXT NOT NULL,"
+    "  model_id INTEGER REFERENCES models(id) DEFERRABLE INITIALLY DEFERRED,"
+    "  hw_id INTEGER REFERENCES hardware(id) DEFERRABLE INITIALLY DEFERRED,"
+    "  model_path TEXT,"
+    "  target TEXT,"
+    "  constraints TEXT,"
+    "  status TEXT NOT NULL,"
+    "  created_at TEXT NOT NULL,"
+    "  updated_at TEXT NOT NULL,"
+    "  baseline_config TEXT,"
+    "  best_config TEXT,"
+    "  best_candidate_id INTEGER REFERENCES candidates(id) DEFERRABLE INITIALLY DEFERRED,"
+    "  budget INTEGER NOT NULL DEFAULT 0,"
+    "  evaluations INTEGER NOT NULL DEFAULT 0,"
+    "  baseline_median_ns REAL,"
+    "  best_median_ns REAL,"
+    "  out_dir TEXT,"
+    "  stop_reason TEXT"
+    ");"
+    "CREATE TABLE new_candidates ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  session_id INTEGER NOT NULL REFERENCES sessions(id) DEFERRABLE INITIALLY DEFERRED,"
+    "  step INTEGER NOT NULL,"
+    "  delta TEXT NOT NULL DEFAULT '',"
+    "  source TEXT,"
+    "  config_json TEXT,"
+    "  config_id TEXT,"
+    "  om_path TEXT,"
+    "  trace_path TEXT,"
+    "  status TEXT NOT NULL,"
+    "  reason TEXT,"
+    "  expected_gain REAL,"
+    "  measured_gain REAL,"
+    "  ci_lo REAL,"
+    "  ci_hi REAL,"
+    "  p REAL,"
+    "  precision_loss REAL,"
+    "  memory_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  median_ns REAL,"
+    "  throughput REAL,"
+    "  created_at TEXT NOT NULL"
+    ");"
+    "CREATE TABLE new_measurements ("
+    "  candidate_id INTEGER NOT NULL REFERENCES candidates(id) DEFERRABLE INITIALLY DEFERRED,"
+    "  role TEXT NOT NULL,"
+    "  n INTEGER NOT NULL,"
+    "  samples_ns BLOB NOT NULL,"
+    "  PRIMARY KEY (candidate_id, role)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE new_strategies ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  model_id INTEGER NOT NULL REFERENCES models(id) DEFERRABLE INITIALLY DEFERRED,"
+    "  hw_id INTEGER NOT NULL REFERENCES hardware(id) DEFERRABLE INITIALLY DEFERRED,"
+    "  session_id INTEGER REFERENCES sessions(id) DEFERRABLE INITIALLY DEFERRED,"
+    "  delta TEXT NOT NULL,"
+    "  gain REAL,"
+    "  held INTEGER NOT NULL,"
+    "  created_at TEXT NOT NULL,"
+    "  UNIQUE (session_id, delta)"
+    ");"
+    /* 3. The rows, by column name. */
+    "INSERT INTO new_baselines(id, service, tag, created_at, trace_path, run_id, run_kind, "
+    "  run_created_at, model_path, model_hash, config_id, batch, threads, n, latency_ns, "
+    "  device_ns, mean_ns, median_ns, p99_ns, weight_bytes, arena_bytes, peak_bytes, "
+    "  peak_rss_bytes, precision_loss, probe_ns) "
+    "  SELECT id, service, tag, created_at, trace_path, run_id, run_kind, run_created_at, "
+    "  model_path, model_hash, config_id, batch, threads, n, latency_ns, device_ns, mean_ns, "
+    "  median_ns, p99_ns, weight_bytes, arena_bytes, peak_bytes, peak_rss_bytes, "
+    "  precision_loss, probe_ns FROM baselines;"
+    "INSERT INTO new_sessions(id, uid, key, model_id, hw_id, model_path, target, constraints, "
+    "  status, created_at, updated_at, baseline_config, best_config, best_candidate_id, budget, "
+    "  evaluations, baseline_median_ns, best_median_ns, out_dir, stop_reason) "
+    "  SELECT id, uid, key, model_id, hw_id, model_path, target, constraints, status, "
+    "  created_at, updated_at, baseline_config, best_config, best_candidate_id, budget, "
+    "  evaluations, baseline_median_ns, best_median_ns, out_dir, stop_reason FROM sessions;"
+    "INSERT INTO new_candidates(id, session_id, step, delta, source, config_json, config_id, "
+    "  om_path, trace_path, status, reason, expected_gain, measured_gain, ci_lo, ci_hi, p, "
+    "  precision_loss, memory_bytes, median_ns, throughput, created_at) "
+    "  SELECT id, session_id, step, delta, source, config_json, config_id, om_path, "
+    "  trace_path, status, reason, expected_gain, measured_gain, ci_lo, ci_hi, p, "
+    "  precision_loss, memory_bytes, median_ns, throughput, created_at FROM candidates;"
+    "INSERT INTO new_measurements(candidate_id, role, n, samples_ns) "
+    "  SELECT candidate_id, role, n, samples_ns FROM measurements;"
+    "INSERT INTO new_strategies(id, model_id, hw_id, session_id, delta, gain, held, created_at) "
+    "  SELECT id, model_id, hw_id, session_id, delta, gain, held, created_at FROM strategies;"
+    /* 4. AUTOINCREMENT counters: the new tables continue where the old
+     * ones were, not at their largest surviving id. */
+    "DELETE FROM sqlite_sequence "
+    "  WHERE name IN ('new_baselines', 'new_sessions', 'new_candidates', 'new_strategies');"
+    "INSERT INTO sqlite_sequence(name, seq) SELECT 'new_' || name, seq FROM sqlite_sequence "
+    "  WHERE name IN ('baselines', 'sessions', 'candidates', 'strategies');"
+    /* 5. The old tables go, the new ones take their names, the indexes
+     * come back. */
+    "DROP TABLE baselines;"
+    "DROP TABLE sessions;"
+    "DROP TABLE candidates;"
+    "DROP TABLE measurements;"
+    "DROP TABLE strategies;"
+    "ALTER TABLE new_baselines RENAME TO baselines;"
+    "ALTER TABLE new_sessions RENAME TO sessions;"
+    "ALTER TABLE new_candidates RENAME TO candidates;"
+    "ALTER TABLE new_measurements RENAME TO measurements;"
+    "ALTER TABLE new_strategies RENAME TO strategies;"
+    "CREATE INDEX baselines_by_service ON baselines(service, id);"
+    "CREATE INDEX sessions_by_key ON sessions(key, id);"
+    "CREATE INDEX sessions_by_model ON sessions(model_id, id);"
+    "CREATE INDEX candidates_by_session ON candidates(session_id, step, id);"
+    "CREATE INDEX candidates_by_source ON candidates(source);"
+    "CREATE INDEX strategies_by_model ON strategies(model_id, hw_id);";
+
 struct kb_migration {
     int version; /* the user_version once applied: 1, 2, ... */
     const char *what;
@@ -210,6 +386,7 @@ static const struct kb_migration MIGRATIONS[] = {
     {1, "services, baselines and validations", MIGRATION_V1},
     {2, "models, hardware, sessions, candidates, measurements, strategies", MIGRATION_V2},
     {3, "baselines.probe_ns", MIGRATION_V3},
+    {4, "foreign keys", MIGRATION_V4},
 };
 #define N_MIGRATIONS (sizeof MIGRATIONS / sizeof MIGRATIONS[0])
 static_assert(N_MIGRATIONS == CP_KB_SCHEMA_VERSION,
@@ -221,6 +398,14 @@ enum cp_status cp_kb_db_error(struct cp_kb *kb, struct cp_diag *d, const char *w
 {
     int rc = sqlite3_errcode(kb->db) & 0xff;
     const char *msg = sqlite3_errmsg(kb->db);
+    /* The references are checked at commit (deferred): the write named a
+     * row that is not there. Bad input, not a failing database. */
+    if (sqlite3_extended_errcode(kb->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: %s: refused: a row would refer to a session, candidate, model, "
+                           "hardware or service that is not in the knowledge base (%s); nothing "
+                           "was written",
+                           kb->path, what, msg);
     switch (rc) {
     case SQLITE_NOTADB:
         return cp_diag_set(d, CP_ERR_INVALID, "%s is not a SQLite file (%s: %s)", kb->path, what,
@@ -546,6 +731,46 @@ static enum cp_status check_identity(struct cp_kb *kb, int64_t *version, struct 
                        kb->path, (unsigned)id, (unsigned)CP_KB_APPLICATION_ID);
 }
 
+/* Migrations run with foreign keys off (SQLite cannot switch them inside
+ * a transaction, and rebuilding a table drops it first): check what the
+ * migration leaves before it commits. */
+static enum cp_status check_references(struct cp_kb *kb, const char *what, struct cp_diag *d)
+{
+    sqlite3_stmt *st = NULL;
+    enum cp_status ret = cp_kb_prepare(kb, "PRAGMA foreign_key_check", &st, what, d);
+    if (ret != CP_OK)
+        return ret;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        ret = cp_diag_set(
+            d, CP_ERR_INTERNAL, "%s: %s: row %lld of table '%s' refers to a missing row of '%s'",
+            kb->path, what, (long long)sqlite3_column_int64(st, 1),
+            (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 2));
+    else if (rc != SQLITE_DONE)
+        ret = cp_kb_db_error(kb, d, what);
+    sqlite3_finalize(st);
+    return ret;
+}
+
+/* Turn foreign keys on or off for this connection and make sure it took:
+ * a SQLite built without them answers nothing, and the references would
+ * silently go unchecked. Outside a transaction only (SQLite ignores it
+ * inside one). */
+static enum cp_status set_foreign_keys(struct cp_kb *kb, bool on, struct cp_diag *d)
+{
+    enum cp_status st =
+        cp_kb_exec(kb, on ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF",
+                   "setting foreign keys", d);
+    int64_t v = -1;
+    if (st == CP_OK && (st = query_int(kb, "PRAGMA foreign_keys", &v, d)) == CP_OK &&
+        v != (on ? 1 : 0))
+        st = cp_diag_set(d, CP_ERR_INTERNAL,
+                         "%s: this SQLite (%s) cannot enforce foreign keys, which the knowledge "
+                         "base relies on",
+                         kb->path, sqlite3_libversion());
+    return st;
+}
+
 static enum cp_status apply_migration(struct cp_kb *kb, const struct kb_migration *m,
                                       struct cp_diag *d)
 {
@@ -566,7 +791,8 @@ static enum cp_status apply_migration(struct cp_kb *kb, const struct kb_migratio
     }
     char what[160];
     snprintf(what, sizeof what, "migrating to schema version %d (%s)", m->version, m->what);
-    if ((st = cp_kb_exec(kb, m->sql, what, d)) != CP_OK)
+    if ((st = cp_kb_exec(kb, m->sql, what, d)) != CP_OK ||
+        (st = check_references(kb, what, d)) != CP_OK)
         goto out_rollback;
     char now[32];
     cp_kb_now(now);
@@ -676,10 +902,15 @@ enum cp_status cp_kb_open_at_version(const char *path, int version_cap, struct c
     if ((st = use_wal(kb, d)) != CP_OK ||
         (st = cp_kb_exec(kb, "PRAGMA synchronous = NORMAL", "setting synchronous", d)) != CP_OK)
         goto out_free;
+    if ((st = set_foreign_keys(kb, false, d)) != CP_OK)
+        goto out_free;
     for (size_t i = 0; i < N_MIGRATIONS && version < CP_KB_SCHEMA_VERSION; i++)
         if (MIGRATIONS[i].version > version && MIGRATIONS[i].version <= version_cap &&
             (st = apply_migration(kb, &MIGRATIONS[i], d)) != CP_OK)
             goto out_free;
+    /* Every connection enforces the references from here on. */
+    if ((st = set_foreign_keys(kb, true, d)) != CP_OK)
+        goto out_free;
     free(owned);
     *out = kb;
     return CP_OK;

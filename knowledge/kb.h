@@ -25,9 +25,14 @@
  * through these functions (and cp_kb_db for later KB modules), so a server
  * database can stand in for SQLite later.
  *
+ * Rows that point at others (a candidate at its session, samples at their
+ * candidate, ...) are foreign keys, enforced on every connection and
+ * checked when a write transaction commits (docs/kb-schema.md, version 4).
+ *
  * Errors: every message starts with the knowledge base's path. Bad input
  * (an unknown service or tag, a duplicate tag, a file that is not a
- * knowledge base) is CP_ERR_INVALID; a damaged record CP_ERR_CORRUPT; a
+ * knowledge base, a row that would point at a missing one) is
+ * CP_ERR_INVALID; a damaged record CP_ERR_CORRUPT; a
  * newer schema CP_ERR_VERSION; an environment failure (no home directory, a
  * folder that cannot be created, SQLite failing) CP_ERR_INTERNAL or
  * CP_ERR_DB, which the CLI reports with exit code 3.
@@ -46,7 +51,7 @@
 #define CP_KB_APPLICATION_ID 0x43504B42
 
 /* The schema version this cannprof writes and reads (PRAGMA user_version). */
-#define CP_KB_SCHEMA_VERSION 3
+#define CP_KB_SCHEMA_VERSION 4
 
 /* How long a writer waits for another process holding the file. */
 #define CP_KB_BUSY_TIMEOUT_MS 10000

@@ -71,6 +71,15 @@ enum cp_status cp_kb_decode_samples(struct cp_kb *kb, sqlite3_stmt *st, int col,
 double cp_kb_col_real(sqlite3_stmt *st, int col);
 void cp_kb_bind_real(sqlite3_stmt *st, int idx, double v);
 
+/* A strategy outcome: the checks cp_kb_strategy_record makes on its
+ * arguments, and the insert it runs (inside the caller's write
+ * transaction; recording the same (session, delta) again replaces it). */
+enum cp_status cp_kb_strategy_check(struct cp_kb *kb, int64_t model_id, int64_t hw_id,
+                                    const char *delta, struct cp_diag *d);
+enum cp_status cp_kb_strategy_insert(struct cp_kb *kb, int64_t model_id, int64_t hw_id,
+                                     int64_t session_id, const char *delta, double gain, bool held,
+                                     struct cp_diag *d);
+
 /* The columns of a model row, in the order cp_kb_model_read_row reads them
  * (prefix with a table alias by hand when joining). */
 #define CP_KB_MODEL_COLS                                                                           \

@@ -324,28 +324,32 @@ out:
 
 /* ---- candidates ------------------------------------------------------------ */
 
-enum cp_status cp_kb_candidate_add(struct cp_kb *kb, const struct cp_kb_candidate *c, int64_t *id,
-                                   struct cp_diag *d)
+static enum cp_status check_candidate(struct cp_kb *kb, const struct cp_kb_candidate *c,
+                                      struct cp_diag *d)
 {
-    *id = 0;
     if (c->session_id <= 0 || !c->status || !*c->status)
         return cp_diag_set(d, CP_ERR_INVALID, "%s: a candidate needs a session and a status",
                            kb->path);
+    return CP_OK;
+}
+
+/* Insert the candidate row; inside the caller's write transaction. */
+static enum cp_status insert_candidate(struct cp_kb *kb, const struct cp_kb_candidate *c,
+                                       int64_t *id, struct cp_diag *d)
+{
     char now[32];
     cp_kb_now(now);
     sqlite3_stmt *st = NULL;
-    enum cp_status ret = cp_kb_begin(kb, d);
+    enum cp_status ret =
+        cp_kb_prepare(kb,
+                      "INSERT INTO candidates(session_id, step, delta, source, config_json, "
+                      "config_id, om_path, trace_path, status, reason, expected_gain, "
+                      "measured_gain, ci_lo, ci_hi, p, precision_loss, memory_bytes, median_ns, "
+                      "throughput, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                      "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                      &st, "recording a candidate", d);
     if (ret != CP_OK)
         return ret;
-    ret = cp_kb_prepare(kb,
-                        "INSERT INTO candidates(session_id, step, delta, source, config_json, "
-                        "config_id, om_path, trace_path, status, reason, expected_gain, "
-                        "measured_gain, ci_lo, ci_hi, p, precision_loss, memory_bytes, median_ns, "
-                        "throughput, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                        "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-                        &st, "recording a candidate", d);
-    if (ret != CP_OK)
-        goto out;
     sqlite3_bind_int64(st, 1, c->session_id);
     sqlite3_bind_int(st, 2, c->step);
     sqlite3_bind_text(st, 3, c->delta ? c->delta : "", -1, SQLITE_TRANSIENT);
@@ -367,17 +371,28 @@ enum cp_status cp_kb_candidate_add(struct cp_kb *kb, const struct cp_kb_candidat
     cp_kb_bind_real(st, 19, c->throughput);
     sqlite3_bind_text(st, 20, c->created_at && *c->created_at ? c->created_at : now, -1,
                       SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) {
+    if (sqlite3_step(st) == SQLITE_DONE)
+        *id = sqlite3_last_insert_rowid(kb->db);
+    else
         ret = cp_kb_db_error(kb, d, "recording a candidate");
-        goto out;
+    sqlite3_finalize(st);
+    return ret;
+}
+
+enum cp_status cp_kb_candidate_add(struct cp_kb *kb, const struct cp_kb_candidate *c, int64_t *id,
+                                   struct cp_diag *d)
+{
+    *id = 0;
+    enum cp_status ret = check_candidate(kb, c, d);
+    if (ret != CP_OK || (ret = cp_kb_begin(kb, d)) != CP_OK)
+        return ret;
+    int64_t got = 0;
+    if ((ret = insert_candidate(kb, c, &got, d)) != CP_OK) {
+        cp_kb_rollback(kb);
+        return ret;
     }
-    *id = sqlite3_last_insert_rowid(kb->db);
-    sqlite3_finalize(st);
-    st = NULL;
-    return cp_kb_commit(kb, d);
-out:
-    sqlite3_finalize(st);
-    cp_kb_rollback(kb);
+    if ((ret = cp_kb_commit(kb, d)) == CP_OK)
+        *id = got;
     return ret;
 }
 
@@ -484,44 +499,101 @@ out:
 
 /* ---- measurements ---------------------------------------------------------- */
 
-enum cp_status cp_kb_measurement_add(struct cp_kb *kb, int64_t candidate_id, const char *role,
-                                     const uint64_t *ns, size_t n, struct cp_diag *d)
+static enum cp_status check_role(struct cp_kb *kb, const char *role, struct cp_diag *d)
 {
     if (!role || !*role || strlen(role) > 32)
         return cp_diag_set(d, CP_ERR_INVALID,
                            "%s: a measurement role is a short name such as \"a\" or \"b\"",
                            kb->path);
-    uint8_t *blob = NULL;
-    int bytes = 0;
-    enum cp_status ret = cp_kb_encode_samples(kb, ns, n, &blob, &bytes, d);
-    if (ret != CP_OK)
-        return ret;
+    return CP_OK;
+}
+
+/* Insert (or replace) one side's samples, already encoded; inside the
+ * caller's write transaction. */
+static enum cp_status insert_measurement(struct cp_kb *kb, int64_t candidate_id, const char *role,
+                                         const uint8_t *blob, int bytes, size_t n,
+                                         struct cp_diag *d)
+{
     sqlite3_stmt *st = NULL;
-    if ((ret = cp_kb_begin(kb, d)) != CP_OK) {
-        free(blob);
-        return ret;
-    }
-    ret = cp_kb_prepare(kb,
-                        "INSERT OR REPLACE INTO measurements(candidate_id, role, n, samples_ns) "
-                        "VALUES (?1, ?2, ?3, ?4)",
-                        &st, "recording a measurement", d);
+    enum cp_status ret =
+        cp_kb_prepare(kb,
+                      "INSERT OR REPLACE INTO measurements(candidate_id, role, n, samples_ns) "
+                      "VALUES (?1, ?2, ?3, ?4)",
+                      &st, "recording a measurement", d);
     if (ret != CP_OK)
-        goto out;
+        return ret;
     sqlite3_bind_int64(st, 1, candidate_id);
     sqlite3_bind_text(st, 2, role, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
     sqlite3_bind_blob(st, 4, blob, bytes, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) {
+    if (sqlite3_step(st) != SQLITE_DONE)
         ret = cp_kb_db_error(kb, d, "recording a measurement");
-        goto out;
+    sqlite3_finalize(st);
+    return ret;
+}
+
+enum cp_status cp_kb_measurement_add(struct cp_kb *kb, int64_t candidate_id, const char *role,
+                                     const uint64_t *ns, size_t n, struct cp_diag *d)
+{
+    enum cp_status ret = check_role(kb, role, d);
+    if (ret != CP_OK)
+        return ret;
+    uint8_t *blob = NULL;
+    int bytes = 0;
+    if ((ret = cp_kb_encode_samples(kb, ns, n, &blob, &bytes, d)) != CP_OK)
+        return ret;
+    if ((ret = cp_kb_begin(kb, d)) == CP_OK) {
+        if ((ret = insert_measurement(kb, candidate_id, role, blob, bytes, n, d)) == CP_OK)
+            ret = cp_kb_commit(kb, d);
+        else
+            cp_kb_rollback(kb);
     }
-    sqlite3_finalize(st);
     free(blob);
-    return cp_kb_commit(kb, d);
-out:
-    sqlite3_finalize(st);
-    free(blob);
-    cp_kb_rollback(kb);
+    return ret;
+}
+
+/* ---- one tuning step ---------------------------------------------------------- */
+
+enum cp_status cp_kb_step_record(struct cp_kb *kb, const struct cp_kb_step *s,
+                                 int64_t *candidate_id, struct cp_diag *d)
+{
+    *candidate_id = 0;
+    const struct cp_kb_candidate *c = s->candidate;
+    if (!c)
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: a tuning step needs its candidate", kb->path);
+    enum cp_status ret = check_candidate(kb, c, d);
+    if (ret != CP_OK)
+        return ret;
+    if (s->n > 0 && (!s->a_ns || !s->b_ns))
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: %zu samples of a step without their values",
+                           kb->path, s->n);
+    if (s->record_strategy &&
+        (ret = cp_kb_strategy_check(kb, s->model_id, s->hw_id, c->delta, d)) != CP_OK)
+        return ret;
+    /* Everything that can fail without the database is done before the
+     * transaction starts. */
+    uint8_t *a = NULL, *b = NULL;
+    int a_bytes = 0, b_bytes = 0;
+    if (s->n > 0 && ((ret = cp_kb_encode_samples(kb, s->a_ns, s->n, &a, &a_bytes, d)) != CP_OK ||
+                     (ret = cp_kb_encode_samples(kb, s->b_ns, s->n, &b, &b_bytes, d)) != CP_OK))
+        goto out_free;
+    if ((ret = cp_kb_begin(kb, d)) != CP_OK)
+        goto out_free;
+    int64_t id = 0;
+    if ((ret = insert_candidate(kb, c, &id, d)) != CP_OK ||
+        (s->n > 0 && ((ret = insert_measurement(kb, id, "a", a, a_bytes, s->n, d)) != CP_OK ||
+                      (ret = insert_measurement(kb, id, "b", b, b_bytes, s->n, d)) != CP_OK)) ||
+        (s->record_strategy &&
+         (ret = cp_kb_strategy_insert(kb, s->model_id, s->hw_id, c->session_id, c->delta,
+                                      c->measured_gain, s->held, d)) != CP_OK)) {
+        cp_kb_rollback(kb);
+        goto out_free;
+    }
+    if ((ret = cp_kb_commit(kb, d)) == CP_OK)
+        *candidate_id = id;
+out_free:
+    free(a);
+    free(b);
     return ret;
 }
 

@@ -10,29 +10,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cp_status cp_kb_strategy_record(struct cp_kb *kb, int64_t model_id, int64_t hw_id,
-                                     int64_t session_id, const char *delta, double gain, bool held,
-                                     struct cp_diag *d)
+enum cp_status cp_kb_strategy_check(struct cp_kb *kb, int64_t model_id, int64_t hw_id,
+                                    const char *delta, struct cp_diag *d)
 {
     if (model_id <= 0 || hw_id <= 0 || !delta || !*delta)
         return cp_diag_set(d, CP_ERR_INVALID,
                            "%s: a strategy outcome needs a model, a hardware and a delta",
                            kb->path);
+    return CP_OK;
+}
+
+enum cp_status cp_kb_strategy_insert(struct cp_kb *kb, int64_t model_id, int64_t hw_id,
+                                     int64_t session_id, const char *delta, double gain, bool held,
+                                     struct cp_diag *d)
+{
     char now[32];
     cp_kb_now(now);
     sqlite3_stmt *st = NULL;
-    enum cp_status ret = cp_kb_begin(kb, d);
+    enum cp_status ret =
+        cp_kb_prepare(kb,
+                      "INSERT INTO strategies(model_id, hw_id, session_id, delta, gain, held, "
+                      "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+                      "ON CONFLICT(session_id, delta) DO UPDATE SET model_id = "
+                      "excluded.model_id, hw_id = excluded.hw_id, gain = excluded.gain, "
+                      "held = excluded.held",
+                      &st, "recording a strategy", d);
     if (ret != CP_OK)
         return ret;
-    ret = cp_kb_prepare(kb,
-                        "INSERT INTO strategies(model_id, hw_id, session_id, delta, gain, held, "
-                        "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-                        "ON CONFLICT(session_id, delta) DO UPDATE SET model_id = "
-                        "excluded.model_id, hw_id = excluded.hw_id, gain = excluded.gain, "
-                        "held = excluded.held",
-                        &st, "recording a strategy", d);
-    if (ret != CP_OK)
-        goto out;
     sqlite3_bind_int64(st, 1, model_id);
     sqlite3_bind_int64(st, 2, hw_id);
     if (session_id > 0)
@@ -43,16 +47,25 @@ enum cp_status cp_kb_strategy_record(struct cp_kb *kb, int64_t model_id, int64_t
     cp_kb_bind_real(st, 5, gain);
     sqlite3_bind_int(st, 6, held ? 1 : 0);
     sqlite3_bind_text(st, 7, now, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) {
+    if (sqlite3_step(st) != SQLITE_DONE)
         ret = cp_kb_db_error(kb, d, "recording a strategy");
-        goto out;
-    }
     sqlite3_finalize(st);
-    return cp_kb_commit(kb, d);
-out:
-    sqlite3_finalize(st);
-    cp_kb_rollback(kb);
     return ret;
+}
+
+enum cp_status cp_kb_strategy_record(struct cp_kb *kb, int64_t model_id, int64_t hw_id,
+                                     int64_t session_id, const char *delta, double gain, bool held,
+                                     struct cp_diag *d)
+{
+    enum cp_status ret = cp_kb_strategy_check(kb, model_id, hw_id, delta, d);
+    if (ret != CP_OK || (ret = cp_kb_begin(kb, d)) != CP_OK)
+        return ret;
+    if ((ret = cp_kb_strategy_insert(kb, model_id, hw_id, session_id, delta, gain, held, d)) !=
+        CP_OK) {
+        cp_kb_rollback(kb);
+        return ret;
+    }
+    return cp_kb_commit(kb, d);
 }
 
 /* ---- the transfer query ---------------------------------------------------- */

@@ -237,6 +237,34 @@ enum cp_status cp_kb_measurement_add(struct cp_kb *kb, int64_t candidate_id, con
 enum cp_status cp_kb_measurement_get(struct cp_kb *kb, int64_t candidate_id, const char *role,
                                      uint64_t **ns, size_t *n, struct cp_diag *d);
 
+/* ---- one tuning step, atomically ----------------------------------------- */
+
+/* What one evaluated candidate leaves in the knowledge base. */
+struct cp_kb_step {
+    const struct cp_kb_candidate *candidate; /* session_id and status required */
+    /* The raw samples of both sides of its measurement, n each: "a" the
+     * current best, "b" the candidate. n 0: it was not measured (the
+     * baseline, a failed candidate). */
+    const uint64_t *a_ns, *b_ns;
+    size_t n;
+    /* Whether to record the outcome of the candidate's delta on the model
+     * and hardware (cp_kb_strategy_record with the candidate's session,
+     * delta and measured_gain; model_id, hw_id and a delta required). */
+    bool record_strategy;
+    int64_t model_id, hw_id;
+    bool held; /* the delta was accepted */
+};
+
+/* Record one tuning step in ONE write transaction: the candidate row, its
+ * measurements and its strategy outcome are all written or none is, so a
+ * tuner that crashes or fails half-way never leaves a candidate without
+ * its samples (or an outcome without its candidate). Arguments are checked
+ * (and samples encoded) before the transaction starts. A session, model
+ * or hardware id that does not exist is refused at commit (foreign keys,
+ * CP_ERR_INVALID). OUT: *candidate_id (0 on failure). */
+enum cp_status cp_kb_step_record(struct cp_kb *kb, const struct cp_kb_step *s,
+                                 int64_t *candidate_id, struct cp_diag *d);
+
 /* ---- strategies ---------------------------------------------------------- */
 
 /* Record one evaluated delta's outcome on a model and hardware (held =

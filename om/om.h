@@ -44,6 +44,15 @@ struct cp_om_meta {
 
 void cp_om_meta_release(struct cp_om_meta *m);
 
+/* A .om does not record the --output it was written to (the same model and
+ * config give the same bytes wherever they are written); its source model
+ * path is recorded. A reader that knows where it found the file calls this
+ * to set config.output to that path without its ".om", so the config it
+ * holds reproduces this file (`cannprof info` prints it as a command).
+ * cp_om_read does so itself. Paths too long for config.output leave it
+ * empty. */
+void cp_om_meta_locate(struct cp_om_meta *m, const char *path);
+
 /* Serialize `g` with `meta` into `path` + (nothing: path is the full file
  * name). Atomic. Strings of meta are copied; meta_json is ignored (it is
  * built from the other fields). */

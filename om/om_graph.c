@@ -69,10 +69,8 @@ static enum cp_status check_tensor(const struct cp_tensor *t, size_t i, struct c
         return cp_diag_set(d, CP_ERR_INVALID, "tensor '%s': rank %d exceeds %d", t->name,
                            t->shape.rank, CP_MAX_RANK);
     if (t->data) {
-        int64_t numel = cp_shape_numel(&t->shape);
-        size_t es = cp_dtype_size(t->dtype);
         size_t want;
-        if (numel < 0 || es == 0 || cp_mul_overflows((size_t)numel, es, &want) || want != t->nbytes)
+        if (!cp_shape_nbytes(&t->shape, t->dtype, &want) || want != t->nbytes)
             return cp_diag_set(d, CP_ERR_INVALID,
                                "tensor '%s': %zu bytes of data do not match its shape and "
                                "dtype %s",
@@ -453,10 +451,8 @@ static enum cp_status read_data(const char *name, const Cpom__Tensor *m, struct 
     if (!m->has_data_offset || !m->has_data_bytes)
         return corrupt(d, name, "tensor '%s': data offset or size missing", m->name);
     const struct cp_tensor *t = cp_graph_tensor(g, idx);
-    int64_t numel = cp_shape_numel(&t->shape);
-    size_t es = cp_dtype_size(t->dtype);
     size_t want;
-    if (numel < 0 || es == 0 || cp_mul_overflows((size_t)numel, es, &want))
+    if (!cp_shape_nbytes(&t->shape, t->dtype, &want))
         return corrupt(d, name, "tensor '%s' has data but no static shape and dtype", m->name);
     if (m->data_bytes != (uint64_t)want)
         return corrupt(d, name, "tensor '%s': %llu bytes of data, shape and dtype need %zu",

@@ -73,6 +73,10 @@ enum cp_status om_meta_build(const struct cp_om_meta *meta, struct cp_buf *out, 
         json_decref(config);
         return cp_diag_set(d, CP_ERR_INTERNAL, "the conversion config's JSON is not an object");
     }
+    /* Where the file is written is not part of what it is: the same model
+     * and config give the same bytes at any --output. A reader learns the
+     * location from where it found the file (cp_om_meta_locate). */
+    json_object_del(config, "output");
     enum cp_status st = CP_OK;
     json_t *root = json_object();
     json_t *source = json_object();

@@ -228,5 +228,18 @@ enum cp_status cp_om_read(const char *path, struct cp_graph **g, struct cp_om_me
         cp_mmap_close(&m);
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);
     }
+    if (meta)
+        cp_om_meta_locate(meta, path);
     return CP_OK;
+}
+
+void cp_om_meta_locate(struct cp_om_meta *m, const char *path)
+{
+    size_t len = strlen(path);
+    if (cp_path_has_suffix(path, ".om"))
+        len -= 3;
+    if (len >= sizeof m->config.output)
+        len = 0;
+    memcpy(m->config.output, path, len);
+    m->config.output[len] = '\0';
 }

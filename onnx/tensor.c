@@ -246,7 +246,10 @@ static enum cp_status fault_message(struct onnx_ctx *c, const char *what,
         return onnx_err(c, CP_ERR_INVALID, "%s has a negative dimension (%lld at axis %zu)", what,
                         (long long)e->have, (size_t)e->axis);
     case CP_ONNX_TENSOR_TOO_LARGE:
-        return onnx_err(c, CP_ERR_INVALID, "%s is too large to address", what);
+        return onnx_err(c, CP_ERR_INVALID,
+                        "%s (%s %s) is too large to address: its byte size does not fit in 64 "
+                        "bits",
+                        what, sh, dt);
     case CP_ONNX_TENSOR_OTHER_FIELD:
         return onnx_err(c, CP_ERR_INVALID,
                         "%s (%s) stores its values in %s; %s values belong in %s or raw_data", what,

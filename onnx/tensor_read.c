@@ -61,14 +61,13 @@ enum cp_onnx_tensor_fault onnx_tensor_head(const Onnx__TensorProto *tp, bool all
         s.dims[i].value = tp->dims[i];
         s.dims[i].sym = NULL;
     }
-    int64_t numel = cp_shape_numel(&s);
-    size_t nbytes;
-    if (numel < 0 || (uint64_t)numel > SIZE_MAX ||
-        cp_mul_overflows((size_t)numel, cp_dtype_size(dt), &nbytes))
-        return fail(err, CP_ONNX_TENSOR_TOO_LARGE);
+    /* Set before the size check, so a fault can name them. */
     h->dtype = dt;
     h->shape = s;
-    h->numel = (size_t)numel;
+    size_t nbytes;
+    if (!cp_shape_nbytes(&s, dt, &nbytes))
+        return fail(err, CP_ONNX_TENSOR_TOO_LARGE);
+    h->numel = (size_t)cp_shape_numel(&s);
     h->nbytes = nbytes;
     h->external = external;
     return CP_ONNX_TENSOR_OK;

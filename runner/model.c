@@ -66,6 +66,8 @@ enum cp_status cp_model_load(struct cp_runtime *rt, const char *path, struct cp_
     m->len = m->map.len;
     if ((st = open_bytes(m, d)) != CP_OK)
         goto out_free_model;
+    /* The .om does not record where it was written: it is here. */
+    cp_om_meta_locate(&m->meta, path);
     cp_runtime_record(rt, rt->names.load, -1, t0, cp_clock_ns());
     *out = m;
     return CP_OK;

@@ -64,14 +64,27 @@ enum cp_status cp_tensor_fill_random(struct cp_host_tensor *t, uint64_t seed, st
 struct cp_runtime_options {
     int threads;                     /* <= 0: number of online cores */
     struct cp_trace_recorder *trace; /* optional; borrowed, not freed */
+    /* The most memory one plan may allocate: its activation arena plus its
+     * kernels' scratch (weights stay mapped and do not count). 0: the
+     * environment's CANNPROF_MAX_PLAN_BYTES (a byte count, "16G", or
+     * "none"), else the machine's physical memory. A plan that needs more
+     * is refused before anything is allocated (CP_ERR_UNSUPPORTED, naming
+     * the sizes, the largest tensor and its node). */
+    uint64_t max_plan_bytes;
 };
+
+#define CP_MAX_PLAN_BYTES_ENV "CANNPROF_MAX_PLAN_BYTES"
 
 struct cp_runtime;
 
+/* Create a runtime. CP_ERR_USAGE when CANNPROF_MAX_PLAN_BYTES is set but is
+ * not a byte count. OUT: *rt (free with cp_runtime_free). */
 enum cp_status cp_runtime_create(const struct cp_runtime_options *opt, struct cp_runtime **rt,
                                  struct cp_diag *d);
 void cp_runtime_free(struct cp_runtime *rt); /* NULL is a no-op */
 int cp_runtime_threads(const struct cp_runtime *rt);
+/* The plan memory limit in force (UINT64_MAX: none). */
+uint64_t cp_runtime_max_plan_bytes(const struct cp_runtime *rt);
 struct cp_trace_recorder *cp_runtime_trace(const struct cp_runtime *rt);
 
 /* ---- models ------------------------------------------------------------- */

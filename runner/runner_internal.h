@@ -23,6 +23,10 @@ struct cp_rt_names {
 
 struct cp_runtime {
     int threads;
+    uint64_t max_plan_bytes; /* UINT64_MAX: no limit */
+    /* Where the limit came from, for messages: "CANNPROF_MAX_PLAN_BYTES",
+     * "the machine's physical memory", "the runtime options". */
+    const char *max_plan_source;
     struct cp_trace_recorder *trace; /* borrowed; may be NULL */
     struct cp_rt_names names;
     struct cp_kernel_env env;

@@ -6,12 +6,46 @@
 
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int online_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 && n < 100000 ? (int)n : 1;
+}
+
+/* The plan memory limit: the option, else the environment, else physical
+ * memory (no limit when even that is unknown). */
+static enum cp_status plan_limit(struct cp_runtime *rt, const struct cp_runtime_options *opt,
+                                 struct cp_diag *d)
+{
+    if (opt && opt->max_plan_bytes > 0) {
+        rt->max_plan_bytes = opt->max_plan_bytes;
+        rt->max_plan_source = "the runtime options";
+        return CP_OK;
+    }
+    const char *env = getenv(CP_MAX_PLAN_BYTES_ENV);
+    if (env && *env) {
+        rt->max_plan_source = CP_MAX_PLAN_BYTES_ENV;
+        if (strcmp(env, "none") == 0) {
+            rt->max_plan_bytes = UINT64_MAX;
+            return CP_OK;
+        }
+        if (!cp_parse_bytes(env, &rt->max_plan_bytes) || rt->max_plan_bytes == 0)
+            return cp_diag_set(d, CP_ERR_USAGE,
+                               "%s='%s' is not a byte count: give a positive number of bytes, "
+                               "optionally with K, M, G or T (16G), or 'none'",
+                               CP_MAX_PLAN_BYTES_ENV, env);
+        return CP_OK;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    rt->max_plan_source = "the machine's physical memory";
+    if (pages <= 0 || page <= 0 || (uint64_t)pages > UINT64_MAX / (uint64_t)page)
+        rt->max_plan_bytes = UINT64_MAX;
+    else
+        rt->max_plan_bytes = (uint64_t)pages * (uint64_t)page;
+    return CP_OK;
 }
 
 static enum cp_status intern_names(struct cp_runtime *rt, struct cp_diag *d)
@@ -43,7 +77,9 @@ enum cp_status cp_runtime_create(const struct cp_runtime_options *opt, struct cp
     rt->trace = opt ? opt->trace : NULL;
     rt->env.threads = rt->threads;
     cp_host_detect(&rt->host);
-    enum cp_status st = intern_names(rt, d);
+    enum cp_status st = plan_limit(rt, opt, d);
+    if (st == CP_OK)
+        st = intern_names(rt, d);
     if (st != CP_OK)
         goto out_free_rt;
     cp_runtime_bind_threads(rt);
@@ -84,6 +120,11 @@ void cp_runtime_free(struct cp_runtime *rt)
 int cp_runtime_threads(const struct cp_runtime *rt)
 {
     return rt->threads;
+}
+
+uint64_t cp_runtime_max_plan_bytes(const struct cp_runtime *rt)
+{
+    return rt->max_plan_bytes;
 }
 
 struct cp_trace_recorder *cp_runtime_trace(const struct cp_runtime *rt)

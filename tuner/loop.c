@@ -353,15 +353,20 @@ static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tu
         .median_ns = s->after_ns,
         .throughput = NAN,
     };
-    enum cp_status st = cp_buf_status(&pj) == CP_OK ? cp_kb_candidate_add(c->kb, &kc, id, d)
+    /* The candidate, its samples and its outcome in one transaction: a
+     * tuner stopped half-way never leaves a candidate without its samples. */
+    struct cp_kb_step ks = {
+        .candidate = &kc,
+        .a_ns = res ? res->ns[0] : NULL,
+        .b_ns = res ? res->ns[1] : NULL,
+        .n = res ? res->n : 0,
+        .record_strategy = s->step > 0 && strcmp(s->status, "failed") != 0,
+        .model_id = c->model_id,
+        .hw_id = c->hw_id,
+        .held = strcmp(s->status, "accepted") == 0,
+    };
+    enum cp_status st = cp_buf_status(&pj) == CP_OK ? cp_kb_step_record(c->kb, &ks, id, d)
                                                     : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    if (st == CP_OK && res && res->n) {
-        if ((st = cp_kb_measurement_add(c->kb, *id, "a", res->ns[0], res->n, d)) == CP_OK)
-            st = cp_kb_measurement_add(c->kb, *id, "b", res->ns[1], res->n, d);
-    }
-    if (st == CP_OK && s->step > 0 && strcmp(s->status, "failed") != 0)
-        st = cp_kb_strategy_record(c->kb, c->model_id, c->hw_id, c->sess.id, s->delta,
-                                   s->measured_gain, strcmp(s->status, "accepted") == 0, d);
     cp_buf_release(&pj);
     return st;
 }

@@ -2,9 +2,12 @@
  * report.md / report.json when it stops. */
 #include "tuner/tuner_internal.h"
 
+#include <jansson.h>
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void clock_text(const struct cp_tune_ctx *c, char out[16])
@@ -321,5 +324,102 @@ enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune
     cp_buf_release(&json);
     cp_buf_release(&md);
     cp_buf_release(&sw);
+    return st;
+}
+
+/* ---- reading report.json back ---------------------------------------------------------- */
+
+void cp_tune_report_row_release(struct cp_tune_report_row *r)
+{
+    if (!r)
+        return;
+    free(r->model);
+    for (size_t i = 0; i < r->n_accepted; i++)
+        free(r->accepted[i]);
+    free(r->accepted);
+    memset(r, 0, sizeof *r);
+}
+
+static enum cp_status not_a_report(const char *path, const char *field, const char *want,
+                                   struct cp_diag *d)
+{
+    return cp_diag_set(d, CP_ERR_CORRUPT, "%s: not a tune report: '%s' is missing or not %s", path,
+                       field, want);
+}
+
+/* o[key] as a number; JSON null (what the writer puts for an unknown
+ * figure) is NaN. */
+static bool figure(const json_t *o, const char *key, double *out)
+{
+    const json_t *v = json_object_get(o, key);
+    if (json_is_null(v)) {
+        *out = NAN;
+        return true;
+    }
+    if (!json_is_number(v))
+        return false;
+    *out = json_number_value(v);
+    return true;
+}
+
+static enum cp_status read_row(const char *path, const json_t *j, struct cp_tune_report_row *out,
+                               struct cp_diag *d)
+{
+    if (!json_is_object(j))
+        return cp_diag_set(d, CP_ERR_CORRUPT, "%s: not a tune report: not a JSON object", path);
+    const json_t *model = json_object_get(j, "model"), *base = json_object_get(j, "baseline");
+    const json_t *best = json_object_get(j, "best"), *steps = json_object_get(j, "steps");
+    if (!json_is_string(model))
+        return not_a_report(path, "model", "a string", d);
+    if (!json_is_object(base) || !figure(base, "median_ms", &out->baseline_ms))
+        return not_a_report(path, "baseline.median_ms", "a number", d);
+    if (!json_is_object(best) || !figure(best, "median_ms", &out->best_ms))
+        return not_a_report(path, "best.median_ms", "a number", d);
+    if (!figure(best, "precision_loss_pct", &out->best_precision_loss))
+        return not_a_report(path, "best.precision_loss_pct", "a number", d);
+    if (!figure(best, "memory_bytes", &out->best_memory_bytes))
+        return not_a_report(path, "best.memory_bytes", "a number", d);
+    if (!json_is_array(steps))
+        return not_a_report(path, "steps", "an array", d);
+    if (!(out->model = cp_strdup(json_string_value(model))))
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);
+    out->accepted = cp_calloc(json_array_size(steps) + 1, sizeof *out->accepted);
+    if (!out->accepted)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);
+    size_t i;
+    const json_t *st;
+    json_array_foreach(steps, i, st)
+    {
+        const char *status = json_string_value(json_object_get(st, "status"));
+        const char *delta = json_string_value(json_object_get(st, "delta"));
+        if (!status || !delta) {
+            char field[48];
+            snprintf(field, sizeof field, "steps[%zu].%s", i, !status ? "status" : "delta");
+            return not_a_report(path, field, "a string", d);
+        }
+        if (strcmp(status, "accepted") != 0)
+            continue;
+        if (!(out->accepted[out->n_accepted] = cp_strdup(delta)))
+            return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);
+        out->n_accepted++;
+    }
+    return CP_OK;
+}
+
+enum cp_status cp_tune_report_read(const char *path, struct cp_tune_report_row *out,
+                                   struct cp_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    if (!cp_path_exists(path))
+        return cp_diag_set(d, CP_ERR_IO, "%s: no such file", path);
+    json_error_t err;
+    json_t *j = json_load_file(path, 0, &err);
+    if (!j)
+        return cp_diag_set(d, CP_ERR_CORRUPT, "%s:%d:%d: not a tune report: %s", path, err.line,
+                           err.column, err.text);
+    enum cp_status st = read_row(path, j, out, d);
+    json_decref(j);
+    if (st != CP_OK)
+        cp_tune_report_row_release(out);
     return st;
 }

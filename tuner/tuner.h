@@ -242,4 +242,24 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
 enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune_result *r,
                                     struct cp_diag *d);
 
+/* The figures of a report.json that a summary of many sessions shows
+ * (`tune --batch`). Strings are owned by the struct. */
+struct cp_tune_report_row {
+    char *model;                 /* the model as given to tune */
+    double baseline_ms, best_ms; /* median latencies; NaN when the report has null */
+    double best_precision_loss;  /* percent; NaN when null */
+    double best_memory_bytes;    /* the best's memory */
+    char **accepted;             /* the deltas of the accepted steps, in order */
+    size_t n_accepted;
+};
+
+/* Read back a report.json that cp_tune_write_report wrote. The file is read
+ * as untrusted: one that is not JSON, or in which a field the row needs is
+ * missing or of the wrong type, is CP_ERR_CORRUPT with a message naming the
+ * file (and line:column, or the field); a missing file is CP_ERR_IO.
+ * OUT: *out (release with cp_tune_report_row_release; zeroed on failure). */
+enum cp_status cp_tune_report_read(const char *path, struct cp_tune_report_row *out,
+                                   struct cp_diag *d);
+void cp_tune_report_row_release(struct cp_tune_report_row *r); /* NULL ok; leaves it zeroed */
+
 #endif

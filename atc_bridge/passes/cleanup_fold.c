@@ -277,7 +277,10 @@ static bool eval_allowed(const struct cp_graph *g, const struct cp_node *n)
         if (n->outputs[i] < 0)
             continue;
         const struct cp_tensor *t = cp_graph_tensor(g, n->outputs[i]);
-        out_bytes += (size_t)cp_shape_numel(&t->shape) * cp_dtype_size(t->dtype);
+        size_t nb;
+        if (!cp_shape_nbytes(&t->shape, t->dtype, &nb) || nb > SIZE_MAX - out_bytes)
+            return false;
+        out_bytes += nb;
     }
     return out_bytes <= FOLD_FREE_BYTES || out_bytes <= in_bytes;
 }

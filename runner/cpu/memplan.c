@@ -12,12 +12,8 @@ static uint64_t align_up(uint64_t x)
 
 uint64_t cp_memplan_tensor_bytes(const struct cp_tensor *t)
 {
-    int64_t numel = cp_shape_numel(&t->shape);
-    size_t es = cp_dtype_size(t->dtype);
     size_t bytes;
-    if (numel < 0 || cp_mul_overflows((size_t)numel, es, &bytes))
-        return 0;
-    return bytes;
+    return cp_shape_nbytes(&t->shape, t->dtype, &bytes) ? bytes : 0;
 }
 
 /* ---- placement -------------------------------------------------------------- */
@@ -159,13 +155,28 @@ struct build_ctx {
     struct cp_diag *d;
 };
 
-static enum cp_status add_block(struct build_ctx *c, int32_t t, int32_t first, int32_t last)
+/* A buffer for tensor t, written by node `n` (NULL: a graph input). A size
+ * that does not compute is refused here rather than planned as 0 bytes
+ * that a kernel would then write past. */
+static enum cp_status add_block(struct build_ctx *c, const struct cp_node *n, int32_t t,
+                                int32_t first, int32_t last)
 {
     struct cp_memplan *mp = c->mp;
     const struct cp_tensor *T = cp_graph_tensor(c->g, t);
-    uint64_t bytes = cp_memplan_tensor_bytes(T);
-    if (bytes > UINT64_MAX / 4)
-        return cp_diag_set(c->d, CP_ERR_INVALID, "tensor '%s' is too large to allocate", T->name);
+    size_t bytes;
+    if (!cp_shape_nbytes(&T->shape, T->dtype, &bytes)) {
+        char s[96];
+        cp_shape_format(&T->shape, s, sizeof s);
+        if (!n)
+            return cp_diag_set(c->d, CP_ERR_INVALID,
+                               "input '%s' (%s %s) is too large: its byte size does not fit in "
+                               "64 bits",
+                               T->name, s, cp_dtype_name(T->dtype));
+        return cp_diag_set(c->d, CP_ERR_INVALID,
+                           "node '%s' (%s): output '%s' (%s %s) is too large: its byte size does "
+                           "not fit in 64 bits",
+                           n->name, n->op_type, T->name, s, cp_dtype_name(T->dtype));
+    }
     mp->blocks[mp->n_blocks] =
         (struct cp_mem_block){.size = bytes, .first = first, .last = last, .tensor = t};
     mp->root[t] = t;
@@ -234,7 +245,7 @@ static enum cp_status write_outputs(struct build_ctx *c, const struct cp_node *n
                                "tensor '%s' is written by node '%s' (%s) but is a graph input, "
                                "an initializer or written before",
                                cp_graph_tensor(c->g, t)->name, n->name, n->op_type);
-        enum cp_status st = add_block(c, t, step, step);
+        enum cp_status st = add_block(c, n, t, step, step);
         if (st != CP_OK)
             return st;
     }
@@ -260,7 +271,7 @@ static enum cp_status init_tensors(struct build_ctx *c)
         int32_t t = cp_graph_input(c->g, i);
         if (mp->root[t] >= 0)
             continue; /* listed twice, or an initializer listed as an input */
-        enum cp_status st = add_block(c, t, 0, mp->n_steps);
+        enum cp_status st = add_block(c, NULL, t, 0, mp->n_steps);
         if (st != CP_OK)
             return st;
     }
@@ -306,6 +317,19 @@ enum cp_status cp_memplan_build(const struct cp_graph *g, const int32_t *order, 
                                cp_graph_tensor(g, t)->name);
         if (mp->block[r] >= 0)
             mp->blocks[mp->block[r]].last = mp->n_steps;
+    }
+    /* Any placement ends at or below the sum of the aligned sizes, so once
+     * that sum fits, no offset computed while placing can wrap. */
+    uint64_t total = 0;
+    for (size_t i = 0; i < mp->n_blocks; i++) {
+        uint64_t sz = align_up(mp->blocks[i].size);
+        if (sz > CP_TENSOR_MAX_BYTES - total)
+            return cp_diag_set(d, CP_ERR_INVALID,
+                               "the tensors need more than %llu bytes together (at tensor '%s'), "
+                               "more than 64-bit offsets address",
+                               (unsigned long long)CP_TENSOR_MAX_BYTES,
+                               cp_graph_tensor(g, mp->blocks[i].tensor)->name);
+        total += sz;
     }
     bool reuse = mode != CP_BUF_OFF_OPTIMIZE;
     if (cp_memplan_place(mp->blocks, mp->n_blocks, mp->n_steps, reuse, &mp->arena_bytes,

@@ -68,7 +68,8 @@ enum cp_status cp_memplan_build(const struct cp_graph *g, const int32_t *order, 
                                 struct cp_diag *d);
 void cp_memplan_release(struct cp_memplan *mp);
 
-/* Bytes of a tensor with a static shape (0 when unknown). */
+/* Bytes of a tensor with a static shape (0 when unknown or too large for
+ * any tensor, see cp_shape_nbytes). */
 uint64_t cp_memplan_tensor_bytes(const struct cp_tensor *t);
 
 #endif

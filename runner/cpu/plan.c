@@ -105,10 +105,57 @@ static enum cp_status check_shapes(const struct cp_plan *p, const int32_t *order
 
 /* ---- memory -------------------------------------------------------------------- */
 
+/* "(CANNPROF_MAX_PLAN_BYTES)" or, for the default, how to change it. */
+static void limit_text(const struct cp_runtime *rt, char *out, size_t n)
+{
+    char lim[32];
+    cp_format_bytes(rt->max_plan_bytes, lim);
+    if (strcmp(rt->max_plan_source, CP_MAX_PLAN_BYTES_ENV) == 0)
+        snprintf(out, n, "the limit of %s set by %s", lim, CP_MAX_PLAN_BYTES_ENV);
+    else
+        snprintf(out, n, "the limit of %s (%s; set %s to change it)", lim, rt->max_plan_source,
+                 CP_MAX_PLAN_BYTES_ENV);
+}
+
+/* The arena must fit the runtime's limit: refused before it is allocated
+ * (an untrusted model asks for what it likes), naming the largest tensor
+ * and the node that writes it. */
+static enum cp_status check_arena_limit(const struct cp_plan *p, uint64_t size, struct cp_diag *d)
+{
+    if (size <= p->rt->max_plan_bytes)
+        return CP_OK;
+    const struct cp_mem_block *big = NULL;
+    for (size_t i = 0; i < p->mem.n_blocks; i++)
+        if (!big || p->mem.blocks[i].size > big->size)
+            big = &p->mem.blocks[i];
+    char need[32], bsz[32], lim[160], shape[96], who[600] = "";
+    cp_format_bytes(size, need);
+    limit_text(p->rt, lim, sizeof lim);
+    if (big && big->tensor >= 0) {
+        const struct cp_tensor *T = cp_graph_tensor(p->g, big->tensor);
+        const struct cp_node *n = cp_graph_node(p->g, T->producer);
+        cp_format_bytes(big->size, bsz);
+        cp_shape_format(&T->shape, shape, sizeof shape);
+        if (n)
+            snprintf(who, sizeof who,
+                     "; the largest tensor is '%s' (%s %s, %s), written by node '%s' (%s)", T->name,
+                     shape, cp_dtype_name(T->dtype), bsz, n->name, n->op_type);
+        else
+            snprintf(who, sizeof who, "; the largest tensor is input '%s' (%s %s, %s)", T->name,
+                     shape, cp_dtype_name(T->dtype), bsz);
+    }
+    return cp_diag_set(d, CP_ERR_UNSUPPORTED,
+                       "%s: the plan needs %s of activation memory, more than %s%s", p->m->name,
+                       need, lim, who);
+}
+
 static enum cp_status alloc_arena(struct cp_plan *p, struct cp_diag *d)
 {
     uint64_t t0 = cp_clock_ns();
     uint64_t size = align64(p->mem.arena_bytes ? p->mem.arena_bytes : CP_MEM_ALIGN);
+    enum cp_status st = check_arena_limit(p, size, d);
+    if (st != CP_OK)
+        return st;
     if (size > SIZE_MAX || posix_memalign(&p->arena, CP_MEM_ALIGN, (size_t)size) != 0) {
         p->arena = NULL;
         char b[32];
@@ -305,6 +352,23 @@ static enum cp_status prepare_kernels(struct cp_plan *p, struct cp_diag *d)
     }
     if (scratch == 0)
         return CP_OK;
+    uint64_t arena = align64(p->mem.arena_bytes ? p->mem.arena_bytes : CP_MEM_ALIGN);
+    /* arena <= the limit: checked before the arena was allocated. */
+    if (align64(scratch) > p->rt->max_plan_bytes - arena) {
+        const struct cp_kexec *big = &p->kx[0];
+        for (size_t i = 1; i < p->n_kx; i++)
+            if (p->kx[i].scratch_bytes > big->scratch_bytes)
+                big = &p->kx[i];
+        char sb[32], ab[32], lim[160];
+        cp_format_bytes(align64(scratch), sb);
+        cp_format_bytes(arena, ab);
+        limit_text(p->rt, lim, sizeof lim);
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED,
+                           "%s: node '%s' (%s), kernel %s, needs %s of scratch on top of %s of "
+                           "activations, more than %s",
+                           p->m->name, big->node->name, big->node->op_type, big->kernel->name, sb,
+                           ab, lim);
+    }
     uint64_t t0 = cp_clock_ns();
     p->scratch_bytes = (size_t)align64(scratch);
     if (posix_memalign(&p->scratch, CP_MEM_ALIGN, p->scratch_bytes) != 0) {

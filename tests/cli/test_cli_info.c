@@ -200,6 +200,35 @@ Test(cli_info, info_shows_non_default_config_and_its_command_reproduces_the_om)
     free(om);
 }
 
+/* Where a .om is written is not part of it: the same model and config
+ * give the same bytes at any --output, and `info` names the file's own
+ * place in the command that reproduces it. */
+Test(cli_info, the_same_conversion_gives_the_same_bytes_at_any_output_path)
+{
+    char *one = ct_convert_to("resnet_tiny", "one", NULL);
+    char *sub = cp_t_path("sub");
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    char *two = ct_convert_to("resnet_tiny", "sub/two", NULL);
+    cr_assert(ct_same_bytes(one, two), "%s and %s differ", one, two);
+    const char *files[] = {one, two};
+    const char *bases[] = {"one", "sub/two"};
+    for (int i = 0; i < 2; i++) {
+        struct cp_run r;
+        cp_run_cli(&r, "info", files[i], NULL);
+        cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+        char *cmd = cp_t_section_value(r.out, "config:", "command");
+        cr_assert_not_null(cmd, "%s", r.out);
+        char *oflag = cp_t_fmt("--output=%s/%s ", cp_t_dir, bases[i]);
+        cr_assert_not_null(strstr(cmd, oflag), "command should say %s: %s", oflag, cmd);
+        free(oflag);
+        free(cmd);
+        cp_run_release(&r);
+    }
+    free(sub);
+    free(one);
+    free(two);
+}
+
 static json_t *info_json(const char *path)
 {
     struct cp_run r;

@@ -587,6 +587,25 @@ Test(core_text, format_bytes_and_si)
 
 /* ---- allocation ------------------------------------------------------------------ */
 
+Test(core_text, byte_counts_parse_with_binary_suffixes)
+{
+    uint64_t v = 0;
+    cr_assert(cp_parse_bytes("0", &v) && v == 0);
+    cr_assert(cp_parse_bytes("4096", &v) && v == 4096);
+    cr_assert(cp_parse_bytes("4K", &v) && v == 4096);
+    cr_assert(cp_parse_bytes("16g", &v) && v == (uint64_t)16 << 30);
+    cr_assert(cp_parse_bytes("512MiB", &v) && v == (uint64_t)512 << 20);
+    cr_assert(cp_parse_bytes("2T", &v) && v == (uint64_t)2 << 40);
+    cr_assert(cp_parse_bytes("18446744073709551615", &v) && v == UINT64_MAX);
+    v = 7;
+    const char *bad[] = {
+        "",  "K", "-1", "+1", " 1", "1 ", "1X", "1KB", "1Ki", "16777216T", "18446744073709551616",
+        NULL};
+    for (size_t i = 0; bad[i]; i++)
+        cr_assert_not(cp_parse_bytes(bad[i], &v), "'%s' parsed", bad[i]);
+    cr_assert_eq(v, 7, "a refused count leaves the output alone");
+}
+
 Test(core_alloc, overflowing_sizes_are_refused)
 {
     size_t r = 7;
@@ -595,6 +614,18 @@ Test(core_alloc, overflowing_sizes_are_refused)
     cr_assert_eq(r, 1000000);
     cr_assert_null(cp_calloc(SIZE_MAX / 2, 4));
     cr_assert_null(cp_realloc_array(NULL, SIZE_MAX / 2, 4));
+    int64_t v = 7;
+    cr_assert(cp_add_overflows_i64(INT64_MAX, 1, &v));
+    cr_assert(cp_sub_overflows_i64(INT64_MIN, 1, &v));
+    cr_assert(cp_mul_overflows_i64((int64_t)1 << 62, 2, &v));
+    cr_assert(cp_mul_overflows_i64(INT64_MIN, -1, &v));
+    cr_assert_eq(v, 7, "an overflowing operation leaves the output alone");
+    cr_assert_not(cp_add_overflows_i64(INT64_MAX - 1, 1, &v));
+    cr_assert_eq(v, INT64_MAX);
+    cr_assert_not(cp_sub_overflows_i64(-5, 7, &v));
+    cr_assert_eq(v, -12);
+    cr_assert_not(cp_mul_overflows_i64(-((int64_t)1 << 31), (int64_t)1 << 32, &v));
+    cr_assert_eq(v, INT64_MIN);
     void *p = cp_calloc(0, 8);
     cr_assert_not_null(p, "zero-size calloc still returns a block to free");
     free(p);

@@ -781,6 +781,47 @@ Test(graph_infer, test_infer_range_length_and_values)
     cp_graph_free(g);
 }
 
+/* limit - start does not fit in int64, the count does. */
+Test(graph_infer, test_infer_range_spanning_past_int64_counts_exactly)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_scalar(g, "start", INT64_MIN);
+    gb_scalar(g, "limit", INT64_MAX);
+    gb_scalar(g, "delta", (int64_t)1 << 62);
+    gb_node(g, "r", "Range", GB_IN("start", "limit", "delta"), GB_IN("y"));
+    gb_infer_ok(g);
+    gb_assert_shape(g, "y", 1, GB_DIMS(4));
+    int64_t q = (int64_t)1 << 62;
+    gb_assert_value(g, "y", 4, GB_DIMS(INT64_MIN, INT64_MIN + q, 0, q));
+    cp_graph_free(g);
+}
+
+Test(graph_infer, test_infer_range_of_more_elements_than_int64_is_refused)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_scalar(g, "start", INT64_MIN);
+    gb_scalar(g, "limit", INT64_MAX);
+    gb_scalar(g, "delta", 1);
+    gb_node(g, "r", "Range", GB_IN("start", "limit", "delta"), GB_IN("y"));
+    char msg[1024];
+    gb_infer_fails(g, msg);
+    cr_assert(strstr(msg, "node 'r' (Range)") && strstr(msg, "18446744073709551615 elements"), "%s",
+              msg);
+    cp_graph_free(g);
+}
+
+Test(graph_infer, test_infer_resize_scale_past_int64_is_refused)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", F32, 4, GB_DIMS(1, 1, 4, 4));
+    gb_init(g, "scales", F32, 1, GB_DIMS(4), (const float[]){1.0f, 1.0f, 1e30f, 1.0f});
+    gb_node(g, "rs", "Resize", GB_IN("x", "", "scales"), GB_IN("y"));
+    char msg[1024];
+    gb_infer_fails(g, msg);
+    cr_assert(strstr(msg, "node 'rs' (Resize)") && strstr(msg, "64 bits"), "%s", msg);
+    cp_graph_free(g);
+}
+
 Test(graph_infer, test_infer_constant_of_shape_default_and_typed_value)
 {
     struct cp_graph *g = gb_graph(17);

@@ -760,11 +760,11 @@ Test(kb, a_version_2_baseline_reads_without_probe)
 
     kb = open_kb(path);
     cr_assert_eq(q_int(kb, "PRAGMA user_version"), CP_KB_SCHEMA_VERSION);
-    cr_assert_eq(CP_KB_SCHEMA_VERSION, 3);
-    cr_assert_eq(q_int(kb, "SELECT count(*) FROM schema_history"), 3);
-    cr_assert_eq(q_int(kb, "SELECT max(version) FROM schema_history"), 3);
+    cr_assert_eq(CP_KB_SCHEMA_VERSION, 4);
+    cr_assert_eq(q_int(kb, "SELECT count(*) FROM schema_history"), 4);
+    cr_assert_eq(q_int(kb, "SELECT max(version) FROM schema_history"), 4);
     char *v = q_text(kb, "SELECT value FROM meta WHERE key = 'schema_version'");
-    cr_assert_str_eq(v, "3");
+    cr_assert_str_eq(v, "4");
     free(v);
     cr_assert_eq(q_int(kb, "SELECT count(*) FROM pragma_table_info('baselines') WHERE "
                            "name = 'probe_ns' AND type = 'BLOB' AND \"notnull\" = 0"),

@@ -305,6 +305,60 @@ Test(memplan, test_a_view_that_changes_size_is_refused)
     cp_graph_free(g);
 }
 
+/* x [4] -> Relu -> y, then y's shape corrupted to `dims` (as a broken .om
+ * might carry it) and planned: the planner must refuse, not plan 0 bytes
+ * for a size that wrapped. */
+static void expect_refused(int rank, const int64_t *dims, const char *want)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 1, GB_DIMS(4));
+    gb_node(g, "relu", "Relu", GB_IN("x"), GB_IN("y"));
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    gb_infer_ok(g);
+    cp_shape_set(&cp_graph_tensor(g, cp_graph_find_tensor(g, "y"))->shape, rank, dims);
+    int32_t order[] = {0};
+    bool is_view[] = {false};
+    struct cp_memplan mp;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_memplan_build(g, order, is_view, 1, CP_BUF_L2_OPTIMIZE, &mp, &d),
+                 CP_ERR_INVALID, "planned %llu bytes", (unsigned long long)mp.arena_bytes);
+    cr_assert(strstr(d.msg, "'y'") && strstr(d.msg, want), "%s", d.msg);
+    cp_memplan_release(&mp);
+    cp_graph_free(g);
+}
+
+Test(memplan, test_a_tensor_whose_byte_size_wraps_is_refused)
+{
+    /* 2^62 f32 elements: 2^64 bytes, 0 in 64 bits. */
+    expect_refused(2, GB_DIMS((int64_t)1 << 31, (int64_t)1 << 31), "node 'relu'");
+}
+
+Test(memplan, test_tensors_whose_sizes_sum_past_64_bits_are_refused)
+{
+    /* Five buffers of 2^62 bytes each fit one by one; without reuse their
+     * offsets add up to 5 * 2^62, which wrapped in 64 bits. */
+    struct cp_graph *g = gb_graph(17);
+    int64_t big = (int64_t)1 << 60; /* f32 */
+    gb_input(g, "x", CP_DTYPE_F32, 1, &big);
+    gb_node(g, "r1", "Relu", GB_IN("x"), GB_IN("a"));
+    gb_node(g, "r2", "Relu", GB_IN("a"), GB_IN("b"));
+    gb_node(g, "r3", "Relu", GB_IN("b"), GB_IN("c"));
+    gb_node(g, "r4", "Relu", GB_IN("c"), GB_IN("y"));
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    gb_infer_ok(g);
+    int32_t order[] = {0, 1, 2, 3};
+    bool is_view[] = {false, false, false, false};
+    struct cp_memplan mp;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_memplan_build(g, order, is_view, 4, CP_BUF_OFF_OPTIMIZE, &mp, &d),
+                 CP_ERR_INVALID, "planned %llu bytes", (unsigned long long)mp.arena_bytes);
+    cr_assert(strstr(d.msg, "64-bit"), "%s", d.msg);
+    cp_memplan_release(&mp);
+    cp_graph_free(g);
+}
+
 /* ---- placement alone ---------------------------------------------------------- */
 
 Test(memplan, test_placement_is_valid_on_random_lifetimes)
