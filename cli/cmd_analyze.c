@@ -2,6 +2,7 @@
  * expected gain and the change that addresses each. */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "rules/rules.h"
 
 #include <math.h>
@@ -191,23 +192,18 @@ int cp_cmd_analyze(int argc, char **argv)
     }
     int rc = 0;
     if (cp_args_has(&args, OPT_JSON)) {
-        struct cp_buf b;
-        cp_buf_init(&b);
-        cp_buf_puts(&b, "{\"trace\":");
-        cp_buf_json_str(&b, trace);
-        cp_buf_printf(&b, ",\"run\":%lld,\"target\":\"%s\",\"rules_loaded\":%zu,\"findings\":",
-                      (long long)dg.run.run_id, cp_target_name(o.analysis.target),
-                      cp_rule_set_count(dg.rules));
-        cp_analysis_json(&dg.analysis, &b);
-        cp_buf_puts(&b, ",\"features\":");
-        cp_features_json(dg.features, &b);
-        cp_buf_puts(&b, "}\n");
-        if (cp_buf_status(&b) != CP_OK) {
-            cp_cli_error("analyze", "out of memory");
-            rc = 3;
-        } else
-            fputs(b.data, stdout);
-        cp_buf_release(&b);
+        json_t *j = json_object();
+        if (!j || !cp_json_set_str(j, "trace", trace) ||
+            !cp_json_set_int(j, "run", dg.run.run_id) ||
+            !cp_json_set_str(j, "target", cp_target_name(o.analysis.target)) ||
+            !cp_json_set_int(j, "rules_loaded", (int64_t)cp_rule_set_count(dg.rules)) ||
+            !cp_json_set(j, "findings", cp_analysis_to_json(&dg.analysis)) ||
+            !cp_json_set(j, "features", cp_features_to_json(dg.features))) {
+            json_decref(j);
+            j = NULL;
+        }
+        rc = cp_out_json(j, "analyze");
+        json_decref(j);
     } else
         print_findings(&dg, (size_t)n, trace);
     if (rc == 0) {

@@ -2,6 +2,7 @@
  * ceilings of the roofline (docs/calibration.md). */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "rules/calibrate.h"
 
 #include <stdio.h>
@@ -139,17 +140,10 @@ int cp_cmd_calibrate(int argc, char **argv)
         return d.status == CP_ERR_USAGE ? 2 : 3;
     }
     if (cp_args_has(&args, OPT_JSON)) {
-        struct cp_buf b;
-        cp_buf_init(&b);
-        cp_machine_json(&m, &b);
-        cp_buf_putc(&b, '\n');
-        if (cp_buf_status(&b) != CP_OK) {
-            cp_buf_release(&b);
-            cp_cli_error("calibrate", "out of memory");
-            return 3;
-        }
-        fputs(b.data, stdout);
-        cp_buf_release(&b);
+        json_t *j = cp_machine_to_json(&m);
+        int rc = cp_out_json(j, "calibrate");
+        json_decref(j);
+        return rc;
     } else {
         print_text(&m);
     }

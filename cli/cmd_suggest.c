@@ -308,7 +308,10 @@ static void render_json(const struct cp_diagnosis *dg, const char *trace, enum c
                   cp_target_name(t));
     cp_buf_json_str(b, constraints ? constraints : "");
     cp_buf_puts(b, ",\"findings\":");
-    cp_analysis_json(&dg->analysis, b);
+    json_t *fj = cp_analysis_to_json(&dg->analysis);
+    if (!fj || cp_json_dump(fj, false, b) != CP_OK)
+        b->failed = true;
+    json_decref(fj);
     cp_buf_puts(b, ",\"commands\":[");
     for (size_t i = 0; i < dg->analysis.n; i++) {
         struct applied ap;

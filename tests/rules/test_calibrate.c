@@ -150,6 +150,22 @@ Test(calibrate, peak_and_ridge_follow_threads_and_dtype)
     cr_assert_eq(cp_machine_peak_flops(&none, false, 1), 0);
 }
 
+/* A figure that is not a number must not read as a measured 0. */
+Test(calibrate, json_writes_a_figure_that_is_not_finite_as_null)
+{
+    struct cp_machine m = {
+        .threads_used = 2, .peak_flops_f32 = NAN, .mem_bw = INFINITY, .load_avg = 0.5};
+    snprintf(m.cpu_model, sizeof m.cpu_model, "cpu \xff");
+    json_t *j = cp_machine_to_json(&m);
+    cr_assert_not_null(j);
+    cr_assert(json_is_null(json_object_get(j, "peak_flops_f32")));
+    cr_assert(json_is_null(json_object_get(j, "mem_bw")));
+    cr_assert_float_eq(json_number_value(json_object_get(j, "load_avg")), 0.5, 1e-12);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "cpu_model")), "cpu \xef\xbf\xbd",
+                     "invalid UTF-8 is repaired, not replaced by '?'");
+    json_decref(j);
+}
+
 /* ---- the cache --------------------------------------------------------------- */
 
 Test(calibrate, cache_round_trip_gives_the_same_numbers)
@@ -297,7 +313,7 @@ Test(calibrate, home_cache_is_used_without_an_absolute_xdg_cache_home)
     free(home);
 }
 
-Test(calibrate, cache_folder_that_cannot_be_created_is_an_io_error)
+Test(calibrate, cache_folder_that_cannot_be_created_is_a_write_error)
 {
     char *file = cp_t_path("a-file");
     ct_write_text(file, "not a folder\n");
@@ -306,7 +322,7 @@ Test(calibrate, cache_folder_that_cannot_be_created_is_an_io_error)
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_calibrate_options o = {.cache_dir = dir, .budget_ms = BUDGET_MS};
-    cr_assert_eq(cp_calibrate_run(&o, &m, &d), CP_ERR_IO);
+    cr_assert_eq(cp_calibrate_run(&o, &m, &d), CP_ERR_WRITE);
     cr_assert(strstr(d.msg, dir), "the message names the folder: %s", d.msg);
     cr_assert_eq(m.peak_flops_f32, 0, "outputs are zeroed on failure");
     free(dir);
@@ -392,14 +408,16 @@ Test(calibrate, cli_text_names_peaks_bandwidth_ridge_and_cache)
     cp_run_release(&r);
 }
 
-Test(calibrate, cli_named_cache_folder_that_cannot_be_created_exits_2)
+/* The cache is an output: a folder that cannot be created is the
+ * environment's failure (exit 3), named or not. */
+Test(calibrate, cli_named_cache_folder_that_cannot_be_created_exits_3)
 {
     char *file = cp_t_path("a-file");
     ct_write_text(file, "x\n");
     char *dir = cp_t_fmt("%s/sub", file);
     struct cp_run r;
     cp_run_cli(&r, "calibrate", "--cache-dir", dir, NULL);
-    cr_assert_eq(r.exit_code, 2, "exit %d: %s", r.exit_code, r.err);
+    cr_assert_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.err);
     cr_assert(strstr(r.err, "cannprof calibrate: error:"), "%s", r.err);
     cr_assert(strstr(r.err, dir), "the folder is named: %s", r.err);
     cr_assert_str_eq(r.out, "");
