@@ -49,16 +49,52 @@ enum cp_status cp_trace_export_buf(struct cp_trace_store *s, int64_t run_id,
     return cp_diag_set(d, CP_ERR_UNSUPPORTED, "%s: unknown export format %d", s->path, (int)fmt);
 }
 
+/* The number of events of run `run`. */
+static enum cp_status count_events(struct cp_trace_store *s, int64_t run, size_t *n,
+                                   struct cp_diag *d)
+{
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM events WHERE run_id = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return cp_trace_store_db_error(s, d, "counting events");
+    sqlite3_bind_int64(st, 1, run);
+    enum cp_status ret = CP_OK;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *n = (size_t)sqlite3_column_int64(st, 0);
+    else
+        ret = cp_trace_store_db_error(s, d, "counting events");
+    sqlite3_finalize(st);
+    return ret;
+}
+
+enum cp_status cp_trace_export_file(struct cp_trace_store *s, int64_t run_id,
+                                    enum cp_trace_format fmt, const char *out_path,
+                                    struct cp_trace_export_info *info, struct cp_diag *d)
+{
+    struct cp_trace_export_info got = {0};
+    if (info)
+        *info = got;
+    enum cp_status st = cp_trace_store_resolve_run(s, run_id, &got.run, d);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    if (st == CP_OK && info)
+        st = count_events(s, got.run, &got.events, d);
+    if (st == CP_OK)
+        st = cp_trace_export_buf(s, got.run, fmt, &b, d);
+    if (st == CP_OK)
+        st = cp_file_write_atomic(out_path, b.data ? b.data : "", b.len, d);
+    got.bytes = b.len;
+    cp_buf_release(&b);
+    if (st == CP_OK && info)
+        *info = got;
+    return st;
+}
+
 enum cp_status cp_trace_export(struct cp_trace_store *s, int64_t run_id, enum cp_trace_format fmt,
                                const char *out_path, struct cp_diag *d)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    enum cp_status st = cp_trace_export_buf(s, run_id, fmt, &b, d);
-    if (st == CP_OK)
-        st = cp_file_write_atomic(out_path, b.data ? b.data : "", b.len, d);
-    cp_buf_release(&b);
-    return st;
+    return cp_trace_export_file(s, run_id, fmt, out_path, NULL, d);
 }
 
 /* ---- kernels --------------------------------------------------------------- */

@@ -299,9 +299,8 @@ void cp_run_metrics_release(struct cp_run_metrics *m);
 
 /* Tag run `run_id` as member `index` of `size` of group `group` (a number
  * that no other group of the store uses, e.g. the first run's id). */
-enum cp_status cp_trace_store_set_run_group(struct cp_trace_store *s, int64_t run_id,
-                                            int64_t group, int64_t index, int64_t size,
-                                            struct cp_diag *d);
+enum cp_status cp_trace_store_set_run_group(struct cp_trace_store *s, int64_t run_id, int64_t group,
+                                            int64_t index, int64_t size, struct cp_diag *d);
 
 /* The runs of the group run `run_id` (the last run when < 0) belongs to, in
  * id order; the run alone when it is in none. OUT: *ids (caller frees),
@@ -334,5 +333,18 @@ enum cp_status cp_trace_export(struct cp_trace_store *s, int64_t run_id, enum cp
 /* The same into a buffer (appended to `out`), e.g. for stdout. */
 enum cp_status cp_trace_export_buf(struct cp_trace_store *s, int64_t run_id,
                                    enum cp_trace_format fmt, struct cp_buf *out, struct cp_diag *d);
+
+/* What an export wrote: the run (resolved from a run_id < 0), how many
+ * events the run holds (every layer, warm-up included: what a Chrome
+ * export draws, and what a folded one sums), the bytes of the file. */
+struct cp_trace_export_info {
+    int64_t run;
+    size_t events;
+    size_t bytes;
+};
+/* cp_trace_export, saying what it wrote. OUT: *info (zeroed on failure). */
+enum cp_status cp_trace_export_file(struct cp_trace_store *s, int64_t run_id,
+                                    enum cp_trace_format fmt, const char *out_path,
+                                    struct cp_trace_export_info *info, struct cp_diag *d);
 
 #endif
