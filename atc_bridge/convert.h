@@ -46,7 +46,6 @@ int cp_pass_index(const char *name);
 enum cp_status cp_convert_config_load_fusion_switches(struct cp_convert_config *c,
                                                       const struct cp_log *log, struct cp_diag *d);
 
-
 /* ---- conversion -------------------------------------------------------- */
 
 struct cp_convert_result {

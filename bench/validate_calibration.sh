@@ -1,148 +1,154 @@
 #!/usr/bin/env bash
 # Calibration evidence for the verdicts of `bench --vs` and `validate`
 # (docs/validation.md): how often they cry wolf, and how often they catch a
-# real slowdown, with default settings (mann-whitney, alpha 0.05, threshold
-# 2%, 10 warm-up iterations; `bench --vs` measures 100 rounds, a single
-# `bench` measures until 100 iterations ran undisturbed by neighbours, as
-# its interference probe judges them, and `validate` compares those).
+# real slowdown, per model, thread count and machine load, along three
+# paths:
 #
+#   interleaved  `cannprof bench A.om --vs B.om --json`: A and B in rounds of
+#                one process (the way the tuner accepts a candidate);
+#   separate     `bench A --trace x.db`, then `bench B --trace y.db` (two
+#                processes, one after the other), then
+#                `validate --before x.db --after y.db --metrics latency`;
+#   runs         the same with `bench --runs R` on each side: R processes per
+#                side, compared run against run.
+#
+# For each path:
 #   A/A    the same .om against itself, TRIALS times: every "improved" or
-#          "regressed" is a false positive. The bar: false-positive rate
-#          <= 8% at alpha = 0.05.
-#   power  the .om against SLOW, a conversion of the same model that is about
-#          5% slower, TRIALS times: the share of trials that say "regressed".
-#          The bar: >= 90%.
+#          "regressed" is a false verdict. The target: <= 5%.
+#   power  the .om against SLOW, a conversion of the same model that is a few
+#          percent slower, TRIALS times: the share that says "regressed". The
+#          target: >= 90% against a 5% change. SLOW's true change is measured
+#          once per model and thread count by a long interleaved run, and
+#          printed: the power is against that change.
 #
-# Both are measured along two paths:
-#   tuner  `cannprof bench A.om --vs B.om --json`: A and B interleaved in one
-#          process (the way the tuner accepts a candidate);
-#   CI     `cannprof bench A.om --trace X.db`, then `bench B.om --trace Y.db`
-#          (two processes, one after the other), then
-#          `cannprof validate --before X.db --after Y.db --metrics latency`
-#          (exit 1 = regression).
-# SLOW's true slowdown is measured once by a long interleaved run.
+# Default settings everywhere (mann-whitney, alpha 0.05, threshold 2%, 10
+# warm-up, 100 undisturbed iterations or rounds).
 #
-# The model is examples/models/transformer_encoder_op14.onnx (about 0.4 ms
-# per run, so a trial takes a fraction of a second); SLOW is its conversion
-# with LayerNormFusionPass switched off (a fusion switch file) and
-# --buffer_optimize=off_optimize.
-#
-# usage: [TRIALS=N] [THREADS=T] [TRUE_ROUNDS=R] bench/validate_calibration.sh
-#   TRIALS       trials per figure (default 100)
-#   THREADS      runtime threads of every bench (default 1: on a small shared
-#                machine a second thread mostly measures the neighbours)
-#   TRUE_ROUNDS  rounds of the run that measures SLOW's true slowdown
-#                (default 3000)
-#   HOGS         background load while measuring (default 0): HOGS processes,
-#                alternately copying 64 MiB blocks through memory (dd) and
-#                spinning in a shell loop, the way other jobs on a shared CI
-#                machine compete for it
+# usage: [MODELS="m1 m2"] [THREADS="1 2"] [LOADS="0 2"] [PATHS="..."] [TRIALS=N]
+#        [RUNS=R] [TRUE_ROUNDS=N] bench/validate_calibration.sh
+#   MODELS       example models (default: transformer_encoder_op14 resnet_tiny
+#                nhwc_roundtrip); SLOW's recipe per model is in slow_flags()
+#   THREADS      runtime thread counts (default "1 2")
+#   LOADS        background hogs while measuring (default "0 2"): that many
+#                processes, alternately copying 64 MiB blocks through memory
+#                (dd) and spinning in a shell loop, as other jobs on a shared
+#                CI machine do
+#   PATHS        any of interleaved, separate, runs (default all three)
+#   TRIALS       trials per figure (default 40)
+#   RUNS         processes per side on the runs path (default 5)
+#   TRUE_ROUNDS  rounds of the run that measures SLOW's true change (default 2000)
 # The cannprof binary is $CANNPROF, else build/cannprof (built here).
-# Exit 1 when a bar is not met.
+# Exit 1 when a target is missed in some row.
 set -euo pipefail
 shopt -s inherit_errexit
 CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/deps.sh
+. "$CP_ROOT/scripts/deps.sh"
+cp_install_deps jq
 if [ -z "${CANNPROF:-}" ]; then
-    # shellcheck source=scripts/deps.sh
-    . "$CP_ROOT/scripts/deps.sh"
-    cp_install_deps
     mkdir -p "$CP_ROOT/build"
     cp_build "$CP_ROOT/build"
 fi
 cli=${CANNPROF:-$CP_ROOT/build/cannprof}
-trials=${TRIALS:-100}
-threads=${THREADS:-1}
-true_rounds=${TRUE_ROUNDS:-3000}
-hogs=${HOGS:-0}
-case "$trials$threads$true_rounds$hogs" in
-*[!0-9]*) echo "validate_calibration: TRIALS, THREADS, TRUE_ROUNDS and HOGS are whole numbers" >&2; exit 2 ;;
+models=${MODELS:-transformer_encoder_op14 resnet_tiny nhwc_roundtrip}
+threads_list=${THREADS:-1 2}
+loads=${LOADS:-0 2}
+paths=${PATHS:-interleaved separate runs}
+trials=${TRIALS:-40}
+runs=${RUNS:-5}
+true_rounds=${TRUE_ROUNDS:-2000}
+case "$trials$runs$true_rounds${threads_list// /}${loads// /}" in
+*[!0-9]*) echo "validate_calibration: TRIALS, RUNS, TRUE_ROUNDS, THREADS and LOADS are whole numbers" >&2; exit 2 ;;
 esac
-if [ "$trials" -lt 1 ] || [ "$threads" -lt 1 ] || [ "$true_rounds" -lt 2 ]; then
-    echo "validate_calibration: TRIALS and THREADS >= 1, TRUE_ROUNDS >= 2" >&2
-    exit 2
-fi
-model=transformer_encoder_op14
 work=$(mktemp -d /tmp/cannprof-calibration.XXXXXX)
 hog_pids=()
-cleanup() {
+stop_hogs() {
     if [ "${#hog_pids[@]}" -gt 0 ]; then kill "${hog_pids[@]}" 2>/dev/null || true; fi
+    hog_pids=()
+}
+cleanup() {
+    stop_hogs
     rm -rf "$work"
 }
 trap cleanup EXIT
-for i in $(seq "$hogs"); do
-    if [ $((i % 2)) -eq 1 ]; then
-        (while :; do dd if=/dev/zero of=/dev/null bs=64M count=64 status=none; done) &
-    else
-        (while :; do :; done) &
-    fi
-    hog_pids+=("$!")
-done
+start_hogs() {
+    local i
+    for i in $(seq "$1"); do
+        if [ $((i % 2)) -eq 1 ]; then
+            (while :; do dd if=/dev/zero of=/dev/null bs=64M count=64 status=none; done) &
+        else
+            (while :; do :; done) &
+        fi
+        hog_pids+=("$!")
+    done
+}
 
-# ---- the two models ---------------------------------------------------------
-echo "LayerNormFusionPass:off" >"$work/slow.cfg"
-"$cli" convert --model="$CP_ROOT/examples/models/$model.onnx" --framework=5 \
-    --output="$work/a" >/dev/null
-"$cli" convert --model="$CP_ROOT/examples/models/$model.onnx" --framework=5 \
-    --output="$work/slow" --fusion_switch_file="$work/slow.cfg" \
-    --buffer_optimize=off_optimize >/dev/null
-A=$work/a.om
-SLOW=$work/slow.om
+# The conversion that makes each model a few percent slower, and what it is.
+slow_flags() {
+    case "$1" in
+    transformer_encoder_op14)
+        echo "LayerNormFusionPass:off" >"$work/ln.cfg"
+        echo "--fusion_switch_file=$work/ln.cfg --buffer_optimize=off_optimize" ;;
+    *) echo "--buffer_optimize=off_optimize" ;;
+    esac
+}
+slow_name() {
+    case "$1" in
+    transformer_encoder_op14) echo "LayerNormFusionPass off, no buffer reuse" ;;
+    *) echo "no buffer reuse (off_optimize)" ;;
+    esac
+}
 
-# "k n" -> "lo hi" in percent: the 95% Wilson score interval of k/n.
+# "k n" -> "lo-hi" in percent: the 95% Wilson score interval of k/n.
 wilson() {
     awk -v k="$1" -v n="$2" 'BEGIN {
         z = 1.959963984540054; p = k / n; z2 = z * z
         c = (p + z2 / (2 * n)) / (1 + z2 / n)
         h = z * sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
         lo = c - h; hi = c + h; if (lo < 0) lo = 0; if (hi > 1) hi = 1
-        printf "%.1f%% to %.1f%%", 100 * lo, 100 * hi }'
+        printf "%.0f-%.0f%%", 100 * lo, 100 * hi }'
 }
-pct() { awk -v k="$1" -v n="$2" 'BEGIN { printf "%.1f%%", 100 * k / n }'; }
+pct() { awk -v k="$1" -v n="$2" 'BEGIN { printf "%.0f%%", 100 * k / n }'; }
+median_of() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-# "VERDICT DELTA_PCT" of a --json output (its last verdict, its latency delta).
-verdict_delta() { sed -E 's/.*"delta_pct":([-0-9.e+]+).*"verdict":"([a-z]+)".*/\2 \1/'; }
-
-# One trial of the tuner path: prints "VERDICT DELTA_PCT" of B against A.
-tuner_trial() {
-    "$cli" bench "$1" --vs "$2" --threads "$threads" --json | verdict_delta
-}
-
-# One trial of the CI path: two separate bench runs, then validate. Prints
-# "VERDICT DELTA_PCT" of latency; checks that validate's exit code agrees.
-ci_trial() {
-    rm -f "$work"/x.db* "$work"/y.db*
-    "$cli" bench "$1" --threads "$threads" --trace "$work/x.db" >/dev/null
-    "$cli" bench "$2" --threads "$threads" --trace "$work/y.db" >/dev/null
-    local out rc=0
-    out=$("$cli" validate --before "$work/x.db" --after "$work/y.db" --metrics latency \
-        --json) || rc=$?
-    local v d
-    read -r v d <<<"$(verdict_delta <<<"$out")"
-    if { [ "$v" = regressed ] && [ "$rc" -ne 1 ]; } || { [ "$v" != regressed ] && [ "$rc" -ne 0 ]; }; then
+# One trial: prints "VERDICT DELTA_PCT" of B against A (latency).
+trial() {
+    local path=$1 a=$2 b=$3 t=$4 out rc=0
+    case "$path" in
+    interleaved)
+        "$cli" bench "$a" --vs "$b" --threads "$t" --json |
+            jq -r '"\(.comparison.verdict) \(.comparison.delta_pct)"'
+        return ;;
+    separate)
+        rm -f "$work"/x.db* "$work"/y.db*
+        "$cli" bench "$a" --threads "$t" --trace "$work/x.db" >/dev/null
+        "$cli" bench "$b" --threads "$t" --trace "$work/y.db" >/dev/null ;;
+    runs)
+        rm -f "$work"/x.db* "$work"/y.db*
+        "$cli" bench "$a" --runs "$runs" --threads "$t" --trace "$work/x.db" >/dev/null
+        "$cli" bench "$b" --runs "$runs" --threads "$t" --trace "$work/y.db" >/dev/null ;;
+    esac
+    out=$("$cli" validate --before "$work/x.db" --after "$work/y.db" --metrics latency --json) ||
+        rc=$?
+    local v
+    v=$(jq -r .verdict <<<"$out")
+    local want=0
+    [ "$v" = regressed ] && want=1
+    [ "$v" = inconclusive ] && want=4
+    if [ "$rc" -ne "$want" ]; then
         echo "validate_calibration: validate said '$v' with exit code $rc" >&2
         exit 3
     fi
-    echo "$v $d"
+    jq -r '"\(.metrics.latency.verdict) \(.metrics.latency.delta_pct)"' <<<"$out"
 }
 
-median_of() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-
-# trial PATH A B: one trial of the tuner or the CI path.
-trial() {
-    case "$1" in
-    tuner) tuner_trial "$2" "$3" ;;
-    ci) ci_trial "$2" "$3" ;;
-    esac
-}
-
-# run_trials PATH B -> "improved regressed unchanged inconclusive
-# median|delta| median-delta" over TRIALS trials of A against B
+# run_trials PATH A B T -> "improved regressed unchanged inconclusive median|delta|"
 run_trials() {
-    local path=$1 b=$2 imp=0 reg=0 unc=0 inc=0 v d
+    local imp=0 reg=0 unc=0 inc=0 v d
     : >"$work/deltas"
     for _ in $(seq "$trials"); do
-        read -r v d <<<"$(trial "$path" "$A" "$b")"
-        echo "$d" >>"$work/deltas"
+        read -r v d <<<"$(trial "$@")"
+        echo "${d#-}" >>"$work/deltas"
         case "$v" in
         improved) imp=$((imp + 1)) ;;
         regressed) reg=$((reg + 1)) ;;
@@ -151,50 +157,50 @@ run_trials() {
         *) echo "validate_calibration: unexpected verdict '$v'" >&2; exit 3 ;;
         esac
     done
-    echo "$imp $reg $unc $inc $(tr -d - <"$work/deltas" | median_of) $(median_of <"$work/deltas")"
+    echo "$imp $reg $unc $inc $(median_of <"$work/deltas")"
 }
 
-# ---- SLOW's true slowdown -----------------------------------------------------
 t0=$(date +%s)
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
-truth=$("$cli" bench "$A" --vs "$SLOW" --threads "$threads" --iterations "$true_rounds" --json)
-true_delta=$(sed -E 's/.*"delta_pct":([-0-9.e+]+).*/\1/' <<<"$truth")
-true_lo=$(sed -E 's/.*"ci_pct":\[([-0-9.e+]+),.*/\1/' <<<"$truth")
-true_hi=$(sed -E 's/.*"ci_pct":\[[-0-9.e+]+,([-0-9.e+]+)\].*/\1/' <<<"$truth")
-
-# ---- the trials ---------------------------------------------------------------
+echo "# Verdict calibration (default settings): $trials trials per figure, $runs runs per side on the runs path"
+echo "# machine: $(nproc) cores, load average at the start $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| model | threads | hogs | path | SLOW true change | A/A false verdicts (95% CI) | A/A inconclusive | A/A median abs. delta | power (95% CI) | power inconclusive | target met | seconds |"
+echo "|---|---:|---:|---|---:|---|---:|---:|---|---:|:---:|---:|"
 fail=0
-rows=()
-for path in tuner ci; do
-    ts=$(date +%s)
-    aa=$(run_trials "$path" "$A")
-    pw=$(run_trials "$path" "$SLOW")
-    read -r aa_imp aa_reg aa_unc aa_inc aa_abs _ <<<"$aa"
-    read -r p_imp p_reg p_unc p_inc _ p_med <<<"$pw"
-    secs=$(($(date +%s) - ts))
-    fp=$((aa_imp + aa_reg))
-    fpr_ok=$(awk -v k="$fp" -v n="$trials" 'BEGIN { print (k / n <= 0.08) ? "yes" : "NO" }')
-    pow_ok=$(awk -v k="$p_reg" -v n="$trials" 'BEGIN { print (k / n >= 0.90) ? "yes" : "NO" }')
-    [ "$fpr_ok" = yes ] && [ "$pow_ok" = yes ] || fail=1
-    if [ "$path" = tuner ]; then
-        label="tuner: bench A --vs B"
-    else
-        label="CI: bench --trace x2, validate"
-    fi
-    rows+=("| $label | $trials | $aa_imp / $aa_reg / $aa_unc / $aa_inc | $(printf '%.2f' "$aa_abs") | $(pct "$fp" "$trials") | $(wilson "$fp" "$trials") | $fpr_ok | $p_reg / $p_unc / $p_inc / $p_imp | $(printf '%+.2f' "$p_med") | $(pct "$p_reg" "$trials") | $(wilson "$p_reg" "$trials") | $pow_ok | $secs |")
+for model in $models; do
+    A=$work/$model-a.om
+    SLOW=$work/$model-slow.om
+    "$cli" convert --model="$CP_ROOT/examples/models/$model.onnx" --framework=5 \
+        --output="$work/$model-a" >/dev/null
+    # shellcheck disable=SC2046
+    "$cli" convert --model="$CP_ROOT/examples/models/$model.onnx" --framework=5 \
+        --output="$work/$model-slow" $(slow_flags "$model") >/dev/null
+    for t in $threads_list; do
+        truth=$("$cli" bench "$A" --vs "$SLOW" --threads "$t" --no-probe \
+            --iterations "$true_rounds" --json)
+        true_delta=$(jq -r '.comparison.delta_pct' <<<"$truth")
+        for hogs in $loads; do
+            start_hogs "$hogs"
+            for path in $paths; do
+                ts=$(date +%s)
+                read -r ai ar au ac aabs <<<"$(run_trials "$path" "$A" "$A" "$t")"
+                read -r pi pr pu pc _ <<<"$(run_trials "$path" "$A" "$SLOW" "$t")"
+                fp=$((ai + ar))
+                ok=$(awk -v f="$fp" -v p="$pr" -v n="$trials" 'BEGIN { print (f / n <= 0.05 && p / n >= 0.90) ? "yes" : "NO" }')
+                [ "$ok" = yes ] || fail=1
+                printf '| %s | %s | %s | %s | %+.1f%% | %s (%s) | %s | %.2f%% | %s (%s) | %s | %s | %s |\n' \
+                    "$model" "$t" "$hogs" "$path" "$true_delta" "$(pct "$fp" "$trials")" \
+                    "$(wilson "$fp" "$trials")" "$(pct "$ac" "$trials")" "$aabs" \
+                    "$(pct "$pr" "$trials")" "$(wilson "$pr" "$trials")" "$(pct "$pc" "$trials")" \
+                    "$ok" "$(($(date +%s) - ts))"
+            done
+            stop_hogs
+        done
+    done
 done
-
-echo "# Verdict calibration: $model, $threads thread(s), default settings"
-echo "# (mann-whitney, alpha 0.05, threshold 2%, 10 warm-up; --vs: 100 rounds;"
-echo "#  single runs: until 100 undisturbed iterations, validate compares those)"
-echo "# load average at the start: $load0; background hogs: $hogs"
 echo
-printf 'SLOW = LayerNormFusionPass:off + --buffer_optimize=off_optimize; true slowdown\n'
-printf '(median, %s interleaved rounds): %+.2f%% (95%% CI %+.2f%% to %+.2f%%)\n\n' \
-    "$true_rounds" "$true_delta" "$true_lo" "$true_hi"
-echo "| path | trials | A/A improved / regressed / unchanged / inconclusive | A/A median abs. delta % | false-positive rate | 95% Wilson CI | FPR <= 8% | A/SLOW regressed / unchanged / inconclusive / improved | A/SLOW median delta % | power | 95% Wilson CI | power >= 90% | seconds |"
-echo "|---|---:|---|---:|---:|---|:---:|---|---:|---:|---|:---:|---:|"
-printf '%s\n' "${rows[@]}"
-echo
+for model in $models; do
+    echo "SLOW of $model: $(slow_name "$model")"
+done
 echo "total: $(($(date +%s) - t0)) s"
 exit "$fail"

@@ -3,6 +3,7 @@
  * The measuring is runner/bench.h; this file parses and prints. */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/bench_out.h"
 #include "cli/output.h"
 #include "core/json.h"
 #include "runner/bench.h"
@@ -16,6 +17,7 @@
 enum {
     OPT_MAX_DURATION = 1,
     OPT_NO_PROBE,
+    OPT_RUNS,
     OPT_TRACE,
     OPT_UNDISTURBED,
     OPT_VS,
@@ -27,6 +29,9 @@ static const struct cp_opt own[] = {
      "what they take)"},
     {"no-probe", 0, CP_OPT_FLAG, OPT_NO_PROBE, NULL,
      "no interference probe: exactly --iterations (default 100) iterations"},
+    {"runs", 0, CP_OPT_VALUE, OPT_RUNS, "N",
+     "measure in N separate processes, one after the other (default 1); --trace stores them as "
+     "one group that validate compares run against run"},
     {"trace", 0, CP_OPT_VALUE, OPT_TRACE, "OUT.db",
      "record a full-stack trace into a SQLite trace store"},
     {"undisturbed", 0, CP_OPT_VALUE, OPT_UNDISTURBED, "N", "the same as --iterations"},
@@ -77,6 +82,11 @@ static const struct cp_command_opts OPTS = {
              "stores the probe as the per-iteration counter probe_ns. The lowest floor seen\n"
              "is kept in the cache folder ($XDG_CACHE_HOME/cannprof). Ctrl-C stops after\n"
              "the running iteration and prints what was measured.\n\n"
+             "Two processes of one model measure further apart than two runs in one process.\n"
+             "--runs N measures in N separate processes, one after the other, and prints each\n"
+             "run and the spread between them; with --trace the N runs are stored as one group,\n"
+             "and 'cannprof validate' compares groups run against run, so that its verdict\n"
+             "counts the variance between processes (docs/validation.md).\n\n"
              "With --vs B.om, A (MODEL) and B run in one process, interleaved in rounds whose\n"
              "order alternates (A B, B A, A B, ...) so that machine drift hits both alike;\n"
              "--iterations and --warmup count rounds, each running A and B once, and the\n"
@@ -96,6 +106,7 @@ static const struct cp_command_opts OPTS = {
 struct bench_cli {
     struct cp_bench_request req;
     const char *inputs[CP_MAX_ARGS];
+    int runs;
     bool json;
 };
 
@@ -168,170 +179,39 @@ static bool parse_cli(const struct cp_args *args, struct bench_cli *c)
     q->n_inputs = cp_args_all(args, CP_SO_INPUT, c->inputs, CP_MAX_ARGS);
     q->inputs = c->inputs;
     c->json = cp_args_has(args, CP_SO_JSON);
+    c->runs = 1;
+    if ((v = cp_args_get(args, OPT_RUNS))) {
+        int64_t n;
+        if (!cp_parse_i64(v, &n) || n < 1 || n > CP_BENCH_MAX_RUNS)
+            return usage_error("--runs takes a whole number from 1 to %s%s", "64", "");
+        if (q->models[1])
+            return usage_error("--runs measures one model in separate processes; --vs "
+                               "interleaves two in one%s%s",
+                               "", "");
+        c->runs = (int)n;
+    }
     return true;
 }
 
-/* ---- printing ------------------------------------------------------------ */
-
-static void print_stop(const struct cp_measurement *m, const char *what)
+static int bench_runs(const struct bench_cli *c)
 {
-    if (m->stop == CP_MEASURE_STOP_TIME_LIMIT)
-        printf("time limit: %.1f s reached with %zu of %lld %s undisturbed (%zu measured); "
-               "measure again when the machine is quieter, or raise --max-duration\n",
-               m->time_limit_s, m->n_undisturbed, (long long)m->target, what, m->n);
-    else if (m->stop == CP_MEASURE_STOP_INTERRUPTED)
-        printf("interrupted: after %zu %s (%.1f s)\n", m->n, what, m->elapsed_s);
-}
-
-static void print_one(const struct bench_cli *c, const struct cp_bench_result *r)
-{
-    const struct cp_summary *sm = &r->all[0];
-    const struct cp_measurement *m = &r->m;
-    cp_out_model_line("model:     ", c->req.models[0], r->items[0], r->threads);
-    printf("iterations: %zu measured\n", m->n);
-    cp_out_latency_lines(sm);
-    printf("throughput: %.2f items/s\n", r->items_per_s[0]);
-    cp_out_memory_line(&r->mem[0], r->peak_rss);
-    if (m->probed) {
-        printf("probe:      floor %.2f us", (double)m->floor_ns / 1e3);
-        if (m->reference_ns < m->floor_ns)
-            printf(" (lowest seen on this machine %.2f us)", (double)m->reference_ns / 1e3);
-        printf("; %zu of %zu iterations undisturbed\n", m->n_undisturbed, m->n);
-        const struct cp_summary *u = &r->undisturbed[0];
-        if (u->n > 0)
-            printf("undisturbed latency ms: median %.3f  p99 %.3f  mean %.3f\n", u->median / 1e6,
-                   u->p99 / 1e6, u->mean / 1e6);
-        else
-            printf("undisturbed latency: none (the machine was busy throughout; measure again, "
-                   "or longer with --max-duration)\n");
-    }
-    print_stop(m, "iterations");
-    if (c->req.trace_path)
-        printf("trace:      %s (cannprof export %s --format chrome -o trace.json)\n",
-               c->req.trace_path, c->req.trace_path);
-}
-
-static void print_ab(const struct bench_cli *c, const struct cp_bench_result *r)
-{
-    const struct cp_comparison *m = &r->cmp;
-    const struct cp_verdict_opts *vo = &c->req.verdict;
-    const struct cp_summary *sa = r->cmp_undisturbed ? &r->undisturbed[0] : &r->all[0];
-    const struct cp_summary *sb = r->cmp_undisturbed ? &r->undisturbed[1] : &r->all[1];
-    printf("A (before): %s\n", c->req.models[0]);
-    printf("B (after):  %s\n", c->req.models[1]);
-    printf("rounds:     %zu interleaved (A B, B A, ...), warm-up %lld; batch %lld, %d threads\n",
-           r->m.n, (long long)r->m.warmup, (long long)r->items[0], r->threads);
-    if (r->m.probed)
-        printf("probe:      %zu of %zu rounds undisturbed; the verdict compares %s\n",
-               r->m.n_undisturbed, r->m.n, r->cmp_undisturbed ? "those" : "every round");
-    printf("\nlatency ms      median        mean         p99\n");
-    printf("A          %11.3f %11.3f %11.3f\n", sa->median / 1e6, sa->mean / 1e6, sa->p99 / 1e6);
-    printf("B          %11.3f %11.3f %11.3f\n\n", sb->median / 1e6, sb->mean / 1e6, sb->p99 / 1e6);
-    printf("change:     %s %+.2f%% (%.0f%% CI %+.2f%% to %+.2f%%), p = %.3g (%s)\n",
-           cp_out_compared_statistic(m, vo), m->delta_pct, vo->boot.level * 100, m->ci_lo_pct,
-           m->ci_hi_pct, m->p, cp_stat_test_name(m->test));
-    printf("verdict:    %s (alpha %g, threshold %g%%", cp_verdict_name(m->verdict), vo->alpha,
-           vo->threshold_pct);
-    if (isfinite(m->mde_pct))
-        printf("; these rounds detect changes of %.2f%% and more", m->mde_pct);
-    printf(")\n");
-    if (m->verdict == CP_VERDICT_INCONCLUSIVE && m->n_needed > 0)
-        printf("            about %zu rounds would settle it (--iterations %zu)\n", m->n_needed,
-               m->n_needed);
-    print_stop(&r->m, "rounds");
-    if (c->req.trace_path)
-        printf("trace:      %s (run %lld = A, run %lld = B)\n", c->req.trace_path,
-               (long long)r->run_ids[0], (long long)r->run_ids[1]);
-}
-
-/* The measurement's policy and outcome, as JSON keys of `o`. */
-static bool json_policy(json_t *o, const struct cp_measurement *m)
-{
-    bool ok = cp_json_set_int(o, "warmup", m->warmup) &&
-              cp_json_set_int(o, "undisturbed_target", m->target) &&
-              cp_json_set_str(o, "stop", cp_measure_stop_name(m->stop)) &&
-              cp_json_set_bool(o, "time_limit_hit", m->stop == CP_MEASURE_STOP_TIME_LIMIT) &&
-              cp_json_set_num(o, "time_limit_s", m->time_limit_s > 0 ? m->time_limit_s : NAN) &&
-              cp_json_set_num(o, "elapsed_s", m->elapsed_s);
-    if (ok && m->probed) {
-        json_t *p = json_object();
-        ok = p && cp_json_set_int(p, "floor_ns", (int64_t)m->floor_ns) &&
-             cp_json_set_int(p, "reference_ns", (int64_t)m->reference_ns) &&
-             cp_json_set_num(p, "tolerance", CP_PROBE_TOLERANCE) &&
-             cp_json_set_int(p, "undisturbed", (int64_t)m->n_undisturbed);
-        if (!cp_json_set(o, "probe", p))
-            ok = false;
-    }
-    return ok;
-}
-
-static json_t *json_one(const struct bench_cli *c, const struct cp_bench_result *r)
-{
-    json_t *o = json_object();
-    bool ok = o && cp_json_set_str(o, "model", c->req.models[0]) &&
-              cp_json_set_int(o, "batch", r->items[0]) &&
-              cp_json_set_int(o, "threads", r->threads) &&
-              cp_json_set_int(o, "iterations", (int64_t)r->m.n) &&
-              cp_json_set(o, "latency_ms", cp_out_latency_json(&r->all[0])) &&
-              cp_json_set_num(o, "throughput_items_per_s", r->items_per_s[0]) &&
-              cp_json_set(o, "memory", cp_out_memory_json(&r->mem[0], r->peak_rss)) &&
-              json_policy(o, &r->m);
-    json_t *p = o ? json_object_get(o, "probe") : NULL;
-    if (ok && p && r->undisturbed[0].n > 0)
-        ok = cp_json_set(p, "latency_ms", cp_out_latency_json(&r->undisturbed[0]));
-    if (ok && c->req.trace_path)
-        ok = cp_json_set_str(o, "trace", c->req.trace_path);
-    if (!ok) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-static json_t *json_side(const char *model, const char *config, const struct cp_summary *sm)
-{
-    json_t *o = json_object();
-    if (o && cp_json_set_str(o, "model", model) && cp_json_set_str(o, "config_id", config) &&
-        cp_json_set(o, "latency_ms", cp_out_latency_json(sm)))
-        return o;
-    json_decref(o);
-    return NULL;
-}
-
-static json_t *json_ab(const struct bench_cli *c, const struct cp_bench_result *r)
-{
-    const struct cp_verdict_opts *vo = &c->req.verdict;
-    bool und = r->cmp_undisturbed;
-    json_t *o = json_object();
-    bool ok =
-        o &&
-        cp_json_set(
-            o, "a",
-            json_side(c->req.models[0], r->config_id[0], und ? &r->undisturbed[0] : &r->all[0])) &&
-        cp_json_set(
-            o, "b",
-            json_side(c->req.models[1], r->config_id[1], und ? &r->undisturbed[1] : &r->all[1])) &&
-        cp_json_set_int(o, "rounds", (int64_t)r->m.n) &&
-        cp_json_set_str(o, "order", "alternating") && cp_json_set_int(o, "batch", r->items[0]) &&
-        cp_json_set_int(o, "threads", r->threads) && json_policy(o, &r->m) &&
-        cp_json_set_bool(o, "verdict_on_undisturbed_rounds", und) &&
-        cp_json_set_num(o, "alpha", vo->alpha) &&
-        cp_json_set_num(o, "threshold_pct", vo->threshold_pct) &&
-        cp_json_set_num(o, "confidence", vo->boot.level) &&
-        cp_json_set(o, "comparison", cp_out_comparison_json("latency", "ms", 1e-6, &r->cmp, vo)) &&
-        cp_json_set_str(o, "verdict", cp_verdict_name(r->cmp.verdict));
-    if (ok && c->req.trace_path) {
-        json_t *runs = json_object();
-        ok = cp_json_set_str(o, "trace", c->req.trace_path) && runs &&
-             cp_json_set_int(runs, "a", r->run_ids[0]) && cp_json_set_int(runs, "b", r->run_ids[1]);
-        if (!cp_json_set(o, "trace_runs", runs))
-            ok = false;
-    }
-    if (!ok) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_bench_runs rs;
+    int rc = 0;
+    if (cp_bench_models_runs(&c->req, c->runs, &rs, &d) != CP_OK) {
+        cp_cli_error("bench", d.msg);
+        rc = cp_status_exit_code(d.status);
+    } else if (c->json) {
+        json_t *j = cp_bench_json_runs(&c->req, &rs);
+        rc = cp_out_json(j, "bench");
+        json_decref(j);
+    } else
+        cp_bench_print_runs(&c->req, &rs);
+    if (rc == 0 && rs.interrupted)
+        rc = 130;
+    cp_bench_runs_release(&rs);
+    return rc;
 }
 
 int cp_cmd_bench(int argc, char **argv)
@@ -363,6 +243,10 @@ int cp_cmd_bench(int argc, char **argv)
     if (!parse_cli(&args, c))
         goto out;
     c->req.policy.interrupt = cp_cli_interrupt_flag();
+    if (c->runs > 1) {
+        rc = bench_runs(c);
+        goto out;
+    }
     if (cp_bench_models(&c->req, &r, &d) != CP_OK) {
         cp_cli_error("bench", d.msg);
         rc = cp_status_exit_code(d.status);
@@ -370,14 +254,15 @@ int cp_cmd_bench(int argc, char **argv)
     }
     rc = r.m.stop == CP_MEASURE_STOP_INTERRUPTED ? 130 : 0;
     if (c->json) {
-        json_t *j = c->req.models[1] ? json_ab(c, &r) : json_one(c, &r);
+        json_t *j =
+            c->req.models[1] ? cp_bench_json_ab(&c->req, &r) : cp_bench_json_one(&c->req, &r);
         if (cp_out_json(j, "bench") != 0)
             rc = 3;
         json_decref(j);
     } else if (c->req.models[1])
-        print_ab(c, &r);
+        cp_bench_print_ab(&c->req, &r);
     else
-        print_one(c, &r);
+        cp_bench_print_one(&c->req, &r);
 out:
     cp_bench_result_release(&r);
     free(c);

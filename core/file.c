@@ -93,7 +93,8 @@ enum cp_status cp_file_write_atomic(const char *path, const void *data, size_t l
     }
     fd = -1;
     if (rename(tmp, path) != 0) {
-        st = cp_diag_set(d, CP_ERR_WRITE, "%s: cannot rename into place: %s", path, strerror(errno));
+        st =
+            cp_diag_set(d, CP_ERR_WRITE, "%s: cannot rename into place: %s", path, strerror(errno));
         goto out_unlink;
     }
     goto out_free;

@@ -42,9 +42,9 @@ struct onnx_ctx {
     int64_t opset;     /* default-domain opset */
     const struct cp_input_shape *shapes; /* --input_shape overrides */
     size_t n_shapes;
-    bool shapes_changed;       /* an override differs from what the model declares */
+    bool shapes_changed;      /* an override differs from what the model declares */
     struct cp_strmap tensors; /* tensor name -> tensor index */
-    struct cp_strmap nodes;    /* node names in use -> node index */
+    struct cp_strmap nodes;   /* node names in use -> node index */
 };
 
 /* Record an error prefixed with the model's name; returns `st`. */

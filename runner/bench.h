@@ -69,4 +69,35 @@ enum cp_status cp_bench_models(const struct cp_bench_request *req, struct cp_ben
                                struct cp_diag *d);
 void cp_bench_result_release(struct cp_bench_result *res);
 
+/* ---- separate runs -------------------------------------------------------- */
+
+/* Two processes of one model measure further apart than two runs in one
+ * process (thread placement, code and data layout, the machine's state when
+ * each starts), and no test on one run's iterations can see that. So
+ * `bench --runs N` measures in N processes, one after the other: each a
+ * fresh child (fork) that runs cp_bench_models and sends its result back;
+ * with a trace, each stores its run and the runs are tied into one group
+ * (cp_trace_store_set_run_group), which `cannprof validate` compares run
+ * against run. The parent does nothing before forking that a child could
+ * inherit half-made (no runtime, no threads). */
+
+#define CP_BENCH_MAX_RUNS 64
+
+struct cp_bench_runs {
+    size_t n;                     /* runs measured (fewer than asked when interrupted) */
+    struct cp_bench_result *runs; /* n results */
+    double median_of_medians_ns;  /* the runs' medians (undisturbed iterations when probed) */
+    double min_median_ns, max_median_ns;
+    double cv_of_medians; /* sd / mean of the runs' medians; 0 for one run */
+    bool interrupted;
+};
+
+/* Run the request (one model) in `runs` processes (1 .. CP_BENCH_MAX_RUNS).
+ * A child that fails passes its error back (status and message); one that
+ * dies is CP_ERR_INTERNAL naming the run and the signal. OUT: *out (release
+ * with cp_bench_runs_release, also after a failure). */
+enum cp_status cp_bench_models_runs(const struct cp_bench_request *req, int runs,
+                                    struct cp_bench_runs *out, struct cp_diag *d);
+void cp_bench_runs_release(struct cp_bench_runs *r);
+
 #endif

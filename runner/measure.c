@@ -264,7 +264,7 @@ enum cp_status cp_measure(const struct cp_measure_subject *s, size_t n,
     m.target = p->mode == CP_MEASURE_DURATION ? 0 : p->iterations;
     m.probed = p->probe;
     struct cp_probe *probe = NULL;
-    if (p->probe && (st = cp_probe_create(p->threads, &probe, d)) != CP_OK)
+    if (p->probe && !p->probe_fn && (st = cp_probe_create(p->threads, &probe, d)) != CP_OK)
         return st;
     if (p->probe && p->floor_cache) {
         char path[1200];
@@ -342,7 +342,8 @@ enum cp_status cp_measure(const struct cp_measure_subject *s, size_t n,
         round_ns[m.n] = total;
         size_t n1 = m.n + 1;
         if (p->probe) {
-            m.probe_ns[m.n] = probe_round(probe, &perf);
+            m.probe_ns[m.n] =
+                p->probe_fn ? p->probe_fn(p->probe_ctx, m.n) : probe_round(probe, &perf);
             /* Counting is O(n log n): do it once the target is reachable,
              * then at growing intervals (an eighth more rounds, at least
              * 16), so that a long run stays linear overall. */

@@ -109,6 +109,11 @@ struct cp_measure_policy {
     /* Counters of the measured loop only, paused around the probe; NULL:
      * none. */
     struct cp_perf *perf;
+    /* What the probe reads after round `round`, in nanoseconds: NULL for
+     * the real probe (runner/probe.h). A caller that replays a known
+     * machine (tests, a simulation of a busy neighbour) gives its own. */
+    uint64_t (*probe_fn)(void *ctx, size_t round);
+    void *probe_ctx;
 };
 
 /* mode UNDISTURBED, warm-up 10, 100 iterations, the default time limit

@@ -19,7 +19,7 @@ static enum cp_status check_kernels(const struct cp_model *m, struct cp_diag *d)
     size_t missing = 0;
     for (size_t i = 0; i < cp_graph_n_nodes(m->g); i++) {
         const struct cp_node *n = cp_graph_node(m->g, (int32_t)i);
-        if (n->dead || cp_op_is_view(n->op) || cp_kernel_select(m->g, n, true))
+        if (n->dead || cp_op_is_view(n->op) || cp_kernel_select(m->g, n, NULL, true, NULL))
             continue;
         if (missing < MAX_LISTED_NODES)
             cp_buf_printf(&list, "%s'%s' (%s%s%s)", missing ? ", " : "", n->name,

@@ -246,7 +246,8 @@ bool cp_probe_floor_path(int threads, bool create, char *out, size_t n)
     struct cp_diag d;
     cp_diag_init(&d);
     char dir[1024];
-    if (cp_cache_dir(dir, sizeof dir, &d) != CP_OK || (create && cp_mkdir_p(dir, 0700, &d) != CP_OK))
+    if (cp_cache_dir(dir, sizeof dir, &d) != CP_OK ||
+        (create && cp_mkdir_p(dir, 0700, &d) != CP_OK))
         return false;
     struct cp_host *h = malloc(sizeof *h);
     if (!h)

@@ -26,6 +26,10 @@ struct cp_runtime {
     struct cp_trace_recorder *trace; /* borrowed; may be NULL */
     struct cp_rt_names names;
     struct cp_kernel_env env;
+    /* The CPU kernels are chosen for: this machine, detected at create.
+     * (Tests of the runner may describe a CPU with fewer features; never
+     * one with more, or a kernel would execute instructions it lacks.) */
+    struct cp_host host;
 };
 
 struct cp_model {

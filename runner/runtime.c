@@ -1,6 +1,7 @@
 /* The runtime context: thread count, the oneDNN CPU engine and stream every
- * kernel shares, and the optional trace recorder with the names of the
- * runtime-layer events interned once. */
+ * kernel shares, the description of the CPU kernels are chosen for, and the
+ * optional trace recorder with the names of the runtime-layer events
+ * interned once. */
 #include "runner/runner_internal.h"
 
 #include <omp.h>
@@ -41,6 +42,7 @@ enum cp_status cp_runtime_create(const struct cp_runtime_options *opt, struct cp
     rt->threads = opt && opt->threads > 0 ? opt->threads : online_cores();
     rt->trace = opt ? opt->trace : NULL;
     rt->env.threads = rt->threads;
+    cp_host_detect(&rt->host);
     enum cp_status st = intern_names(rt, d);
     if (st != CP_OK)
         goto out_free_rt;

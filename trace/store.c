@@ -287,7 +287,10 @@ static enum cp_status store_open(const char *path, bool readonly, struct cp_trac
     }
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-        st = cp_diag_set(d, !s->db ? CP_ERR_NOMEM : readonly ? CP_ERR_IO : CP_ERR_WRITE,
+        st = cp_diag_set(d,
+                         !s->db     ? CP_ERR_NOMEM
+                         : readonly ? CP_ERR_IO
+                                    : CP_ERR_WRITE,
                          "%s: cannot open: %s", path,
                          s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto out_close;

@@ -39,8 +39,8 @@ struct cp_pass_ctx {
     struct cp_diag *d;
     const struct cp_log *log;
     /* What the target can do (from the CPU's ISA flags). */
-    bool has_bf16;       /* avx512_bf16 or amx_bf16 */
-    bool has_fp16;       /* avx512_fp16 */
+    bool has_bf16;         /* avx512_bf16 or amx_bf16 */
+    bool has_fp16;         /* avx512_fp16 */
     const char *cpu_model; /* for messages: "AMD EPYC" */
 };
 

@@ -163,7 +163,8 @@ out_release:
 
 #define BIN_KERNEL(var, opv)                                                                       \
     const struct cp_kernel var = {                                                                 \
-        "onednn:binary", opv, bin_supports, bin_prepare, cp_dk_kernel_run, cp_dk_kernel_release}
+        "onednn:binary",      opv, bin_supports, bin_prepare, cp_dk_kernel_run,                    \
+        cp_dk_kernel_release, NULL}
 
 BIN_KERNEL(cp_dnnl_add, CP_OP_ADD);
 BIN_KERNEL(cp_dnnl_sub, CP_OP_SUB);

@@ -33,7 +33,9 @@
  * at prepare, the source is converted into the shared scratch at run time
  * (cp_dk_step_to_bf16 when only the element type changes), and the
  * destination, bias and residual stay f32, so tensors are f32 at the
- * node's boundary.
+ * node's boundary. oneDNN 2.6 has bf16 primitives only from avx512_core
+ * up: the kernels' `isa` (cp_dk_isa_bf16) says so for bf16 nodes, and the
+ * plan passes them over on a lesser CPU instead of failing in prepare.
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
@@ -442,10 +444,11 @@ static enum cp_status fconv_prepare(struct cp_kexec *k, struct cp_diag *d)
 }
 
 const struct cp_kernel cp_dnnl_conv = {"onednn:conv", CP_OP_CONV,       conv_supports,
-                                       conv_prepare,  cp_dk_kernel_run, cp_dk_kernel_release};
-const struct cp_kernel cp_dnnl_deconv = {"onednn:deconv",  CP_OP_CONV_TRANSPOSE,
-                                         deconv_supports,  deconv_prepare,
-                                         cp_dk_kernel_run, cp_dk_kernel_release};
-const struct cp_kernel cp_dnnl_fused_conv = {"onednn:fused_conv", CP_OP_FUSED_CONV,
-                                             fconv_supports,      fconv_prepare,
-                                             cp_dk_kernel_run,    cp_dk_kernel_release};
+                                       conv_prepare,  cp_dk_kernel_run, cp_dk_kernel_release,
+                                       cp_dk_isa_bf16};
+const struct cp_kernel cp_dnnl_deconv = {
+    "onednn:deconv",  CP_OP_CONV_TRANSPOSE, deconv_supports, deconv_prepare,
+    cp_dk_kernel_run, cp_dk_kernel_release, cp_dk_isa_bf16};
+const struct cp_kernel cp_dnnl_fused_conv = {
+    "onednn:fused_conv", CP_OP_FUSED_CONV,     fconv_supports, fconv_prepare,
+    cp_dk_kernel_run,    cp_dk_kernel_release, cp_dk_isa_bf16};

@@ -104,7 +104,8 @@ static enum cp_status elt_prepare(struct cp_kexec *k, struct cp_diag *d)
 
 #define ELT_KERNEL(var, opv)                                                                       \
     const struct cp_kernel var = {                                                                 \
-        "onednn:eltwise", opv, elt_supports, elt_prepare, cp_dk_kernel_run, cp_dk_kernel_release}
+        "onednn:eltwise",     opv, elt_supports, elt_prepare, cp_dk_kernel_run,                    \
+        cp_dk_kernel_release, NULL}
 
 ELT_KERNEL(cp_dnnl_tanh, CP_OP_TANH);
 ELT_KERNEL(cp_dnnl_relu, CP_OP_RELU);

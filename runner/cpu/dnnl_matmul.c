@@ -24,7 +24,10 @@
  * and B are bf16 inside the primitive: a constant B is converted once at
  * prepare, A (and a run-time B) into the shared scratch at every run
  * (cp_dk_step_to_bf16, a flat conversion when the operand is plain, else a
- * reorder); the output, bias and residual stay f32.
+ * reorder); the output, bias and residual stay f32. oneDNN 2.6 has bf16
+ * primitives only from avx512_core up, so the kernels' `isa`
+ * (cp_dk_isa_bf16) names those features for bf16 nodes and the plan never
+ * picks them for one on a lesser CPU.
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
@@ -306,7 +309,8 @@ static enum cp_status matmul_prepare(struct cp_kexec *k, struct cp_diag *d)
 }
 
 const struct cp_kernel cp_dnnl_matmul = {"onednn:matmul", CP_OP_MATMUL,     matmul_supports,
-                                         matmul_prepare,  cp_dk_kernel_run, cp_dk_kernel_release};
+                                         matmul_prepare,  cp_dk_kernel_run, cp_dk_kernel_release,
+                                         cp_dk_isa_bf16};
 
 /* ---- Gemm ------------------------------------------------------------- */
 
@@ -403,7 +407,8 @@ static enum cp_status gemm_prepare(struct cp_kexec *k, struct cp_diag *d)
 }
 
 const struct cp_kernel cp_dnnl_gemm = {"onednn:gemm", CP_OP_GEMM,       gemm_supports,
-                                       gemm_prepare,  cp_dk_kernel_run, cp_dk_kernel_release};
+                                       gemm_prepare,  cp_dk_kernel_run, cp_dk_kernel_release,
+                                       cp_dk_isa_bf16};
 
 /* ---- FusedMatMul --------------------------------------------------------- */
 
@@ -509,6 +514,6 @@ static enum cp_status fmm_prepare(struct cp_kexec *k, struct cp_diag *d)
     return mm_build(k, d, &sp);
 }
 
-const struct cp_kernel cp_dnnl_fused_matmul = {"onednn:fused_matmul", CP_OP_FUSED_MATMUL,
-                                               fmm_supports,          fmm_prepare,
-                                               cp_dk_kernel_run,      cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_fused_matmul = {
+    "onednn:fused_matmul", CP_OP_FUSED_MATMUL,   fmm_supports,  fmm_prepare,
+    cp_dk_kernel_run,      cp_dk_kernel_release, cp_dk_isa_bf16};

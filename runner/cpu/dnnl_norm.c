@@ -91,8 +91,9 @@ static enum cp_status softmax_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_softmax = {"onednn:softmax", CP_OP_SOFTMAX,    softmax_supports,
-                                          softmax_prepare,  cp_dk_kernel_run, cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_softmax = {
+    "onednn:softmax",     CP_OP_SOFTMAX, softmax_supports, softmax_prepare, cp_dk_kernel_run,
+    cp_dk_kernel_release, NULL};
 
 /* ---- LayerNormalization ------------------------------------------------ */
 
@@ -169,9 +170,9 @@ static enum cp_status ln_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_layer_norm = {"onednn:layer_norm", CP_OP_LAYER_NORMALIZATION,
-                                             ln_supports,         ln_prepare,
-                                             cp_dk_kernel_run,    cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_layer_norm = {
+    "onednn:layer_norm", CP_OP_LAYER_NORMALIZATION, ln_supports, ln_prepare,
+    cp_dk_kernel_run,    cp_dk_kernel_release,      NULL};
 
 /* ---- BatchNormalization ------------------------------------------------ */
 
@@ -234,9 +235,9 @@ static enum cp_status bn_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_batch_norm = {"onednn:batch_norm", CP_OP_BATCH_NORMALIZATION,
-                                             bn_supports,         bn_prepare,
-                                             cp_dk_kernel_run,    cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_batch_norm = {
+    "onednn:batch_norm", CP_OP_BATCH_NORMALIZATION, bn_supports, bn_prepare,
+    cp_dk_kernel_run,    cp_dk_kernel_release,      NULL};
 
 /* ---- InstanceNormalization ------------------------------------------- */
 
@@ -376,6 +377,10 @@ static enum cp_status inorm_run(struct cp_kexec *k)
     return cp_dk_prog_run(&s->prog, k->scratch);
 }
 
-const struct cp_kernel cp_dnnl_instance_norm = {
-    "onednn:instance_norm", CP_OP_INSTANCE_NORMALIZATION, inorm_supports, inorm_prepare, inorm_run,
-    inorm_release};
+const struct cp_kernel cp_dnnl_instance_norm = {"onednn:instance_norm",
+                                                CP_OP_INSTANCE_NORMALIZATION,
+                                                inorm_supports,
+                                                inorm_prepare,
+                                                inorm_run,
+                                                inorm_release,
+                                                NULL};

@@ -153,9 +153,11 @@ static enum cp_status pool_prepare(struct cp_kexec *k, struct cp_diag *d)
 }
 
 const struct cp_kernel cp_dnnl_max_pool = {"onednn:pool", CP_OP_MAX_POOL,   pool_supports,
-                                           pool_prepare,  cp_dk_kernel_run, cp_dk_kernel_release};
+                                           pool_prepare,  cp_dk_kernel_run, cp_dk_kernel_release,
+                                           NULL};
 const struct cp_kernel cp_dnnl_avg_pool = {"onednn:pool", CP_OP_AVERAGE_POOL, pool_supports,
-                                           pool_prepare,  cp_dk_kernel_run,   cp_dk_kernel_release};
-const struct cp_kernel cp_dnnl_global_avg_pool = {"onednn:pool",    CP_OP_GLOBAL_AVERAGE_POOL,
-                                                  pool_supports,    pool_prepare,
-                                                  cp_dk_kernel_run, cp_dk_kernel_release};
+                                           pool_prepare,  cp_dk_kernel_run,   cp_dk_kernel_release,
+                                           NULL};
+const struct cp_kernel cp_dnnl_global_avg_pool = {
+    "onednn:pool",    CP_OP_GLOBAL_AVERAGE_POOL, pool_supports, pool_prepare,
+    cp_dk_kernel_run, cp_dk_kernel_release,      NULL};

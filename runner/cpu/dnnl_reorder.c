@@ -110,6 +110,10 @@ static enum cp_status reorder_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_transpose = {"onednn:reorder", CP_OP_TRANSPOSE,
-                                            reorder_supports, reorder_prepare,
-                                            cp_dk_kernel_run, cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_transpose = {"onednn:reorder",
+                                            CP_OP_TRANSPOSE,
+                                            reorder_supports,
+                                            reorder_prepare,
+                                            cp_dk_kernel_run,
+                                            cp_dk_kernel_release,
+                                            NULL};

@@ -1,10 +1,14 @@
 /*
  * TransData on oneDNN: one reorder between the memory descriptors of the
  * source and destination layouts (nchw, nhwc, nChw8c, nChw16c) of a rank-4
- * tensor, for the element types whose reorder is a bit-exact move (f32,
- * bf16, s32, s8, u8; oneDNN converts f16 through f32, which would change
- * NaN payloads, so f16 goes to the reference kernel). Also the
- * descriptor helpers of layout.h that the layout-aware oneDNN kernels
+ * tensor, for the element types whose reorder is a bit-exact move on every
+ * CPU: f32, s32, s8, u8. 2-byte floats go to the reference kernel (a
+ * byte copy): oneDNN 2.6 moves bf16 as bits only in its AVX-512 reorder,
+ * and elsewhere (and for f16 everywhere) converts through f32, which on an
+ * AVX2 CPU flushed bf16 subnormals to zero, turned -0 into +0 and quieted
+ * signalling NaNs. Converted models keep tensors f32 at node boundaries
+ * (docs/layout-and-precision.md), so such TransData nodes are rare. Also
+ * the descriptor helpers of layout.h that the layout-aware oneDNN kernels
  * share.
  */
 #include "runner/cpu/dnnl_util.h"
@@ -56,13 +60,12 @@ bool cp_dk_md_tensor(dnnl_memory_desc_t *md, const struct cp_tensor *t, dnnl_dat
     return dnnl_memory_desc_init_by_strides(md, nd, dd, dt, st) == dnnl_success;
 }
 
+/* oneDNN's type for an element type it moves bit for bit (see above). */
 static dnnl_data_type_t elem_type(enum cp_dtype dt)
 {
     switch (dt) {
     case CP_DTYPE_F32:
         return dnnl_f32;
-    case CP_DTYPE_BF16:
-        return dnnl_bf16;
     case CP_DTYPE_I32:
         return dnnl_s32;
     case CP_DTYPE_I8:
@@ -129,6 +132,6 @@ static enum cp_status td_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_dnnl_trans_data = {"onednn:transdata", CP_OP_TRANS_DATA,
-                                             td_supports,        td_prepare,
-                                             cp_dk_kernel_run,   cp_dk_kernel_release};
+const struct cp_kernel cp_dnnl_trans_data = {
+    "onednn:transdata", CP_OP_TRANS_DATA,     td_supports, td_prepare,
+    cp_dk_kernel_run,   cp_dk_kernel_release, NULL};

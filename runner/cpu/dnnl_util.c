@@ -331,6 +331,14 @@ void cp_dk_kernel_release(struct cp_kexec *k)
     }
 }
 
+const char *cp_dk_isa_bf16(const struct cp_graph *g, const struct cp_node *n)
+{
+    (void)g;
+    return strcmp(cp_node_attr_string(n, "compute_precision", "fp32"), "bf16") == 0
+               ? "avx512f avx512bw avx512vl avx512dq"
+               : NULL;
+}
+
 enum cp_status cp_dk_fail(struct cp_kexec *k, struct cp_diag *d, const char *what, dnnl_status_t s)
 {
     return cp_diag_set(d, CP_ERR_INTERNAL, "node '%s' (%s): oneDNN %s failed (status %d)",

@@ -115,6 +115,13 @@ void cp_dk_kernel_release(struct cp_kexec *k);
  * out-of-memory. */
 struct cp_dk_prog *cp_dk_kernel_prog(struct cp_kexec *k);
 
+/* The CPU features oneDNN 2.6 needs for a node's bf16 arithmetic: its bf16
+ * primitives exist from avx512_core (AVX-512 F, BW, VL and DQ) up, and
+ * creating one on a lesser CPU fails with dnnl_unimplemented. The `isa` of
+ * the conv and matmul kernels: those features for a node with
+ * compute_precision "bf16", NULL (none) otherwise. */
+const char *cp_dk_isa_bf16(const struct cp_graph *g, const struct cp_node *n);
+
 /* Report a oneDNN failure in prepare: names the node and the call. */
 enum cp_status cp_dk_fail(struct cp_kexec *k, struct cp_diag *d, const char *what, dnnl_status_t s);
 

@@ -5,8 +5,9 @@
  *
  * Two table entries share the plan and the work split (fast_attention.h):
  * "c:attention_avx512" (fast_attention_avx512.c), taken when the CPU has
- * AVX-512 (and AVX512_BF16 for bf16 nodes), and "c:attention", the portable
- * path below, so a binary built here still runs on CPUs without them.
+ * AVX-512 (and AVX512_BF16 for bf16 nodes: its `isa`), and "c:attention",
+ * the portable path below, so a binary built here still runs on CPUs
+ * without them, in bf16 too.
  *
  * The portable path runs the same algorithm on 16 queries at a time in
  * plain C, lanes along queries, which the compiler vectorises for each ISA
@@ -198,7 +199,17 @@ struct att_state {
 static bool att_supports_x512(const struct cp_graph *g, const struct cp_node *n)
 {
     struct cp_att_geom geo;
-    return cp_att_geom_init(g, n, &geo) && att_mask_fits_x512(&geo) && cp_att_x512_usable(geo.bf16);
+    return cp_att_geom_init(g, n, &geo) && att_mask_fits_x512(&geo);
+}
+
+/* AVX-512 F, BW and VL, and AVX512_BF16 for the dot products of bf16
+ * nodes: what cp_att_x512_usable checks, in cpuinfo's names. */
+static const char *att_isa_x512(const struct cp_graph *g, const struct cp_node *n)
+{
+    (void)g;
+    return strcmp(cp_node_attr_string(n, "compute_precision", "fp32"), "bf16") == 0
+               ? "avx512f avx512bw avx512vl avx512_bf16"
+               : "avx512f avx512bw avx512vl";
 }
 
 static bool att_supports_portable(const struct cp_graph *g, const struct cp_node *n)
@@ -226,6 +237,13 @@ static enum cp_status att_prepare(struct cp_kexec *k, bool x512, struct cp_diag 
 
 static enum cp_status att_prepare_x512(struct cp_kexec *k, struct cp_diag *d)
 {
+    /* The plan never picks this kernel on a CPU without the features
+     * att_isa_x512 names; a caller that runs it by hand gets an error, not
+     * an illegal instruction. */
+    bool bf16 = strcmp(cp_node_attr_string(k->node, "compute_precision", "fp32"), "bf16") == 0;
+    if (!cp_att_x512_usable(bf16))
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': c:attention_avx512 needs %s",
+                           k->node->name, att_isa_x512(k->g, k->node));
     return att_prepare(k, true, d);
 }
 
@@ -269,8 +287,12 @@ static void att_release(struct cp_kexec *k)
 
 const struct cp_kernel cp_fast_attention_avx512 = {
     "c:attention_avx512", CP_OP_FUSED_ATTENTION, att_supports_x512, att_prepare_x512, att_run,
-    att_release};
+    att_release,          att_isa_x512};
 
-const struct cp_kernel cp_fast_attention = {
-    "c:attention", CP_OP_FUSED_ATTENTION, att_supports_portable, att_prepare_portable, att_run,
-    att_release};
+const struct cp_kernel cp_fast_attention = {"c:attention",
+                                            CP_OP_FUSED_ATTENTION,
+                                            att_supports_portable,
+                                            att_prepare_portable,
+                                            att_run,
+                                            att_release,
+                                            NULL};

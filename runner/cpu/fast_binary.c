@@ -164,14 +164,14 @@ static void state_release(struct cp_kexec *k)
     k->state = NULL;
 }
 
-const struct cp_kernel cp_fast_add = {"c:binary_f32", CP_OP_ADD,  binary_supports,
-                                      binary_prepare, binary_run, state_release};
-const struct cp_kernel cp_fast_sub = {"c:binary_f32", CP_OP_SUB,  binary_supports,
-                                      binary_prepare, binary_run, state_release};
-const struct cp_kernel cp_fast_mul = {"c:binary_f32", CP_OP_MUL,  binary_supports,
-                                      binary_prepare, binary_run, state_release};
-const struct cp_kernel cp_fast_div = {"c:binary_f32", CP_OP_DIV,  binary_supports,
-                                      binary_prepare, binary_run, state_release};
+const struct cp_kernel cp_fast_add = {
+    "c:binary_f32", CP_OP_ADD, binary_supports, binary_prepare, binary_run, state_release, NULL};
+const struct cp_kernel cp_fast_sub = {
+    "c:binary_f32", CP_OP_SUB, binary_supports, binary_prepare, binary_run, state_release, NULL};
+const struct cp_kernel cp_fast_mul = {
+    "c:binary_f32", CP_OP_MUL, binary_supports, binary_prepare, binary_run, state_release, NULL};
+const struct cp_kernel cp_fast_div = {
+    "c:binary_f32", CP_OP_DIV, binary_supports, binary_prepare, binary_run, state_release, NULL};
 
 /* ---- Where ------------------------------------------------------------- */
 
@@ -233,5 +233,5 @@ static enum cp_status where_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_where = {"c:where",     CP_OP_WHERE, where_supports,
-                                        where_prepare, where_run,   state_release};
+const struct cp_kernel cp_fast_where = {
+    "c:where", CP_OP_WHERE, where_supports, where_prepare, where_run, state_release, NULL};

@@ -147,10 +147,10 @@ static enum cp_status cat_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_concat = {"c:concat",  CP_OP_CONCAT, concat_supports,
-                                         cat_prepare, cat_run,      state_release};
-const struct cp_kernel cp_fast_split = {"c:split",   CP_OP_SPLIT, split_supports,
-                                        cat_prepare, cat_run,     state_release};
+const struct cp_kernel cp_fast_concat = {
+    "c:concat", CP_OP_CONCAT, concat_supports, cat_prepare, cat_run, state_release, NULL};
+const struct cp_kernel cp_fast_split = {
+    "c:split", CP_OP_SPLIT, split_supports, cat_prepare, cat_run, state_release, NULL};
 
 /* ---- strided copies (Slice, Resize) ------------------------------------- */
 
@@ -373,8 +373,8 @@ static enum cp_status slice_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_slice = {"c:slice",     CP_OP_SLICE, slice_supports,
-                                        slice_prepare, gather_run,  state_release};
+const struct cp_kernel cp_fast_slice = {
+    "c:slice", CP_OP_SLICE, slice_supports, slice_prepare, gather_run, state_release, NULL};
 
 /* Resize, mode nearest, without roi. */
 static double resize_src(const char *ctm, int64_t x, double scale, int64_t in, int64_t out)
@@ -473,8 +473,9 @@ static enum cp_status resize_prepare(struct cp_kexec *k, struct cp_diag *d)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_resize = {"c:resize_nearest", CP_OP_RESIZE, resize_supports,
-                                         resize_prepare,     gather_run,   state_release};
+const struct cp_kernel cp_fast_resize = {
+    "c:resize_nearest", CP_OP_RESIZE, resize_supports, resize_prepare, gather_run,
+    state_release,      NULL};
 
 /* ---- Gather -------------------------------------------------------------- */
 
@@ -553,5 +554,5 @@ static enum cp_status gidx_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_gather = {"c:gather",   CP_OP_GATHER, gidx_supports,
-                                         gidx_prepare, gidx_run,     state_release};
+const struct cp_kernel cp_fast_gather = {"c:gather", CP_OP_GATHER,  gidx_supports, gidx_prepare,
+                                         gidx_run,   state_release, NULL};

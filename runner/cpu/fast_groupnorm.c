@@ -398,8 +398,13 @@ static void state_release(struct cp_kexec *k)
     k->state = NULL;
 }
 
-const struct cp_kernel cp_fast_group_norm = {
-    "c:group_norm", CP_OP_GROUP_NORMALIZATION, gn_supports, gn_prepare, gn_run, state_release};
+const struct cp_kernel cp_fast_group_norm = {"c:group_norm",
+                                             CP_OP_GROUP_NORMALIZATION,
+                                             gn_supports,
+                                             gn_prepare,
+                                             gn_run,
+                                             state_release,
+                                             NULL};
 
 /* ---- Gelu ------------------------------------------------------------------ */
 
@@ -439,4 +444,5 @@ static enum cp_status gelu_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_gelu = {"c:gelu", CP_OP_GELU, gelu_supports, NULL, gelu_run, NULL};
+const struct cp_kernel cp_fast_gelu = {"c:gelu", CP_OP_GELU, gelu_supports, NULL,
+                                       gelu_run, NULL,       NULL};

@@ -80,7 +80,8 @@ typedef float ln_v16 __attribute__((vector_size(64), aligned(4)));
 
 static inline __attribute__((always_inline)) float ln_hsum(const ln_v16 *v)
 {
-    ln_v16 a = *v; /* by pointer: a 64-byte vector argument changes the ABI of the non-AVX-512 clones */
+    ln_v16 a =
+        *v; /* by pointer: a 64-byte vector argument changes the ABI of the non-AVX-512 clones */
     a += __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
     a += __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
     a += __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
@@ -170,4 +171,4 @@ static void ln_release(struct cp_kexec *k)
 }
 
 const struct cp_kernel cp_fast_layer_norm = {
-    "c:layer_norm", CP_OP_LAYER_NORMALIZATION, ln_supports, ln_prepare, ln_run, ln_release};
+    "c:layer_norm", CP_OP_LAYER_NORMALIZATION, ln_supports, ln_prepare, ln_run, ln_release, NULL};

@@ -132,5 +132,5 @@ static void nmm_release(struct cp_kexec *k)
     k->state = NULL;
 }
 
-const struct cp_kernel cp_fast_matmul_n16 = {"c:matmul_n16", CP_OP_MATMUL, nmm_supports,
-                                             nmm_prepare,    nmm_run,      nmm_release};
+const struct cp_kernel cp_fast_matmul_n16 = {
+    "c:matmul_n16", CP_OP_MATMUL, nmm_supports, nmm_prepare, nmm_run, nmm_release, NULL};

@@ -227,14 +227,16 @@ static void state_release(struct cp_kexec *k)
     k->state = NULL;
 }
 
-const struct cp_kernel cp_fast_reduce_mean = {"c:reduce",     CP_OP_REDUCE_MEAN, reduce_supports,
-                                              reduce_prepare, reduce_run,        state_release};
-const struct cp_kernel cp_fast_reduce_sum = {"c:reduce",     CP_OP_REDUCE_SUM, reduce_supports,
-                                             reduce_prepare, reduce_run,       state_release};
-const struct cp_kernel cp_fast_reduce_max = {"c:reduce",     CP_OP_REDUCE_MAX, reduce_supports,
-                                             reduce_prepare, reduce_run,       state_release};
+const struct cp_kernel cp_fast_reduce_mean = {
+    "c:reduce", CP_OP_REDUCE_MEAN, reduce_supports, reduce_prepare, reduce_run, state_release,
+    NULL};
+const struct cp_kernel cp_fast_reduce_sum = {
+    "c:reduce", CP_OP_REDUCE_SUM, reduce_supports, reduce_prepare, reduce_run, state_release, NULL};
+const struct cp_kernel cp_fast_reduce_max = {
+    "c:reduce", CP_OP_REDUCE_MAX, reduce_supports, reduce_prepare, reduce_run, state_release, NULL};
 const struct cp_kernel cp_fast_global_avg_pool = {
-    "c:reduce", CP_OP_GLOBAL_AVERAGE_POOL, gap_supports, reduce_prepare, reduce_run, state_release};
+    "c:reduce", CP_OP_GLOBAL_AVERAGE_POOL, gap_supports, reduce_prepare, reduce_run, state_release,
+    NULL};
 
 /* ---- InstanceNormalization ------------------------------------------- */
 
@@ -309,9 +311,13 @@ static enum cp_status in_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_instance_norm = {
-    "c:instance_norm", CP_OP_INSTANCE_NORMALIZATION, in_supports, in_prepare, in_run,
-    state_release};
+const struct cp_kernel cp_fast_instance_norm = {"c:instance_norm",
+                                                CP_OP_INSTANCE_NORMALIZATION,
+                                                in_supports,
+                                                in_prepare,
+                                                in_run,
+                                                state_release,
+                                                NULL};
 
 /* ---- BatchNormalization (inference) ---------------------------------------- */
 
@@ -361,5 +367,10 @@ static enum cp_status bn_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_batch_norm = {
-    "c:batch_norm", CP_OP_BATCH_NORMALIZATION, bn_supports, in_prepare, bn_run, state_release};
+const struct cp_kernel cp_fast_batch_norm = {"c:batch_norm",
+                                             CP_OP_BATCH_NORMALIZATION,
+                                             bn_supports,
+                                             in_prepare,
+                                             bn_run,
+                                             state_release,
+                                             NULL};

@@ -161,5 +161,5 @@ static void smx_release(struct cp_kexec *k)
     k->state = NULL;
 }
 
-const struct cp_kernel cp_fast_softmax = {"c:softmax", CP_OP_SOFTMAX, smx_supports,
-                                          smx_prepare, smx_run,       smx_release};
+const struct cp_kernel cp_fast_softmax = {"c:softmax", CP_OP_SOFTMAX, smx_supports, smx_prepare,
+                                          smx_run,     smx_release,   NULL};

@@ -199,5 +199,5 @@ static void tp_release(struct cp_kexec *k)
     k->state = NULL;
 }
 
-const struct cp_kernel cp_fast_transpose = {"c:transpose", CP_OP_TRANSPOSE, tp_supports,
-                                            tp_prepare,    tp_run,          tp_release};
+const struct cp_kernel cp_fast_transpose = {"c:transpose", CP_OP_TRANSPOSE, tp_supports, tp_prepare,
+                                            tp_run,        tp_release,      NULL};

@@ -207,8 +207,8 @@ static void unary_release(struct cp_kexec *k)
 }
 
 #define UNARY_KERNEL(var, opv)                                                                     \
-    const struct cp_kernel var = {"c:unary_f32", opv,       unary_supports,                        \
-                                  unary_prepare, unary_run, unary_release}
+    const struct cp_kernel var = {"c:unary_f32", opv, unary_supports, unary_prepare, unary_run,    \
+                                  unary_release, NULL}
 
 UNARY_KERNEL(cp_fast_relu, CP_OP_RELU);
 UNARY_KERNEL(cp_fast_leaky_relu, CP_OP_LEAKY_RELU);

@@ -2,12 +2,18 @@
  * Private to runner/: the kernel interface of the CPU target.
  *
  * A kernel is a const table entry: the op it implements, a `supports`
- * predicate over a node with concrete shapes, and prepare/run/release.
- * The plan picks, for each node, the first kernel in the registry whose
- * predicate accepts it (fast kernels are listed before the reference one;
- * `reference_only` plans skip to the reference). Every op has a reference
- * kernel, written for clarity, which the test harness uses as the truth
- * for the faster ones.
+ * predicate over a node with concrete shapes, prepare/run/release, and the
+ * CPU features it needs for a node (`isa`). The plan picks, for each node,
+ * the first kernel in the registry whose predicate accepts it and whose
+ * features the host has (core/host.h; fast kernels are listed before the
+ * reference one; `reference_only` plans skip to the reference). Every op
+ * has a reference kernel, written for clarity and for any CPU, which the
+ * test harness uses as the truth for the faster ones.
+ *
+ * `supports` judges the node only, never the CPU: what a kernel can do and
+ * what this machine can execute are separate questions, so the harness can
+ * tell a kernel that is never exercised from one this host cannot run, and
+ * the plan can pass over a kernel for a missing ISA and say so.
  *
  * Memory is fixed when the plan is built: `in[i]`/`out[i]` point into the
  * arena or at weights and never move, so `prepare` may bind them once
@@ -18,6 +24,7 @@
 #ifndef CP_RUNNER_KERNEL_H
 #define CP_RUNNER_KERNEL_H
 
+#include "core/host.h"
 #include "graph/graph.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -65,13 +72,34 @@ struct cp_kernel {
     enum cp_status (*run)(struct cp_kexec *k);
     /* Free state. NULL: nothing to free. */
     void (*release)(struct cp_kexec *k);
+    /* The CPU features this kernel needs to run the node, as /proc/cpuinfo
+     * names them, space separated ("avx512f avx512bw avx512vl"); NULL or ""
+     * when it runs on any CPU the build targets. Only called on nodes that
+     * `supports` accepts. NULL: never needs any. */
+    const char *(*isa)(const struct cp_graph *g, const struct cp_node *n);
 };
 
-/* Pick the kernel for a node: the first fast kernel for its op whose
- * predicate accepts it, else the reference kernel (always, with
- * `reference_only`). NULL when the op has no kernel at all. */
+/* Whether the CPU `host` describes has every feature `k` needs for node n
+ * (k->isa); a NULL host has none. OUT (when `missing` is not NULL): the
+ * features it lacks, space separated, "" when none (cut to `cap` bytes). */
+bool cp_kernel_runs_on(const struct cp_kernel *k, const struct cp_graph *g, const struct cp_node *n,
+                       const struct cp_host *host, char *missing, size_t cap);
+
+/* What cp_kernel_select passed over: the first fast kernel that accepts the
+ * node but needs features the host lacks, and those features. */
+struct cp_kernel_passed {
+    const struct cp_kernel *kernel; /* NULL: none was passed over */
+    char missing[96];
+};
+
+/* Pick the kernel for a node on the CPU `host` describes: the first fast
+ * kernel for its op whose predicate accepts it and whose features the host
+ * has, else the reference kernel (always, with `reference_only`). NULL when
+ * the op has no kernel at all. OUT (when `passed` is not NULL): the first
+ * fast kernel passed over for a missing feature. */
 const struct cp_kernel *cp_kernel_select(const struct cp_graph *g, const struct cp_node *n,
-                                         bool reference_only);
+                                         const struct cp_host *host, bool reference_only,
+                                         struct cp_kernel_passed *passed);
 
 /* The reference kernel of an op, or NULL. */
 const struct cp_kernel *cp_kernel_reference(enum cp_op op);

@@ -156,14 +156,66 @@ static void describe_inputs(const struct cp_graph *g, const struct cp_node *n, c
     }
 }
 
-static enum cp_status select_kernel(const struct cp_plan *p, const struct cp_node *n,
+/* Whether the node asks for bf16 arithmetic (the precision pass's mark). */
+static bool wants_bf16(const struct cp_node *n)
+{
+    return strcmp(cp_node_attr_string(n, "compute_precision", ""), "bf16") == 0;
+}
+
+/* A bf16 node whose fast kernels this CPU cannot execute is not left to the
+ * reference kernel: the reference Conv, MatMul and Gemm compute in fp32, so
+ * the plan would silently drop the arithmetic the .om was converted for
+ * (and run at the speed of a plain loop). True when `k` is such a fallback;
+ * `passed` says which kernel was passed over and why. */
+static bool lost_bf16(const struct cp_node *n, const struct cp_kernel *k,
+                      const struct cp_kernel_passed *passed)
+{
+    return passed->kernel && wants_bf16(n) && k == cp_kernel_reference(n->op);
+}
+
+/* How many executed nodes after position `from` of `order` would be refused
+ * as lost_bf16 too, for the message of the first. */
+static size_t count_lost_bf16(const struct cp_plan *p, const int32_t *order, const bool *is_view,
+                              size_t from, size_t n)
+{
+    size_t more = 0;
+    for (size_t k = from + 1; k < n; k++) {
+        if (is_view[k])
+            continue;
+        const struct cp_node *node = cp_graph_node(p->g, order[k]);
+        struct cp_kernel_passed passed;
+        const struct cp_kernel *kern = cp_kernel_select(p->g, node, &p->rt->host, false, &passed);
+        if (kern && lost_bf16(node, kern, &passed))
+            more++;
+    }
+    return more;
+}
+
+static enum cp_status select_kernel(const struct cp_plan *p, const int32_t *order,
+                                    const bool *is_view, size_t at, size_t n_order,
                                     bool reference_only, const struct cp_kernel **out,
                                     struct cp_diag *d)
 {
-    const struct cp_kernel *k = cp_kernel_select(p->g, n, reference_only);
+    const struct cp_node *n = cp_graph_node(p->g, order[at]);
+    struct cp_kernel_passed passed;
+    const struct cp_kernel *k = cp_kernel_select(p->g, n, &p->rt->host, reference_only, &passed);
     if (!k)
         return cp_diag_set(d, CP_ERR_UNSUPPORTED, "%s: no kernel for node '%s' (%s)", p->m->name,
                            n->name, n->op_type);
+    if (lost_bf16(n, k, &passed)) {
+        size_t more = count_lost_bf16(p, order, is_view, at, n_order);
+        char also[64] = "";
+        if (more)
+            snprintf(also, sizeof also, " (and %zu more node%s)", more, more == 1 ? "" : "s");
+        return cp_diag_set(
+            d, CP_ERR_UNSUPPORTED,
+            "%s: node '%s' (%s)%s computes in bf16 (compute_precision=bf16): its "
+            "kernel %s needs %s, which this CPU (%s) lacks, and the reference "
+            "kernel computes in fp32; convert it with --precision_mode=force_fp32 to "
+            "run it on this CPU",
+            p->m->name, n->name, n->op_type, also, passed.kernel->name, passed.missing,
+            p->rt->host.cpu_model);
+    }
     if (k->supports && !k->supports(p->g, n)) {
         char what[512];
         describe_inputs(p->g, n, what, sizeof what);
@@ -198,7 +250,7 @@ static enum cp_status make_kernels(struct cp_plan *p, const int32_t *order, cons
             continue;
         const struct cp_node *node = cp_graph_node(p->g, order[k]);
         struct cp_kexec *x = &p->kx[i++];
-        enum cp_status st = select_kernel(p, node, reference_only, &x->kernel, d);
+        enum cp_status st = select_kernel(p, order, is_view, k, n, reference_only, &x->kernel, d);
         if (st != CP_OK)
             return st;
         x->g = p->g;

@@ -158,7 +158,7 @@ void cp_ref_valid_range(int64_t out, int64_t stride, int64_t off, int64_t in, in
 
 /* Define a reference kernel (none of them keeps state to release). */
 #define CP_REF_KERNEL(var, opv, supports_fn, prepare_fn, run_fn)                                   \
-    const struct cp_kernel var = {"ref", opv, supports_fn, prepare_fn, run_fn, NULL}
+    const struct cp_kernel var = {"ref", opv, supports_fn, prepare_fn, run_fn, NULL, NULL}
 
 extern const struct cp_kernel cp_ref_add, cp_ref_sub, cp_ref_mul, cp_ref_div, cp_ref_pow,
     cp_ref_equal;

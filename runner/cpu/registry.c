@@ -4,6 +4,9 @@
  * globals). */
 #include "runner/cpu/kernel.h"
 
+#include <stdio.h>
+#include <string.h>
+
 const struct cp_kernel *cp_kernel_reference(enum cp_op op)
 {
     if (op == CP_OP_UNKNOWN)
@@ -14,16 +17,58 @@ const struct cp_kernel *cp_kernel_reference(enum cp_op op)
     return NULL;
 }
 
-const struct cp_kernel *cp_kernel_select(const struct cp_graph *g, const struct cp_node *n,
-                                         bool reference_only)
+bool cp_kernel_runs_on(const struct cp_kernel *k, const struct cp_graph *g, const struct cp_node *n,
+                       const struct cp_host *host, char *missing, size_t cap)
 {
+    if (missing && cap)
+        missing[0] = '\0';
+    const char *need = k->isa ? k->isa(g, n) : NULL;
+    bool ok = true;
+    size_t used = 0;
+    for (const char *p = need ? need : ""; *p;) {
+        size_t len = strcspn(p, " ");
+        char flag[64];
+        if (len > 0 && len < sizeof flag) {
+            memcpy(flag, p, len);
+            flag[len] = '\0';
+            if (!host || !cp_host_has_flag(host, flag)) {
+                ok = false;
+                if (missing && cap) {
+                    int w = snprintf(missing + used, cap - used, "%s%s", used ? " " : "", flag);
+                    if (w > 0)
+                        used = used + (size_t)w < cap ? used + (size_t)w : cap - 1;
+                }
+            }
+        }
+        p += len;
+        p += strspn(p, " ");
+    }
+    return ok;
+}
+
+const struct cp_kernel *cp_kernel_select(const struct cp_graph *g, const struct cp_node *n,
+                                         const struct cp_host *host, bool reference_only,
+                                         struct cp_kernel_passed *passed)
+{
+    if (passed) {
+        passed->kernel = NULL;
+        passed->missing[0] = '\0';
+    }
     if (n->op == CP_OP_UNKNOWN)
         return NULL;
     if (!reference_only)
         for (size_t i = 0; cp_fast_kernels[i]; i++) {
             const struct cp_kernel *k = cp_fast_kernels[i];
-            if (k->op == n->op && (!k->supports || k->supports(g, n)))
+            if (k->op != n->op || (k->supports && !k->supports(g, n)))
+                continue;
+            if (!passed || passed->kernel) {
+                if (cp_kernel_runs_on(k, g, n, host, NULL, 0))
+                    return k;
+            } else if (cp_kernel_runs_on(k, g, n, host, passed->missing, sizeof passed->missing)) {
                 return k;
+            } else {
+                passed->kernel = k;
+            }
         }
     return cp_kernel_reference(n->op);
 }

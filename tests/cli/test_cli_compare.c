@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "runner/runner.h"
 #include "support/cli.h"
+#include "support/host.h"
 #include "support/run.h"
 
 #include "cli/cli_test.h"
@@ -104,6 +105,29 @@ Test(cli_compare, different_arithmetic_fails_zero_tolerance_with_exit_1)
 
 Test(cli_compare, bf16_candidate_is_beyond_zero_tolerance_but_close)
 {
+    char cpu[256];
+    if (!cp_t_host_has_bf16(cpu, sizeof cpu)) {
+        /* the candidate cannot be made here: convert refuses, saying why
+         * and what to use instead, and writes nothing */
+        char *src = cp_t_example("transformer_encoder_op17");
+        char *model = cp_t_fmt("--model=%s", src);
+        char *out = cp_t_fmt("--output=%s/bf16", cp_t_dir);
+        struct cp_run r;
+        cp_run_cli(&r, "convert", model, "--framework=5", out,
+                   "--precision_mode=allow_mix_precision_bf16", NULL);
+        cr_assert_eq(r.exit_code, 2, "exit %d; stderr: %s", r.exit_code, r.err);
+        cr_assert(cp_t_is_bf16_refusal(r.err, "allow_mix_precision_bf16"), "%s", r.err);
+        char *om = cp_t_path("bf16.om");
+        cr_assert_not(cp_path_exists(om), "a refused conversion left %s", om);
+        cp_run_release(&r);
+        free(om);
+        free(out);
+        free(model);
+        free(src);
+        cr_skip_test("this CPU (%s) has neither avx512_bf16 nor amx_bf16: no bf16 candidate to "
+                     "compare; convert refuses the mode with exit code 2, as it should",
+                     cpu);
+    }
     char *m = cp_t_example("transformer_encoder_op17");
     char *om = ct_convert_to("transformer_encoder_op17", "bf16",
                              "--precision_mode=allow_mix_precision_bf16", NULL);

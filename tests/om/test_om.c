@@ -1261,7 +1261,7 @@ Test(om, atomic_write_leaves_complete_file_and_no_temporary)
     char bad[600];
     snprintf(bad, sizeof bad, "%s/missing/tiny.om", dir);
     cp_diag_init(&d);
-    cr_assert_eq(cp_om_write(bad, f.g, &m, &d), CP_ERR_IO);
+    cr_assert_eq(cp_om_write(bad, f.g, &m, &d), CP_ERR_WRITE);
     cr_assert_not_null(strstr(d.msg, bad), "%s", d.msg);
     cr_assert_eq(count_entries(dir), 0);
 

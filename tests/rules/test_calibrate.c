@@ -408,8 +408,6 @@ Test(calibrate, cli_text_names_peaks_bandwidth_ridge_and_cache)
     cp_run_release(&r);
 }
 
-/* The cache is an output: a folder that cannot be created is the
- * environment's failure (exit 3), named or not. */
 Test(calibrate, cli_named_cache_folder_that_cannot_be_created_exits_3)
 {
     char *file = cp_t_path("a-file");
@@ -417,6 +415,7 @@ Test(calibrate, cli_named_cache_folder_that_cannot_be_created_exits_3)
     char *dir = cp_t_fmt("%s/sub", file);
     struct cp_run r;
     cp_run_cli(&r, "calibrate", "--cache-dir", dir, NULL);
+    /* the cache is an output: one that cannot be written exits 3 */
     cr_assert_eq(r.exit_code, 3, "exit %d: %s", r.exit_code, r.err);
     cr_assert(strstr(r.err, "cannprof calibrate: error:"), "%s", r.err);
     cr_assert(strstr(r.err, dir), "the folder is named: %s", r.err);

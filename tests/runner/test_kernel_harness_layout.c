@@ -10,6 +10,7 @@
 #include "runner/cpu/kernel.h"
 #include "runner/cpu/layout.h"
 
+#include "core/host.h"
 #include "graph/graph_build.h"
 
 #include <criterion/criterion.h>
@@ -174,15 +175,20 @@ Test(layout_kernels, transdata_puts_each_element_where_its_layout_says)
     env_release(&e);
 }
 
+/* oneDNN takes the element sizes whose reorder is a move on every CPU and
+ * agrees with the reference; 2-byte floats are the reference kernel's. */
 Test(layout_kernels, transdata_moves_elements_of_every_size_both_ways)
 {
     struct env e;
     env_init(&e);
-    const enum cp_dtype dts[] = {CP_DTYPE_BF16, CP_DTYPE_I32, CP_DTYPE_U8, CP_DTYPE_I8};
+    const enum cp_dtype dts[] = {CP_DTYPE_BF16, CP_DTYPE_F16, CP_DTYPE_I32, CP_DTYPE_U8,
+                                 CP_DTYPE_I8};
     const int64_t d[4] = {1, 16, 4, 6};
     for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++)
         for (size_t b = 1; b < N_LAYOUTS; b++) {
             size_t es = cp_dtype_size(dts[t]), n = 16 * 4 * 6;
+            bool onednn = es != 2;
+            const struct cp_kernel *fast = onednn ? &cp_dnnl_trans_data : &cp_ref_trans_data;
             unsigned char *x = malloc(n * es);
             for (size_t i = 0; i < n * es; i++)
                 x[i] = (unsigned char)(i * 7 + 1);
@@ -190,24 +196,88 @@ Test(layout_kernels, transdata_moves_elements_of_every_size_both_ways)
             struct cp_graph *g = gb_graph(17);
             gb_init(g, "x", dts[t], 4, d, x);
             add_transdata(g, "x", CP_LAYOUT_NCHW, layouts[b]);
+            cr_assert_eq(cp_dnnl_trans_data.supports(g, cp_graph_node(g, 0)), onednn,
+                         "oneDNN should %s %s", onednn ? "take" : "leave", cp_dtype_name(dts[t]));
             void *ref = run0(&e, &cp_ref_trans_data, g, NULL);
-            void *fast = run0(&e, &cp_dnnl_trans_data, g, NULL);
-            cr_assert(memcmp(ref, fast, n * es) == 0, "%s to %s: oneDNN and reference differ",
-                      cp_dtype_name(dts[t]), cp_layout_name(layouts[b]));
+            void *there = run0(&e, fast, g, NULL);
+            cr_assert(memcmp(ref, there, n * es) == 0, "%s to %s: %s and reference differ",
+                      cp_dtype_name(dts[t]), cp_layout_name(layouts[b]), fast->name);
             cp_graph_free(g);
             /* and back */
             g = gb_graph(17);
             gb_init(g, "x", dts[t], 4, d, ref);
             add_transdata(g, "x", layouts[b], CP_LAYOUT_NCHW);
-            void *back = run0(&e, &cp_dnnl_trans_data, g, NULL);
+            void *back = run0(&e, fast, g, NULL);
             cr_assert(memcmp(back, x, n * es) == 0, "%s round trip through %s changed the data",
                       cp_dtype_name(dts[t]), cp_layout_name(layouts[b]));
             cp_graph_free(g);
             free(back);
             free(ref);
-            free(fast);
+            free(there);
             free(x);
         }
+    env_release(&e);
+}
+
+/* 2-byte floats whose bits a conversion through f32 would change:
+ * subnormals (flushed to zero by oneDNN's bf16 conversion), signalling NaNs
+ * (quieted) and NaN payloads, with ordinary values between them. */
+static uint16_t tricky16(enum cp_dtype dt, size_t i)
+{
+    static const uint16_t bf16[] = {0x0001, 0x8001, 0x007f, 0x0040, 0x7f81, 0xff81,
+                                    0x7fc1, 0x7f80, 0xff80, 0x8000, 0x3f80, 0xc0a0};
+    static const uint16_t f16[] = {0x0001, 0x8001, 0x03ff, 0x0200, 0x7c01, 0xfc01,
+                                   0x7e01, 0x7c00, 0xfc00, 0x8000, 0x3c00, 0xc500};
+    return (dt == CP_DTYPE_BF16 ? bf16 : f16)[i % 12];
+}
+
+/* Every TransData kernel that takes a 2-byte node, the one the registry
+ * picks on this CPU first, moves the elements without touching a bit. */
+Test(layout_kernels, transdata_keeps_every_bit_of_2_byte_floats)
+{
+    struct env e;
+    env_init(&e);
+    struct cp_host host;
+    cp_host_detect(&host);
+    const enum cp_dtype dts[] = {CP_DTYPE_BF16, CP_DTYPE_F16};
+    const int64_t d[4] = {2, 16, 3, 5};
+    const size_t n = 2 * 16 * 3 * 5;
+    for (size_t t = 0; t < 2; t++)
+        for (size_t a = 0; a < N_LAYOUTS; a++)
+            for (size_t b = 0; b < N_LAYOUTS; b++) {
+                if (a == b)
+                    continue;
+                uint16_t *x = malloc(n * 2), *want = malloc(n * 2);
+                for (int64_t i0 = 0; i0 < d[0]; i0++)
+                    for (int64_t c = 0; c < d[1]; c++)
+                        for (int64_t h = 0; h < d[2]; h++)
+                            for (int64_t w = 0; w < d[3]; w++) {
+                                size_t logical = (size_t)(((i0 * d[1] + c) * d[2] + h) * d[3] + w);
+                                uint16_t v = tricky16(dts[t], logical);
+                                x[where(layouts[a], d, i0, c, h, w)] = v;
+                                want[where(layouts[b], d, i0, c, h, w)] = v;
+                            }
+                struct cp_graph *g = gb_graph(17);
+                gb_init(g, "x", dts[t], 4, d, x);
+                add_transdata(g, "x", layouts[a], layouts[b]);
+                const struct cp_node *node = cp_graph_node(g, 0);
+                const struct cp_kernel *ks[3] = {cp_kernel_select(g, node, &host, false, NULL),
+                                                 &cp_ref_trans_data, &cp_dnnl_trans_data};
+                for (int k = 0; k < 3; k++) {
+                    if (!ks[k]->supports(g, node))
+                        continue;
+                    uint16_t *y = run0(&e, ks[k], g, NULL);
+                    for (size_t i = 0; i < n; i++)
+                        cr_assert_eq(y[i], want[i],
+                                     "%s %s %s -> %s: element %zu is 0x%04x, was 0x%04x",
+                                     ks[k]->name, cp_dtype_name(dts[t]), cp_layout_name(layouts[a]),
+                                     cp_layout_name(layouts[b]), i, y[i], want[i]);
+                    free(y);
+                }
+                cp_graph_free(g);
+                free(x);
+                free(want);
+            }
     env_release(&e);
 }
 

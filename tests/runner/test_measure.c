@@ -172,35 +172,70 @@ Test(measure, a_busy_machine_ends_at_the_time_limit_and_says_so)
     cp_measurement_release(&m);
 }
 
-Test(measure, the_target_of_undisturbed_rounds_ends_a_quiet_run)
+/* A replayed machine: the probe reads `busy` for rounds below `busy_until`,
+ * `quiet` after. */
+struct machine {
+    uint64_t quiet, busy;
+    size_t busy_until;
+};
+
+static uint64_t replay(void *ctx, size_t round)
+{
+    const struct machine *m = ctx;
+    return round < m->busy_until ? m->busy : m->quiet;
+}
+
+Test(measure, a_quiet_machine_stops_at_the_target_exactly)
 {
     struct log l = {0};
     struct cp_measure_subject s = {logged, &l, NULL};
+    struct machine quiet = {.quiet = 10000, .busy = 10000};
     struct cp_measure_policy p;
     cp_measure_policy_init(&p);
     p.warmup = 2;
     p.iterations = 30;
-    p.time_limit_s = 30;
     p.floor_cache = false;
+    p.probe_fn = replay;
+    p.probe_ctx = &quiet;
     struct cp_measurement m;
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_measure(&s, 1, &p, &m, &d), CP_OK, "%s", d.msg);
-    /* a shared machine may be busy throughout; either way the result says
-     * which, and what it says holds */
-    if (m.stop == CP_MEASURE_STOP_TARGET)
-        cr_assert_geq(m.n_undisturbed, 30);
-    else
-        cr_assert_eq(m.stop, CP_MEASURE_STOP_TIME_LIMIT);
-    cr_assert_geq(m.n, m.n_undisturbed);
-    cr_assert_gt(m.floor_ns, 0);
-    cr_assert_leq(m.reference_ns, m.floor_ns);
-    size_t k = 0;
+    cr_assert_eq(m.stop, CP_MEASURE_STOP_TARGET);
+    cr_assert_eq(m.n, 30, "the count is taken as soon as the target is reachable");
+    cr_assert_eq(m.n_undisturbed, 30);
+    cr_assert_eq(m.floor_ns, 10000);
+    cr_assert_eq(m.reference_ns, 10000);
+    cp_measurement_release(&m);
+}
+
+Test(measure, a_busy_stretch_delays_the_stop_and_is_left_out)
+{
+    /* rounds take far less than 2 ms, so a round is judged by the 16
+     * probes on each side of it: the 20 busy rounds and the 16 after them
+     * are disturbed */
+    struct log l = {0};
+    struct cp_measure_subject s = {logged, &l, NULL};
+    struct machine m20 = {.quiet = 10000, .busy = 20000, .busy_until = 20};
+    struct cp_measure_policy p;
+    cp_measure_policy_init(&p);
+    p.warmup = 0;
+    p.iterations = 30;
+    p.floor_cache = false;
+    p.probe_fn = replay;
+    p.probe_ctx = &m20;
+    struct cp_measurement m;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_measure(&s, 1, &p, &m, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(m.stop, CP_MEASURE_STOP_TARGET);
+    cr_assert_geq(m.n_undisturbed, 30);
+    cr_assert_eq(m.n_undisturbed, m.n - 36, "rounds 0..35 are disturbed, the rest not");
     for (size_t r = 0; r < m.n; r++)
-        k += m.undisturbed[r];
-    cr_assert_eq(k, m.n_undisturbed);
-    cr_assert_eq(cp_probe_mark(m.probe_ns, m.n, m.reference_ns, 1, NULL) >= m.n_undisturbed, true,
-                 "a wider window keeps no more rounds");
+        cr_assert_eq(m.undisturbed[r], r >= 36, "round %zu", r);
+    /* the count it stopped at is the count it reports: the next check
+     * comes at most an eighth (at least 16 rounds) later */
+    cr_assert_leq(m.n, 36 + 30 + 16 + 16);
     cp_measurement_release(&m);
 }
 
