@@ -2,7 +2,8 @@
  * (export, suggest, baseline set/rm, kb import) parse and say what they
  * did, and an output that cannot be written exits 3 (the environment), not
  * 2, in every command family that writes a file: convert, run, export,
- * suggest, kb export, calibrate and baseline (in their own suites). Tests
+ * suggest, analyze's rule skeleton, kb export, and calibrate and baseline
+ * (in their own suites). Tests
  * run as root, so an unwritable place is a path under a regular file
  * (<scratch>/afile/...), which no permission bit lets anyone create. */
 #include "core/core.h"
@@ -244,4 +245,48 @@ Test(cli_output, export_suggest_and_kb_export_outputs_that_cannot_be_written_exi
     free(out);
     free(file);
     free(db);
+}
+
+/* A pack whose one rule cannot fire, so the hot op type of a run is an
+ * unclassified hotspot and analyze writes a rule skeleton for it. */
+static const char NEVER_PACK[] = "pack: never\n"
+                                 "version: 1\n"
+                                 "rules:\n"
+                                 "  - name: never_fires\n"
+                                 "    bottleneck_type: memory_bound\n"
+                                 "    indicators:\n"
+                                 "      - device_util > 200%\n"
+                                 "    root_causes:\n"
+                                 "      - name: impossible\n"
+                                 "        change:\n"
+                                 "          summary: nothing\n"
+                                 "          runtime: [\"--threads=1\"]\n"
+                                 "        gain: {speedup: 1.5}\n";
+
+Test(cli_output, analyze_skeleton_that_cannot_be_written_exits_3)
+{
+    char *om = ct_convert("resnet_tiny");
+    char *db = cp_t_path("rn.db");
+    cr_assert(cp_t_bench_trace(om, db, "--no-probe", "--iterations", "10", "--warmup", "2",
+                               "--threads", "1", NULL),
+              "bench --trace failed (see stderr)");
+    char *pack = cp_t_path("never.yaml");
+    ct_write_text(pack, NEVER_PACK);
+    char *file = regular_file();
+    char *skel = cp_t_fmt("%s/skeleton.yaml", file);
+    struct cp_run r;
+    /* the hotspot is there: with a writable place the skeleton is written */
+    char *ok = cp_t_path("skeleton.yaml");
+    cp_run_cli(&r, "analyze", db, "--rules", pack, "--no-calibrate", "--skeleton", ok, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cr_assert(cp_path_exists(ok), "no skeleton at %s: %s", ok, r.out);
+    cp_run_release(&r);
+    cp_run_cli(&r, "analyze", db, "--rules", pack, "--no-calibrate", "--skeleton", skel, NULL);
+    expect_write_failure(&r, "analyze --skeleton", skel);
+    free(ok);
+    free(skel);
+    free(file);
+    free(pack);
+    free(db);
+    free(om);
 }
