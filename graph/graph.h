@@ -19,6 +19,10 @@
  * (shape/dtype inference with small-integer value propagation, so the
  * Shape→Gather→Concat→Reshape chains PyTorch exports resolve), cost.c (FLOPs
  * and bytes), dtype.c (dtype and layout names and sizes).
+ *
+ * op_eval.h is the arithmetic of the elementwise, cast, reduction and
+ * data-movement ops, which the runtime's reference kernels and the constant
+ * folder share.
  */
 #ifndef CP_GRAPH_H
 #define CP_GRAPH_H

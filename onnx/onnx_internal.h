@@ -6,10 +6,12 @@
  * inputs, nodes and outputs. ops.c holds the op table, one row per operator
  * of enum cp_op ({ONNX name, opset range, input/output counts, attribute
  * specs, loader}); a loader adds its node and copies and checks attributes.
- * tensor.c decodes TensorProtos (typed fields, raw_data, external data) and
- * value types. wire.c bounds message nesting before protobuf-c's unpack,
- * which recurses without limit. names.c is a string -> index hash map, so lookups stay O(1) on
- * models with thousands of tensors.
+ * tensor_read.c holds the rules of a TensorProto (header, typed fields,
+ * raw_data), which cp_onnx_tensor_read gives the runtime's tensor files
+ * too; tensor.c turns initializers into graph tensors (with external data
+ * files and this importer's messages) and reads value types. wire.c bounds message nesting before
+ * protobuf-c's unpack, which recurses without limit. names.c is a string -> index hash map, so
+ * lookups stay O(1) on models with thousands of tensors.
  *
  * Every message starts with the model's display name (its path).
  */
@@ -57,10 +59,6 @@ enum cp_status onnx_err_from(struct onnx_ctx *c, const struct cp_diag *local, en
 
 /* Whether a node domain is the default ONNX domain ("" or "ai.onnx"). */
 bool onnx_is_default_domain(const char *domain);
-
-/* ONNX TensorProto.DataType name ("FLOAT", "DOUBLE", ...), "type N" style
- * text for unknown values goes into buf[24]. */
-const char *onnx_dtype_name(int onnx_type, char buf[24]);
 
 /* Check, before unpacking, that the encoded model nests messages at most
  * CP_ONNX_MAX_NESTING deep (protobuf-c recurses without a limit) and that its
@@ -124,6 +122,30 @@ enum cp_status onnx_attr_type(struct onnx_ctx *c, const Onnx__NodeProto *np, con
                               const Onnx__AttributeProto *a, int *type);
 
 /* ---- tensors -------------------------------------------------------------- */
+
+/* What a TensorProto's header says (tensor_read.c): dtype, static shape
+ * (no symbols), element and byte counts, and whether the data is in an
+ * external file. */
+struct onnx_tensor_head {
+    enum cp_dtype dtype;
+    struct cp_shape shape;
+    size_t numel, nbytes;
+    bool external;
+};
+
+/* Check a TensorProto's header in the order faults are reported: dtype,
+ * segment, then (when !allow_external) external data, rank, dimensions,
+ * size. OUT: *h, *err. Returns err->fault. */
+enum cp_onnx_tensor_fault onnx_tensor_head(const Onnx__TensorProto *tp, bool allow_external,
+                                           struct onnx_tensor_head *h,
+                                           struct cp_onnx_tensor_error *err);
+
+/* The values a TensorProto holds itself (raw_data or its dtype's typed
+ * field; the others must be empty). OUT: *data (malloc'ed, the caller
+ * frees; NULL when h->nbytes is 0), *err. Returns err->fault. */
+enum cp_onnx_tensor_fault onnx_tensor_values(const Onnx__TensorProto *tp,
+                                             const struct onnx_tensor_head *h, void **data,
+                                             struct cp_onnx_tensor_error *err);
 
 /* Decode a TensorProto's dtype, shape and data. `what` names it in messages
  * ("initializer 'w'"). OUT: *dtype, *shape (syms arena-owned), *data (heap,

@@ -161,7 +161,7 @@ static enum cp_status load_cast(struct onnx_ctx *c, const struct onnx_op_def *de
         return onnx_err(c, CP_ERR_UNSUPPORTED,
                         "node '%s' (Cast): a cast to %s is not supported (supported: f32, f16, "
                         "bf16, i8, u8, i32, i64, bool)",
-                        name, onnx_dtype_name(to < 0 || to > INT32_MAX ? -1 : (int)to, buf));
+                        name, cp_onnx_dtype_name(to < 0 || to > INT32_MAX ? -1 : (int)to, buf));
     }
     return CP_OK;
 }

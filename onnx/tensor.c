@@ -1,5 +1,6 @@
-/* TensorProto decoding (typed fields, raw_data, external data files) and
- * value types of graph inputs, outputs and value_info. */
+/* Initializers from TensorProtos (the rules are tensor_read.c's; here the
+ * external data files and this importer's messages) and value types of
+ * graph inputs, outputs and value_info. */
 #include "onnx/onnx_internal.h"
 
 #include <errno.h>
@@ -11,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* raw_data and external files are little-endian; we copy them as they are. */
+/* External files are little-endian; we copy them as they are. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ONNX tensor bytes are little-endian: a big-endian host needs byte swapping in tensor.c"
 #endif
@@ -23,7 +24,7 @@ static const char *const onnx_type_names[] = {
     "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",
 };
 
-const char *onnx_dtype_name(int onnx_type, char buf[24])
+const char *cp_onnx_dtype_name(int onnx_type, char buf[24])
 {
     if (onnx_type >= 0 && (size_t)onnx_type < sizeof onnx_type_names / sizeof *onnx_type_names)
         return onnx_type_names[onnx_type];
@@ -32,24 +33,6 @@ const char *onnx_dtype_name(int onnx_type, char buf[24])
 }
 
 #define SUPPORTED_DTYPES "f32, f16, bf16, i8, u8, i32, i64, bool"
-
-static enum cp_status dims_to_shape(struct onnx_ctx *c, const int64_t *dims, size_t n,
-                                    const char *what, struct cp_shape *shape)
-{
-    if (n > CP_MAX_RANK)
-        return onnx_err(c, CP_ERR_UNSUPPORTED,
-                        "%s has rank %zu; at most %d dimensions are supported", what, n,
-                        CP_MAX_RANK);
-    shape->rank = (int)n;
-    for (size_t i = 0; i < n; i++) {
-        if (dims[i] < 0)
-            return onnx_err(c, CP_ERR_INVALID, "%s has a negative dimension (%lld at axis %zu)",
-                            what, (long long)dims[i], i);
-        shape->dims[i].value = dims[i];
-        shape->dims[i].sym = NULL;
-    }
-    return CP_OK;
-}
 
 /* ---- external data -------------------------------------------------------- */
 
@@ -232,117 +215,63 @@ out_free:
     return st;
 }
 
-/* ---- typed fields ------------------------------------------------------- */
+/* ---- decoding ------------------------------------------------------------------------ */
 
-struct typed_field {
-    const char *name;
-    size_t n;
-};
-
-/* The typed field ONNX keeps values of `dt` in. */
-static const char *home_field(enum cp_dtype dt)
+/* A fault of tensor_read.c in this importer's words. */
+static enum cp_status fault_message(struct onnx_ctx *c, const char *what,
+                                    const struct onnx_tensor_head *h,
+                                    const struct cp_onnx_tensor_error *e)
 {
-    switch (dt) {
-    case CP_DTYPE_F32:
-        return "float_data";
-    case CP_DTYPE_I64:
-        return "int64_data";
-    default:
-        return "int32_data"; /* f16, bf16 (bit patterns), i8, u8, bool, i32 */
-    }
-}
-
-static void *copy_typed(const Onnx__TensorProto *tp, enum cp_dtype dt, size_t numel, size_t nbytes)
-{
-    uint8_t *out = malloc(nbytes);
-    if (!out)
-        return NULL;
-    switch (dt) {
-    case CP_DTYPE_F32:
-        memcpy(out, tp->float_data, nbytes);
-        break;
-    case CP_DTYPE_I64:
-        memcpy(out, tp->int64_data, nbytes);
-        break;
-    case CP_DTYPE_I32:
-        memcpy(out, tp->int32_data, nbytes);
-        break;
-    case CP_DTYPE_F16:
-    case CP_DTYPE_BF16:
-        for (size_t i = 0; i < numel; i++) {
-            uint16_t v = (uint16_t)((uint32_t)tp->int32_data[i] & 0xffffu);
-            memcpy(out + 2 * i, &v, 2);
-        }
-        break;
-    case CP_DTYPE_BOOL:
-        for (size_t i = 0; i < numel; i++)
-            out[i] = tp->int32_data[i] != 0;
-        break;
-    default: /* i8, u8: one value per int32 */
-        for (size_t i = 0; i < numel; i++)
-            out[i] = (uint8_t)((uint32_t)tp->int32_data[i] & 0xffu);
-        break;
-    }
-    return out;
-}
-
-static enum cp_status typed_read(struct onnx_ctx *c, const Onnx__TensorProto *tp, const char *what,
-                                 enum cp_dtype dt, const struct cp_shape *shape, size_t numel,
-                                 size_t nbytes, void **out)
-{
-    const struct typed_field fields[] = {
-        {"float_data", tp->n_float_data},   {"int32_data", tp->n_int32_data},
-        {"int64_data", tp->n_int64_data},   {"double_data", tp->n_double_data},
-        {"uint64_data", tp->n_uint64_data}, {"string_data", tp->n_string_data},
-    };
-    const char *home = home_field(dt);
-    size_t have = 0;
-    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        if (strcmp(fields[i].name, home) == 0) {
-            have = fields[i].n;
-            continue;
-        }
-        if (fields[i].n)
-            return onnx_err(c, CP_ERR_INVALID,
-                            "%s (%s) stores its values in %s; %s values belong in %s or raw_data",
-                            what, cp_dtype_name(dt), fields[i].name, cp_dtype_name(dt), home);
-    }
-    if (tp->has_raw_data && have)
-        return onnx_err(c, CP_ERR_INVALID, "%s has both raw_data and %s", what, home);
-    char sh[96];
-    cp_shape_format(shape, sh, sizeof sh);
-    if (tp->has_raw_data) {
-        if (tp->raw_data.len != nbytes)
-            return onnx_err(c, CP_ERR_INVALID,
-                            "%s: raw_data has %zu bytes, but shape %s of %s needs %zu", what,
-                            tp->raw_data.len, sh, cp_dtype_name(dt), nbytes);
-        if (nbytes == 0)
-            return CP_OK;
-        uint8_t *buf = malloc(nbytes);
-        if (!buf)
-            return onnx_err(c, CP_ERR_NOMEM, "%s: out of memory", what);
-        memcpy(buf, tp->raw_data.data, nbytes);
-        if (dt == CP_DTYPE_BOOL)
-            for (size_t i = 0; i < nbytes; i++)
-                buf[i] = buf[i] != 0;
-        *out = buf;
-        return CP_OK;
-    }
-    if (have != numel) {
-        if (have == 0 && tp->n_external_data)
+    char buf[24], sh[96];
+    const char *dt = cp_dtype_name(h->dtype);
+    cp_shape_format(&h->shape, sh, sizeof sh);
+    switch (e->fault) {
+    case CP_ONNX_TENSOR_NO_DTYPE:
+        return onnx_err(c, CP_ERR_INVALID, "%s has no data type", what);
+    case CP_ONNX_TENSOR_DTYPE:
+        return onnx_err(c, CP_ERR_UNSUPPORTED,
+                        "%s has dtype %s, which cannot be imported (supported: " SUPPORTED_DTYPES
+                        ")",
+                        what, cp_onnx_dtype_name(e->onnx_type, buf));
+    case CP_ONNX_TENSOR_SEGMENT:
+        return onnx_err(c, CP_ERR_UNSUPPORTED,
+                        "%s is a segment of a larger tensor, which is not "
+                        "supported",
+                        what);
+    case CP_ONNX_TENSOR_RANK:
+        return onnx_err(c, CP_ERR_UNSUPPORTED,
+                        "%s has rank %zu; at most %d dimensions are supported", what,
+                        (size_t)e->have, CP_MAX_RANK);
+    case CP_ONNX_TENSOR_NEGATIVE_DIM:
+        return onnx_err(c, CP_ERR_INVALID, "%s has a negative dimension (%lld at axis %zu)", what,
+                        (long long)e->have, (size_t)e->axis);
+    case CP_ONNX_TENSOR_TOO_LARGE:
+        return onnx_err(c, CP_ERR_INVALID, "%s is too large to address", what);
+    case CP_ONNX_TENSOR_OTHER_FIELD:
+        return onnx_err(c, CP_ERR_INVALID,
+                        "%s (%s) stores its values in %s; %s values belong in %s or raw_data", what,
+                        dt, e->field, dt, e->home);
+    case CP_ONNX_TENSOR_BOTH:
+        return onnx_err(c, CP_ERR_INVALID, "%s has both raw_data and %s", what, e->home);
+    case CP_ONNX_TENSOR_RAW_SIZE:
+        return onnx_err(c, CP_ERR_INVALID,
+                        "%s: raw_data has %zu bytes, but shape %s of %s needs %zu", what,
+                        (size_t)e->have, sh, dt, (size_t)e->want);
+    case CP_ONNX_TENSOR_COUNT:
+        if (e->have == 0 && e->external_entries)
             return onnx_err(c, CP_ERR_INVALID,
                             "%s has external_data entries, but its data_location is not EXTERNAL",
                             what);
-        if (have == 0)
+        if (e->have == 0)
             return onnx_err(c, CP_ERR_INVALID, "%s has no data: shape %s needs %zu %s values", what,
-                            sh, numel, cp_dtype_name(dt));
+                            sh, (size_t)e->want, dt);
         return onnx_err(c, CP_ERR_INVALID, "%s: %s has %zu values, but shape %s needs %zu", what,
-                        home, have, sh, numel);
+                        e->home, (size_t)e->have, sh, (size_t)e->want);
+    case CP_ONNX_TENSOR_NOMEM:
+        return onnx_err(c, CP_ERR_NOMEM, "%s: out of memory", what);
+    default: /* OK, UNREADABLE and EXTERNAL do not occur on this path */
+        return onnx_err(c, CP_ERR_INTERNAL, "%s: unexpected tensor fault %d", what, (int)e->fault);
     }
-    if (nbytes == 0)
-        return CP_OK;
-    *out = copy_typed(tp, dt, numel, nbytes);
-    return *out ? CP_OK : onnx_err(c, CP_ERR_NOMEM, "%s: out of memory", what);
 }
 
 enum cp_status onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *tp, const char *what,
@@ -353,40 +282,22 @@ enum cp_status onnx_tensor_decode(struct onnx_ctx *c, const Onnx__TensorProto *t
     cp_shape_set_unknown(shape);
     *data = NULL;
     *nbytes = 0;
-    if (!tp->has_data_type || tp->data_type == 0)
-        return onnx_err(c, CP_ERR_INVALID, "%s has no data type", what);
-    enum cp_dtype dt = cp_dtype_from_onnx(tp->data_type);
-    if (dt == CP_DTYPE_UNDEFINED) {
-        char buf[24];
-        return onnx_err(c, CP_ERR_UNSUPPORTED,
-                        "%s has dtype %s, which cannot be imported (supported: " SUPPORTED_DTYPES
-                        ")",
-                        what, onnx_dtype_name(tp->data_type, buf));
-    }
-    if (tp->segment)
-        return onnx_err(c, CP_ERR_UNSUPPORTED,
-                        "%s is a segment of a larger tensor, which is not "
-                        "supported",
-                        what);
-    struct cp_shape s;
-    enum cp_status st = dims_to_shape(c, tp->dims, tp->n_dims, what, &s);
-    if (st != CP_OK)
-        return st;
-    int64_t numel = cp_shape_numel(&s);
-    size_t nb;
-    if (numel < 0 || cp_mul_overflows((size_t)numel, cp_dtype_size(dt), &nb))
-        return onnx_err(c, CP_ERR_INVALID, "%s is too large to address", what);
+    struct onnx_tensor_head h;
+    struct cp_onnx_tensor_error e;
+    if (onnx_tensor_head(tp, true, &h, &e) != CP_ONNX_TENSOR_OK)
+        return fault_message(c, what, &h, &e);
     void *buf = NULL;
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        st = ext_read(c, tp, what, nb, &buf);
-    else
-        st = typed_read(c, tp, what, dt, &s, (size_t)numel, nb, &buf);
-    if (st != CP_OK)
-        return st;
-    *dtype = dt;
-    *shape = s;
+    if (h.external) {
+        enum cp_status st = ext_read(c, tp, what, h.nbytes, &buf);
+        if (st != CP_OK)
+            return st;
+    } else if (onnx_tensor_values(tp, &h, &buf, &e) != CP_ONNX_TENSOR_OK) {
+        return fault_message(c, what, &h, &e);
+    }
+    *dtype = h.dtype;
+    *shape = h.shape;
     *data = buf;
-    *nbytes = nb;
+    *nbytes = h.nbytes;
     return CP_OK;
 }
 
@@ -456,7 +367,7 @@ enum cp_status onnx_value_type(struct onnx_ctx *c, const Onnx__ValueInfoProto *v
         return onnx_err(c, CP_ERR_UNSUPPORTED,
                         "%s has dtype %s, which cannot be imported (supported: " SUPPORTED_DTYPES
                         ")",
-                        what, onnx_dtype_name(tt->elem_type, buf));
+                        what, cp_onnx_dtype_name(tt->elem_type, buf));
     }
     struct cp_shape s;
     cp_shape_set_unknown(&s);

@@ -8,34 +8,34 @@
  * docs/trace-format.md). An input no kernel makes is "external": a weight,
  * a constant or a graph input.
  *
- * Each matcher mirrors what a conversion pass fuses (atc_bridge/passes/),
- * so a pattern found means that pass could remove it, and names the pass
- * (its fusion switch) in the result:
+ * The patterns, the pass that fuses each (its fusion switch) and the hint
+ * a finding gives are graph/pattern.h's table, which the passes name
+ * themselves by; docs/features.md lists them. Each matcher mirrors what its
+ * pass fuses, so a pattern found means that pass could remove it. The
+ * activation a Conv or MatMul epilogue absorbs (one op, or SiLU) is matched
+ * by graph/pattern.h's matcher, the one the fusion passes run, on a view of
+ * the kernel graph; the chains below are this file's own (a trace has no
+ * constant values, attributes or graph outputs to check, so they match the
+ * structure a pass requires):
  *
  *   attention         MatMul -> [Mul/Div scale] -> [Add mask] -> Softmax ->
  *                     MatMul, with the head split/merge Transposes private
- *                     to it                          FlashAttentionFusionPass
+ *                     to it
  *   layernorm         ReduceMean -> Sub -> Pow|Mul -> ReduceMean -> Add ->
  *                     Sqrt -> Div [-> Mul gamma -> Add beta]
- *                                                    LayerNormFusionPass
  *   groupnorm         (Reshape) InstanceNormalization (Reshape) -> Mul ->
- *                     Add [-> SiLU]                  GroupNormFusionPass
- *   gelu              Div|Mul -> Erf -> Add -> Mul -> Mul (erf form)
- *                                                    GeluFusionPass; the
+ *                     Add [-> SiLU]
+ *   gelu              Div|Mul -> Erf -> Add -> Mul -> Mul (erf form); the
  *                     tanh form (Pow/Mul, Add, Mul, Tanh, Add, Mul, Mul) is
  *                     reported with no pass: none fuses it
  *   conv_act, matmul_act   Conv, or MatMul with a weight, or Gemm, then
  *                     [bias Add], an activation (Relu, LeakyRelu, Clip,
  *                     Sigmoid, Gelu, SiLU = Sigmoid + Mul, or a decomposed
- *                     GELU), [residual Add]          ConvBiasActivation-/
- *                                                    MatMulBiasActivationFusionPass
+ *                     GELU), [residual Add]
  *   conv_add, matmul_add   the same with only a bias and/or residual Add
  *   conv_bn           Conv -> BatchNormalization [-> activation, residual Add]
- *                                                    ConvBatchNormFusionPass
  *   layout_roundtrip  a TransData or Transpose, at most 4 kernels, then one
  *                     that restores the first one's input shape and layout
- *                     TransposeRoundTripEliminationPass (Transpose) or
- *                     LayoutTransformPass / --layout_policy (TransData)
  *
  * A kernel belongs to at most one pattern: matchers run in the order above
  * and skip kernels already taken. Intermediate tensors of the core chains
@@ -43,6 +43,7 @@
  */
 #include "rules/features_internal.h"
 #include "core/hashmap.h"
+#include "graph/pattern.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -74,6 +75,11 @@ struct pg {
     size_t n_gelu;
     /* the run's switched-off passes, "A:off;B:off" */
     char *switches_off;
+    /* per row: its op in graph.h's table (CP_OP_UNKNOWN for others) */
+    enum cp_op *ops;
+    /* the kernel graph as graph/pattern.h's matchers see it: rows are
+     * nodes, tensor entries tensors */
+    struct cp_pattern_view view;
 };
 
 static const struct cp_fk *K(const struct pg *g, int r)
@@ -109,6 +115,14 @@ static int entry(struct pg *g, const char *name)
     return (int)g->n_t++;
 }
 
+static enum cp_op op_of(const char *op_type);
+static enum cp_op view_op(const void *ctx, int32_t r);
+static size_t view_n_inputs(const void *ctx, int32_t r);
+static int32_t view_input(const void *ctx, int32_t r, size_t i);
+static int32_t view_output(const void *ctx, int32_t r, size_t i);
+static size_t view_readers(const void *ctx, int32_t e, int32_t *out, size_t max);
+static bool view_private_to(const void *ctx, int32_t e, int reads);
+
 static enum cp_status build(struct pg *g, struct cp_diag *d)
 {
     size_t names = 0;
@@ -118,8 +132,14 @@ static enum cp_status build(struct pg *g, struct cp_diag *d)
     g->t = cp_calloc(g->cap_t, sizeof *g->t);
     g->used = cp_calloc(g->n + 1, sizeof *g->used);
     g->gelu_x = cp_calloc(g->n + 1, sizeof *g->gelu_x);
-    if (!g->t || cp_strmap_reserve(&g->names, g->cap_t) != CP_OK || !g->used || !g->gelu_x)
+    g->ops = cp_calloc(g->n + 1, sizeof *g->ops);
+    if (!g->t || cp_strmap_reserve(&g->names, g->cap_t) != CP_OK || !g->used || !g->gelu_x ||
+        !g->ops)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory finding patterns");
+    for (size_t r = 0; r < g->n; r++)
+        g->ops[r] = op_of(K(g, (int)r)->op_type);
+    g->view = (struct cp_pattern_view){g,           view_op,      view_n_inputs,  view_input,
+                                       view_output, view_readers, view_private_to};
     size_t n_cons = 0;
     for (size_t r = 0; r < g->n; r++) {
         const struct cp_fk *k = K(g, (int)r);
@@ -228,6 +248,65 @@ static bool same_shape(const struct cp_ftensor *a, const struct cp_ftensor *b)
     return true;
 }
 
+/* ---- the pattern view (graph/pattern.h) --------------------------------------------------- */
+
+/* A kernel's op in the op table: either domain (the trace does not say),
+ * CP_OP_UNKNOWN for an op we do not know (imported traces). */
+static enum cp_op op_of(const char *op_type)
+{
+    enum cp_op op = cp_op_from_name(op_type);
+    return op != CP_OP_UNKNOWN ? op : cp_op_from_domain_name(CP_DOMAIN, op_type);
+}
+
+static enum cp_op view_op(const void *ctx, int32_t r)
+{
+    const struct pg *g = ctx;
+    return g->ops[r];
+}
+
+static size_t view_n_inputs(const void *ctx, int32_t r)
+{
+    return K(ctx, r)->n_in;
+}
+
+static int32_t view_input(const void *ctx, int32_t r, size_t i)
+{
+    const struct cp_fk *k = K(ctx, r);
+    return i < k->n_in ? find_entry(ctx, k->in[i].src) : -1;
+}
+
+static int32_t view_output(const void *ctx, int32_t r, size_t i)
+{
+    const struct cp_fk *k = K(ctx, r);
+    return i < k->n_out ? find_entry(ctx, k->out[i].name) : -1;
+}
+
+/* Readers are kernels, each counted once however many of its inputs read
+ * the tensor. */
+static size_t view_readers(const void *ctx, int32_t e, int32_t *out, size_t max)
+{
+    const struct pg *g = ctx;
+    if (e < 0)
+        return 0;
+    const struct tensor_entry *t = &g->t[e];
+    for (size_t i = 0; i < t->n_cons && i < max; i++)
+        out[i] = g->cons[t->off + i];
+    return t->n_cons;
+}
+
+/* A trace knows no graph outputs: private means read by that many kernels. */
+static bool view_private_to(const void *ctx, int32_t e, int reads)
+{
+    const struct pg *g = ctx;
+    return e >= 0 && g->t[e].n_cons == (size_t)reads;
+}
+
+/* The tensor entry of output 0 of row r; -1 when none. */
+static int32_t out0_entry(const struct pg *g, int r)
+{
+    return r >= 0 ? view_output(g, r, 0) : -1;
+}
+
 /* ---- recording a pattern ------------------------------------------------------------ */
 
 struct rows {
@@ -316,11 +395,12 @@ static bool pass_off(const struct pg *g, const char *pass)
     return false;
 }
 
-static enum cp_status add(struct pg *g, const char *kind, const char *pass, const char *hint,
-                          struct rows *x, struct cp_diag *d)
+static enum cp_status add(struct pg *g, enum cp_pattern_id id, struct rows *x, struct cp_diag *d)
 {
     if (x->n == 0)
         return CP_OK;
+    const struct cp_pattern_def *def = cp_pattern_get(id);
+    const char *kind = def->kind, *pass = def->fix_pass, *hint = def->fix_hint;
     struct cp_features *f = g->f;
     if (f->n_patterns % 16 == 0) {
         struct cp_pattern *np = cp_realloc_array(f->patterns, f->n_patterns + 16, sizeof *np);
@@ -419,9 +499,7 @@ static enum cp_status find_attention(struct pg *g, struct cp_diag *d)
             push(&x, merge);
         if (any_used(g, &x))
             continue;
-        enum cp_status st =
-            add(g, "attention", "FlashAttentionFusionPass",
-                "fuse into one FusedAttention kernel that never writes the scores", &x, d);
+        enum cp_status st = add(g, CP_PATTERN_ATTENTION, &x, d);
         if (st != CP_OK)
             return st;
     }
@@ -490,33 +568,22 @@ static enum cp_status find_layernorm(struct pg *g, struct cp_diag *d)
         affine_tail(g, div, &x);
         if (any_used(g, &x))
             continue;
-        enum cp_status st =
-            add(g, "layernorm", "LayerNormFusionPass", "fuse into one LayerNormalization", &x, d);
+        enum cp_status st = add(g, CP_PATTERN_LAYERNORM, &x, d);
         if (st != CP_OK)
             return st;
     }
     return CP_OK;
 }
 
-/* SiLU after row r: exactly two readers, Sigmoid(y) and Mul(y, sigmoid).
- * Returns the Mul, or -1. */
+/* SiLU after row r (graph/pattern.h's matcher). Returns the Mul, or -1. */
 static int silu_after(const struct pg *g, int r, struct rows *x)
 {
-    size_t n;
-    const int *c = consumers(g, r, &n);
-    if (n != 2)
+    struct cp_pattern_act m;
+    if (!cp_pattern_match_silu(&g->view, out0_entry(g, r), &m))
         return -1;
-    for (int i = 0; i < 2; i++) {
-        int sg = c[i], m = c[1 - i];
-        if (is_op(g, sg, "Sigmoid") && is_op(g, m, "Mul") && sole_consumer(g, sg) == m &&
-            other_side(g, m, out0(g, r)) >= 0 &&
-            reads(g, m, (size_t)other_side(g, m, out0(g, r)), out0(g, sg))) {
-            push(x, sg);
-            push(x, m);
-            return m;
-        }
-    }
-    return -1;
+    push(x, m.nodes[0]);
+    push(x, m.nodes[1]);
+    return m.nodes[1];
 }
 
 static enum cp_status find_groupnorm(struct pg *g, struct cp_diag *d)
@@ -536,8 +603,7 @@ static enum cp_status find_groupnorm(struct pg *g, struct cp_diag *d)
         silu_after(g, last, &x);
         if (any_used(g, &x))
             continue;
-        enum cp_status st = add(g, "groupnorm", "GroupNormFusionPass",
-                                "fuse into one GroupNormalization (with its SiLU)", &x, d);
+        enum cp_status st = add(g, CP_PATTERN_GROUPNORM, &x, d);
         if (st != CP_OK)
             return st;
     }
@@ -579,11 +645,7 @@ static enum cp_status gelu_add(struct pg *g, struct rows *x, const char *xname, 
     if (any_used(g, x))
         return CP_OK;
     g->gelu_x[g->n_gelu++] = xname;
-    return erf ? add(g, "gelu", "GeluFusionPass", "fuse into one Gelu", x, d)
-               : add(g, "gelu", "",
-                     "no pass fuses the tanh form; GeluFusionPass fuses GELU exported with "
-                     "approximate='none' (the erf form)",
-                     x, d);
+    return add(g, erf ? CP_PATTERN_GELU : CP_PATTERN_GELU_TANH, x, d);
 }
 
 static enum cp_status find_gelu(struct pg *g, struct cp_diag *d)
@@ -666,29 +728,19 @@ static enum cp_status find_gelu(struct pg *g, struct cp_diag *d)
 
 /* ---- conv / matmul epilogues ---------------------------------------------------------- */
 
-static bool is_single_act(const struct pg *g, int r)
-{
-    static const char *const acts[] = {"Relu", "LeakyRelu", "Clip", "Sigmoid", "Gelu", NULL};
-    for (const char *const *a = acts; *a; a++)
-        if (is_op(g, r, *a))
-            return true;
-    return false;
-}
-
-/* An activation after row r: one node, SiLU, or a decomposed GELU found
- * before. Pushes its rows (not a GELU's, which is its own pattern).
- * Returns the row whose output is the activation's, or -1 (none) / r (a
- * GELU: the chain stops there). */
+/* An activation after row r: one node or SiLU (graph/pattern.h's matcher,
+ * as the fusion passes match it), or a decomposed GELU found before.
+ * Pushes its rows (not a GELU's, which is its own pattern). Returns the row
+ * whose output is the activation's, or -1 (none) / r (a GELU: the chain
+ * stops there). */
 static int activation_after(const struct pg *g, int r, struct rows *x)
 {
-    int c = sole_consumer(g, r);
-    if (is_single_act(g, c) && reads(g, c, 0, out0(g, r))) {
-        push(x, c);
-        return c;
+    struct cp_pattern_act m;
+    if (cp_pattern_match_activation(&g->view, out0_entry(g, r), &m)) {
+        for (size_t i = 0; i < m.n_nodes; i++)
+            push(x, m.nodes[i]);
+        return m.nodes[m.n_nodes - 1];
     }
-    int m = silu_after(g, r, x);
-    if (m >= 0)
-        return m;
     for (size_t i = 0; i < g->n_gelu; i++)
         if (strcmp(g->gelu_x[i], out0(g, r)) == 0)
             return r;
@@ -756,18 +808,11 @@ static enum cp_status find_epilogues(struct pg *g, struct cp_diag *d)
             continue;
         enum cp_status st;
         if (has_bn)
-            st = add(g, "conv_bn", "ConvBatchNormFusionPass",
-                     "fold the BatchNormalization into the Conv's weights; "
-                     "ConvBiasActivationFusionPass then fuses what follows",
-                     &x, d);
+            st = add(g, CP_PATTERN_CONV_BN, &x, d);
         else if (conv)
-            st = add(g, has_act ? "conv_act" : "conv_add", "ConvBiasActivationFusionPass",
-                     "fuse bias, activation and residual Add into the Conv (oneDNN post-ops)", &x,
-                     d);
+            st = add(g, has_act ? CP_PATTERN_CONV_ACT : CP_PATTERN_CONV_ADD, &x, d);
         else
-            st = add(g, has_act ? "matmul_act" : "matmul_add", "MatMulBiasActivationFusionPass",
-                     "fuse bias, activation and residual Add into the MatMul (oneDNN post-ops)", &x,
-                     d);
+            st = add(g, has_act ? CP_PATTERN_MATMUL_ACT : CP_PATTERN_MATMUL_ADD, &x, d);
         if (st != CP_OK)
             return st;
     }
@@ -818,13 +863,7 @@ static enum cp_status find_roundtrips(struct pg *g, struct cp_diag *d)
             push(&x, r2);
             bool td = strcmp(k2->op_type, "TransData") == 0;
             enum cp_status st =
-                td ? add(g, "layout_roundtrip", "LayoutTransformPass",
-                         "the ops between have no kernel for the blocked layout: give them one, "
-                         "or try --layout_policy=nchw",
-                         &x, d)
-                   : add(g, "layout_roundtrip", "TransposeRoundTripEliminationPass",
-                         "the pass cancels the pair when every op between is layout-agnostic", &x,
-                         d);
+                add(g, td ? CP_PATTERN_ROUNDTRIP_TRANSDATA : CP_PATTERN_ROUNDTRIP_TRANSPOSE, &x, d);
             if (st != CP_OK)
                 return st;
             break;
@@ -880,6 +919,7 @@ enum cp_status cp_patterns_find(struct cp_features *f, struct cp_diag *d)
     free(g.cons);
     free(g.used);
     free(g.gelu_x);
+    free(g.ops);
     free(g.switches_off);
     return st;
 }

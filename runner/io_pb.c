@@ -1,177 +1,105 @@
 /*
  * ONNX TensorProto files (the test_data_set_N/input_K.pb of ONNX's test
- * layout), decoded with protobuf-c from the system onnx.proto.
- *
- * Values come either from raw_data (little-endian bytes, as numpy_helper
- * writes them) or from the typed field ONNX keeps each dtype in: float_data
- * for f32, int64_data for i64, int32_data for everything narrower (f16 and
- * bf16 as bit patterns, i8/u8/bool one value per int32). A TensorProto nests
- * at most two messages deep, so unpacking it cannot recurse without bound.
+ * layout). The rules of a TensorProto are the importer's (onnx/onnx.h,
+ * cp_onnx_tensor_read), the same that read a model's initializers; here
+ * they are worded for a tensor file, whose format was guessed from its
+ * content (io.c), and external data is refused: a tensor file must hold
+ * its own data.
  */
 #include "runner/io_internal.h"
 
-#include "proto/onnx.pb-c.h"
+#include "onnx/onnx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const onnx_type_names[] = {
-    "UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",   "INT16",
-    "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16",  "DOUBLE",
-    "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
-};
-
-static const char *onnx_type_name(int t, char buf[24])
-{
-    if (t >= 0 && (size_t)t < sizeof onnx_type_names / sizeof *onnx_type_names)
-        return onnx_type_names[t];
-    snprintf(buf, 24, "type %d", t);
-    return buf;
-}
-
-/* Copy `numel` values of dtype `dt` out of the typed field they live in. */
-static void copy_typed(const Onnx__TensorProto *tp, enum cp_dtype dt, size_t numel, uint8_t *out)
-{
-    switch (dt) {
-    case CP_DTYPE_F32:
-        memcpy(out, tp->float_data, numel * 4);
-        break;
-    case CP_DTYPE_I64:
-        memcpy(out, tp->int64_data, numel * 8);
-        break;
-    case CP_DTYPE_I32:
-        memcpy(out, tp->int32_data, numel * 4);
-        break;
-    case CP_DTYPE_F16:
-    case CP_DTYPE_BF16:
-        for (size_t i = 0; i < numel; i++) {
-            uint16_t v = (uint16_t)((uint32_t)tp->int32_data[i] & 0xffffu);
-            memcpy(out + 2 * i, &v, 2);
-        }
-        break;
-    case CP_DTYPE_BOOL:
-        for (size_t i = 0; i < numel; i++)
-            out[i] = tp->int32_data[i] != 0;
-        break;
-    default: /* i8, u8 */
-        for (size_t i = 0; i < numel; i++)
-            out[i] = (uint8_t)((uint32_t)tp->int32_data[i] & 0xffu);
-        break;
-    }
-}
-
-static enum cp_status decode(const char *path, const Onnx__TensorProto *tp,
-                             struct cp_host_tensor *t, struct cp_diag *d)
+/* A fault in a tensor file's words. */
+static enum cp_status fault_message(const char *path, const struct cp_onnx_tensor_error *e,
+                                    struct cp_diag *d)
 {
     char tb[24];
-    if (!tp->has_data_type || tp->data_type == 0)
+    switch (e->fault) {
+    case CP_ONNX_TENSOR_UNREADABLE:
+        return cp_diag_set(d, CP_ERR_PARSE,
+                           "%s: neither a NumPy .npy (no \\x93NUMPY magic) nor a readable ONNX "
+                           "TensorProto (truncated or not protobuf)",
+                           path);
+    case CP_ONNX_TENSOR_NO_DTYPE:
         return cp_diag_set(d, CP_ERR_PARSE,
                            "%s: neither a NumPy .npy (no \\x93NUMPY magic) nor an ONNX "
                            "TensorProto (no data_type)",
                            path);
-    enum cp_dtype dt = cp_dtype_from_onnx(tp->data_type);
-    if (dt == CP_DTYPE_UNDEFINED)
+    case CP_ONNX_TENSOR_DTYPE:
         return cp_diag_set(d, CP_ERR_UNSUPPORTED,
                            "%s: TensorProto dtype %s is not supported (supported: f32, f16, bf16, "
                            "i8, u8, i32, i64, bool)",
-                           path, onnx_type_name(tp->data_type, tb));
-    if (tp->segment)
+                           path, cp_onnx_dtype_name(e->onnx_type, tb));
+    case CP_ONNX_TENSOR_SEGMENT:
         return cp_diag_set(d, CP_ERR_UNSUPPORTED,
                            "%s: TensorProto is a segment of a larger tensor, which is not "
                            "supported",
                            path);
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    case CP_ONNX_TENSOR_EXTERNAL:
         return cp_diag_set(d, CP_ERR_UNSUPPORTED,
                            "%s: TensorProto keeps its data in an external file; a tensor file "
                            "must hold its own data",
                            path);
-    if (tp->n_dims > CP_MAX_RANK)
+    case CP_ONNX_TENSOR_RANK:
         return cp_diag_set(d, CP_ERR_UNSUPPORTED,
                            "%s: TensorProto has rank %zu; at most %d dimensions are supported",
-                           path, tp->n_dims, CP_MAX_RANK);
-    t->dtype = dt;
-    t->rank = (int)tp->n_dims;
-    for (size_t i = 0; i < tp->n_dims; i++) {
-        if (tp->dims[i] < 0)
-            return cp_diag_set(d, CP_ERR_PARSE,
-                               "%s: TensorProto has a negative dimension (%lld at axis %zu)", path,
-                               (long long)tp->dims[i], i);
-        t->dims[i] = tp->dims[i];
-    }
-    size_t nbytes;
-    enum cp_status st = cp_io_tensor_bytes(t, path, &nbytes, d);
-    if (st != CP_OK)
-        return st;
-    size_t numel = nbytes / cp_dtype_size(dt);
-
-    /* Which typed field holds this dtype, and are the others empty? */
-    const char *home = dt == CP_DTYPE_F32   ? "float_data"
-                       : dt == CP_DTYPE_I64 ? "int64_data"
-                                            : "int32_data";
-    const struct {
-        const char *name;
-        size_t n;
-    } fields[] = {
-        {"float_data", tp->n_float_data},   {"int32_data", tp->n_int32_data},
-        {"int64_data", tp->n_int64_data},   {"double_data", tp->n_double_data},
-        {"uint64_data", tp->n_uint64_data}, {"string_data", tp->n_string_data},
-    };
-    size_t have = 0;
-    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        if (strcmp(fields[i].name, home) == 0)
-            have = fields[i].n;
-        else if (fields[i].n)
-            return cp_diag_set(d, CP_ERR_PARSE,
-                               "%s: TensorProto of dtype %s keeps values in %s; they belong in "
-                               "%s or raw_data",
-                               path, cp_dtype_name(dt), fields[i].name, home);
-    }
-    if (tp->has_raw_data && have)
-        return cp_diag_set(d, CP_ERR_PARSE, "%s: TensorProto has both raw_data and %s", path, home);
-    if (tp->has_raw_data ? tp->raw_data.len != nbytes : have != numel)
+                           path, (size_t)e->have, CP_MAX_RANK);
+    case CP_ONNX_TENSOR_NEGATIVE_DIM:
+        return cp_diag_set(d, CP_ERR_PARSE,
+                           "%s: TensorProto has a negative dimension (%lld at axis %zu)", path,
+                           (long long)e->have, (size_t)e->axis);
+    case CP_ONNX_TENSOR_TOO_LARGE:
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: too many elements to address", path);
+    case CP_ONNX_TENSOR_OTHER_FIELD:
+        return cp_diag_set(d, CP_ERR_PARSE,
+                           "%s: TensorProto of dtype %s keeps values in %s; they belong in "
+                           "%s or raw_data",
+                           path, cp_dtype_name(e->dtype), e->field, e->home);
+    case CP_ONNX_TENSOR_BOTH:
+        return cp_diag_set(d, CP_ERR_PARSE, "%s: TensorProto has both raw_data and %s", path,
+                           e->home);
+    case CP_ONNX_TENSOR_RAW_SIZE:
+    case CP_ONNX_TENSOR_COUNT: {
+        bool raw = e->fault == CP_ONNX_TENSOR_RAW_SIZE;
         return cp_diag_set(d, CP_ERR_PARSE,
                            "%s: truncated or inconsistent TensorProto: its shape of %s needs %zu "
                            "%s, %s has %zu",
-                           path, cp_dtype_name(dt), tp->has_raw_data ? nbytes : numel,
-                           tp->has_raw_data ? "bytes" : "values",
-                           tp->has_raw_data ? "raw_data" : home,
-                           tp->has_raw_data ? tp->raw_data.len : have);
-
-    uint8_t *buf = cp_io_alloc(nbytes);
-    if (!buf)
-        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory for %zu bytes", path, nbytes);
-    if (tp->has_raw_data) {
-        if (nbytes)
-            memcpy(buf, tp->raw_data.data, nbytes);
-        if (dt == CP_DTYPE_BOOL)
-            for (size_t i = 0; i < nbytes; i++)
-                buf[i] = buf[i] != 0;
-    } else if (numel) {
-        copy_typed(tp, dt, numel, buf);
+                           path, cp_dtype_name(e->dtype), (size_t)e->want, raw ? "bytes" : "values",
+                           raw ? "raw_data" : e->home, (size_t)e->have);
     }
-    t->data = buf;
-    t->nbytes = nbytes;
-    if (tp->name && tp->name[0])
-        snprintf(t->name, sizeof t->name, "%s", tp->name);
-    else
-        cp_io_name_from_path(t, path);
-    return CP_OK;
+    case CP_ONNX_TENSOR_NOMEM:
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory for %zu bytes", path,
+                           (size_t)e->want);
+    default:
+        return cp_diag_set(d, CP_ERR_INTERNAL, "%s: unexpected TensorProto fault %d", path,
+                           (int)e->fault);
+    }
 }
 
 enum cp_status cp_io_read_pb(const char *path, const uint8_t *data, size_t len,
                              struct cp_host_tensor *t, struct cp_diag *d)
 {
     memset(t, 0, sizeof *t);
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, data);
-    if (!tp)
-        return cp_diag_set(d, CP_ERR_PARSE,
-                           "%s: neither a NumPy .npy (no \\x93NUMPY magic) nor a readable ONNX "
-                           "TensorProto (truncated or not protobuf)",
-                           path);
-    enum cp_status st = decode(path, tp, t, d);
-    onnx__tensor_proto__free_unpacked(tp, NULL);
-    if (st != CP_OK)
-        cp_host_tensor_release(t);
-    return st;
+    struct cp_onnx_tensor ot;
+    struct cp_onnx_tensor_error e;
+    if (cp_onnx_tensor_read(data, len, &ot, &e) != CP_ONNX_TENSOR_OK)
+        return fault_message(path, &e, d);
+    /* Host tensors always hold a buffer, even of no bytes. */
+    if (!ot.data && !(ot.data = cp_io_alloc(0)))
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory for %zu bytes", path, ot.nbytes);
+    t->dtype = ot.dtype;
+    t->rank = ot.rank;
+    memcpy(t->dims, ot.dims, sizeof t->dims);
+    t->data = ot.data;
+    t->nbytes = ot.nbytes;
+    if (ot.name[0])
+        snprintf(t->name, sizeof t->name, "%s", ot.name);
+    else
+        cp_io_name_from_path(t, path);
+    return CP_OK;
 }

@@ -33,6 +33,7 @@
  */
 #include "atc_bridge/passes/pass.h"
 #include "atc_bridge/passes/rewrite.h"
+#include "graph/pattern.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -460,7 +461,7 @@ static enum cp_status flash_attention_run(struct cp_pass_ctx *ctx, bool *changed
 }
 
 const struct cp_pass cp_attention_passes[] = {
-    {"FlashAttentionFusionPass", "GraphFusion",
+    {CP_PASS_FLASH_ATTENTION, "GraphFusion",
      "MatMul(Q,K^T) -> scale -> [mask Add] -> Softmax -> MatMul(V), with its head split and merge, "
      "to one FusedAttention",
      flash_attention_run},

@@ -5,6 +5,7 @@
  * cleanup_transpose.c. */
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
+#include "graph/pattern.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ const struct cp_pass cp_cleanup_passes[] = {
      "cancel and merge consecutive Transposes; fold a last-two-dims Transpose into MatMul "
      "(FusedMatMul transA/transB)",
      cp_cleanup_transpose},
-    {"ConvBatchNormFusionPass", "GraphFusion",
+    {CP_PASS_CONV_BN, "GraphFusion",
      "fold an inference BatchNormalization into the preceding Conv's weights and bias",
      cp_cleanup_conv_bn},
     {"DeadNodeEliminationPass", "GraphFusion",

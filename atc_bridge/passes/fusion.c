@@ -14,20 +14,20 @@
 #include <stddef.h>
 
 const struct cp_pass cp_fusion_passes[] = {
-    {"GeluFusionPass", "GraphFusion",
+    {CP_PASS_GELU, "GraphFusion",
      "Div(sqrt2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5) becomes one Gelu", cp_fusion_gelu_run},
-    {"LayerNormFusionPass", "GraphFusion",
+    {CP_PASS_LAYERNORM, "GraphFusion",
      "decomposed LayerNorm (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add) becomes one "
      "LayerNormalization",
      cp_fusion_layernorm_run},
-    {"GroupNormFusionPass", "GraphFusion",
+    {CP_PASS_GROUPNORM, "GraphFusion",
      "Reshape -> InstanceNormalization -> Reshape -> Mul -> Add [-> SiLU] becomes one "
      "GroupNormalization",
      cp_fusion_groupnorm_run},
-    {"ConvBiasActivationFusionPass", "UBFusion",
+    {CP_PASS_CONV_BIAS_ACT, "UBFusion",
      "Conv + bias + activation + residual Add become one FusedConv (oneDNN post-ops)",
      cp_fusion_conv_run},
-    {"MatMulBiasActivationFusionPass", "UBFusion",
+    {CP_PASS_MATMUL_BIAS_ACT, "UBFusion",
      "MatMul/Gemm + bias + activation + residual Add become one FusedMatMul (oneDNN post-ops)",
      cp_fusion_matmul_run},
     {NULL, NULL, NULL, NULL},

@@ -1,6 +1,9 @@
 /* The activation, GELU and residual matchers the fusion passes share (see
  * fusion_internal.h). Each reads the nodes after one tensor and fills a
- * description of what it found; none changes the graph. */
+ * description of what it found; none changes the graph. Which ops make an
+ * activation, and SiLU's shape, are graph/pattern.h's (the rule engine
+ * finds unfused activations with the same matcher); here the checks only
+ * a graph allows: single outputs, Clip's constant bounds, attributes. */
 #include "atc_bridge/passes/fusion_internal.h"
 
 #include <float.h>
@@ -9,10 +12,10 @@
 
 #define MAX_READERS 4
 
-static void act_init(struct cp_fuse_act *a, const char *name, int32_t uses)
+static void act_init(struct cp_fuse_act *a, enum cp_act_kind kind, int32_t uses)
 {
     memset(a, 0, sizeof *a);
-    a->name = name;
+    a->kind = kind;
     a->uses = uses;
     a->alpha = 0.0f;
     a->beta = 0.0f;
@@ -42,65 +45,50 @@ static bool clip_bounds(const struct cp_fuse *f, const struct cp_node *n, float 
     return *lo <= *hi;
 }
 
-/* One-node activations. */
-static bool match_single(const struct cp_fuse *f, int32_t x, int32_t c, struct cp_fuse_act *a)
+/* A one-node activation graph/pattern.h matched: its attributes, and the
+ * checks a graph allows. */
+static bool single_from(const struct cp_fuse *f, const struct cp_pattern_act *m,
+                        struct cp_fuse_act *a)
 {
-    const struct cp_node *n = cp_graph_node(f->g, c);
-    if (n->n_inputs < 1 || n->inputs[0] != x || n->n_outputs != 1 || n->outputs[0] < 0)
+    const struct cp_node *n = cp_graph_node(f->g, m->nodes[0]);
+    if (n->n_outputs != 1 || n->outputs[0] < 0)
         return false;
-    switch (n->op) {
-    case CP_OP_RELU:
-        act_init(a, "Relu", 1);
-        break;
-    case CP_OP_LEAKY_RELU:
-        act_init(a, "LeakyRelu", 1);
+    act_init(a, m->kind, 1);
+    switch (m->kind) {
+    case CP_ACT_LEAKY_RELU:
         a->alpha = cp_node_attr_float(n, "alpha", 0.01f);
         break;
-    case CP_OP_CLIP: {
-        float lo, hi;
-        if (!clip_bounds(f, n, &lo, &hi))
+    case CP_ACT_CLIP:
+        if (!clip_bounds(f, n, &a->alpha, &a->beta))
             return false;
-        act_init(a, "Clip", 1);
-        a->alpha = lo;
-        a->beta = hi;
         break;
-    }
-    case CP_OP_SIGMOID:
-        act_init(a, "Sigmoid", 1);
+    case CP_ACT_GELU:
+        if (strcmp(cp_node_attr_string(n, "approximate", "none"), "tanh") == 0)
+            a->kind = CP_ACT_GELU_TANH;
         break;
-    case CP_OP_GELU: {
-        const char *ap = cp_node_attr_string(n, "approximate", "none");
-        act_init(a, strcmp(ap, "tanh") == 0 ? "GeluTanh" : "Gelu", 1);
-        break;
-    }
     default:
-        return false;
+        break;
     }
-    act_add(a, c);
+    act_add(a, m->nodes[0]);
     a->out = n->outputs[0];
     return true;
 }
 
-/* SiLU as PyTorch exports it: Mul(x, Sigmoid(x)), either operand order. */
-static bool match_silu(const struct cp_fuse *f, int32_t x, const int32_t *readers,
-                       struct cp_fuse_act *a)
+/* SiLU as PyTorch exports it, Mul(x, Sigmoid(x)) in either operand order,
+ * which graph/pattern.h matched. */
+static bool silu_from(const struct cp_fuse *f, const struct cp_pattern_act *m,
+                      struct cp_fuse_act *a)
 {
-    for (int i = 0; i < 2; i++) {
-        const struct cp_node *s = cp_graph_node(f->g, readers[i]);
-        const struct cp_node *m = cp_graph_node(f->g, readers[1 - i]);
-        if (s->op != CP_OP_SIGMOID || m->op != CP_OP_MUL || s->n_outputs != 1 ||
-            m->n_outputs != 1 || s->inputs[0] != x)
-            continue;
-        int o = cp_fuse_other(m, x);
-        if (o < 0 || m->inputs[o] != s->outputs[0] || !cp_fuse_private(f, s->outputs[0], 1))
-            continue;
-        act_init(a, "SiLU", 2);
-        act_add(a, readers[i]);
-        act_add(a, readers[1 - i]);
-        a->out = m->outputs[0];
-        return true;
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const struct cp_node *n = cp_graph_node(f->g, m->nodes[i]);
+        if (n->n_outputs != 1)
+            return false;
     }
-    return false;
+    act_init(a, CP_ACT_SILU, 2);
+    act_add(a, m->nodes[0]);
+    act_add(a, m->nodes[1]);
+    a->out = m->out;
+    return true;
 }
 
 /* A binary node with x as one operand and a scalar constant near v as the
@@ -147,7 +135,7 @@ static bool gelu_from(const struct cp_fuse *f, int32_t x, int32_t di, struct cp_
     if (o < 0)
         return false;
     int32_t other = m->inputs[o];
-    act_init(a, "Gelu", 2);
+    act_init(a, CP_ACT_GELU, 2);
     act_add(a, di);
     act_add(a, ei);
     act_add(a, ai);
@@ -190,16 +178,16 @@ bool cp_fuse_match_activation(const struct cp_fuse *f, int32_t x, struct cp_fuse
 {
     if (x < 0 || (size_t)x >= f->n_tensors || f->is_output[x])
         return false;
+    struct cp_pattern_act m;
+    if (cp_pattern_match_activation(&f->view, x, &m)) {
+        if (m.kind != CP_ACT_SILU)
+            return single_from(f, &m, a);
+        if (silu_from(f, &m, a))
+            return true;
+    }
     int32_t readers[MAX_READERS];
     size_t n = cp_fuse_consumers(f, x, readers, MAX_READERS);
-    if (n == 1 && f->uses[x] == 1)
-        return match_single(f, x, readers[0], a);
-    if (n == 2 && f->uses[x] == 2) {
-        if (match_silu(f, x, readers, a))
-            return true;
-        return cp_fuse_match_gelu(f, x, a) && a->uses == 2;
-    }
-    return false;
+    return n == 2 && f->uses[x] == 2 && cp_fuse_match_gelu(f, x, a) && a->uses == 2;
 }
 
 /* Shapes that are the same at run time whatever the inputs: known values,

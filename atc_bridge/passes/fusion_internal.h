@@ -14,12 +14,16 @@
  *
  * The activation and residual matchers are shared by the Conv, MatMul and
  * GroupNorm passes: they read the chain after a tensor and say which nodes
- * it consists of, so one rewrite removes them all.
+ * it consists of, so one rewrite removes them all. The structure of an
+ * activation (which ops, SiLU's shape) is graph/pattern.h's, which the rule
+ * engine matches on traces too; these add what only a graph knows (Clip's
+ * constant bounds, attributes).
  */
 #ifndef CP_ATC_FUSION_INTERNAL_H
 #define CP_ATC_FUSION_INTERNAL_H
 
 #include "atc_bridge/passes/pass.h"
+#include "graph/pattern.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,6 +36,9 @@ struct cp_fuse {
     int32_t *uses;   /* per tensor: live node inputs that read it */
     bool *is_output; /* per tensor: a graph output */
     size_t n_tensors;
+    /* The graph as graph/pattern.h's matchers see it: live nodes, reads
+     * counted per input slot, graph outputs never private. */
+    struct cp_pattern_view view;
 };
 
 /* Start a pass run on ctx->g. OUT: f. CP_ERR_NOMEM into ctx->d. */
@@ -93,11 +100,11 @@ void cp_fuse_drop_if_unused(struct cp_fuse *f, int32_t node);
 
 /* A fused activation found after a tensor. */
 struct cp_fuse_act {
-    const char *name; /* "Relu", "LeakyRelu", "Clip", "Sigmoid", "SiLU", "Gelu", "GeluTanh" */
-    float alpha, beta;
-    int32_t out;    /* the activation's result */
-    int32_t uses;   /* reads of the input tensor the pattern accounts for */
-    size_t n_nodes; /* the nodes it consists of */
+    enum cp_act_kind kind; /* never CP_ACT_NONE or CP_ACT_BAD */
+    float alpha, beta;     /* LeakyRelu's slope; Clip's bounds (graph/op_eval.h) */
+    int32_t out;           /* the activation's result */
+    int32_t uses;          /* reads of the input tensor the pattern accounts for */
+    size_t n_nodes;        /* the nodes it consists of */
     int32_t nodes[6];
 };
 

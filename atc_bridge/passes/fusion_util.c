@@ -38,11 +38,51 @@ enum cp_status cp_fuse_recount(struct cp_fuse *f)
     return CP_OK;
 }
 
+/* ---- the pattern view (graph/pattern.h) ------------------------------------------------ */
+
+static enum cp_op view_op(const void *ctx, int32_t n)
+{
+    const struct cp_fuse *f = ctx;
+    return cp_graph_node(f->g, n)->op;
+}
+
+static size_t view_n_inputs(const void *ctx, int32_t n)
+{
+    const struct cp_fuse *f = ctx;
+    return cp_graph_node(f->g, n)->n_inputs;
+}
+
+static int32_t view_input(const void *ctx, int32_t n, size_t i)
+{
+    const struct cp_fuse *f = ctx;
+    const struct cp_node *nd = cp_graph_node(f->g, n);
+    return i < nd->n_inputs ? nd->inputs[i] : -1;
+}
+
+static int32_t view_output(const void *ctx, int32_t n, size_t i)
+{
+    const struct cp_fuse *f = ctx;
+    const struct cp_node *nd = cp_graph_node(f->g, n);
+    return i < nd->n_outputs ? nd->outputs[i] : -1;
+}
+
+static size_t view_readers(const void *ctx, int32_t t, int32_t *out, size_t max)
+{
+    return cp_fuse_consumers(ctx, t, out, max);
+}
+
+static bool view_private_to(const void *ctx, int32_t t, int reads)
+{
+    return cp_fuse_private(ctx, t, reads);
+}
+
 enum cp_status cp_fuse_init(struct cp_fuse *f, struct cp_pass_ctx *ctx)
 {
     memset(f, 0, sizeof *f);
     f->g = ctx->g;
     f->d = ctx->d;
+    f->view = (struct cp_pattern_view){f,           view_op,      view_n_inputs,  view_input,
+                                       view_output, view_readers, view_private_to};
     return cp_fuse_recount(f);
 }
 
@@ -272,12 +312,13 @@ void cp_fuse_drop_if_unused(struct cp_fuse *f, int32_t node)
 
 enum cp_status cp_fuse_set_activation(struct cp_fuse *f, int32_t node, const struct cp_fuse_act *a)
 {
-    if (!a || !a->name)
+    const char *name = a ? cp_act_name(a->kind) : NULL;
+    if (!name || !name[0])
         return CP_OK;
-    enum cp_status st = cp_node_set_string(f->g, node, "activation", a->name);
-    if (st == CP_OK && (strcmp(a->name, "LeakyRelu") == 0 || strcmp(a->name, "Clip") == 0))
+    enum cp_status st = cp_node_set_string(f->g, node, "activation", name);
+    if (st == CP_OK && (a->kind == CP_ACT_LEAKY_RELU || a->kind == CP_ACT_CLIP))
         st = cp_node_set_float(f->g, node, "activation_alpha", a->alpha);
-    if (st == CP_OK && strcmp(a->name, "Clip") == 0)
+    if (st == CP_OK && a->kind == CP_ACT_CLIP)
         st = cp_node_set_float(f->g, node, "activation_beta", a->beta);
     if (st != CP_OK)
         return cp_diag_set(f->d, st, "out of memory setting attributes of node '%s'",

@@ -9,15 +9,16 @@
  * layout_util.c.
  */
 #include "atc_bridge/passes/layout_internal.h"
+#include "graph/pattern.h"
 
 #include <stddef.h>
 
 const struct cp_pass cp_layout_passes[] = {
-    {"TransposeRoundTripEliminationPass", "GraphFusion",
+    {CP_PASS_TRANSPOSE_ROUNDTRIP, "GraphFusion",
      "removes Transpose -> layout-agnostic ops -> inverse Transpose round trips (NCHW<->NHWC), "
      "permuting constants and axes",
      cp_layout_roundtrip_run},
-    {"LayoutTransformPass", "GraphFusion",
+    {CP_PASS_LAYOUT_TRANSFORM, "GraphFusion",
      "tags activations per --input_format and --layout_policy (nchw, nhwc, blocked) and inserts "
      "TransData where layouts meet",
      cp_layout_transform_run},

@@ -30,6 +30,7 @@
  * decomposed form PyTorch exported.
  */
 #include "atc_bridge/passes/layout_internal.h"
+#include "graph/op_eval.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,34 +406,23 @@ static enum cp_status permute_const(struct rt_rewrite *w, int32_t t, int32_t *ou
     const struct rt_region *R = w->R;
     const struct cp_tensor *T = cp_graph_tensor(l->g, t);
     int r = R->rank, k = T->shape.rank;
-    int64_t ad[CP_MAX_RANK], nd[CP_MAX_RANK], ast[CP_MAX_RANK];
+    /* x: the constant right-aligned to rank r; y: x transposed so that its
+     * axis j is x's axis inv[j] (graph/op_eval.h's Transpose). */
+    struct cp_tensor x = {.dtype = T->dtype}, y = {.dtype = T->dtype};
+    int64_t ad[CP_MAX_RANK], nd[CP_MAX_RANK], perm[CP_MAX_RANK];
     for (int i = 0; i < r; i++)
         ad[i] = i < r - k ? 1 : T->shape.dims[i - (r - k)].value;
-    for (int j = 0; j < r; j++)
+    for (int j = 0; j < r; j++) {
+        perm[j] = R->inv[j];
         nd[j] = ad[R->inv[j]];
-    int64_t s = 1;
-    for (int i = r - 1; i >= 0; i--) {
-        ast[i] = s;
-        s *= ad[i];
     }
-    size_t esize = cp_dtype_size(T->dtype), nbytes = (size_t)s * esize;
+    cp_shape_set(&x.shape, r, ad);
+    cp_shape_set(&y.shape, r, nd);
+    size_t nbytes = (size_t)cp_shape_numel(&x.shape) * cp_dtype_size(T->dtype);
     char *buf = malloc(nbytes ? nbytes : 1);
     if (!buf)
         return cp_diag_set(l->d, CP_ERR_NOMEM, "out of memory permuting constant '%s'", T->name);
-    /* walk the new tensor in row-major order; its index j maps to aligned
-     * index inv[j] */
-    int64_t idx[CP_MAX_RANK] = {0};
-    for (int64_t e = 0; e < s; e++) {
-        int64_t src = 0;
-        for (int j = 0; j < r; j++)
-            src += idx[j] * ast[R->inv[j]];
-        memcpy(buf + e * (int64_t)esize, (const char *)T->data + src * (int64_t)esize, esize);
-        for (int j = r - 1; j >= 0; j--) {
-            if (++idx[j] < nd[j])
-                break;
-            idx[j] = 0;
-        }
-    }
+    cp_eval_transpose(&x, T->data, perm, &y, buf);
     int lead = 0;
     while (lead < r - 1 && nd[lead] == 1)
         lead++;

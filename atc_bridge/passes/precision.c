@@ -25,6 +25,7 @@
  * changes results by up to about 3e-4 per element.
  */
 #include "atc_bridge/passes/pass.h"
+#include "graph/op_eval.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -168,8 +169,8 @@ static enum cp_status impl_mode_run(struct cp_pass_ctx *ctx, bool *changed)
         if (st == CP_OK && tanh_gelu &&
             (n->op == CP_OP_FUSED_CONV || n->op == CP_OP_FUSED_MATMUL ||
              n->op == CP_OP_GROUP_NORMALIZATION) &&
-            strcmp(cp_node_attr_string(n, "activation", ""), "Gelu") == 0)
-            st = mark(ctx, (int32_t)i, "activation", "GeluTanh", changed);
+            cp_act_of(n).kind == CP_ACT_GELU)
+            st = mark(ctx, (int32_t)i, "activation", cp_act_name(CP_ACT_GELU_TANH), changed);
         if (st != CP_OK)
             return st;
     }

@@ -1,16 +1,18 @@
 /*
- * Private to runner/cpu: the fused activation of FusedConv, FusedMatMul and
- * GroupNormalization (graph.h), as the kernels read it from a node.
+ * Private to runner/cpu: the fast forms of the fused activation of
+ * FusedConv, FusedMatMul and GroupNormalization.
  *
- * cp_act_ref is the reference definition (libm, double where it matters);
- * cp_act_row applies an activation to a row with the branch-free
- * approximations of fast_math.h, one loop per kind so each vectorises;
- * cp_act_dnnl maps an activation onto a oneDNN eltwise post-op.
+ * The activation itself (its names, how a node carries it, cp_act_of, and
+ * its reference definition cp_act_ref) is graph/op_eval.h's, shared with
+ * the fusion passes that write it. Here: cp_act_row applies an activation
+ * to a row with the branch-free approximations of fast_math.h, one loop per
+ * kind so each vectorises; cp_act_dnnl maps an activation onto a oneDNN
+ * eltwise post-op.
  */
 #ifndef CP_RUNNER_FUSED_ACT_H
 #define CP_RUNNER_FUSED_ACT_H
 
-#include "graph/graph.h"
+#include "graph/op_eval.h"
 #include "runner/cpu/fast_math.h"
 
 #include <float.h>
@@ -18,70 +20,6 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <stdbool.h>
 #include <string.h>
-
-enum cp_act_kind {
-    CP_ACT_NONE = 0,
-    CP_ACT_RELU,
-    CP_ACT_LEAKY_RELU,
-    CP_ACT_CLIP,
-    CP_ACT_SIGMOID,
-    CP_ACT_SILU,
-    CP_ACT_GELU,
-    CP_ACT_GELU_TANH,
-    CP_ACT_BAD
-};
-
-struct cp_act {
-    enum cp_act_kind kind;
-    float alpha, beta;
-};
-
-/* The activation attributes of a node; kind CP_ACT_BAD when unknown. */
-static inline struct cp_act cp_act_of(const struct cp_node *n)
-{
-    static const char *const names[] = {"",        "Relu", "LeakyRelu", "Clip",
-                                        "Sigmoid", "SiLU", "Gelu",      "GeluTanh"};
-    const char *s = cp_node_attr_string(n, "activation", "");
-    struct cp_act a = {CP_ACT_BAD, 0.0f, 0.0f};
-    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
-        if (strcmp(s, names[i]) == 0)
-            a.kind = (enum cp_act_kind)i;
-    if (a.kind == CP_ACT_LEAKY_RELU)
-        a.alpha = cp_node_attr_float(n, "activation_alpha", 0.01f);
-    if (a.kind == CP_ACT_CLIP) {
-        a.alpha = cp_node_attr_float(n, "activation_alpha", -FLT_MAX);
-        a.beta = cp_node_attr_float(n, "activation_beta", FLT_MAX);
-    }
-    return a;
-}
-
-/* sqrt(2/pi) and the cubic coefficient of the tanh form of GELU. */
-#define CP_GELU_TANH_K 0.7978845608028654
-#define CP_GELU_TANH_C 0.044715
-
-static inline float cp_act_ref(const struct cp_act *a, float x)
-{
-    switch (a->kind) {
-    case CP_ACT_RELU:
-        return x > 0.0f ? x : 0.0f;
-    case CP_ACT_LEAKY_RELU:
-        return x >= 0.0f ? x : a->alpha * x;
-    case CP_ACT_CLIP:
-        return x < a->alpha ? a->alpha : (x > a->beta ? a->beta : x);
-    case CP_ACT_SIGMOID:
-        return (float)(1.0 / (1.0 + exp(-(double)x)));
-    case CP_ACT_SILU:
-        return (float)((double)x / (1.0 + exp(-(double)x)));
-    case CP_ACT_GELU:
-        return (float)(0.5 * x * (1.0 + erf((double)x / sqrt(2.0))));
-    case CP_ACT_GELU_TANH: {
-        double u = CP_GELU_TANH_K * ((double)x + CP_GELU_TANH_C * (double)x * x * x);
-        return (float)(0.5 * x * (1.0 + tanh(u)));
-    }
-    default:
-        return x;
-    }
-}
 
 /* tanh(u) = 1 - 2 / (e^(2u) + 1), vectorisable. */
 __attribute__((always_inline)) static inline float cp_act_tanh(float u)

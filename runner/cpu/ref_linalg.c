@@ -83,27 +83,27 @@ static enum cp_status matmul_run(struct cp_kexec *k)
     }
     if (cp_ref_numel(&batch) * md.m * md.n != cp_ref_numel(&k->out[0]->shape))
         return CP_ERR_INTERNAL;
-    struct cp_ref_walk w;
-    cp_ref_walk_init(&w, &batch, 3);
-    cp_ref_walk_bcast(&w, 0, &batch);
-    cp_ref_walk_bcast(&w, 1, &ba);
-    cp_ref_walk_bcast(&w, 2, &bb);
+    struct cp_walk w;
+    cp_walk_init(&w, &batch, 3);
+    cp_walk_bcast(&w, 0, &batch);
+    cp_walk_bcast(&w, 1, &ba);
+    cp_walk_bcast(&w, 2, &bb);
     /* Strides count whole matrices. */
     for (int d = 0; d < w.rank; d++) {
         w.strides[0][d] *= md.m * md.n;
         w.strides[1][d] *= md.m * md.k;
         w.strides[2][d] *= md.k * md.n;
     }
-    cp_ref_walk_finish(&w);
+    cp_walk_finish(&w);
     const float *a = k->in_data[0], *b = k->in_data[1];
     float *y = k->out_data[0];
-    struct cp_ref_pos p;
-    cp_ref_walk_start(&w, &p);
+    struct cp_walk_pos p;
+    cp_walk_start(&w, &p);
     for (int64_t r = 0; r < w.rows; r++) {
         for (int64_t j = 0; j < w.inner; j++)
             matmul_block(a + p.off[1] + j * w.inner_stride[1], b + p.off[2] + j * w.inner_stride[2],
                          y + p.off[0] + j * w.inner_stride[0], md.m, md.k, md.n);
-        cp_ref_walk_next(&w, &p);
+        cp_walk_next(&w, &p);
     }
     return CP_OK;
 }

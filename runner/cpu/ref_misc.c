@@ -1,5 +1,6 @@
 /* Reference kernels for the ops that make data from a description:
- * ConstantOfShape, Range, and Pad (constant, reflect, edge and wrap). */
+ * ConstantOfShape and Range (graph/op_eval.h's definitions, which the
+ * constant folder uses too), and Pad (constant, reflect, edge and wrap). */
 #include "runner/cpu/ref_util.h"
 
 #include <string.h>
@@ -32,13 +33,9 @@ static bool const_of_shape_supports(const struct cp_graph *g, const struct cp_no
 static enum cp_status const_of_shape_run(struct cp_kexec *k)
 {
     const struct cp_tensor *v = fill_tensor(k->g, k->node);
-    size_t es = cp_dtype_size(k->out[0]->dtype);
-    int64_t n = cp_ref_numel(&k->out[0]->shape);
     unsigned char zero[8] = {0};
-    const void *src = v ? v->data : zero;
-    unsigned char *y = k->out_data[0];
-    for (int64_t i = 0; i < n; i++)
-        cp_ref_copy_elem(y + (size_t)i * es, src, es);
+    cp_eval_fill(cp_dtype_size(k->out[0]->dtype), v ? v->data : zero,
+                 cp_ref_numel(&k->out[0]->shape), k->out_data[0]);
     return CP_OK;
 }
 
@@ -65,20 +62,8 @@ static bool range_supports(const struct cp_graph *g, const struct cp_node *n)
 /* output[i] = start + i * delta; the count is the output's (inferred) size. */
 static enum cp_status range_run(struct cp_kexec *k)
 {
-    enum cp_dtype dt = k->out[0]->dtype;
-    int64_t n = cp_ref_numel(&k->out[0]->shape);
-    if (dt == CP_DTYPE_F32) {
-        double start = cp_ref_load_f64(k->in_data[0], dt, 0);
-        double delta = cp_ref_load_f64(k->in_data[2], dt, 0);
-        float *y = k->out_data[0];
-        for (int64_t i = 0; i < n; i++)
-            y[i] = (float)(start + (double)i * delta);
-        return CP_OK;
-    }
-    uint64_t start = (uint64_t)cp_ref_load_i64(k->in_data[0], dt, 0);
-    uint64_t delta = (uint64_t)cp_ref_load_i64(k->in_data[2], dt, 0);
-    for (int64_t i = 0; i < n; i++)
-        cp_ref_store_i64(k->out_data[0], dt, i, (int64_t)(start + (uint64_t)i * delta));
+    cp_eval_range(k->out[0]->dtype, k->in_data[0], k->in_data[2], cp_ref_numel(&k->out[0]->shape),
+                  k->out_data[0]);
     return CP_OK;
 }
 
@@ -123,7 +108,7 @@ static bool pad_begins(const struct cp_graph *g, const struct cp_node *n, void *
             return false;
         n_axes = (int)cp_ref_numel(&ta->shape);
         for (int j = 0; in_data && j < n_axes; j++)
-            if (!cp_ref_axis(cp_ref_load_i64(in_data[3], ta->dtype, j), r, &axes[j]))
+            if (!cp_eval_axis(cp_elem_load_i64(in_data[3], ta->dtype, j), r, &axes[j]))
                 return false;
     }
     const int64_t *attr = NULL;
@@ -151,8 +136,8 @@ static bool pad_begins(const struct cp_graph *g, const struct cp_node *n, void *
         if (seen[a])
             return false;
         seen[a] = true;
-        int64_t b = attr ? attr[j] : cp_ref_load_i64(in_data[1], tp->dtype, j);
-        int64_t e = attr ? attr[j + n_axes] : cp_ref_load_i64(in_data[1], tp->dtype, j + n_axes);
+        int64_t b = attr ? attr[j] : cp_elem_load_i64(in_data[1], tp->dtype, j);
+        int64_t e = attr ? attr[j + n_axes] : cp_elem_load_i64(in_data[1], tp->dtype, j + n_axes);
         if (xs->dims[a].value + b + e != ys->dims[a].value)
             return false;
         begin[a] = b;
@@ -220,7 +205,7 @@ static enum cp_status pad_run(struct cp_kexec *k)
     /* The constant, as the input's dtype. */
     unsigned char fill[8] = {0};
     if (cp_ref_opset(k->g) < 11) {
-        cp_ref_store_f64(fill, dt, 0, cp_node_attr_float(k->node, "value", 0.0f));
+        cp_eval_store_f64(fill, dt, 0, cp_node_attr_float(k->node, "value", 0.0f));
     } else if (k->node->n_inputs > 2 && k->in[2] && cp_ref_numel(&k->in[2]->shape) > 0) {
         memcpy(fill, k->in_data[2], es);
     }

@@ -140,7 +140,7 @@ CP_REF_KERNEL(cp_ref_instance_norm, CP_OP_INSTANCE_NORMALIZATION, instance_norm_
 /* The normalized part of x: dims from axis on. */
 static bool layer_norm_axis(const struct cp_node *n, const struct cp_shape *xs, int *axis)
 {
-    return xs->rank >= 1 && cp_ref_axis(cp_node_attr_int(n, "axis", -1), xs->rank, axis);
+    return xs->rank >= 1 && cp_eval_axis(cp_node_attr_int(n, "axis", -1), xs->rank, axis);
 }
 
 /* p broadcasts unidirectionally to dims [axis, rank) of x. */
@@ -193,13 +193,13 @@ static enum cp_status layer_norm_run(struct cp_kexec *k)
     tail.rank = tx->shape.rank - axis;
     for (int d = 0; d < tail.rank; d++)
         tail.dims[d] = tx->shape.dims[axis + d];
-    struct cp_ref_walk w;
-    cp_ref_walk_init(&w, &tail, 3);
-    cp_ref_walk_bcast(&w, 0, &tail);
-    cp_ref_walk_bcast(&w, 1, &ts->shape);
+    struct cp_walk w;
+    cp_walk_init(&w, &tail, 3);
+    cp_walk_bcast(&w, 0, &tail);
+    cp_walk_bcast(&w, 1, &ts->shape);
     if (tb)
-        cp_ref_walk_bcast(&w, 2, &tb->shape);
-    cp_ref_walk_finish(&w);
+        cp_walk_bcast(&w, 2, &tb->shape);
+    cp_walk_finish(&w);
     const float *x = k->in_data[0], *scale = k->in_data[1];
     const float *bias = tb ? k->in_data[2] : NULL;
     float *y = k->out_data[0];
@@ -215,8 +215,8 @@ static enum cp_status layer_norm_run(struct cp_kexec *k)
             mean_out[r] = (float)mean;
         if (inv_out)
             inv_out[r] = (float)inv;
-        struct cp_ref_pos p;
-        cp_ref_walk_start(&w, &p);
+        struct cp_walk_pos p;
+        cp_walk_start(&w, &p);
         for (int64_t row = 0; row < w.rows; row++) {
             for (int64_t j = 0; j < w.inner; j++) {
                 int64_t i = p.off[0] + j;
@@ -225,7 +225,7 @@ static enum cp_status layer_norm_run(struct cp_kexec *k)
                     v += bias[p.off[2] + j * w.inner_stride[2]];
                 yr[i] = (float)v;
             }
-            cp_ref_walk_next(&w, &p);
+            cp_walk_next(&w, &p);
         }
     }
     return CP_OK;

@@ -75,7 +75,7 @@ static enum cp_status pool_run(struct cp_kexec *k)
                             continue;
                         int64_t i = p * in_plane + (ic[0] * win.in[1] + ic[1]) * win.in[2] + ic[2];
                         double v = dt == CP_DTYPE_F32 ? ((const float *)k->in_data[0])[i]
-                                                      : cp_ref_load_f64(k->in_data[0], dt, i);
+                                                      : cp_elem_load_f64(k->in_data[0], dt, i);
                         if (!is_max) {
                             acc += v;
                         } else if (v > acc) {
@@ -89,7 +89,7 @@ static enum cp_status pool_run(struct cp_kexec *k)
             }
             if (!is_max)
                 acc = count > 0 ? acc / (double)count : 0.0;
-            cp_ref_store_f64(k->out_data[0], dt, p * out_plane + o, acc);
+            cp_eval_store_f64(k->out_data[0], dt, p * out_plane + o, acc);
             if (indices)
                 indices[p * out_plane + o] = best;
         }

@@ -1,14 +1,9 @@
 /* Reference kernels for reductions (ReduceMean, ReduceSum, ReduceMax) and
- * Softmax.
- *
- * A reduction walks the input once in memory order and adds each element
- * into the accumulator of its output element (scratch memory, one 8-byte
- * slot per output element: double for floats, int64 for integers), so any
- * set of axes costs the same single pass. */
+ * Softmax: which axes a node reduces (attribute or input, by opset) and
+ * Softmax's geometry (by opset); the arithmetic is graph/op_eval.h's
+ * (cp_eval_reduce, cp_eval_softmax). A reduction's accumulators are
+ * scratch memory, one 8-byte slot per output element. */
 #include "runner/cpu/ref_util.h"
-
-#include <math.h>
-#include <string.h>
 
 /* ---- axes ----------------------------------------------------------------------- */
 
@@ -48,9 +43,9 @@ static bool reduce_mask(const struct cp_graph *g, const struct cp_node *n, const
         return true;
     }
     for (int64_t i = 0; i < count; i++) {
-        int64_t v = at ? cp_ref_load_i64(axes_data, at->dtype, i) : attr_axes[i];
+        int64_t v = at ? cp_elem_load_i64(axes_data, at->dtype, i) : attr_axes[i];
         int ax;
-        if (!cp_ref_axis(v, rank, &ax) || mask[ax])
+        if (!cp_eval_axis(v, rank, &ax) || mask[ax])
             return false;
         mask[ax] = true;
     }
@@ -94,72 +89,14 @@ static enum cp_status reduce_run(struct cp_kexec *k)
     const void *axes_data = k->node->n_inputs > 1 ? k->in_data[1] : NULL;
     if (!reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
         return CP_ERR_INTERNAL;
-    int64_t nx = cp_ref_numel(&x->shape), ny = cp_ref_numel(&y->shape);
     if (noop) {
-        cp_ref_copy(k->out_data[0], k->in_data[0], (size_t)nx * cp_dtype_size(x->dtype));
+        cp_ref_copy(k->out_data[0], k->in_data[0],
+                    (size_t)cp_ref_numel(&x->shape) * cp_dtype_size(x->dtype));
         return CP_OK;
     }
-    /* Output offsets of input positions: the keepdims strides of y, zero
-     * along reduced axes. */
-    struct cp_shape kept = x->shape;
-    for (int a = 0; a < rank; a++)
-        if (mask[a])
-            kept.dims[a].value = 1;
-    if (cp_ref_numel(&kept) != ny)
-        return CP_ERR_INTERNAL;
-    struct cp_ref_walk w;
-    cp_ref_walk_init(&w, &x->shape, 2);
-    cp_ref_walk_bcast(&w, 0, &x->shape);
-    cp_ref_walk_bcast(&w, 1, &kept);
-    cp_ref_walk_finish(&w);
-    int64_t count = ny > 0 ? nx / ny : 0;
-    struct cp_ref_pos p;
-    if (x->dtype == CP_DTYPE_F32) {
-        double *acc = k->scratch;
-        const float *xd = k->in_data[0];
-        for (int64_t i = 0; i < ny; i++)
-            acc[i] = op == CP_OP_REDUCE_MAX ? -INFINITY : 0.0;
-        cp_ref_walk_start(&w, &p);
-        for (int64_t r = 0; r < w.rows; r++) {
-            const float *row = xd + p.off[0];
-            double *arow = acc + p.off[1];
-            int64_t s = w.inner_stride[1];
-            if (op == CP_OP_REDUCE_MAX) {
-                for (int64_t j = 0; j < w.inner; j++) {
-                    double v = row[j];
-                    if (isnan(v) || v > arow[j * s])
-                        arow[j * s] = v;
-                }
-            } else {
-                for (int64_t j = 0; j < w.inner; j++)
-                    arow[j * s] += row[j];
-            }
-            cp_ref_walk_next(&w, &p);
-        }
-        float *yd = k->out_data[0];
-        for (int64_t i = 0; i < ny; i++)
-            yd[i] = (float)(op == CP_OP_REDUCE_MEAN ? acc[i] / (double)count : acc[i]);
-        return CP_OK;
-    }
-    int64_t *acc = k->scratch;
-    int64_t lowest = x->dtype == CP_DTYPE_I32 ? INT32_MIN : INT64_MIN;
-    for (int64_t i = 0; i < ny; i++)
-        acc[i] = op == CP_OP_REDUCE_MAX ? lowest : 0;
-    cp_ref_walk_start(&w, &p);
-    for (int64_t r = 0; r < w.rows; r++) {
-        for (int64_t j = 0; j < w.inner; j++) {
-            int64_t v = cp_ref_load_i64(k->in_data[0], x->dtype, p.off[0] + j);
-            int64_t *a = &acc[p.off[1] + j * w.inner_stride[1]];
-            if (op == CP_OP_REDUCE_MAX)
-                *a = v > *a ? v : *a;
-            else
-                *a = (int64_t)((uint64_t)*a + (uint64_t)v);
-        }
-        cp_ref_walk_next(&w, &p);
-    }
-    for (int64_t i = 0; i < ny; i++)
-        cp_ref_store_i64(k->out_data[0], y->dtype, i, acc[i]);
-    return CP_OK;
+    return cp_eval_reduce(op, x, k->in_data[0], mask, y, k->out_data[0], k->scratch)
+               ? CP_OK
+               : CP_ERR_INTERNAL;
 }
 
 CP_REF_KERNEL(cp_ref_reduce_mean, CP_OP_REDUCE_MEAN, reduce_supports, reduce_prepare, reduce_run);
@@ -180,7 +117,7 @@ static bool softmax_geometry(const struct cp_graph *g, const struct cp_node *n,
         *outer = *len = *inner = 1;
         return true;
     }
-    if (!cp_ref_axis(cp_node_attr_int(n, "axis", old ? 1 : -1), s->rank, &axis))
+    if (!cp_eval_axis(cp_node_attr_int(n, "axis", old ? 1 : -1), s->rank, &axis))
         return false;
     *outer = cp_ref_span(s, 0, axis);
     *len = old ? cp_ref_span(s, axis, s->rank) : s->dims[axis].value;
@@ -203,25 +140,7 @@ static enum cp_status softmax_run(struct cp_kexec *k)
     int64_t outer, len, inner;
     if (!softmax_geometry(k->g, k->node, &k->in[0]->shape, &outer, &len, &inner))
         return CP_ERR_INTERNAL;
-    const float *x = k->in_data[0];
-    float *y = k->out_data[0];
-    for (int64_t o = 0; o < outer; o++) {
-        for (int64_t i = 0; i < inner; i++) {
-            const float *xs = x + o * len * inner + i;
-            float *ys = y + o * len * inner + i;
-            float m = -INFINITY;
-            for (int64_t l = 0; l < len; l++)
-                m = xs[l * inner] > m ? xs[l * inner] : m;
-            double sum = 0.0;
-            for (int64_t l = 0; l < len; l++) {
-                float e = expf(xs[l * inner] - m);
-                ys[l * inner] = e;
-                sum += e;
-            }
-            for (int64_t l = 0; l < len; l++)
-                ys[l * inner] = (float)(ys[l * inner] / sum);
-        }
-    }
+    cp_eval_softmax(outer, len, inner, k->in_data[0], k->out_data[0]);
     return CP_OK;
 }
 

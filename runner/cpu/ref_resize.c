@@ -118,7 +118,7 @@ static bool resize_config(const struct cp_graph *g, const struct cp_node *n, str
             return false;
         c->n_axes = (int)axes->n;
         for (int k = 0; k < c->n_axes; k++) {
-            if (!cp_ref_axis(axes->ints[k], r, &c->axes[k]) || seen[c->axes[k]])
+            if (!cp_eval_axis(axes->ints[k], r, &c->axes[k]) || seen[c->axes[k]])
                 return false;
             seen[c->axes[k]] = true;
         }
@@ -314,22 +314,22 @@ static bool axis_geometry(const struct cp_kexec *k, const struct resize_cfg *c,
     for (int j = 0; j < c->n_axes; j++) {
         struct axis_geom *g = &ag[c->axes[j]];
         if (c->sizes) {
-            int64_t want = cp_ref_load_i64(k->in_data[c->sizes], k->in[c->sizes]->dtype, j);
+            int64_t want = cp_elem_load_i64(k->in_data[c->sizes], k->in[c->sizes]->dtype, j);
             if (g->in <= 0)
                 return false;
             g->scale = (double)want / (double)g->in;
             g->length = (double)want;
             common = c->keep_aspect == 1 ? fmin(common, g->scale) : fmax(common, g->scale);
         } else {
-            g->scale = cp_ref_load_f64(k->in_data[c->scales], k->in[c->scales]->dtype, j);
+            g->scale = cp_elem_load_f64(k->in_data[c->scales], k->in[c->scales]->dtype, j);
             if (!(g->scale > 0.0))
                 return false;
             g->length = g->scale * (double)g->in;
         }
         if (c->roi) {
             const struct cp_tensor *tr = k->in[c->roi];
-            g->roi_start = cp_ref_load_f64(k->in_data[c->roi], tr->dtype, j);
-            g->roi_end = cp_ref_load_f64(k->in_data[c->roi], tr->dtype, j + c->n_axes);
+            g->roi_start = cp_elem_load_f64(k->in_data[c->roi], tr->dtype, j);
+            g->roi_end = cp_elem_load_f64(k->in_data[c->roi], tr->dtype, j + c->n_axes);
         }
     }
     if (c->sizes && c->keep_aspect != 0) {
@@ -377,7 +377,7 @@ static enum cp_status resize_run(struct cp_kexec *k)
             outside = outside || t[a]->outside;
         }
         if (outside) {
-            cp_ref_store_f64(k->out_data[0], dt, o, c.extrapolation);
+            cp_eval_store_f64(k->out_data[0], dt, o, c.extrapolation);
         } else if (c.interp == INTERP_NEAREST) {
             int64_t off = 0;
             for (int a = 0; a < r; a++)

@@ -3,9 +3,11 @@
  * Unsqueeze, Identity, Dropout) and Shape.
  *
  * None of them does arithmetic on elements, so all are dtype-agnostic:
- * they move elements of cp_dtype_size bytes. Slice, Transpose and Expand
- * are strided walks (ref_util.h); the reshaping ops are one copy (or none,
- * when the plan aliases the output to the input). */
+ * they move elements of cp_dtype_size bytes. Concat, Slice, Gather,
+ * Transpose and Expand are graph/op_eval.h's definitions (which the
+ * constant folder uses too), as are the parameters Slice and Transpose read
+ * from their nodes; the reshaping ops are one copy (or none, when the plan
+ * aliases the output to the input). */
 #include "runner/cpu/ref_util.h"
 
 #include <string.h>
@@ -43,7 +45,7 @@ static bool concat_supports(const struct cp_graph *g, const struct cp_node *n)
         return false;
     const struct cp_tensor *y = cp_ref_out(g, n, 0);
     int axis;
-    if (!cp_ref_axis(cp_node_attr_int(n, "axis", 0), y->shape.rank, &axis))
+    if (!cp_eval_axis(cp_node_attr_int(n, "axis", 0), y->shape.rank, &axis))
         return false;
     int64_t sum = 0;
     for (size_t i = 0; i < n->n_inputs; i++) {
@@ -59,19 +61,10 @@ static enum cp_status concat_run(struct cp_kexec *k)
 {
     const struct cp_shape *ys = &k->out[0]->shape;
     int axis;
-    if (!cp_ref_axis(cp_node_attr_int(k->node, "axis", 0), ys->rank, &axis))
+    if (!cp_eval_axis(cp_node_attr_int(k->node, "axis", 0), ys->rank, &axis))
         return CP_ERR_INTERNAL;
-    size_t es = cp_dtype_size(k->out[0]->dtype);
-    int64_t outer = cp_ref_span(ys, 0, axis), inner = cp_ref_span(ys, axis + 1, ys->rank);
-    unsigned char *y = k->out_data[0];
-    size_t pos = 0;
-    for (int64_t o = 0; o < outer; o++) {
-        for (size_t i = 0; i < k->node->n_inputs; i++) {
-            size_t blk = (size_t)(k->in[i]->shape.dims[axis].value * inner) * es;
-            cp_ref_copy(y + pos, (const unsigned char *)k->in_data[i] + (size_t)o * blk, blk);
-            pos += blk;
-        }
-    }
+    cp_eval_concat(k->node->n_inputs, k->in, (const void *const *)k->in_data, axis, k->out[0],
+                   k->out_data[0]);
     return CP_OK;
 }
 
@@ -87,7 +80,7 @@ static bool split_supports(const struct cp_graph *g, const struct cp_node *n)
         return false;
     const struct cp_tensor *x = cp_ref_in(g, n, 0);
     int axis;
-    if (!cp_ref_axis(cp_node_attr_int(n, "axis", 0), x->shape.rank, &axis))
+    if (!cp_eval_axis(cp_node_attr_int(n, "axis", 0), x->shape.rank, &axis))
         return false;
     int64_t sum = 0;
     for (size_t i = 0; i < n->n_outputs; i++) {
@@ -103,7 +96,7 @@ static enum cp_status split_run(struct cp_kexec *k)
 {
     const struct cp_shape *xs = &k->in[0]->shape;
     int axis;
-    if (!cp_ref_axis(cp_node_attr_int(k->node, "axis", 0), xs->rank, &axis))
+    if (!cp_eval_axis(cp_node_attr_int(k->node, "axis", 0), xs->rank, &axis))
         return CP_ERR_INTERNAL;
     size_t es = cp_dtype_size(k->in[0]->dtype);
     int64_t outer = cp_ref_span(xs, 0, axis), inner = cp_ref_span(xs, axis + 1, xs->rank);
@@ -123,134 +116,22 @@ CP_REF_KERNEL(cp_ref_split, CP_OP_SPLIT, split_supports, NULL, split_run);
 
 /* ---- Slice -------------------------------------------------------------------------- */
 
-/* One of Slice's parameter lists: an attribute before opset 10, input
- * `input` from 10. */
-struct slice_param {
-    const int64_t *ints; /* attribute form */
-    const void *data;    /* input form */
-    enum cp_dtype dtype;
-    int64_t len; /* -1: absent */
-};
-
-static int64_t slice_param_at(const struct slice_param *p, int64_t i)
-{
-    return p->ints ? p->ints[i] : cp_ref_load_i64(p->data, p->dtype, i);
-}
-
-static bool slice_param(const struct cp_graph *g, const struct cp_node *n, void *const *in_data,
-                        const char *attr, size_t input, struct slice_param *p)
-{
-    memset(p, 0, sizeof *p);
-    p->len = -1;
-    if (cp_ref_opset(g) < 10) {
-        const struct cp_attr *a = cp_node_attr(n, attr);
-        if (a && a->type != CP_ATTR_INTS)
-            return false;
-        if (a) {
-            p->ints = a->ints;
-            p->len = (int64_t)a->n;
-        }
-        return true;
-    }
-    const struct cp_tensor *t = cp_ref_in(g, n, input);
-    if (!t)
-        return true;
-    if (!is_index_dtype(t->dtype) || t->shape.rank > 1)
-        return false;
-    p->data = in_data ? in_data[input] : NULL;
-    p->dtype = t->dtype;
-    p->len = cp_ref_numel(&t->shape);
-    return true;
-}
-
-/* First index and step per axis (step 1, first 0 for axes not sliced),
- * with ONNX clamping; checks the lengths against the output. in_data NULL:
- * only check the parameters' form. */
-static bool slice_plan(const struct cp_graph *g, const struct cp_node *n, void *const *in_data,
-                       const struct cp_shape *xs, const struct cp_shape *ys, int64_t *first,
-                       int64_t *step)
-{
-    struct slice_param starts, ends, axes, steps;
-    if (!slice_param(g, n, in_data, "starts", 1, &starts) ||
-        !slice_param(g, n, in_data, "ends", 2, &ends) ||
-        !slice_param(g, n, in_data, "axes", 3, &axes) ||
-        !slice_param(g, n, in_data, "steps", 4, &steps))
-        return false;
-    int64_t cnt = starts.len;
-    if (cnt < 0 || ends.len != cnt || (axes.len >= 0 && axes.len != cnt) ||
-        (steps.len >= 0 && steps.len != cnt) || xs->rank != ys->rank)
-        return false;
-    if (!in_data && cp_ref_opset(g) >= 10)
-        return true;
-    bool seen[CP_MAX_RANK] = {false};
-    for (int a = 0; a < xs->rank; a++) {
-        first[a] = 0;
-        step[a] = 1;
-    }
-    for (int64_t j = 0; j < cnt; j++) {
-        int a;
-        if (!cp_ref_axis(axes.len >= 0 ? slice_param_at(&axes, j) : j, xs->rank, &a) || seen[a])
-            return false;
-        seen[a] = true;
-        int64_t dim = xs->dims[a].value;
-        int64_t b = slice_param_at(&starts, j), e = slice_param_at(&ends, j);
-        int64_t s = steps.len >= 0 ? slice_param_at(&steps, j) : 1;
-        if (s == 0)
-            return false;
-        if (b < 0)
-            b += dim;
-        if (e < 0)
-            e += dim;
-        int64_t len;
-        if (dim == 0) {
-            len = 0;
-        } else if (s > 0) {
-            b = b < 0 ? 0 : b > dim ? dim : b;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            len = e > b ? (e - b - 1) / s + 1 : 0;
-        } else {
-            b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            len = b > e ? (s == INT64_MIN ? 1 : (b - e - 1) / -s + 1) : 0;
-        }
-        first[a] = b;
-        step[a] = s;
-        if (len != ys->dims[a].value)
-            return false;
-    }
-    for (int a = 0; a < xs->rank; a++)
-        if (!seen[a] && xs->dims[a].value != ys->dims[a].value)
-            return false;
-    return true;
-}
-
 static bool slice_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1 || !same_dtypes(g, n, 1))
         return false;
     int64_t first[CP_MAX_RANK], step[CP_MAX_RANK];
-    return slice_plan(g, n, NULL, &cp_ref_in(g, n, 0)->shape, &cp_ref_out(g, n, 0)->shape, first,
-                      step);
+    return cp_eval_slice_plan(g, n, NULL, &cp_ref_in(g, n, 0)->shape, &cp_ref_out(g, n, 0)->shape,
+                              first, step);
 }
 
 static enum cp_status slice_run(struct cp_kexec *k)
 {
-    const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
-    int64_t first[CP_MAX_RANK], step[CP_MAX_RANK], st[CP_MAX_RANK];
-    if (!slice_plan(k->g, k->node, k->in_data, xs, ys, first, step))
+    int64_t first[CP_MAX_RANK], step[CP_MAX_RANK];
+    if (!cp_eval_slice_plan(k->g, k->node, (const void *const *)k->in_data, &k->in[0]->shape,
+                            &k->out[0]->shape, first, step))
         return CP_ERR_INTERNAL;
-    if (cp_ref_numel(ys) == 0)
-        return CP_OK;
-    cp_ref_strides(xs, st);
-    struct cp_ref_walk w;
-    cp_ref_walk_init(&w, ys, 2);
-    cp_ref_walk_bcast(&w, 0, ys);
-    for (int a = 0; a < xs->rank; a++) {
-        w.strides[1][a] = st[a] * step[a];
-        w.base[1] += st[a] * first[a];
-    }
-    cp_ref_walk_finish(&w);
-    cp_ref_walk_copy(&w, k->out_data[0], k->in_data[0], cp_dtype_size(k->in[0]->dtype));
+    cp_eval_slice(k->in[0], k->in_data[0], first, step, k->out[0], k->out_data[0]);
     return CP_OK;
 }
 
@@ -266,62 +147,29 @@ static bool gather_supports(const struct cp_graph *g, const struct cp_node *n)
     const struct cp_tensor *y = cp_ref_out(g, n, 0);
     int axis;
     if (!x || !ix || !is_index_dtype(ix->dtype) || y->dtype != x->dtype ||
-        !cp_ref_axis(cp_node_attr_int(n, "axis", 0), x->shape.rank, &axis))
+        !cp_eval_axis(cp_node_attr_int(n, "axis", 0), x->shape.rank, &axis))
         return false;
     int64_t outer = cp_ref_span(&x->shape, 0, axis);
     int64_t inner = cp_ref_span(&x->shape, axis + 1, x->shape.rank);
     return cp_ref_numel(&y->shape) == outer * cp_ref_numel(&ix->shape) * inner;
 }
 
-/* Negative indices count from the end; an index out of range is refused
- * (CP_ERR_INTERNAL) rather than read past the data. */
+/* An index out of range is refused (CP_ERR_INTERNAL) rather than read
+ * past the data. */
 static enum cp_status gather_run(struct cp_kexec *k)
 {
-    const struct cp_shape *xs = &k->in[0]->shape;
-    const struct cp_tensor *ti = k->in[1];
     int axis;
-    if (!cp_ref_axis(cp_node_attr_int(k->node, "axis", 0), xs->rank, &axis))
+    if (!cp_eval_axis(cp_node_attr_int(k->node, "axis", 0), k->in[0]->shape.rank, &axis))
         return CP_ERR_INTERNAL;
-    size_t es = cp_dtype_size(k->in[0]->dtype);
-    int64_t outer = cp_ref_span(xs, 0, axis), dim = xs->dims[axis].value;
-    size_t blk = (size_t)cp_ref_span(xs, axis + 1, xs->rank) * es;
-    int64_t ni = cp_ref_numel(&ti->shape);
-    const unsigned char *x = k->in_data[0];
-    unsigned char *y = k->out_data[0];
-    for (int64_t q = 0; q < ni; q++) {
-        int64_t idx = cp_ref_load_i64(k->in_data[1], ti->dtype, q);
-        if (idx < -dim || idx >= dim)
-            return CP_ERR_INTERNAL;
-    }
-    for (int64_t o = 0; o < outer; o++) {
-        for (int64_t q = 0; q < ni; q++) {
-            int64_t idx = cp_ref_load_i64(k->in_data[1], ti->dtype, q);
-            idx = idx < 0 ? idx + dim : idx;
-            cp_ref_copy(y + (size_t)(o * ni + q) * blk, x + (size_t)(o * dim + idx) * blk, blk);
-        }
-    }
-    return CP_OK;
+    return cp_eval_gather(k->in[0], k->in_data[0], k->in[1], k->in_data[1], axis, k->out[0],
+                          k->out_data[0])
+               ? CP_OK
+               : CP_ERR_INTERNAL;
 }
 
 CP_REF_KERNEL(cp_ref_gather, CP_OP_GATHER, gather_supports, NULL, gather_run);
 
 /* ---- Transpose ---------------------------------------------------------------------- */
-
-/* perm, default reversed. false when it is not a permutation of rank. */
-static bool transpose_perm(const struct cp_node *n, int rank, int64_t *perm)
-{
-    const struct cp_attr *a = cp_node_attr(n, "perm");
-    if (a && (a->type != CP_ATTR_INTS || a->n != (size_t)rank))
-        return false;
-    bool seen[CP_MAX_RANK] = {false};
-    for (int k = 0; k < rank; k++) {
-        perm[k] = a ? a->ints[k] : rank - 1 - k;
-        if (perm[k] < 0 || perm[k] >= rank || seen[perm[k]])
-            return false;
-        seen[perm[k]] = true;
-    }
-    return true;
-}
 
 static bool transpose_supports(const struct cp_graph *g, const struct cp_node *n)
 {
@@ -329,7 +177,7 @@ static bool transpose_supports(const struct cp_graph *g, const struct cp_node *n
         return false;
     const struct cp_shape *xs = &cp_ref_in(g, n, 0)->shape, *ys = &cp_ref_out(g, n, 0)->shape;
     int64_t perm[CP_MAX_RANK];
-    if (xs->rank != ys->rank || !transpose_perm(n, xs->rank, perm))
+    if (xs->rank != ys->rank || !cp_eval_transpose_perm(n, xs->rank, perm))
         return false;
     for (int k = 0; k < xs->rank; k++)
         if (ys->dims[k].value != xs->dims[perm[k]].value)
@@ -339,18 +187,10 @@ static bool transpose_supports(const struct cp_graph *g, const struct cp_node *n
 
 static enum cp_status transpose_run(struct cp_kexec *k)
 {
-    const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
-    int64_t perm[CP_MAX_RANK], st[CP_MAX_RANK];
-    if (!transpose_perm(k->node, xs->rank, perm))
+    int64_t perm[CP_MAX_RANK];
+    if (!cp_eval_transpose_perm(k->node, k->in[0]->shape.rank, perm))
         return CP_ERR_INTERNAL;
-    cp_ref_strides(xs, st);
-    struct cp_ref_walk w;
-    cp_ref_walk_init(&w, ys, 2);
-    cp_ref_walk_bcast(&w, 0, ys);
-    for (int a = 0; a < ys->rank; a++)
-        w.strides[1][a] = st[perm[a]];
-    cp_ref_walk_finish(&w);
-    cp_ref_walk_copy(&w, k->out_data[0], k->in_data[0], cp_dtype_size(k->in[0]->dtype));
+    cp_eval_transpose(k->in[0], k->in_data[0], perm, k->out[0], k->out_data[0]);
     return CP_OK;
 }
 
@@ -364,26 +204,12 @@ static bool expand_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1 || !same_dtypes(g, n, 1))
         return false;
-    const struct cp_shape *xs = &cp_ref_in(g, n, 0)->shape, *ys = &cp_ref_out(g, n, 0)->shape;
-    if (xs->rank > ys->rank)
-        return false;
-    for (int k = 0; k < xs->rank; k++) {
-        int64_t xd = xs->dims[k].value, yd = ys->dims[ys->rank - xs->rank + k].value;
-        if (xd != 1 && xd != yd)
-            return false;
-    }
-    return true;
+    return cp_eval_broadcasts(&cp_ref_in(g, n, 0)->shape, &cp_ref_out(g, n, 0)->shape);
 }
 
 static enum cp_status expand_run(struct cp_kexec *k)
 {
-    const struct cp_shape *ys = &k->out[0]->shape;
-    struct cp_ref_walk w;
-    cp_ref_walk_init(&w, ys, 2);
-    cp_ref_walk_bcast(&w, 0, ys);
-    cp_ref_walk_bcast(&w, 1, &k->in[0]->shape);
-    cp_ref_walk_finish(&w);
-    cp_ref_walk_copy(&w, k->out_data[0], k->in_data[0], cp_dtype_size(k->in[0]->dtype));
+    cp_eval_expand(k->in[0], k->in_data[0], k->out[0], k->out_data[0]);
     return CP_OK;
 }
 

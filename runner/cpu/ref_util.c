@@ -1,7 +1,6 @@
 /* Helpers shared by the reference kernels (see ref_util.h). */
 #include "runner/cpu/ref_util.h"
 
-#include <math.h>
 #include <string.h>
 
 /* ---- nodes ----------------------------------------------------------------- */
@@ -55,14 +54,6 @@ bool cp_ref_has_input(const struct cp_graph *g, const struct cp_node *n, size_t 
     return t && cp_shape_numel(&t->shape) != 0;
 }
 
-bool cp_ref_axis(int64_t axis, int rank, int *out)
-{
-    if (axis < -(int64_t)rank || axis >= rank)
-        return false;
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
-}
-
 /* ---- shapes -------------------------------------------------------------------- */
 
 int64_t cp_ref_numel(const struct cp_shape *s)
@@ -89,62 +80,9 @@ int64_t cp_ref_span(const struct cp_shape *s, int from, int to)
 
 /* ---- elements ------------------------------------------------------------------ */
 
-float cp_ref_f16_to_f32(uint16_t h)
-{
-    return cp_f16_to_f32(h);
-}
-
-uint16_t cp_ref_f32_to_f16(float f)
-{
-    return cp_f32_to_f16(f);
-}
-
-float cp_ref_bf16_to_f32(uint16_t h)
-{
-    return cp_bf16_to_f32(h);
-}
-
-/* Truncation, as ONNX's reference (and its test data, through 1.12) casts
- * to bfloat16; NaN stays a quiet NaN. This is the one conversion where the
- * reference kernels differ from graph/elem.c's round-to-nearest. */
-uint16_t cp_ref_f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    if (isnan(f))
-        return (uint16_t)((x >> 16) | 0x40u);
-    return (uint16_t)(x >> 16);
-}
-
 bool cp_ref_dtype_is_int(enum cp_dtype dt)
 {
     return dt == CP_DTYPE_I8 || dt == CP_DTYPE_U8 || dt == CP_DTYPE_I32 || dt == CP_DTYPE_I64;
-}
-
-double cp_ref_load_f64(const void *data, enum cp_dtype dt, int64_t i)
-{
-    return cp_elem_load_f64(data, dt, i);
-}
-
-int64_t cp_ref_load_i64(const void *data, enum cp_dtype dt, int64_t i)
-{
-    return cp_elem_load_i64(data, dt, i);
-}
-
-void cp_ref_store_f64(void *data, enum cp_dtype dt, int64_t i, double v)
-{
-    if (dt == CP_DTYPE_BF16)
-        ((uint16_t *)data)[i] = cp_ref_f32_to_bf16((float)v);
-    else
-        cp_elem_store_f64(data, dt, i, v);
-}
-
-void cp_ref_store_i64(void *data, enum cp_dtype dt, int64_t i, int64_t v)
-{
-    if (dt == CP_DTYPE_BF16)
-        cp_ref_store_f64(data, dt, i, (double)v);
-    else
-        cp_elem_store_i64(data, dt, i, v);
 }
 
 void cp_ref_copy(void *dst, const void *src, size_t n)
@@ -172,119 +110,6 @@ void cp_ref_copy_elem(void *dst, const void *src, size_t size)
     default:
         memcpy(dst, src, size);
         break;
-    }
-}
-
-/* ---- strided walks ----------------------------------------------------------------- */
-
-void cp_ref_walk_init(struct cp_ref_walk *w, const struct cp_shape *space, int n_ops)
-{
-    memset(w, 0, sizeof *w);
-    w->rank = space->rank;
-    w->n_ops = n_ops;
-    for (int k = 0; k < space->rank; k++)
-        w->dims[k] = space->dims[k].value;
-}
-
-void cp_ref_walk_bcast(struct cp_ref_walk *w, int op, const struct cp_shape *s)
-{
-    int64_t st[CP_MAX_RANK];
-    cp_ref_strides(s, st);
-    int off = w->rank - s->rank;
-    for (int k = 0; k < w->rank; k++) {
-        int j = k - off;
-        w->strides[op][k] = j >= 0 && s->dims[j].value != 1 ? st[j] : 0;
-    }
-}
-
-void cp_ref_walk_finish(struct cp_ref_walk *w)
-{
-    /* Drop dims of size 1: they never move any operand. A zero-size dim is
-     * kept so that the walk visits nothing. */
-    int r = 0;
-    for (int k = 0; k < w->rank; k++) {
-        if (w->dims[k] == 1)
-            continue;
-        w->dims[r] = w->dims[k];
-        for (int op = 0; op < w->n_ops; op++)
-            w->strides[op][r] = w->strides[op][k];
-        r++;
-    }
-    /* Merge dim k into k+1 when every operand steps over k+1 exactly. */
-    int m = 0;
-    for (int k = 0; k < r; k++) {
-        if (m > 0) {
-            bool merge = true;
-            for (int op = 0; op < w->n_ops && merge; op++)
-                merge = w->strides[op][m - 1] == w->strides[op][k] * w->dims[k];
-            if (merge) {
-                w->dims[m - 1] *= w->dims[k];
-                for (int op = 0; op < w->n_ops; op++)
-                    w->strides[op][m - 1] = w->strides[op][k];
-                continue;
-            }
-        }
-        w->dims[m] = w->dims[k];
-        for (int op = 0; op < w->n_ops; op++)
-            w->strides[op][m] = w->strides[op][k];
-        m++;
-    }
-    if (m == 0) {
-        w->dims[0] = 1;
-        for (int op = 0; op < w->n_ops; op++)
-            w->strides[op][0] = 0;
-        m = 1;
-    }
-    w->rank = m;
-    w->inner = w->dims[m - 1];
-    w->rows = 1;
-    for (int k = 0; k < m - 1; k++)
-        w->rows *= w->dims[k];
-    if (w->inner == 0)
-        w->rows = 0;
-    for (int op = 0; op < w->n_ops; op++)
-        w->inner_stride[op] = w->strides[op][m - 1];
-}
-
-void cp_ref_walk_start(const struct cp_ref_walk *w, struct cp_ref_pos *p)
-{
-    memset(p->idx, 0, sizeof p->idx);
-    for (int op = 0; op < w->n_ops; op++)
-        p->off[op] = w->base[op];
-}
-
-void cp_ref_walk_next(const struct cp_ref_walk *w, struct cp_ref_pos *p)
-{
-    for (int k = w->rank - 2; k >= 0; k--) {
-        if (++p->idx[k] < w->dims[k]) {
-            for (int op = 0; op < w->n_ops; op++)
-                p->off[op] += w->strides[op][k];
-            return;
-        }
-        p->idx[k] = 0;
-        for (int op = 0; op < w->n_ops; op++)
-            p->off[op] -= w->strides[op][k] * (w->dims[k] - 1);
-    }
-}
-
-void cp_ref_walk_copy(const struct cp_ref_walk *w, void *dst, const void *src, size_t size)
-{
-    struct cp_ref_pos p;
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    int64_t es = (int64_t)size;
-    int64_t sd = w->inner_stride[0] * es, ss = w->inner_stride[1] * es;
-    cp_ref_walk_start(w, &p);
-    for (int64_t r = 0; r < w->rows; r++) {
-        unsigned char *drow = d + p.off[0] * es;
-        const unsigned char *srow = s + p.off[1] * es;
-        if (sd == es && ss == es) {
-            memcpy(drow, srow, (size_t)(w->inner * es));
-        } else {
-            for (int64_t j = 0; j < w->inner; j++)
-                cp_ref_copy_elem(drow + j * sd, srow + j * ss, size);
-        }
-        cp_ref_walk_next(w, &p);
     }
 }
 

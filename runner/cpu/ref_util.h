@@ -9,18 +9,23 @@
  * and exports one `struct cp_kernel` per op, declared below and listed in
  * ref_kernels.c.
  *
+ * What the elementwise, cast, reduction and data-movement ops compute is
+ * not here but in graph/op_eval.h, which the constant folder calls too: a
+ * kernel of those families checks its node (`supports`), reads the node's
+ * parameters and calls the op's definition. So do element stores
+ * (cp_eval_store_*: bf16 truncates, as ONNX's reference casts), element
+ * loads (graph.h, cp_elem_load_*) and the strided walk (cp_walk_*) the
+ * other kernels use for broadcasting operands.
+ *
  * The helpers here:
  *  - node access for `supports` predicates (tensors of a node, static shapes);
- *  - element loads and stores of any dtype through double or int64, with the
- *    f16/bf16 conversions (round to nearest even);
- *  - a strided walk: up to CP_REF_MAX_OPS operands viewed with arbitrary
- *    element strides over one iteration space (broadcasting is stride 0,
- *    transposition is permuted strides, slicing is scaled strides), visited
- *    row by row so that the innermost loop is a plain counted loop.
+ *  - shape arithmetic (element counts, strides, spans);
+ *  - sliding-window geometry for Conv, ConvTranspose and the pools.
  */
 #ifndef CP_RUNNER_REF_UTIL_H
 #define CP_RUNNER_REF_UTIL_H
 
+#include "graph/op_eval.h"
 #include "runner/cpu/kernel.h"
 
 #include <stdbool.h>
@@ -44,9 +49,6 @@ bool cp_ref_node_is_static(const struct cp_graph *g, const struct cp_node *n);
  * optional inputs absent with a zero-element tensor). */
 bool cp_ref_has_input(const struct cp_graph *g, const struct cp_node *n, size_t i);
 
-/* Normalize axis into [0, rank); false when out of range. */
-bool cp_ref_axis(int64_t axis, int rank, int *out);
-
 /* ---- shapes -------------------------------------------------------------------- */
 
 /* Element count of a static shape (1 for a scalar). */
@@ -58,68 +60,12 @@ int64_t cp_ref_span(const struct cp_shape *s, int from, int to);
 
 /* ---- elements ------------------------------------------------------------------ */
 
-float cp_ref_f16_to_f32(uint16_t h);
-uint16_t cp_ref_f32_to_f16(float f);
-float cp_ref_bf16_to_f32(uint16_t h);
-uint16_t cp_ref_f32_to_bf16(float f);
-
-/* Element i of data of dtype dt, as double (any dtype; bool is 0/1). */
-double cp_ref_load_f64(const void *data, enum cp_dtype dt, int64_t i);
-/* Element i as int64 (floats truncate toward zero and saturate; NaN is 0). */
-int64_t cp_ref_load_i64(const void *data, enum cp_dtype dt, int64_t i);
-/* Store v as element i: floats round, integers truncate toward zero and
- * saturate (NaN gives 0), bool is v != 0. */
-void cp_ref_store_f64(void *data, enum cp_dtype dt, int64_t i, double v);
-/* Store v as element i: floats convert, integers wrap, bool is v != 0. */
-void cp_ref_store_i64(void *data, enum cp_dtype dt, int64_t i, int64_t v);
 bool cp_ref_dtype_is_int(enum cp_dtype dt); /* i8, u8, i32, i64 */
 
 /* memcpy that allows n == 0 with NULL pointers and dst == src. */
 void cp_ref_copy(void *dst, const void *src, size_t n);
 /* Copy one element of `size` bytes (1, 2, 4, 8 or other). */
 void cp_ref_copy_elem(void *dst, const void *src, size_t size);
-
-/* ---- strided walks ----------------------------------------------------------------- */
-
-#define CP_REF_MAX_OPS 4
-
-/* An iteration space and, per operand, an element stride per dimension and
- * a base offset. Operand 0 is usually the output. */
-struct cp_ref_walk {
-    int rank; /* >= 1 after cp_ref_walk_finish */
-    int n_ops;
-    int64_t dims[CP_MAX_RANK];
-    int64_t strides[CP_REF_MAX_OPS][CP_MAX_RANK];
-    int64_t base[CP_REF_MAX_OPS];
-    /* Set by cp_ref_walk_finish: rows to visit and the inner loop. */
-    int64_t rows;
-    int64_t inner;
-    int64_t inner_stride[CP_REF_MAX_OPS];
-};
-
-/* Start a walk over `space` (static) for n_ops operands, all strides 0. */
-void cp_ref_walk_init(struct cp_ref_walk *w, const struct cp_shape *space, int n_ops);
-/* Operand op is a row-major tensor of shape s broadcast (numpy rules,
- * aligned at the right) to the space: stride 0 where s has a 1. */
-void cp_ref_walk_bcast(struct cp_ref_walk *w, int op, const struct cp_shape *s);
-/* Merge dims that every operand walks contiguously, drop dims of 1, and
- * compute rows/inner. Call once after the strides are set. */
-void cp_ref_walk_finish(struct cp_ref_walk *w);
-
-/* Position of a row-by-row visit. */
-struct cp_ref_pos {
-    int64_t idx[CP_MAX_RANK];
-    int64_t off[CP_REF_MAX_OPS]; /* element offset of each operand at the row's start */
-};
-
-void cp_ref_walk_start(const struct cp_ref_walk *w, struct cp_ref_pos *p);
-/* Advance to the next row (over every dim but the last). */
-void cp_ref_walk_next(const struct cp_ref_walk *w, struct cp_ref_pos *p);
-
-/* Output 0 = input 0 broadcast / strided, for dtype-agnostic copies: walks
- * operand 0 (destination) and operand 1 (source) copying elements of
- * `size` bytes. */
-void cp_ref_walk_copy(const struct cp_ref_walk *w, void *dst, const void *src, size_t size);
 
 /* ---- windows (Conv, ConvTranspose, pools) ------------------------------------------ */
 

@@ -1,0 +1,274 @@
+/*
+ * graph/op_eval: what the elementwise, cast, reduction and data-movement
+ * ops compute, written once.
+ *
+ * An op's definition lives in graph/ (graph.h: attributes, shape and dtype
+ * inference, cost); this is its arithmetic: the reference result of each op
+ * on row-major data. Two modules compute those results and must agree bit
+ * for bit: the runtime's reference kernels (runner/cpu/ref_*.c), which are
+ * these functions behind a `supports` predicate, and the constant folder
+ * (atc_bridge/passes/cleanup_eval.c), which calls the same functions on
+ * initializers at conversion time. A folded constant is therefore exactly
+ * what the runtime would have computed, and the fast kernels, checked
+ * against the reference kernels, are checked against this file.
+ *
+ * The definitions:
+ *  - floats compute in f32 with libm (sqrtf, expf, erff, tanhf, powf);
+ *    Relu is x < 0 ? 0 : x (NaN and -0 pass through, as numpy's maximum);
+ *    Sigmoid never overflows (exp of a non-positive number only);
+ *  - integers compute in int64 and wrap into the output dtype (two's
+ *    complement, as onnxruntime does); integer Div truncates toward zero
+ *    and a zero divisor gives 0 instead of a trap (INT64_MIN / -1 gives
+ *    INT64_MIN);
+ *  - Pow with an exponent of another dtype, or integer operands, computes
+ *    in double and stores as cp_eval_store_f64 does;
+ *  - casts: from a float dtype through double (to integers: truncation
+ *    toward zero, saturating, NaN to 0; to bool: != 0), from integers and
+ *    bool through int64 (to narrower integers: wrap); f32 -> bf16 truncates
+ *    (ONNX's reference, and its test data through 1.12, cast that way),
+ *    f32 -> f16 rounds to nearest even (graph.h, cp_f32_to_f16);
+ *  - reductions accumulate in double (floats) or int64 (integers, wrapping)
+ *    in memory order of the input; ReduceMax lets NaN win;
+ *  - data movement (Transpose, Slice, Expand, Concat, Gather, ConstantOfShape)
+ *    moves elements of cp_dtype_size bytes and never looks at them.
+ *
+ * Levels: element stores as the kernels define them; scalar definitions;
+ * per-tensor functions over static shapes; the parameters some ops read
+ * from their node (a Transpose's perm, a Slice's starts/ends/axes/steps);
+ * and the strided walk they are built on, public because the other
+ * reference kernels (MatMul's batch dimensions, the normalisations) walk
+ * their operands the same way.
+ *
+ * Per-tensor functions take tensors for their dtype and (static) shape and
+ * separate data pointers (a plan's kernels see tensors of concrete shapes
+ * whose data lives in an arena). They check nothing a caller's `supports`
+ * predicate already checked: dtypes as documented, shapes consistent (the
+ * output the broadcast of the inputs, and so on). None allocates, so a
+ * kernel's run may call them; none keeps state. Data may be NULL only for
+ * an empty tensor.
+ */
+#ifndef CP_GRAPH_OP_EVAL_H
+#define CP_GRAPH_OP_EVAL_H
+
+#include "graph/graph.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- element stores -------------------------------------------------------------- */
+
+/* f32 -> bf16 as ops define it: truncation; NaN stays a quiet NaN. (The
+ * rounding conversion of tensor I/O is graph.h's cp_f32_to_bf16.) */
+uint16_t cp_eval_f32_to_bf16(float f);
+
+/* Store v as element i of data of dtype dt: as cp_elem_store_f64 (floats
+ * round, integers truncate toward zero and saturate, NaN gives 0, bool is
+ * v != 0) except that bf16 truncates (cp_eval_f32_to_bf16). */
+void cp_eval_store_f64(void *data, enum cp_dtype dt, int64_t i, double v);
+
+/* Store v as element i: as cp_elem_store_i64 (integers wrap, bool is
+ * v != 0) except that bf16 truncates. */
+void cp_eval_store_i64(void *data, enum cp_dtype dt, int64_t i, int64_t v);
+
+/* ---- scalar definitions ------------------------------------------------------------ */
+
+/* Sigmoid(x) in f32 without overflow. */
+float cp_eval_sigmoid(float x);
+
+/* A unary op on one f32: CP_OP_SQRT, EXP, ERF, TANH, SIGMOID, RELU, or
+ * LEAKY_RELU (alpha is its slope; ignored otherwise). Other ops give x. */
+float cp_eval_unary_f32(enum cp_op op, float x, float alpha);
+
+/* A binary op on two f32: CP_OP_ADD, SUB, MUL, DIV, POW (powf). Other
+ * ops give 0. */
+float cp_eval_binary_f32(enum cp_op op, float a, float b);
+
+/* A binary op on integers in int64: CP_OP_ADD, SUB, MUL (wrapping), DIV
+ * (toward zero; 0 for a zero divisor), EQUAL (0/1). Other ops give 0. */
+int64_t cp_eval_binary_i64(enum cp_op op, int64_t a, int64_t b);
+
+/* ---- elementwise ------------------------------------------------------------------- */
+
+/* y = op(x) over n elements of dtype dt: op as cp_eval_unary_f32 for f32;
+ * for integer dtypes (i8, u8, i32, i64) CP_OP_RELU only. x and y may be the
+ * same buffer. False, with nothing written, for another op. */
+bool cp_eval_unary(enum cp_op op, float alpha, enum cp_dtype dt, int64_t n, const void *x, void *y);
+
+/* Clip: y = min(max(x, lo), hi) over n f32 by comparisons (NaN passes
+ * through; when lo > hi every value becomes hi, as the spec says). */
+void cp_eval_clip_f32(int64_t n, const float *x, float lo, float hi, float *y);
+
+/* Clip over n integers of dtype dt (i8, u8, i32, i64) with int64 bounds. */
+void cp_eval_clip_int(enum cp_dtype dt, int64_t n, const void *x, int64_t lo, int64_t hi, void *y);
+
+/* y = a op b with numpy broadcasting (a and b broadcast to y's shape).
+ * op: CP_OP_ADD, SUB, MUL, DIV with a, b, y of one dtype (f32 or an
+ * integer dtype); CP_OP_POW with a and y of one dtype and b f32, i32 or
+ * i64; CP_OP_EQUAL with a and b of one dtype (f32, integer or bool) and y
+ * bool. */
+void cp_eval_binary(enum cp_op op, const struct cp_tensor *a, const void *ad,
+                    const struct cp_tensor *b, const void *bd, const struct cp_tensor *y, void *yd);
+
+/* out = cond ? x : y elementwise with broadcasting; cond is bool, x, y and
+ * out share a dtype. */
+void cp_eval_where(const struct cp_tensor *cond, const void *cd, const struct cp_tensor *x,
+                   const void *xd, const struct cp_tensor *y, const void *yd,
+                   const struct cp_tensor *out, void *od);
+
+/* Convert n elements of dtype `from` at x into dtype `to` at y (see the
+ * cast rules above; from == to copies). */
+void cp_eval_cast(enum cp_dtype from, const void *x, enum cp_dtype to, void *y, int64_t n);
+
+/* ---- reductions and Softmax ------------------------------------------------------------ */
+
+/* ReduceMean (f32), ReduceSum or ReduceMax (f32, i32, i64) of x over the
+ * axes where mask[a] is true, into y (x's dtype, y's numel the product of
+ * the kept dims). `acc` is scratch of 8 bytes per output element. False,
+ * with nothing written, when y's size does not match the mask. */
+bool cp_eval_reduce(enum cp_op op, const struct cp_tensor *x, const void *xd, const bool *mask,
+                    const struct cp_tensor *y, void *yd, void *acc);
+
+/* Softmax of f32 data viewed as [outer, len, inner], normalizing along len:
+ * max-subtracted expf, summed in double. */
+void cp_eval_softmax(int64_t outer, int64_t len, int64_t inner, const float *x, float *y);
+
+/* ---- data movement ------------------------------------------------------------------- */
+
+/* y = Transpose(x, perm): output axis a is input axis perm[a]. */
+void cp_eval_transpose(const struct cp_tensor *x, const void *xd, const int64_t *perm,
+                       const struct cp_tensor *y, void *yd);
+
+/* y = x broadcast (numpy rules, aligned at the right) to y's shape. */
+void cp_eval_expand(const struct cp_tensor *x, const void *xd, const struct cp_tensor *y, void *yd);
+
+/* y[i...] = x[first + i * step ...] per axis (from cp_eval_slice_plan). */
+void cp_eval_slice(const struct cp_tensor *x, const void *xd, const int64_t *first,
+                   const int64_t *step, const struct cp_tensor *y, void *yd);
+
+/* y = Concat(x[0..n), axis): inputs of y's dtype and rank whose sizes along
+ * `axis` (normalized) add up to y's. */
+void cp_eval_concat(size_t n, const struct cp_tensor *const *x, const void *const *xd, int axis,
+                    const struct cp_tensor *y, void *yd);
+
+/* y = Gather(x, idx, axis): idx is i64 or i32, negative indices count from
+ * the end. False, with nothing written, when an index is out of range. */
+bool cp_eval_gather(const struct cp_tensor *x, const void *xd, const struct cp_tensor *idx,
+                    const void *idxd, int axis, const struct cp_tensor *y, void *yd);
+
+/* Range: y[i] = start + i * delta for i < n, in dtype dt: f32 computed in
+ * double, integer dtypes in int64 (wrapping) stored as cp_eval_store_i64
+ * does. start and delta point at one element of dtype dt. */
+void cp_eval_range(enum cp_dtype dt, const void *start, const void *delta, int64_t n, void *y);
+
+/* ConstantOfShape: n copies of the `es`-byte element at value. */
+void cp_eval_fill(size_t es, const void *value, int64_t n, void *y);
+
+/* ---- parameters from a node ------------------------------------------------------------- */
+
+/* Normalize axis into [0, rank). OUT: *out. False when out of range. */
+bool cp_eval_axis(int64_t axis, int rank, int *out);
+
+/* A Transpose's perm for input rank `rank`: the attribute, reversed axes
+ * when absent. OUT: perm[rank]. False when it is not a permutation. */
+bool cp_eval_transpose_perm(const struct cp_node *n, int rank, int64_t *perm);
+
+/* A Slice's first index and step per axis of x (0 and 1 for axes it does
+ * not slice), with ONNX's clamping, checked against y's shape. Parameters
+ * come from attributes before opset 10 and from inputs 1..4 (i64 or i32,
+ * 1-D; their data in in_data[1..4]) from 10; in_data NULL checks only the
+ * parameters' form (inputs from opset 10 are then not read). OUT:
+ * first[x rank], step[x rank]. False when malformed or not y's shape. */
+bool cp_eval_slice_plan(const struct cp_graph *g, const struct cp_node *n,
+                        const void *const *in_data, const struct cp_shape *xs,
+                        const struct cp_shape *ys, int64_t *first, int64_t *step);
+
+/* Whether shape s broadcasts (numpy rules) to shape `to`. Both static. */
+bool cp_eval_broadcasts(const struct cp_shape *s, const struct cp_shape *to);
+
+/* ---- the fused activation ------------------------------------------------------------- */
+
+/* The activation FusedConv, FusedMatMul and GroupNormalization carry
+ * (graph.h), which the fusion passes write and the kernels read: the
+ * `activation` attribute names, in this order, "" (none), "Relu",
+ * "LeakyRelu" (activation_alpha = slope, default 0.01), "Clip"
+ * (activation_alpha = min, activation_beta = max), "Sigmoid", "SiLU"
+ * (x * sigmoid(x)), "Gelu" (erf form), "GeluTanh". */
+enum cp_act_kind {
+    CP_ACT_NONE = 0,
+    CP_ACT_RELU,
+    CP_ACT_LEAKY_RELU,
+    CP_ACT_CLIP,
+    CP_ACT_SIGMOID,
+    CP_ACT_SILU,
+    CP_ACT_GELU,
+    CP_ACT_GELU_TANH,
+    CP_ACT_BAD /* not an activation name */
+};
+
+struct cp_act {
+    enum cp_act_kind kind;
+    float alpha, beta;
+};
+
+/* sqrt(2/pi) and the cubic coefficient of the tanh form of GELU. */
+#define CP_GELU_TANH_K 0.7978845608028654
+#define CP_GELU_TANH_C 0.044715
+
+/* The attribute value of a kind ("" for none); NULL for CP_ACT_BAD. */
+const char *cp_act_name(enum cp_act_kind k);
+
+/* The kind an attribute value names; CP_ACT_BAD when none. */
+enum cp_act_kind cp_act_from_name(const char *name);
+
+/* The activation attributes of a node; kind CP_ACT_BAD when unknown. */
+struct cp_act cp_act_of(const struct cp_node *n);
+
+/* The reference definition: act(x) with libm, in double where it matters. */
+float cp_act_ref(const struct cp_act *a, float x);
+
+/* ---- strided walks ----------------------------------------------------------------------- */
+
+#define CP_WALK_MAX_OPS 4
+
+/* An iteration space and, per operand, an element stride per dimension and
+ * a base offset: up to CP_WALK_MAX_OPS operands viewed with arbitrary
+ * strides over one space (broadcasting is stride 0, transposition permuted
+ * strides, slicing scaled strides), visited row by row so that the
+ * innermost loop is a plain counted loop. Operand 0 is usually the output.
+ * Set up with init, bcast (or strides and base set by hand), then finish. */
+struct cp_walk {
+    int rank; /* >= 1 after cp_walk_finish */
+    int n_ops;
+    int64_t dims[CP_MAX_RANK];
+    int64_t strides[CP_WALK_MAX_OPS][CP_MAX_RANK];
+    int64_t base[CP_WALK_MAX_OPS];
+    /* Set by cp_walk_finish: rows to visit and the inner loop. */
+    int64_t rows;
+    int64_t inner;
+    int64_t inner_stride[CP_WALK_MAX_OPS];
+};
+
+/* Position of a row-by-row visit. */
+struct cp_walk_pos {
+    int64_t idx[CP_MAX_RANK];
+    int64_t off[CP_WALK_MAX_OPS]; /* element offset of each operand at the row's start */
+};
+
+/* Start a walk over `space` (static) for n_ops operands, all strides 0. */
+void cp_walk_init(struct cp_walk *w, const struct cp_shape *space, int n_ops);
+/* Operand op is a row-major tensor of shape s broadcast (numpy rules,
+ * aligned at the right) to the space: stride 0 where s has a 1. */
+void cp_walk_bcast(struct cp_walk *w, int op, const struct cp_shape *s);
+/* Merge dims that every operand walks contiguously, drop dims of 1, and
+ * compute rows / inner. Call once after the strides are set. */
+void cp_walk_finish(struct cp_walk *w);
+/* The first row. OUT: *p. */
+void cp_walk_start(const struct cp_walk *w, struct cp_walk_pos *p);
+/* Advance p to the next row (over every dim but the last). */
+void cp_walk_next(const struct cp_walk *w, struct cp_walk_pos *p);
+/* Copy elements of `size` bytes from operand 1 (src) to operand 0 (dst)
+ * along the walk. */
+void cp_walk_copy(const struct cp_walk *w, void *dst, const void *src, size_t size);
+
+#endif

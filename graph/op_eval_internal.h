@@ -1,0 +1,50 @@
+/* Private to graph/op_eval*.c: the small helpers both halves use. */
+#ifndef CP_GRAPH_OP_EVAL_INTERNAL_H
+#define CP_GRAPH_OP_EVAL_INTERNAL_H
+
+#include "graph/op_eval.h"
+
+#include <string.h>
+
+/* Row-major element strides of a static shape. */
+static inline void cp_eval_strides_(const struct cp_shape *s, int64_t *strides)
+{
+    int64_t st = 1;
+    for (int k = s->rank - 1; k >= 0; k--) {
+        strides[k] = st;
+        st *= s->dims[k].value;
+    }
+}
+
+/* Product of dims [from, to) of a static shape (1 when empty). */
+static inline int64_t cp_eval_span_(const struct cp_shape *s, int from, int to)
+{
+    int64_t p = 1;
+    for (int k = from; k < to; k++)
+        p *= s->dims[k].value;
+    return p;
+}
+
+/* Copy one element of `size` bytes (1, 2, 4, 8 or other). */
+static inline void cp_eval_copy_elem_(void *dst, const void *src, size_t size)
+{
+    switch (size) {
+    case 1:
+        *(uint8_t *)dst = *(const uint8_t *)src;
+        break;
+    case 2:
+        *(uint16_t *)dst = *(const uint16_t *)src;
+        break;
+    case 4:
+        *(uint32_t *)dst = *(const uint32_t *)src;
+        break;
+    case 8:
+        *(uint64_t *)dst = *(const uint64_t *)src;
+        break;
+    default:
+        memcpy(dst, src, size);
+        break;
+    }
+}
+
+#endif
