@@ -2,6 +2,7 @@
  * expected gain and the change that addresses each. */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "rules/rules.h"
 
 #include <math.h>
@@ -10,43 +11,44 @@
 #include <string.h>
 
 enum {
-    OPT_HELP = 1,
-    OPT_JSON,
-    OPT_NO_CALIBRATE,
-    OPT_RULES,
-    OPT_RUN,
+    OPT_NO_CALIBRATE = 1,
     OPT_SKELETON,
-    OPT_TARGET,
     OPT_TOP,
 };
 
-static const struct cp_opt options[] = {
-    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
-    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print findings and features as JSON"},
+static const struct cp_opt own[] = {
     {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL,
      "skip the machine's roofline (roofline features become absent)"},
-    {"rules", 'r', CP_OPT_MULTI, OPT_RULES, "DIR|FILE",
-     "rule packs to use instead of the default ones (repeatable)"},
-    {"run", 0, CP_OPT_VALUE, OPT_RUN, "N", "run of the trace (default: the last)"},
     {"skeleton", 0, CP_OPT_VALUE, OPT_SKELETON, "FILE",
      "where an unclassified hotspot's rule skeleton goes (default TRACE.rule-skeleton.yaml)"},
-    {"target", 0, CP_OPT_VALUE, OPT_TARGET, "T", "latency (default), throughput or memory"},
-    {"top", 'n', CP_OPT_VALUE, OPT_TOP, "N", "show the first N findings (default: all)"},
+    {"top", 0, CP_OPT_VALUE, OPT_TOP, "N", "show the first N findings (default 0: all)"},
 };
-#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static void help(void)
-{
-    printf("usage: cannprof analyze TRACE.db [--rules DIR ...] [--target T] [--json]\n\n"
-           "Compute features from a traced run (record one with `cannprof bench MODEL --trace\n"
-           "TRACE.db`), evaluate the rule packs (rules/packs/*.yaml, docs/rule-language.md)\n"
-           "and list the findings, largest expected gain first: bottleneck type, root cause,\n"
-           "confidence, affected ONNX nodes, time share, expected gain with its interval,\n"
-           "the change to make, and its risks. When no rule explains a hotspot, an\n"
-           "'unclassified hotspot' finding is listed and a rule skeleton is written.\n\n"
-           "options:\n");
-    cp_opts_print_help(stdout, options, N_OPTIONS);
-}
+static const struct cp_opt_use shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, "print findings and features as JSON"},
+    {CP_SO_RULES, "rule packs to use instead of the default ones (repeatable)"},
+    {CP_SO_RUN, NULL},
+    {CP_SO_TARGET, NULL},
+};
+
+static const struct cp_command_opts OPTS = {
+    .cmd = "analyze",
+    .own = own,
+    .n_own = sizeof own / sizeof own[0],
+    .shared = shared,
+    .n_shared = sizeof shared / sizeof shared[0],
+    .usage = "usage: cannprof analyze TRACE.db [--rules DIR ...] [--target T] [--json]\n\n"
+             "Compute features from a traced run (record one with `cannprof bench MODEL --trace\n"
+             "TRACE.db`), evaluate the rule packs (rules/packs/*.yaml, docs/rule-language.md)\n"
+             "and list the findings, largest expected gain first: bottleneck type, root cause,\n"
+             "confidence, affected ONNX nodes, time share, expected gain with its interval,\n"
+             "the change to make, and its risks. When no rule explains a hotspot, an\n"
+             "'unclassified hotspot' finding is listed and a rule skeleton is written.\n",
+    .exit_codes = "0 analysed (with or without findings), 2 bad usage or input (a trace or rule "
+                  "pack that cannot be read), 3 environment failure (the rule skeleton cannot be "
+                  "written)",
+};
 
 /* The first few names of a JSON array of strings, for a table cell. */
 static void short_list(const char *json, char *out, size_t n)
@@ -145,17 +147,33 @@ static int write_skeleton(const struct cp_diagnosis *dg, const char *path)
     return 0;
 }
 
+/* The --json document: the trace, the run, the target, the findings and
+ * the features. NULL when out of memory. */
+static json_t *analysis_json(const struct cp_diagnosis *dg, const char *trace,
+                             enum cp_target target)
+{
+    json_t *j = json_object();
+    if (j && cp_json_set_str(j, "trace", trace) && cp_json_set_int(j, "run", dg->run.run_id) &&
+        cp_json_set_str(j, "target", cp_target_name(target)) &&
+        cp_json_set_int(j, "rules_loaded", (int64_t)cp_rule_set_count(dg->rules)) &&
+        cp_json_set(j, "findings", cp_analysis_to_json(&dg->analysis)) &&
+        cp_json_set(j, "features", cp_features_to_json(dg->features)))
+        return j;
+    json_decref(j);
+    return NULL;
+}
+
 int cp_cmd_analyze(int argc, char **argv)
 {
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_args args;
-    if (cp_args_parse("analyze", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+    if (cp_args_parse_cmd(&OPTS, argc, argv, &args, &d) != CP_OK) {
         cp_cli_error("analyze", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (cp_args_has(&args, OPT_HELP)) {
-        help();
+    if (cp_args_has(&args, CP_SO_HELP)) {
+        cp_cmd_help(stdout, &OPTS);
         return 0;
     }
     if (args.n_positional != 1) {
@@ -163,22 +181,14 @@ int cp_cmd_analyze(int argc, char **argv)
         return 2;
     }
     const char *trace = args.positional[0];
-    struct cp_diagnose_opts o = {.run_id = -1, .calibrate = !cp_args_has(&args, OPT_NO_CALIBRATE)};
+    struct cp_diagnose_opts o = {.run_id = cp_args_int(&args, CP_SO_RUN, -1),
+                                 .calibrate = !cp_args_has(&args, OPT_NO_CALIBRATE)};
+    o.analysis.target = (enum cp_target)cp_args_int(&args, CP_SO_TARGET, CP_TARGET_LATENCY);
     const char *paths[CP_MAX_ARGS];
-    for (size_t i = 0; i < args.n_opts; i++)
-        if (args.opts[i].id == OPT_RULES)
-            paths[o.n_rule_paths++] = args.opts[i].value;
+    o.n_rule_paths = cp_args_all(&args, CP_SO_RULES, paths, CP_MAX_ARGS);
     o.rule_paths = paths;
     const char *v;
     int64_t n = 0;
-    if ((v = cp_args_get(&args, OPT_RUN)) && (!cp_parse_i64(v, &o.run_id) || o.run_id < 1)) {
-        cp_cli_error("analyze", "--run takes a run id (1, 2, ...)");
-        return 2;
-    }
-    if ((v = cp_args_get(&args, OPT_TARGET)) && !cp_target_parse(v, &o.analysis.target)) {
-        cp_cli_error("analyze", "--target: use latency, throughput or memory");
-        return 2;
-    }
     if ((v = cp_args_get(&args, OPT_TOP)) && (!cp_parse_i64(v, &n) || n < 0)) {
         cp_cli_error("analyze", "--top takes a whole number (0: all)");
         return 2;
@@ -190,24 +200,10 @@ int cp_cmd_analyze(int argc, char **argv)
         return cp_status_exit_code(d.status);
     }
     int rc = 0;
-    if (cp_args_has(&args, OPT_JSON)) {
-        struct cp_buf b;
-        cp_buf_init(&b);
-        cp_buf_puts(&b, "{\"trace\":");
-        cp_buf_json_str(&b, trace);
-        cp_buf_printf(&b, ",\"run\":%lld,\"target\":\"%s\",\"rules_loaded\":%zu,\"findings\":",
-                      (long long)dg.run.run_id, cp_target_name(o.analysis.target),
-                      cp_rule_set_count(dg.rules));
-        cp_analysis_json(&dg.analysis, &b);
-        cp_buf_puts(&b, ",\"features\":");
-        cp_features_json(dg.features, &b);
-        cp_buf_puts(&b, "}\n");
-        if (cp_buf_status(&b) != CP_OK) {
-            cp_cli_error("analyze", "out of memory");
-            rc = 3;
-        } else
-            fputs(b.data, stdout);
-        cp_buf_release(&b);
+    if (cp_args_has(&args, CP_SO_JSON)) {
+        json_t *j = analysis_json(&dg, trace, o.analysis.target);
+        rc = cp_out_json(j, "analyze");
+        json_decref(j);
     } else
         print_findings(&dg, (size_t)n, trace);
     if (rc == 0) {

@@ -10,10 +10,10 @@
  * $XDG_DATA_HOME, see knowledge/kb.h). */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "knowledge/kb.h"
 #include "stats/stats.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,73 +23,114 @@
 #define SHOW_VALIDATIONS 10
 
 enum {
-    OPT_HELP = 1,
-    OPT_JSON,
-    OPT_KB,
-    OPT_REPLACE,
-    OPT_RUN,
-    OPT_SERVICE,
+    OPT_REPLACE = 1,
     OPT_TAG,
     OPT_TRACE,
 };
 
-#define OPT_HELP_ROW                                                                               \
-    {                                                                                              \
-        "help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"                                 \
-    }
-#define OPT_JSON_ROW                                                                               \
-    {                                                                                              \
-        "json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print JSON"                                       \
-    }
-#define OPT_KB_ROW                                                                                 \
-    {                                                                                              \
-        "kb", 0, CP_OPT_VALUE, OPT_KB, "FILE",                                                     \
-            "knowledge base (default $XDG_DATA_HOME/cannprof/kb.sqlite)"                           \
-    }
-#define OPT_SERVICE_ROW                                                                            \
-    {                                                                                              \
-        "service", 's', CP_OPT_VALUE, OPT_SERVICE, "NAME", "the service the baseline belongs to"   \
-    }
+#define EXIT_CODES_KB                                                                              \
+    "0 ok, 2 bad usage or input (a service, tag or trace that is not right), 3 environment "       \
+    "failure (the knowledge base cannot be opened or written)"
 
-/* Each table sorted by name. */
-static const struct cp_opt set_options[] = {
-    OPT_HELP_ROW,
-    OPT_KB_ROW,
+static const struct cp_opt set_own[] = {
     {"replace", 0, CP_OPT_FLAG, OPT_REPLACE, NULL, "overwrite a baseline with the same tag"},
-    {"run", 0, CP_OPT_VALUE, OPT_RUN, "N", "run of the trace to keep (default: the last)"},
-    OPT_SERVICE_ROW,
     {"tag", 0, CP_OPT_VALUE, OPT_TAG, "TAG", "name of the baseline (default: b1, b2, ...)"},
     {"trace", 0, CP_OPT_VALUE, OPT_TRACE, "T.db", "trace store from cannprof bench --trace"},
 };
-static const struct cp_opt list_options[] = {
-    OPT_HELP_ROW,
-    OPT_JSON_ROW,
-    OPT_KB_ROW,
-    {"service", 's', CP_OPT_VALUE, OPT_SERVICE, "NAME", "only this service's baselines"},
+static const struct cp_opt_use set_shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, "print the stored baseline as JSON (as 'show --json' does)"},
+    {CP_SO_KB, NULL},
+    {CP_SO_RUN, "run of the trace to keep (default: the last)"},
+    {CP_SO_SERVICE, "the service the baseline belongs to"},
 };
-static const struct cp_opt show_options[] = {
-    OPT_HELP_ROW,
-    OPT_JSON_ROW,
-    OPT_KB_ROW,
-    OPT_SERVICE_ROW,
+static const struct cp_command_opts SET = {
+    .cmd = "baseline set",
+    .own = set_own,
+    .n_own = sizeof set_own / sizeof set_own[0],
+    .shared = set_shared,
+    .n_shared = sizeof set_shared / sizeof set_shared[0],
+    .usage = "usage: cannprof baseline set --service NAME --trace T.db [--tag TAG] [--run N]\n"
+             "                             [--replace] [--kb FILE] [--json]\n\n"
+             "Copy the figures of one run of a trace store (the last unless --run) into the\n"
+             "knowledge base as the service's baseline. Without --tag the baseline is tagged\n"
+             "b1, b2, ... An existing tag is only overwritten with --replace.\n",
+    .exit_codes = "0 stored, 2 bad usage or input (a trace without samples, a tag that exists "
+                  "without --replace), 3 environment failure (the knowledge base cannot be opened "
+                  "or written)",
+};
+
+static const struct cp_opt_use list_shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, NULL},
+    {CP_SO_KB, NULL},
+    {CP_SO_SERVICE, "only this service's baselines"},
+};
+static const struct cp_command_opts LIST = {
+    .cmd = "baseline list",
+    .shared = list_shared,
+    .n_shared = sizeof list_shared / sizeof list_shared[0],
+    .usage = "usage: cannprof baseline list [--service NAME] [--json] [--kb FILE]\n\n"
+             "List the baselines of every service (or of one): service, tag, when it was\n"
+             "set, samples, median latency and model. A service without baselines lists\n"
+             "nothing (exit 0).\n",
+    .exit_codes = EXIT_CODES_KB,
+};
+
+static const struct cp_opt show_own[] = {
     {"tag", 0, CP_OPT_VALUE, OPT_TAG, "TAG", "which baseline (default: latest)"},
 };
-static const struct cp_opt rm_options[] = {
-    OPT_HELP_ROW,
-    OPT_KB_ROW,
-    OPT_SERVICE_ROW,
+static const struct cp_opt_use show_shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, NULL},
+    {CP_SO_KB, NULL},
+    {CP_SO_SERVICE, "the service the baseline belongs to"},
+};
+static const struct cp_command_opts SHOW = {
+    .cmd = "baseline show",
+    .own = show_own,
+    .n_own = sizeof show_own / sizeof show_own[0],
+    .shared = show_shared,
+    .n_shared = sizeof show_shared / sizeof show_shared[0],
+    .usage =
+        "usage: cannprof baseline show --service NAME [--tag TAG|latest] [--json] [--kb FILE]\n\n"
+        "Show a baseline's figures (samples, mean, median, p90, p99, sd, CV,\n"
+        "throughput, memory, model hash and path, config id, source trace) and the\n"
+        "last validations against its service.\n",
+    .exit_codes = EXIT_CODES_KB,
+};
+
+static const struct cp_opt rm_own[] = {
     {"tag", 0, CP_OPT_VALUE, OPT_TAG, "TAG", "the baseline to remove"},
 };
+static const struct cp_opt_use rm_shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, "print what was removed as JSON"},
+    {CP_SO_KB, NULL},
+    {CP_SO_SERVICE, "the service the baseline belongs to"},
+};
+static const struct cp_command_opts RM = {
+    .cmd = "baseline rm",
+    .own = rm_own,
+    .n_own = sizeof rm_own / sizeof rm_own[0],
+    .shared = rm_shared,
+    .n_shared = sizeof rm_shared / sizeof rm_shared[0],
+    .usage = "usage: cannprof baseline rm --service NAME --tag TAG [--kb FILE] [--json]\n\n"
+             "Remove one baseline. Validations made against it stay in the knowledge base\n"
+             "with its tag.\n",
+    .exit_codes = EXIT_CODES_KB,
+};
+
 #define N_OF(t) (sizeof t / sizeof t[0])
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: cannprof baseline set  --service NAME --trace T.db [--tag TAG] [--run N]\n"
-            "                              [--replace] [--kb FILE]\n"
+            "                              [--replace] [--kb FILE] [--json]\n"
             "       cannprof baseline list [--service NAME] [--json] [--kb FILE]\n"
             "       cannprof baseline show --service NAME [--tag TAG|latest] [--json] [--kb FILE]\n"
-            "       cannprof baseline rm   --service NAME --tag TAG [--kb FILE]\n\n"
+            "       cannprof baseline rm   --service NAME --tag TAG [--kb FILE] [--json]\n\n"
             "Keep the figures of a benchmark run (latency and kernel-time samples, memory,\n"
             "model and config) as a service's baseline in the knowledge base, for\n"
             "'cannprof validate' to compare later runs against. The figures are copied, so a\n"
@@ -97,32 +138,32 @@ static void usage(FILE *f)
             "and 'show' lists the latest ones.\n\n"
             "The knowledge base is $XDG_DATA_HOME/cannprof/kb.sqlite (else\n"
             "~/.local/share/cannprof/kb.sqlite) unless --kb FILE is given.\n"
-            "'cannprof baseline <subcommand> --help' shows a subcommand's options.\n");
+            "'cannprof baseline <subcommand> --help' shows a subcommand's options.\n\n"
+            "exit codes: " EXIT_CODES_KB "\n");
 }
 
 /* Parse a subcommand's options; prints help (*rc 0) or the error (*rc 2).
  * Returns whether to go on. */
-static bool parse(const char *cmd, const struct cp_opt *t, size_t n, const char *synopsis,
-                  const char *about, int argc, char **argv, struct cp_args *a, int *rc)
+static bool parse(const struct cp_command_opts *c, int argc, char **argv, struct cp_args *a,
+                  int *rc)
 {
     struct cp_diag d;
     cp_diag_init(&d);
-    if (cp_args_parse(cmd, t, n, argc, argv, a, &d) != CP_OK) {
-        cp_cli_error(cmd, d.msg);
+    if (cp_args_parse_cmd(c, argc, argv, a, &d) != CP_OK) {
+        cp_cli_error(c->cmd, d.msg);
         *rc = cp_status_exit_code(d.status);
         return false;
     }
-    if (cp_args_has(a, OPT_HELP)) {
-        printf("usage: cannprof %s\n\n%s\n\noptions:\n", synopsis, about);
-        cp_opts_print_help(stdout, t, n);
+    if (cp_args_has(a, CP_SO_HELP)) {
+        cp_cmd_help(stdout, c);
         *rc = 0;
         return false;
     }
     if (a->n_positional > 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "unexpected argument '%.100s'; see 'cannprof %s --help'",
-                 a->positional[0], cmd);
-        cp_cli_error(cmd, msg);
+                 a->positional[0], c->cmd);
+        cp_cli_error(c->cmd, msg);
         *rc = 2;
         return false;
     }
@@ -148,47 +189,18 @@ static int fail(const char *cmd, const struct cp_diag *d)
     return cp_status_exit_code(d->status);
 }
 
-static void json_num(struct cp_buf *b, double v)
+/* A string, or null when there is none or it is empty. */
+static json_t *str_or_null(const char *s)
 {
-    if (isfinite(v))
-        cp_buf_printf(b, "%.6f", v);
-    else
-        cp_buf_puts(b, "null");
+    return s && *s ? cp_json_str(s) : json_null();
 }
 
-static void json_str_or_null(struct cp_buf *b, const char *s)
+/* Print j as a subcommand's --json output, then release it. */
+static int print_json(json_t *j, const char *cmd)
 {
-    if (s && *s)
-        cp_buf_json_str(b, s);
-    else
-        cp_buf_puts(b, "null");
-}
-
-/* Embed a JSON document as a value when it parses, else as a string. */
-static void json_embed(struct cp_buf *b, const char *text)
-{
-    json_error_t err;
-    json_t *j = text ? json_loads(text, JSON_DECODE_ANY, &err) : NULL;
-    if (j) {
-        char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (s)
-            cp_buf_puts(b, s);
-        else
-            cp_buf_puts(b, "null");
-        free(s);
-        json_decref(j);
-    } else {
-        json_str_or_null(b, text);
-    }
-}
-
-static void print_out(struct cp_buf *b)
-{
-    if (cp_buf_status(b) != CP_OK) {
-        cp_cli_error("baseline", "out of memory");
-        return;
-    }
-    fputs(b->data ? b->data : "", stdout);
+    int rc = cp_out_json(j, cmd);
+    json_decref(j);
+    return rc;
 }
 
 /* The summary of n samples in ns; zeroed when n == 0. */
@@ -223,22 +235,20 @@ static void print_memory(const struct cp_run_metrics *m)
     printf("memory:     weights %s, arena %s, peak activations %s, peak RSS %s\n", w, a, pk, r);
 }
 
+static json_t *baseline_json(const struct cp_kb_baseline *x, const struct cp_summary *lat,
+                             const struct cp_summary *dev, double throughput);
+static double throughput_of(const struct cp_kb_baseline *x, const struct cp_summary *lat);
+
 /* ---- set ------------------------------------------------------------------- */
 
 static int cmd_set(int argc, char **argv)
 {
-    const char *cmd = "baseline set";
+    const char *cmd = SET.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, set_options, N_OF(set_options),
-               "baseline set --service NAME --trace T.db [--tag TAG] [--run N]\n"
-               "                             [--replace] [--kb FILE]",
-               "Copy the figures of one run of a trace store (the last unless --run) into the\n"
-               "knowledge base as the service's baseline. Without --tag the baseline is tagged\n"
-               "b1, b2, ... An existing tag is only overwritten with --replace.",
-               argc, argv, &a, &rc))
+    if (!parse(&SET, argc, argv, &a, &rc))
         return rc;
-    const char *service = require(cmd, &a, OPT_SERVICE, "--service NAME");
+    const char *service = require(cmd, &a, CP_SO_SERVICE, "--service NAME");
     if (!service)
         return 2;
     const char *trace = require(cmd, &a, OPT_TRACE, "--trace T.db");
@@ -249,12 +259,7 @@ static int cmd_set(int argc, char **argv)
     cp_diag_init(&d);
     if (cp_kb_check_service(service, &d) != CP_OK || (tag && cp_kb_check_tag(tag, &d) != CP_OK))
         return fail(cmd, &d);
-    int64_t run = -1;
-    const char *val = cp_args_get(&a, OPT_RUN);
-    if (val && (!cp_parse_i64(val, &run) || run < 1)) {
-        cp_cli_error(cmd, "--run takes a run id (a whole number from 1)");
-        return 2;
-    }
+    int64_t run = cp_args_int(&a, CP_SO_RUN, -1);
 
     struct cp_trace_store *store = NULL;
     struct cp_kb *kb = NULL;
@@ -277,16 +282,21 @@ static int cmd_set(int argc, char **argv)
     }
     abs_trace = realpath(trace, NULL); /* so the record means something from anywhere */
     int64_t id = -1;
-    if (cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+    if (cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         cp_kb_baseline_set(kb, service, tag, abs_trace ? abs_trace : trace, &m,
                            cp_args_has(&a, OPT_REPLACE), &id, &d) != CP_OK ||
         cp_kb_baseline_get_id(kb, id, &b, &d) != CP_OK) {
         rc = fail(cmd, &d);
         goto out;
     }
-    struct cp_summary s;
-    if (summarize(b.m.latency_ns, b.m.n, &s, &d) != CP_OK) {
+    struct cp_summary s, dev;
+    if (summarize(b.m.latency_ns, b.m.n, &s, &d) != CP_OK ||
+        summarize(b.m.device_ns, b.m.n, &dev, &d) != CP_OK) {
         rc = fail(cmd, &d);
+        goto out;
+    }
+    if (cp_args_has(&a, CP_SO_JSON)) {
+        rc = print_json(baseline_json(&b, &s, &dev, throughput_of(&b, &s)), cmd);
         goto out;
     }
     printf("baseline:   %s/%s stored (id %lld) in %s\n", b.service, b.tag, (long long)b.id,
@@ -309,38 +319,33 @@ out:
 
 /* ---- list ------------------------------------------------------------------ */
 
-static void list_json(const struct cp_kb_baseline *v, size_t n)
+static json_t *list_json(const struct cp_kb_baseline *v, size_t n)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_putc(&b, '[');
-    for (size_t i = 0; i < n; i++) {
+    json_t *arr = json_array();
+    bool ok = arr != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
         const struct cp_kb_baseline *x = &v[i];
-        cp_buf_printf(&b, "%s{\"id\":%lld,\"service\":", i ? "," : "", (long long)x->id);
-        cp_buf_json_str(&b, x->service);
-        cp_buf_puts(&b, ",\"tag\":");
-        cp_buf_json_str(&b, x->tag);
-        cp_buf_puts(&b, ",\"created_at\":");
-        cp_buf_json_str(&b, x->created_at);
-        cp_buf_printf(&b, ",\"n\":%zu,\"median_ms\":", x->m.n);
-        json_num(&b, x->median_ns / 1e6);
-        cp_buf_puts(&b, ",\"mean_ms\":");
-        json_num(&b, x->mean_ns / 1e6);
-        cp_buf_puts(&b, ",\"p99_ms\":");
-        json_num(&b, x->p99_ns / 1e6);
-        cp_buf_puts(&b, ",\"model_path\":");
-        json_str_or_null(&b, x->m.model_path);
-        cp_buf_puts(&b, ",\"model_hash\":");
-        json_str_or_null(&b, x->m.model_hash);
-        cp_buf_puts(&b, ",\"config_id\":");
-        json_str_or_null(&b, x->m.config_id);
-        cp_buf_puts(&b, ",\"trace\":");
-        json_str_or_null(&b, x->trace_path);
-        cp_buf_printf(&b, ",\"run_id\":%lld}", (long long)x->m.run_id);
+        json_t *o = json_object();
+        ok = o && cp_json_set_int(o, "id", x->id) && cp_json_set_str(o, "service", x->service) &&
+             cp_json_set_str(o, "tag", x->tag) && cp_json_set_str(o, "created_at", x->created_at) &&
+             cp_json_set_int(o, "n", (int64_t)x->m.n) &&
+             cp_json_set_num(o, "median_ms", x->median_ns / 1e6) &&
+             cp_json_set_num(o, "mean_ms", x->mean_ns / 1e6) &&
+             cp_json_set_num(o, "p99_ms", x->p99_ns / 1e6) &&
+             cp_json_set(o, "model_path", str_or_null(x->m.model_path)) &&
+             cp_json_set(o, "model_hash", str_or_null(x->m.model_hash)) &&
+             cp_json_set(o, "config_id", str_or_null(x->m.config_id)) &&
+             cp_json_set(o, "trace", str_or_null(x->trace_path)) &&
+             cp_json_set_int(o, "run_id", x->m.run_id);
+        if (ok)
+            ok = cp_json_push(arr, o); /* steals o */
+        else
+            json_decref(o);
     }
-    cp_buf_puts(&b, "]\n");
-    print_out(&b);
-    cp_buf_release(&b);
+    if (ok)
+        return arr;
+    json_decref(arr);
+    return NULL;
 }
 
 static int width(const char *s, int w)
@@ -371,17 +376,12 @@ static void list_text(const struct cp_kb_baseline *v, size_t n)
 
 static int cmd_list(int argc, char **argv)
 {
-    const char *cmd = "baseline list";
+    const char *cmd = LIST.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, list_options, N_OF(list_options),
-               "baseline list [--service NAME] [--json] [--kb FILE]",
-               "List the baselines of every service (or of one): service, tag, when it was\n"
-               "set, samples, median latency and model. A service without baselines lists\n"
-               "nothing (exit 0).",
-               argc, argv, &a, &rc))
+    if (!parse(&LIST, argc, argv, &a, &rc))
         return rc;
-    const char *service = cp_args_get(&a, OPT_SERVICE);
+    const char *service = cp_args_get(&a, CP_SO_SERVICE);
     struct cp_diag d;
     cp_diag_init(&d);
     if (service && cp_kb_check_service(service, &d) != CP_OK)
@@ -391,13 +391,13 @@ static int cmd_list(int argc, char **argv)
     size_t n = 0;
     char **names = NULL;
     size_t n_names = 0;
-    if (cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+    if (cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         cp_kb_baseline_list(kb, service, &v, &n, &d) != CP_OK) {
         rc = fail(cmd, &d);
         goto out;
     }
-    if (cp_args_has(&a, OPT_JSON)) {
-        list_json(v, n);
+    if (cp_args_has(&a, CP_SO_JSON)) {
+        rc = print_json(list_json(v, n), cmd);
     } else if (n > 0) {
         list_text(v, n);
     } else if (!service) {
@@ -425,94 +425,112 @@ out:
 
 /* ---- show ------------------------------------------------------------------ */
 
-static void summary_json(struct cp_buf *b, const struct cp_summary *s)
+/* {"mean","median","p90","p99","sd","min","max" in ms,"cv"} */
+static json_t *summary_json(const struct cp_summary *s)
 {
     const double v[] = {s->mean, s->median, s->p90, s->p99, s->sd, s->min, s->max};
     const char *k[] = {"mean", "median", "p90", "p99", "sd", "min", "max"};
-    cp_buf_putc(b, '{');
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        cp_buf_printf(b, "\"%s\":", k[i]);
-        json_num(b, v[i] / 1e6);
-        cp_buf_putc(b, ',');
-    }
-    cp_buf_puts(b, "\"cv\":");
-    json_num(b, s->cv);
-    cp_buf_putc(b, '}');
+    json_t *o = json_object();
+    bool ok = o != NULL;
+    for (size_t i = 0; ok && i < sizeof v / sizeof v[0]; i++)
+        ok = cp_json_set_num(o, k[i], v[i] / 1e6);
+    if (ok && cp_json_set_num(o, "cv", s->cv))
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
-static void validation_json(struct cp_buf *b, const struct cp_kb_validation *x)
+static json_t *validation_json(const struct cp_kb_validation *x)
 {
-    cp_buf_printf(b, "{\"id\":%lld,\"created_at\":", (long long)x->id);
-    cp_buf_json_str(b, x->created_at);
-    cp_buf_puts(b, ",\"baseline_id\":");
-    if (x->baseline_id > 0)
-        cp_buf_printf(b, "%lld", (long long)x->baseline_id);
-    else
-        cp_buf_puts(b, "null");
-    cp_buf_puts(b, ",\"baseline_tag\":");
-    json_str_or_null(b, x->baseline_tag);
-    cp_buf_puts(b, ",\"trace\":");
-    json_str_or_null(b, x->trace_path);
-    cp_buf_puts(b, ",\"verdict\":");
-    cp_buf_json_str(b, x->verdict);
-    cp_buf_printf(b, ",\"exit_code\":%d,\"alert\":{\"attempted\":%s,\"delivered\":%s,\"error\":",
-                  x->exit_code, x->alert_attempted ? "true" : "false",
-                  x->alert_delivered ? "true" : "false");
-    json_str_or_null(b, x->alert_error);
-    cp_buf_puts(b, "},\"figures\":");
-    json_embed(b, x->figures_json);
-    cp_buf_putc(b, '}');
+    json_t *o = json_object(), *alert = json_object();
+    bool ok = o && alert && cp_json_set_bool(alert, "attempted", x->alert_attempted) &&
+              cp_json_set_bool(alert, "delivered", x->alert_delivered) &&
+              cp_json_set(alert, "error", str_or_null(x->alert_error)) &&
+              cp_json_set_int(o, "id", x->id) && cp_json_set_str(o, "created_at", x->created_at) &&
+              cp_json_set(o, "baseline_id",
+                          x->baseline_id > 0 ? cp_json_int(x->baseline_id) : json_null()) &&
+              cp_json_set(o, "baseline_tag", str_or_null(x->baseline_tag)) &&
+              cp_json_set(o, "trace", str_or_null(x->trace_path)) &&
+              cp_json_set_str(o, "verdict", x->verdict) &&
+              cp_json_set_int(o, "exit_code", x->exit_code);
+    if (ok) {
+        ok = cp_json_set(o, "alert", alert);
+        alert = NULL;
+    }
+    ok = ok && cp_json_set(o, "figures", cp_json_embed(x->figures_json));
+    json_decref(alert);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
-static void show_json(const struct cp_kb_baseline *x, const struct cp_summary *lat,
-                      const struct cp_summary *dev, double throughput,
-                      const struct cp_kb_validation *v, size_t nv)
+/* Items per second at the mean latency; NaN when unknown. */
+static double throughput_of(const struct cp_kb_baseline *x, const struct cp_summary *lat)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_printf(&b, "{\"id\":%lld,\"service\":", (long long)x->id);
-    cp_buf_json_str(&b, x->service);
-    cp_buf_puts(&b, ",\"tag\":");
-    cp_buf_json_str(&b, x->tag);
-    cp_buf_puts(&b, ",\"created_at\":");
-    cp_buf_json_str(&b, x->created_at);
-    cp_buf_puts(&b, ",\"source\":{\"trace\":");
-    json_str_or_null(&b, x->trace_path);
-    cp_buf_printf(&b, ",\"run_id\":%lld,\"kind\":", (long long)x->m.run_id);
-    json_str_or_null(&b, x->m.kind);
-    cp_buf_puts(&b, ",\"recorded_at\":");
-    json_str_or_null(&b, x->m.created_at);
-    cp_buf_puts(&b, "},\"model\":{\"path\":");
-    json_str_or_null(&b, x->m.model_path);
-    cp_buf_puts(&b, ",\"hash\":");
-    json_str_or_null(&b, x->m.model_hash);
-    cp_buf_puts(&b, "},\"config_id\":");
-    json_str_or_null(&b, x->m.config_id);
-    cp_buf_printf(&b, ",\"batch\":%d,\"threads\":%d,\"n\":%zu,\"latency_ms\":", x->m.batch,
-                  x->m.threads, x->m.n);
-    summary_json(&b, lat);
-    cp_buf_puts(&b, ",\"device_ms\":");
-    if (x->m.device_ns)
-        summary_json(&b, dev);
-    else
-        cp_buf_puts(&b, "null");
-    cp_buf_puts(&b, ",\"throughput_items_per_s\":");
-    json_num(&b, throughput);
-    cp_buf_printf(&b,
-                  ",\"memory\":{\"weight_bytes\":%llu,\"arena_bytes\":%llu,\"peak_bytes\":%llu,"
-                  "\"peak_rss_bytes\":%llu},\"precision_loss\":",
-                  (unsigned long long)x->m.weight_bytes, (unsigned long long)x->m.arena_bytes,
-                  (unsigned long long)x->m.peak_bytes, (unsigned long long)x->m.peak_rss_bytes);
-    json_num(&b, x->m.precision_loss);
-    cp_buf_puts(&b, ",\"validations\":[");
-    for (size_t i = 0; i < nv; i++) {
-        if (i)
-            cp_buf_putc(&b, ',');
-        validation_json(&b, &v[i]);
+    int batch = x->m.batch > 0 ? x->m.batch : 1;
+    return lat->mean > 0 ? batch * 1e9 / lat->mean : NAN;
+}
+
+/* A baseline's figures: what `show --json` prints before its validations,
+ * and `set --json` prints. NULL when out of memory. */
+static json_t *baseline_json(const struct cp_kb_baseline *x, const struct cp_summary *lat,
+                             const struct cp_summary *dev, double throughput)
+{
+    json_t *o = json_object(), *src = json_object(), *model = json_object(), *mem = json_object();
+    bool ok = o && src && model && mem && cp_json_set(src, "trace", str_or_null(x->trace_path)) &&
+              cp_json_set_int(src, "run_id", x->m.run_id) &&
+              cp_json_set(src, "kind", str_or_null(x->m.kind)) &&
+              cp_json_set(src, "recorded_at", str_or_null(x->m.created_at)) &&
+              cp_json_set(model, "path", str_or_null(x->m.model_path)) &&
+              cp_json_set(model, "hash", str_or_null(x->m.model_hash)) &&
+              cp_json_set_int(mem, "weight_bytes", (int64_t)x->m.weight_bytes) &&
+              cp_json_set_int(mem, "arena_bytes", (int64_t)x->m.arena_bytes) &&
+              cp_json_set_int(mem, "peak_bytes", (int64_t)x->m.peak_bytes) &&
+              cp_json_set_int(mem, "peak_rss_bytes", (int64_t)x->m.peak_rss_bytes) &&
+              cp_json_set_int(o, "id", x->id) && cp_json_set_str(o, "service", x->service) &&
+              cp_json_set_str(o, "tag", x->tag) && cp_json_set_str(o, "created_at", x->created_at);
+    if (ok) {
+        ok = cp_json_set(o, "source", src) && cp_json_set(o, "model", model);
+        src = model = NULL;
     }
-    cp_buf_puts(&b, "]}\n");
-    print_out(&b);
-    cp_buf_release(&b);
+    ok = ok && cp_json_set(o, "config_id", str_or_null(x->m.config_id)) &&
+         cp_json_set_int(o, "batch", x->m.batch) && cp_json_set_int(o, "threads", x->m.threads) &&
+         cp_json_set_int(o, "n", (int64_t)x->m.n) &&
+         cp_json_set(o, "latency_ms", summary_json(lat)) &&
+         cp_json_set(o, "device_ms", x->m.device_ns ? summary_json(dev) : json_null()) &&
+         cp_json_set_num(o, "throughput_items_per_s", throughput);
+    if (ok) {
+        ok = cp_json_set(o, "memory", mem);
+        mem = NULL;
+    }
+    ok = ok && cp_json_set_num(o, "precision_loss", x->m.precision_loss);
+    json_decref(src);
+    json_decref(model);
+    json_decref(mem);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+static json_t *show_json(const struct cp_kb_baseline *x, const struct cp_summary *lat,
+                         const struct cp_summary *dev, double throughput,
+                         const struct cp_kb_validation *v, size_t nv)
+{
+    json_t *o = baseline_json(x, lat, dev, throughput), *arr = json_array();
+    bool ok = o && arr;
+    for (size_t i = 0; ok && i < nv; i++)
+        ok = cp_json_push(arr, validation_json(&v[i]));
+    if (ok) {
+        ok = cp_json_set(o, "validations", arr);
+        arr = NULL;
+    }
+    json_decref(arr);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
 static const char *alert_status(const struct cp_kb_validation *v, char *buf, size_t n)
@@ -568,17 +586,12 @@ static void show_text(const struct cp_kb *kb, const struct cp_kb_baseline *x,
 
 static int cmd_show(int argc, char **argv)
 {
-    const char *cmd = "baseline show";
+    const char *cmd = SHOW.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, show_options, N_OF(show_options),
-               "baseline show --service NAME [--tag TAG|latest] [--json] [--kb FILE]",
-               "Show a baseline's figures (samples, mean, median, p90, p99, sd, CV,\n"
-               "throughput, memory, model hash and path, config id, source trace) and the\n"
-               "last validations against its service.",
-               argc, argv, &a, &rc))
+    if (!parse(&SHOW, argc, argv, &a, &rc))
         return rc;
-    const char *service = require(cmd, &a, OPT_SERVICE, "--service NAME");
+    const char *service = require(cmd, &a, CP_SO_SERVICE, "--service NAME");
     if (!service)
         return 2;
     struct cp_diag d;
@@ -590,7 +603,7 @@ static int cmd_show(int argc, char **argv)
     size_t nv = 0;
     struct cp_summary lat, dev;
     if (cp_kb_check_service(service, &d) != CP_OK ||
-        cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+        cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         cp_kb_baseline_get(kb, service, cp_args_get(&a, OPT_TAG), &x, &d) != CP_OK ||
         cp_kb_validation_list(kb, service, SHOW_VALIDATIONS, &v, &nv, &d) != CP_OK ||
         summarize(x.m.latency_ns, x.m.n, &lat, &d) != CP_OK ||
@@ -598,10 +611,9 @@ static int cmd_show(int argc, char **argv)
         rc = fail(cmd, &d);
         goto out;
     }
-    int batch = x.m.batch > 0 ? x.m.batch : 1;
-    double throughput = lat.mean > 0 ? batch * 1e9 / lat.mean : NAN;
-    if (cp_args_has(&a, OPT_JSON))
-        show_json(&x, &lat, &dev, throughput, v, nv);
+    double throughput = throughput_of(&x, &lat);
+    if (cp_args_has(&a, CP_SO_JSON))
+        rc = print_json(show_json(&x, &lat, &dev, throughput, v, nv), cmd);
     else
         show_text(kb, &x, &lat, &dev, throughput, v, nv);
 out:
@@ -615,16 +627,12 @@ out:
 
 static int cmd_rm(int argc, char **argv)
 {
-    const char *cmd = "baseline rm";
+    const char *cmd = RM.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, rm_options, N_OF(rm_options),
-               "baseline rm --service NAME --tag TAG [--kb FILE]",
-               "Remove one baseline. Validations made against it stay in the knowledge base\n"
-               "with its tag.",
-               argc, argv, &a, &rc))
+    if (!parse(&RM, argc, argv, &a, &rc))
         return rc;
-    const char *service = require(cmd, &a, OPT_SERVICE, "--service NAME");
+    const char *service = require(cmd, &a, CP_SO_SERVICE, "--service NAME");
     if (!service)
         return 2;
     const char *tag = require(cmd, &a, OPT_TAG, "--tag TAG");
@@ -634,12 +642,22 @@ static int cmd_rm(int argc, char **argv)
     cp_diag_init(&d);
     struct cp_kb *kb = NULL;
     if (cp_kb_check_service(service, &d) != CP_OK ||
-        cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+        cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         cp_kb_baseline_remove(kb, service, tag, &d) != CP_OK) {
         rc = fail(cmd, &d);
         goto out;
     }
-    printf("removed baseline %s/%s from %s\n", service, tag, cp_kb_path(kb));
+    if (cp_args_has(&a, CP_SO_JSON)) {
+        json_t *j = json_object();
+        if (j &&
+            !(cp_json_set_str(j, "service", service) && cp_json_set_str(j, "tag", tag) &&
+              cp_json_set_str(j, "kb", cp_kb_path(kb)) && cp_json_set_bool(j, "removed", true))) {
+            json_decref(j);
+            j = NULL;
+        }
+        rc = print_json(j, cmd);
+    } else
+        printf("removed baseline %s/%s from %s\n", service, tag, cp_kb_path(kb));
 out:
     cp_kb_close(kb);
     return rc;

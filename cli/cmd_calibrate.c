@@ -2,6 +2,7 @@
  * ceilings of the roofline (docs/calibration.md). */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "rules/calibrate.h"
 
 #include <stdio.h>
@@ -12,37 +13,40 @@ enum {
     OPT_BUDGET_MS = 1,
     OPT_CACHE_DIR,
     OPT_FORCE,
-    OPT_HELP,
-    OPT_JSON,
 };
 
-static const struct cp_opt options[] = {
+static const struct cp_opt own[] = {
     {"budget-ms", 0, CP_OPT_VALUE, OPT_BUDGET_MS, "MS",
      "time spent on each of the five figures when measuring (default 600)"},
     {"cache-dir", 0, CP_OPT_VALUE, OPT_CACHE_DIR, "DIR",
      "cache folder (default $XDG_CACHE_HOME/cannprof, else ~/.cache/cannprof)"},
     {"force", 'f', CP_OPT_FLAG, OPT_FORCE, NULL, "measure even when the cache has this machine"},
-    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
-    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print the figures as JSON"},
 };
-#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static void help(void)
-{
-    printf("usage: cannprof calibrate [--force] [--json] [--cache-dir DIR] [--budget-ms MS]\n\n"
-           "Measure what this machine reaches with the runtime's own library: peak FLOP/s of\n"
-           "oneDNN matmuls (512^3 and 1024^3) in fp32 and, with native bf16, in bf16, on all\n"
-           "cores and on one thread; and memory bandwidth with a STREAM-like triad\n"
-           "a[i] = b[i] + s*c[i] on fp32 arrays beyond the last-level cache, counting 12\n"
-           "bytes per element. Each figure is the best of repeated runs. The result is\n"
-           "cached per CPU model, ISA flags, core count and tool version; later calls read\n"
-           "the cache. The analysis divides each kernel's achieved FLOP/s and bytes/s by\n"
-           "these peaks (the roofline).\n\n"
-           "exit codes: 0 ok; 2 bad usage, or a --cache-dir that cannot be created or\n"
-           "written; 3 the default cache folder cannot be created or written, or a\n"
-           "measurement failed.\n\noptions:\n");
-    cp_opts_print_help(stdout, options, N_OPTIONS);
-}
+static const struct cp_opt_use shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, "print the figures as JSON"},
+};
+
+static const struct cp_command_opts OPTS = {
+    .cmd = "calibrate",
+    .own = own,
+    .n_own = sizeof own / sizeof own[0],
+    .shared = shared,
+    .n_shared = sizeof shared / sizeof shared[0],
+    .usage = "usage: cannprof calibrate [--force] [--json] [--cache-dir DIR] [--budget-ms MS]\n\n"
+             "Measure what this machine reaches with the runtime's own library: peak FLOP/s of\n"
+             "oneDNN matmuls (512^3 and 1024^3) in fp32 and, with native bf16, in bf16, on all\n"
+             "cores and on one thread; and memory bandwidth with a STREAM-like triad\n"
+             "a[i] = b[i] + s*c[i] on fp32 arrays beyond the last-level cache, counting 12\n"
+             "bytes per element. Each figure is the best of repeated runs. The result is\n"
+             "cached per CPU model, ISA flags, core count and tool version; later calls read\n"
+             "the cache. The analysis divides each kernel's achieved FLOP/s and bytes/s by\n"
+             "these peaks (the roofline).\n",
+    .exit_codes = "0 ok, 2 bad usage (a --cache-dir path too long to use), 3 environment failure "
+                  "(the cache folder, named or default, cannot be created or written; a "
+                  "measurement failed)",
+};
 
 static void gflops(double v, char out[48])
 {
@@ -101,12 +105,12 @@ int cp_cmd_calibrate(int argc, char **argv)
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_args args;
-    if (cp_args_parse("calibrate", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+    if (cp_args_parse_cmd(&OPTS, argc, argv, &args, &d) != CP_OK) {
         cp_cli_error("calibrate", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (cp_args_has(&args, OPT_HELP)) {
-        help();
+    if (cp_args_has(&args, CP_SO_HELP)) {
+        cp_cmd_help(stdout, &OPTS);
         return 0;
     }
     if (args.n_positional != 0) {
@@ -132,24 +136,18 @@ int cp_cmd_calibrate(int argc, char **argv)
     struct cp_machine m;
     if (cp_calibrate_run(&o, &m, &d) != CP_OK) {
         cp_cli_error("calibrate", d.msg);
-        /* A folder the user named is bad input; the default one is the
-         * environment's. */
+        /* A folder path the user named that cannot be used at all is bad
+         * input; one that cannot be created or written (CP_ERR_WRITE), and
+         * a default one that cannot be found, are the environment's. */
         if (d.status == CP_ERR_IO)
             return o.cache_dir ? 2 : 3;
         return d.status == CP_ERR_USAGE ? 2 : 3;
     }
-    if (cp_args_has(&args, OPT_JSON)) {
-        struct cp_buf b;
-        cp_buf_init(&b);
-        cp_machine_json(&m, &b);
-        cp_buf_putc(&b, '\n');
-        if (cp_buf_status(&b) != CP_OK) {
-            cp_buf_release(&b);
-            cp_cli_error("calibrate", "out of memory");
-            return 3;
-        }
-        fputs(b.data, stdout);
-        cp_buf_release(&b);
+    if (cp_args_has(&args, CP_SO_JSON)) {
+        json_t *j = cp_machine_to_json(&m);
+        int rc = cp_out_json(j, "calibrate");
+        json_decref(j);
+        return rc;
     } else {
         print_text(&m);
     }

@@ -2,6 +2,7 @@
  * the second's outputs are from the first's (docs/precision.md). */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "runner/session.h"
 
 #include <math.h>
@@ -17,47 +18,43 @@
 
 enum {
     OPT_ATOL = 1,
-    OPT_BATCH,
-    OPT_HELP,
-    OPT_INPUT,
-    OPT_INPUT_SHAPE,
-    OPT_JSON,
     OPT_RTOL,
-    OPT_SEED,
-    OPT_THREADS,
 };
 
-static const struct cp_opt options[] = {
+static const struct cp_opt own[] = {
     {"atol", 0, CP_OPT_VALUE, OPT_ATOL, "A", "absolute tolerance (default 1e-4)"},
-    {"batch", 0, CP_OPT_VALUE, OPT_BATCH, "B", "batch size, for both models"},
-    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
-    {"input", 'i', CP_OPT_MULTI, OPT_INPUT, "NAME=FILE",
-     "input from a .pb (TensorProto) or .npy file; repeat per input"},
-    {"input_shape", 0, CP_OPT_VALUE, OPT_INPUT_SHAPE, "\"name:1,3,224,224;...\"",
-     "concrete shapes for dynamic inputs, for both models"},
-    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print the comparison as JSON"},
     {"rtol", 0, CP_OPT_VALUE, OPT_RTOL, "R", "relative tolerance (default 1e-3)"},
-    {"seed", 0, CP_OPT_VALUE, OPT_SEED, "N", "seed of random inputs (default 0)"},
-    {"threads", 't', CP_OPT_VALUE, OPT_THREADS, "T", "threads (default: all cores)"},
 };
-#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static void help(void)
-{
-    printf("usage: cannprof compare A B [--input NAME=FILE ...] [--seed N] [--rtol R --atol A]\n"
-           "                        [--threads T] [--json]\n\n"
-           "Run models A and B (.om or .onnx; an .onnx runs unconverted, in fp32 without\n"
-           "fusion, as the reference) on the same inputs and compare B's outputs with A's,\n"
-           "matched by name. Inputs not given are drawn once from a seeded random generator\n"
-           "(floats uniform in [-1,1)) and fed to both.\n\n"
-           "Per output: max and mean absolute error, relative L2 error ||a-b||/||a|| with A\n"
-           "as reference, cosine similarity, and whether every element satisfies\n"
-           "|a-b| <= atol + rtol*|a|. precision_loss is the relative L2 error of all outputs\n"
-           "together, in percent (docs/precision.md).\n\n"
-           "exit: 0 within tolerance, 1 beyond it, 2 bad input (missing outputs, different\n"
-           "shapes or inputs), 3 environment failure.\n\noptions:\n");
-    cp_opts_print_help(stdout, options, N_OPTIONS);
-}
+static const struct cp_opt_use shared[] = {
+    {CP_SO_BATCH, "batch size, for both models"},
+    {CP_SO_HELP, NULL},
+    {CP_SO_INPUT, "input from a .pb (TensorProto) or .npy file; repeat per input"},
+    {CP_SO_INPUT_SHAPE, "concrete shapes for dynamic inputs, for both models"},
+    {CP_SO_JSON, "print the comparison as JSON"},
+    {CP_SO_SEED, "seed of random inputs (default 0)"},
+    {CP_SO_THREADS, NULL},
+};
+
+static const struct cp_command_opts OPTS = {
+    .cmd = "compare",
+    .own = own,
+    .n_own = sizeof own / sizeof own[0],
+    .shared = shared,
+    .n_shared = sizeof shared / sizeof shared[0],
+    .usage = "usage: cannprof compare A B [--input NAME=FILE ...] [--seed N] [--rtol R --atol A]\n"
+             "                        [--threads T] [--json]\n\n"
+             "Run models A and B (.om or .onnx; an .onnx runs unconverted, in fp32 without\n"
+             "fusion, as the reference) on the same inputs and compare B's outputs with A's,\n"
+             "matched by name. Inputs not given are drawn once from a seeded random generator\n"
+             "(floats uniform in [-1,1)) and fed to both.\n\n"
+             "Per output: max and mean absolute error, relative L2 error ||a-b||/||a|| with A\n"
+             "as reference, cosine similarity, and whether every element satisfies\n"
+             "|a-b| <= atol + rtol*|a|. precision_loss is the relative L2 error of all outputs\n"
+             "together, in percent (docs/precision.md).\n",
+    .exit_codes = "0 within tolerance, 1 beyond it, 2 bad usage or input (missing outputs, "
+                  "different shapes or inputs), 3 environment failure",
+};
 
 static bool parse_tol(const char *s, double *out)
 {
@@ -174,15 +171,6 @@ static enum cp_status match_outputs(const struct side *a, const struct side *b, 
     return st;
 }
 
-/* JSON has no Inf or NaN. */
-static void json_num(struct cp_buf *b, double v)
-{
-    if (isfinite(v))
-        cp_buf_printf(b, "%.9g", v);
-    else
-        cp_buf_puts(b, "null");
-}
-
 struct report {
     const struct side *a, *b;
     const struct cp_tensor_diff *diff;
@@ -199,54 +187,58 @@ static void shape_text(const struct cp_host_tensor *t, char *out, size_t n)
     cp_shape_format(&s, out, n);
 }
 
-static void print_json(const struct report *r)
+static json_t *output_json(const struct report *r, size_t i)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_puts(&b, "{\"reference\":");
-    cp_buf_json_str(&b, r->a->path);
-    cp_buf_puts(&b, ",\"candidate\":");
-    cp_buf_json_str(&b, r->b->path);
-    cp_buf_puts(&b, ",\"rtol\":");
-    json_num(&b, r->rtol);
-    cp_buf_puts(&b, ",\"atol\":");
-    json_num(&b, r->atol);
-    cp_buf_printf(&b, ",\"seed\":%llu,\"random_inputs\":%s,\"outputs\":[",
-                  (unsigned long long)r->seed, r->random_inputs ? "true" : "false");
-    for (size_t i = 0; i < r->a->n_out; i++) {
-        const struct cp_tensor_diff *df = &r->diff[i];
-        char shape[96];
-        shape_text(&r->a->out[i], shape, sizeof shape);
-        cp_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
-        cp_buf_json_str(&b, r->a->out[i].name);
-        cp_buf_printf(&b, ",\"shape\":\"%s\",\"elements\":%lld,\"max_abs_error\":", shape,
-                      (long long)df->n);
-        json_num(&b, df->max_abs);
-        cp_buf_puts(&b, ",\"mean_abs_error\":");
-        json_num(&b, df->mean_abs);
-        cp_buf_puts(&b, ",\"rel_l2_error\":");
-        json_num(&b, df->rel_l2);
-        cp_buf_puts(&b, ",\"cosine_similarity\":");
-        json_num(&b, df->cosine);
-        cp_buf_puts(&b, ",\"precision_loss_pct\":");
-        json_num(&b, 100.0 * df->rel_l2);
-        cp_buf_printf(&b, ",\"beyond_tolerance\":%lld,\"nonfinite_mismatches\":%lld",
-                      (long long)df->n_beyond, (long long)df->n_nonfinite_mismatch);
-        if (!df->within) {
-            cp_buf_printf(&b,
-                          ",\"worst\":{\"index\":%lld,\"reference\":", (long long)df->worst_index);
-            json_num(&b, df->worst_ref);
-            cp_buf_puts(&b, ",\"candidate\":");
-            json_num(&b, df->worst_cand);
-            cp_buf_putc(&b, '}');
-        }
-        cp_buf_printf(&b, ",\"within_tolerance\":%s}", df->within ? "true" : "false");
+    const struct cp_tensor_diff *df = &r->diff[i];
+    char shape[96];
+    shape_text(&r->a->out[i], shape, sizeof shape);
+    json_t *o = json_object();
+    bool ok = o && cp_json_set_str(o, "name", r->a->out[i].name) &&
+              cp_json_set_str(o, "shape", shape) && cp_json_set_int(o, "elements", df->n) &&
+              cp_json_set_num(o, "max_abs_error", df->max_abs) &&
+              cp_json_set_num(o, "mean_abs_error", df->mean_abs) &&
+              cp_json_set_num(o, "rel_l2_error", df->rel_l2) &&
+              cp_json_set_num(o, "cosine_similarity", df->cosine) &&
+              cp_json_set_num(o, "precision_loss_pct", 100.0 * df->rel_l2) &&
+              cp_json_set_int(o, "beyond_tolerance", df->n_beyond) &&
+              cp_json_set_int(o, "nonfinite_mismatches", df->n_nonfinite_mismatch);
+    if (ok && !df->within) {
+        json_t *w = json_object();
+        ok = w && cp_json_set_int(w, "index", df->worst_index) &&
+             cp_json_set_num(w, "reference", df->worst_ref) &&
+             cp_json_set_num(w, "candidate", df->worst_cand);
+        if (!cp_json_set(o, "worst", w))
+            ok = false;
     }
-    cp_buf_puts(&b, "],\"precision_loss_pct\":");
-    json_num(&b, r->loss);
-    cp_buf_printf(&b, ",\"within_tolerance\":%s}\n", r->within ? "true" : "false");
-    fputs(b.data ? b.data : "", stdout);
-    cp_buf_release(&b);
+    ok = ok && cp_json_set_bool(o, "within_tolerance", df->within);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+/* The comparison as JSON; NULL when out of memory. */
+static json_t *report_json(const struct report *r)
+{
+    json_t *j = json_object(), *outs = json_array();
+    bool ok = j && outs;
+    for (size_t i = 0; ok && i < r->a->n_out; i++)
+        ok = cp_json_push(outs, output_json(r, i));
+    ok = ok && cp_json_set_str(j, "reference", r->a->path) &&
+         cp_json_set_str(j, "candidate", r->b->path) && cp_json_set_num(j, "rtol", r->rtol) &&
+         cp_json_set_num(j, "atol", r->atol) && cp_json_set_int(j, "seed", (int64_t)r->seed) &&
+         cp_json_set_bool(j, "random_inputs", r->random_inputs);
+    if (ok) {
+        ok = cp_json_set(j, "outputs", outs);
+        outs = NULL;
+    }
+    ok = ok && cp_json_set_num(j, "precision_loss_pct", r->loss) &&
+         cp_json_set_bool(j, "within_tolerance", r->within);
+    json_decref(outs);
+    if (ok)
+        return j;
+    json_decref(j);
+    return NULL;
 }
 
 static void print_table(const struct report *r)
@@ -292,12 +284,12 @@ static int parse(int argc, char **argv, struct cp_args *args, struct compare_opt
 {
     struct cp_diag d;
     cp_diag_init(&d);
-    if (cp_args_parse("compare", options, N_OPTIONS, argc, argv, args, &d) != CP_OK) {
+    if (cp_args_parse_cmd(&OPTS, argc, argv, args, &d) != CP_OK) {
         cp_cli_error("compare", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (cp_args_has(args, OPT_HELP)) {
-        help();
+    if (cp_args_has(args, CP_SO_HELP)) {
+        cp_cmd_help(stdout, &OPTS);
         return 0;
     }
     if (args->n_positional != 2) {
@@ -308,9 +300,8 @@ static int parse(int argc, char **argv, struct cp_args *args, struct compare_opt
     o->rtol = DEFAULT_RTOL;
     o->atol = DEFAULT_ATOL;
     o->so.buffer_optimize = -1;
-    o->json = cp_args_has(args, OPT_JSON);
+    o->json = cp_args_has(args, CP_SO_JSON);
     const char *val;
-    int64_t v;
     if ((val = cp_args_get(args, OPT_RTOL)) && !parse_tol(val, &o->rtol)) {
         cp_cli_error("compare", "--rtol takes a non-negative number, e.g. 1e-3");
         return 2;
@@ -319,31 +310,11 @@ static int parse(int argc, char **argv, struct cp_args *args, struct compare_opt
         cp_cli_error("compare", "--atol takes a non-negative number, e.g. 1e-4");
         return 2;
     }
-    if ((val = cp_args_get(args, OPT_SEED))) {
-        if (!cp_parse_i64(val, &v) || v < 0) {
-            cp_cli_error("compare", "--seed takes a non-negative whole number");
-            return 2;
-        }
-        o->seed = (uint64_t)v;
-    }
-    if ((val = cp_args_get(args, OPT_THREADS))) {
-        if (!cp_parse_i64(val, &v) || v < 1 || v > 1024) {
-            cp_cli_error("compare", "--threads takes a whole number from 1 to 1024");
-            return 2;
-        }
-        o->so.threads = (int)v;
-    }
-    if ((val = cp_args_get(args, OPT_BATCH))) {
-        if (!cp_parse_i64(val, &v) || v < 1 || v > 65536) {
-            cp_cli_error("compare", "--batch takes a whole number from 1 to 65536");
-            return 2;
-        }
-        o->so.batch = v;
-    }
-    o->so.input_shape = cp_args_get(args, OPT_INPUT_SHAPE);
-    for (size_t i = 0; i < args->n_opts; i++)
-        if (args->opts[i].id == OPT_INPUT)
-            o->inputs[o->n_inputs++] = args->opts[i].value;
+    o->seed = (uint64_t)cp_args_int(args, CP_SO_SEED, 0);
+    o->so.threads = (int)cp_args_int(args, CP_SO_THREADS, 0);
+    o->so.batch = cp_args_int(args, CP_SO_BATCH, 0);
+    o->so.input_shape = cp_args_get(args, CP_SO_INPUT_SHAPE);
+    o->n_inputs = cp_args_all(args, CP_SO_INPUT, o->inputs, CP_MAX_ARGS);
     return -1;
 }
 
@@ -393,11 +364,14 @@ int cp_cmd_compare(int argc, char **argv)
         r.within = r.within && diff[i].within;
     }
     r.loss = cp_precision_loss(diff, a.n_out);
-    if (o.json)
-        print_json(&r);
-    else
-        print_table(&r);
     rc = r.within ? 0 : 1;
+    if (o.json) {
+        json_t *j = report_json(&r);
+        if (cp_out_json(j, "compare") != 0)
+            rc = 3;
+        json_decref(j);
+    } else
+        print_table(&r);
     goto out;
 out_error:
     cp_cli_error("compare", d.msg);

@@ -2,6 +2,7 @@
 #include "atc_bridge/convert.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,10 +12,7 @@ enum {
     OPT_DYNAMIC_BATCH_SIZE,
     OPT_FRAMEWORK,
     OPT_FUSION_SWITCH_FILE,
-    OPT_HELP,
     OPT_INPUT_FORMAT,
-    OPT_INPUT_SHAPE,
-    OPT_JSON,
     OPT_LAYOUT_POLICY,
     OPT_LIST_PASSES,
     OPT_LOG,
@@ -26,7 +24,7 @@ enum {
 };
 
 /* Sorted by name. Options that are ATC flags keep ATC's spelling. */
-static const struct cp_opt options[] = {
+static const struct cp_opt own[] = {
     {"buffer_optimize", 0, CP_OPT_VALUE, OPT_BUFFER_OPTIMIZE, "MODE",
      "l2_optimize (default: reuse memory), l1_optimize, off_optimize"},
     {"dynamic_batch_size", 0, CP_OPT_VALUE, OPT_DYNAMIC_BATCH_SIZE, "\"1,2,4,8\"",
@@ -34,11 +32,7 @@ static const struct cp_opt options[] = {
     {"framework", 0, CP_OPT_VALUE, OPT_FRAMEWORK, "5", "source framework: 5 = ONNX (required)"},
     {"fusion_switch_file", 0, CP_OPT_VALUE, OPT_FUSION_SWITCH_FILE, "FILE",
      "ATC fusion switch file (JSON or PassName:off lines)"},
-    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
     {"input_format", 0, CP_OPT_VALUE, OPT_INPUT_FORMAT, "FMT", "NCHW (default), NCDHW, ND, NHWC"},
-    {"input_shape", 0, CP_OPT_VALUE, OPT_INPUT_SHAPE, "\"name:1,3,224,224;...\"",
-     "input shapes; -1 marks a dynamic dimension"},
-    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print the summary as JSON"},
     {"layout_policy", 0, CP_OPT_VALUE, OPT_LAYOUT_POLICY, "POLICY",
      "conv-region activations: blocked (default; nChw16c/8c), nhwc, nchw"},
     {"list-passes", 0, CP_OPT_FLAG, OPT_LIST_PASSES, NULL,
@@ -54,11 +48,20 @@ static const struct cp_opt options[] = {
      "force_fp32 (cpu default), allow_fp32_to_bf16, allow_mix_precision_bf16, ..."},
     {"soc_version", 0, CP_OPT_VALUE, OPT_SOC_VERSION, "SOC", "target: cpu (default)"},
 };
-#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static void help(void)
-{
-    printf(
+static const struct cp_opt_use shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_INPUT_SHAPE, "input shapes; -1 marks a dynamic dimension"},
+    {CP_SO_JSON, "print the summary (or, with --list-passes, the passes) as JSON"},
+};
+
+static const struct cp_command_opts OPTS = {
+    .cmd = "convert",
+    .own = own,
+    .n_own = sizeof own / sizeof own[0],
+    .shared = shared,
+    .n_shared = sizeof shared / sizeof shared[0],
+    .usage =
         "usage: cannprof convert --model=FILE.onnx --framework=5 --output=PATH [options]\n"
         "       cannprof convert --list-passes [--fusion_switch_file=FILE] [--json]\n\n"
         "Convert an ONNX model into a CPU offline model (PATH.om). Flags follow ATC:\n"
@@ -66,11 +69,13 @@ static void help(void)
         "--list-passes shows; a fusion switch file turns passes off, in ATC's JSON form\n"
         "{\"Switch\":{\"GraphFusion\":{\"ALL\":\"on\",\"SomePass\":\"off\"},\"UBFusion\":{...}}}\n"
         "or as lines SomePass:off. The .om records which passes ran and what each\n"
-        "changed (cannprof info PATH.om).\n\noptions:\n");
-    cp_opts_print_help(stdout, options, N_OPTIONS);
-    printf("\nexample:\n  cannprof convert --model=examples/models/sd_unet_tiny.onnx "
-           "--framework=5 --output=/tmp/sd\n");
-}
+        "changed (cannprof info PATH.om).\n\n"
+        "example:\n  cannprof convert --model=examples/models/sd_unet_tiny.onnx "
+        "--framework=5 --output=/tmp/sd\n",
+    .exit_codes = "0 converted, 2 bad usage or input (a flag or value ATC would refuse, a model "
+                  "that cannot be read or converted), 3 environment failure (the .om cannot be "
+                  "written)",
+};
 
 /* `--list-passes`: every pass in run order, with its switch state when a
  * switch file was given. */
@@ -83,36 +88,64 @@ static int list_passes(const struct cp_convert_config *cfg, bool json)
         cp_cli_error("convert", d.msg);
         return cp_status_exit_code(d.status);
     }
-    struct cp_buf b;
-    cp_buf_init(&b);
     struct cp_pass_desc p;
-    if (json)
-        cp_buf_puts(&b, "{\"passes\":[");
-    else
-        cp_buf_printf(&b, "%-36s %-12s %-10s %-4s %s\n", "pass", "group", "family", "on",
-                      "description");
-    for (size_t i = 0; cp_pass_describe(i, &p); i++) {
-        bool on = !cp_convert_config_pass_is_off(&c, p.name);
-        if (!json) {
-            cp_buf_printf(&b, "%-36s %-12s %-10s %-4s %s\n", p.name, p.group, p.family,
-                          on ? "on" : "off", p.description);
-            continue;
-        }
-        cp_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
-        cp_buf_json_str(&b, p.name);
-        cp_buf_puts(&b, ",\"group\":");
-        cp_buf_json_str(&b, p.group);
-        cp_buf_puts(&b, ",\"family\":");
-        cp_buf_json_str(&b, p.family);
-        cp_buf_printf(&b, ",\"on\":%s,\"description\":", on ? "true" : "false");
-        cp_buf_json_str(&b, p.description);
-        cp_buf_putc(&b, '}');
+    if (!json) {
+        printf("%-36s %-12s %-10s %-4s %s\n", "pass", "group", "family", "on", "description");
+        for (size_t i = 0; cp_pass_describe(i, &p); i++)
+            printf("%-36s %-12s %-10s %-4s %s\n", p.name, p.group, p.family,
+                   cp_convert_config_pass_is_off(&c, p.name) ? "off" : "on", p.description);
+        return 0;
     }
-    if (json)
-        cp_buf_puts(&b, "]}\n");
-    fputs(b.data ? b.data : "", stdout);
-    cp_buf_release(&b);
-    return 0;
+    json_t *j = json_object(), *passes = json_array();
+    bool ok = j && passes;
+    for (size_t i = 0; ok && cp_pass_describe(i, &p); i++) {
+        json_t *o = json_object();
+        ok = o && cp_json_set_str(o, "name", p.name) && cp_json_set_str(o, "group", p.group) &&
+             cp_json_set_str(o, "family", p.family) &&
+             cp_json_set_bool(o, "on", !cp_convert_config_pass_is_off(&c, p.name)) &&
+             cp_json_set_str(o, "description", p.description);
+        if (ok)
+            ok = cp_json_push(passes, o); /* steals o */
+        else
+            json_decref(o);
+    }
+    if (ok) {
+        ok = cp_json_set(j, "passes", passes);
+        passes = NULL;
+    }
+    json_decref(passes);
+    if (!ok) {
+        json_decref(j);
+        j = NULL;
+    }
+    int rc = cp_out_json(j, "convert");
+    json_decref(j);
+    return rc;
+}
+
+/* The --json summary of a conversion; NULL when out of memory. */
+static json_t *result_json(const struct cp_convert_config *cfg, const struct cp_convert_result *res)
+{
+    char id[17];
+    cp_convert_config_id(cfg, id);
+    struct cp_buf c;
+    cp_buf_init(&c);
+    cp_convert_config_json(cfg, &c);
+    json_t *j = json_object();
+    bool ok = j && cp_buf_status(&c) == CP_OK && cp_json_set_str(j, "om", res->om_path) &&
+              cp_json_set_int(j, "bytes", (int64_t)res->om_bytes) &&
+              cp_json_set_int(j, "nodes_in", (int64_t)res->nodes_in) &&
+              cp_json_set_int(j, "nodes_out", (int64_t)res->nodes_out) &&
+              cp_json_set_num(j, "seconds", res->seconds) &&
+              cp_json_set_int(j, "passes_ran", (int64_t)res->passes_ran) &&
+              cp_json_set_int(j, "passes_changed", (int64_t)res->passes_changed) &&
+              cp_json_set_str(j, "config_id", id) &&
+              cp_json_set(j, "config", cp_json_embed(c.data ? c.data : "{}"));
+    cp_buf_release(&c);
+    if (ok)
+        return j;
+    json_decref(j);
+    return NULL;
 }
 
 int cp_cmd_convert(int argc, char **argv)
@@ -120,12 +153,12 @@ int cp_cmd_convert(int argc, char **argv)
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_args args;
-    if (cp_args_parse("convert", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+    if (cp_args_parse_cmd(&OPTS, argc, argv, &args, &d) != CP_OK) {
         cp_cli_error("convert", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (cp_args_has(&args, OPT_HELP)) {
-        help();
+    if (cp_args_has(&args, CP_SO_HELP)) {
+        cp_cmd_help(stdout, &OPTS);
         return 0;
     }
     if (args.n_positional) {
@@ -139,7 +172,7 @@ int cp_cmd_convert(int argc, char **argv)
     cp_convert_config_init(&cfg);
     for (size_t i = 0; i < args.n_opts; i++) {
         int id = args.opts[i].id;
-        if (id == OPT_HELP || id == OPT_JSON || id == OPT_LIST_PASSES)
+        if (id == CP_SO_HELP || id == CP_SO_JSON || id == OPT_LIST_PASSES)
             continue;
         if (cp_convert_config_set(&cfg, args.opts[i].name, args.opts[i].value, &d) != CP_OK) {
             cp_cli_error("convert", d.msg);
@@ -147,7 +180,7 @@ int cp_cmd_convert(int argc, char **argv)
         }
     }
     if (cp_args_has(&args, OPT_LIST_PASSES))
-        return list_passes(&cfg, cp_args_has(&args, OPT_JSON));
+        return list_passes(&cfg, cp_args_has(&args, CP_SO_JSON));
     if (!cp_args_has(&args, OPT_FRAMEWORK) && cfg.model[0]) {
         cp_cli_error("convert", "--framework is required (5 = ONNX), as with ATC");
         return 2;
@@ -165,29 +198,17 @@ int cp_cmd_convert(int argc, char **argv)
         cp_cli_error("convert", d.msg);
         return cp_status_exit_code(d.status);
     }
+    if (cp_args_has(&args, CP_SO_JSON)) {
+        json_t *j = result_json(&cfg, &res);
+        int rc = cp_out_json(j, "convert");
+        json_decref(j);
+        return rc;
+    }
     char size[32];
     cp_format_bytes(res.om_bytes, size);
-    if (cp_args_has(&args, OPT_JSON)) {
-        struct cp_buf b;
-        cp_buf_init(&b);
-        char id[17];
-        cp_convert_config_id(&cfg, id);
-        cp_buf_puts(&b, "{\"om\":");
-        cp_buf_json_str(&b, res.om_path);
-        cp_buf_printf(&b, ",\"bytes\":%zu,\"nodes_in\":%zu,\"nodes_out\":%zu,\"seconds\":%.3f",
-                      res.om_bytes, res.nodes_in, res.nodes_out, res.seconds);
-        cp_buf_printf(&b, ",\"passes_ran\":%zu,\"passes_changed\":%zu", res.passes_ran,
-                      res.passes_changed);
-        cp_buf_printf(&b, ",\"config_id\":\"%s\",\"config\":", id);
-        cp_convert_config_json(&cfg, &b);
-        cp_buf_puts(&b, "}\n");
-        fputs(b.data ? b.data : "", stdout);
-        cp_buf_release(&b);
-    } else {
-        printf("convert: %s -> %s (%zu nodes -> %zu, %zu of %zu passes changed the graph, %s, "
-               "%.2f s)\n",
-               cfg.model, res.om_path, res.nodes_in, res.nodes_out, res.passes_changed,
-               res.passes_ran, size, res.seconds);
-    }
+    printf("convert: %s -> %s (%zu nodes -> %zu, %zu of %zu passes changed the graph, %s, "
+           "%.2f s)\n",
+           cfg.model, res.om_path, res.nodes_in, res.nodes_out, res.passes_changed, res.passes_ran,
+           size, res.seconds);
     return 0;
 }

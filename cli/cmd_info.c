@@ -3,29 +3,33 @@
 #include "om/om.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_HELP = 1, OPT_JSON };
-
-static const struct cp_opt options[] = {
-    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
-    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print the description as JSON"},
+static const struct cp_opt_use shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, "print the description as JSON"},
 };
-#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static void help(void)
-{
-    printf("usage: cannprof info FILE [--json]\n\n"
-           "Describe an ONNX model (.onnx) or an offline model (.om): inputs and outputs\n"
-           "with shapes and dtypes, op histogram, parameter count and bytes, FLOP estimate,\n"
-           "and for a CPU .om the recorded conversion config. An Ascend .om is recognised\n"
-           "and its header fields are shown.\n\noptions:\n");
-    cp_opts_print_help(stdout, options, N_OPTIONS);
-}
+static const struct cp_command_opts OPTS = {
+    .cmd = "info",
+    .own = NULL,
+    .n_own = 0,
+    .shared = shared,
+    .n_shared = sizeof shared / sizeof shared[0],
+    .usage = "usage: cannprof info FILE [--json]\n\n"
+             "Describe an ONNX model (.onnx) or an offline model (.om): inputs and outputs\n"
+             "with shapes and dtypes, op histogram, parameter count and bytes, FLOP estimate,\n"
+             "and for a CPU .om the recorded conversion config. An Ascend .om is recognised\n"
+             "and its header fields are shown.\n",
+    .exit_codes = "0 described, 2 bad usage or input (a file that cannot be read, is damaged or "
+                  "is neither ONNX nor .om), 3 environment failure",
+};
 
 struct hist_entry {
     enum cp_op op;
@@ -53,33 +57,90 @@ static size_t sorted_hist(const struct cp_graph_stats *s, struct hist_entry *out
     return n;
 }
 
-static void tensor_line(const struct cp_graph *g, int32_t idx, bool json, struct cp_buf *b,
-                        bool first)
+static void tensor_line(const struct cp_graph *g, int32_t idx, struct cp_buf *b)
 {
     const struct cp_tensor *t = cp_graph_tensor(g, idx);
     char shape[160];
     cp_shape_format(&t->shape, shape, sizeof shape);
-    if (!json) {
-        cp_buf_printf(b, "  %-28s %-5s %s\n", t->name, cp_dtype_name(t->dtype), shape);
-        return;
-    }
-    cp_buf_puts(b, first ? "{\"name\":" : ",{\"name\":");
-    cp_buf_json_str(b, t->name);
-    cp_buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", cp_dtype_name(t->dtype));
-    for (int i = 0; i < t->shape.rank; i++) {
-        if (i)
-            cp_buf_putc(b, ',');
-        if (t->shape.dims[i].value >= 0)
-            cp_buf_printf(b, "%lld", (long long)t->shape.dims[i].value);
-        else if (t->shape.dims[i].sym)
-            cp_buf_json_str(b, t->shape.dims[i].sym);
-        else
-            cp_buf_puts(b, "-1");
-    }
-    cp_buf_puts(b, "]}");
+    cp_buf_printf(b, "  %-28s %-5s %s\n", t->name, cp_dtype_name(t->dtype), shape);
 }
 
-static void describe_graph(const struct cp_graph *g, bool json, struct cp_buf *b)
+/* {"name","dtype","shape":[dims; a symbolic one by its name, unknown -1]} */
+static json_t *tensor_json(const struct cp_graph *g, int32_t idx)
+{
+    const struct cp_tensor *t = cp_graph_tensor(g, idx);
+    json_t *o = json_object(), *shape = json_array();
+    bool ok = o && shape;
+    for (int i = 0; ok && i < t->shape.rank; i++) {
+        const struct cp_dim *dm = &t->shape.dims[i];
+        ok = cp_json_push(shape, dm->value >= 0 ? cp_json_int(dm->value)
+                                 : dm->sym      ? cp_json_str(dm->sym)
+                                                : cp_json_int(-1));
+    }
+    ok = ok && cp_json_set_str(o, "name", t->name) &&
+         cp_json_set_str(o, "dtype", cp_dtype_name(t->dtype));
+    if (ok) {
+        ok = cp_json_set(o, "shape", shape);
+        shape = NULL;
+    }
+    json_decref(shape);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+/* A count kept as a double (FLOPs, bytes): a whole number, null when not
+ * finite. */
+static json_t *count_json(double v)
+{
+    return isfinite(v) && fabs(v) < 9e18 ? cp_json_int((int64_t)llround(v)) : json_null();
+}
+
+/* "graph": name, opset, inputs, outputs, nodes, ops, parameters,
+ * parameter_bytes, flops, bytes_moved. NULL when out of memory. */
+static json_t *graph_json(const struct cp_graph *g)
+{
+    struct cp_graph_stats s;
+    cp_graph_stats(g, &s);
+    struct hist_entry hist[CP_OP_COUNT];
+    size_t nh = sorted_hist(&s, hist);
+    json_t *o = json_object(), *ins = json_array(), *outs = json_array(), *ops = json_object();
+    bool ok = o && ins && outs && ops;
+    for (size_t i = 0; ok && i < cp_graph_n_inputs(g); i++)
+        ok = cp_json_push(ins, tensor_json(g, cp_graph_input(g, i)));
+    for (size_t i = 0; ok && i < cp_graph_n_outputs(g); i++)
+        ok = cp_json_push(outs, tensor_json(g, cp_graph_output(g, i)));
+    for (size_t i = 0; ok && i < nh; i++)
+        ok = cp_json_set_int(ops, cp_op_name(hist[i].op), (int64_t)hist[i].count);
+    ok = ok && cp_json_set_str(o, "name", cp_graph_name(g)) &&
+         cp_json_set_int(o, "opset", cp_graph_opset(g));
+    json_t **parts[] = {&ins, &outs};
+    static const char *const keys[] = {"inputs", "outputs"};
+    for (size_t i = 0; i < 2; i++) {
+        if (ok)
+            ok = cp_json_set(o, keys[i], *parts[i]);
+        else
+            json_decref(*parts[i]);
+        *parts[i] = NULL;
+    }
+    ok = ok && cp_json_set_int(o, "nodes", (int64_t)s.n_nodes);
+    if (ok) {
+        ok = cp_json_set(o, "ops", ops);
+        ops = NULL;
+    }
+    ok = ok && cp_json_set_int(o, "parameters", (int64_t)s.n_params) &&
+         cp_json_set_int(o, "parameter_bytes", (int64_t)s.param_bytes) &&
+         cp_json_set(o, "flops", count_json(s.flops)) &&
+         cp_json_set(o, "bytes_moved", count_json(s.bytes));
+    json_decref(ops);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+static void describe_graph(const struct cp_graph *g, struct cp_buf *b)
 {
     struct cp_graph_stats s;
     cp_graph_stats(g, &s);
@@ -88,37 +149,48 @@ static void describe_graph(const struct cp_graph *g, bool json, struct cp_buf *b
     char pbytes[32], flops[32];
     cp_format_bytes(s.param_bytes, pbytes);
     cp_format_si(s.flops, flops);
-    if (json) {
-        cp_buf_puts(b, ",\"graph\":{\"name\":");
-        cp_buf_json_str(b, cp_graph_name(g));
-        cp_buf_printf(b, ",\"opset\":%lld,\"inputs\":[", (long long)cp_graph_opset(g));
-        for (size_t i = 0; i < cp_graph_n_inputs(g); i++)
-            tensor_line(g, cp_graph_input(g, i), true, b, i == 0);
-        cp_buf_puts(b, "],\"outputs\":[");
-        for (size_t i = 0; i < cp_graph_n_outputs(g); i++)
-            tensor_line(g, cp_graph_output(g, i), true, b, i == 0);
-        cp_buf_printf(b, "],\"nodes\":%zu,\"ops\":{", s.n_nodes);
-        for (size_t i = 0; i < nh; i++)
-            cp_buf_printf(b, "%s\"%s\":%zu", i ? "," : "", cp_op_name(hist[i].op), hist[i].count);
-        cp_buf_printf(b,
-                      "},\"parameters\":%zu,\"parameter_bytes\":%zu,\"flops\":%.0f,"
-                      "\"bytes_moved\":%.0f}",
-                      s.n_params, s.param_bytes, s.flops, s.bytes);
-        return;
-    }
     cp_buf_printf(b, "graph:      %s (opset %lld)\n", cp_graph_name(g),
                   (long long)cp_graph_opset(g));
     cp_buf_puts(b, "inputs:\n");
     for (size_t i = 0; i < cp_graph_n_inputs(g); i++)
-        tensor_line(g, cp_graph_input(g, i), false, b, false);
+        tensor_line(g, cp_graph_input(g, i), b);
     cp_buf_puts(b, "outputs:\n");
     for (size_t i = 0; i < cp_graph_n_outputs(g); i++)
-        tensor_line(g, cp_graph_output(g, i), false, b, false);
+        tensor_line(g, cp_graph_output(g, i), b);
     cp_buf_printf(b, "ops:        %zu nodes, %zu op types\n", s.n_nodes, nh);
     for (size_t i = 0; i < nh; i++)
         cp_buf_printf(b, "  %-24s %5zu\n", cp_op_name(hist[i].op), hist[i].count);
     cp_buf_printf(b, "parameters: %zu (%s)\n", s.n_params, pbytes);
     cp_buf_printf(b, "FLOPs:      %sFLOP per inference (multiply-add = 2)\n", flops);
+}
+
+/* Print the text in b (0), or say it ran out of memory (3). */
+static int print_text(struct cp_buf *b)
+{
+    if (cp_buf_status(b) != CP_OK) {
+        cp_cli_error("info", "out of memory");
+        return 3;
+    }
+    fputs(b->data ? b->data : "", stdout);
+    return 0;
+}
+
+/* Print j as the --json output, then release it. */
+static int print_json(json_t *j)
+{
+    int rc = cp_out_json(j, "info");
+    json_decref(j);
+    return rc;
+}
+
+/* {"file": path, "kind": kind}, the start of every description. */
+static json_t *file_json(const char *path, const char *kind)
+{
+    json_t *j = json_object();
+    if (j && cp_json_set_str(j, "file", path) && cp_json_set_str(j, "kind", kind))
+        return j;
+    json_decref(j);
+    return NULL;
 }
 
 static int info_onnx(const char *path, bool json)
@@ -133,22 +205,24 @@ static int info_onnx(const char *path, bool json)
         cp_cli_error("info", d.msg);
         return cp_status_exit_code(d.status);
     }
-    struct cp_buf b;
-    cp_buf_init(&b);
+    int rc;
     if (json) {
-        cp_buf_puts(&b, "{\"file\":");
-        cp_buf_json_str(&b, path);
-        cp_buf_printf(&b, ",\"kind\":\"onnx\",\"hash\":\"%s\"", hash);
-        describe_graph(g, true, &b);
-        cp_buf_puts(&b, "}\n");
+        json_t *j = file_json(path, "onnx");
+        if (j && !(cp_json_set_str(j, "hash", hash) && cp_json_set(j, "graph", graph_json(g)))) {
+            json_decref(j);
+            j = NULL;
+        }
+        rc = print_json(j);
     } else {
+        struct cp_buf b;
+        cp_buf_init(&b);
         cp_buf_printf(&b, "file:       %s (ONNX model, content hash %s)\n", path, hash);
-        describe_graph(g, false, &b);
+        describe_graph(g, &b);
+        rc = print_text(&b);
+        cp_buf_release(&b);
     }
-    fputs(b.data ? b.data : "", stdout);
-    cp_buf_release(&b);
     cp_graph_free(g);
-    return 0;
+    return rc;
 }
 
 static void config_lines(const struct cp_convert_config *c, struct cp_buf *b)
@@ -232,23 +306,36 @@ static int info_ascend(const char *path, const uint8_t *data, size_t len, bool j
     struct cp_buf b;
     cp_buf_init(&b);
     if (json) {
-        cp_buf_puts(&b, "{\"file\":");
-        cp_buf_json_str(&b, path);
-        cp_buf_printf(&b,
-                      ",\"kind\":\"ascend_om\",\"header\":{\"magic\":\"0x%08X\","
-                      "\"headsize\":%u,\"version\":\"0x%08X\",\"length\":%u,"
-                      "\"is_encrypt\":%u,\"is_checksum\":%u,\"modeltype\":%u,"
-                      "\"genmode\":%u,\"name\":",
-                      h.magic, h.headsize, h.version, h.length, h.is_encrypt, h.is_checksum,
-                      h.modeltype, h.genmode);
-        cp_buf_json_str(&b, h.name);
-        cp_buf_printf(&b,
-                      ",\"ops\":%u,\"om_ir_version\":%u,\"model_num\":%u,"
-                      "\"platform_version\":",
-                      h.ops, h.om_ir_version, h.model_num);
-        cp_buf_json_str(&b, h.platform_version);
-        cp_buf_printf(&b, ",\"platform_type\":%u,\"model_length\":%llu,\"file_size\":%zu}}\n",
-                      h.platform_type, (unsigned long long)h.model_length, h.file_size);
+        char magic[16], version[16];
+        snprintf(magic, sizeof magic, "0x%08X", h.magic);
+        snprintf(version, sizeof version, "0x%08X", h.version);
+        json_t *j = file_json(path, "ascend_om"), *hd = json_object();
+        bool ok = j && hd && cp_json_set_str(hd, "magic", magic) &&
+                  cp_json_set_int(hd, "headsize", h.headsize) &&
+                  cp_json_set_str(hd, "version", version) &&
+                  cp_json_set_int(hd, "length", h.length) &&
+                  cp_json_set_int(hd, "is_encrypt", h.is_encrypt) &&
+                  cp_json_set_int(hd, "is_checksum", h.is_checksum) &&
+                  cp_json_set_int(hd, "modeltype", h.modeltype) &&
+                  cp_json_set_int(hd, "genmode", h.genmode) &&
+                  cp_json_set_str(hd, "name", h.name) && cp_json_set_int(hd, "ops", h.ops) &&
+                  cp_json_set_int(hd, "om_ir_version", h.om_ir_version) &&
+                  cp_json_set_int(hd, "model_num", h.model_num) &&
+                  cp_json_set_str(hd, "platform_version", h.platform_version) &&
+                  cp_json_set_int(hd, "platform_type", h.platform_type) &&
+                  cp_json_set_int(hd, "model_length", (int64_t)h.model_length) &&
+                  cp_json_set_int(hd, "file_size", (int64_t)h.file_size);
+        if (ok) {
+            ok = cp_json_set(j, "header", hd);
+            hd = NULL;
+        }
+        json_decref(hd);
+        if (!ok) {
+            json_decref(j);
+            j = NULL;
+        }
+        cp_buf_release(&b);
+        return print_json(j);
     } else {
         static const char *const types[] = {"IR", "standard", "OM Tiny", "flow"};
         char size[32];
@@ -267,9 +354,44 @@ static int info_ascend(const char *path, const uint8_t *data, size_t len, bool j
         cp_buf_puts(&b, "note:       this is an Ascend model; its graph runs on an NPU and is "
                         "not read by the cpu target\n");
     }
-    fputs(b.data ? b.data : "", stdout);
+    int rc = print_text(&b);
     cp_buf_release(&b);
-    return 0;
+    return rc;
+}
+
+/* The --json description of a CPU .om; NULL when out of memory. */
+static json_t *cpu_om_json(const char *path, size_t file_len, const struct cp_om_meta *meta,
+                           const struct cp_graph *g)
+{
+    char id[17];
+    cp_convert_config_id(&meta->config, id);
+    struct cp_buf cfg, cmd;
+    cp_buf_init(&cfg);
+    cp_buf_init(&cmd);
+    cp_convert_config_json(&meta->config, &cfg);
+    cp_convert_config_cmdline(&meta->config, &cmd);
+    json_t *j = file_json(path, "cpu_om");
+    bool ok =
+        j && cp_buf_status(&cfg) == CP_OK && cp_buf_status(&cmd) == CP_OK &&
+        cp_json_set_int(j, "format_version", meta->format_version) &&
+        cp_json_set_int(j, "bytes", (int64_t)file_len) &&
+        cp_json_set_str(j, "tool_version", meta->tool_version ? meta->tool_version : "") &&
+        cp_json_set_str(j, "source", meta->source_path ? meta->source_path : "") &&
+        cp_json_set_str(j, "source_hash", meta->source_hash ? meta->source_hash : "") &&
+        cp_json_set_str(j, "target", meta->target ? meta->target : "") &&
+        cp_json_set_str(j, "config_id", id) &&
+        cp_json_set(j, "config", cp_json_embed(cfg.data ? cfg.data : "{}")) &&
+        cp_json_set_str(j, "command", cmd.data ? cmd.data : "") &&
+        cp_json_set(j, "passes",
+                    meta->passes_json && meta->passes_json[0] ? cp_json_embed(meta->passes_json)
+                                                              : json_null()) &&
+        cp_json_set(j, "graph", graph_json(g));
+    cp_buf_release(&cfg);
+    cp_buf_release(&cmd);
+    if (ok)
+        return j;
+    json_decref(j);
+    return NULL;
 }
 
 static int info_om(const char *path, bool json)
@@ -295,37 +417,12 @@ static int info_om(const char *path, bool json)
         cp_cli_error("info", d.msg);
         return cp_status_exit_code(d.status);
     }
-    struct cp_buf b;
-    cp_buf_init(&b);
+    int rc;
     if (json) {
-        cp_buf_puts(&b, "{\"file\":");
-        cp_buf_json_str(&b, path);
-        cp_buf_printf(&b,
-                      ",\"kind\":\"cpu_om\",\"format_version\":%u,\"bytes\":%zu,"
-                      "\"tool_version\":",
-                      meta.format_version, file_len);
-        cp_buf_json_str(&b, meta.tool_version ? meta.tool_version : "");
-        cp_buf_puts(&b, ",\"source\":");
-        cp_buf_json_str(&b, meta.source_path ? meta.source_path : "");
-        cp_buf_puts(&b, ",\"source_hash\":");
-        cp_buf_json_str(&b, meta.source_hash ? meta.source_hash : "");
-        cp_buf_puts(&b, ",\"target\":");
-        cp_buf_json_str(&b, meta.target ? meta.target : "");
-        char id[17];
-        cp_convert_config_id(&meta.config, id);
-        cp_buf_printf(&b, ",\"config_id\":\"%s\",\"config\":", id);
-        cp_convert_config_json(&meta.config, &b);
-        struct cp_buf cmd;
-        cp_buf_init(&cmd);
-        cp_convert_config_cmdline(&meta.config, &cmd);
-        cp_buf_puts(&b, ",\"command\":");
-        cp_buf_json_str(&b, cmd.data ? cmd.data : "");
-        cp_buf_release(&cmd);
-        cp_buf_puts(&b, ",\"passes\":");
-        cp_buf_puts(&b, meta.passes_json && meta.passes_json[0] ? meta.passes_json : "null");
-        describe_graph(g, true, &b);
-        cp_buf_puts(&b, "}\n");
+        rc = print_json(cpu_om_json(path, file_len, &meta, g));
     } else {
+        struct cp_buf b;
+        cp_buf_init(&b);
         char size[32];
         cp_format_bytes(file_len, size);
         cp_buf_printf(&b, "file:       %s (CPU offline model, format %u, %s)\n", path,
@@ -335,15 +432,15 @@ static int info_om(const char *path, bool json)
                       meta.source_hash ? meta.source_hash : "?");
         cp_buf_printf(&b, "built by:   cannprof %s for %s\n",
                       meta.tool_version ? meta.tool_version : "?", meta.target ? meta.target : "?");
-        describe_graph(g, false, &b);
+        describe_graph(g, &b);
         config_lines(&meta.config, &b);
         pass_lines(meta.passes_json, &b);
+        rc = print_text(&b);
+        cp_buf_release(&b);
     }
-    fputs(b.data ? b.data : "", stdout);
-    cp_buf_release(&b);
     cp_om_meta_release(&meta);
     cp_graph_free(g);
-    return 0;
+    return rc;
 }
 
 int cp_cmd_info(int argc, char **argv)
@@ -351,12 +448,12 @@ int cp_cmd_info(int argc, char **argv)
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_args args;
-    if (cp_args_parse("info", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+    if (cp_args_parse_cmd(&OPTS, argc, argv, &args, &d) != CP_OK) {
         cp_cli_error("info", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (cp_args_has(&args, OPT_HELP)) {
-        help();
+    if (cp_args_has(&args, CP_SO_HELP)) {
+        cp_cmd_help(stdout, &OPTS);
         return 0;
     }
     if (args.n_positional != 1) {
@@ -365,7 +462,7 @@ int cp_cmd_info(int argc, char **argv)
         return 2;
     }
     const char *path = args.positional[0];
-    bool json = cp_args_has(&args, OPT_JSON);
+    bool json = cp_args_has(&args, CP_SO_JSON);
     if (cp_path_has_suffix(path, ".onnx"))
         return info_onnx(path, json);
     /* Anything else is judged by its content, not its name. */

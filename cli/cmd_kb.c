@@ -5,7 +5,7 @@
  *   kb list   [--json]
  *   kb show   SESSION [--json]
  *   kb export [-o FILE]
- *   kb import FILE
+ *   kb import FILE [--json]
  *
  * Every subcommand takes --kb FILE (default: the knowledge base under
  * $XDG_DATA_HOME, see knowledge/kb.h). Schema, similarity and the JSON Lines
@@ -14,9 +14,9 @@
 #include "om/om.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "knowledge/kb_tuning.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,55 +28,126 @@
 #define QUERY_MIN_SIMILARITY 0.5
 
 enum {
-    OPT_HELP = 1,
-    OPT_ANY_HW,
-    OPT_JSON,
-    OPT_KB,
+    OPT_ANY_HW = 1,
     OPT_LIMIT,
     OPT_MIN_SIM,
     OPT_MODEL,
     OPT_OUTPUT,
 };
 
-#define HELP_ROW                                                                                   \
-    {                                                                                              \
-        "help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"                                 \
-    }
-#define JSON_ROW                                                                                   \
-    {                                                                                              \
-        "json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print JSON"                                       \
-    }
-#define KB_ROW                                                                                     \
-    {                                                                                              \
-        "kb", 0, CP_OPT_VALUE, OPT_KB, "FILE",                                                     \
-            "knowledge base (default $XDG_DATA_HOME/cannprof/kb.sqlite)"                           \
-    }
+#define EXIT_CODES_KB                                                                              \
+    "0 ok, 2 bad usage or input (a session or model that is not there, a file that cannot be "     \
+    "read), 3 environment failure (the knowledge base or an output cannot be opened or written)"
 
-/* Each table sorted by name. */
-static const struct cp_opt query_options[] = {
+static const struct cp_opt query_own[] = {
     {"any-hardware", 0, CP_OPT_FLAG, OPT_ANY_HW, NULL,
      "consult outcomes on any hardware, not only this machine's"},
-    HELP_ROW,
-    JSON_ROW,
-    KB_ROW,
-    {"limit", 'n', CP_OPT_VALUE, OPT_LIMIT, "N", "strategies to list (default 10; 0: all)"},
+    {"limit", 0, CP_OPT_VALUE, OPT_LIMIT, "N", "strategies to list (default 10; 0: all)"},
     {"min-similarity", 0, CP_OPT_VALUE, OPT_MIN_SIM, "S",
      "consult models at least this similar, 0..1 (default 0.5)"},
     {"model", 'm', CP_OPT_VALUE, OPT_MODEL, "X", "the model: .onnx, or a .om (its source model)"},
 };
-static const struct cp_opt card_options[] = {
-    HELP_ROW,
-    KB_ROW,
+static const struct cp_opt_use query_shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, NULL},
+    {CP_SO_KB, NULL},
+};
+static const struct cp_command_opts QUERY = {
+    .cmd = "kb query",
+    .own = query_own,
+    .n_own = sizeof query_own / sizeof query_own[0],
+    .shared = query_shared,
+    .n_shared = sizeof query_shared / sizeof query_shared[0],
+    .usage = "usage: cannprof kb query --model X.onnx|X.om [--limit N] [--min-similarity S]\n"
+             "                        [--any-hardware] [--json] [--kb FILE]\n\n"
+             "List the changes that held on the models most similar to X on this machine's\n"
+             "hardware, with the observed latency gain (mean ± sd over the times it held),\n"
+             "how often it held of how often it was tried, and the models it held on: what\n"
+             "'cannprof tune' tries first. Similarity and ranking: docs/kb-schema.md.\n",
+    .exit_codes = EXIT_CODES_KB,
+};
+
+static const struct cp_opt card_own[] = {
     {"model", 'm', CP_OPT_VALUE, OPT_MODEL, "X", "the latest session of this model (.onnx/.om)"},
 };
-static const struct cp_opt list_options[] = {HELP_ROW, JSON_ROW, KB_ROW};
-static const struct cp_opt export_options[] = {
-    HELP_ROW,
-    KB_ROW,
+static const struct cp_opt_use kb_only[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_KB, NULL},
+};
+static const struct cp_command_opts CARD = {
+    .cmd = "kb card",
+    .own = card_own,
+    .n_own = sizeof card_own / sizeof card_own[0],
+    .shared = kb_only,
+    .n_shared = sizeof kb_only / sizeof kb_only[0],
+    .usage = "usage: cannprof kb card SESSION | --model X [--kb FILE]\n\n"
+             "Print a Markdown knowledge card of a tuning session: the scenario (model,\n"
+             "hardware, target, constraints), the core bottlenecks, the effective changes\n"
+             "with their measured gains, and the result (latency ↓, throughput ↑, memory,\n"
+             "precision, the best configuration). With --model: the model's latest finished\n"
+             "session.\n",
+    .exit_codes = EXIT_CODES_KB,
+};
+
+static const struct cp_opt_use json_kb[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, NULL},
+    {CP_SO_KB, NULL},
+};
+static const struct cp_command_opts LIST = {
+    .cmd = "kb list",
+    .shared = json_kb,
+    .n_shared = sizeof json_kb / sizeof json_kb[0],
+    .usage = "usage: cannprof kb list [--json] [--kb FILE]\n\n"
+             "List the tuning sessions, oldest first: model, target, status, evaluations,\n"
+             "baseline and best median latency, and the change.\n",
+    .exit_codes = EXIT_CODES_KB,
+};
+static const struct cp_command_opts SHOW = {
+    .cmd = "kb show",
+    .shared = json_kb,
+    .n_shared = sizeof json_kb / sizeof json_kb[0],
+    .usage = "usage: cannprof kb show SESSION [--json] [--kb FILE]\n\n"
+             "Show a tuning session and every candidate it evaluated, by step: status,\n"
+             "source, change, measured gain with its 95% interval, median latency, and why\n"
+             "it was accepted or rejected.\n",
+    .exit_codes = EXIT_CODES_KB,
+};
+
+static const struct cp_opt export_own[] = {
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE", "write here (default: standard output)"},
 };
-static const struct cp_opt import_options[] = {HELP_ROW, KB_ROW};
-#define N_OF(t) (sizeof t / sizeof t[0])
+static const struct cp_command_opts EXPORT = {
+    .cmd = "kb export",
+    .own = export_own,
+    .n_own = sizeof export_own / sizeof export_own[0],
+    .shared = kb_only,
+    .n_shared = sizeof kb_only / sizeof kb_only[0],
+    .usage = "usage: cannprof kb export [-o FILE] [--kb FILE]\n\n"
+             "Write the whole knowledge base as JSON Lines (one record a line, with natural\n"
+             "keys instead of row ids; format in docs/kb-schema.md), for 'kb import' on\n"
+             "another machine.\n",
+    .exit_codes = "0 exported, 2 bad usage, 3 environment failure (the knowledge base cannot be "
+                  "read, FILE cannot be written)",
+};
+
+static const struct cp_opt_use import_shared[] = {
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, "print what was imported as JSON: file, kb, added"},
+    {CP_SO_KB, NULL},
+};
+static const struct cp_command_opts IMPORT = {
+    .cmd = "kb import",
+    .shared = import_shared,
+    .n_shared = sizeof import_shared / sizeof import_shared[0],
+    .usage = "usage: cannprof kb import FILE [--kb FILE] [--json]\n\n"
+             "Merge a JSON Lines file from 'kb export' into the knowledge base, in one\n"
+             "transaction. Records already present (by natural key) are skipped, so importing\n"
+             "a file twice adds nothing; a bad line is reported as FILE:LINE and nothing is\n"
+             "imported.\n",
+    .exit_codes = "0 imported, 2 bad usage or input (FILE cannot be read, a bad line), 3 "
+                  "environment failure (the knowledge base cannot be opened or written)",
+};
 
 static void usage(FILE *f)
 {
@@ -86,7 +157,7 @@ static void usage(FILE *f)
                "       cannprof kb list   [--json] [--kb FILE]\n"
                "       cannprof kb show   SESSION [--json] [--kb FILE]\n"
                "       cannprof kb export [-o FILE] [--kb FILE]\n"
-               "       cannprof kb import FILE [--kb FILE]\n\n"
+               "       cannprof kb import FILE [--kb FILE] [--json]\n\n"
                "The knowledge base remembers every tuning session: the model's fingerprint, the\n"
                "hardware, each candidate tried with its raw samples, and which changes held.\n"
                "'query' lists the changes that won on the most similar models (what 'tune' tries\n"
@@ -95,34 +166,33 @@ static void usage(FILE *f)
                "without duplicates).\n\n"
                "The knowledge base is $XDG_DATA_HOME/cannprof/kb.sqlite (else\n"
                "~/.local/share/cannprof/kb.sqlite) unless --kb FILE is given.\n"
-               "'cannprof kb <subcommand> --help' shows a subcommand's options.\n");
+               "'cannprof kb <subcommand> --help' shows a subcommand's options.\n\n"
+               "exit codes: " EXIT_CODES_KB "\n");
 }
 
 /* Parse a subcommand's options, allowing up to `max_pos` positional
  * arguments; prints help (*rc 0) or the error (*rc 2). Returns whether to go
  * on. */
-static bool parse(const char *cmd, const struct cp_opt *t, size_t n, size_t max_pos,
-                  const char *synopsis, const char *about, int argc, char **argv, struct cp_args *a,
-                  int *rc)
+static bool parse(const struct cp_command_opts *c, size_t max_pos, int argc, char **argv,
+                  struct cp_args *a, int *rc)
 {
     struct cp_diag d;
     cp_diag_init(&d);
-    if (cp_args_parse(cmd, t, n, argc, argv, a, &d) != CP_OK) {
-        cp_cli_error(cmd, d.msg);
+    if (cp_args_parse_cmd(c, argc, argv, a, &d) != CP_OK) {
+        cp_cli_error(c->cmd, d.msg);
         *rc = cp_status_exit_code(d.status);
         return false;
     }
-    if (cp_args_has(a, OPT_HELP)) {
-        printf("usage: cannprof %s\n\n%s\n\noptions:\n", synopsis, about);
-        cp_opts_print_help(stdout, t, n);
+    if (cp_args_has(a, CP_SO_HELP)) {
+        cp_cmd_help(stdout, c);
         *rc = 0;
         return false;
     }
     if (a->n_positional > max_pos) {
         char msg[256];
         snprintf(msg, sizeof msg, "unexpected argument '%.100s'; see 'cannprof %s --help'",
-                 a->positional[max_pos], cmd);
-        cp_cli_error(cmd, msg);
+                 a->positional[max_pos], c->cmd);
+        cp_cli_error(c->cmd, msg);
         *rc = 2;
         return false;
     }
@@ -151,6 +221,20 @@ static bool print_buf(const char *cmd, struct cp_buf *b)
     return true;
 }
 
+/* Print j as a subcommand's --json output, then release it. */
+static int print_json(json_t *j, const char *cmd)
+{
+    int rc = cp_out_json(j, cmd);
+    json_decref(j);
+    return rc;
+}
+
+/* A string, or null when there is none. */
+static json_t *str_or_null(const char *s)
+{
+    return s ? cp_json_str(s) : json_null();
+}
+
 /* A session id argument. */
 static bool parse_session(const char *cmd, const char *s, int64_t *id)
 {
@@ -164,37 +248,6 @@ static bool parse_session(const char *cmd, const char *s, int64_t *id)
         return false;
     }
     return true;
-}
-
-/* ---- JSON helpers ------------------------------------------------------------ */
-
-static void json_num(struct cp_buf *b, double v)
-{
-    if (isfinite(v))
-        cp_buf_printf(b, "%.6g", v);
-    else
-        cp_buf_puts(b, "null");
-}
-
-static void json_str_or_null(struct cp_buf *b, const char *s)
-{
-    if (s)
-        cp_buf_json_str(b, s);
-    else
-        cp_buf_puts(b, "null");
-}
-
-/* A stored JSON document as a value when it parses, else as a string. */
-static void json_embed(struct cp_buf *b, const char *text)
-{
-    json_t *j = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
-    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    if (s)
-        cp_buf_puts(b, s);
-    else
-        json_str_or_null(b, text);
-    free(s);
-    json_decref(j);
 }
 
 /* ---- the model --------------------------------------------------------------- */
@@ -264,68 +317,82 @@ out:
     return st;
 }
 
-static void fingerprint_json(struct cp_buf *b, const struct cp_kb_fingerprint *fp)
+static json_t *fingerprint_json(const struct cp_kb_fingerprint *fp)
 {
-    cp_buf_puts(b, "{\"name\":");
-    cp_buf_json_str(b, fp->name);
-    cp_buf_printf(b,
-                  ",\"class\":\"%s\",\"structure_hash\":\"%s\",\"source_hash\":", fp->model_class,
-                  fp->structure_hash);
-    cp_buf_json_str(b, fp->source_hash);
-    cp_buf_printf(b, ",\"params\":%lld,\"flops\":", (long long)fp->params);
-    json_num(b, fp->flops);
-    cp_buf_printf(b,
-                  ",\"nodes\":%d,\"patterns\":{\"attention\":%s,\"conv\":%s,\"layernorm\":%s,"
-                  "\"groupnorm\":%s,\"batchnorm\":%s,\"gelu\":%s},\"op_histogram\":",
-                  fp->n_nodes, fp->has_attention ? "true" : "false",
-                  fp->has_conv ? "true" : "false", fp->has_layernorm ? "true" : "false",
-                  fp->has_groupnorm ? "true" : "false", fp->has_batchnorm ? "true" : "false",
-                  fp->has_gelu ? "true" : "false");
-    json_embed(b, fp->op_histogram_json);
-    cp_buf_puts(b, ",\"inputs\":");
-    json_embed(b, fp->inputs_json);
-    cp_buf_putc(b, '}');
+    json_t *o = json_object(), *pat = json_object();
+    bool ok = o && pat && cp_json_set_bool(pat, "attention", fp->has_attention) &&
+              cp_json_set_bool(pat, "conv", fp->has_conv) &&
+              cp_json_set_bool(pat, "layernorm", fp->has_layernorm) &&
+              cp_json_set_bool(pat, "groupnorm", fp->has_groupnorm) &&
+              cp_json_set_bool(pat, "batchnorm", fp->has_batchnorm) &&
+              cp_json_set_bool(pat, "gelu", fp->has_gelu) && cp_json_set_str(o, "name", fp->name) &&
+              cp_json_set_str(o, "class", fp->model_class) &&
+              cp_json_set_str(o, "structure_hash", fp->structure_hash) &&
+              cp_json_set_str(o, "source_hash", fp->source_hash) &&
+              cp_json_set_int(o, "params", fp->params) && cp_json_set_num(o, "flops", fp->flops) &&
+              cp_json_set_int(o, "nodes", fp->n_nodes);
+    if (ok) {
+        ok = cp_json_set(o, "patterns", pat);
+        pat = NULL;
+    }
+    ok = ok && cp_json_set(o, "op_histogram", cp_json_embed(fp->op_histogram_json)) &&
+         cp_json_set(o, "inputs", cp_json_embed(fp->inputs_json));
+    json_decref(pat);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
 /* ---- query ------------------------------------------------------------------- */
 
-static void query_json(struct cp_buf *b, const struct cp_kb_fingerprint *fp,
-                       const struct cp_kb_hardware *hw, double min_sim,
-                       const struct cp_kb_strategy_hit *h, size_t n)
+/* "a,b,c" as ["a","b","c"] */
+static json_t *names_json(const char *list)
 {
-    cp_buf_puts(b, "{\"model\":");
-    fingerprint_json(b, fp);
-    cp_buf_puts(b, ",\"hardware\":");
-    json_str_or_null(b, hw ? hw->signature : NULL);
-    cp_buf_puts(b, ",\"min_similarity\":");
-    json_num(b, min_sim);
-    cp_buf_puts(b, ",\"strategies\":[");
-    for (size_t i = 0; i < n; i++) {
-        cp_buf_puts(b, i ? ",{\"delta\":" : "{\"delta\":");
-        cp_buf_json_str(b, h[i].delta);
-        cp_buf_puts(b, ",\"mean_gain\":");
-        json_num(b, h[i].mean_gain);
-        cp_buf_puts(b, ",\"sd_gain\":");
-        json_num(b, h[i].sd_gain);
-        cp_buf_printf(b, ",\"held\":%d,\"tried\":%d,\"similarity\":", h[i].count, h[i].tried);
-        json_num(b, h[i].similarity);
-        cp_buf_puts(b, ",\"score\":");
-        json_num(b, h[i].score);
-        cp_buf_puts(b, ",\"models\":[");
-        const char *p = h[i].models;
-        for (int k = 0; p && *p; k++) {
-            const char *comma = strchr(p, ',');
-            size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(len < 255 ? len : 255), p);
-            if (k)
-                cp_buf_putc(b, ',');
-            cp_buf_json_str(b, name);
-            p = comma ? comma + 1 : p + len;
+    json_t *arr = json_array();
+    for (const char *p = list; arr && p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (!cp_json_push(arr, cp_json_strn(p, len))) {
+            json_decref(arr);
+            return NULL;
         }
-        cp_buf_puts(b, "]}");
+        p = comma ? comma + 1 : p + len;
     }
-    cp_buf_puts(b, "]}\n");
+    return arr;
+}
+
+static json_t *query_json(const struct cp_kb_fingerprint *fp, const struct cp_kb_hardware *hw,
+                          double min_sim, const struct cp_kb_strategy_hit *h, size_t n)
+{
+    json_t *j = json_object(), *arr = json_array();
+    bool ok = j && arr;
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *o = json_object();
+        ok = o && cp_json_set_str(o, "delta", h[i].delta) &&
+             cp_json_set_num(o, "mean_gain", h[i].mean_gain) &&
+             cp_json_set_num(o, "sd_gain", h[i].sd_gain) &&
+             cp_json_set_int(o, "held", h[i].count) && cp_json_set_int(o, "tried", h[i].tried) &&
+             cp_json_set_num(o, "similarity", h[i].similarity) &&
+             cp_json_set_num(o, "score", h[i].score) &&
+             cp_json_set(o, "models", names_json(h[i].models));
+        if (ok)
+            ok = cp_json_push(arr, o); /* steals o */
+        else
+            json_decref(o);
+    }
+    ok = ok && cp_json_set(j, "model", fingerprint_json(fp)) &&
+         cp_json_set(j, "hardware", hw ? cp_json_str(hw->signature) : json_null()) &&
+         cp_json_set_num(j, "min_similarity", min_sim);
+    if (ok) {
+        ok = cp_json_set(j, "strategies", arr);
+        arr = NULL;
+    }
+    json_decref(arr);
+    if (ok)
+        return j;
+    json_decref(j);
+    return NULL;
 }
 
 static void query_text(const struct cp_kb_fingerprint *fp, const struct cp_kb_hardware *hw,
@@ -365,17 +432,10 @@ static void query_text(const struct cp_kb_fingerprint *fp, const struct cp_kb_ha
 
 static int cmd_query(int argc, char **argv)
 {
-    const char *cmd = "kb query";
+    const char *cmd = QUERY.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, query_options, N_OF(query_options), 0,
-               "kb query --model X.onnx|X.om [--limit N] [--min-similarity S]\n"
-               "                        [--any-hardware] [--json] [--kb FILE]",
-               "List the changes that held on the models most similar to X on this machine's\n"
-               "hardware, with the observed latency gain (mean ± sd over the times it held),\n"
-               "how often it held of how often it was tried, and the models it held on: what\n"
-               "'cannprof tune' tries first. Similarity and ranking: docs/kb-schema.md.",
-               argc, argv, &a, &rc))
+    if (!parse(&QUERY, 0, argc, argv, &a, &rc))
         return rc;
     const char *model = cp_args_get(&a, OPT_MODEL);
     if (!model)
@@ -402,19 +462,15 @@ static int cmd_query(int argc, char **argv)
     struct cp_kb_hardware hw;
     cp_kb_hardware_detect(&hw);
     const struct cp_kb_hardware *hwp = cp_args_has(&a, OPT_ANY_HW) ? NULL : &hw;
-    if (cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+    if (cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         model_fingerprint(cmd, kb, model, &fp, &d) != CP_OK ||
         cp_kb_query_strategies(kb, &fp, hwp, min_sim, false, (size_t)limit, &hits, &n, &d) !=
             CP_OK) {
         rc = fail(cmd, &d);
         goto out;
     }
-    if (cp_args_has(&a, OPT_JSON)) {
-        struct cp_buf b;
-        cp_buf_init(&b);
-        query_json(&b, &fp, hwp, min_sim, hits, n);
-        rc = print_buf(cmd, &b) ? 0 : 3;
-        cp_buf_release(&b);
+    if (cp_args_has(&a, CP_SO_JSON)) {
+        rc = print_json(query_json(&fp, hwp, min_sim, hits, n), cmd);
     } else {
         query_text(&fp, hwp, min_sim, hits, n);
     }
@@ -429,16 +485,10 @@ out:
 
 static int cmd_card(int argc, char **argv)
 {
-    const char *cmd = "kb card";
+    const char *cmd = CARD.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, card_options, N_OF(card_options), 1, "kb card SESSION | --model X [--kb FILE]",
-               "Print a Markdown knowledge card of a tuning session: the scenario (model,\n"
-               "hardware, target, constraints), the core bottlenecks, the effective changes\n"
-               "with their measured gains, and the result (latency ↓, throughput ↑, memory,\n"
-               "precision, the best configuration). With --model: the model's latest finished\n"
-               "session.",
-               argc, argv, &a, &rc))
+    if (!parse(&CARD, 1, argc, argv, &a, &rc))
         return rc;
     const char *model = cp_args_get(&a, OPT_MODEL);
     if ((a.n_positional == 1) == (model != NULL))
@@ -453,7 +503,7 @@ static int cmd_card(int argc, char **argv)
     memset(&fp, 0, sizeof fp);
     struct cp_buf b;
     cp_buf_init(&b);
-    enum cp_status st = cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d);
+    enum cp_status st = cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d);
     if (st == CP_OK && model && (st = model_fingerprint(cmd, kb, model, &fp, &d)) == CP_OK)
         st = cp_kb_card_model(kb, &fp, &b, &d);
     else if (st == CP_OK && !model)
@@ -478,46 +528,34 @@ static double delta_pct(const struct cp_kb_session *s)
     return (s->best_median_ns - s->baseline_median_ns) / s->baseline_median_ns * 100;
 }
 
-static void session_json(struct cp_buf *b, const struct cp_kb_session *s, bool full)
+static json_t *session_json(const struct cp_kb_session *s, bool full)
 {
-    cp_buf_printf(b, "{\"id\":%lld,\"uid\":", (long long)s->id);
-    json_str_or_null(b, s->uid);
-    cp_buf_puts(b, ",\"key\":");
-    json_str_or_null(b, s->key);
-    cp_buf_puts(b, ",\"model\":");
-    json_str_or_null(b, s->model_name);
-    cp_buf_puts(b, ",\"model_path\":");
-    json_str_or_null(b, s->model_path);
-    cp_buf_puts(b, ",\"hardware\":");
-    json_str_or_null(b, s->hw_signature);
-    cp_buf_puts(b, ",\"target\":");
-    json_str_or_null(b, s->target);
-    cp_buf_puts(b, ",\"constraints\":");
-    json_str_or_null(b, s->constraints);
-    cp_buf_puts(b, ",\"status\":");
-    json_str_or_null(b, s->status);
-    cp_buf_puts(b, ",\"created_at\":");
-    json_str_or_null(b, s->created_at);
-    cp_buf_puts(b, ",\"updated_at\":");
-    json_str_or_null(b, s->updated_at);
-    cp_buf_printf(b, ",\"budget\":%d,\"evaluations\":%d,\"baseline_ms\":", s->budget,
-                  s->evaluations);
-    json_num(b, s->baseline_median_ns / 1e6);
-    cp_buf_puts(b, ",\"best_ms\":");
-    json_num(b, s->best_median_ns / 1e6);
-    cp_buf_puts(b, ",\"delta_pct\":");
-    json_num(b, delta_pct(s));
-    cp_buf_puts(b, ",\"stop_reason\":");
-    json_str_or_null(b, s->stop_reason);
-    if (full) {
-        cp_buf_printf(b, ",\"best_candidate\":%lld,\"out_dir\":", (long long)s->best_candidate_id);
-        json_str_or_null(b, s->out_dir);
-        cp_buf_puts(b, ",\"baseline_config\":");
-        json_embed(b, s->baseline_config_json);
-        cp_buf_puts(b, ",\"best_config\":");
-        json_embed(b, s->best_config_json);
-    }
-    cp_buf_putc(b, '}');
+    json_t *o = json_object();
+    bool ok = o && cp_json_set_int(o, "id", s->id) && cp_json_set(o, "uid", str_or_null(s->uid)) &&
+              cp_json_set(o, "key", str_or_null(s->key)) &&
+              cp_json_set(o, "model", str_or_null(s->model_name)) &&
+              cp_json_set(o, "model_path", str_or_null(s->model_path)) &&
+              cp_json_set(o, "hardware", str_or_null(s->hw_signature)) &&
+              cp_json_set(o, "target", str_or_null(s->target)) &&
+              cp_json_set(o, "constraints", str_or_null(s->constraints)) &&
+              cp_json_set(o, "status", str_or_null(s->status)) &&
+              cp_json_set(o, "created_at", str_or_null(s->created_at)) &&
+              cp_json_set(o, "updated_at", str_or_null(s->updated_at)) &&
+              cp_json_set_int(o, "budget", s->budget) &&
+              cp_json_set_int(o, "evaluations", s->evaluations) &&
+              cp_json_set_num(o, "baseline_ms", s->baseline_median_ns / 1e6) &&
+              cp_json_set_num(o, "best_ms", s->best_median_ns / 1e6) &&
+              cp_json_set_num(o, "delta_pct", delta_pct(s)) &&
+              cp_json_set(o, "stop_reason", str_or_null(s->stop_reason));
+    if (ok && full)
+        ok = cp_json_set_int(o, "best_candidate", s->best_candidate_id) &&
+             cp_json_set(o, "out_dir", str_or_null(s->out_dir)) &&
+             cp_json_set(o, "baseline_config", cp_json_embed(s->baseline_config_json)) &&
+             cp_json_set(o, "best_config", cp_json_embed(s->best_config_json));
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
 static void ms_or_dash(char out[32], double ns)
@@ -530,36 +568,29 @@ static void ms_or_dash(char out[32], double ns)
 
 static int cmd_list(int argc, char **argv)
 {
-    const char *cmd = "kb list";
+    const char *cmd = LIST.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, list_options, N_OF(list_options), 0, "kb list [--json] [--kb FILE]",
-               "List the tuning sessions, oldest first: model, target, status, evaluations,\n"
-               "baseline and best median latency, and the change.",
-               argc, argv, &a, &rc))
+    if (!parse(&LIST, 0, argc, argv, &a, &rc))
         return rc;
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_kb *kb = NULL;
     struct cp_kb_session *s = NULL;
     size_t n = 0;
-    if (cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+    if (cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         cp_kb_session_list(kb, &s, &n, &d) != CP_OK) {
         rc = fail(cmd, &d);
         goto out;
     }
-    if (cp_args_has(&a, OPT_JSON)) {
-        struct cp_buf b;
-        cp_buf_init(&b);
-        cp_buf_putc(&b, '[');
-        for (size_t i = 0; i < n; i++) {
-            if (i)
-                cp_buf_putc(&b, ',');
-            session_json(&b, &s[i], false);
-        }
-        cp_buf_puts(&b, "]\n");
-        rc = print_buf(cmd, &b) ? 0 : 3;
-        cp_buf_release(&b);
+    if (cp_args_has(&a, CP_SO_JSON)) {
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < n; i++)
+            if (!cp_json_push(arr, session_json(&s[i], false))) {
+                json_decref(arr);
+                arr = NULL;
+            }
+        rc = print_json(arr, cmd);
         goto out;
     }
     if (n == 0) {
@@ -589,35 +620,30 @@ out:
     return rc;
 }
 
-static void candidate_json(struct cp_buf *b, const struct cp_kb_candidate *c)
+static json_t *candidate_json(const struct cp_kb_candidate *c)
 {
-    cp_buf_printf(b, "{\"id\":%lld,\"step\":%d,\"delta\":", (long long)c->id, c->step);
-    json_str_or_null(b, c->delta);
-    cp_buf_puts(b, ",\"source\":");
-    json_str_or_null(b, c->source);
-    cp_buf_puts(b, ",\"status\":");
-    json_str_or_null(b, c->status);
-    cp_buf_puts(b, ",\"reason\":");
-    json_str_or_null(b, c->reason);
+    json_t *o = json_object();
+    bool ok = o && cp_json_set_int(o, "id", c->id) && cp_json_set_int(o, "step", c->step) &&
+              cp_json_set(o, "delta", str_or_null(c->delta)) &&
+              cp_json_set(o, "source", str_or_null(c->source)) &&
+              cp_json_set(o, "status", str_or_null(c->status)) &&
+              cp_json_set(o, "reason", str_or_null(c->reason));
     const char *keys[] = {"expected_gain",  "measured_gain", "ci_lo",     "ci_hi", "p",
                           "precision_loss", "median_ns",     "throughput"};
     const double vals[] = {c->expected_gain,  c->measured_gain, c->ci_lo,     c->ci_hi, c->p,
                            c->precision_loss, c->median_ns,     c->throughput};
-    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
-        cp_buf_printf(b, ",\"%s\":", keys[i]);
-        json_num(b, vals[i]);
-    }
-    cp_buf_printf(b, ",\"memory_bytes\":%llu,\"config_id\":", (unsigned long long)c->memory_bytes);
-    json_str_or_null(b, c->config_id);
-    cp_buf_puts(b, ",\"om_path\":");
-    json_str_or_null(b, c->om_path);
-    cp_buf_puts(b, ",\"trace_path\":");
-    json_str_or_null(b, c->trace_path);
-    cp_buf_puts(b, ",\"config\":");
-    json_embed(b, c->config_json);
-    cp_buf_puts(b, ",\"created_at\":");
-    json_str_or_null(b, c->created_at);
-    cp_buf_putc(b, '}');
+    for (size_t i = 0; ok && i < sizeof vals / sizeof vals[0]; i++)
+        ok = cp_json_set_num(o, keys[i], vals[i]);
+    ok = ok && cp_json_set_int(o, "memory_bytes", (int64_t)c->memory_bytes) &&
+         cp_json_set(o, "config_id", str_or_null(c->config_id)) &&
+         cp_json_set(o, "om_path", str_or_null(c->om_path)) &&
+         cp_json_set(o, "trace_path", str_or_null(c->trace_path)) &&
+         cp_json_set(o, "config", cp_json_embed(c->config_json)) &&
+         cp_json_set(o, "created_at", str_or_null(c->created_at));
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
 static void pct_or_dash(char out[32], double frac)
@@ -669,14 +695,10 @@ static void show_text(const struct cp_kb_session *s, const struct cp_kb_candidat
 
 static int cmd_show(int argc, char **argv)
 {
-    const char *cmd = "kb show";
+    const char *cmd = SHOW.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, list_options, N_OF(list_options), 1, "kb show SESSION [--json] [--kb FILE]",
-               "Show a tuning session and every candidate it evaluated, by step: status,\n"
-               "source, change, measured gain with its 95% interval, median latency, and why\n"
-               "it was accepted or rejected.",
-               argc, argv, &a, &rc))
+    if (!parse(&SHOW, 1, argc, argv, &a, &rc))
         return rc;
     if (a.n_positional != 1)
         return usage_error(cmd, "give the session id ('cannprof kb list' shows them)");
@@ -690,26 +712,27 @@ static int cmd_show(int argc, char **argv)
     memset(&s, 0, sizeof s);
     struct cp_kb_candidate *c = NULL;
     size_t n = 0;
-    if (cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+    if (cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         cp_kb_session_get(kb, id, &s, &d) != CP_OK ||
         cp_kb_candidate_list(kb, id, &c, &n, &d) != CP_OK) {
         rc = fail(cmd, &d);
         goto out;
     }
-    if (cp_args_has(&a, OPT_JSON)) {
-        struct cp_buf b;
-        cp_buf_init(&b);
-        cp_buf_puts(&b, "{\"session\":");
-        session_json(&b, &s, true);
-        cp_buf_puts(&b, ",\"candidates\":[");
-        for (size_t i = 0; i < n; i++) {
-            if (i)
-                cp_buf_putc(&b, ',');
-            candidate_json(&b, &c[i]);
+    if (cp_args_has(&a, CP_SO_JSON)) {
+        json_t *j = json_object(), *arr = json_array();
+        bool ok = j && arr && cp_json_set(j, "session", session_json(&s, true));
+        for (size_t i = 0; ok && i < n; i++)
+            ok = cp_json_push(arr, candidate_json(&c[i]));
+        if (ok) {
+            ok = cp_json_set(j, "candidates", arr);
+            arr = NULL;
         }
-        cp_buf_puts(&b, "]}\n");
-        rc = print_buf(cmd, &b) ? 0 : 3;
-        cp_buf_release(&b);
+        json_decref(arr);
+        if (!ok) {
+            json_decref(j);
+            j = NULL;
+        }
+        rc = print_json(j, cmd);
     } else {
         show_text(&s, c, n);
     }
@@ -724,14 +747,10 @@ out:
 
 static int cmd_export(int argc, char **argv)
 {
-    const char *cmd = "kb export";
+    const char *cmd = EXPORT.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, export_options, N_OF(export_options), 0, "kb export [-o FILE] [--kb FILE]",
-               "Write the whole knowledge base as JSON Lines (one record a line, with natural\n"
-               "keys instead of row ids; format in docs/kb-schema.md), for 'kb import' on\n"
-               "another machine.",
-               argc, argv, &a, &rc))
+    if (!parse(&EXPORT, 0, argc, argv, &a, &rc))
         return rc;
     struct cp_diag d;
     cp_diag_init(&d);
@@ -739,7 +758,7 @@ static int cmd_export(int argc, char **argv)
     struct cp_buf b;
     cp_buf_init(&b);
     const char *out = cp_args_get(&a, OPT_OUTPUT);
-    if (cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+    if (cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         cp_kb_export_jsonl(kb, &b, &d) != CP_OK ||
         (out && cp_file_write_atomic(out, b.data ? b.data : "", b.len, &d) != CP_OK)) {
         rc = fail(cmd, &d);
@@ -755,15 +774,10 @@ done:
 
 static int cmd_import(int argc, char **argv)
 {
-    const char *cmd = "kb import";
+    const char *cmd = IMPORT.cmd;
     struct cp_args a;
     int rc = 0;
-    if (!parse(cmd, import_options, N_OF(import_options), 1, "kb import FILE [--kb FILE]",
-               "Merge a JSON Lines file from 'kb export' into the knowledge base, in one\n"
-               "transaction. Records already present (by natural key) are skipped, so importing\n"
-               "a file twice adds nothing; a bad line is reported as FILE:LINE and nothing is\n"
-               "imported.",
-               argc, argv, &a, &rc))
+    if (!parse(&IMPORT, 1, argc, argv, &a, &rc))
         return rc;
     if (a.n_positional != 1)
         return usage_error(cmd, "give the JSON Lines file to import");
@@ -771,10 +785,19 @@ static int cmd_import(int argc, char **argv)
     cp_diag_init(&d);
     struct cp_kb *kb = NULL;
     size_t added = 0;
-    if (cp_kb_open(cp_args_get(&a, OPT_KB), &kb, &d) != CP_OK ||
+    if (cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d) != CP_OK ||
         cp_kb_import_jsonl(kb, a.positional[0], &added, &d) != CP_OK)
         rc = fail(cmd, &d);
-    else
+    else if (cp_args_has(&a, CP_SO_JSON)) {
+        json_t *j = json_object();
+        if (j && !(cp_json_set_str(j, "file", a.positional[0]) &&
+                   cp_json_set_str(j, "kb", cp_kb_path(kb)) &&
+                   cp_json_set_int(j, "added", (int64_t)added))) {
+            json_decref(j);
+            j = NULL;
+        }
+        rc = print_json(j, cmd);
+    } else
         printf("imported %zu new record%s from %s into %s\n", added, added == 1 ? "" : "s",
                a.positional[0], cp_kb_path(kb));
     cp_kb_close(kb);

@@ -1,6 +1,7 @@
 /* cannprof run: execute a model once and write its outputs as .npy. */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "runner/session.h"
 
 #include <errno.h>
@@ -12,40 +13,40 @@
 
 enum {
     OPT_ALLOW_NONFINITE = 1,
-    OPT_BATCH,
-    OPT_HELP,
-    OPT_INPUT,
-    OPT_INPUT_SHAPE,
-    OPT_JSON,
     OPT_OUTPUT_DIR,
-    OPT_SEED,
-    OPT_THREADS,
 };
 
-static const struct cp_opt options[] = {
+static const struct cp_opt own[] = {
     {"allow-nonfinite", 0, CP_OPT_FLAG, OPT_ALLOW_NONFINITE, NULL,
      "do not fail (exit 1) when an output holds NaN or Inf"},
-    {"batch", 0, CP_OPT_VALUE, OPT_BATCH, "B", "batch size (a dynamic-batch profile of the .om)"},
-    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
-    {"input", 'i', CP_OPT_MULTI, OPT_INPUT, "NAME=FILE",
-     "input from a .pb (TensorProto) or .npy file; repeat per input"},
-    {"input_shape", 0, CP_OPT_VALUE, OPT_INPUT_SHAPE, "\"name:1,3,224,224;...\"",
-     "concrete shapes for dynamic inputs"},
-    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print the output summary as JSON"},
     {"output-dir", 'o', CP_OPT_VALUE, OPT_OUTPUT_DIR, "DIR", "write each output as DIR/NAME.npy"},
-    {"seed", 0, CP_OPT_VALUE, OPT_SEED, "N", "seed of random inputs (default 0)"},
-    {"threads", 't', CP_OPT_VALUE, OPT_THREADS, "T", "threads (default: all cores)"},
 };
-#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static void help(void)
-{
-    printf("usage: cannprof run MODEL.om|MODEL.onnx [--input NAME=FILE ...] [--output-dir DIR]\n\n"
-           "Run a model once. Inputs not given are drawn from a seeded random generator\n"
-           "(floats uniform in [-1,1)). An .onnx runs unconverted, as the reference.\n"
-           "Outputs with NaN or Inf are reported and make the exit code 1.\n\noptions:\n");
-    cp_opts_print_help(stdout, options, N_OPTIONS);
-}
+static const struct cp_opt_use shared[] = {
+    {CP_SO_BATCH, "batch size (a dynamic-batch profile of the .om)"},
+    {CP_SO_HELP, NULL},
+    {CP_SO_INPUT, "input from a .pb (TensorProto) or .npy file; repeat per input"},
+    {CP_SO_INPUT_SHAPE, NULL},
+    {CP_SO_JSON, "print the output summary as JSON"},
+    {CP_SO_SEED, "seed of random inputs (default 0)"},
+    {CP_SO_THREADS, NULL},
+};
+
+static const struct cp_command_opts OPTS = {
+    .cmd = "run",
+    .own = own,
+    .n_own = sizeof own / sizeof own[0],
+    .shared = shared,
+    .n_shared = sizeof shared / sizeof shared[0],
+    .usage =
+        "usage: cannprof run MODEL.om|MODEL.onnx [--input NAME=FILE ...] [--output-dir DIR]\n\n"
+        "Run a model once. Inputs not given are drawn from a seeded random generator\n"
+        "(floats uniform in [-1,1)). An .onnx runs unconverted, as the reference.\n"
+        "Outputs with NaN or Inf are reported and make the exit code 1.\n",
+    .exit_codes = "0 ran, 1 an output holds NaN or Inf, 2 bad usage or input (a model or input "
+                  "file that cannot be read or does not fit), 3 environment failure (DIR or an "
+                  "output file cannot be written)",
+};
 
 /* Output names may hold '/' or ':'; keep file names tame. */
 static void safe_name(const char *name, char *out, size_t n)
@@ -122,55 +123,49 @@ static struct out_stats describe(const struct cp_host_tensor *t)
     return s;
 }
 
+/* One output's --json entry: name, dtype, shape, min, max, mean, nan, inf
+ * and the file it went to. NULL when out of memory. */
+static json_t *output_json(const struct cp_host_tensor *t, const char *shape,
+                           const struct out_stats *st, const char *file)
+{
+    json_t *o = json_object();
+    if (o && cp_json_set_str(o, "name", t->name) &&
+        cp_json_set_str(o, "dtype", cp_dtype_name(t->dtype)) &&
+        cp_json_set_str(o, "shape", shape) && cp_json_set_num(o, "min", st->min) &&
+        cp_json_set_num(o, "max", st->max) && cp_json_set_num(o, "mean", st->mean) &&
+        cp_json_set_int(o, "nan", (int64_t)st->nan) &&
+        cp_json_set_int(o, "inf", (int64_t)st->inf) && (!file || cp_json_set_str(o, "file", file)))
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
 int cp_cmd_run(int argc, char **argv)
 {
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_args args;
-    if (cp_args_parse("run", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+    if (cp_args_parse_cmd(&OPTS, argc, argv, &args, &d) != CP_OK) {
         cp_cli_error("run", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (cp_args_has(&args, OPT_HELP)) {
-        help();
+    if (cp_args_has(&args, CP_SO_HELP)) {
+        cp_cmd_help(stdout, &OPTS);
         return 0;
     }
     if (args.n_positional != 1) {
         cp_cli_error("run", "give exactly one MODEL (.om or .onnx)");
         return 2;
     }
-    struct cp_session_opts so = {.model_path = args.positional[0], .buffer_optimize = -1};
-    int64_t v;
-    const char *val;
-    uint64_t seed = 0;
-    if ((val = cp_args_get(&args, OPT_THREADS))) {
-        if (!cp_parse_i64(val, &v) || v < 1 || v > 1024) {
-            cp_cli_error("run", "--threads takes a whole number from 1 to 1024");
-            return 2;
-        }
-        so.threads = (int)v;
-    }
-    if ((val = cp_args_get(&args, OPT_BATCH))) {
-        if (!cp_parse_i64(val, &v) || v < 1 || v > 65536) {
-            cp_cli_error("run", "--batch takes a whole number from 1 to 65536");
-            return 2;
-        }
-        so.batch = v;
-    }
-    if ((val = cp_args_get(&args, OPT_SEED))) {
-        if (!cp_parse_i64(val, &v) || v < 0) {
-            cp_cli_error("run", "--seed takes a non-negative whole number");
-            return 2;
-        }
-        seed = (uint64_t)v;
-    }
-    so.input_shape = cp_args_get(&args, OPT_INPUT_SHAPE);
+    struct cp_session_opts so = {.model_path = args.positional[0],
+                                 .buffer_optimize = -1,
+                                 .threads = (int)cp_args_int(&args, CP_SO_THREADS, 0),
+                                 .batch = cp_args_int(&args, CP_SO_BATCH, 0),
+                                 .input_shape = cp_args_get(&args, CP_SO_INPUT_SHAPE)};
+    uint64_t seed = (uint64_t)cp_args_int(&args, CP_SO_SEED, 0);
     const char *outdir = cp_args_get(&args, OPT_OUTPUT_DIR);
     const char *inputs[CP_MAX_ARGS];
-    size_t n_inputs = 0;
-    for (size_t i = 0; i < args.n_opts; i++)
-        if (args.opts[i].id == OPT_INPUT)
-            inputs[n_inputs++] = args.opts[i].value;
+    size_t n_inputs = cp_args_all(&args, CP_SO_INPUT, inputs, CP_MAX_ARGS);
 
     struct cp_session s;
     if (cp_session_open(&s, &so, &d) != CP_OK ||
@@ -180,19 +175,21 @@ int cp_cmd_run(int argc, char **argv)
         cp_session_close(&s);
         return cp_status_exit_code(d.status);
     }
-    /* Made only once the model ran, so a failed run leaves no empty folder. */
+    /* Made only once the model ran, so a failed run leaves no empty folder.
+     * A folder that cannot be made is an output that cannot be written. */
     if (outdir && mkdir(outdir, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannprof run: error: --output-dir %s: %s\n", outdir, strerror(errno));
+        fprintf(stderr, "cannprof run: error: --output-dir %s: cannot create the folder: %s\n",
+                outdir, strerror(errno));
         cp_session_close(&s);
-        return 2;
+        return 3;
     }
-    bool json = cp_args_has(&args, OPT_JSON);
+    bool json = cp_args_has(&args, CP_SO_JSON);
     int rc = 0;
     struct cp_buf b;
     cp_buf_init(&b);
-    if (json)
-        cp_buf_puts(&b, "{\"outputs\":[");
-    for (size_t i = 0; i < cp_plan_n_outputs(s.plan); i++) {
+    json_t *outs = json ? json_array() : NULL;
+    bool ok = !json || outs;
+    for (size_t i = 0; ok && i < cp_plan_n_outputs(s.plan); i++) {
         struct cp_host_tensor t;
         if (cp_plan_get_output(s.plan, i, &t, &d) != CP_OK) {
             rc = cp_status_exit_code(d.status);
@@ -216,23 +213,12 @@ int cp_cmd_run(int argc, char **argv)
                 break;
             }
         }
-        if (json) {
-            cp_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
-            cp_buf_json_str(&b, t.name);
-            cp_buf_printf(&b,
-                          ",\"dtype\":\"%s\",\"shape\":\"%s\",\"min\":%.9g,\"max\":%.9g,"
-                          "\"mean\":%.9g,\"nan\":%zu,\"inf\":%zu",
-                          cp_dtype_name(t.dtype), shape, st.min, st.max, st.mean, st.nan, st.inf);
-            if (outdir) {
-                cp_buf_puts(&b, ",\"file\":");
-                cp_buf_json_str(&b, path);
-            }
-            cp_buf_putc(&b, '}');
-        } else {
+        if (json)
+            ok = cp_json_push(outs, output_json(&t, shape, &st, outdir ? path : NULL));
+        else
             cp_buf_printf(&b, "%-24s %-5s %-16s min %-12.6g max %-12.6g mean %-12.6g%s%s\n", t.name,
                           cp_dtype_name(t.dtype), shape, st.min, st.max, st.mean,
                           outdir ? " -> " : "", path);
-        }
         if ((st.nan || st.inf) && !cp_args_has(&args, OPT_ALLOW_NONFINITE)) {
             fprintf(stderr, "cannprof run: output '%s' holds %zu NaN and %zu Inf values\n", t.name,
                     st.nan, st.inf);
@@ -240,9 +226,22 @@ int cp_cmd_run(int argc, char **argv)
         }
         cp_host_tensor_release(&t);
     }
-    if (json)
-        cp_buf_puts(&b, "]}\n");
-    fputs(b.data ? b.data : "", stdout);
+    if (json) {
+        json_t *j = ok ? json_object() : NULL;
+        if (!j)
+            json_decref(outs);
+        else if (!cp_json_set(j, "outputs", outs)) { /* steals outs */
+            json_decref(j);
+            j = NULL;
+        }
+        if (cp_out_json(j, "run") != 0)
+            rc = 3;
+        json_decref(j);
+    } else if (cp_buf_status(&b) != CP_OK) {
+        cp_cli_error("run", "out of memory");
+        rc = 3;
+    } else
+        fputs(b.data ? b.data : "", stdout);
     cp_buf_release(&b);
     cp_session_close(&s);
     return rc;

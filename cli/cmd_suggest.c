@@ -3,6 +3,7 @@
  * target under constraints. */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "rules/rules.h"
 #include "tuner/tuner.h"
 
@@ -12,40 +13,45 @@
 #include <string.h>
 
 enum {
-    OPT_CONSTRAINTS = 1,
-    OPT_HELP,
-    OPT_NO_CALIBRATE,
+    OPT_NO_CALIBRATE = 1,
     OPT_OUTPUT,
-    OPT_RULES,
-    OPT_RUN,
-    OPT_TARGET,
 };
 
-static const struct cp_opt options[] = {
-    {"constraints", 'c', CP_OPT_VALUE, OPT_CONSTRAINTS, "\"memory<3GB,precision_loss<1%\"",
-     "limits a change must respect (docs/constraints.md)"},
-    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
+static const struct cp_opt own[] = {
     {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL, "skip the machine's roofline"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.json|.html",
      "write the report there (format by extension; default: Markdown on stdout)"},
-    {"rules", 'r', CP_OPT_MULTI, OPT_RULES, "DIR|FILE", "rule packs instead of the defaults"},
-    {"run", 0, CP_OPT_VALUE, OPT_RUN, "N", "run of the trace (default: the last)"},
-    {"target", 't', CP_OPT_VALUE, OPT_TARGET, "T", "latency (default), throughput or memory"},
 };
-#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static void help(void)
-{
-    printf("usage: cannprof suggest TRACE.db [--target latency|throughput|memory]\n"
-           "                        [--constraints \"memory<3GB,precision_loss<1%%\"]\n"
-           "                        [-o FILE.md|FILE.json|FILE.html] [--rules DIR ...]\n\n"
-           "Diagnose a traced run as `analyze` does and write a report for people: where the\n"
-           "bottleneck is (ONNX nodes), its root cause, the concrete change as a complete\n"
-           "`cannprof convert` command (and runtime flags), the expected gain with its\n"
-           "interval, and the risks. A change whose risk breaks a constraint is marked and\n"
-           "ranked below the others.\n\noptions:\n");
-    cp_opts_print_help(stdout, options, N_OPTIONS);
-}
+static const struct cp_opt_use shared[] = {
+    {CP_SO_CONSTRAINTS, NULL},
+    {CP_SO_HELP, NULL},
+    {CP_SO_JSON, "print the report as JSON on stdout; with -o, what was written"},
+    {CP_SO_RULES, NULL},
+    {CP_SO_RUN, NULL},
+    {CP_SO_TARGET, NULL},
+};
+
+static const struct cp_command_opts OPTS = {
+    .cmd = "suggest",
+    .own = own,
+    .n_own = sizeof own / sizeof own[0],
+    .shared = shared,
+    .n_shared = sizeof shared / sizeof shared[0],
+    .usage =
+        "usage: cannprof suggest TRACE.db [--target latency|throughput|memory]\n"
+        "                        [--constraints \"memory<3GB,precision_loss<1%\"]\n"
+        "                        [-o FILE.md|FILE.json|FILE.html] [--rules DIR ...] [--json]\n\n"
+        "Diagnose a traced run as `analyze` does and write a report for people: where the\n"
+        "bottleneck is (ONNX nodes), its root cause, the concrete change as a complete\n"
+        "`cannprof convert` command (and runtime flags), the expected gain with its\n"
+        "interval, and the risks. A change whose risk breaks a constraint is marked and\n"
+        "ranked below the others. --json prints the report as JSON (the form -o FILE.json\n"
+        "writes); with -o it prints what was written: trace, run, output, format,\n"
+        "findings.\n",
+    .exit_codes = "0 reported, 2 bad usage or input (a trace, rule pack or constraint that cannot "
+                  "be read), 3 environment failure (FILE cannot be written)",
+};
 
 /* The change applied to the run's own config, as commands. */
 struct applied {
@@ -297,37 +303,105 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 
-static void render_json(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                        const char *constraints, struct cp_buf *b)
+/* The report as JSON: trace, model, run, target, constraints, the
+ * findings and, for each, the commands that apply it. NULL when out of
+ * memory. */
+static json_t *report_json(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                           const char *constraints)
 {
-    cp_buf_puts(b, "{\"trace\":");
-    cp_buf_json_str(b, trace);
-    cp_buf_puts(b, ",\"model\":");
-    cp_buf_json_str(b, dg->run.model_path);
-    cp_buf_printf(b, ",\"run\":%lld,\"target\":\"%s\",\"constraints\":", (long long)dg->run.run_id,
-                  cp_target_name(t));
-    cp_buf_json_str(b, constraints ? constraints : "");
-    cp_buf_puts(b, ",\"findings\":");
-    cp_analysis_json(&dg->analysis, b);
-    cp_buf_puts(b, ",\"commands\":[");
-    for (size_t i = 0; i < dg->analysis.n; i++) {
+    json_t *j = json_object(), *cmds = json_array();
+    bool ok = j && cmds;
+    for (size_t i = 0; ok && i < dg->analysis.n; i++) {
         struct applied ap;
         applied_init(&ap);
         if (!dg->analysis.findings[i].unclassified)
             apply(&dg->run, &dg->analysis.findings[i], &ap);
-        cp_buf_puts(b, i ? ",{\"convert\":" : "{\"convert\":");
-        if (ap.ok)
-            cp_buf_json_str(b, ap.convert.data);
+        json_t *c = json_object();
+        ok = c && cp_buf_status(&ap.convert) == CP_OK && cp_buf_status(&ap.switches) == CP_OK &&
+             cp_buf_status(&ap.runtime) == CP_OK &&
+             cp_json_set(c, "convert", ap.ok ? cp_json_str(ap.convert.data) : json_null()) &&
+             cp_json_set_str(c, "switch_file", ap.switches.data ? ap.switches.data : "") &&
+             cp_json_set_str(c, "runtime", ap.runtime.data ? ap.runtime.data : "");
+        if (ok)
+            ok = cp_json_push(cmds, c); /* steals c */
         else
-            cp_buf_puts(b, "null");
-        cp_buf_puts(b, ",\"switch_file\":");
-        cp_buf_json_str(b, ap.switches.data ? ap.switches.data : "");
-        cp_buf_puts(b, ",\"runtime\":");
-        cp_buf_json_str(b, ap.runtime.data ? ap.runtime.data : "");
-        cp_buf_putc(b, '}');
+            json_decref(c);
         applied_release(&ap);
     }
-    cp_buf_puts(b, "]}\n");
+    ok = ok && cp_json_set_str(j, "trace", trace) &&
+         cp_json_set_str(j, "model", dg->run.model_path) &&
+         cp_json_set_int(j, "run", dg->run.run_id) &&
+         cp_json_set_str(j, "target", cp_target_name(t)) &&
+         cp_json_set_str(j, "constraints", constraints ? constraints : "") &&
+         cp_json_set(j, "findings", cp_analysis_to_json(&dg->analysis));
+    if (ok) {
+        ok = cp_json_set(j, "commands", cmds);
+        cmds = NULL;
+    }
+    json_decref(cmds);
+    if (ok)
+        return j;
+    json_decref(j);
+    return NULL;
+}
+
+/* With --json and -o: what was written. NULL when out of memory. */
+static json_t *written_json(const struct cp_diagnosis *dg, const char *trace, const char *out,
+                            const char *fmt)
+{
+    json_t *j = json_object();
+    if (j && cp_json_set_str(j, "trace", trace) && cp_json_set_int(j, "run", dg->run.run_id) &&
+        cp_json_set_str(j, "output", out) && cp_json_set_str(j, "format", fmt) &&
+        cp_json_set_int(j, "findings", (int64_t)dg->analysis.n))
+        return j;
+    json_decref(j);
+    return NULL;
+}
+
+enum report_format { MD, JSON, HTML };
+
+/* Write the report to `out` (stdout when NULL). 0, or the exit code after
+ * saying what failed. */
+static int write_report(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                        const char *constraints, enum report_format fmt, const char *out)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (fmt == JSON) {
+        json_t *j = report_json(dg, trace, t, constraints);
+        int rc;
+        if (!out)
+            rc = cp_out_json(j, "suggest");
+        else if (!j) {
+            cp_cli_error("suggest", "out of memory");
+            rc = 3;
+        } else if (cp_json_write_file(j, out, &d) != CP_OK) {
+            cp_cli_error("suggest", d.msg);
+            rc = cp_status_exit_code(d.status);
+        } else
+            rc = 0;
+        json_decref(j);
+        return rc;
+    }
+    struct cp_buf b;
+    cp_buf_init(&b);
+    if (fmt == HTML)
+        render_html(dg, trace, t, constraints, &b);
+    else
+        render_md(dg, trace, t, constraints, &b);
+    int rc = 0;
+    if (cp_buf_status(&b) != CP_OK) {
+        cp_cli_error("suggest", "out of memory");
+        rc = 3;
+    } else if (out) {
+        if (cp_file_write_atomic(out, b.data, b.len, &d) != CP_OK) {
+            cp_cli_error("suggest", d.msg);
+            rc = cp_status_exit_code(d.status);
+        }
+    } else
+        fputs(b.data, stdout);
+    cp_buf_release(&b);
+    return rc;
 }
 
 int cp_cmd_suggest(int argc, char **argv)
@@ -335,38 +409,33 @@ int cp_cmd_suggest(int argc, char **argv)
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_args args;
-    if (cp_args_parse("suggest", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+    if (cp_args_parse_cmd(&OPTS, argc, argv, &args, &d) != CP_OK) {
         cp_cli_error("suggest", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (cp_args_has(&args, OPT_HELP)) {
-        help();
+    if (cp_args_has(&args, CP_SO_HELP)) {
+        cp_cmd_help(stdout, &OPTS);
         return 0;
     }
     if (args.n_positional != 1) {
         cp_cli_error("suggest", "give exactly one TRACE.db");
         return 2;
     }
-    const char *trace = args.positional[0], *v;
+    const char *trace = args.positional[0];
     struct cp_constraints cons;
     cp_constraints_init(&cons);
-    const char *ctext = cp_args_get(&args, OPT_CONSTRAINTS);
+    const char *ctext = cp_args_get(&args, CP_SO_CONSTRAINTS);
     if (ctext && cp_constraints_parse(ctext, &cons, &d) != CP_OK) {
         cp_cli_error("suggest", d.msg);
         return 2;
     }
-    struct cp_diagnose_opts o = {.run_id = -1, .calibrate = !cp_args_has(&args, OPT_NO_CALIBRATE)};
+    struct cp_diagnose_opts o = {.run_id = cp_args_int(&args, CP_SO_RUN, -1),
+                                 .calibrate = !cp_args_has(&args, OPT_NO_CALIBRATE)};
     o.analysis.constraints = &cons;
-    if ((v = cp_args_get(&args, OPT_TARGET)) && !cp_target_parse(v, &o.analysis.target)) {
-        cp_cli_error("suggest", "--target: use latency, throughput or memory");
-        return 2;
-    }
-    if ((v = cp_args_get(&args, OPT_RUN)) && (!cp_parse_i64(v, &o.run_id) || o.run_id < 1)) {
-        cp_cli_error("suggest", "--run takes a run id (1, 2, ...)");
-        return 2;
-    }
+    o.analysis.target = (enum cp_target)cp_args_int(&args, CP_SO_TARGET, CP_TARGET_LATENCY);
     const char *out = cp_args_get(&args, OPT_OUTPUT);
-    enum { MD, JSON, HTML } fmt = MD;
+    bool json = cp_args_has(&args, CP_SO_JSON);
+    enum report_format fmt = json && !out ? JSON : MD;
     if (out) {
         if (cp_path_has_suffix(out, ".json"))
             fmt = JSON;
@@ -378,9 +447,7 @@ int cp_cmd_suggest(int argc, char **argv)
         }
     }
     const char *paths[CP_MAX_ARGS];
-    for (size_t i = 0; i < args.n_opts; i++)
-        if (args.opts[i].id == OPT_RULES)
-            paths[o.n_rule_paths++] = args.opts[i].value;
+    o.n_rule_paths = cp_args_all(&args, CP_SO_RULES, paths, CP_MAX_ARGS);
     o.rule_paths = paths;
     struct cp_diagnosis dg;
     if (cp_rules_diagnose(trace, &o, &dg, &d) != CP_OK) {
@@ -388,27 +455,16 @@ int cp_cmd_suggest(int argc, char **argv)
         cp_diagnosis_release(&dg);
         return cp_status_exit_code(d.status);
     }
-    struct cp_buf b;
-    cp_buf_init(&b);
-    if (fmt == JSON)
-        render_json(&dg, trace, o.analysis.target, ctext, &b);
-    else if (fmt == HTML)
-        render_html(&dg, trace, o.analysis.target, ctext, &b);
-    else
-        render_md(&dg, trace, o.analysis.target, ctext, &b);
-    int rc = 0;
-    if (cp_buf_status(&b) != CP_OK) {
-        cp_cli_error("suggest", "out of memory");
-        rc = 3;
-    } else if (out) {
-        if (cp_file_write_atomic(out, b.data, b.len, &d) != CP_OK) {
-            cp_cli_error("suggest", d.msg);
-            rc = cp_status_exit_code(d.status);
+    int rc = write_report(&dg, trace, o.analysis.target, ctext, fmt, out);
+    if (rc == 0 && out) {
+        static const char *const names[] = {"markdown", "json", "html"};
+        if (json) {
+            json_t *j = written_json(&dg, trace, out, names[fmt]);
+            rc = cp_out_json(j, "suggest");
+            json_decref(j);
         } else
             printf("suggest: %zu findings -> %s\n", dg.analysis.n, out);
-    } else
-        fputs(b.data, stdout);
-    cp_buf_release(&b);
+    }
     cp_diagnosis_release(&dg);
     return rc;
 }

@@ -61,6 +61,7 @@ enum cp_shared_opt {
     CP_SO_QUIET,               /* -q */
     CP_SO_RESAMPLES,           /* 100 .. 10000000 */
     CP_SO_RULES,               /* -r, DIR|FILE, repeatable */
+    CP_SO_RUN,                 /* a run of a trace store: 1 .. INT64_MAX */
     CP_SO_SEED,                /* 0 .. INT64_MAX */
     CP_SO_SERVICE,             /* -s, NAME */
     CP_SO_TARGET,              /* latency | throughput | memory (enum cp_target) */

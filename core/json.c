@@ -185,3 +185,23 @@ enum cp_status cp_json_write_file(const json_t *j, const char *path, struct cp_d
     cp_buf_release(&b);
     return st;
 }
+
+char *cp_json_text(const json_t *j)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    if (cp_json_dump(j, false, &b) != CP_OK) {
+        cp_buf_release(&b);
+        return NULL;
+    }
+    return cp_buf_steal(&b);
+}
+
+json_t *cp_json_embed(const char *text)
+{
+    if (!text)
+        return json_null();
+    json_error_t err;
+    json_t *j = json_loads(text, JSON_DECODE_ANY, &err);
+    return j ? j : cp_json_str(text);
+}

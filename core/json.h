@@ -66,4 +66,15 @@ enum cp_status cp_json_print(const json_t *j, FILE *f);
 /* Write j to `path` atomically (indented by 2, a newline at the end). */
 enum cp_status cp_json_write_file(const json_t *j, const char *path, struct cp_diag *d);
 
+/* j as compact JSON text in a new heap string (the caller frees), for the
+ * places that keep JSON as text (a finding's node list, a stored tuning
+ * point). NULL when j is NULL or out of memory. */
+char *cp_json_text(const json_t *j);
+
+/* The value a stored JSON text holds (a config, a histogram kept in a
+ * database), to put inside a larger document: parsed when `text` is JSON,
+ * else the text itself as a string (repaired like any string), null when
+ * `text` is NULL. A new reference; NULL only when out of memory. */
+json_t *cp_json_embed(const char *text);
+
 #endif

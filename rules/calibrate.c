@@ -15,6 +15,7 @@
  */
 #include "rules/calibrate.h"
 #include "core/host.h"
+#include "core/json.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -94,96 +95,53 @@ double cp_machine_ridge(const struct cp_machine *m, bool bf16)
 
 /* ---- JSON -------------------------------------------------------------------- */
 
-/* Replace anything but printable ASCII, so the text is valid JSON as is. */
-static void ascii_only(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
-            *s = '?';
-}
-
-/* A JSON string; text that is not valid UTF-8 (a path) goes in with its
- * odd bytes replaced. */
-static json_t *jstr(const char *s)
-{
-    json_t *j = json_string(s);
-    if (j)
-        return j;
-    char *copy = cp_strdup(s);
-    if (!copy)
-        return NULL;
-    ascii_only(copy);
-    j = json_string(copy);
-    free(copy);
-    return j;
-}
-
-static json_t *jreal(double v)
-{
-    return json_real(isfinite(v) ? v : 0.0);
-}
-
 /* The cache file's object; with `full`, also where the figures came from
- * and the ridge points. NULL on out-of-memory. */
+ * and the ridge points. A figure that is not finite is null (the reader
+ * then measures again). NULL on out-of-memory. */
 static json_t *machine_to_json(const struct cp_machine *m, bool full)
 {
     json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int bad = 0;
-    bad |= json_object_set_new(o, "schema", json_string(SCHEMA_NAME));
-    bad |= json_object_set_new(o, "schema_version", json_integer(CP_CALIBRATE_SCHEMA_VERSION));
-    bad |= json_object_set_new(o, "tool_version", json_string(CP_VERSION_STRING));
-    bad |= json_object_set_new(o, "cache_key", jstr(m->cache_key));
-    bad |= json_object_set_new(o, "cpu_model", jstr(m->cpu_model));
-    bad |= json_object_set_new(o, "isa", jstr(m->isa));
-    bad |= json_object_set_new(o, "onednn", jstr(m->onednn));
-    bad |= json_object_set_new(o, "cores", json_integer(m->cores));
-    bad |= json_object_set_new(o, "has_bf16", json_boolean(m->has_bf16));
-    bad |= json_object_set_new(o, "threads_used", json_integer(m->threads_used));
-    bad |= json_object_set_new(o, "peak_flops_f32", jreal(m->peak_flops_f32));
-    bad |= json_object_set_new(o, "peak_flops_f32_1t", jreal(m->peak_flops_f32_1t));
-    bad |= json_object_set_new(o, "peak_flops_bf16", jreal(m->peak_flops_bf16));
-    bad |= json_object_set_new(o, "peak_flops_bf16_1t", jreal(m->peak_flops_bf16_1t));
-    bad |= json_object_set_new(o, "mem_bw", jreal(m->mem_bw));
-    bad |= json_object_set_new(o, "mem_bw_convention", json_string(TRIAD_CONVENTION));
-    bad |= json_object_set_new(o, "impl_f32", jstr(m->impl_f32));
-    bad |= json_object_set_new(o, "impl_bf16", jstr(m->impl_bf16));
-    bad |= json_object_set_new(o, "matmul_size", json_integer(m->matmul_size));
-    bad |=
-        json_object_set_new(o, "triad_array_bytes", json_integer((json_int_t)m->triad_array_bytes));
-    bad |= json_object_set_new(o, "budget_ms", json_integer(m->budget_ms));
-    bad |= json_object_set_new(o, "load_avg", jreal(m->load_avg));
-    bad |= json_object_set_new(o, "measured_at", jstr(m->measured_at));
-    if (full) {
-        bad |= json_object_set_new(o, "source", jstr(m->source));
-        bad |= json_object_set_new(o, "cache_path", jstr(m->cache_path));
-        bad |= json_object_set_new(o, "cache_note", jstr(m->cache_note));
+    bool ok = o && cp_json_set_str(o, "schema", SCHEMA_NAME) &&
+              cp_json_set_int(o, "schema_version", CP_CALIBRATE_SCHEMA_VERSION) &&
+              cp_json_set_str(o, "tool_version", CP_VERSION_STRING) &&
+              cp_json_set_str(o, "cache_key", m->cache_key) &&
+              cp_json_set_str(o, "cpu_model", m->cpu_model) && cp_json_set_str(o, "isa", m->isa) &&
+              cp_json_set_str(o, "onednn", m->onednn) && cp_json_set_int(o, "cores", m->cores) &&
+              cp_json_set_bool(o, "has_bf16", m->has_bf16) &&
+              cp_json_set_int(o, "threads_used", m->threads_used) &&
+              cp_json_set_num(o, "peak_flops_f32", m->peak_flops_f32) &&
+              cp_json_set_num(o, "peak_flops_f32_1t", m->peak_flops_f32_1t) &&
+              cp_json_set_num(o, "peak_flops_bf16", m->peak_flops_bf16) &&
+              cp_json_set_num(o, "peak_flops_bf16_1t", m->peak_flops_bf16_1t) &&
+              cp_json_set_num(o, "mem_bw", m->mem_bw) &&
+              cp_json_set_str(o, "mem_bw_convention", TRIAD_CONVENTION) &&
+              cp_json_set_str(o, "impl_f32", m->impl_f32) &&
+              cp_json_set_str(o, "impl_bf16", m->impl_bf16) &&
+              cp_json_set_int(o, "matmul_size", m->matmul_size) &&
+              cp_json_set_int(o, "triad_array_bytes", (int64_t)m->triad_array_bytes) &&
+              cp_json_set_int(o, "budget_ms", m->budget_ms) &&
+              cp_json_set_num(o, "load_avg", m->load_avg) &&
+              cp_json_set_str(o, "measured_at", m->measured_at);
+    if (ok && full) {
         json_t *r = json_object();
-        if (r) {
-            json_object_set_new(r, "f32", jreal(cp_machine_ridge(m, false)));
-            json_object_set_new(r, "bf16",
-                                m->has_bf16 ? jreal(cp_machine_ridge(m, true)) : json_null());
-        }
-        bad |= json_object_set_new(o, "ridge_flop_per_byte", r);
+        ok = cp_json_set_str(o, "source", m->source) &&
+             cp_json_set_str(o, "cache_path", m->cache_path) &&
+             cp_json_set_str(o, "cache_note", m->cache_note) && r &&
+             cp_json_set_num(r, "f32", cp_machine_ridge(m, false)) &&
+             cp_json_set(r, "bf16",
+                         m->has_bf16 ? cp_json_num(cp_machine_ridge(m, true)) : json_null());
+        if (!cp_json_set(o, "ridge_flop_per_byte", r))
+            ok = false;
     }
-    if (bad) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
-void cp_machine_json(const struct cp_machine *m, struct cp_buf *out)
+json_t *cp_machine_to_json(const struct cp_machine *m)
 {
-    json_t *o = machine_to_json(m, true);
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (s)
-        cp_buf_puts(out, s);
-    else
-        out->failed = true;
-    free(s);
-    json_decref(o);
+    return machine_to_json(m, true);
 }
 
 /* Copy string member `key` into out[n]; false when missing, not a string
@@ -341,21 +299,10 @@ static bool cache_load(const char *path, const struct cp_machine *id, struct cp_
 static enum cp_status cache_store(const char *path, const struct cp_machine *m, struct cp_diag *d)
 {
     json_t *o = machine_to_json(m, false);
-    char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+    enum cp_status st =
+        o ? cp_json_write_file(o, path, d)
+          : cp_diag_set(d, CP_ERR_NOMEM, "calibrate: out of memory writing %s", path);
     json_decref(o);
-    struct cp_buf b;
-    cp_buf_init(&b);
-    if (s) {
-        cp_buf_puts(&b, s);
-        cp_buf_putc(&b, '\n');
-    }
-    free(s);
-    enum cp_status st;
-    if (!s || cp_buf_status(&b) != CP_OK)
-        st = cp_diag_set(d, CP_ERR_NOMEM, "calibrate: out of memory writing %s", path);
-    else
-        st = cp_file_write_atomic(path, b.data, b.len, d);
-    cp_buf_release(&b);
     return st;
 }
 
@@ -380,7 +327,7 @@ enum cp_status cp_calibrate_run(const struct cp_calibrate_options *o, struct cp_
     }
     /* Say so now rather than after seconds of measuring. */
     if (access(dir, W_OK | X_OK) != 0)
-        return cp_diag_set(d, CP_ERR_IO, "calibrate: cache folder '%s' is not writable: %s", dir,
+        return cp_diag_set(d, CP_ERR_WRITE, "calibrate: cache folder '%s' is not writable: %s", dir,
                            strerror(errno));
     if ((st = cp_calibrate_measure(o ? o->budget_ms : 0, &m, d)) != CP_OK)
         return st;

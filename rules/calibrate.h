@@ -30,6 +30,7 @@
 #define CP_RULES_CALIBRATE_H
 
 #include "core/core.h"
+#include "core/json.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -106,7 +107,7 @@ enum cp_status cp_calibrate_cache_dir(const char *cache_dir, char *out, size_t n
 
 /* mkdir -p `dir` with mode 0700 (the XDG spec's mode for base folders), for
  * this cache and the other small per-machine files kept beside it (bench's
- * interference-probe floor). CP_ERR_IO naming the part that failed. */
+ * interference-probe floor). CP_ERR_WRITE naming the part that failed. */
 enum cp_status cp_calibrate_cache_mkdir(const char *dir, struct cp_diag *d);
 
 /* Load this machine's figures from the cache, or measure and store them.
@@ -114,9 +115,10 @@ enum cp_status cp_calibrate_cache_mkdir(const char *dir, struct cp_diag *d);
  * a valid cache file is used even in a read-only folder. A cache file that
  * is corrupt, of another schema version or of another machine is measured
  * again and replaced (out->cache_note says why). OUT: *out (zeroed on
- * failure). Errors: CP_ERR_IO when the folder cannot be created or written
- * (checked before measuring; the message names the folder and the reason),
- * else those of cp_calibrate_measure. */
+ * failure). Errors: CP_ERR_WRITE when the folder cannot be created or
+ * written (checked before measuring; the message names the folder and the
+ * reason), CP_ERR_IO when its path is too long, else those of
+ * cp_calibrate_measure. */
 enum cp_status cp_calibrate_run(const struct cp_calibrate_options *o, struct cp_machine *out,
                                 struct cp_diag *d);
 
@@ -137,9 +139,11 @@ double cp_machine_peak_flops(const struct cp_machine *m, bool bf16, int threads)
  * memory-bound. */
 double cp_machine_ridge(const struct cp_machine *m, bool bf16);
 
-/* The figures as one JSON object (the same keys as the cache file, plus
- * "source", "cache_path", "cache_note" and "ridge_flop_per_byte"),
- * appended to `out`, no trailing newline. */
-void cp_machine_json(const struct cp_machine *m, struct cp_buf *out);
+/* The figures as one JSON object (core/json.h): the same keys as the
+ * cache file, plus "source", "cache_path", "cache_note" and
+ * "ridge_flop_per_byte"; a figure that is not finite is null. A new
+ * reference the caller releases with json_decref; NULL when out of
+ * memory. */
+json_t *cp_machine_to_json(const struct cp_machine *m);
 
 #endif

@@ -33,6 +33,7 @@
 #define CP_RULES_FEATURES_H
 
 #include "core/core.h"
+#include "core/json.h"
 #include "rules/calibrate.h"
 #include "rules/expr.h"
 #include "trace/trace.h"
@@ -147,9 +148,11 @@ const char *const *cp_features_field_names(size_t *n);
  * row weight = time_share. `env` borrows `f`, which must outlive it. */
 void cp_features_env(const struct cp_features *f, struct cp_expr_env *env);
 
-/* The features as one JSON object: {"run":..,"scalars":{name: value or
- * null},"absent":{name: reason},"kernels":[..],"op_types":[..],
- * "patterns":[..]}, appended to `out`, no trailing newline. */
-void cp_features_json(const struct cp_features *f, struct cp_buf *out);
+/* The features as one JSON object (core/json.h): {"run":..,"scalars":
+ * {name: value or null},"absent":{name: reason},"kernels":[..],
+ * "op_types":[..],"patterns":[..]}; a number that is not finite is null.
+ * A new reference the caller releases with json_decref; NULL when out of
+ * memory. */
+json_t *cp_features_to_json(const struct cp_features *f);
 
 #endif

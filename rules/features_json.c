@@ -1,147 +1,120 @@
-/* The features as JSON (cp_features_json): for `analyze --json`, reports
- * and tests. Numbers that are absent print as null. */
+/* The features as JSON (cp_features_to_json): for `analyze --json`, reports
+ * and tests. Built on core/json.h, so absent numbers (NaN) are null and
+ * names from a damaged trace are valid UTF-8. */
+#include "core/json.h"
 #include "rules/features_internal.h"
 
-#include <math.h>
 #include <string.h>
 
-static void num(struct cp_buf *b, double v)
+/* A JSON array stored as text (origins, node lists): the array itself when
+ * the text is one, else the text as a string. */
+static json_t *array_text(const char *s)
 {
-    if (isfinite(v))
-        cp_buf_printf(b, "%.17g", v);
-    else
-        cp_buf_puts(b, "null");
+    json_t *j = s && s[0] == '[' ? json_loads(s, 0, NULL) : NULL;
+    if (json_is_array(j))
+        return j;
+    json_decref(j);
+    return cp_json_str(s ? s : "");
 }
 
-static void key(struct cp_buf *b, bool *first, const char *k)
+static json_t *kernel_json(const struct cp_kernel_feat *k)
 {
-    if (!*first)
-        cp_buf_putc(b, ',');
-    *first = false;
-    cp_buf_json_str(b, k);
-    cp_buf_putc(b, ':');
-}
-
-/* A JSON value stored as text (origins): embedded as is when it looks like
- * an array, else as a string. */
-static void raw_array(struct cp_buf *b, const char *s)
-{
-    if (s && s[0] == '[')
-        cp_buf_puts(b, s);
-    else
-        cp_buf_json_str(b, s ? s : "");
-}
-
-static void kernel_json(struct cp_buf *b, const struct cp_kernel_feat *k)
-{
-    bool first = true;
-    cp_buf_putc(b, '{');
-    key(b, &first, "idx");
-    cp_buf_printf(b, "%zu", k->idx);
-    key(b, &first, "node");
-    cp_buf_json_str(b, k->node);
-    key(b, &first, "op_type");
-    cp_buf_json_str(b, k->op_type);
-    key(b, &first, "impl");
-    cp_buf_json_str(b, k->impl);
-    key(b, &first, "dtype");
-    cp_buf_json_str(b, k->dtype);
-    key(b, &first, "origins");
-    raw_array(b, k->origins);
-    key(b, &first, "pattern");
-    cp_buf_json_str(b, k->pattern);
+    json_t *o = json_object();
+    bool ok = o && cp_json_set_int(o, "idx", (int64_t)k->idx) &&
+              cp_json_set_str(o, "node", k->node) && cp_json_set_str(o, "op_type", k->op_type) &&
+              cp_json_set_str(o, "impl", k->impl) && cp_json_set_str(o, "dtype", k->dtype) &&
+              cp_json_set(o, "origins", array_text(k->origins)) &&
+              cp_json_set_str(o, "pattern", k->pattern);
     static const char *const names[] = {
         "calls",     "mean_ns",        "time_share",  "flops",    "bytes",
         "intensity", "achieved_flops", "achieved_bw", "alu_util", "memory_bandwidth_util"};
     const double v[] = {k->calls,     k->mean_ns,        k->time_share,  k->flops,    k->bytes,
                         k->intensity, k->achieved_flops, k->achieved_bw, k->alu_util, k->bw_util};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        key(b, &first, names[i]);
-        num(b, v[i]);
-    }
-    key(b, &first, "bound");
-    if (k->has_bound)
-        cp_buf_json_str(b, k->memory_bound ? "memory" : "compute");
-    else
-        cp_buf_puts(b, "null");
-    key(b, &first, "small");
-    cp_buf_puts(b, k->small ? "true" : "false");
-    key(b, &first, "layout_transform");
-    cp_buf_puts(b, k->layout_transform ? "true" : "false");
-    key(b, &first, "copy");
-    cp_buf_puts(b, k->copy ? "true" : "false");
-    key(b, &first, "compute");
-    cp_buf_puts(b, k->compute ? "true" : "false");
-    cp_buf_putc(b, '}');
+    for (size_t i = 0; ok && i < sizeof v / sizeof v[0]; i++)
+        ok = cp_json_set_num(o, names[i], v[i]);
+    ok = ok &&
+         cp_json_set(o, "bound",
+                     k->has_bound ? cp_json_str(k->memory_bound ? "memory" : "compute")
+                                  : json_null()) &&
+         cp_json_set_bool(o, "small", k->small) &&
+         cp_json_set_bool(o, "layout_transform", k->layout_transform) &&
+         cp_json_set_bool(o, "copy", k->copy) && cp_json_set_bool(o, "compute", k->compute);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
-static void pattern_json(struct cp_buf *b, const struct cp_pattern *p)
+static json_t *pattern_json(const struct cp_pattern *p)
 {
-    cp_buf_puts(b, "{\"kind\":");
-    cp_buf_json_str(b, p->kind);
-    cp_buf_puts(b, ",\"fix_pass\":");
-    cp_buf_json_str(b, p->fix_pass);
-    cp_buf_printf(b, ",\"fix_pass_off\":%s,\"fix_hint\":", p->fix_pass_off ? "true" : "false");
-    cp_buf_json_str(b, p->fix_hint);
-    cp_buf_puts(b, ",\"kernels\":[");
-    for (size_t i = 0; i < p->n; i++)
-        cp_buf_printf(b, "%s%zu", i ? "," : "", p->kernels[i]);
-    cp_buf_puts(b, "],\"nodes\":");
-    raw_array(b, p->nodes_json);
-    cp_buf_puts(b, ",\"origins\":");
-    raw_array(b, p->origins_json);
-    cp_buf_puts(b, ",\"time_ns\":");
-    num(b, p->time_ns);
-    cp_buf_puts(b, ",\"time_share\":");
-    num(b, p->time_share);
-    cp_buf_putc(b, '}');
+    json_t *o = json_object(), *kernels = json_array();
+    bool ok = o && kernels;
+    for (size_t i = 0; ok && i < p->n; i++)
+        ok = cp_json_push(kernels, cp_json_int((int64_t)p->kernels[i]));
+    ok = ok && cp_json_set_str(o, "kind", p->kind) && cp_json_set_str(o, "fix_pass", p->fix_pass) &&
+         cp_json_set_bool(o, "fix_pass_off", p->fix_pass_off) &&
+         cp_json_set_str(o, "fix_hint", p->fix_hint);
+    if (ok) {
+        ok = cp_json_set(o, "kernels", kernels);
+        kernels = NULL;
+    }
+    ok = ok && cp_json_set(o, "nodes", array_text(p->nodes_json)) &&
+         cp_json_set(o, "origins", array_text(p->origins_json)) &&
+         cp_json_set_num(o, "time_ns", p->time_ns) &&
+         cp_json_set_num(o, "time_share", p->time_share);
+    json_decref(kernels);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
-void cp_features_json(const struct cp_features *f, struct cp_buf *out)
+static json_t *op_type_json(const struct cp_op_type_feat *t)
+{
+    json_t *o = json_object();
+    if (o && cp_json_set_str(o, "op_type", t->op_type) &&
+        cp_json_set_int(o, "kernels", (int64_t)t->n_kernels) &&
+        cp_json_set_num(o, "time_ns", t->time_ns) &&
+        cp_json_set_num(o, "time_share", t->time_share))
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+json_t *cp_features_to_json(const struct cp_features *f)
 {
     size_t n;
     const char *const *names = cp_features_scalar_names(&n);
-    cp_buf_printf(out, "{\"run\":%lld,\"scalars\":{", (long long)f->run_id);
-    bool first = true;
-    for (size_t i = 0; i < n; i++) {
+    json_t *o = json_object(), *scalars = json_object(), *absent = json_object();
+    json_t *kernels = json_array(), *ops = json_array(), *patterns = json_array();
+    bool ok = o && scalars && absent && kernels && ops && patterns;
+    for (size_t i = 0; ok && i < n; i++) {
         double v;
-        key(out, &first, names[i]);
         if (cp_features_get(f, names[i], &v))
-            num(out, v);
+            ok = cp_json_set_num(scalars, names[i], v);
         else
-            cp_buf_puts(out, "null");
+            ok = cp_json_set(scalars, names[i], json_null()) &&
+                 cp_json_set_str(absent, names[i], cp_features_absent_reason(f, names[i]));
     }
-    cp_buf_puts(out, "},\"absent\":{");
-    first = true;
-    for (size_t i = 0; i < n; i++) {
-        double v;
-        if (cp_features_get(f, names[i], &v))
-            continue;
-        key(out, &first, names[i]);
-        cp_buf_json_str(out, cp_features_absent_reason(f, names[i]));
+    for (size_t i = 0; ok && i < f->n_kernels; i++)
+        ok = cp_json_push(kernels, kernel_json(&f->kernels[i]));
+    for (size_t i = 0; ok && i < f->n_op_types; i++)
+        ok = cp_json_push(ops, op_type_json(&f->op_types[i]));
+    for (size_t i = 0; ok && i < f->n_patterns; i++)
+        ok = cp_json_push(patterns, pattern_json(&f->patterns[i]));
+    ok = ok && cp_json_set_int(o, "run", f->run_id);
+    /* each set steals its value: clear the local so the cleanup skips it */
+    json_t **parts[] = {&scalars, &absent, &kernels, &ops, &patterns};
+    static const char *const keys[] = {"scalars", "absent", "kernels", "op_types", "patterns"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        if (ok)
+            ok = cp_json_set(o, keys[i], *parts[i]);
+        else
+            json_decref(*parts[i]);
+        *parts[i] = NULL;
     }
-    cp_buf_puts(out, "},\"kernels\":[");
-    for (size_t i = 0; i < f->n_kernels; i++) {
-        if (i)
-            cp_buf_putc(out, ',');
-        kernel_json(out, &f->kernels[i]);
-    }
-    cp_buf_puts(out, "],\"op_types\":[");
-    for (size_t i = 0; i < f->n_op_types; i++) {
-        const struct cp_op_type_feat *o = &f->op_types[i];
-        cp_buf_puts(out, i ? ",{\"op_type\":" : "{\"op_type\":");
-        cp_buf_json_str(out, o->op_type);
-        cp_buf_printf(out, ",\"kernels\":%zu,\"time_ns\":", o->n_kernels);
-        num(out, o->time_ns);
-        cp_buf_puts(out, ",\"time_share\":");
-        num(out, o->time_share);
-        cp_buf_putc(out, '}');
-    }
-    cp_buf_puts(out, "],\"patterns\":[");
-    for (size_t i = 0; i < f->n_patterns; i++) {
-        if (i)
-            cp_buf_putc(out, ',');
-        pattern_json(out, &f->patterns[i]);
-    }
-    cp_buf_puts(out, "]}");
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }

@@ -141,8 +141,13 @@ void cp_analysis_release(struct cp_analysis *a);
 void cp_rules_skeleton(const struct cp_finding *f, const struct cp_features *feat,
                        struct cp_buf *out);
 
-/* The findings as a JSON array, appended to `out`. */
-void cp_analysis_json(const struct cp_analysis *a, struct cp_buf *out);
+/* The findings as a JSON array (core/json.h), best first: rank, rule,
+ * bottleneck_type, root_cause, title, confidence, score, time_share,
+ * expected_gain, nodes, kernels, change, risks, violates_constraints,
+ * violation, missing_features, evidence, unclassified; a number that is
+ * not finite is null. A new reference the caller releases with
+ * json_decref; NULL when out of memory. */
+json_t *cp_analysis_to_json(const struct cp_analysis *a);
 
 /* ---- the whole diagnosis of one run, as analyze, suggest and the tuner
  * need it ------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /* The engine: rules against features, findings with confidence, expected
  * gain and the change that addresses them. */
+#include "core/json.h"
 #include "rules/rules_internal.h"
 #include "om/config.h"
 
@@ -216,7 +217,7 @@ static enum cp_status affected_nodes(const struct cp_features *f, const struct c
         if ((st = number(pred, &e1, &c, d)) != CP_OK || !(c >= 1))
             continue;
         const struct cp_kernel_feat *k = &f->kernels[i];
-        json_array_append_new(conv, json_string(k->node));
+        cp_json_push(conv, cp_json_str(k->node));
         json_t *orig = k->origins ? json_loads(k->origins, 0, NULL) : NULL;
         size_t j;
         json_t *v;
@@ -232,8 +233,8 @@ static enum cp_status affected_nodes(const struct cp_features *f, const struct c
         json_decref(orig);
     }
     if (st == CP_OK) {
-        *nodes = json_dumps(onnx, JSON_COMPACT);
-        *kernels = json_dumps(conv, JSON_COMPACT);
+        *nodes = cp_json_text(onnx);
+        *kernels = cp_json_text(conv);
         if (!*nodes || !*kernels)
             st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     }
@@ -512,7 +513,7 @@ static enum cp_status unclassified(const struct cp_features *f, struct cp_analys
         for (size_t i = 0; i < f->n_kernels; i++) {
             if (strcmp(f->kernels[i].op_type, top->op_type) != 0)
                 continue;
-            json_array_append_new(conv, json_string(f->kernels[i].node));
+            cp_json_push(conv, cp_json_str(f->kernels[i].node));
             json_t *orig = json_loads(f->kernels[i].origins, 0, NULL);
             json_array_extend(onnx, orig);
             json_decref(orig);
@@ -540,8 +541,8 @@ static enum cp_status unclassified(const struct cp_features *f, struct cp_analys
     fd.gain = fd.gain_lo = 0;   /* unknown: nothing is promised ... */
     fd.gain_hi = fd.time_share; /* ... beyond removing the hotspot entirely */
     fd.risk_precision_loss = fd.risk_memory = NAN;
-    fd.nodes_json = json_dumps(onnx, JSON_COMPACT);
-    fd.kernels_json = json_dumps(conv, JSON_COMPACT);
+    fd.nodes_json = onnx && conv ? cp_json_text(onnx) : NULL;
+    fd.kernels_json = onnx && conv ? cp_json_text(conv) : NULL;
     fd.evidence = cp_buf_steal(&ev);
     fd.missing = cp_strdup("");
     fd.violation = cp_strdup("");

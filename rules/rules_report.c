@@ -1,83 +1,89 @@
 /* Findings as JSON, and rule skeletons for what no rule explains. */
+#include "core/json.h"
 #include "rules/rules_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-static void num(struct cp_buf *b, double v)
+/* A NULL-terminated list of strings as a JSON array. */
+static json_t *strv(char *const *v)
 {
-    if (isfinite(v))
-        cp_buf_printf(b, "%.6g", v);
-    else
-        cp_buf_puts(b, "null");
+    json_t *a = json_array();
+    for (size_t i = 0; a && v && v[i]; i++)
+        if (!cp_json_push(a, cp_json_str(v[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
 }
 
-static void strv(struct cp_buf *b, char *const *v)
+/* A JSON array kept as text (a finding's nodes and kernels), or [] */
+static json_t *array_text(const char *s)
 {
-    cp_buf_putc(b, '[');
-    for (size_t i = 0; v && v[i]; i++) {
-        if (i)
-            cp_buf_putc(b, ',');
-        cp_buf_json_str(b, v[i]);
-    }
-    cp_buf_putc(b, ']');
+    json_t *j = s ? json_loads(s, 0, NULL) : NULL;
+    if (json_is_array(j))
+        return j;
+    json_decref(j);
+    return json_array();
 }
 
-void cp_analysis_json(const struct cp_analysis *a, struct cp_buf *out)
+static json_t *finding_json(const struct cp_finding *f, size_t rank)
 {
-    cp_buf_putc(out, '[');
-    for (size_t i = 0; i < a->n; i++) {
-        const struct cp_finding *f = &a->findings[i];
-        cp_buf_puts(out, i ? ",{" : "{");
-        cp_buf_printf(out, "\"rank\":%zu,\"rule\":", i + 1);
-        cp_buf_json_str(out, f->rule);
-        cp_buf_puts(out, ",\"bottleneck_type\":");
-        cp_buf_json_str(out, f->bottleneck_type);
-        cp_buf_puts(out, ",\"root_cause\":");
-        cp_buf_json_str(out, f->root_cause);
-        cp_buf_puts(out, ",\"title\":");
-        cp_buf_json_str(out, f->title);
-        cp_buf_puts(out, ",\"confidence\":");
-        cp_buf_json_str(out, cp_confidence_name(f->confidence));
-        cp_buf_puts(out, ",\"score\":");
-        num(out, f->score);
-        cp_buf_puts(out, ",\"time_share\":");
-        num(out, f->time_share);
-        cp_buf_puts(out, ",\"expected_gain\":{\"latency_saved\":");
-        num(out, f->gain);
-        cp_buf_puts(out, ",\"low\":");
-        num(out, f->gain_lo);
-        cp_buf_puts(out, ",\"high\":");
-        num(out, f->gain_hi);
-        cp_buf_puts(out, ",\"speedup_prior\":");
-        num(out, f->speedup);
-        cp_buf_puts(out, "},\"nodes\":");
-        cp_buf_puts(out, f->nodes_json ? f->nodes_json : "[]");
-        cp_buf_puts(out, ",\"kernels\":");
-        cp_buf_puts(out, f->kernels_json ? f->kernels_json : "[]");
-        cp_buf_puts(out, ",\"change\":{\"summary\":");
-        cp_buf_json_str(out, f->change.summary);
-        cp_buf_puts(out, ",\"convert\":");
-        strv(out, f->change.convert);
-        cp_buf_puts(out, ",\"fusion_switches\":");
-        strv(out, f->change.fusion_switches);
-        cp_buf_puts(out, ",\"runtime\":");
-        strv(out, f->change.runtime);
-        cp_buf_puts(out, "},\"risks\":{\"precision_loss_pct\":");
-        num(out, f->risk_precision_loss);
-        cp_buf_puts(out, ",\"memory_change\":");
-        num(out, f->risk_memory);
-        cp_buf_printf(
-            out, "},\"violates_constraints\":%s,\"violation\":", f->violates ? "true" : "false");
-        cp_buf_json_str(out, f->violation);
-        cp_buf_puts(out, ",\"missing_features\":");
-        cp_buf_json_str(out, f->missing);
-        cp_buf_puts(out, ",\"evidence\":");
-        cp_buf_json_str(out, f->evidence);
-        cp_buf_printf(out, ",\"unclassified\":%s}", f->unclassified ? "true" : "false");
+    json_t *o = json_object(), *gain = json_object(), *change = json_object(),
+           *risks = json_object();
+    bool ok = o && gain && change && risks && cp_json_set_num(gain, "latency_saved", f->gain) &&
+              cp_json_set_num(gain, "low", f->gain_lo) &&
+              cp_json_set_num(gain, "high", f->gain_hi) &&
+              cp_json_set_num(gain, "speedup_prior", f->speedup) &&
+              cp_json_set_str(change, "summary", f->change.summary) &&
+              cp_json_set(change, "convert", strv(f->change.convert)) &&
+              cp_json_set(change, "fusion_switches", strv(f->change.fusion_switches)) &&
+              cp_json_set(change, "runtime", strv(f->change.runtime)) &&
+              cp_json_set_num(risks, "precision_loss_pct", f->risk_precision_loss) &&
+              cp_json_set_num(risks, "memory_change", f->risk_memory);
+    ok = ok && cp_json_set_int(o, "rank", (int64_t)rank) && cp_json_set_str(o, "rule", f->rule) &&
+         cp_json_set_str(o, "bottleneck_type", f->bottleneck_type) &&
+         cp_json_set_str(o, "root_cause", f->root_cause) && cp_json_set_str(o, "title", f->title) &&
+         cp_json_set_str(o, "confidence", cp_confidence_name(f->confidence)) &&
+         cp_json_set_num(o, "score", f->score) && cp_json_set_num(o, "time_share", f->time_share);
+    if (ok) {
+        ok = cp_json_set(o, "expected_gain", gain);
+        gain = NULL;
     }
-    cp_buf_putc(out, ']');
+    ok = ok && cp_json_set(o, "nodes", array_text(f->nodes_json)) &&
+         cp_json_set(o, "kernels", array_text(f->kernels_json));
+    if (ok) {
+        ok = cp_json_set(o, "change", change);
+        change = NULL;
+    }
+    if (ok) {
+        ok = cp_json_set(o, "risks", risks);
+        risks = NULL;
+    }
+    ok = ok && cp_json_set_bool(o, "violates_constraints", f->violates) &&
+         cp_json_set_str(o, "violation", f->violation) &&
+         cp_json_set_str(o, "missing_features", f->missing) &&
+         cp_json_set_str(o, "evidence", f->evidence) &&
+         cp_json_set_bool(o, "unclassified", f->unclassified);
+    json_decref(gain);
+    json_decref(change);
+    json_decref(risks);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+json_t *cp_analysis_to_json(const struct cp_analysis *a)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < a->n; i++)
+        if (!cp_json_push(arr, finding_json(&a->findings[i], i + 1))) {
+            json_decref(arr);
+            return NULL;
+        }
+    return arr;
 }
 
 void cp_rules_skeleton(const struct cp_finding *f, const struct cp_features *feat,

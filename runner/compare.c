@@ -138,12 +138,15 @@ enum cp_status cp_tensor_compare(const struct cp_host_tensor *ref,
     out->rel_l2 = cp_rel_l2(diff_sq, ref_sq);
     if (out->n_nonfinite_mismatch)
         out->rel_l2 = INFINITY;
-    if (ref_sq == 0 && cand_sq == 0)
+    /* Equal values are exactly similar: the division below rounds a cosine
+     * of equal vectors to 1 - 1 ulp as often as not, and JSON's 17 digits
+     * show it. */
+    if ((ref_sq == 0 && cand_sq == 0) || (diff_sq == 0 && !out->n_nonfinite_mismatch))
         out->cosine = 1;
     else if (ref_sq == 0 || cand_sq == 0)
         out->cosine = 0;
     else
-        out->cosine = dot / (sqrt(ref_sq) * sqrt(cand_sq));
+        out->cosine = fmin(1.0, fmax(-1.0, dot / (sqrt(ref_sq) * sqrt(cand_sq))));
     out->within = out->n_beyond == 0;
     return CP_OK;
 }

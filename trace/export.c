@@ -1,5 +1,6 @@
 /* Export entry points and what the exporters share: the kernel table of a
- * run and careful JSON output. */
+ * run, with each kernel's Chrome args built once (core/json.h). */
+#include "core/json.h"
 #include "trace/trace_internal.h"
 
 #include <jansson.h>
@@ -48,123 +49,52 @@ enum cp_status cp_trace_export_buf(struct cp_trace_store *s, int64_t run_id,
     return cp_diag_set(d, CP_ERR_UNSUPPORTED, "%s: unknown export format %d", s->path, (int)fmt);
 }
 
-enum cp_status cp_trace_export(struct cp_trace_store *s, int64_t run_id, enum cp_trace_format fmt,
-                               const char *out_path, struct cp_diag *d)
+/* The number of events of run `run`. */
+static enum cp_status count_events(struct cp_trace_store *s, int64_t run, size_t *n,
+                                   struct cp_diag *d)
 {
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM events WHERE run_id = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return cp_trace_store_db_error(s, d, "counting events");
+    sqlite3_bind_int64(st, 1, run);
+    enum cp_status ret = CP_OK;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *n = (size_t)sqlite3_column_int64(st, 0);
+    else
+        ret = cp_trace_store_db_error(s, d, "counting events");
+    sqlite3_finalize(st);
+    return ret;
+}
+
+enum cp_status cp_trace_export_file(struct cp_trace_store *s, int64_t run_id,
+                                    enum cp_trace_format fmt, const char *out_path,
+                                    struct cp_trace_export_info *info, struct cp_diag *d)
+{
+    struct cp_trace_export_info got = {0};
+    if (info)
+        *info = got;
+    enum cp_status st = cp_trace_store_resolve_run(s, run_id, &got.run, d);
     struct cp_buf b;
     cp_buf_init(&b);
-    enum cp_status st = cp_trace_export_buf(s, run_id, fmt, &b, d);
+    if (st == CP_OK && info)
+        st = count_events(s, got.run, &got.events, d);
+    if (st == CP_OK)
+        st = cp_trace_export_buf(s, got.run, fmt, &b, d);
     if (st == CP_OK)
         st = cp_file_write_atomic(out_path, b.data ? b.data : "", b.len, d);
+    got.bytes = b.len;
     cp_buf_release(&b);
+    if (st == CP_OK && info)
+        *info = got;
     return st;
 }
 
-/* ---- JSON ------------------------------------------------------------------ */
-
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one
- * (stray continuation byte, overlong form, surrogate, beyond U+10FFFF,
- * truncated). */
-static size_t utf8_seq_len(const unsigned char *p)
+enum cp_status cp_trace_export(struct cp_trace_store *s, int64_t run_id, enum cp_trace_format fmt,
+                               const char *out_path, struct cp_diag *d)
 {
-    unsigned c = p[0];
-    size_t n;
-    unsigned cp, min;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xe0) == 0xc0) {
-        n = 2, cp = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        n = 3, cp = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-        n = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) /* also stops at the NUL */
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
-void cp_trace_json_str(struct cp_buf *b, const char *s)
-{
-    cp_buf_putc(b, '"');
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        const unsigned char *run = p;
-        /* Copy plain bytes in one go: the common case. */
-        while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
-            p++;
-        if (p > run)
-            cp_buf_append(b, run, (size_t)(p - run));
-        if (!*p)
-            break;
-        switch (*p) {
-        case '"':
-            cp_buf_puts(b, "\\\"");
-            p++;
-            continue;
-        case '\\':
-            cp_buf_puts(b, "\\\\");
-            p++;
-            continue;
-        case '\n':
-            cp_buf_puts(b, "\\n");
-            p++;
-            continue;
-        case '\t':
-            cp_buf_puts(b, "\\t");
-            p++;
-            continue;
-        default:
-            break;
-        }
-        if (*p < 0x20 || *p == 0x7f) { /* Perfetto refuses raw DEL too */
-            cp_buf_printf(b, "\\u%04x", *p);
-            p++;
-            continue;
-        }
-        size_t n = utf8_seq_len(p);
-        if (n == 0) {
-            cp_buf_puts(b, "\\ufffd");
-            p++;
-        } else {
-            cp_buf_append(b, p, n);
-            p += n;
-        }
-    }
-    cp_buf_putc(b, '"');
-}
-
-void cp_trace_json_text(struct cp_buf *b, const char *json)
-{
-    if (!json) {
-        cp_buf_puts(b, "null");
-        return;
-    }
-    json_t *v = json_loads(json, JSON_DECODE_ANY, NULL);
-    char *dumped = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    if (dumped)
-        cp_buf_puts(b, dumped);
-    else
-        cp_trace_json_str(b, json);
-    free(dumped);
-    json_decref(v);
-}
-
-void cp_trace_json_num(struct cp_buf *b, double v)
-{
-    if (!isfinite(v))
-        cp_buf_puts(b, "null");
-    else if (v == (double)(int64_t)v && fabs(v) < 9e15)
-        cp_buf_printf(b, "%lld", (long long)v);
-    else
-        cp_buf_printf(b, "%.17g", v);
+    return cp_trace_export_file(s, run_id, fmt, out_path, NULL, d);
 }
 
 /* ---- kernels --------------------------------------------------------------- */
@@ -201,34 +131,37 @@ static char *column_dup(sqlite3_stmt *st, int col)
     return cp_strdup(v ? v : "?");
 }
 
-/* The Chrome args members of one kernel (the event adds its iteration). */
-static char *render_args(sqlite3_stmt *st)
+/* A number column as JSON: whole numbers as integers (FLOPs and bytes
+ * read 2000000, not 2000000.0), others as reals, NaN and infinities null. */
+static json_t *number_column(sqlite3_stmt *st, int col)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return json_null();
+    double v = sqlite3_column_double(st, col);
+    if (isfinite(v) && v == (double)(int64_t)v && fabs(v) < 9e15)
+        return cp_json_int((int64_t)v);
+    return cp_json_num(v);
+}
+
+/* The Chrome args of one kernel; the exporter adds its iteration. */
+static json_t *kernel_args(sqlite3_stmt *st)
+{
+    json_t *o = json_object();
+    bool ok = o != NULL;
     static const char *const text_keys[] = {"node", "op_type", "impl"};
-    for (int i = 0; i < 3; i++) {
-        cp_buf_printf(&b, "%s\"%s\":", i ? "," : "", text_keys[i]);
-        const char *v = (const char *)sqlite3_column_text(st, 1 + i);
-        if (v)
-            cp_trace_json_str(&b, v);
-        else
-            cp_buf_puts(&b, "null");
-    }
+    for (int i = 0; ok && i < 3; i++)
+        ok = cp_json_set_str(o, text_keys[i], (const char *)sqlite3_column_text(st, 1 + i));
+    /* JSON columns embedded as JSON (text that does not parse: a string) */
     static const char *const json_keys[] = {"origins", "inputs", "outputs"};
-    for (int i = 0; i < 3; i++) {
-        cp_buf_printf(&b, ",\"%s\":", json_keys[i]);
-        cp_trace_json_text(&b, (const char *)sqlite3_column_text(st, 4 + i));
-    }
-    cp_buf_puts(&b, ",\"flops\":");
-    cp_trace_json_num(&b, sqlite3_column_double(st, 7));
-    cp_buf_puts(&b, ",\"bytes\":");
-    cp_trace_json_num(&b, sqlite3_column_double(st, 8));
-    if (cp_buf_status(&b) != CP_OK) {
-        cp_buf_release(&b);
-        return NULL;
-    }
-    return cp_buf_steal(&b);
+    for (int i = 0; ok && i < 3; i++)
+        ok = cp_json_set(o, json_keys[i],
+                         cp_json_embed((const char *)sqlite3_column_text(st, 4 + i)));
+    ok = ok && cp_json_set(o, "flops", number_column(st, 7)) &&
+         cp_json_set(o, "bytes", number_column(st, 8));
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
 enum cp_status cp_trace_kinfo_load(struct cp_trace_store *s, int64_t run, bool with_args,
@@ -261,8 +194,12 @@ enum cp_status cp_trace_kinfo_load(struct cp_trace_store *s, int64_t run, bool w
         ki->idx = sqlite3_column_int64(st, 0);
         ki->node = column_dup(st, 1);
         ki->op_type = column_dup(st, 2);
-        if (with_args)
-            ki->args = render_args(st);
+        if (with_args) {
+            json_t *args = kernel_args(st);
+            ki->args = cp_json_text(args);
+            ki->args_len = ki->args ? strlen(ki->args) : 0;
+            json_decref(args);
+        }
         if (!ki->node || !ki->op_type || (with_args && !ki->args))
             goto out_nomem;
     }

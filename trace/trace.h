@@ -334,4 +334,17 @@ enum cp_status cp_trace_export(struct cp_trace_store *s, int64_t run_id, enum cp
 enum cp_status cp_trace_export_buf(struct cp_trace_store *s, int64_t run_id,
                                    enum cp_trace_format fmt, struct cp_buf *out, struct cp_diag *d);
 
+/* What an export wrote: the run (resolved from a run_id < 0), how many
+ * events the run holds (every layer, warm-up included: what a Chrome
+ * export draws, and what a folded one sums), the bytes of the file. */
+struct cp_trace_export_info {
+    int64_t run;
+    size_t events;
+    size_t bytes;
+};
+/* cp_trace_export, saying what it wrote. OUT: *info (zeroed on failure). */
+enum cp_status cp_trace_export_file(struct cp_trace_store *s, int64_t run_id,
+                                    enum cp_trace_format fmt, const char *out_path,
+                                    struct cp_trace_export_info *info, struct cp_diag *d);
+
 #endif

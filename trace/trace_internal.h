@@ -8,6 +8,7 @@
 #include "trace/query.h"
 #include "trace/trace.h"
 #include "core/hashmap.h"
+#include "core/json.h"
 
 #include <sqlite3.h>
 
@@ -86,27 +87,22 @@ enum cp_status cp_trace_q_check_set(struct cp_trace_q *q, const struct cp_trace_
 /* A run's kernel, as the exporters need it. */
 struct cp_trace_kinfo {
     int64_t idx;
-    char *node;    /* never NULL ("?" when the store has none) */
-    char *op_type; /* never NULL */
-    char *args;    /* Chrome args members (no braces), when asked for; else NULL */
+    char *node;      /* never NULL ("?" when the store has none) */
+    char *op_type;   /* never NULL */
+    char *args;      /* when asked for: the Chrome args object as JSON text (core/json.h),
+                        without the event's "iteration"; else NULL */
+    size_t args_len; /* strlen(args) */
 };
 
-/* The kernels of run `run`, sorted by idx. with_args: also render each
- * kernel's Chrome args. OUT: *k (free with cp_trace_kinfo_free), *n. */
+/* The kernels of run `run`, sorted by idx. with_args: also encode each
+ * kernel's Chrome args (node, op_type, impl, origins, inputs, outputs,
+ * flops, bytes). OUT: *k (free with cp_trace_kinfo_free), *n. */
 enum cp_status cp_trace_kinfo_load(struct cp_trace_store *s, int64_t run, bool with_args,
                                    struct cp_trace_kinfo **k, size_t *n, struct cp_diag *d);
 void cp_trace_kinfo_free(struct cp_trace_kinfo *k, size_t n);
 /* The kernel with index idx, or NULL. */
 const struct cp_trace_kinfo *cp_trace_kinfo_find(const struct cp_trace_kinfo *k, size_t n,
                                                  int64_t idx);
-
-/* JSON output: a string literal (invalid UTF-8 becomes U+FFFD, so the
- * output always parses), a value given as JSON text (embedded when it
- * parses, else as a string; NULL becomes null), a finite number (null for
- * NaN and infinities). */
-void cp_trace_json_str(struct cp_buf *b, const char *s);
-void cp_trace_json_text(struct cp_buf *b, const char *json);
-void cp_trace_json_num(struct cp_buf *b, double v);
 
 /* Append run `run` (already resolved: it exists) as Chrome trace-event JSON /
  * folded stacks to `out`. */

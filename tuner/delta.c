@@ -1,4 +1,5 @@
 /* Points of the knob space and the deltas between them. */
+#include "core/json.h"
 #include "tuner/tuner.h"
 
 #include <ctype.h>
@@ -255,26 +256,41 @@ void cp_tune_point_key(const struct cp_tune_point *p, char out[48])
     snprintf(out, 48, "%s/t%d/b%d", id, p->threads, p->batch);
 }
 
-void cp_tune_point_json(const struct cp_tune_point *p, struct cp_buf *out)
+json_t *cp_tune_point_to_json(const struct cp_tune_point *p)
 {
-    cp_buf_puts(out, "{\"config\":");
-    cp_convert_config_json(&p->cfg, out);
-    cp_buf_printf(out, ",\"threads\":%d,\"batch\":%d,\"command\":", p->threads, p->batch);
-    struct cp_buf cmd;
+    struct cp_buf cfg, cmd;
+    cp_buf_init(&cfg);
     cp_buf_init(&cmd);
-    struct cp_convert_config cfg = p->cfg;
-    if (!cfg.output[0]) /* a point has no output of its own: name one */
-        snprintf(cfg.output, sizeof cfg.output, "best");
-    cp_convert_config_cmdline(&cfg, &cmd);
+    cp_convert_config_json(&p->cfg, &cfg);
+    struct cp_convert_config c = p->cfg;
+    if (!c.output[0]) /* a point has no output of its own: name one */
+        snprintf(c.output, sizeof c.output, "best");
+    cp_convert_config_cmdline(&c, &cmd);
     if (p->threads > 0 || p->batch > 0)
         cp_buf_puts(&cmd, "  # then run with");
     if (p->threads > 0)
         cp_buf_printf(&cmd, " --threads %d", p->threads);
     if (p->batch > 0)
         cp_buf_printf(&cmd, " --batch %d", p->batch);
-    cp_buf_json_str(out, cmd.data ? cmd.data : "");
+    json_t *o = json_object();
+    bool ok = o && cp_buf_status(&cfg) == CP_OK && cp_buf_status(&cmd) == CP_OK &&
+              cp_json_set(o, "config", cp_json_embed(cfg.data ? cfg.data : "{}")) &&
+              cp_json_set_int(o, "threads", p->threads) && cp_json_set_int(o, "batch", p->batch) &&
+              cp_json_set_str(o, "command", cmd.data ? cmd.data : "");
+    cp_buf_release(&cfg);
     cp_buf_release(&cmd);
-    cp_buf_putc(out, '}');
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+void cp_tune_point_json(const struct cp_tune_point *p, struct cp_buf *out)
+{
+    json_t *o = cp_tune_point_to_json(p);
+    if (!o || cp_json_dump(o, false, out) != CP_OK)
+        out->failed = true;
+    json_decref(o);
 }
 
 enum cp_status cp_tune_point_from_json(struct cp_tune_point *p, const char *json, struct cp_diag *d)

@@ -1,5 +1,6 @@
 /* What a tuning session tells people: progress lines while it runs, and
  * report.md / report.json when it stops. */
+#include "core/json.h"
 #include "tuner/tuner_internal.h"
 
 #include <jansson.h>
@@ -60,14 +61,6 @@ void cp_tune_progress_step(const struct cp_tune_ctx *c, const struct cp_tune_ste
 
 /* ---- report.json ----------------------------------------------------------------- */
 
-static void num(struct cp_buf *b, double v)
-{
-    if (isfinite(v))
-        cp_buf_printf(b, "%.6g", v);
-    else
-        cp_buf_puts(b, "null");
-}
-
 static void convert_command(const struct cp_tune_opts *o, const struct cp_tune_point *p,
                             const char *output, struct cp_buf *out)
 {
@@ -90,102 +83,112 @@ static void runtime_flags(const struct cp_tune_point *p, struct cp_buf *out)
         cp_buf_printf(out, " --batch %d", p->batch);
 }
 
-static void point_json(const struct cp_tune_point *p, struct cp_buf *b)
+/* [lo, hi] */
+static json_t *pair(double lo, double hi)
 {
-    cp_tune_point_json(p, b);
+    json_t *a = json_array();
+    if (a && cp_json_push(a, cp_json_num(lo)) && cp_json_push(a, cp_json_num(hi)))
+        return a;
+    json_decref(a);
+    return NULL;
 }
 
-static void write_json(const struct cp_tune_opts *o, const struct cp_tune_result *r,
-                       const char *cmd, struct cp_buf *b)
+static json_t *step_json(const struct cp_tune_step *s)
 {
-    cp_buf_puts(b, "{\"model\":");
-    cp_buf_json_str(b, o->model);
-    cp_buf_printf(b,
-                  ",\"session\":%lld,\"target\":\"%s\",\"constraints\":", (long long)r->session_id,
-                  cp_target_name(o->target));
+    json_t *o = json_object();
+    if (o && cp_json_set_int(o, "step", s->step) && cp_json_set_str(o, "delta", s->delta) &&
+        cp_json_set_str(o, "source", s->source) && cp_json_set_str(o, "status", s->status) &&
+        cp_json_set_str(o, "reason", s->reason) &&
+        cp_json_set_num(o, "expected_gain", s->expected_gain) &&
+        cp_json_set_num(o, "measured_gain", s->measured_gain) &&
+        cp_json_set(o, "ci", pair(s->ci_lo, s->ci_hi)) && cp_json_set_num(o, "p", s->p) &&
+        cp_json_set_num(o, "precision_loss_pct", s->precision_loss) &&
+        cp_json_set_int(o, "memory_bytes", (int64_t)s->memory_bytes) &&
+        cp_json_set_num(o, "median_ms", s->after_ns / 1e6) &&
+        cp_json_set_str(o, "om", s->om_path) && cp_json_set_str(o, "trace", s->trace_path))
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+/* {"point","median_ms","items_per_s","memory_bytes","precision_loss_pct"}
+ * of the baseline or the best. */
+static json_t *side_json(const struct cp_tune_point *p, double ns, double items_s, uint64_t memory,
+                         double loss)
+{
+    json_t *o = json_object();
+    if (o && cp_json_set(o, "point", cp_tune_point_to_json(p)) &&
+        cp_json_set_num(o, "median_ms", ns / 1e6) && cp_json_set_num(o, "items_per_s", items_s) &&
+        cp_json_set_int(o, "memory_bytes", (int64_t)memory) &&
+        cp_json_set_num(o, "precision_loss_pct", loss))
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+/* The figure to quote: both measured interleaved at the end. */
+static json_t *against_json(const struct cp_tune_opts *o, const struct cp_tune_result *r)
+{
+    json_t *a = json_object();
+    if (a &&
+        cp_json_set_str(a, "metric",
+                        o->target == CP_TARGET_THROUGHPUT ? "throughput" : "latency") &&
+        cp_json_set_num(a, "gain_pct", 100 * r->final_change) &&
+        cp_json_set(a, "ci_pct", pair(100 * r->final_ci_lo, 100 * r->final_ci_hi)) &&
+        cp_json_set_num(a, "p", r->final_p) &&
+        cp_json_set_num(a, "baseline_median_ms", r->final_baseline_ns / 1e6) &&
+        cp_json_set_num(a, "best_median_ms", r->final_best_ns / 1e6))
+        return a;
+    json_decref(a);
+    return NULL;
+}
+
+/* report.json's object; NULL when out of memory. */
+static json_t *report_json(const struct cp_tune_opts *o, const struct cp_tune_result *r,
+                           const char *cmd)
+{
     struct cp_buf ct;
     cp_buf_init(&ct);
     cp_constraints_format(&o->constraints, &ct);
-    cp_buf_json_str(b, ct.data ? ct.data : "");
-    cp_buf_release(&ct);
-    cp_buf_printf(b, ",\"budget\":%d,\"evaluations\":%d,\"stop_reason\":", o->budget,
-                  r->evaluations);
-    cp_buf_json_str(b, r->stop_reason);
-    cp_buf_printf(b, ",\"resumed\":%s,\"interrupted\":%s,\"baseline\":{\"point\":",
-                  r->resumed ? "true" : "false", r->interrupted ? "true" : "false");
-    point_json(&r->baseline, b);
-    cp_buf_puts(b, ",\"median_ms\":");
-    num(b, r->baseline_ns / 1e6);
-    cp_buf_puts(b, ",\"items_per_s\":");
-    num(b, r->baseline_items_s);
-    cp_buf_printf(b, ",\"memory_bytes\":%llu,\"precision_loss_pct\":",
-                  (unsigned long long)r->baseline_memory);
-    num(b, r->baseline_precision_loss);
-    cp_buf_puts(b, "},\"steps\":[");
-    for (size_t i = 0; i < r->n_steps; i++) {
-        const struct cp_tune_step *s = &r->steps[i];
-        cp_buf_printf(b, "%s{\"step\":%d,\"delta\":", i ? "," : "", s->step);
-        cp_buf_json_str(b, s->delta);
-        cp_buf_puts(b, ",\"source\":");
-        cp_buf_json_str(b, s->source);
-        cp_buf_puts(b, ",\"status\":");
-        cp_buf_json_str(b, s->status);
-        cp_buf_puts(b, ",\"reason\":");
-        cp_buf_json_str(b, s->reason);
-        cp_buf_puts(b, ",\"expected_gain\":");
-        num(b, s->expected_gain);
-        cp_buf_puts(b, ",\"measured_gain\":");
-        num(b, s->measured_gain);
-        cp_buf_puts(b, ",\"ci\":[");
-        num(b, s->ci_lo);
-        cp_buf_putc(b, ',');
-        num(b, s->ci_hi);
-        cp_buf_puts(b, "],\"p\":");
-        num(b, s->p);
-        cp_buf_puts(b, ",\"precision_loss_pct\":");
-        num(b, s->precision_loss);
-        cp_buf_printf(b,
-                      ",\"memory_bytes\":%llu,\"median_ms\":", (unsigned long long)s->memory_bytes);
-        num(b, s->after_ns / 1e6);
-        cp_buf_puts(b, ",\"om\":");
-        cp_buf_json_str(b, s->om_path);
-        cp_buf_puts(b, ",\"trace\":");
-        cp_buf_json_str(b, s->trace_path);
-        cp_buf_putc(b, '}');
+    json_t *j = json_object(), *steps = json_array();
+    json_t *best =
+        side_json(&r->best, r->best_ns, r->best_items_s, r->best_memory, r->best_precision_loss);
+    bool ok = j && steps && best && cp_buf_status(&ct) == CP_OK;
+    for (size_t i = 0; ok && i < r->n_steps; i++)
+        ok = cp_json_push(steps, step_json(&r->steps[i]));
+    ok = ok &&
+         cp_json_set_num(best, "latency_change_pct", 100 * (r->best_ns / r->baseline_ns - 1)) &&
+         cp_json_set_num(best, "throughput_change_pct",
+                         100 * (r->best_items_s / r->baseline_items_s - 1)) &&
+         cp_json_set(best, "against_baseline", against_json(o, r)) &&
+         cp_json_set_str(best, "om", r->best_om) && cp_json_set_str(best, "convert_command", cmd);
+    ok = ok && cp_json_set_str(j, "model", o->model) &&
+         cp_json_set_int(j, "session", r->session_id) &&
+         cp_json_set_str(j, "target", cp_target_name(o->target)) &&
+         cp_json_set_str(j, "constraints", ct.data ? ct.data : "") &&
+         cp_json_set_int(j, "budget", o->budget) &&
+         cp_json_set_int(j, "evaluations", r->evaluations) &&
+         cp_json_set_str(j, "stop_reason", r->stop_reason) &&
+         cp_json_set_bool(j, "resumed", r->resumed) &&
+         cp_json_set_bool(j, "interrupted", r->interrupted) &&
+         cp_json_set(j, "baseline",
+                     side_json(&r->baseline, r->baseline_ns, r->baseline_items_s,
+                               r->baseline_memory, r->baseline_precision_loss));
+    if (ok) {
+        ok = cp_json_set(j, "steps", steps);
+        steps = NULL;
     }
-    cp_buf_puts(b, "],\"best\":{\"point\":");
-    point_json(&r->best, b);
-    cp_buf_puts(b, ",\"median_ms\":");
-    num(b, r->best_ns / 1e6);
-    cp_buf_puts(b, ",\"items_per_s\":");
-    num(b, r->best_items_s);
-    cp_buf_printf(
-        b, ",\"memory_bytes\":%llu,\"precision_loss_pct\":", (unsigned long long)r->best_memory);
-    num(b, r->best_precision_loss);
-    cp_buf_puts(b, ",\"latency_change_pct\":");
-    num(b, 100 * (r->best_ns / r->baseline_ns - 1));
-    cp_buf_puts(b, ",\"throughput_change_pct\":");
-    num(b, 100 * (r->best_items_s / r->baseline_items_s - 1));
-    /* the figure to quote: both measured interleaved at the end */
-    cp_buf_printf(b, ",\"against_baseline\":{\"metric\":\"%s\",\"gain_pct\":",
-                  o->target == CP_TARGET_THROUGHPUT ? "throughput" : "latency");
-    num(b, 100 * r->final_change);
-    cp_buf_puts(b, ",\"ci_pct\":[");
-    num(b, 100 * r->final_ci_lo);
-    cp_buf_putc(b, ',');
-    num(b, 100 * r->final_ci_hi);
-    cp_buf_puts(b, "],\"p\":");
-    num(b, r->final_p);
-    cp_buf_puts(b, ",\"baseline_median_ms\":");
-    num(b, r->final_baseline_ns / 1e6);
-    cp_buf_puts(b, ",\"best_median_ms\":");
-    num(b, r->final_best_ns / 1e6);
-    cp_buf_putc(b, '}');
-    cp_buf_puts(b, ",\"om\":");
-    cp_buf_json_str(b, r->best_om);
-    cp_buf_puts(b, ",\"convert_command\":");
-    cp_buf_json_str(b, cmd);
-    cp_buf_puts(b, "}}\n");
+    if (ok) {
+        ok = cp_json_set(j, "best", best);
+        best = NULL;
+    }
+    json_decref(steps);
+    json_decref(best);
+    cp_buf_release(&ct);
+    if (ok)
+        return j;
+    json_decref(j);
+    return NULL;
 }
 
 /* ---- report.md ---------------------------------------------------------------------- */
@@ -299,7 +302,12 @@ enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune
     char out[1100];
     snprintf(out, sizeof out, "%s/best", o->out_dir);
     convert_command(o, &r->best, out, &cmd);
-    write_json(o, r, cmd.data ? cmd.data : "", &json);
+    /* one line, as `tune --json` prints it */
+    json_t *j = report_json(o, r, cmd.data ? cmd.data : "");
+    if (!j || cp_json_dump(j, false, &json) != CP_OK)
+        json.failed = true;
+    cp_buf_putc(&json, '\n');
+    json_decref(j);
     write_md(o, r, cmd.data ? cmd.data : "", &md);
     char copy[sizeof r->best.cfg.fusion_switches];
     snprintf(copy, sizeof copy, "%s", r->best.cfg.fusion_switches);

@@ -38,6 +38,7 @@
 
 #include "atc_bridge/convert.h"
 #include "core/core.h"
+#include "core/json.h"
 #include "rules/constraints.h"
 #include "rules/rules.h"
 #include "runner/measure.h"
@@ -99,8 +100,12 @@ void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point 
  * out[48]. */
 void cp_tune_point_key(const struct cp_tune_point *p, char out[48]);
 
-/* The point as JSON {"config":{...},"threads":N,"batch":N,"command":"cannprof convert ..."},
- * and back (the command is for people and is not read back). */
+/* The point as JSON {"config":{...},"threads":N,"batch":N,"command":"cannprof convert ..."}
+ * (core/json.h), and back (the command is for people and is not read
+ * back). cp_tune_point_to_json returns a new reference (json_decref), NULL
+ * when out of memory; cp_tune_point_json appends the same object as
+ * compact text to `out` (out of memory marks `out` failed). */
+json_t *cp_tune_point_to_json(const struct cp_tune_point *p);
 void cp_tune_point_json(const struct cp_tune_point *p, struct cp_buf *out);
 enum cp_status cp_tune_point_from_json(struct cp_tune_point *p, const char *json,
                                        struct cp_diag *d);

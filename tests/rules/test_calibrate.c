@@ -150,6 +150,22 @@ Test(calibrate, peak_and_ridge_follow_threads_and_dtype)
     cr_assert_eq(cp_machine_peak_flops(&none, false, 1), 0);
 }
 
+/* A figure that is not a number must not read as a measured 0. */
+Test(calibrate, json_writes_a_figure_that_is_not_finite_as_null)
+{
+    struct cp_machine m = {
+        .threads_used = 2, .peak_flops_f32 = NAN, .mem_bw = INFINITY, .load_avg = 0.5};
+    snprintf(m.cpu_model, sizeof m.cpu_model, "cpu \xff");
+    json_t *j = cp_machine_to_json(&m);
+    cr_assert_not_null(j);
+    cr_assert(json_is_null(json_object_get(j, "peak_flops_f32")));
+    cr_assert(json_is_null(json_object_get(j, "mem_bw")));
+    cr_assert_float_eq(json_number_value(json_object_get(j, "load_avg")), 0.5, 1e-12);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "cpu_model")), "cpu \xef\xbf\xbd",
+                     "invalid UTF-8 is repaired, not replaced by '?'");
+    json_decref(j);
+}
+
 /* ---- the cache --------------------------------------------------------------- */
 
 Test(calibrate, cache_round_trip_gives_the_same_numbers)

@@ -733,11 +733,11 @@ Test(rules_load, an_analysis_without_findings_is_empty)
     cr_assert_eq(cp_rules_analyze(rs, f, &o, &a, &d), CP_OK, "%s", d.msg);
     cr_assert_eq(a.n, 0);
     cr_assert_eq(a.rules_evaluated, 1);
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_analysis_json(&a, &b);
-    cr_assert_str_eq(b.data, "[]");
-    cp_buf_release(&b);
+    json_t *aj = cp_analysis_to_json(&a);
+    char *text = cp_json_text(aj);
+    cr_assert_str_eq(text, "[]");
+    free(text);
+    json_decref(aj);
     cp_analysis_release(&a);
     cp_features_free(f);
     cp_rule_set_free(rs);
