@@ -3,6 +3,7 @@
 #include "support/cli.h"
 
 #include "core/core.h"
+#include "core/json.h"
 #include "rules/calibrate.h"
 
 #include <stdio.h>
@@ -36,16 +37,13 @@ bool cp_t_fixed_calibration(void)
     m.load_avg = 0;
     snprintf(m.measured_at, sizeof m.measured_at, "2025-01-01T00:00:00Z");
     snprintf(m.source, sizeof m.source, "measured");
-    struct cp_buf json;
-    cp_buf_init(&json);
-    cp_machine_json(&m, &json);
     char path[1024];
     snprintf(path, sizeof path, "%s/calibration-%s.json", dir, m.cache_key);
-    bool ok = cp_buf_status(&json) == CP_OK &&
-              cp_file_write_atomic(path, json.data, json.len, &d) == CP_OK;
+    json_t *json = cp_machine_to_json(&m);
+    bool ok = json && cp_json_write_file(json, path, &d) == CP_OK;
     if (!ok)
         fprintf(stderr, "cp_t_fixed_calibration: %s: %s\n", path, d.msg[0] ? d.msg : "no memory");
-    cp_buf_release(&json);
+    json_decref(json);
     return ok;
 }
 
