@@ -340,7 +340,7 @@ Test(pattern_cases, groupnorm_that_does_not_reshape_back_is_not_reported)
 /* ---- Conv and MatMul epilogues ------------------------------------------------------------ */
 
 /* 0: Conv (with bias) -> Add(y, y). 1: a bias-less Conv -> Add of a
- * [1, 1, 8, 8] constant. 2: Conv -> BatchNormalization -> Relu. 3: the
+ * [1, 1, 8, 8] constant; 4: of a [4, 1, 1] one. 2: Conv -> BatchNormalization -> Relu. 3: the
  * same with TransData around the BatchNormalization, as the blocked layout
  * leaves it. */
 static struct cp_graph *conv(int v)
@@ -350,18 +350,19 @@ static struct cp_graph *conv(int v)
     constant(g, "w", CP_DTYPE_F32, 4, DIMS(4, 4, 3, 3), 0.1, NULL);
     constant(g, "b", CP_DTYPE_F32, 1, DIMS(4), 0.5, NULL);
     constant(g, "plane", CP_DTYPE_F32, 4, DIMS(1, 1, 8, 8), 0.5, NULL);
+    constant(g, "channels", CP_DTYPE_F32, 3, DIMS(4, 1, 1), 0.5, NULL);
     const char *bn_in[] = {"s", "bias", "mean", "var"};
     for (int i = 0; i < 4; i++)
         constant(g, bn_in[i], CP_DTYPE_F32, 1, DIMS(4), i == 3 ? 1.0 : 0.5, NULL);
-    int32_t c = op(g, "conv", "Conv", v == 1 ? IN("x", "w") : IN("x", "w", "b"));
+    int32_t c = op(g, "conv", "Conv", v == 1 || v == 4 ? IN("x", "w") : IN("x", "w", "b"));
     ints(g, c, "pads", 4, DIMS(1, 1, 1, 1));
     if (v == 0) {
         op(g, "twice", "Add", IN("conv", "conv"));
         return done(g, IN("twice"));
     }
-    if (v == 1) {
-        op(g, "plane_add", "Add", IN("conv", "plane"));
-        return done(g, IN("plane_add"));
+    if (v == 1 || v == 4) {
+        op(g, "bias_add", "Add", IN("conv", v == 1 ? "plane" : "channels"));
+        return done(g, IN("bias_add"));
     }
     const char *bn_x = "conv";
     if (v == 3) {
@@ -387,6 +388,13 @@ Test(pattern_cases, conv_plus_itself_is_no_residual)
 Test(pattern_cases, conv_bias_must_be_per_channel)
 {
     check("conv_plane", conv, 1, CP_PASS_CONV_BIAS_ACT, NONE);
+}
+
+/* The control: a per-channel constant after a bias-less Conv is its bias
+ * (no values in a trace: the shape decides). */
+Test(pattern_cases, conv_bias_add_per_channel_is_reported)
+{
+    check("conv_channels", conv, 4, CP_PASS_CONV_BIAS_ACT, IN("bias_add,conv"));
 }
 
 /* Before: the Relu was in the conv_bn pattern; the pass folds the
