@@ -8,53 +8,15 @@
  * computed in double and stored as new f32 initializers (the old weights
  * stay for any other reader; unused ones are dropped at the end). The Conv
  * must feed only the BatchNormalization, and every weight must be a
- * constant f32 initializer. */
+ * constant f32 initializer: graph/pattern.h's cp_pattern_match_conv_bn,
+ * which the rule engine runs on traces too, decides. */
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
+#include "graph/pattern.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* A constant f32 initializer with exactly `n` elements, or NULL. */
-static const float *f32_const(const struct cp_graph *g, int32_t t, int64_t n)
-{
-    const struct cp_tensor *T = cp_graph_tensor(g, t);
-    if (!T || T->dtype != CP_DTYPE_F32 || cp_shape_numel(&T->shape) != n)
-        return NULL;
-    return cp_rw_const_data(g, t);
-}
-
-/* The Conv feeding BatchNormalization `bn`, if the pair can fold; -1 if
- * not. */
-static int32_t foldable_conv(const struct cp_graph *g, const struct cp_node *bn)
-{
-    if (bn->n_inputs != 5 || cp_node_attr_int(bn, "training_mode", 0) != 0)
-        return -1;
-    for (size_t k = 1; k < bn->n_outputs; k++)
-        if (bn->outputs[k] >= 0)
-            return -1;
-    const struct cp_tensor *x = cp_graph_tensor(g, bn->inputs[0]);
-    if (!x || x->kind != CP_TENSOR_INTERMEDIATE || x->producer < 0 || x->dtype != CP_DTYPE_F32)
-        return -1;
-    const struct cp_node *c = cp_graph_node(g, x->producer);
-    if (!c || c->dead || c->op != CP_OP_CONV || c->n_outputs != 1 || c->n_inputs < 2)
-        return -1;
-    if (cp_rw_sole_consumer(g, bn->inputs[0]) < 0)
-        return -1;
-    const struct cp_tensor *w = cp_graph_tensor(g, c->inputs[1]);
-    if (!w || w->shape.rank < 3 || !cp_shape_is_static(&w->shape))
-        return -1;
-    int64_t oc = w->shape.dims[0].value;
-    if (!f32_const(g, c->inputs[1], cp_shape_numel(&w->shape)))
-        return -1;
-    if (c->n_inputs >= 3 && c->inputs[2] >= 0 && !f32_const(g, c->inputs[2], oc))
-        return -1;
-    for (size_t k = 1; k < 5; k++)
-        if (!f32_const(g, bn->inputs[k], oc))
-            return -1;
-    return x->producer;
-}
 
 static enum cp_status fold(struct cp_pass_ctx *ctx, int32_t ci, int32_t bi)
 {
@@ -118,18 +80,24 @@ enum cp_status cp_cleanup_conv_bn(struct cp_pass_ctx *ctx, bool *changed)
 {
     struct cp_graph *g = ctx->g;
     *changed = false;
+    struct cp_pattern_graph pg;
+    enum cp_status st = CP_OK;
+    if (cp_pattern_graph_init(&pg, g) != CP_OK)
+        st = cp_diag_set(ctx->d, CP_ERR_NOMEM, "out of memory folding batch normalisations");
     size_t nn = cp_graph_n_nodes(g);
-    for (size_t i = 0; i < nn; i++) {
+    for (size_t i = 0; i < nn && st == CP_OK; i++) {
         const struct cp_node *bn = cp_graph_node(g, (int32_t)i);
         if (bn->dead || bn->op != CP_OP_BATCH_NORMALIZATION)
             continue;
-        int32_t ci = foldable_conv(g, bn);
+        int32_t ci = cp_pattern_match_conv_bn(&pg.view, (int32_t)i);
         if (ci < 0)
             continue;
-        enum cp_status st = fold(ctx, ci, (int32_t)i);
-        if (st != CP_OK)
-            return st;
+        if ((st = fold(ctx, ci, (int32_t)i)) != CP_OK)
+            break;
         *changed = true;
+        if (cp_pattern_graph_update(&pg) != CP_OK)
+            st = cp_diag_set(ctx->d, CP_ERR_NOMEM, "out of memory folding batch normalisations");
     }
-    return CP_OK;
+    cp_pattern_graph_release(&pg);
+    return st;
 }

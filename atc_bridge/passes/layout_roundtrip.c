@@ -28,351 +28,24 @@
  * reductions only change which axis they run along, so their results are
  * the same up to summation order; a written-out LayerNorm rounds like the
  * decomposed form PyTorch exported.
+ *
+ * Which regions can go is graph/pattern.h's cp_pattern_match_roundtrip,
+ * which the rule engine runs on traces too; this file rewrites them.
  */
 #include "atc_bridge/passes/layout_internal.h"
 #include "graph/op_eval.h"
+#include "graph/pattern.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_REGION 256
-
-enum { ROLE_NONE = 0, ROLE_ENTRY, ROLE_OP, ROLE_EXIT };
-
-struct rt_region {
-    int rank;
-    int perm[CP_MAX_RANK], inv[CP_MAX_RANK];
-    int32_t entries[MAX_REGION];
-    size_t n_entries;
-    int32_t nodes[MAX_REGION]; /* the region's ops, in discovery order */
-    size_t n_nodes;
-    int32_t exits[MAX_REGION];
-    size_t n_exits;
-    bool *space; /* per tensor: in permuted space */
-    /* inputs of region ops that must turn out permuted once the region is
-     * complete (produced by a region op not reached yet) */
-    int32_t pending[MAX_REGION];
-    size_t n_pending;
-    uint8_t *role; /* per node: ROLE_* */
-    int32_t *work; /* tensor worklist */
-    size_t n_work;
-};
-
-/* ---- permutations ------------------------------------------------------------------- */
-
-/* The permutation of a Transpose node (default: reversed), for a tensor of
- * rank r. */
-static bool transpose_perm(const struct cp_node *n, int r, int *perm)
-{
-    const struct cp_attr *a = cp_node_attr(n, "perm");
-    bool seen[CP_MAX_RANK] = {false};
-    if (a && (a->type != CP_ATTR_INTS || a->n != (size_t)r))
-        return false;
-    for (int i = 0; i < r; i++) {
-        int64_t p = a ? a->ints[i] : r - 1 - i;
-        if (p < 0)
-            p += r;
-        if (p < 0 || p >= r || seen[p])
-            return false;
-        seen[p] = true;
-        perm[i] = (int)p;
-    }
-    return true;
-}
-
-static bool is_identity(const int *perm, int r)
-{
-    for (int i = 0; i < r; i++)
-        if (perm[i] != i)
-            return false;
-    return true;
-}
-
-static bool same_perm(const int *a, const int *b, int r)
-{
-    for (int i = 0; i < r; i++)
-        if (a[i] != b[i])
-            return false;
-    return true;
-}
-
-/* Whether node n is a Transpose with permutation `perm` (rank r). */
-static bool is_transpose_with(const struct cp_lay *l, const struct cp_node *n, const int *perm,
-                              int r)
-{
-    if (n->op != CP_OP_TRANSPOSE || n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0)
-        return false;
-    const struct cp_tensor *x = cp_graph_tensor(l->g, n->inputs[0]);
-    int p[CP_MAX_RANK];
-    return x->shape.rank == r && transpose_perm(n, r, p) && same_perm(p, perm, r);
-}
-
-/* ---- what may sit inside a round trip ------------------------------------------------ */
-
-static bool is_unary(enum cp_op op)
-{
-    switch (op) {
-    case CP_OP_RELU:
-    case CP_OP_LEAKY_RELU:
-    case CP_OP_SIGMOID:
-    case CP_OP_TANH:
-    case CP_OP_EXP:
-    case CP_OP_SQRT:
-    case CP_OP_ERF:
-    case CP_OP_GELU:
-    case CP_OP_IDENTITY:
-    case CP_OP_CAST:
-    case CP_OP_CLIP:
-        return true;
-    default:
-        return false;
-    }
-}
-
-static bool is_broadcasting(enum cp_op op)
-{
-    switch (op) {
-    case CP_OP_ADD:
-    case CP_OP_SUB:
-    case CP_OP_MUL:
-    case CP_OP_DIV:
-    case CP_OP_POW:
-    case CP_OP_WHERE:
-    case CP_OP_EQUAL:
-        return true;
-    default:
-        return false;
-    }
-}
-
-static bool is_reduce(enum cp_op op)
-{
-    return op == CP_OP_REDUCE_MEAN || op == CP_OP_REDUCE_SUM || op == CP_OP_REDUCE_MAX;
-}
-
-/* Only the first output of a node may be read (LayerNorm's Mean and
- * InvStdDev, Dropout's mask must be absent or unread). */
-static bool extra_outputs_unused(const struct cp_lay *l, const struct cp_node *n)
-{
-    for (size_t j = 1; j < n->n_outputs; j++) {
-        size_t nu;
-        cp_lay_uses(l, n->outputs[j], &nu);
-        if (n->outputs[j] >= 0 && (nu > 0 || l->is_output[n->outputs[j]]))
-            return false;
-    }
-    return true;
-}
-
-/* Normalised axes of a reduction (attribute or constant input 1); *n = 0
- * when it reduces over everything. */
-static bool reduce_axes(const struct cp_lay *l, const struct cp_node *n, int r, int64_t *axes,
-                        size_t *na)
-{
-    *na = 0;
-    const struct cp_attr *a = cp_node_attr(n, "axes");
-    if (a) {
-        if (a->type != CP_ATTR_INTS || a->n > (size_t)r)
-            return false;
-        *na = a->n;
-        memcpy(axes, a->ints, a->n * sizeof *axes);
-    } else if (n->n_inputs > 1 && n->inputs[1] >= 0) {
-        const struct cp_tensor *t = cp_graph_tensor(l->g, n->inputs[1]);
-        int64_t cnt = cp_shape_numel(&t->shape);
-        if (!cp_lay_is_const(l, n->inputs[1]) || t->dtype != CP_DTYPE_I64 || cnt < 0 || cnt > r)
-            return false;
-        *na = (size_t)cnt;
-        memcpy(axes, t->data, (size_t)cnt * sizeof *axes);
-    }
-    for (size_t i = 0; i < *na; i++) {
-        if (axes[i] < 0)
-            axes[i] += r;
-        if (axes[i] < 0 || axes[i] >= r)
-            return false;
-    }
-    return true;
-}
-
-/* LayerNormalization's first normalized axis, normalised. */
-static int ln_axis(const struct cp_node *n, int r)
-{
-    int64_t a = cp_node_attr_int(n, "axis", -1);
-    return (int)(a < 0 ? a + r : a);
-}
-
-/* Whether the region may hold node n, which reads a permuted tensor: an
- * op that can be rewritten for unpermuted tensors, keeping the rank. Its
- * other inputs are checked by the caller. */
-static bool node_permutable(const struct cp_lay *l, const struct cp_node *n, int r)
-{
-    if (n->n_outputs < 1 || n->outputs[0] < 0 || !extra_outputs_unused(l, n))
-        return false;
-    const struct cp_tensor *y = cp_graph_tensor(l->g, n->outputs[0]);
-    if (y->shape.rank != r)
-        return false;
-    if (is_unary(n->op) || is_broadcasting(n->op))
-        return true;
-    if (is_reduce(n->op)) {
-        int64_t axes[CP_MAX_RANK];
-        size_t na;
-        return cp_node_attr_int(n, "keepdims", 1) == 1 && reduce_axes(l, n, r, axes, &na);
-    }
-    if (n->op == CP_OP_SOFTMAX)
-        return cp_graph_opset(l->g) >= 13;
-    if (n->op == CP_OP_LAYER_NORMALIZATION) {
-        int a = ln_axis(n, r);
-        return a >= 0 && a < r;
-    }
-    return false;
-}
-
-/* Whether input `slot` of region node n, a tensor outside permuted space,
- * can stay or be permuted: a constant of rank <= r for the broadcasting
- * ops and LayerNorm's scale / bias, or anything of one element. */
-static bool side_input_ok(const struct cp_lay *l, const struct cp_node *n, size_t slot, int r)
-{
-    int32_t t = n->inputs[slot];
-    if (t < 0)
-        return true;
-    const struct cp_tensor *T = cp_graph_tensor(l->g, t);
-    if (cp_shape_is_static(&T->shape) && cp_shape_numel(&T->shape) == 1 && T->shape.rank <= r)
-        return true;
-    if (is_reduce(n->op))
-        return slot == 1; /* the axes, checked by reduce_axes */
-    if (is_unary(n->op))
-        return n->op == CP_OP_CLIP && slot > 0 && T->shape.rank == 0;
-    if (is_broadcasting(n->op) || n->op == CP_OP_LAYER_NORMALIZATION)
-        return cp_lay_is_const(l, t) && T->shape.rank <= r;
-    return false;
-}
-
-/* ---- finding a region ------------------------------------------------------------------ */
-
-static void push_space(struct rt_region *R, int32_t t)
-{
-    if (!R->space[t]) {
-        R->space[t] = true;
-        R->work[R->n_work++] = t;
-    }
-}
-
-static bool add_entry(struct rt_region *R, int32_t node, const struct cp_node *n)
-{
-    if (R->role[node] != ROLE_NONE)
-        return R->role[node] == ROLE_ENTRY;
-    if (R->n_entries >= MAX_REGION)
-        return false;
-    R->role[node] = ROLE_ENTRY;
-    R->entries[R->n_entries++] = node;
-    push_space(R, n->outputs[0]);
-    return true;
-}
-
-/* Whether LayerNorm node n (normalizing permuted axes [a, r)) still
- * normalizes trailing axes, in order, after the rewrite. OUT: *new_axis. */
-static bool ln_stays_trailing(const struct rt_region *R, const struct cp_node *n, int *new_axis)
-{
-    int r = R->rank, a = ln_axis(n, r), k = r - a;
-    for (int i = a; i < r; i++)
-        if (R->perm[i] != r - k + (i - a))
-            return false;
-    *new_axis = r - k;
-    return true;
-}
-
-/* Take node c (reading a permuted tensor) into the region, or fail. */
-static bool take_node(const struct cp_lay *l, struct rt_region *R, int32_t ci)
-{
-    struct cp_node *c = cp_graph_node(l->g, ci);
-    if (R->role[ci] != ROLE_NONE)
-        return R->role[ci] != ROLE_ENTRY; /* an entry reading the region: a cycle of permutes */
-    if (is_transpose_with(l, c, R->inv, R->rank)) {
-        if (R->n_exits >= MAX_REGION)
-            return false;
-        R->role[ci] = ROLE_EXIT;
-        R->exits[R->n_exits++] = ci;
-        return true;
-    }
-    if (R->n_nodes >= MAX_REGION || !node_permutable(l, c, R->rank))
-        return false;
-    if (c->op == CP_OP_LAYER_NORMALIZATION) {
-        /* written out again when its axes stop being trailing: f32 only */
-        int na;
-        const struct cp_tensor *x = cp_graph_tensor(l->g, c->inputs[0]);
-        if (!ln_stays_trailing(R, c, &na) && x->dtype != CP_DTYPE_F32)
-            return false;
-    }
-    R->role[ci] = ROLE_OP;
-    R->nodes[R->n_nodes++] = ci;
-    for (size_t j = 0; j < c->n_inputs; j++) {
-        int32_t t = c->inputs[j];
-        if (t < 0 || R->space[t])
-            continue;
-        bool data_slot = !(is_reduce(c->op) && j == 1) && !(c->op == CP_OP_CLIP && j > 0) &&
-                         !(c->op == CP_OP_LAYER_NORMALIZATION && j > 0);
-        int32_t pi = cp_graph_tensor(l->g, t)->producer;
-        struct cp_node *p = cp_lay_producer(l, t);
-        if (data_slot && p && is_transpose_with(l, p, R->perm, R->rank)) {
-            if (!add_entry(R, pi, p))
-                return false;
-            continue;
-        }
-        if (side_input_ok(l, c, j, R->rank))
-            continue;
-        if (!data_slot || R->n_pending >= MAX_REGION)
-            return false;
-        R->pending[R->n_pending++] = t;
-    }
-    push_space(R, c->outputs[0]);
-    return true;
-}
-
-/* Grow the region from Transpose `seed`. False when it cannot be removed. */
-static bool find_region(const struct cp_lay *l, struct rt_region *R, int32_t seed)
-{
-    const struct cp_node *s = cp_graph_node(l->g, seed);
-    if (!add_entry(R, seed, s))
-        return false;
-    while (R->n_work > 0) {
-        int32_t t = R->work[--R->n_work];
-        if (l->is_output[t])
-            return false;
-        size_t nu;
-        const struct cp_lay_use *u = cp_lay_uses(l, t, &nu);
-        for (size_t k = 0; k < nu; k++)
-            if (!take_node(l, R, u[k].node))
-                return false;
-    }
-    if (R->n_exits == 0)
-        return false;
-    for (size_t i = 0; i < R->n_pending; i++)
-        if (!R->space[R->pending[i]])
-            return false;
-    /* An exit whose result is a graph output keeps that name: the region op
-     * producing its input writes it directly. That needs a region op (not
-     * an entry) and one such exit per tensor. */
-    for (size_t i = 0; i < R->n_exits; i++) {
-        const struct cp_node *x = cp_graph_node(l->g, R->exits[i]);
-        if (!l->is_output[x->outputs[0]])
-            continue;
-        struct cp_node *p = cp_lay_producer(l, x->inputs[0]);
-        int32_t pi = cp_graph_tensor(l->g, x->inputs[0])->producer;
-        if (!p || pi < 0 || R->role[pi] != ROLE_OP)
-            return false;
-        for (size_t j = 0; j < i; j++) {
-            const struct cp_node *o = cp_graph_node(l->g, R->exits[j]);
-            if (o->inputs[0] == x->inputs[0] && l->is_output[o->outputs[0]])
-                return false;
-        }
-    }
-    return true;
-}
-
 /* ---- rewriting ------------------------------------------------------------------------- */
 
 struct rt_rewrite {
     struct cp_lay *l;
-    struct rt_region *R;
+    const struct cp_pattern_view *v;
+    struct cp_pattern_roundtrip *R;
     int32_t *alias;     /* per tensor: what a permuted tensor becomes (-1: itself) */
     int32_t *const_map; /* per tensor: its permuted constant (-1: none yet) */
 };
@@ -386,7 +59,7 @@ static int32_t resolve(const struct rt_rewrite *w, int32_t t)
 
 /* Shape s of a permuted tensor, as the unpermuted one: dims[j] =
  * s[inv[j]]. */
-static void unpermute_shape(const struct rt_region *R, struct cp_shape *s)
+static void unpermute_shape(const struct cp_pattern_roundtrip *R, struct cp_shape *s)
 {
     struct cp_shape o = *s;
     for (int j = 0; j < R->rank; j++)
@@ -403,7 +76,7 @@ static enum cp_status permute_const(struct rt_rewrite *w, int32_t t, int32_t *ou
         return CP_OK;
     }
     struct cp_lay *l = w->l;
-    const struct rt_region *R = w->R;
+    const struct cp_pattern_roundtrip *R = w->R;
     const struct cp_tensor *T = cp_graph_tensor(l->g, t);
     int r = R->rank, k = T->shape.rank;
     /* x: the constant right-aligned to rank r; y: x transposed so that its
@@ -435,7 +108,7 @@ static enum cp_status permute_const(struct rt_rewrite *w, int32_t t, int32_t *ou
 }
 
 /* Axes of a permuted tensor as axes of the unpermuted one, sorted. */
-static void map_axes(const struct rt_region *R, int64_t *axes, size_t n)
+static void map_axes(const struct cp_pattern_roundtrip *R, int64_t *axes, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         axes[i] = R->perm[axes[i]];
@@ -453,7 +126,7 @@ static enum cp_status remap_reduce(struct rt_rewrite *w, int32_t ni)
     struct cp_node *n = cp_graph_node(l->g, ni);
     int64_t axes[CP_MAX_RANK];
     size_t na;
-    if (!reduce_axes(l, n, w->R->rank, axes, &na))
+    if (!cp_pattern_reduce_axes(w->v, n, w->R->rank, axes, &na))
         return cp_diag_set(l->d, CP_ERR_INTERNAL, "node '%s': axes changed", n->name);
     if (na == 0)
         return CP_OK;
@@ -532,9 +205,9 @@ static enum cp_status ln_reduce_mean(struct rt_rewrite *w, const struct cp_node 
 static enum cp_status expand_layernorm(struct rt_rewrite *w, int32_t ni)
 {
     struct cp_lay *l = w->l;
-    const struct rt_region *R = w->R;
+    const struct cp_pattern_roundtrip *R = w->R;
     struct cp_node *ln = cp_graph_node(l->g, ni);
-    int r = R->rank, a = ln_axis(ln, r);
+    int r = R->rank, a = cp_pattern_layernorm_axis(ln, r);
     int64_t axes[CP_MAX_RANK];
     size_t na = 0;
     for (int i = a; i < r; i++)
@@ -596,7 +269,7 @@ static enum cp_status expand_layernorm(struct rt_rewrite *w, int32_t ni)
 static enum cp_status rewrite_node(struct rt_rewrite *w, int32_t ni)
 {
     struct cp_lay *l = w->l;
-    const struct rt_region *R = w->R;
+    const struct cp_pattern_roundtrip *R = w->R;
     struct cp_node *n = cp_graph_node(l->g, ni);
     enum cp_status st;
     for (size_t j = 0; j < n->n_inputs; j++) {
@@ -608,7 +281,7 @@ static enum cp_status rewrite_node(struct rt_rewrite *w, int32_t ni)
             continue;
         }
         const struct cp_tensor *T = cp_graph_tensor(l->g, t);
-        bool constant_operand = (is_broadcasting(n->op) || n->op == CP_OP_LAYER_NORMALIZATION) &&
+        bool constant_operand = cp_pattern_roundtrip_permutes_constants(n->op) &&
                                 cp_lay_is_const(l, t) && cp_shape_numel(&T->shape) != 1;
         if (constant_operand) {
             int32_t nt;
@@ -624,7 +297,7 @@ static enum cp_status rewrite_node(struct rt_rewrite *w, int32_t ni)
         y->value = NULL;
         y->value_len = 0;
     }
-    if (is_reduce(n->op))
+    if (cp_pattern_roundtrip_is_reduce(n->op))
         return remap_reduce(w, ni);
     if (n->op == CP_OP_SOFTMAX) {
         int64_t a = cp_node_attr_int(n, "axis", -1);
@@ -636,7 +309,7 @@ static enum cp_status rewrite_node(struct rt_rewrite *w, int32_t ni)
     }
     if (n->op == CP_OP_LAYER_NORMALIZATION) {
         int na;
-        if (ln_stays_trailing(R, n, &na))
+        if (cp_pattern_roundtrip_ln_trailing(R, n, &na))
             return cp_node_set_int(l->g, ni, "axis", na) == CP_OK
                        ? CP_OK
                        : cp_diag_set(l->d, CP_ERR_NOMEM, "out of memory");
@@ -645,9 +318,10 @@ static enum cp_status rewrite_node(struct rt_rewrite *w, int32_t ni)
     return CP_OK;
 }
 
-static enum cp_status rewrite(struct cp_lay *l, struct rt_region *R)
+static enum cp_status rewrite(struct cp_lay *l, const struct cp_pattern_view *v,
+                              struct cp_pattern_roundtrip *R)
 {
-    struct rt_rewrite w = {l, R, NULL, NULL};
+    struct rt_rewrite w = {l, v, R, NULL, NULL};
     size_t nt = cp_graph_n_tensors(l->g);
     w.alias = malloc((nt + 1) * sizeof *w.alias);
     w.const_map = malloc((nt + 1) * sizeof *w.const_map);
@@ -706,35 +380,19 @@ out:
 
 /* Try to remove the round trip starting at Transpose `seed`. OUT:
  * *removed. */
-static enum cp_status try_seed(struct cp_lay *l, int32_t seed, bool *removed)
+static enum cp_status try_seed(struct cp_lay *l, const struct cp_pattern_graph *pg, int32_t seed,
+                               bool *removed)
 {
     *removed = false;
-    const struct cp_node *s = cp_graph_node(l->g, seed);
-    if (s->dead || s->op != CP_OP_TRANSPOSE || s->n_inputs != 1 || s->n_outputs != 1 ||
-        s->inputs[0] < 0 || s->outputs[0] < 0)
-        return CP_OK;
-    int r = cp_graph_tensor(l->g, s->inputs[0])->shape.rank;
-    struct rt_region R;
-    memset(&R, 0, sizeof R);
-    R.rank = r;
-    if (r < 2 || !transpose_perm(s, r, R.perm) || is_identity(R.perm, r))
-        return CP_OK;
-    for (int i = 0; i < r; i++)
-        R.inv[R.perm[i]] = i;
-    size_t nt = cp_graph_n_tensors(l->g), nn = cp_graph_n_nodes(l->g);
-    R.space = calloc(nt + 1, sizeof *R.space);
-    R.role = calloc(nn + 1, sizeof *R.role);
-    R.work = calloc(nt + 1, sizeof *R.work);
-    enum cp_status st = CP_OK;
-    if (!R.space || !R.role || !R.work) {
-        st = cp_diag_set(l->d, CP_ERR_NOMEM, "out of memory in a layout pass");
-    } else if (find_region(l, &R, seed)) {
-        st = rewrite(l, &R);
+    struct cp_pattern_roundtrip R;
+    enum cp_status st;
+    if (cp_pattern_match_roundtrip(&pg->view, seed, &R, &st)) {
+        st = rewrite(l, &pg->view, &R);
         *removed = st == CP_OK;
+    } else if (st != CP_OK) {
+        st = cp_diag_set(l->d, st, "out of memory in a layout pass");
     }
-    free(R.space);
-    free(R.role);
-    free(R.work);
+    cp_pattern_roundtrip_release(&R);
     return st;
 }
 
@@ -745,19 +403,25 @@ enum cp_status cp_layout_roundtrip_run(struct cp_pass_ctx *ctx, bool *changed)
     enum cp_status st = cp_lay_init(&l, ctx->g, ctx->d);
     if (st != CP_OK)
         return st;
-    bool again = true;
+    struct cp_pattern_graph pg;
+    if (cp_pattern_graph_init(&pg, ctx->g) != CP_OK)
+        st = cp_diag_set(ctx->d, CP_ERR_NOMEM, "out of memory in a layout pass");
+    bool again = st == CP_OK;
     while (again && st == CP_OK) {
         again = false;
         for (size_t i = 0; i < cp_graph_n_nodes(ctx->g) && st == CP_OK; i++) {
             bool removed;
-            st = try_seed(&l, (int32_t)i, &removed);
+            st = try_seed(&l, &pg, (int32_t)i, &removed);
             if (st == CP_OK && removed) {
                 *changed = again = true;
                 st = cp_lay_reindex(&l);
+                if (st == CP_OK && cp_pattern_graph_update(&pg) != CP_OK)
+                    st = cp_diag_set(ctx->d, CP_ERR_NOMEM, "out of memory in a layout pass");
                 break;
             }
         }
     }
+    cp_pattern_graph_release(&pg);
     cp_lay_release(&l);
     return st;
 }

@@ -1,44 +1,56 @@
 /* graph/pattern.h: the activation matchers the fusion passes and the rule
  * engine share, run on a view that is neither a cp_graph nor a trace (a
- * table of nodes), and the pattern table. */
+ * table of nodes), the view of a cp_graph, and the pattern table. */
 #include <criterion/criterion.h>
 
+#include "graph/graph_build.h"
 #include "graph/pattern.h"
 
 #include <string.h>
 
 /* A toy graph: node i reads tensors in[i][0..n_in) and writes tensor i + 100.
- * Tensors below 100 are external. `outputs` lists graph outputs (never
- * private). */
+ * Tensors below 100 are inputs (constants when listed in `consts`).
+ * `outputs` lists graph outputs (never private). It knows no values, as a
+ * trace does. */
+#define TOY_TENSORS 200
+
 struct toy {
     size_t n;
-    enum cp_op op[8];
-    int32_t in[8][2];
-    size_t n_in[8];
+    struct cp_node nodes[8];
+    int32_t in[8][3];
+    int32_t out[8];
+    struct cp_tensor tensors[TOY_TENSORS];
     int32_t outputs[2];
     size_t n_outputs;
 };
 
-static enum cp_op t_op(const void *ctx, int32_t n)
+static size_t t_n_nodes(const void *ctx)
 {
-    return ((const struct toy *)ctx)->op[n];
+    return ((const struct toy *)ctx)->n;
 }
 
-static size_t t_n_inputs(const void *ctx, int32_t n)
-{
-    return ((const struct toy *)ctx)->n_in[n];
-}
-
-static int32_t t_input(const void *ctx, int32_t n, size_t i)
-{
-    const struct toy *t = ctx;
-    return i < t->n_in[n] ? t->in[n][i] : -1;
-}
-
-static int32_t t_output(const void *ctx, int32_t n, size_t i)
+static size_t t_n_tensors(const void *ctx)
 {
     (void)ctx;
-    return i == 0 ? n + 100 : -1;
+    return TOY_TENSORS;
+}
+
+static const struct cp_node *t_node(const void *ctx, int32_t n)
+{
+    const struct toy *t = ctx;
+    return n >= 0 && (size_t)n < t->n ? &t->nodes[n] : NULL;
+}
+
+static const struct cp_tensor *t_tensor(const void *ctx, int32_t x)
+{
+    const struct toy *t = ctx;
+    return x >= 0 && x < TOY_TENSORS ? &t->tensors[x] : NULL;
+}
+
+static int32_t t_producer(const void *ctx, int32_t x)
+{
+    const struct toy *t = ctx;
+    return x >= 100 && (size_t)(x - 100) < t->n ? x - 100 : -1;
 }
 
 static size_t t_readers(const void *ctx, int32_t x, int32_t *out, size_t max)
@@ -46,8 +58,8 @@ static size_t t_readers(const void *ctx, int32_t x, int32_t *out, size_t max)
     const struct toy *t = ctx;
     size_t k = 0;
     for (size_t n = 0; n < t->n; n++)
-        for (size_t i = 0; i < t->n_in[n]; i++)
-            if (t->in[n][i] == x) {
+        for (size_t i = 0; i < t->nodes[n].n_inputs; i++)
+            if (t->nodes[n].inputs[i] == x) {
                 if (k < max)
                     out[k] = (int32_t)n;
                 k++;
@@ -56,32 +68,61 @@ static size_t t_readers(const void *ctx, int32_t x, int32_t *out, size_t max)
     return k;
 }
 
-static bool t_private_to(const void *ctx, int32_t x, int reads)
+static size_t t_n_reads(const void *ctx, int32_t x)
+{
+    const struct toy *t = ctx;
+    size_t k = 0;
+    for (size_t n = 0; n < t->n; n++)
+        for (size_t i = 0; i < t->nodes[n].n_inputs; i++)
+            k += t->nodes[n].inputs[i] == x;
+    return k;
+}
+
+static bool t_is_output(const void *ctx, int32_t x)
 {
     const struct toy *t = ctx;
     for (size_t i = 0; i < t->n_outputs; i++)
         if (t->outputs[i] == x)
-            return false;
-    int k = 0;
-    for (size_t n = 0; n < t->n; n++)
-        for (size_t i = 0; i < t->n_in[n]; i++)
-            k += t->in[n][i] == x;
-    return k == reads;
+            return true;
+    return false;
 }
 
-static struct cp_pattern_view view_of(const struct toy *t)
+static struct cp_pattern_view view_of(struct toy *t)
 {
-    return (struct cp_pattern_view){t,        t_op,      t_n_inputs,  t_input,
-                                    t_output, t_readers, t_private_to};
+    int64_t dims[4] = {1, 4, 8, 8};
+    for (int x = 0; x < TOY_TENSORS; x++) {
+        t->tensors[x].dtype = CP_DTYPE_F32;
+        cp_shape_set(&t->tensors[x].shape, 4, dims);
+        t->tensors[x].kind = x < 100 ? CP_TENSOR_INPUT : CP_TENSOR_INTERMEDIATE;
+        t->tensors[x].producer = t_producer(t, x);
+    }
+    return (struct cp_pattern_view){.ctx = t,
+                                    .n_nodes = t_n_nodes,
+                                    .n_tensors = t_n_tensors,
+                                    .node = t_node,
+                                    .tensor = t_tensor,
+                                    .producer = t_producer,
+                                    .readers = t_readers,
+                                    .n_reads = t_n_reads,
+                                    .is_output = t_is_output,
+                                    .opset = CP_PATTERN_OPSET_UNKNOWN,
+                                    .knows_values = false};
 }
 
 static void node(struct toy *t, enum cp_op op, int32_t a, int32_t b)
 {
     size_t n = t->n++;
-    t->op[n] = op;
+    struct cp_node *nd = &t->nodes[n];
+    memset(nd, 0, sizeof *nd);
+    nd->op = op;
+    nd->op_type = cp_op_name(op);
     t->in[n][0] = a;
     t->in[n][1] = b;
-    t->n_in[n] = b < 0 ? 1 : 2;
+    t->out[n] = (int32_t)n + 100;
+    nd->inputs = t->in[n];
+    nd->n_inputs = b < 0 ? 1 : 2;
+    nd->outputs = &t->out[n];
+    nd->n_outputs = 1;
 }
 
 Test(pattern, one_activation_op_reading_x_is_the_activation)
@@ -171,6 +212,47 @@ Test(pattern, silu_needs_its_sigmoid_private_and_the_right_product)
     v = view_of(&u);
     cr_assert_not(cp_pattern_match_silu(&v, 100, &m));
     cr_assert_not(cp_pattern_match_activation(&v, 100, &m));
+}
+
+/* The passes' view of a cp_graph: reads are input slots of live nodes, a
+ * graph output is never private, constants carry their data, and an update
+ * sees a rewrite. */
+Test(pattern, a_graph_view_counts_slots_and_sees_rewrites)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 2, GB_DIMS(2, 3));
+    gb_floats(g, "c", 1, (const float[]){2.0f});
+    gb_node(g, "sq", "Mul", GB_IN("x", "x"), GB_IN("x2"));
+    gb_node(g, "r", "Relu", GB_IN("x2"), GB_IN("y"));
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    struct cp_pattern_graph pg;
+    cr_assert_eq(cp_pattern_graph_init(&pg, g), CP_OK);
+    const struct cp_pattern_view *v = &pg.view;
+    int32_t x = cp_graph_find_tensor(g, "x"), x2 = cp_graph_find_tensor(g, "x2");
+    int32_t y = cp_graph_find_tensor(g, "y"), c = cp_graph_find_tensor(g, "c");
+    cr_assert(cp_pattern_private(v, x, 2), "Mul(x, x) reads x twice");
+    cr_assert_not(cp_pattern_private(v, x, 1));
+    int32_t r[2];
+    cr_assert_eq(v->readers(v->ctx, x, r, 2), 1, "one node, however many slots");
+    cr_assert(cp_pattern_private(v, x2, 1));
+    cr_assert_not(cp_pattern_private(v, y, 0), "a graph output is never private");
+    cr_assert_eq(v->producer(v->ctx, x2), 0);
+    cr_assert_eq(v->producer(v->ctx, x), -1);
+    cr_assert(v->knows_values);
+    cr_assert_eq(v->opset, 17);
+    cr_assert_float_eq(*(const float *)v->tensor(v->ctx, c)->data, 2.0f, 0);
+    /* a second reader of x2 appears: after the update x2 is shared */
+    gb_node(g, "r2", "Relu", GB_IN("x2"), GB_IN("z"));
+    cr_assert_eq(cp_pattern_graph_update(&pg), CP_OK);
+    cr_assert_not(cp_pattern_private(v, x2, 1));
+    cr_assert_eq(v->readers(v->ctx, x2, r, 2), 2);
+    /* the Relu dies: it reads nothing, and is no node of the view */
+    cp_graph_node(g, 1)->dead = true;
+    cr_assert_eq(cp_pattern_graph_update(&pg), CP_OK);
+    cr_assert(cp_pattern_private(v, x2, 1));
+    cr_assert_null(v->node(v->ctx, 1));
+    cp_pattern_graph_release(&pg);
+    cp_graph_free(g);
 }
 
 Test(pattern, every_pattern_has_a_kind_a_chain_and_a_hint)
