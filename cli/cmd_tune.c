@@ -1,127 +1,79 @@
-/* cannprof tune: the closed loop on one model, or on many (--batch). */
+/* cannprof tune: the closed loop on one model, or on many (--batch).
+ * Parsing and printing only: the loop is tuner/loop.c, the batch
+ * tuner/batch.c. */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "tuner/tuner.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <jansson.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum {
-    OPT_ALPHA = 1,
-    OPT_BATCH,
-    OPT_BUDGET,
-    OPT_CONSTRAINTS,
+    OPT_BATCH = 1,
     OPT_FRESH,
-    OPT_HELP,
-    OPT_INPUT,
     OPT_JOBS,
-    OPT_JSON,
-    OPT_KB,
     OPT_KEEP,
     OPT_NO_KB,
     OPT_OUT,
-    OPT_QUIET,
-    OPT_ROUNDS,
-    OPT_RULES,
-    OPT_SEED,
-    OPT_TARGET,
-    OPT_TEST,
-    OPT_THREADS,
-    OPT_THRESHOLD,
     OPT_TIME_LIMIT,
-    OPT_WARMUP,
 };
 
-static const struct cp_opt options[] = {
-    {"alpha", 0, CP_OPT_VALUE, OPT_ALPHA, "A", "significance level of acceptance (default 0.05)"},
+static const struct cp_opt own[] = {
     {"batch", 0, CP_OPT_VALUE, OPT_BATCH, "LIST.txt|DIR",
      "tune many models: one path per line, or every .onnx of a folder"},
-    {"budget", 'b', CP_OPT_VALUE, OPT_BUDGET, "N", "candidate evaluations (default 12)"},
-    {"constraints", 'c', CP_OPT_VALUE, OPT_CONSTRAINTS, "\"memory<3GB,precision_loss<1%\"",
-     "what every accepted candidate must respect (docs/constraints.md)"},
     {"fresh", 0, CP_OPT_FLAG, OPT_FRESH, NULL, "start a new session instead of resuming"},
-    {"help", 'h', CP_OPT_FLAG, OPT_HELP, NULL, "show this help"},
-    {"input", 'i', CP_OPT_MULTI, OPT_INPUT, "NAME=FILE",
-     "inputs for measurement and precision (default: seeded random data)"},
     {"jobs", 'j', CP_OPT_VALUE, OPT_JOBS, "N", "with --batch: N worker processes (default 1)"},
-    {"json", 0, CP_OPT_FLAG, OPT_JSON, NULL, "print report.json instead of the summary"},
-    {"kb", 0, CP_OPT_VALUE, OPT_KB, "FILE",
-     "knowledge base (default $XDG_DATA_HOME/cannprof/kb.sqlite)"},
     {"keep", 0, CP_OPT_VALUE, OPT_KEEP, "best|all", "candidate .om files to keep (default all)"},
     {"no-kb-strategies", 0, CP_OPT_FLAG, OPT_NO_KB, NULL,
      "do not try what won on similar models first"},
     {"out", 'o', CP_OPT_VALUE, OPT_OUT, "DIR", "artifacts (default tune-<model>)"},
-    {"quiet", 'q', CP_OPT_FLAG, OPT_QUIET, NULL, "no progress lines on stderr"},
-    {"rounds", 'n', CP_OPT_VALUE, OPT_ROUNDS, "N",
-     "interleaved rounds per evaluation (default 60)"},
-    {"rules", 'r', CP_OPT_MULTI, OPT_RULES, "DIR|FILE", "rule packs instead of the defaults"},
-    {"seed", 0, CP_OPT_VALUE, OPT_SEED, "N", "seed of random inputs (default 0)"},
-    {"statistical_test", 0, CP_OPT_VALUE, OPT_TEST, "TEST", "alias of --test"},
-    {"target", 't', CP_OPT_VALUE, OPT_TARGET, "T", "latency (default), throughput or memory"},
-    {"test", 0, CP_OPT_VALUE, OPT_TEST, "TEST",
-     "acceptance test: mann-whitney (default), welch, t-test, bootstrap"},
-    {"threads", 0, CP_OPT_VALUE, OPT_THREADS, "T", "the baseline's threads (default: all cores)"},
-    {"threshold", 0, CP_OPT_VALUE, OPT_THRESHOLD, "P%",
-     "smallest gain worth accepting (default 2%)"},
     {"time-limit", 0, CP_OPT_VALUE, OPT_TIME_LIMIT, "T", "stop after T (\"10m\", \"90s\", \"1h\")"},
-    {"warmup", 'w', CP_OPT_VALUE, OPT_WARMUP, "N", "warm-up rounds per evaluation (default 5)"},
 };
-#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static void help(void)
-{
-    printf("usage: cannprof tune MODEL.onnx|MODEL.om [--target latency|throughput|memory]\n"
-           "                     [--constraints \"memory<3GB,precision_loss<1%%\"] [--budget N]\n"
-           "                     [--time-limit 10m] [--out DIR] [--kb FILE] [--keep best|all]\n"
-           "       cannprof tune --batch LIST.txt|DIR [--jobs N] [same options]\n\n"
-           "Profile the model, diagnose it with the rule packs, re-convert candidates and\n"
-           "measure each interleaved against the current best; accept a candidate only when\n"
-           "it is significantly better by more than the threshold and every constraint holds\n"
-           "(precision against the unconverted model, memory). What was tried is stored in\n"
-           "the knowledge base: the same command again resumes the session, and later models\n"
-           "start with what won on similar ones. Ctrl-C stops after the current measurement.\n"
-           "See docs/tuning.md.\n\n"
-           "exit codes: 0 done, 2 bad input, 3 environment failure, 130 interrupted\n\n"
-           "options:\n");
-    cp_opts_print_help(stdout, options, N_OPTIONS);
-}
+static const struct cp_opt_use shared[] = {
+    {CP_SO_ALPHA, "significance level of acceptance (default 0.05)"},
+    {CP_SO_BUDGET, NULL},
+    {CP_SO_CONSTRAINTS, "what every accepted candidate must respect (docs/constraints.md)"},
+    {CP_SO_HELP, NULL},
+    {CP_SO_INPUT, "inputs for measurement and precision (default: seeded random data)"},
+    {CP_SO_ITERATIONS, "undisturbed interleaved rounds per evaluation, 5 or more (default 60)"},
+    {CP_SO_JSON, "print report.json instead of the summary; with --batch, one object per model"},
+    {CP_SO_KB, NULL},
+    {CP_SO_QUIET, NULL},
+    {CP_SO_RULES, NULL},
+    {CP_SO_SEED, "seed of random inputs (default 0)"},
+    {CP_SO_TARGET, NULL},
+    {CP_SO_TEST, "acceptance test: mann-whitney (default), welch, t-test, bootstrap"},
+    {CP_SO_THREADS, "the baseline's threads (default: all cores)"},
+    {CP_SO_THRESHOLD, "smallest gain worth accepting (default 2%)"},
+    {CP_SO_WARMUP, "warm-up rounds per evaluation (default 5)"},
+};
 
-static volatile sig_atomic_t interrupted;
-
-static void on_sigint(int sig)
-{
-    (void)sig;
-    interrupted = 1;
-    signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends the process at once */
-}
-
-static bool parse_int(const char *s, int lo, int hi, int *out)
-{
-    int64_t v;
-    if (!cp_parse_i64(s, &v) || v < lo || v > hi)
-        return false;
-    *out = (int)v;
-    return true;
-}
-
-static char *stem(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *s = cp_strdup(slash ? slash + 1 : path);
-    char *dot = s ? strrchr(s, '.') : NULL;
-    if (dot && dot != s)
-        *dot = '\0';
-    return s;
-}
+static const struct cp_command_opts OPTS = {
+    .cmd = "tune",
+    .own = own,
+    .n_own = sizeof own / sizeof own[0],
+    .shared = shared,
+    .n_shared = sizeof shared / sizeof shared[0],
+    .usage = "usage: cannprof tune MODEL.onnx|MODEL.om [--target latency|throughput|memory]\n"
+             "                     [--constraints \"memory<3GB,precision_loss<1%\"] [--budget N]\n"
+             "                     [--time-limit 10m] [--out DIR] [--kb FILE] [--keep best|all]\n"
+             "       cannprof tune --batch LIST.txt|DIR [--jobs N] [same options]\n\n"
+             "Profile the model, diagnose it with the rule packs, re-convert candidates and\n"
+             "measure each interleaved against the current best; accept a candidate only when\n"
+             "it is significantly better by more than the threshold and every constraint holds\n"
+             "(precision against the unconverted model, memory). What was tried is stored in\n"
+             "the knowledge base: the same command again resumes the session, and later models\n"
+             "start with what won on similar ones. Ctrl-C stops after the current measurement.\n"
+             "See docs/tuning.md.\n",
+    .exit_codes = "0 done, 2 bad usage or input (a model, constraint or report.json that cannot "
+                  "be read), 3 environment failure (an output that cannot be written, a worker "
+                  "that died), 130 interrupted",
+};
 
 static void print_summary(const struct cp_tune_opts *o, const struct cp_tune_result *r)
 {
@@ -161,8 +113,6 @@ static void print_summary(const struct cp_tune_opts *o, const struct cp_tune_res
     printf("\nbest model:  %s\nreport:      %s\n", r->best_om, r->report_md);
 }
 
-/* ---- one model ------------------------------------------------------------------ */
-
 static int tune_one(struct cp_tune_opts *o, bool json)
 {
     struct cp_diag d;
@@ -176,8 +126,11 @@ static int tune_one(struct cp_tune_opts *o, bool json)
     } else if (json) {
         uint8_t *data = NULL;
         size_t len = 0;
-        if (cp_file_read(r.report_json, &data, &len, &d) == CP_OK)
-            fwrite(data, 1, len, stdout);
+        if (cp_file_read(r.report_json, &data, &len, &d) != CP_OK ||
+            fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+            cp_cli_error("tune", d.status != CP_OK ? d.msg : "cannot write to stdout");
+            rc = 3;
+        }
         free(data);
     } else
         print_summary(o, &r);
@@ -189,412 +142,170 @@ static int tune_one(struct cp_tune_opts *o, bool json)
     return rc;
 }
 
-/* ---- many models ----------------------------------------------------------------- */
+/* ---- many models ------------------------------------------------------------------ */
 
-/* The models of a batch and the folder each one's artifacts go to (a name
- * under the batch's --out), both heap strings. */
-struct batch {
-    char **models;
-    char **dirs;
-    size_t n, cap;
-};
-
-static void batch_release(struct batch *b)
+static bool constraints_met(const struct cp_tune_opts *o, const struct cp_tune_report_row *row)
 {
-    for (size_t i = 0; i < b->n; i++) {
-        free(b->models[i]);
-        free(b->dirs ? b->dirs[i] : NULL);
-    }
-    free(b->models);
-    free(b->dirs);
-    memset(b, 0, sizeof *b);
-}
-
-/* Append a model path (copied); the list grows as needed. */
-static bool batch_add(struct batch *b, const char *path)
-{
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 64;
-        char **m = cp_realloc_array(b->models, cap, sizeof *m);
-        if (!m)
-            return false;
-        b->models = m;
-        b->cap = cap;
-    }
-    if (!(b->models[b->n] = cp_strdup(path)))
-        return false;
-    b->n++;
-    return true;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static enum cp_status batch_from_dir(const char *src, struct batch *b, struct cp_diag *d)
-{
-    DIR *dh = opendir(src);
-    if (!dh)
-        return cp_diag_set(d, CP_ERR_IO, "--batch %s: cannot read the folder: %s", src,
-                           strerror(errno));
-    enum cp_status st = CP_OK;
-    for (struct dirent *e; st == CP_OK && (e = readdir(dh));) {
-        if (!cp_path_has_suffix(e->d_name, ".onnx"))
-            continue;
-        struct cp_buf p;
-        cp_buf_init(&p);
-        cp_buf_printf(&p, "%s/%s", src, e->d_name);
-        if (cp_buf_status(&p) != CP_OK || !batch_add(b, p.data))
-            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory listing %s", src);
-        cp_buf_release(&p);
-    }
-    closedir(dh);
-    if (st == CP_OK && b->n)
-        qsort(b->models, b->n, sizeof *b->models, cmp_str);
-    return st;
-}
-
-/* One path per line (any length), blank lines and # comments skipped. */
-static enum cp_status batch_from_list(const char *src, struct batch *b, struct cp_diag *d)
-{
-    FILE *f = fopen(src, "r");
-    if (!f)
-        return cp_diag_set(d, CP_ERR_IO, "--batch %s: cannot read: %s", src, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    int lineno = 0;
-    enum cp_status st = CP_OK;
-    while (st == CP_OK && getline(&line, &cap, f) >= 0) {
-        lineno++;
-        line[strcspn(line, "\r\n")] = '\0';
-        char *p = line;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (!*p || *p == '#')
-            continue;
-        if (!cp_path_exists(p))
-            st = cp_diag_set(d, CP_ERR_INVALID, "%s:%d: %.300s: no such file", src, lineno, p);
-        else if (!batch_add(b, p))
-            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading %s", src);
-    }
-    if (st == CP_OK && ferror(f))
-        st = cp_diag_set(d, CP_ERR_IO, "--batch %s: read error", src);
-    free(line);
-    fclose(f);
-    return st;
-}
-
-/* The last folder name in `path` before its file name, or NULL (none,
- * ".", ".."). Caller frees. */
-static char *parent_name(const char *path)
-{
-    char *dir = cp_path_dirname(path);
-    if (!dir)
-        return NULL;
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        dir[--len] = '\0';
-    const char *slash = strrchr(dir, '/');
-    const char *name = slash ? slash + 1 : dir;
-    char *out = *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 ? cp_strdup(name) : NULL;
-    free(dir);
-    return out;
-}
-
-static bool name_taken(char *const *dirs, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (dirs[i] && strcmp(dirs[i], name) == 0)
-            return true;
-    return false;
-}
-
-/* A folder name per model, different for every model: its file stem; for
- * stems that several models share (ONNX's own test layout has a/model.onnx,
- * b/model.onnx), "<parent folder>-<stem>"; and when even that repeats, a
- * "-2", "-3", ... suffix. Sharing a folder would make the second model
- * resume the first's artifacts and the summary show one report twice. */
-static enum cp_status batch_name_dirs(struct batch *b, struct cp_diag *d)
-{
-    b->dirs = cp_calloc(b->n + 1, sizeof *b->dirs);
-    char **stems = cp_calloc(b->n + 1, sizeof *stems);
-    enum cp_status st = CP_OK;
-    if (!b->dirs || !stems) {
-        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory naming the output folders");
-        goto out_free;
-    }
-    for (size_t i = 0; i < b->n; i++)
-        if (!(stems[i] = stem(b->models[i]))) {
-            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory naming the output folders");
-            goto out_free;
-        }
-    for (size_t i = 0; i < b->n; i++) {
-        bool shared = false;
-        for (size_t j = 0; j < b->n && !shared; j++)
-            shared = j != i && strcmp(stems[i], stems[j]) == 0;
-        char *parent = shared ? parent_name(b->models[i]) : NULL;
-        struct cp_buf name;
-        cp_buf_init(&name);
-        if (parent)
-            cp_buf_printf(&name, "%s-", parent);
-        cp_buf_puts(&name, stems[i][0] ? stems[i] : "model");
-        free(parent);
-        size_t base_len = name.len;
-        for (int k = 2; cp_buf_status(&name) == CP_OK && name_taken(b->dirs, i, name.data); k++) {
-            name.len = base_len;
-            name.data[base_len] = '\0';
-            cp_buf_printf(&name, "-%d", k);
-        }
-        if (cp_buf_status(&name) != CP_OK) {
-            cp_buf_release(&name);
-            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory naming the output folders");
-            goto out_free;
-        }
-        b->dirs[i] = cp_buf_steal(&name);
-    }
-out_free:
-    for (size_t i = 0; stems && i < b->n; i++)
-        free(stems[i]);
-    free(stems);
-    return st;
-}
-
-/* The models of a list file (one path per line, # comments) or a folder
- * (every .onnx, sorted), as many as there are, with their folders. */
-static enum cp_status batch_models(const char *src, struct batch *b, struct cp_diag *d)
-{
-    memset(b, 0, sizeof *b);
-    struct stat sb;
-    if (stat(src, &sb) != 0)
-        return cp_diag_set(d, CP_ERR_INVALID, "--batch %s: no such file or folder", src);
-    enum cp_status st =
-        S_ISDIR(sb.st_mode) ? batch_from_dir(src, b, d) : batch_from_list(src, b, d);
-    if (st == CP_OK && b->n == 0)
-        st = cp_diag_set(d, CP_ERR_INVALID, "--batch %s: no models in it", src);
-    if (st == CP_OK)
-        st = batch_name_dirs(b, d);
-    if (st != CP_OK)
-        batch_release(b);
-    return st;
-}
-
-/* "<out_root>/<dir>/<file>" into a fresh string; NULL when out of memory. */
-static char *batch_path(const char *out_root, const char *dir, const char *file)
-{
-    struct cp_buf p;
-    cp_buf_init(&p);
-    cp_buf_printf(&p, "%s/%s%s%s", out_root, dir, file ? "/" : "", file ? file : "");
-    if (cp_buf_status(&p) != CP_OK) {
-        cp_buf_release(&p);
-        return NULL;
-    }
-    return cp_buf_steal(&p);
-}
-
-/* A worker: tune models[i] for i = worker, worker + jobs, ... each into
- * <out>/<its folder>; a failure is written to error.txt there. */
-static int worker(struct cp_tune_opts base, const struct batch *b, int worker_id, int jobs,
-                  const char *out_root)
-{
-    int failures = 0;
-    mkdir(out_root, 0755);
-    for (size_t i = (size_t)worker_id; i < b->n && !interrupted; i += (size_t)jobs) {
-        char *dir = batch_path(out_root, b->dirs[i], NULL);
-        char *errp = batch_path(out_root, b->dirs[i], "error.txt");
-        if (!dir || !errp) {
-            fprintf(stderr, "cannprof tune: %s: out of memory\n", b->models[i]);
-            failures++;
-            free(dir);
-            free(errp);
-            continue;
-        }
-        struct cp_tune_opts o = base;
-        o.model = b->models[i];
-        o.out_dir = dir;
-        mkdir(dir, 0755);
-        struct cp_diag d;
-        cp_diag_init(&d);
-        struct cp_tune_result r;
-        if (cp_tune(&o, &r, &d) != CP_OK) {
-            failures++;
-            cp_file_write_atomic(errp, d.msg, strlen(d.msg), NULL);
-            fprintf(stderr, "cannprof tune: %s: %s\n", b->models[i], d.msg);
-        } else
-            unlink(errp);
-        cp_tune_result_release(&r);
-        free(dir);
-        free(errp);
-    }
-    return failures ? 1 : 0;
-}
-
-/* One row of the summary table from the model's report.json (or its
- * error.txt). A report that cannot be read as one is an error naming the
- * file. Returns CP_OK, or the status of that error. */
-static enum cp_status summary_row(const struct batch *b, size_t i, const char *out_root,
-                                  const struct cp_tune_opts *o)
-{
-    char *path = batch_path(out_root, b->dirs[i], "report.json");
-    char *errp = batch_path(out_root, b->dirs[i], "error.txt");
-    const char *name = b->dirs[i];
-    enum cp_status st = CP_OK;
-    if (!path || !errp) {
-        printf("| %s | - | - | - | error: out of memory | - |\n", name);
-        st = CP_ERR_NOMEM;
-        goto out_free;
-    }
-    if (cp_path_exists(errp)) {
-        uint8_t *msg = NULL;
-        size_t len = 0;
-        cp_file_read(errp, &msg, &len, NULL);
-        printf("| %s | - | - | - | error: %s | - |\n", name,
-               msg ? (const char *)msg : "(error.txt unreadable)");
-        free(msg);
-        goto out_free;
-    }
-    if (!cp_path_exists(path)) {
-        printf("| %s | - | - | - | error: no report (interrupted?) | - |\n", name);
-        goto out_free;
-    }
-    struct cp_diag d;
-    cp_diag_init(&d);
-    struct cp_tune_report_row row;
-    if ((st = cp_tune_report_read(path, &row, &d)) != CP_OK) {
-        printf("| %s | - | - | - | error: %s | - |\n", name, d.msg);
-        cp_cli_error("tune", d.msg);
-        goto out_free;
-    }
-    struct cp_buf changes;
-    cp_buf_init(&changes);
-    for (size_t k = 0; k < row.n_accepted; k++)
-        cp_buf_printf(&changes, "%s`%s`", k ? ", " : "", row.accepted[k]);
     const struct cp_constraint *pl =
         cp_constraints_find(&o->constraints, CP_CONSTRAINT_PRECISION_LOSS);
     const struct cp_constraint *mc = cp_constraints_find(&o->constraints, CP_CONSTRAINT_MEMORY);
-    bool ok = (!pl || cp_constraint_holds(pl, row.best_precision_loss)) &&
-              (!mc || cp_constraint_holds(mc, row.best_memory_bytes));
-    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", name, row.baseline_ms, row.best_ms,
-           100 * (row.best_ms / row.baseline_ms - 1), changes.len ? changes.data : "none",
-           ok ? "met" : "NOT met");
-    cp_buf_release(&changes);
-    cp_tune_report_row_release(&row);
-out_free:
-    free(path);
-    free(errp);
-    return st;
+    return (!pl || cp_constraint_holds(pl, row->best_precision_loss)) &&
+           (!mc || cp_constraint_holds(mc, row->best_memory_bytes));
 }
 
-static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, const char *out_root)
+static void print_row(const char *name, const struct cp_tune_batch_result *res,
+                      const struct cp_tune_opts *o, const char *error)
+{
+    if (error) {
+        printf("| %s | - | - | - | error: %s | - |\n", name, error);
+        return;
+    }
+    const struct cp_tune_report_row *row = &res->row;
+    struct cp_buf changes;
+    cp_buf_init(&changes);
+    for (size_t k = 0; k < row->n_accepted; k++)
+        cp_buf_printf(&changes, "%s`%s`", k ? ", " : "", row->accepted[k]);
+    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", name, row->baseline_ms, row->best_ms,
+           100 * (row->best_ms / row->baseline_ms - 1),
+           changes.len && cp_buf_status(&changes) == CP_OK ? changes.data : "none",
+           constraints_met(o, row) ? "met" : "NOT met");
+    cp_buf_release(&changes);
+}
+
+static json_t *row_json(const char *name, const char *model, const char *out_root,
+                        const struct cp_tune_batch_result *res, const struct cp_tune_opts *o,
+                        const char *error)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "name", cp_json_str(name));
+    json_object_set_new(j, "model", cp_json_str(model));
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/%s", out_root, name);
+    json_object_set_new(j, "out_dir", cp_json_str(dir));
+    if (error) {
+        json_object_set_new(j, "status", json_string("error"));
+        json_object_set_new(j, "error", cp_json_str(error));
+        return j;
+    }
+    const struct cp_tune_report_row *row = &res->row;
+    json_object_set_new(j, "status", json_string("done"));
+    json_object_set_new(j, "baseline_ms", cp_json_num(row->baseline_ms));
+    json_object_set_new(j, "best_ms", cp_json_num(row->best_ms));
+    json_object_set_new(j, "change_pct", cp_json_num(100 * (row->best_ms / row->baseline_ms - 1)));
+    json_t *acc = json_array();
+    for (size_t k = 0; k < row->n_accepted; k++)
+        json_array_append_new(acc, cp_json_str(row->accepted[k]));
+    json_object_set_new(j, "accepted", acc);
+    json_object_set_new(j, "constraints_met", cp_json_bool(constraints_met(o, row)));
+    return j;
+}
+
+static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, bool json)
 {
     struct cp_diag d;
     cp_diag_init(&d);
-    struct batch b;
-    if (batch_models(src, &b, &d) != CP_OK) {
+    struct cp_tune_batch b;
+    if (cp_tune_batch_list(src, &b, &d) != CP_OK) {
         cp_cli_error("tune", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (jobs > (int)b.n)
-        jobs = (int)b.n;
+    int workers = jobs > (int)b.n ? (int)b.n : jobs;
     fprintf(stderr, "cannprof tune: %zu model%s, %d worker%s, artifacts in %s\n", b.n,
-            b.n == 1 ? "" : "s", jobs, jobs == 1 ? "" : "s", out_root);
+            b.n == 1 ? "" : "s", workers, workers == 1 ? "" : "s", o->out_dir);
     int rc = 0;
-    pid_t pids[64];
-    int started = 0;
-    for (int w = 0; w < jobs; w++) {
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(worker(*o, &b, w, jobs, out_root));
-        if (pid < 0) {
-            cp_cli_error("tune", "cannot start a worker process");
-            rc = 3;
-            break;
-        }
-        pids[started++] = pid;
+    if (cp_tune_batch_run(o, &b, jobs, o->out_dir, &d) != CP_OK) {
+        cp_cli_error("tune", d.msg);
+        rc = 3;
     }
-    for (int w = 0; w < started; w++) {
-        int status = 0;
-        while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR)
-            ;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            rc = rc ? rc : 1;
-    }
-    printf("| model | baseline ms | best ms | change | accepted changes | constraints |\n"
-           "|---|---:|---:|---:|---|---|\n");
+    if (!json)
+        printf("| model | baseline ms | best ms | change | accepted changes | constraints |\n"
+               "|---|---:|---:|---:|---|---|\n");
+    json_t *arr = json ? json_array() : NULL;
     enum cp_status worst = CP_OK;
     for (size_t i = 0; i < b.n; i++) {
-        enum cp_status st = summary_row(&b, i, out_root, o);
-        if (st != CP_OK && worst == CP_OK)
-            worst = st;
+        struct cp_tune_batch_result res;
+        cp_diag_init(&d);
+        enum cp_status st = cp_tune_batch_outcome(&b, i, o->out_dir, &res, &d);
+        const char *error = st != CP_OK                           ? d.msg
+                            : res.kind == CP_TUNE_BATCH_FAILED    ? res.error
+                            : res.kind == CP_TUNE_BATCH_NO_REPORT ? "no report (interrupted?)"
+                                                                  : NULL;
+        if (st != CP_OK) {
+            cp_cli_error("tune", d.msg);
+            if (worst == CP_OK)
+                worst = st;
+        }
+        if (arr)
+            json_array_append_new(arr,
+                                  row_json(b.dirs[i], b.models[i], o->out_dir, &res, o, error));
+        else
+            print_row(b.dirs[i], &res, o, error);
+        cp_tune_batch_result_release(&res);
     }
-    batch_release(&b);
+    if (arr && cp_out_json(arr, "tune") != 0 && !rc)
+        rc = 3;
+    json_decref(arr);
+    bool interrupted = b.interrupted, failures = b.failures;
+    cp_tune_batch_release(&b);
     if (interrupted) {
         fprintf(stderr, "cannprof tune: interrupted; run the same command again to resume\n");
         return 130;
     }
     if (rc)
-        return rc == 1 ? 3 : rc;
+        return rc;
+    if (failures)
+        return 3;
     return cp_status_exit_code(worst);
 }
 
-/* ---- options ----------------------------------------------------------------------- */
+/* ---- options ------------------------------------------------------------------------ */
 
 static bool parse_opts(const struct cp_args *a, struct cp_tune_opts *o, struct cp_diag *d)
 {
     const char *v;
-    if ((v = cp_args_get(a, OPT_TARGET)) && !cp_target_parse(v, &o->target))
-        return cp_diag_set(d, CP_ERR_INVALID, "--target: use latency, throughput or memory"), false;
-    if ((v = cp_args_get(a, OPT_CONSTRAINTS))) {
+    o->target = (enum cp_target)cp_args_int(a, CP_SO_TARGET, o->target);
+    if ((v = cp_args_get(a, CP_SO_CONSTRAINTS))) {
         if (cp_constraints_parse(v, &o->constraints, d) != CP_OK)
             return false;
         o->constraints_text = v;
     }
-    if ((v = cp_args_get(a, OPT_BUDGET)) && !parse_int(v, 1, 10000, &o->budget))
-        return cp_diag_set(d, CP_ERR_INVALID, "--budget takes a whole number from 1 to 10000"),
-               false;
+    o->budget = (int)cp_args_int(a, CP_SO_BUDGET, o->budget);
     if ((v = cp_args_get(a, OPT_TIME_LIMIT)) && !cp_parse_duration(v, &o->time_limit_s))
-        return cp_diag_set(d, CP_ERR_INVALID, "--time-limit takes \"10m\", \"90s\" or \"1h\""),
+        return cp_diag_set(d, CP_ERR_USAGE, "--time-limit takes \"10m\", \"90s\" or \"1h\""), false;
+    int64_t rounds = cp_args_int(a, CP_SO_ITERATIONS, o->rounds);
+    if (rounds < 5 || rounds > 100000)
+        return cp_diag_set(d, CP_ERR_USAGE, "--%s takes a whole number from 5 to 100000, not %lld",
+                           cp_args_name(a, CP_SO_ITERATIONS), (long long)rounds),
                false;
-    if ((v = cp_args_get(a, OPT_ROUNDS)) && !parse_int(v, 5, 100000, &o->rounds))
-        return cp_diag_set(d, CP_ERR_INVALID, "--rounds takes a whole number from 5 to 100000"),
-               false;
-    if ((v = cp_args_get(a, OPT_WARMUP)) && !parse_int(v, 0, 10000, &o->warmup))
-        return cp_diag_set(d, CP_ERR_INVALID, "--warmup takes a whole number from 0 to 10000"),
-               false;
-    if ((v = cp_args_get(a, OPT_THREADS)) && !parse_int(v, 1, 1024, &o->threads))
-        return cp_diag_set(d, CP_ERR_INVALID, "--threads takes a whole number from 1 to 1024"),
-               false;
-    int64_t seed;
-    if ((v = cp_args_get(a, OPT_SEED))) {
-        if (!cp_parse_i64(v, &seed) || seed < 0)
-            return cp_diag_set(d, CP_ERR_INVALID, "--seed takes a non-negative number"), false;
-        o->seed = (uint64_t)seed;
-    }
-    if ((v = cp_args_get(a, OPT_TEST)) && !cp_stat_test_parse(v, &o->verdict.test))
-        return cp_diag_set(d, CP_ERR_INVALID,
-                           "--test: use mann-whitney, welch, t-test or bootstrap"),
-               false;
-    char *end;
-    if ((v = cp_args_get(a, OPT_ALPHA))) {
-        o->verdict.alpha = strtod(v, &end);
-        if (end == v || *end || !(o->verdict.alpha > 0 && o->verdict.alpha <= 0.5))
-            return cp_diag_set(d, CP_ERR_INVALID, "--alpha: a level in (0, 0.5]"), false;
-    }
-    if ((v = cp_args_get(a, OPT_THRESHOLD))) {
-        o->verdict.threshold_pct = strtod(v, &end);
-        if (end == v || (*end && strcmp(end, "%") != 0) || !(o->verdict.threshold_pct >= 0))
-            return cp_diag_set(d, CP_ERR_INVALID, "--threshold: a percentage like 2%%"), false;
-    }
+    o->rounds = (int)rounds;
+    int64_t warmup = cp_args_int(a, CP_SO_WARMUP, o->warmup);
+    if (warmup > 10000)
+        return cp_diag_set(d, CP_ERR_USAGE, "--warmup takes a whole number from 0 to 10000"), false;
+    o->warmup = (int)warmup;
+    o->threads = (int)cp_args_int(a, CP_SO_THREADS, o->threads);
+    o->seed = (uint64_t)cp_args_int(a, CP_SO_SEED, (int64_t)o->seed);
+    o->verdict.test = (enum cp_stat_test)cp_args_int(a, CP_SO_TEST, o->verdict.test);
+    o->verdict.alpha = cp_args_num(a, CP_SO_ALPHA, o->verdict.alpha);
+    o->verdict.threshold_pct = cp_args_num(a, CP_SO_THRESHOLD, o->verdict.threshold_pct);
     if ((v = cp_args_get(a, OPT_KEEP))) {
         if (strcmp(v, "best") != 0 && strcmp(v, "all") != 0)
-            return cp_diag_set(d, CP_ERR_INVALID, "--keep: best or all"), false;
+            return cp_diag_set(d, CP_ERR_USAGE, "--keep: best or all, not '%s'", v), false;
         o->keep_all = strcmp(v, "all") == 0;
     }
     o->fresh = cp_args_has(a, OPT_FRESH);
     o->use_kb_strategies = !cp_args_has(a, OPT_NO_KB);
-    o->kb_path = cp_args_get(a, OPT_KB);
+    o->kb_path = cp_args_get(a, CP_SO_KB);
     return true;
+}
+
+/* The file name of `path` without its extension, for "tune-<stem>". */
+static void default_out(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    const char *dot = strrchr(name, '.');
+    int len = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
+    snprintf(out, cap, "tune-%.*s", len, *name ? name : "model");
 }
 
 int cp_cmd_tune(int argc, char **argv)
@@ -602,12 +313,12 @@ int cp_cmd_tune(int argc, char **argv)
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_args args;
-    if (cp_args_parse("tune", options, N_OPTIONS, argc, argv, &args, &d) != CP_OK) {
+    if (cp_args_parse_cmd(&OPTS, argc, argv, &args, &d) != CP_OK) {
         cp_cli_error("tune", d.msg);
         return cp_status_exit_code(d.status);
     }
-    if (cp_args_has(&args, OPT_HELP)) {
-        help();
+    if (cp_args_has(&args, CP_SO_HELP)) {
+        cp_cmd_help(stdout, &OPTS);
         return 0;
     }
     struct cp_tune_opts o;
@@ -624,35 +335,34 @@ int cp_cmd_tune(int argc, char **argv)
     }
     int jobs = 1;
     const char *v = cp_args_get(&args, OPT_JOBS);
-    if (v && (!batch || !parse_int(v, 1, 64, &jobs))) {
-        cp_cli_error("tune", batch ? "--jobs takes a whole number from 1 to 64"
-                                   : "--jobs works with --batch");
-        return 2;
+    if (v) {
+        int64_t j;
+        if (!batch || !cp_parse_i64(v, &j) || j < 1 || j > CP_TUNE_MAX_JOBS) {
+            char msg[96];
+            snprintf(msg, sizeof msg,
+                     batch ? "--jobs takes a whole number from 1 to %d"
+                           : "--jobs works with --batch",
+                     CP_TUNE_MAX_JOBS);
+            cp_cli_error("tune", msg);
+            return 2;
+        }
+        jobs = (int)j;
     }
     const char *inputs[CP_MAX_ARGS], *rules[CP_MAX_ARGS];
-    for (size_t i = 0; i < args.n_opts; i++) {
-        if (args.opts[i].id == OPT_INPUT)
-            inputs[o.n_inputs++] = args.opts[i].value;
-        if (args.opts[i].id == OPT_RULES)
-            rules[o.n_rule_paths++] = args.opts[i].value;
-    }
+    o.n_inputs = cp_args_all(&args, CP_SO_INPUT, inputs, CP_MAX_ARGS);
+    o.n_rule_paths = cp_args_all(&args, CP_SO_RULES, rules, CP_MAX_ARGS);
     o.inputs = inputs;
     o.rule_paths = rules;
-    bool quiet = cp_args_has(&args, OPT_QUIET);
+    bool quiet = cp_args_has(&args, CP_SO_QUIET);
     o.progress = quiet ? NULL : stderr;
     o.progress_tty = !quiet && isatty(STDERR_FILENO);
-    o.interrupt = &interrupted;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, NULL);
-    char *s = stem(batch ? batch : args.positional[0]);
+    o.interrupt = cp_cli_interrupt_flag();
     char out[1100];
-    snprintf(out, sizeof out, "tune-%s", s ? s : "model");
-    free(s);
+    default_out(batch ? batch : args.positional[0], out, sizeof out);
     o.out_dir = cp_args_get(&args, OPT_OUT) ? cp_args_get(&args, OPT_OUT) : out;
+    bool json = cp_args_has(&args, CP_SO_JSON);
     if (batch)
-        return tune_batch(&o, batch, jobs, o.out_dir);
+        return tune_batch(&o, batch, jobs, json);
     o.model = args.positional[0];
-    return tune_one(&o, cp_args_has(&args, OPT_JSON));
+    return tune_one(&o, json);
 }

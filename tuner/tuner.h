@@ -267,4 +267,57 @@ enum cp_status cp_tune_report_read(const char *path, struct cp_tune_report_row *
                                    struct cp_diag *d);
 void cp_tune_report_row_release(struct cp_tune_report_row *r); /* NULL ok; leaves it zeroed */
 
+/* ---- many models (batch.c) ----------------------------------------------------- */
+
+/* `cannprof tune --batch`: a list of models, each tuned into a folder of
+ * its own under one output folder, by worker processes that share the
+ * knowledge base. */
+#define CP_TUNE_MAX_JOBS 64
+
+struct cp_tune_batch {
+    char **models; /* n model paths */
+    char **dirs;   /* n folder names, different for every model */
+    size_t n, cap;
+    bool interrupted; /* after cp_tune_batch_run: Ctrl-C stopped it */
+    bool failures;    /* after cp_tune_batch_run: a model failed or a worker died */
+};
+
+/* The models of a list file (one path per line, any length; blank lines
+ * and # comments skipped) or a folder (every .onnx, sorted), as many as
+ * there are, each with its folder name: its file stem; for stems that
+ * several models share (ONNX's own test layout has a/model.onnx,
+ * b/model.onnx), "<parent folder>-<stem>"; then "-2", "-3", ... Errors
+ * name the list and the line. OUT: *b (release with
+ * cp_tune_batch_release; empty on failure). */
+enum cp_status cp_tune_batch_list(const char *src, struct cp_tune_batch *b, struct cp_diag *d);
+void cp_tune_batch_release(struct cp_tune_batch *b);
+
+/* Tune every model of b into <out_root>/<its folder> with `jobs` worker
+ * processes (1 .. CP_TUNE_MAX_JOBS; fewer when there are fewer models),
+ * each model with `base` (its model and out_dir set per model). A model
+ * that fails leaves its message in error.txt in its folder. Sets
+ * b->interrupted and b->failures. CP_ERR_INTERNAL when a worker cannot be
+ * started. */
+enum cp_status cp_tune_batch_run(const struct cp_tune_opts *base, struct cp_tune_batch *b, int jobs,
+                                 const char *out_root, struct cp_diag *d);
+
+enum cp_tune_batch_kind {
+    CP_TUNE_BATCH_DONE = 0,  /* report.json read: row */
+    CP_TUNE_BATCH_FAILED,    /* error.txt: error */
+    CP_TUNE_BATCH_NO_REPORT, /* neither (interrupted before it finished) */
+};
+
+struct cp_tune_batch_result {
+    enum cp_tune_batch_kind kind;
+    struct cp_tune_report_row row;
+    char *error;
+};
+
+/* What model i of b came to, read from its folder. A report.json that
+ * cannot be read as one is CP_ERR_CORRUPT naming the file
+ * (cp_tune_report_read). OUT: *out (cp_tune_batch_result_release). */
+enum cp_status cp_tune_batch_outcome(const struct cp_tune_batch *b, size_t i, const char *out_root,
+                                     struct cp_tune_batch_result *out, struct cp_diag *d);
+void cp_tune_batch_result_release(struct cp_tune_batch_result *r);
+
 #endif

@@ -194,10 +194,6 @@ static size_t conflicts(const struct survey *s, char *why, size_t cap)
     return n;
 }
 
-/* tune is being converted to the shared table on its own branch; until it
- * is merged its -b (budget), -t (target) and -n (rounds) still differ. */
-static const char *const pending[] = {"tune", NULL};
-
 Test(cli_options, every_help_exits_0_lists_its_options_and_states_its_exit_codes)
 {
     struct survey s;
@@ -223,7 +219,7 @@ Test(cli_options, every_help_exits_0_lists_its_options_and_states_its_exit_codes
 Test(cli_options, a_short_flag_means_the_same_in_every_command)
 {
     struct survey s;
-    survey_all(&s, pending);
+    survey_all(&s, NULL);
     cr_assert_geq(s.n_shorts, 20, "only %zu short flags found", s.n_shorts);
     char why[4096];
     cr_expect_eq(conflicts(&s, why, sizeof why), 0, "short flags with two meanings:%s", why);
@@ -244,17 +240,6 @@ Test(cli_options, a_short_flag_means_the_same_in_every_command)
             }
         (void)seen; /* a letter no command takes yet is fine */
     }
-    survey_release(&s);
-}
-
-/* The same check with tune in: enable once cmd_tune.c takes the shared
- * table (remove "tune" from `pending` then too). */
-Test(cli_options, tune_follows_the_short_flag_registry, .disabled = true)
-{
-    struct survey s;
-    survey_all(&s, NULL);
-    char why[4096];
-    cr_expect_eq(conflicts(&s, why, sizeof why), 0, "short flags with two meanings:%s", why);
     survey_release(&s);
 }
 
