@@ -626,7 +626,7 @@ static json_t *candidate_json(const struct cp_kb_candidate *c)
     bool ok = o && cp_json_set_int(o, "id", c->id) && cp_json_set_int(o, "step", c->step) &&
               cp_json_set(o, "delta", str_or_null(c->delta)) &&
               cp_json_set(o, "source", str_or_null(c->source)) &&
-              cp_json_set(o, "status", str_or_null(c->status)) &&
+              cp_json_set(o, "status", cp_json_str(cp_step_status_name(c->status))) &&
               cp_json_set(o, "reason", str_or_null(c->reason));
     const char *keys[] = {"expected_gain",  "measured_gain", "ci_lo",     "ci_hi", "p",
                           "precision_loss", "median_ns",     "throughput"};
@@ -687,9 +687,10 @@ static void show_text(const struct cp_kb_session *s, const struct cp_kb_candidat
         else
             snprintf(ci, sizeof ci, "[%s, %s]", lo, hi);
         ms_or_dash(ms, c[i].median_ns);
-        printf("%4d  %-9s %-28s %-40s %9s %19s %8s  %s\n", c[i].step, c[i].status,
-               c[i].source ? c[i].source : "-", c[i].delta && *c[i].delta ? c[i].delta : "(none)",
-               g, ci, ms, c[i].reason ? c[i].reason : "");
+        printf("%4d  %-9s %-28s %-40s %9s %19s %8s  %s\n", c[i].step,
+               cp_step_status_name(c[i].status), c[i].source ? c[i].source : "-",
+               c[i].delta && *c[i].delta ? c[i].delta : "(none)", g, ci, ms,
+               c[i].reason ? c[i].reason : "");
     }
 }
 

@@ -105,7 +105,7 @@ static void print_summary(const struct cp_tune_opts *o, const struct cp_tune_res
     printf("\naccepted changes:\n");
     int k = 0;
     for (size_t i = 0; i < r->n_steps; i++)
-        if (strcmp(r->steps[i].status, "accepted") == 0)
+        if (r->steps[i].status == CP_STEP_ACCEPTED)
             printf("  %d. %s (%s): %s\n", ++k, r->steps[i].delta, r->steps[i].source,
                    r->steps[i].reason);
     if (!k)

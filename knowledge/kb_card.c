@@ -68,7 +68,7 @@ static void put_scenario(struct cp_buf *b, const struct cp_kb_session *s,
 
 static bool is_accepted(const struct cp_kb_candidate *c)
 {
-    return c->status && strcmp(c->status, "accepted") == 0;
+    return c->status == CP_STEP_ACCEPTED;
 }
 
 static void put_bottlenecks(struct cp_buf *b, const struct cp_kb_candidate *c, size_t n)
@@ -111,8 +111,8 @@ static void put_changes(struct cp_buf *b, const struct cp_kb_candidate *c, size_
         cp_buf_puts(b, "None: the baseline configuration stayed the best.\n");
     int rejected = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
-        rejected += c[i].status && strcmp(c[i].status, "rejected") == 0;
-        failed += c[i].status && strcmp(c[i].status, "failed") == 0;
+        rejected += c[i].status == CP_STEP_REJECTED;
+        failed += c[i].status == CP_STEP_FAILED;
     }
     cp_buf_printf(b, "\n%d candidates tried: %d accepted, %d rejected, %d failed.\n\n", (int)n, k,
                   rejected, failed);

@@ -619,9 +619,16 @@ static enum cp_status import_session(struct imp *im, json_t *o, bool *added, str
 static enum cp_status import_candidate(struct imp *im, json_t *o, bool *added, struct cp_diag *d)
 {
     int64_t session = 0, step = 0, existing = 0;
-    const char *delta = NULL;
+    const char *delta = NULL, *status = NULL;
+    enum cp_step_status known;
     enum cp_status st;
     *added = false;
+    if ((st = get_str(im, o, "status", true, &status, d)) != CP_OK)
+        return st;
+    if (!cp_step_status_parse(status, &known))
+        return bad(im, d, CP_ERR_INVALID,
+                   "candidate status '%.40s' is none of baseline, accepted, rejected, failed",
+                   status);
     if ((st = ref_session(im, o, true, &session, d)) != CP_OK ||
         (st = get_int(im, o, "step", true, &step, NULL, d)) != CP_OK ||
         (st = get_str(im, o, "delta", false, &delta, d)) != CP_OK ||

@@ -324,12 +324,36 @@ out:
 
 /* ---- candidates ------------------------------------------------------------ */
 
+static const char *const STEP_STATUS[CP_STEP_STATUS_COUNT] = {
+    [CP_STEP_BASELINE] = "baseline",
+    [CP_STEP_ACCEPTED] = "accepted",
+    [CP_STEP_REJECTED] = "rejected",
+    [CP_STEP_FAILED] = "failed",
+};
+
+const char *cp_step_status_name(enum cp_step_status s)
+{
+    return (unsigned)s < CP_STEP_STATUS_COUNT ? STEP_STATUS[s] : "?";
+}
+
+bool cp_step_status_parse(const char *name, enum cp_step_status *out)
+{
+    for (int i = 0; name && i < CP_STEP_STATUS_COUNT; i++)
+        if (strcmp(name, STEP_STATUS[i]) == 0) {
+            *out = (enum cp_step_status)i;
+            return true;
+        }
+    return false;
+}
+
 static enum cp_status check_candidate(struct cp_kb *kb, const struct cp_kb_candidate *c,
                                       struct cp_diag *d)
 {
-    if (c->session_id <= 0 || !c->status || !*c->status)
-        return cp_diag_set(d, CP_ERR_INVALID, "%s: a candidate needs a session and a status",
-                           kb->path);
+    if (c->session_id <= 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: a candidate needs a session", kb->path);
+    if ((unsigned)c->status >= CP_STEP_STATUS_COUNT)
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: candidate status %d is none of the known ones",
+                           kb->path, (int)c->status);
     return CP_OK;
 }
 
@@ -358,7 +382,7 @@ static enum cp_status insert_candidate(struct cp_kb *kb, const struct cp_kb_cand
     cp_kb_bind_text(st, 6, c->config_id);
     cp_kb_bind_text(st, 7, c->om_path);
     cp_kb_bind_text(st, 8, c->trace_path);
-    sqlite3_bind_text(st, 9, c->status, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 9, cp_step_status_name(c->status), -1, SQLITE_STATIC);
     cp_kb_bind_text(st, 10, c->reason);
     cp_kb_bind_real(st, 11, c->expected_gain);
     cp_kb_bind_real(st, 12, c->measured_gain);
@@ -404,7 +428,6 @@ static void candidate_release(struct cp_kb_candidate *c)
     free(c->config_id);
     free(c->om_path);
     free(c->trace_path);
-    free(c->status);
     free(c->reason);
     free(c->created_at);
     memset(c, 0, sizeof *c);
@@ -419,7 +442,9 @@ void cp_kb_candidate_list_free(struct cp_kb_candidate *c, size_t n)
     free(c);
 }
 
-static bool read_candidate(sqlite3_stmt *st, struct cp_kb_candidate *c)
+/* One candidate row; a status the table does not know is corrupt. */
+static enum cp_status read_candidate(struct cp_kb *kb, sqlite3_stmt *st, struct cp_kb_candidate *c,
+                                     struct cp_diag *d)
 {
     memset(c, 0, sizeof *c);
     bool oom = false;
@@ -432,7 +457,14 @@ static bool read_candidate(sqlite3_stmt *st, struct cp_kb_candidate *c)
     c->config_id = cp_kb_col_text(st, 6, false, &oom);
     c->om_path = cp_kb_col_text(st, 7, false, &oom);
     c->trace_path = cp_kb_col_text(st, 8, false, &oom);
-    c->status = cp_kb_col_text(st, 9, true, &oom);
+    const char *status = (const char *)sqlite3_column_text(st, 9);
+    if (!cp_step_status_parse(status, &c->status)) {
+        enum cp_status ret = cp_diag_set(
+            d, CP_ERR_CORRUPT, "%s: candidate %lld has status '%.40s', none of the known ones",
+            kb->path, (long long)c->id, status ? status : "(null)");
+        memset(c, 0, sizeof *c);
+        return ret;
+    }
     c->reason = cp_kb_col_text(st, 10, false, &oom);
     c->expected_gain = cp_kb_col_real(st, 11);
     c->measured_gain = cp_kb_col_real(st, 12);
@@ -444,9 +476,11 @@ static bool read_candidate(sqlite3_stmt *st, struct cp_kb_candidate *c)
     c->median_ns = cp_kb_col_real(st, 18);
     c->throughput = cp_kb_col_real(st, 19);
     c->created_at = cp_kb_col_text(st, 20, true, &oom);
-    if (oom)
+    if (oom) {
         candidate_release(c);
-    return !oom;
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory listing candidates", kb->path);
+    }
+    return CP_OK;
 }
 
 enum cp_status cp_kb_candidate_list(struct cp_kb *kb, int64_t session_id,
@@ -477,8 +511,8 @@ enum cp_status cp_kb_candidate_list(struct cp_kb *kb, int64_t session_id,
             v = nv;
             cap = ncap;
         }
-        if (!read_candidate(st, &v[len]))
-            goto out_nomem;
+        if ((ret = read_candidate(kb, st, &v[len], d)) != CP_OK)
+            goto out;
         len++;
     }
     if (rc != SQLITE_DONE) {

@@ -197,6 +197,22 @@ void cp_kb_session_list_free(struct cp_kb_session *s, size_t n);
 
 /* ---- candidates and measurements ---------------------------------------- */
 
+/* What became of a tuning step. Stored by name (cp_step_status_name); a
+ * name the table does not know, in the knowledge base or in an import, is
+ * refused as corrupt. */
+enum cp_step_status {
+    CP_STEP_BASELINE = 0, /* step 0: the model as given */
+    CP_STEP_ACCEPTED,     /* significantly better, constraints hold: the new best */
+    CP_STEP_REJECTED,     /* measured and not better, or a constraint broken */
+    CP_STEP_FAILED,       /* could not be converted, run or measured */
+    CP_STEP_STATUS_COUNT
+};
+
+/* "baseline", "accepted", "rejected", "failed"; "?" out of range. */
+const char *cp_step_status_name(enum cp_step_status s);
+/* The status a name stands for; false for any other text (NULL too). */
+bool cp_step_status_parse(const char *name, enum cp_step_status *out);
+
 /* One evaluated candidate. On read strings are owned by the list. */
 struct cp_kb_candidate {
     int64_t id, session_id;
@@ -205,7 +221,7 @@ struct cp_kb_candidate {
                      switch:FlashAttentionFusionPass=on" ("" for the baseline) */
     char *source; /* "baseline", "rule:<name>", "kb", "exhaustive", ... */
     char *config_json, *config_id, *om_path, *trace_path;
-    char *status; /* "baseline", "accepted", "rejected", "failed" */
+    enum cp_step_status status;
     char *reason; /* why, one line */
     /* Fractions of latency saved (0.2 = 20% faster); p the test's p-value.
      * NaN unknown (stored NULL). */
@@ -217,7 +233,7 @@ struct cp_kb_candidate {
     char *created_at;  /* filled on read; on add: now unless given */
 };
 
-/* Record a candidate (session_id and status required). OUT: *id. */
+/* Record a candidate (session_id required). OUT: *id. */
 enum cp_status cp_kb_candidate_add(struct cp_kb *kb, const struct cp_kb_candidate *c, int64_t *id,
                                    struct cp_diag *d);
 

@@ -341,7 +341,7 @@ static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tu
         .config_id = key,
         .om_path = (char *)s->om_path,
         .trace_path = (char *)s->trace_path,
-        .status = (char *)s->status,
+        .status = s->status,
         .reason = (char *)s->reason,
         .expected_gain = s->expected_gain,
         .measured_gain = s->measured_gain,
@@ -360,10 +360,10 @@ static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tu
         .a_ns = res ? res->ns[0] : NULL,
         .b_ns = res ? res->ns[1] : NULL,
         .n = res ? res->n : 0,
-        .record_strategy = s->step > 0 && strcmp(s->status, "failed") != 0,
+        .record_strategy = s->step > 0 && s->status != CP_STEP_FAILED,
         .model_id = c->model_id,
         .hw_id = c->hw_id,
-        .held = strcmp(s->status, "accepted") == 0,
+        .held = s->status == CP_STEP_ACCEPTED,
     };
     enum cp_status st = cp_buf_status(&pj) == CP_OK ? cp_kb_step_record(c->kb, &ks, id, d)
                                                     : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -391,11 +391,11 @@ static enum cp_status save_session(struct cp_tune_ctx *c, const char *status, st
 
 /* ---- one proposal --------------------------------------------------------------------- */
 
-static void set_reason(struct cp_tune_step *s, const char *status, const char *fmt, ...)
+static void set_reason(struct cp_tune_step *s, enum cp_step_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void set_reason(struct cp_tune_step *s, const char *status, const char *fmt, ...)
+static void set_reason(struct cp_tune_step *s, enum cp_step_status status, const char *fmt, ...)
 {
-    snprintf(s->status, sizeof s->status, "%s", status);
+    s->status = status;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(s->reason, sizeof s->reason, fmt, ap);
@@ -432,7 +432,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
     memset(&cs, 0, sizeof cs);
     char why[256];
     if (cp_delta_apply(&r->best, &pr->delta, &cand, &ed) != CP_OK) {
-        set_reason(&s, "failed", "%s", ed.msg);
+        set_reason(&s, CP_STEP_FAILED, "%s", ed.msg);
         goto record;
     }
     cp_tune_point_key(&cand, key);
@@ -440,11 +440,11 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         return d->status;
     unlink(s.trace_path); /* a stale trace of an interrupted earlier attempt */
     if (cp_tune_convert(c, &cand, name, s.om_path, &ed) != CP_OK) {
-        set_reason(&s, "failed", "%s", ed.msg);
+        set_reason(&s, CP_STEP_FAILED, "%s", ed.msg);
         goto record;
     }
     if (cp_tune_open(c, &cand, s.om_path, NULL, &cs, &ed) != CP_OK) {
-        set_reason(&s, "failed", "%s", ed.msg);
+        set_reason(&s, CP_STEP_FAILED, "%s", ed.msg);
         if (cand.batch != r->best.batch) {
             c->batch_failed = true;
             snprintf(s.reason + strlen(s.reason), sizeof s.reason - strlen(s.reason),
@@ -454,22 +454,22 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
     }
     s.memory_bytes = cp_tune_memory(&cs);
     if (breaks(&c->o->constraints, CP_CONSTRAINT_MEMORY, (double)s.memory_bytes, why, sizeof why)) {
-        set_reason(&s, "rejected", "%s", why);
+        set_reason(&s, CP_STEP_REJECTED, "%s", why);
         goto record;
     }
     if (cp_tune_precision(c, &cand, &cs, &s.precision_loss, &ed) != CP_OK) {
-        set_reason(&s, "failed", "precision check: %s", ed.msg);
+        set_reason(&s, CP_STEP_FAILED, "precision check: %s", ed.msg);
         goto record;
     }
     if (breaks(&c->o->constraints, CP_CONSTRAINT_PRECISION_LOSS, s.precision_loss, why,
                sizeof why)) {
-        set_reason(&s, "rejected", "%s", why);
+        set_reason(&s, CP_STEP_REJECTED, "%s", why);
         goto record;
     }
     cp_session_close(&cs);
     if (cp_tune_ab(c, CP_TUNE_AB_CANDIDATE, &r->best, c->best_om, &cand, s.om_path, s.trace_path,
                    &s, &b_run, &improved, &res, &ed) != CP_OK) {
-        set_reason(&s, "failed", "measurement: %s", ed.msg);
+        set_reason(&s, CP_STEP_FAILED, "measurement: %s", ed.msg);
         goto record;
     }
     if (improved && c->o->target != CP_TARGET_MEMORY) {
@@ -486,7 +486,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         unlink(again.trace_path);
         if (cp_tune_ab(c, CP_TUNE_AB_CONFIRM, &r->best, c->best_om, &cand, s.om_path,
                        again.trace_path, &again, &run2, &improved2, &res2, &ed) != CP_OK) {
-            set_reason(&s, "failed", "confirmation measurement: %s", ed.msg);
+            set_reason(&s, CP_STEP_FAILED, "confirmation measurement: %s", ed.msg);
             goto record;
         }
         if (!improved2) {
@@ -506,7 +506,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         }
         cp_measurement_release(&res2);
         if (!improved) {
-            set_reason(&s, "rejected", "%s", why);
+            set_reason(&s, CP_STEP_REJECTED, "%s", why);
             goto record;
         }
     }
@@ -514,12 +514,12 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
     if (c->o->target == CP_TARGET_MEMORY) {
         double saved = 1.0 - (double)s.memory_bytes / (double)r->best_memory;
         if (!improved)
-            set_reason(&s, "rejected", "latency regressed (%+.1f%%)", -100 * s.measured_gain);
+            set_reason(&s, CP_STEP_REJECTED, "latency regressed (%+.1f%%)", -100 * s.measured_gain);
         else if (saved * 100 < c->o->verdict.threshold_pct)
-            set_reason(&s, "rejected", "memory %+.1f%%: not below the %.3g%% threshold",
+            set_reason(&s, CP_STEP_REJECTED, "memory %+.1f%%: not below the %.3g%% threshold",
                        -100 * saved, c->o->verdict.threshold_pct);
         else
-            set_reason(&s, "accepted", "memory %+.1f%%, latency not worse", -100 * saved);
+            set_reason(&s, CP_STEP_ACCEPTED, "memory %+.1f%%, latency not worse", -100 * saved);
     } else if (!improved) {
         /* in the metric's own direction: latency falls, throughput rises */
         double sign = c->o->target == CP_TARGET_THROUGHPUT ? 1 : -1;
@@ -531,21 +531,21 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
                               : significant ? "a real change, but below the threshold"
                               : large       ? "not significant (inconclusive)"
                                             : "no significant change";
-        set_reason(&s, "rejected", "%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g: %s", what, 100 * ch,
-                   100 * lo, 100 * hi, s.p, why_not);
+        set_reason(&s, CP_STEP_REJECTED, "%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g: %s", what,
+                   100 * ch, 100 * lo, 100 * hi, s.p, why_not);
     } else if (breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.after_ns / 1e9, why,
                       sizeof why) &&
                !breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.before_ns / 1e9, why,
                        sizeof why))
-        set_reason(&s, "rejected", "%s", why);
+        set_reason(&s, CP_STEP_REJECTED, "%s", why);
     else if (c->o->target == CP_TARGET_THROUGHPUT)
-        set_reason(&s, "accepted", "%s%sthroughput %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g", pr->title,
-                   pr->title[0] ? ": " : "", 100 * s.measured_gain, 100 * s.ci_lo, 100 * s.ci_hi,
-                   s.p);
+        set_reason(&s, CP_STEP_ACCEPTED, "%s%sthroughput %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g",
+                   pr->title, pr->title[0] ? ": " : "", 100 * s.measured_gain, 100 * s.ci_lo,
+                   100 * s.ci_hi, s.p);
     else
-        set_reason(&s, "accepted", "%s%slatency %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g", pr->title,
-                   pr->title[0] ? ": " : "", -100 * s.measured_gain, -100 * s.ci_hi, -100 * s.ci_lo,
-                   s.p);
+        set_reason(&s, CP_STEP_ACCEPTED, "%s%slatency %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g",
+                   pr->title, pr->title[0] ? ": " : "", -100 * s.measured_gain, -100 * s.ci_hi,
+                   -100 * s.ci_lo, s.p);
 record:
     cp_session_close(&cs);
     r->evaluations++;
@@ -554,7 +554,7 @@ record:
     cp_measurement_release(&res);
     if (st != CP_OK)
         return st;
-    if (strcmp(s.status, "accepted") == 0) {
+    if (s.status == CP_STEP_ACCEPTED) {
         r->best = cand;
         r->best_ns = s.after_ns;
         r->best_memory = s.memory_bytes;
@@ -583,7 +583,7 @@ static enum cp_status run_baseline(struct cp_tune_ctx *c, const struct cp_tune_p
     memset(&s, 0, sizeof s);
     s.measured_gain = s.ci_lo = s.ci_hi = s.p = s.expected_gain = NAN;
     snprintf(s.source, sizeof s.source, "baseline");
-    snprintf(s.status, sizeof s.status, "baseline");
+    s.status = CP_STEP_BASELINE;
     snprintf(s.reason, sizeof s.reason, "the given config");
     snprintf(s.trace_path, sizeof s.trace_path, "%s/baseline.db", c->o->out_dir);
     unlink(s.trace_path);
@@ -637,7 +637,7 @@ static enum cp_status resume(struct cp_tune_ctx *c, struct cp_diag *d)
         s.step = kc[i].step;
         snprintf(s.delta, sizeof s.delta, "%s", kc[i].delta ? kc[i].delta : "");
         snprintf(s.source, sizeof s.source, "%s", kc[i].source ? kc[i].source : "");
-        snprintf(s.status, sizeof s.status, "%s", kc[i].status ? kc[i].status : "");
+        s.status = kc[i].status;
         snprintf(s.reason, sizeof s.reason, "%s", kc[i].reason ? kc[i].reason : "");
         snprintf(s.om_path, sizeof s.om_path, "%s", kc[i].om_path ? kc[i].om_path : "");
         snprintf(s.trace_path, sizeof s.trace_path, "%s", kc[i].trace_path ? kc[i].trace_path : "");
@@ -653,7 +653,7 @@ static enum cp_status resume(struct cp_tune_ctx *c, struct cp_diag *d)
         cp_tune_point_key(&p, key);
         if ((st = mark_seen(c, key, d)) != CP_OK || (st = push_step(r, &s, d)) != CP_OK)
             break;
-        bool base = strcmp(s.status, "baseline") == 0;
+        bool base = s.status == CP_STEP_BASELINE;
         if (base) {
             r->baseline = p;
             r->baseline_ns = s.after_ns;
@@ -662,7 +662,7 @@ static enum cp_status resume(struct cp_tune_ctx *c, struct cp_diag *d)
             r->baseline_items_s = (double)(p.batch > 0 ? p.batch : 1) * 1e9 / s.after_ns;
         } else
             r->evaluations++;
-        if (base || strcmp(s.status, "accepted") == 0) {
+        if (base || s.status == CP_STEP_ACCEPTED) {
             r->best = p;
             r->best_ns = s.after_ns;
             r->best_memory = s.memory_bytes;

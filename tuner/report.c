@@ -45,17 +45,18 @@ void cp_tune_progress_step(const struct cp_tune_ctx *c, const struct cp_tune_ste
     const char *on = "", *off = "";
     if (tty) {
         off = "\033[0m";
-        on = strcmp(s->status, "accepted") == 0   ? "\033[32m"
-             : strcmp(s->status, "rejected") == 0 ? "\033[33m"
-                                                  : "\033[31m";
+        on = s->status == CP_STEP_ACCEPTED   ? "\033[32m"
+             : s->status == CP_STEP_REJECTED ? "\033[33m"
+                                             : "\033[31m";
     }
     if (c->o->target == CP_TARGET_THROUGHPUT)
         fprintf(f, "[%d/%d %s] %s%-8s%s %s (%s): %s; best %.1f items/s\n", r->evaluations,
-                c->o->budget, t, on, s->status, off, s->delta, s->source, s->reason,
-                r->best_items_s);
+                c->o->budget, t, on, cp_step_status_name(s->status), off, s->delta, s->source,
+                s->reason, r->best_items_s);
     else
         fprintf(f, "[%d/%d %s] %s%-8s%s %s (%s): %s; best %.3f ms\n", r->evaluations, c->o->budget,
-                t, on, s->status, off, s->delta, s->source, s->reason, r->best_ns / 1e6);
+                t, on, cp_step_status_name(s->status), off, s->delta, s->source, s->reason,
+                r->best_ns / 1e6);
     fflush(f);
 }
 
@@ -97,7 +98,8 @@ static json_t *step_json(const struct cp_tune_step *s)
 {
     json_t *o = json_object();
     if (o && cp_json_set_int(o, "step", s->step) && cp_json_set_str(o, "delta", s->delta) &&
-        cp_json_set_str(o, "source", s->source) && cp_json_set_str(o, "status", s->status) &&
+        cp_json_set_str(o, "source", s->source) &&
+        cp_json_set_str(o, "status", cp_step_status_name(s->status)) &&
         cp_json_set_str(o, "reason", s->reason) &&
         cp_json_set_num(o, "expected_gain", s->expected_gain) &&
         cp_json_set_num(o, "measured_gain", s->measured_gain) &&
@@ -283,7 +285,7 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
             cp_buf_printf(b, " | %.3f", s->after_ns / 1e6);
         else
             cp_buf_puts(b, " | -");
-        cp_buf_printf(b, " | **%s**: %s |\n", s->status, s->reason);
+        cp_buf_printf(b, " | **%s**: %s |\n", cp_step_status_name(s->status), s->reason);
     }
     cp_buf_puts(b, "\nGains are the share of latency saved (throughput won for the throughput "
                    "target) against the best at that step, measured interleaved "
@@ -405,7 +407,13 @@ static enum cp_status read_row(const char *path, const json_t *j, struct cp_tune
             snprintf(field, sizeof field, "steps[%zu].%s", i, !status ? "status" : "delta");
             return not_a_report(path, field, "a string", d);
         }
-        if (strcmp(status, "accepted") != 0)
+        enum cp_step_status known;
+        if (!cp_step_status_parse(status, &known)) {
+            char field[48];
+            snprintf(field, sizeof field, "steps[%zu].status", i);
+            return not_a_report(path, field, "baseline, accepted, rejected or failed", d);
+        }
+        if (known != CP_STEP_ACCEPTED)
             continue;
         if (!(out->accepted[out->n_accepted] = cp_strdup(delta)))
             return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);

@@ -39,6 +39,7 @@
 #include "atc_bridge/convert.h"
 #include "core/core.h"
 #include "core/json.h"
+#include "knowledge/kb_tuning.h"
 #include "rules/constraints.h"
 #include "rules/rules.h"
 #include "runner/measure.h"
@@ -197,9 +198,9 @@ void cp_tune_opts_init(struct cp_tune_opts *o);
 /* One evaluated proposal. */
 struct cp_tune_step {
     int step;
-    char delta[512]; /* canonical text */
-    char source[96]; /* "kb", "rule:<name>", "space" */
-    char status[16]; /* "accepted", "rejected", "failed" */
+    char delta[512];            /* canonical text */
+    char source[96];            /* "kb", "rule:<name>", "space" */
+    enum cp_step_status status; /* knowledge/kb_tuning.h: its name is what reports print */
     char reason[512];
     double expected_gain; /* fraction of latency (or throughput) gained; NaN unknown */
     double measured_gain, ci_lo, ci_hi, p; /* NaN when not measured */

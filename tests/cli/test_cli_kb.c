@@ -64,14 +64,14 @@ static void fill(const char *kb_path)
     ses.baseline_median_ns = ses.best_median_ns = NAN;
     OK(cp_kb_session_begin(kb, &ses, &s, d));
     const char *deltas[] = {"", "fa=on", "threads=1"};
-    const char *status[] = {"baseline", "accepted", "rejected"};
+    const enum cp_step_status status[] = {CP_STEP_BASELINE, CP_STEP_ACCEPTED, CP_STEP_REJECTED};
     const double gains[] = {NAN, 0.2, -0.3};
     for (int i = 0; i < 3; i++) {
         struct cp_kb_candidate k = {.session_id = s,
                                     .step = i,
                                     .delta = (char *)deltas[i],
                                     .source = (char *)(i ? "rule:attention_unfused" : "baseline"),
-                                    .status = (char *)status[i],
+                                    .status = status[i],
                                     .reason = (char *)"attention is not fused",
                                     .expected_gain = NAN,
                                     .measured_gain = gains[i],
@@ -321,6 +321,16 @@ Test(cli_kb, export_and_import_merge_without_duplicates)
     expect(&r, 2, "import of a dangling reference");
     char *where = cp_t_fmt("%s:3:", file);
     cr_assert(strstr(r.err, where) && strstr(r.err, "session nope"), "%s", r.err);
+    free(where);
+    cp_run_release(&r);
+    f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fputs("{\"type\":\"candidate\",\"session\":\"nope\",\"step\":1,\"status\":\"maybe\"}\n", f);
+    fclose(f);
+    cp_run_cli(&r, "kb", "import", file, "--kb", b, NULL);
+    expect(&r, 2, "import of a status no step has");
+    where = cp_t_fmt("%s:1:", file);
+    cr_assert(strstr(r.err, where) && strstr(r.err, "'maybe'"), "%s", r.err);
     free(where);
     cp_run_release(&r);
     cp_run_cli(&r, "kb", "import", "--kb", b, NULL);

@@ -84,7 +84,7 @@ static struct cp_kb_candidate step_candidate(int64_t session)
     c.step = 1;
     c.delta = (char *)"layout=nhwc";
     c.source = (char *)"rule:layout";
-    c.status = (char *)"accepted";
+    c.status = CP_STEP_ACCEPTED;
     c.reason = (char *)"faster";
     c.expected_gain = c.measured_gain = 0.1;
     c.ci_lo = 0.05;
@@ -142,7 +142,7 @@ Test(kb_integrity, a_step_records_its_candidate_samples_and_outcome)
     struct cp_kb_candidate base = step_candidate(p.session);
     base.step = 0;
     base.delta = (char *)"";
-    base.status = (char *)"baseline";
+    base.status = CP_STEP_BASELINE;
     struct cp_kb_step bs = {.candidate = &base};
     cr_assert_eq(cp_kb_step_record(kb, &bs, &id, &d), CP_OK, "%s", d.msg);
     expect_rows(kb, 2, 2, 1);
@@ -300,6 +300,46 @@ Test(kb_integrity, a_row_pointing_at_a_missing_parent_is_refused)
                                NULL, NULL, NULL),
                   SQLITE_OK);
     cr_assert_eq(q_int(kb, "SELECT count(*) FROM baselines"), 0);
+    cp_kb_close(kb);
+    free(path);
+}
+
+/* ---- step status ------------------------------------------------------------------ */
+
+Test(kb_integrity, step_status_names_round_trip_and_unknown_ones_are_refused)
+{
+    for (int i = 0; i < CP_STEP_STATUS_COUNT; i++) {
+        enum cp_step_status s;
+        cr_assert(cp_step_status_parse(cp_step_status_name((enum cp_step_status)i), &s));
+        cr_assert_eq((int)s, i);
+    }
+    enum cp_step_status s;
+    cr_assert_not(cp_step_status_parse("Accepted", &s));
+    cr_assert_not(cp_step_status_parse(NULL, &s));
+    cr_assert_str_eq(cp_step_status_name((enum cp_step_status)99), "?");
+
+    char *path = cp_t_path("status.sqlite");
+    struct cp_kb *kb = open_kb(path);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    exec_ok(kb, "INSERT INTO sessions(id, uid, key, status, created_at, updated_at) VALUES "
+                "(1, 'u1', 'k', 'done', 't', 't');"
+                "INSERT INTO candidates(id, session_id, step, status, created_at) VALUES "
+                "(10, 1, 0, 'baseline', 't'), (11, 1, 1, 'maybe', 't');");
+    struct cp_kb_candidate *c = NULL;
+    size_t n = 0;
+    cr_assert_eq(cp_kb_candidate_list(kb, 1, &c, &n, &d), CP_ERR_CORRUPT);
+    cr_assert(strstr(d.msg, "candidate 11") && strstr(d.msg, "'maybe'"), "%s", d.msg);
+    cr_assert_null(c);
+    struct cp_kb_candidate bad;
+    memset(&bad, 0, sizeof bad);
+    bad.session_id = 1;
+    bad.step = 2;
+    bad.status = (enum cp_step_status)42;
+    int64_t id = 0;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_kb_candidate_add(kb, &bad, &id, &d), CP_ERR_INVALID);
+    cr_assert(strstr(d.msg, "status 42"), "%s", d.msg);
     cp_kb_close(kb);
     free(path);
 }

@@ -79,7 +79,7 @@ static struct cp_kb_candidate cand(int64_t session, int step, const char *delta,
     c.step = step;
     c.delta = (char *)delta;
     c.source = (char *)source;
-    c.status = (char *)status;
+    cr_assert(cp_step_status_parse(status, &c.status), "%s", status);
     c.reason = (char *)(step == 0 ? "the starting point" : "attention dominates the run time");
     c.config_json = (char *)"{\"precision_mode\":\"force_fp32\"}";
     c.config_id = (char *)"0011223344556677";
@@ -356,10 +356,10 @@ Test(kb_tuning, sessions_candidates_and_measurements_round_trip)
     cr_assert_eq(cp_kb_candidate_list(kb, id, &c, &n, &d), CP_OK, "%s", d.msg);
     cr_assert_eq(n, 5);
     cr_assert_eq(c[0].step, 0);
-    cr_assert_str_eq(c[0].status, "baseline");
+    cr_assert_str_eq(cp_step_status_name(c[0].status), "baseline");
     cr_assert(isnan(c[0].measured_gain), "unknown gains read back as NaN");
     cr_assert_str_eq(c[2].delta, "delta-2");
-    cr_assert_str_eq(c[2].status, "accepted");
+    cr_assert_str_eq(cp_step_status_name(c[2].status), "accepted");
     cr_assert_str_eq(c[2].source, "rule:attention");
     cr_assert_float_eq(c[2].measured_gain, 0.1, 1e-12);
     cr_assert_float_eq(c[2].ci_lo, 0.05, 1e-12);

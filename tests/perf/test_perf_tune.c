@@ -39,7 +39,7 @@ Test(tune, a_much_better_layout_is_accepted_and_a_worse_one_rejected)
      * like (nhwc or blocked, in the knob space's order) */
     const struct cp_tune_step *layout = step_with(&r, "layout_policy=");
     cr_assert_not_null(layout, "no other layout was tried");
-    cr_expect_str_eq(layout->status, "accepted", "%s", layout->reason);
+    cr_expect_str_eq(cp_step_status_name(layout->status), "accepted", "%s", layout->reason);
     cr_expect(layout->measured_gain > 0.1, "gain %g", layout->measured_gain);
     cr_expect(layout->p < 0.05);
     cr_expect_eq(r.best.cfg.layout_policy != CP_LAYOUT_POLICY_NCHW, true);
@@ -66,7 +66,7 @@ Test(tune, a_much_worse_layout_is_rejected_as_significantly_worse)
     cr_assert_eq(cp_tune(&o, &r, &d), CP_OK, "%s", d.msg);
     const struct cp_tune_step *nchw = step_with(&r, "layout_policy=nchw");
     cr_assert_not_null(nchw, "nchw was never tried within the budget");
-    cr_expect_str_eq(nchw->status, "rejected", "%s", nchw->reason);
+    cr_expect_str_eq(cp_step_status_name(nchw->status), "rejected", "%s", nchw->reason);
     cr_expect(strstr(nchw->reason, "significantly worse") != NULL, "%s", nchw->reason);
     cr_expect(nchw->measured_gain < 0);
     cr_expect_neq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_NCHW);
@@ -89,7 +89,7 @@ Test(tune, what_held_on_one_model_is_tried_first_on_a_similar_one)
     struct cp_buf held;
     cp_buf_init(&held);
     for (size_t i = 1; i < r.n_steps; i++)
-        if (strcmp(r.steps[i].status, "accepted") == 0)
+        if (r.steps[i].status == CP_STEP_ACCEPTED)
             cp_buf_printf(&held, "[%s]", r.steps[i].delta);
     cr_assert(held.len > 0, "nothing held on op17 without its passes");
     cp_tune_result_release(&r);

@@ -34,11 +34,11 @@ Test(tune_report, a_written_report_reads_back)
     r.best_precision_loss = NAN; /* written as null */
     struct cp_tune_step steps[3];
     memset(steps, 0, sizeof steps);
-    const char *status[] = {"baseline", "accepted", "rejected"};
+    const enum cp_step_status status[] = {CP_STEP_BASELINE, CP_STEP_ACCEPTED, CP_STEP_REJECTED};
     const char *delta[] = {"", "layout_policy=nhwc", "threads=1"};
     for (int i = 0; i < 3; i++) {
         steps[i].step = i;
-        snprintf(steps[i].status, sizeof steps[i].status, "%s", status[i]);
+        steps[i].status = status[i];
         snprintf(steps[i].delta, sizeof steps[i].delta, "%s", delta[i]);
     }
     r.steps = steps;
@@ -102,6 +102,11 @@ Test(tune_report, a_report_of_the_wrong_shape_names_the_field)
         /* a step without a status: the summary used to strcmp(NULL, ...) */
         {"{\"model\":\"m\",\"baseline\":{\"median_ms\":1},\"best\":{\"median_ms\":1,"
          "\"precision_loss_pct\":0,\"memory_bytes\":1},\"steps\":[{\"delta\":\"x\"}]}",
+         "'steps[0].status'"},
+        /* a status no step can have */
+        {"{\"model\":\"m\",\"baseline\":{\"median_ms\":1},\"best\":{\"median_ms\":1,"
+         "\"precision_loss_pct\":0,\"memory_bytes\":1},\"steps\":[{\"status\":\"maybe\","
+         "\"delta\":\"x\"}]}",
          "'steps[0].status'"},
         {"{\"model\":\"m\",\"baseline\":{\"median_ms\":1},\"best\":{\"median_ms\":1,"
          "\"precision_loss_pct\":0,\"memory_bytes\":1},\"steps\":[{\"status\":\"accepted\","
