@@ -166,36 +166,6 @@ void cp_buf_printf(struct cp_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-void cp_buf_json_str(struct cp_buf *b, const char *s)
-{
-    cp_buf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-        switch (*p) {
-        case '"':
-            cp_buf_puts(b, "\\\"");
-            break;
-        case '\\':
-            cp_buf_puts(b, "\\\\");
-            break;
-        case '\n':
-            cp_buf_puts(b, "\\n");
-            break;
-        case '\r':
-            cp_buf_puts(b, "\\r");
-            break;
-        case '\t':
-            cp_buf_puts(b, "\\t");
-            break;
-        default:
-            if (*p < 0x20)
-                cp_buf_printf(b, "\\u%04x", *p);
-            else
-                cp_buf_putc(b, (char)*p);
-        }
-    }
-    cp_buf_putc(b, '"');
-}
-
 enum cp_status cp_buf_status(const struct cp_buf *b)
 {
     return b->failed ? CP_ERR_NOMEM : CP_OK;

@@ -4,6 +4,7 @@
  * at, so a file can be merged into another knowledge base
  * (kb_import.c). Records come in dependency order: models and hardware,
  * baselines, validations, sessions, candidates, measurements, strategies. */
+#include "core/json.h"
 #include "knowledge/kb_internal.h"
 #include "knowledge/kb_tuning.h"
 
@@ -144,15 +145,13 @@ enum cp_status cp_kb_export_jsonl(struct cp_kb *kb, struct cp_buf *out, struct c
             json_t *o = NULL;
             if ((ret = row_json(kb, st, &o, d)) != CP_OK)
                 break;
-            char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            bool ok = cp_json_dump(o, false, out) == CP_OK;
             json_decref(o);
-            if (!line) {
+            if (!ok) {
                 ret = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory exporting", kb->path);
                 break;
             }
-            cp_buf_puts(out, line);
             cp_buf_putc(out, '\n');
-            free(line);
         }
         if (ret == CP_OK && rc != SQLITE_DONE)
             ret = cp_kb_db_error(kb, d, "exporting");

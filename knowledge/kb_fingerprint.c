@@ -8,6 +8,7 @@
  * Erf) and as our passes fuse them (FusedAttention, GroupNormalization,
  * Gelu), so a fingerprint of the source model and one of a converted model
  * name the same patterns even though their hashes differ. */
+#include "core/json.h"
 #include "knowledge/kb_tuning.h"
 
 #include <jansson.h>
@@ -232,6 +233,15 @@ static void put_shape(struct cp_buf *b, const struct cp_shape *s)
         cp_buf_puts(b, "?");
 }
 
+/* s as a JSON string (core/json.h's escaping), for the canonical text. */
+static void put_quoted(struct cp_buf *b, const char *s)
+{
+    json_t *j = cp_json_str(s ? s : "");
+    if (!j || cp_json_dump(j, false, b) != CP_OK)
+        b->failed = true;
+    json_decref(j);
+}
+
 static void put_attr(const struct cp_graph *g, struct cp_buf *b, const struct cp_attr *a)
 {
     cp_buf_printf(b, " %s=", a->name);
@@ -243,7 +253,7 @@ static void put_attr(const struct cp_graph *g, struct cp_buf *b, const struct cp
         cp_buf_printf(b, "%.9g", (double)a->f);
         break;
     case CP_ATTR_STRING:
-        cp_buf_json_str(b, a->s ? a->s : "");
+        put_quoted(b, a->s);
         break;
     case CP_ATTR_INTS:
         for (size_t i = 0; i < a->n; i++)
@@ -256,7 +266,7 @@ static void put_attr(const struct cp_graph *g, struct cp_buf *b, const struct cp
     case CP_ATTR_STRINGS:
         for (size_t i = 0; i < a->n; i++) {
             cp_buf_putc(b, i ? ',' : ' ');
-            cp_buf_json_str(b, a->strings[i] ? a->strings[i] : "");
+            put_quoted(b, a->strings[i]);
         }
         break;
     case CP_ATTR_TENSOR:
@@ -356,46 +366,37 @@ static enum cp_status histogram_json(const struct cp_graph *g, const int32_t *or
         c[k].count++;
     }
     qsort(c, n, sizeof *c, cmp_op_count);
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_putc(&b, '{');
-    for (size_t k = 0; k < n; k++) {
-        if (k)
-            cp_buf_putc(&b, ',');
-        cp_buf_json_str(&b, c[k].op_type);
-        cp_buf_printf(&b, ":%d", c[k].count);
-    }
-    cp_buf_putc(&b, '}');
+    json_t *o = json_object();
+    bool ok = o != NULL;
+    for (size_t k = 0; ok && k < n; k++)
+        ok = cp_json_set_int(o, c[k].op_type, c[k].count);
     free(c);
-    if (cp_buf_status(&b) != CP_OK) {
-        cp_buf_release(&b);
-        return CP_ERR_NOMEM;
-    }
-    *out = cp_buf_steal(&b);
-    return CP_OK;
+    *out = ok ? cp_json_text(o) : NULL;
+    json_decref(o);
+    return *out ? CP_OK : CP_ERR_NOMEM;
 }
 
 /* [{"name":"x","dtype":"f32","shape":[1,128,64]}], dynamic dims -1. */
 static enum cp_status inputs_json(const struct cp_graph *g, char **out)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_putc(&b, '[');
-    for (size_t k = 0; k < cp_graph_n_inputs(g); k++) {
+    json_t *arr = json_array();
+    bool ok = arr != NULL;
+    for (size_t k = 0; ok && k < cp_graph_n_inputs(g); k++) {
         const struct cp_tensor *t = cp_graph_tensor(g, cp_graph_input(g, k));
-        cp_buf_puts(&b, k ? ",{\"name\":" : "{\"name\":");
-        cp_buf_json_str(&b, t->name);
-        cp_buf_printf(&b, ",\"dtype\":\"%s\",\"shape\":", cp_dtype_name(t->dtype));
-        put_shape(&b, &t->shape);
-        cp_buf_putc(&b, '}');
+        json_t *o = json_object();
+        json_t *shape = t->shape.rank < 0 ? json_null() : json_array(); /* rank unknown: null */
+        for (int i = 0; shape && i < t->shape.rank; i++)
+            cp_json_push(shape,
+                         cp_json_int(t->shape.dims[i].value < 0 ? -1 : t->shape.dims[i].value));
+        ok = o && cp_json_set_str(o, "name", t->name) &&
+             cp_json_set_str(o, "dtype", cp_dtype_name(t->dtype)) && cp_json_set(o, "shape", shape);
+        if (!o)
+            json_decref(shape);
+        ok = ok ? cp_json_push(arr, o) : (json_decref(o), false);
     }
-    cp_buf_putc(&b, ']');
-    if (cp_buf_status(&b) != CP_OK) {
-        cp_buf_release(&b);
-        return CP_ERR_NOMEM;
-    }
-    *out = cp_buf_steal(&b);
-    return CP_OK;
+    *out = ok ? cp_json_text(arr) : NULL;
+    json_decref(arr);
+    return *out ? CP_OK : CP_ERR_NOMEM;
 }
 
 static void copy_str(char *dst, size_t cap, const char *src)

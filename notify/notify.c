@@ -1,6 +1,7 @@
 /* notify: delivering an alert over HTTP(S) with libcurl, with timeouts,
  * retries and backoff, and error messages that never show a webhook's
  * secret. */
+#include "core/json.h"
 #include "notify/notify.h"
 
 #include <curl/curl.h>
@@ -516,20 +517,33 @@ static enum cp_status sign_request(const struct cp_notify_opts *o, struct cp_buf
         if (!sr->headers[0] || !sr->headers[1])
             st = CP_ERR_NOMEM;
         break;
-    case CP_WEBHOOK_FEISHU:
-        if (body->len < 2 || body->data[0] != '{')
+    case CP_WEBHOOK_FEISHU: {
+        /* the payload is one JSON object: the two fields go first */
+        json_t *payload = json_loadb(body->data, body->len, 0, NULL);
+        if (!json_is_object(payload)) {
+            json_decref(payload);
             return cp_diag_set(d, CP_ERR_INTERNAL, "webhook %s: the payload is not an object",
                                shown);
-        /* the payload is one JSON object: the two fields go first */
-        cp_buf_printf(&b, "{\"timestamp\":\"%s\",\"sign\":\"%s\",", sig.timestamp, sig.sign);
-        cp_buf_append(&b, body->data + 1, body->len - 1);
-        st = cp_buf_status(&b);
+        }
+        json_t *out = json_object();
+        bool ok = out && cp_json_set_str(out, "timestamp", sig.timestamp) &&
+                  cp_json_set_str(out, "sign", sig.sign);
+        const char *key;
+        json_t *v;
+        json_object_foreach(payload, key, v)
+        {
+            ok = ok && json_object_set(out, key, v) == 0;
+        }
+        st = ok ? cp_json_dump(out, false, &b) : CP_ERR_NOMEM;
+        json_decref(out);
+        json_decref(payload);
         if (st == CP_OK) {
             cp_buf_release(body);
             *body = b;
             cp_buf_init(&b);
         }
         break;
+    }
     case CP_WEBHOOK_DINGTALK: {
         char *esc = curl_easy_escape(NULL, sig.sign, 0);
         if (!esc) {

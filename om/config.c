@@ -1,5 +1,6 @@
 /* The conversion config: ATC flag names and values, validation, the
  * reproducing command line, JSON form and stable id. */
+#include "core/json.h"
 #include "om/config.h"
 
 #include <jansson.h>
@@ -509,12 +510,8 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
 void cp_convert_config_json(const struct cp_convert_config *c, struct cp_buf *out)
 {
     json_t *o = config_to_json(c, true);
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (s)
-        cp_buf_puts(out, s);
-    else
+    if (!o || cp_json_dump(o, false, out) != CP_OK)
         out->failed = true;
-    free(s);
     json_decref(o);
 }
 
@@ -651,7 +648,7 @@ out:
 void cp_convert_config_id(const struct cp_convert_config *c, char out[17])
 {
     json_t *o = config_to_json(c, false);
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    char *s = cp_json_text(o);
     uint64_t h = s ? cp_hash64(s, strlen(s)) : 0;
     snprintf(out, 17, "%016llx", (unsigned long long)h);
     free(s);

@@ -8,6 +8,7 @@
  *
  * Built with jansson (which checks that every string is valid UTF-8 and
  * keeps insertion order), so equal metadata always gives equal bytes. */
+#include "core/json.h"
 #include "om/om_internal.h"
 
 #include <jansson.h>
@@ -109,14 +110,7 @@ enum cp_status om_meta_build(const struct cp_om_meta *meta, struct cp_buf *out, 
             goto out;
         }
     }
-    char *text = json_dumps(root, JSON_COMPACT);
-    if (!text) {
-        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory building the .om metadata");
-        goto out;
-    }
-    cp_buf_puts(out, text);
-    free(text);
-    if (cp_buf_status(out) != CP_OK)
+    if (cp_json_dump(root, false, out) != CP_OK)
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory building the .om metadata");
 out:
     json_decref(source);
@@ -196,7 +190,7 @@ enum cp_status om_meta_parse(const char *name, const uint8_t *p, size_t n, uint3
                          name);
         goto out;
     }
-    cfg_text = json_dumps(config, JSON_COMPACT);
+    cfg_text = cp_json_text(config);
     if (!cfg_text) {
         st = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading the metadata", name);
         goto out;
@@ -215,7 +209,7 @@ enum cp_status om_meta_parse(const char *name, const uint8_t *p, size_t n, uint3
     }
     if (!out)
         goto out;
-    if (passes && !(out->passes_json = json_dumps(passes, JSON_COMPACT))) {
+    if (passes && !(out->passes_json = cp_json_text(passes))) {
         st = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory reading the metadata", name);
         goto out;
     }

@@ -22,6 +22,7 @@
  * shape and layout). No pass fuses it; LayoutTransformPass put both there,
  * because the ops between have no kernel for the blocked layout.
  */
+#include "core/json.h"
 #include "rules/patterns_internal.h"
 
 #include <jansson.h>
@@ -107,44 +108,31 @@ static int cmp_int(const void *a, const void *b)
 static enum cp_status names_json(const struct pg *g, const struct rows *x, char **nodes,
                                  char **origins)
 {
-    struct cp_buf nb, ob;
-    cp_buf_init(&nb);
-    cp_buf_init(&ob);
-    json_t *seen = json_object();
-    bool first_o = true;
-    cp_buf_putc(&nb, '[');
-    cp_buf_putc(&ob, '[');
-    for (size_t i = 0; i < x->n; i++) {
+    json_t *na = json_array(), *oa = json_array(), *seen = json_object();
+    bool ok = na && oa && seen;
+    for (size_t i = 0; ok && i < x->n; i++) {
         const struct cp_fk *k = K(g, x->r[i]);
-        if (i)
-            cp_buf_putc(&nb, ',');
-        cp_buf_json_str(&nb, k->node);
+        ok = cp_json_push(na, cp_json_str(k->node));
         json_t *a = json_loads(k->origins, 0, NULL);
-        for (size_t j = 0; json_is_array(a) && j < json_array_size(a); j++) {
+        for (size_t j = 0; ok && json_is_array(a) && j < json_array_size(a); j++) {
             const char *o = json_string_value(json_array_get(a, j));
-            if (!o || !seen || json_object_get(seen, o))
+            if (!o || json_object_get(seen, o))
                 continue;
-            json_object_set_new(seen, o, json_true());
-            if (!first_o)
-                cp_buf_putc(&ob, ',');
-            first_o = false;
-            cp_buf_json_str(&ob, o);
+            ok = json_object_set_new(seen, o, json_true()) == 0 && cp_json_push(oa, cp_json_str(o));
         }
         json_decref(a);
     }
-    cp_buf_putc(&nb, ']');
-    cp_buf_putc(&ob, ']');
-    enum cp_status st = seen ? CP_OK : CP_ERR_NOMEM;
+    *nodes = ok ? cp_json_text(na) : NULL;
+    *origins = ok ? cp_json_text(oa) : NULL;
+    json_decref(na);
+    json_decref(oa);
     json_decref(seen);
-    if (st == CP_OK && (cp_buf_status(&nb) != CP_OK || cp_buf_status(&ob) != CP_OK))
-        st = CP_ERR_NOMEM;
-    if (st != CP_OK) {
-        cp_buf_release(&nb);
-        cp_buf_release(&ob);
-        return st;
+    if (!*nodes || !*origins) {
+        free(*nodes);
+        free(*origins);
+        *nodes = *origins = NULL;
+        return CP_ERR_NOMEM;
     }
-    *nodes = cp_buf_steal(&nb);
-    *origins = cp_buf_steal(&ob);
     return CP_OK;
 }
 

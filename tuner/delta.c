@@ -301,7 +301,7 @@ enum cp_status cp_tune_point_from_json(struct cp_tune_point *p, const char *json
     enum cp_status st = CP_OK;
     if (!json_is_object(cfg))
         st = cp_diag_set(d, CP_ERR_CORRUPT, "a stored tuning point is not {\"config\":...}");
-    char *text = st == CP_OK ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    char *text = st == CP_OK ? cp_json_text(cfg) : NULL;
     cp_convert_config_init(&p->cfg);
     if (st == CP_OK)
         st = text ? cp_convert_config_from_json(&p->cfg, text, d)

@@ -7,6 +7,7 @@
  * node array in order and trust every shape. */
 #include "atc_bridge/passes/pass.h"
 #include "core/host.h"
+#include "core/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,21 +104,21 @@ void cp_pass_report_release(struct cp_pass_report *r)
 
 void cp_pass_report_json(const struct cp_pass_report *r, struct cp_buf *out)
 {
-    cp_buf_putc(out, '[');
-    for (size_t i = 0; i < r->n; i++) {
+    json_t *arr = json_array();
+    bool ok = arr != NULL;
+    for (size_t i = 0; ok && i < r->n; i++) {
         const struct cp_pass_record *p = &r->records[i];
-        cp_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
-        cp_buf_json_str(out, p->name);
-        cp_buf_puts(out, ",\"group\":");
-        cp_buf_json_str(out, p->group);
-        cp_buf_printf(out, ",\"ran\":%s,\"changed\":%s,\"nodes_before\":%zu,\"nodes_after\":%zu",
-                      p->ran ? "true" : "false", p->changed ? "true" : "false", p->nodes_before,
-                      p->nodes_after);
-        if (p->final)
-            cp_buf_puts(out, ",\"final\":true");
-        cp_buf_putc(out, '}');
+        json_t *o = json_object();
+        ok = o && cp_json_set_str(o, "name", p->name) && cp_json_set_str(o, "group", p->group) &&
+             cp_json_set_bool(o, "ran", p->ran) && cp_json_set_bool(o, "changed", p->changed) &&
+             cp_json_set_int(o, "nodes_before", (int64_t)p->nodes_before) &&
+             cp_json_set_int(o, "nodes_after", (int64_t)p->nodes_after) &&
+             (!p->final || cp_json_set_bool(o, "final", true));
+        ok = ok ? cp_json_push(arr, o) : (json_decref(o), false);
     }
-    cp_buf_putc(out, ']');
+    if (!ok || cp_json_dump(arr, false, out) != CP_OK)
+        out->failed = true;
+    json_decref(arr);
 }
 
 /* ---- running ------------------------------------------------------------------ */

@@ -10,32 +10,30 @@
  * graph input or weight), which restores the link. The outputs of a node
  * the precision pass marked for bf16 compute (attribute compute_precision)
  * carry "compute":"bf16": the tensor stays f32, the arithmetic was not. */
+#include "core/json.h"
 #include "runner/cpu/plan_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static void tensor_json(struct cp_buf *b, const struct cp_tensor *t,
-                        const struct cp_tensor *view_of, const char *compute)
+static json_t *tensor_json(const struct cp_tensor *t, const struct cp_tensor *view_of,
+                           const char *compute)
 {
-    cp_buf_puts(b, "{\"name\":");
-    cp_buf_json_str(b, t->name);
-    cp_buf_puts(b, ",\"shape\":[");
-    for (int k = 0; k < t->shape.rank; k++)
-        cp_buf_printf(b, "%s%lld", k ? "," : "", (long long)t->shape.dims[k].value);
-    cp_buf_puts(b, "],\"dtype\":");
-    cp_buf_json_str(b, cp_dtype_name(t->dtype));
-    cp_buf_puts(b, ",\"layout\":");
-    cp_buf_json_str(b, cp_layout_name(t->layout));
-    if (view_of && view_of != t) {
-        cp_buf_puts(b, ",\"view_of\":");
-        cp_buf_json_str(b, view_of->name);
+    json_t *o = json_object(), *shape = json_array();
+    for (int k = 0; shape && k < t->shape.rank; k++)
+        cp_json_push(shape, cp_json_int(t->shape.dims[k].value));
+    bool ok = o && cp_json_set_str(o, "name", t->name) && cp_json_set(o, "shape", shape) &&
+              cp_json_set_str(o, "dtype", cp_dtype_name(t->dtype)) &&
+              cp_json_set_str(o, "layout", cp_layout_name(t->layout)) &&
+              (!view_of || view_of == t || cp_json_set_str(o, "view_of", view_of->name)) &&
+              (!compute || cp_json_set_str(o, "compute", compute));
+    if (!ok) {
+        if (!o)
+            json_decref(shape);
+        json_decref(o);
+        return NULL;
     }
-    if (compute) {
-        cp_buf_puts(b, ",\"compute\":");
-        cp_buf_json_str(b, compute);
-    }
-    cp_buf_putc(b, '}');
+    return o;
 }
 
 /* The tensor that `t` aliases through view nodes (nodes that run no kernel:
@@ -63,44 +61,29 @@ static int32_t view_source(const struct cp_graph *g, const bool *by_kernel, int3
 static char *tensors_json(const struct cp_graph *g, const int32_t *idx, size_t n,
                           const bool *by_kernel, const char *compute)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_putc(&b, '[');
-    bool first = true;
-    for (size_t i = 0; i < n; i++) {
+    json_t *arr = json_array();
+    bool ok = arr != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
         if (idx[i] < 0)
             continue;
-        if (!first)
-            cp_buf_putc(&b, ',');
-        first = false;
         const struct cp_tensor *src =
             by_kernel ? cp_graph_tensor(g, view_source(g, by_kernel, idx[i])) : NULL;
-        tensor_json(&b, cp_graph_tensor(g, idx[i]), src, compute);
+        ok = cp_json_push(arr, tensor_json(cp_graph_tensor(g, idx[i]), src, compute));
     }
-    cp_buf_putc(&b, ']');
-    if (cp_buf_status(&b) != CP_OK) {
-        cp_buf_release(&b);
-        return NULL;
-    }
-    return cp_buf_steal(&b);
+    char *text = ok ? cp_json_text(arr) : NULL;
+    json_decref(arr);
+    return text;
 }
 
 static char *origins_json(const struct cp_node *n)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_putc(&b, '[');
-    for (size_t i = 0; i < n->n_origins; i++) {
-        if (i)
-            cp_buf_putc(&b, ',');
-        cp_buf_json_str(&b, n->origins[i]);
-    }
-    cp_buf_putc(&b, ']');
-    if (cp_buf_status(&b) != CP_OK) {
-        cp_buf_release(&b);
-        return NULL;
-    }
-    return cp_buf_steal(&b);
+    json_t *arr = json_array();
+    bool ok = arr != NULL;
+    for (size_t i = 0; ok && i < n->n_origins; i++)
+        ok = cp_json_push(arr, cp_json_str(n->origins[i]));
+    char *text = ok ? cp_json_text(arr) : NULL;
+    json_decref(arr);
+    return text;
 }
 
 enum cp_status cp_plan_build_trace(struct cp_plan *p, struct cp_diag *d)

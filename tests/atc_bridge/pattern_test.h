@@ -8,6 +8,7 @@
 #ifndef CP_TESTS_PATTERN_TEST_H
 #define CP_TESTS_PATTERN_TEST_H
 
+#include "core/json.h"
 #include "atc_bridge/passes/pass.h"
 #include "graph/pattern.h"
 #include "rules/features.h"
@@ -267,23 +268,17 @@ static inline struct pt_list pt_pass_instances(struct cp_graph *g, const char *p
 
 /* ---- a graph's trace, as the runtime writes it ------------------------------------------ */
 
-static inline void pt_tensor_json(struct cp_buf *b, const struct cp_tensor *t,
-                                  const struct cp_tensor *view_of)
+static inline json_t *pt_tensor_json(const struct cp_tensor *t, const struct cp_tensor *view_of)
 {
-    cp_buf_puts(b, "{\"name\":");
-    cp_buf_json_str(b, t->name);
-    cp_buf_puts(b, ",\"shape\":[");
+    json_t *o = json_object(), *shape = json_array();
     for (int k = 0; k < t->shape.rank; k++)
-        cp_buf_printf(b, "%s%lld", k ? "," : "", (long long)t->shape.dims[k].value);
-    cp_buf_puts(b, "],\"dtype\":");
-    cp_buf_json_str(b, cp_dtype_name(t->dtype));
-    cp_buf_puts(b, ",\"layout\":");
-    cp_buf_json_str(b, cp_layout_name(t->layout));
-    if (view_of && view_of != t) {
-        cp_buf_puts(b, ",\"view_of\":");
-        cp_buf_json_str(b, view_of->name);
-    }
-    cp_buf_putc(b, '}');
+        cr_assert(cp_json_push(shape, cp_json_int(t->shape.dims[k].value)));
+    cr_assert(cp_json_set_str(o, "name", t->name) && cp_json_set(o, "shape", shape) &&
+              cp_json_set_str(o, "dtype", cp_dtype_name(t->dtype)) &&
+              cp_json_set_str(o, "layout", cp_layout_name(t->layout)));
+    if (view_of && view_of != t)
+        cr_assert(cp_json_set_str(o, "view_of", view_of->name));
+    return o;
 }
 
 /* The tensor t aliases through view nodes (they run no kernel). */
@@ -302,36 +297,26 @@ static inline const struct cp_tensor *pt_view_source(const struct cp_graph *g, i
 static inline char *pt_tensors_json(const struct cp_graph *g, const int32_t *idx, size_t n,
                                     bool inputs)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_putc(&b, '[');
-    bool first = true;
-    for (size_t i = 0; i < n; i++) {
-        if (idx[i] < 0)
-            continue;
-        if (!first)
-            cp_buf_putc(&b, ',');
-        first = false;
-        pt_tensor_json(&b, cp_graph_tensor(g, idx[i]), inputs ? pt_view_source(g, idx[i]) : NULL);
-    }
-    cp_buf_putc(&b, ']');
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        if (idx[i] >= 0)
+            cr_assert(cp_json_push(arr, pt_tensor_json(cp_graph_tensor(g, idx[i]),
+                                                       inputs ? pt_view_source(g, idx[i]) : NULL)));
+    char *text = cp_json_text(arr);
+    json_decref(arr);
+    cr_assert_not_null(text);
+    return text;
 }
 
 static inline char *pt_origins_json(const struct cp_node *n)
 {
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_putc(&b, '[');
-    for (size_t i = 0; i < n->n_origins; i++) {
-        if (i)
-            cp_buf_putc(&b, ',');
-        cp_buf_json_str(&b, n->origins[i]);
-    }
-    cp_buf_putc(&b, ']');
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    return cp_buf_steal(&b);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n->n_origins; i++)
+        cr_assert(cp_json_push(arr, cp_json_str(n->origins[i])));
+    char *text = cp_json_text(arr);
+    json_decref(arr);
+    cr_assert_not_null(text);
+    return text;
 }
 
 /* A trace of g at `path`: one kernel per live node that is no view, in

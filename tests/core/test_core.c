@@ -132,27 +132,6 @@ Test(core_buf, steal_hands_over_data_and_empties_buffer)
     free(s);
 }
 
-Test(core_buf, json_str_escapes_quotes_backslashes_and_control_chars)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_json_str(&b, "say \"hi\" \\ path\n\t\r\x01\x1f end");
-    cr_assert_eq(cp_buf_status(&b), CP_OK);
-    cr_assert_str_eq(b.data, "\"say \\\"hi\\\" \\\\ path\\n\\t\\r\\u0001\\u001f end\"");
-    cp_buf_release(&b);
-}
-
-Test(core_buf, json_str_keeps_utf8_and_quotes_empty_string)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    cp_buf_json_str(&b, "");
-    cp_buf_putc(&b, ',');
-    cp_buf_json_str(&b, "caf\xc3\xa9 \x7f");
-    cr_assert_str_eq(b.data, "\"\",\"caf\xc3\xa9 \x7f\"");
-    cp_buf_release(&b);
-}
-
 /* ---- cp_diag and status codes ---------------------------------------------- */
 
 Test(core_diag, first_error_wins_and_status_is_returned)

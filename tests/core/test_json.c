@@ -37,3 +37,20 @@ Test(core_json, embed_parses_json_and_keeps_other_text_as_a_string)
     cr_assert(json_is_null(j));
     json_decref(j);
 }
+
+/* Strings: the one escaper (it replaced cp_buf_json_str, whose tests these
+ * were) escapes quotes, backslashes and control characters, keeps valid
+ * UTF-8 and DEL as they are, and quotes the empty string (hex digits of
+ * \u escapes in upper case, which JSON reads the same). */
+Test(core_json, strings_escape_quotes_backslashes_and_control_chars)
+{
+    json_t *a = json_array();
+    cr_assert(cp_json_push(a, cp_json_str("say \"hi\" \\ path\n\t\r\x01\x1f end")));
+    cr_assert(cp_json_push(a, cp_json_str("")));
+    cr_assert(cp_json_push(a, cp_json_str("caf\xc3\xa9 \x7f")));
+    char *t = cp_json_text(a);
+    cr_assert_str_eq(t, "[\"say \\\"hi\\\" \\\\ path\\n\\t\\r\\u0001\\u001F end\",\"\","
+                        "\"caf\xc3\xa9 \x7f\"]");
+    free(t);
+    json_decref(a);
+}
