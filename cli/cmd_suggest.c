@@ -203,28 +203,6 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
 
 /* ---- HTML -------------------------------------------------------------------------- */
 
-static void html_text(struct cp_buf *b, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<':
-            cp_buf_puts(b, "&lt;");
-            break;
-        case '>':
-            cp_buf_puts(b, "&gt;");
-            break;
-        case '&':
-            cp_buf_puts(b, "&amp;");
-            break;
-        case '"':
-            cp_buf_puts(b, "&quot;");
-            break;
-        default:
-            cp_buf_putc(b, *s);
-        }
-    }
-}
-
 static void render_html(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
                         const char *constraints, struct cp_buf *b)
 {
@@ -234,11 +212,11 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
                    "2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
                    "padding:.3em .6em}pre{background:#f4f4f4;padding:.6em;overflow-x:auto}"
                    ".bad{color:#b00}</style></head><body>\n<h1>cannprof suggest: ");
-    html_text(b, trace);
+    cp_buf_markup(b, trace);
     cp_buf_puts(b, "</h1>\n<p>Model <code>");
-    html_text(b, dg->run.model_path);
+    cp_buf_markup(b, dg->run.model_path);
     cp_buf_printf(b, "</code>, target <b>%s</b>, constraints <code>", cp_target_name(t));
-    html_text(b, constraints ? constraints : "none");
+    cp_buf_markup(b, constraints ? constraints : "none");
     cp_buf_printf(b,
                   "</code>; %zu findings.</p>\n<table><tr><th>#</th><th>finding</th>"
                   "<th>root cause</th><th>confidence</th><th>expected gain</th><th>risks</th>"
@@ -250,9 +228,9 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
         fmt_gain(f, t, g, sizeof g);
         fmt_risk(f, r, sizeof r);
         cp_buf_printf(b, "<tr><td>%zu</td><td><a href=\"#f%zu\">", i + 1, i + 1);
-        html_text(b, f->title);
+        cp_buf_markup(b, f->title);
         cp_buf_puts(b, "</a></td><td>");
-        html_text(b, f->root_cause);
+        cp_buf_markup(b, f->root_cause);
         cp_buf_printf(b, "</td><td>%s</td><td>%s</td><td>%s</td><td%s>%s</td></tr>\n",
                       cp_confidence_name(f->confidence), g, r, f->violates ? " class=\"bad\"" : "",
                       f->violates ? "breaks" : "ok");
@@ -261,18 +239,18 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
     for (size_t i = 0; i < a->n; i++) {
         const struct cp_finding *f = &a->findings[i];
         cp_buf_printf(b, "<h2 id=\"f%zu\">%zu. ", i + 1, i + 1);
-        html_text(b, f->title);
+        cp_buf_markup(b, f->title);
         cp_buf_puts(b, "</h2>\n");
         if (f->violates) {
             cp_buf_puts(b, "<p class=\"bad\">Breaks a constraint: ");
-            html_text(b, f->violation);
+            cp_buf_markup(b, f->violation);
             cp_buf_puts(b, "</p>\n");
         }
         cp_buf_puts(b, "<p>Where: ONNX nodes <code>");
-        html_text(b, f->nodes_json);
+        cp_buf_markup(b, f->nodes_json);
         cp_buf_printf(b,
                       "</code> (%.1f%% of the iteration).</p>\n<p>Change: ", 100 * f->time_share);
-        html_text(b, f->change.summary);
+        cp_buf_markup(b, f->change.summary);
         cp_buf_puts(b, "</p>\n");
         struct applied ap;
         applied_init(&ap);
@@ -281,21 +259,21 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
         if (ap.ok) {
             if (ap.switches.len) {
                 cp_buf_puts(b, "<p>switches.cfg:</p><pre>");
-                html_text(b, ap.switches.data);
+                cp_buf_markup(b, ap.switches.data);
                 cp_buf_puts(b, "</pre>\n");
             }
             cp_buf_puts(b, "<pre>");
-            html_text(b, ap.convert.data);
+            cp_buf_markup(b, ap.convert.data);
             cp_buf_puts(b, "</pre>\n");
             if (ap.runtime.len) {
                 cp_buf_puts(b, "<pre>cannprof bench suggested.om");
-                html_text(b, ap.runtime.data);
+                cp_buf_markup(b, ap.runtime.data);
                 cp_buf_puts(b, "</pre>\n");
             }
         }
         applied_release(&ap);
         cp_buf_puts(b, "<details><summary>evidence</summary><pre>");
-        html_text(b, f->evidence);
+        cp_buf_markup(b, f->evidence);
         cp_buf_puts(b, "</pre></details>\n");
     }
     cp_buf_puts(b, "</body></html>\n");

@@ -102,6 +102,10 @@ void cp_buf_puts(struct cp_buf *b, const char *s);
 void cp_buf_putc(struct cp_buf *b, char c);
 void cp_buf_printf(struct cp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cp_buf_vprintf(struct cp_buf *b, const char *fmt, va_list ap);
+/* Append s (NULL: nothing) as XML or HTML text: < > & " ' as entities,
+ * control characters but newline and tab dropped (XML 1.0 cannot hold
+ * them), invalid UTF-8 repaired to U+FFFD. */
+void cp_buf_markup(struct cp_buf *b, const char *s);
 enum cp_status cp_buf_status(const struct cp_buf *b);
 /* Hand over the data (caller frees); the buffer is left empty. */
 char *cp_buf_steal(struct cp_buf *b);

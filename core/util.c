@@ -1,5 +1,6 @@
 /* Clock, logging and small text helpers. */
 #include "core/core.h"
+#include "core/json.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -124,4 +125,39 @@ void cp_format_si(double v, char out[32])
         snprintf(out, 32, "%.0f", v);
     else
         snprintf(out, 32, "%.2f %s", v, units[u]);
+}
+
+void cp_buf_markup(struct cp_buf *b, const char *s)
+{
+    struct cp_buf u;
+    cp_buf_init(&u);
+    if (!s)
+        return;
+    cp_utf8_repair(s, strlen(s), &u);
+    if (cp_buf_status(&u) != CP_OK)
+        b->failed = true;
+    for (const char *p = u.data; p && *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        switch (c) {
+        case '<':
+            cp_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            cp_buf_puts(b, "&gt;");
+            break;
+        case '&':
+            cp_buf_puts(b, "&amp;");
+            break;
+        case '"':
+            cp_buf_puts(b, "&quot;");
+            break;
+        case '\'':
+            cp_buf_puts(b, "&apos;");
+            break;
+        default:
+            if (c >= 0x20 || c == '\n' || c == '\t')
+                cp_buf_putc(b, (char)c);
+        }
+    }
+    cp_buf_release(&u);
 }

@@ -316,39 +316,6 @@ void cp_validate_render_markdown(const struct cp_vresult *r, struct cp_buf *out)
     cp_buf_printf(out, "\n**Verdict:** %s\n", overall_sentence(r->overall));
 }
 
-/* XML text: the five special characters escaped, control characters
- * dropped (XML 1.0 cannot hold them), invalid UTF-8 repaired. */
-static void xml_text(struct cp_buf *b, const char *s)
-{
-    struct cp_buf u;
-    cp_buf_init(&u);
-    cp_utf8_repair(s ? s : "", s ? strlen(s) : 0, &u);
-    for (const char *p = u.data; p && *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        switch (c) {
-        case '<':
-            cp_buf_puts(b, "&lt;");
-            break;
-        case '>':
-            cp_buf_puts(b, "&gt;");
-            break;
-        case '&':
-            cp_buf_puts(b, "&amp;");
-            break;
-        case '"':
-            cp_buf_puts(b, "&quot;");
-            break;
-        case '\'':
-            cp_buf_puts(b, "&apos;");
-            break;
-        default:
-            if (c >= 0x20 || c == '\n' || c == '\t')
-                cp_buf_putc(b, (char)c);
-        }
-    }
-    cp_buf_release(&u);
-}
-
 static void row_line(const struct cp_vrow *row, char *out, size_t n)
 {
     char b[32], a[32], dl[32], ci[48], p[16];
@@ -375,9 +342,9 @@ void cp_validate_render_junit(const struct cp_vresult *r, struct cp_buf *out)
                   "errors=\"0\" skipped=\"%zu\">\n",
                   r->n_rows, failures, skipped);
     cp_buf_puts(out, "    <properties>\n      <property name=\"before\" value=\"");
-    xml_text(out, r->before_label);
+    cp_buf_markup(out, r->before_label);
     cp_buf_puts(out, "\"/>\n      <property name=\"after\" value=\"");
-    xml_text(out, r->after_label);
+    cp_buf_markup(out, r->after_label);
     cp_buf_printf(out,
                   "\"/>\n      <property name=\"test\" value=\"%s\"/>\n"
                   "      <property name=\"alpha\" value=\"%g\"/>\n"
@@ -395,16 +362,16 @@ void cp_validate_render_junit(const struct cp_vresult *r, struct cp_buf *out)
                       row->name);
         if (row->c.verdict == CP_VERDICT_REGRESSED) {
             cp_buf_puts(out, "      <failure type=\"regression\" message=\"");
-            xml_text(out, line);
+            cp_buf_markup(out, line);
             cp_buf_puts(out, "\"/>\n");
         } else if (row->c.verdict == CP_VERDICT_INCONCLUSIVE) {
             /* no verdict: neither a pass nor a failure */
             cp_buf_puts(out, "      <skipped message=\"inconclusive: ");
-            xml_text(out, line);
+            cp_buf_markup(out, line);
             cp_buf_puts(out, "\"/>\n");
         }
         cp_buf_puts(out, "      <system-out>");
-        xml_text(out, line);
+        cp_buf_markup(out, line);
         if (row->c.n_needed)
             cp_buf_printf(out, "; about %zu samples per side would settle it", row->c.n_needed);
         cp_buf_puts(out, "</system-out>\n    </testcase>\n");

@@ -132,6 +132,19 @@ Test(core_buf, steal_hands_over_data_and_empties_buffer)
     free(s);
 }
 
+Test(core_buf, markup_escapes_entities_drops_controls_and_repairs_utf8)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_markup(&b, "<a href=\"x\">Tom & Jerry's</a>\x01\n\tcaf\xc3\xa9 \xff");
+    cp_buf_markup(&b, NULL);
+    cr_assert_eq(cp_buf_status(&b), CP_OK);
+    cr_assert_str_eq(b.data,
+                     "&lt;a href=&quot;x&quot;&gt;Tom &amp; Jerry&apos;s&lt;/a&gt;\n\tcaf\xc3\xa9 "
+                     "\xef\xbf\xbd");
+    cp_buf_release(&b);
+}
+
 /* ---- cp_diag and status codes ---------------------------------------------- */
 
 Test(core_diag, first_error_wins_and_status_is_returned)
