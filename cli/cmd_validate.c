@@ -7,7 +7,6 @@
 #include "cli/output.h"
 #include "validate/validate.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,38 +179,6 @@ static bool parse_opts(const struct cp_args *args, struct cp_validate_opts *o, s
     return true;
 }
 
-/* The webhook signing secret: FILE's first line (without its line end), else
- * $CANNPROF_WEBHOOK_SECRET, else none (out ""). A file that cannot be read
- * or holds an empty first line is an error naming it. */
-static bool read_secret(const char *file, char *out, size_t n, struct cp_diag *d)
-{
-    out[0] = '\0';
-    if (!file) {
-        const char *env = getenv("CANNPROF_WEBHOOK_SECRET");
-        if (env && strlen(env) >= n) {
-            cp_diag_set(d, CP_ERR_INVALID, "$CANNPROF_WEBHOOK_SECRET is longer than %zu bytes",
-                        n - 1);
-            return false;
-        }
-        snprintf(out, n, "%s", env ? env : "");
-        return true;
-    }
-    FILE *f = fopen(file, "r");
-    if (!f) {
-        cp_diag_set(d, CP_ERR_INVALID, "--webhook-secret-file: %s: %s", file, strerror(errno));
-        return false;
-    }
-    bool ok = fgets(out, (int)n, f) != NULL;
-    fclose(f);
-    out[strcspn(out, "\r\n")] = '\0';
-    if (!ok || !out[0]) {
-        out[0] = '\0';
-        cp_diag_set(d, CP_ERR_INVALID, "--webhook-secret-file: %s: the first line is empty", file);
-        return false;
-    }
-    return true;
-}
-
 /* The alert options: where, how signed, in which format. */
 static bool parse_alert(const struct cp_args *args, const struct inputs *in, bool alert,
                         struct cp_validate_alert *al, char *secret, size_t n, struct cp_diag *d)
@@ -240,7 +207,7 @@ static bool parse_alert(const struct cp_args *args, const struct inputs *in, boo
         cp_diag_set(d, CP_ERR_USAGE, "--webhook-secret-file signs alerts: give --webhook URL too");
         return false;
     }
-    if (al->url && !read_secret(secret_file, secret, n, d))
+    if (al->url && cp_validate_alert_secret(secret_file, secret, n, d) != CP_OK)
         return false;
     al->secret = secret[0] ? secret : NULL;
     if (al->secret && al->format == CP_WEBHOOK_SLACK) {

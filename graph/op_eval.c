@@ -262,7 +262,7 @@ void cp_eval_where(const struct cp_tensor *tc, const void *cd, const struct cp_t
             bool c = cond[p.off[1] + j * w.inner_stride[1]] != 0;
             const unsigned char *src = c ? x + (p.off[2] + j * w.inner_stride[2]) * (int64_t)es
                                          : y + (p.off[3] + j * w.inner_stride[3]) * (int64_t)es;
-            cp_eval_copy_elem_(out + (p.off[0] + j) * (int64_t)es, src, es);
+            cp_eval_copy_elem(out + (p.off[0] + j) * (int64_t)es, src, es);
         }
         cp_walk_next(&w, &p);
     }
@@ -543,7 +543,7 @@ void cp_walk_copy(const struct cp_walk *w, void *dst, const void *src, size_t si
             memcpy(drow, srow, (size_t)(w->inner * es));
         } else {
             for (int64_t j = 0; j < w->inner; j++)
-                cp_eval_copy_elem_(drow + j * sd, srow + j * ss, size);
+                cp_eval_copy_elem(drow + j * sd, srow + j * ss, size);
         }
         cp_walk_next(w, &p);
     }

@@ -55,8 +55,32 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- element stores -------------------------------------------------------------- */
+
+/* Copy one element of `size` bytes (1, 2, 4, 8 or other): what every
+ * gather, transpose and fill moves. */
+static inline void cp_eval_copy_elem(void *dst, const void *src, size_t size)
+{
+    switch (size) {
+    case 1:
+        *(uint8_t *)dst = *(const uint8_t *)src;
+        break;
+    case 2:
+        *(uint16_t *)dst = *(const uint16_t *)src;
+        break;
+    case 4:
+        *(uint32_t *)dst = *(const uint32_t *)src;
+        break;
+    case 8:
+        *(uint64_t *)dst = *(const uint64_t *)src;
+        break;
+    default:
+        memcpy(dst, src, size);
+        break;
+    }
+}
 
 /* f32 -> bf16 as ops define it: truncation; NaN stays a quiet NaN. (The
  * rounding conversion of tensor I/O is graph.h's cp_f32_to_bf16.) */

@@ -25,26 +25,4 @@ static inline int64_t cp_eval_span_(const struct cp_shape *s, int from, int to)
     return p;
 }
 
-/* Copy one element of `size` bytes (1, 2, 4, 8 or other). */
-static inline void cp_eval_copy_elem_(void *dst, const void *src, size_t size)
-{
-    switch (size) {
-    case 1:
-        *(uint8_t *)dst = *(const uint8_t *)src;
-        break;
-    case 2:
-        *(uint16_t *)dst = *(const uint16_t *)src;
-        break;
-    case 4:
-        *(uint32_t *)dst = *(const uint32_t *)src;
-        break;
-    case 8:
-        *(uint64_t *)dst = *(const uint64_t *)src;
-        break;
-    default:
-        memcpy(dst, src, size);
-        break;
-    }
-}
-
 #endif

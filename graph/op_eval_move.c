@@ -263,5 +263,5 @@ void cp_eval_fill(size_t es, const void *value, int64_t n, void *y)
 {
     unsigned char *out = y;
     for (int64_t i = 0; i < n; i++)
-        cp_eval_copy_elem_(out + (size_t)i * es, value, es);
+        cp_eval_copy_elem(out + (size_t)i * es, value, es);
 }

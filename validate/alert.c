@@ -3,6 +3,7 @@
 #include "validate/validate.h"
 #include "stats/stats.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,4 +114,32 @@ enum cp_status cp_validate_record(struct cp_kb *kb, const struct cp_kb_baseline 
     st = cp_kb_record_validation(kb, &v, &id, d);
     cp_buf_release(&figures);
     return st;
+}
+
+enum cp_status cp_validate_alert_secret(const char *file, char *out, size_t n, struct cp_diag *d)
+{
+    out[0] = '\0';
+    if (!file) {
+        const char *env = getenv("CANNPROF_WEBHOOK_SECRET");
+        if (env && strlen(env) >= n) {
+            return cp_diag_set(d, CP_ERR_INVALID,
+                               "$CANNPROF_WEBHOOK_SECRET is longer than %zu bytes", n - 1);
+        }
+        snprintf(out, n, "%s", env ? env : "");
+        return CP_OK;
+    }
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        return cp_diag_set(d, CP_ERR_INVALID, "--webhook-secret-file: %s: %s", file,
+                           strerror(errno));
+    }
+    bool ok = fgets(out, (int)n, f) != NULL;
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    if (!ok || !out[0]) {
+        out[0] = '\0';
+        return cp_diag_set(d, CP_ERR_INVALID, "--webhook-secret-file: %s: the first line is empty",
+                           file);
+    }
+    return CP_OK;
 }

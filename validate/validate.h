@@ -190,6 +190,12 @@ struct cp_validate_alert {
 
 /* POST the result to the webhook (title, verdict, figures, trace, tag). The
  * outcome is in al (attempted, delivered, error). */
+/* The webhook signing secret: FILE's first line (without its line end), else
+ * $CANNPROF_WEBHOOK_SECRET, else none (out ""). A file that cannot be read
+ * or holds an empty first line, or a secret of n bytes or more, is
+ * CP_ERR_INVALID naming it (the flag's name is in the message). */
+enum cp_status cp_validate_alert_secret(const char *file, char *out, size_t n, struct cp_diag *d);
+
 void cp_validate_send_alert(const struct cp_vresult *r, const char *service, const char *tag,
                             const char *trace, struct cp_validate_alert *al);
 

@@ -231,7 +231,7 @@ static enum cp_status pad_run(struct cp_kexec *k)
                         : r > 0  ? pad_source(mode, j, begin[last], xs->dims[last].value)
                                  : 0;
             const unsigned char *src = c < 0 ? fill : x + (size_t)(base + c) * es;
-            cp_ref_copy_elem(yrow + (size_t)j * es, src, es);
+            cp_eval_copy_elem(yrow + (size_t)j * es, src, es);
         }
         for (int a = last - 1; a >= 0; a--) {
             if (++oc[a] < ys->dims[a].value)

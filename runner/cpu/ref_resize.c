@@ -382,8 +382,8 @@ static enum cp_status resize_run(struct cp_kexec *k)
             int64_t off = 0;
             for (int a = 0; a < r; a++)
                 off += t[a]->off[0];
-            cp_ref_copy_elem((unsigned char *)k->out_data[0] + (size_t)o * es,
-                             (const unsigned char *)k->in_data[0] + (size_t)off * es, es);
+            cp_eval_copy_elem((unsigned char *)k->out_data[0] + (size_t)o * es,
+                              (const unsigned char *)k->in_data[0] + (size_t)off * es, es);
         } else {
             /* Sum over every combination of taps (an odometer over j[]). */
             const float *x = k->in_data[0];

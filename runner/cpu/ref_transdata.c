@@ -64,7 +64,7 @@ void cp_layout_convert(void *dst, enum cp_layout to, const void *src, enum cp_la
                 for (int64_t w = 0; w < dims[3]; w++) {
                     int64_t i = cp_layout_offset(from, dims, n, c, h, w);
                     int64_t o = cp_layout_offset(to, dims, n, c, h, w);
-                    cp_ref_copy_elem(d + o * (int64_t)size, s + i * (int64_t)size, size);
+                    cp_eval_copy_elem(d + o * (int64_t)size, s + i * (int64_t)size, size);
                 }
 }
 

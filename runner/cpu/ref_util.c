@@ -92,27 +92,6 @@ void cp_ref_copy(void *dst, const void *src, size_t n)
     memmove(dst, src, n);
 }
 
-void cp_ref_copy_elem(void *dst, const void *src, size_t size)
-{
-    switch (size) {
-    case 1:
-        *(uint8_t *)dst = *(const uint8_t *)src;
-        break;
-    case 2:
-        *(uint16_t *)dst = *(const uint16_t *)src;
-        break;
-    case 4:
-        *(uint32_t *)dst = *(const uint32_t *)src;
-        break;
-    case 8:
-        *(uint64_t *)dst = *(const uint64_t *)src;
-        break;
-    default:
-        memcpy(dst, src, size);
-        break;
-    }
-}
-
 /* ---- windows ------------------------------------------------------------------------ */
 
 enum auto_pad { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID, PAD_BAD };

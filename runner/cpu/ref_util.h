@@ -64,8 +64,6 @@ bool cp_ref_dtype_is_int(enum cp_dtype dt); /* i8, u8, i32, i64 */
 
 /* memcpy that allows n == 0 with NULL pointers and dst == src. */
 void cp_ref_copy(void *dst, const void *src, size_t n);
-/* Copy one element of `size` bytes (1, 2, 4, 8 or other). */
-void cp_ref_copy_elem(void *dst, const void *src, size_t size);
 
 /* ---- windows (Conv, ConvTranspose, pools) ------------------------------------------ */
 
