@@ -19,9 +19,10 @@
 # fuzz/crashes/<name>/, where the replay test (ctest fuzz_replay_<name>)
 # keeps running it. Logs are in build-fuzz/logs/<name>.log.
 #
-# Environment: CP_JOBS (build jobs, default: cores), FUZZ_MAX_LEN (largest
-# input in bytes, default 65536; 262144 for the .om targets), FUZZ_ARGS
-# (more libFuzzer flags). Exit 0 when nothing crashed, 1 when something
+# Environment: CP_JOBS (build jobs, default: cores), FUZZ_JOBS (targets run
+# at the same time, default 1), FUZZ_MAX_LEN (largest input in bytes,
+# default 65536; 262144 for the .om targets), FUZZ_ARGS (more libFuzzer
+# flags). Exit 0 when nothing crashed, 1 when something
 # did, 2 on bad usage, 3 when the build fails.
 set -euo pipefail
 CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,7 +63,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     }
 fi
 build_targets=(fuzz_seeds)
-for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
+for t in "${targets[@]}"; do build_targets+=("fuzz_$t" "fuzz_replay_$t"); done
 cmake --build "$build" -j"${CP_JOBS:-$(nproc)}" --target "${build_targets[@]}" \
     >"$build/build.log" 2>&1 || {
     grep -E 'error|Error' -A3 "$build/build.log" | head -60 >&2
@@ -73,19 +74,17 @@ cmake --build "$build" -j"${CP_JOBS:-$(nproc)}" --target "${build_targets[@]}" \
 testdata=/usr/share/libonnx-testdata/data
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-mkdir -p "$build/logs"
-table="$build/fuzz-table.md"
-{
-    echo "| target | seconds | executions | execs/s | corpus | crashes |"
-    echo "|---|---:|---:|---:|---:|---:|"
-} >"$table"
-crashed=0
-for t in "${targets[@]}"; do
-    corpus="$build/corpus/$t" seeds="$build/seeds/$t" art="$build/artifacts/$t"
-    rm -rf "$seeds" "$art"
+mkdir -p "$build/logs" "$build/rows"
+
+# run_target NAME: one libFuzzer run; its table row goes to rows/NAME.
+run_target() {
+    local t=$1
+    local corpus="$build/corpus/$t" seeds="$build/seeds/$t" art="$build/artifacts/$t"
+    rm -rf "$seeds" "$art" "$build/rows/$t"
     mkdir -p "$corpus" "$seeds" "$art"
     # The seed list names files and folders; libFuzzer takes folders, so the
     # files are gathered into one (names made unique by their path).
+    local p f rel
     while IFS= read -r p; do
         [ -z "$p" ] && continue
         if [ -d "$p" ]; then
@@ -97,7 +96,7 @@ for t in "${targets[@]}"; do
         rel=${f#"$CP_ROOT"/}
         cp "$f" "$seeds/${rel//\//_}"
     done
-    dirs=("$corpus" "$seeds")
+    local dirs=("$corpus" "$seeds") max_len
     [ -d "$CP_ROOT/fuzz/crashes/$t" ] && dirs+=("$CP_ROOT/fuzz/crashes/$t")
     case "$t" in
     onnx | tensor) [ -d "$testdata" ] && dirs+=("$testdata") ;;
@@ -106,7 +105,7 @@ for t in "${targets[@]}"; do
     om | om_ascend) max_len=${FUZZ_MAX_LEN:-262144} ;;
     *) max_len=${FUZZ_MAX_LEN:-65536} ;;
     esac
-    log="$build/logs/$t.log"
+    local log="$build/logs/$t.log" start rc took execs rate size n a
     echo "fuzz: $t for ${secs}s ..." >&2
     start=$(date +%s)
     set +e
@@ -119,11 +118,17 @@ for t in "${targets[@]}"; do
     took=$(($(date +%s) - start))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-    size=$(find "$corpus" -type f | wc -l)
+    if [ -z "$execs" ]; then
+        # a crash ends the run before the final stats: the last status line
+        execs=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -n 1)
+        [ -n "$execs" ] && rate=$((execs / (took > 0 ? took : 1)))
+    fi
+    # the corpus libFuzzer ended with (seeds that add coverage + what it found)
+    size=$(sed -n 's/.* corp: \([0-9][0-9]*\)\/.*/\1/p' "$log" | tail -n 1)
+    [ -z "$size" ] && size=$(find "$corpus" -type f | wc -l)
     n=0
-    for a in "$art"/crash-* "$art"/leak-* "$art"/timeout-* "$art"/oom-* "$art"/slow-unit-*; do
+    for a in "$art"/crash-* "$art"/leak-* "$art"/timeout-* "$art"/oom-*; do
         [ -f "$a" ] || continue
-        case "$(basename "$a")" in slow-unit-*) continue ;; esac
         mkdir -p "$CP_ROOT/fuzz/crashes/$t"
         cp "$a" "$CP_ROOT/fuzz/crashes/$t/"
         echo "fuzz: $t: $(basename "$a") -> fuzz/crashes/$t/ (log: $log)" >&2
@@ -134,9 +139,35 @@ for t in "${targets[@]}"; do
         tail -n 20 "$log" >&2
         n="error"
     fi
-    [ "$n" != 0 ] && crashed=1
-    echo "| $t | $took | ${execs:-?} | ${rate:-?} | $size | $n |" >>"$table"
+    echo "| $t | $took | ${execs:-?} | ${rate:-?} | $size | $n |" >"$build/rows/$t"
+}
+
+# FUZZ_JOBS targets at a time (default 1): each a single-threaded process.
+jobs=${FUZZ_JOBS:-1}
+for ((j = 0; j < jobs; j++)); do
+    (
+        for ((i = j; i < ${#targets[@]}; i += jobs)); do
+            run_target "${targets[$i]}"
+        done
+    ) &
 done
+wait
+
+table="$build/fuzz-table.md"
+crashed=0
+{
+    echo "| target | seconds | executions | execs/s | corpus | crashes |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for t in "${targets[@]}"; do
+        if [ -f "$build/rows/$t" ]; then
+            cat "$build/rows/$t"
+            grep -q '| 0 |$' "$build/rows/$t" || crashed=1
+        else
+            echo "| $t | ? | ? | ? | ? | not run |"
+            crashed=1
+        fi
+    done
+} >"$table"
 echo
 cat "$table"
 exit "$crashed"
