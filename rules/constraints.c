@@ -257,6 +257,11 @@ static enum cp_status parse_unit(const struct item *it, size_t *i, enum cp_const
                           ki->example);
     for (size_t k = 0; k < ki->n_units; k++)
         if (strlen(ki->units[k].name) == n && !memcmp(ki->units[k].name, u, n)) {
+            /* The number was finite; in base units it may not be
+             * ("1e308TB"), and an infinite bound is no bound. */
+            if (!isfinite(*value * ki->units[k].mult))
+                return item_error(it, "the value is out of range once converted from %s",
+                                  ki->units[k].name);
             *value *= ki->units[k].mult;
             *i = it->len;
             return CP_OK;

@@ -8,7 +8,7 @@
 #   - any header of M itself;
 #   - a public header (third column) of a module listed in M's fourth column.
 # Tests (tests/<M>/...) may also include M's private headers, and any public
-# header of any module; tests/support/ and bench/ only public headers.
+# header of any module; tests/support/, bench/ and fuzz/ only public headers.
 # Generated headers (proto/) count as the module "proto"; <sqlite3.h> as
 # the module "sqlite", so only the modules whose row lists it (the trace
 # store, the knowledge base) hold SQL.
@@ -68,7 +68,8 @@ END {
         if (top == "tests") {
             kind = (parts[2] == "support") ? "support" : "test"
             own = parts[2]
-        } else if (top == "bench" || top == "examples" || top == "scripts" || top == "docs") {
+        } else if (top == "bench" || top == "fuzz" || top == "examples" || top == "scripts" ||
+                   top == "docs") {
             kind = "support"
             own = ""
         } else if (!(top in modules)) {

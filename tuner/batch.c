@@ -19,6 +19,11 @@ static char *stem(const char *path)
     char *dot = s ? strrchr(s, '.') : NULL;
     if (dot && dot != s)
         *dot = '\0';
+    /* "..onnx" loses its suffix to "."; "." and ".." name the output
+     * folder itself or its parent, never a folder of its own ("" becomes
+     * "model") */
+    if (s && (strcmp(s, ".") == 0 || strcmp(s, "..") == 0))
+        s[0] = '\0';
     return s;
 }
 
@@ -96,8 +101,14 @@ static enum cp_status batch_from_list(const char *src, struct cp_tune_batch *b, 
             p++;
         if (!*p || *p == '#')
             continue;
-        if (!cp_path_exists(p))
+        struct stat sb;
+        if (stat(p, &sb) != 0)
             st = cp_diag_set(d, CP_ERR_INVALID, "%s:%d: %.300s: no such file", src, lineno, p);
+        else if (S_ISDIR(sb.st_mode))
+            st = cp_diag_set(d, CP_ERR_INVALID,
+                             "%s:%d: %.300s: a folder, not a model file (give the folder itself "
+                             "to --batch to tune every .onnx in it)",
+                             src, lineno, p);
         else if (!batch_add(b, p))
             st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading %s", src);
     }

@@ -262,6 +262,23 @@ Test(constraints, bad_input_gets_a_clear_error)
                         "memory<3GB,precision_loss<1%");
 }
 
+/* The round trip fuzz/fuzz_constraints.c checks: the number was checked
+ * before its unit multiplied it, so 1e300TB became an infinite bound that
+ * every value satisfied, and whose canonical text ("infB") did not parse. */
+Test(constraints, a_value_that_overflows_in_base_units_is_refused)
+{
+    expect_error("memory<1e300TB", "--constraints: 'memory<1e300TB': the value is out of range "
+                                   "once converted from TB");
+    expect_error("latency<1ms,memory<=1.7e308KiB",
+                 "--constraints: 'memory<=1.7e308KiB': the value is out of range once converted "
+                 "from KiB");
+    struct cp_constraints c = parse_ok("memory<1e290GB");
+    char *text = format(&c);
+    struct cp_constraints back = parse_ok(text);
+    cr_expect_eq(back.n, 1, "%s", text);
+    free(text);
+}
+
 Test(constraints, origin_names_the_source_of_the_text)
 {
     struct cp_constraints c;
