@@ -10,7 +10,11 @@
 #                processes, one after the other), then
 #                `validate --before x.db --after y.db --metrics latency`;
 #   runs         the same with `bench --runs R` on each side: R processes per
-#                side, compared run against run.
+#                side, compared run against run;
+#   alternating  R processes per side run alternately (A, B, A, B, ...), one
+#                trace each, then `validate --before a1 ... --after b1 ...`:
+#                compared run against run, with a drift of the machine on
+#                both sides.
 #
 # For each path:
 #   A/A    the same .om against itself, TRIALS times: every "improved" or
@@ -37,7 +41,7 @@
 #                processes, alternately copying 64 MiB blocks through memory
 #                (dd) and spinning in a shell loop, as other jobs on a shared
 #                CI machine do
-#   PATHS        any of interleaved, separate, runs (default all three)
+#   PATHS        any of interleaved, separate, runs, alternating (default all)
 #   TRIALS       trials per figure (default 40)
 #   RUNS         processes per side on the runs path (default 5)
 #   TRUE_ROUNDS  rounds of the run that measures SLOW's true change (default 2000)
@@ -57,7 +61,7 @@ cli=${CANNPROF:-$CP_ROOT/build/cannprof}
 models=${MODELS:-transformer_encoder_op14 resnet_tiny nhwc_roundtrip}
 threads_list=${THREADS:-1 2}
 loads=${LOADS:-0 2}
-paths=${PATHS:-interleaved separate runs}
+paths=${PATHS:-interleaved separate runs alternating}
 trials=${TRIALS:-40}
 runs=${RUNS:-5}
 true_rounds=${TRUE_ROUNDS:-2000}
@@ -139,9 +143,20 @@ trial() {
         rm -f "$work"/x.db* "$work"/y.db*
         "$cli" bench "$a" --runs "$runs" --threads "$t" --trace "$work/x.db" >/dev/null
         "$cli" bench "$b" --runs "$runs" --threads "$t" --trace "$work/y.db" >/dev/null ;;
+    alternating)
+        rm -f "$work"/x*.db* "$work"/y*.db*
+        local i sides=()
+        for i in $(seq "$runs"); do
+            "$cli" bench "$a" --threads "$t" --trace "$work/x$i.db" >/dev/null
+            "$cli" bench "$b" --threads "$t" --trace "$work/y$i.db" >/dev/null
+            sides+=(--before "$work/x$i.db" --after "$work/y$i.db")
+        done
+        out=$("$cli" validate "${sides[@]}" --metrics latency --force --json) || rc=$? ;;
     esac
-    out=$("$cli" validate --before "$work/x.db" --after "$work/y.db" --metrics latency --force --json) ||
-        rc=$?
+    if [ "$path" != alternating ]; then
+        out=$("$cli" validate --before "$work/x.db" --after "$work/y.db" --metrics latency \
+            --force --json) || rc=$?
+    fi
     local v
     v=$(jq -r .verdict <<<"$out")
     local want=0

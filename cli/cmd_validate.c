@@ -35,7 +35,8 @@ enum {
 
 static const struct cp_opt own[] = {
     {"ab", 0, CP_OPT_VALUE, OPT_AB, "AB.db", "the two runs of `cannprof bench A --vs B --trace`"},
-    {"after", 0, CP_OPT_VALUE, OPT_AFTER, "B.db", "trace of the new version"},
+    {"after", 0, CP_OPT_MULTI, OPT_AFTER, "B.db",
+     "trace of the new version (repeat for several, e.g. processes run alternately)"},
     {"after-run", 0, CP_OPT_VALUE, OPT_AFTER_RUN, "N",
      "run of the after trace (default: the last, with its group of runs)"},
     {"alert-on-regression", 0, CP_OPT_FLAG, OPT_ALERT, NULL,
@@ -44,7 +45,8 @@ static const struct cp_opt own[] = {
      "compare every iteration, also those the interference probe found disturbed"},
     {"baseline", 0, CP_OPT_VALUE, OPT_BASELINE, "TAG|latest",
      "compare --trace with a baseline of --service from the knowledge base"},
-    {"before", 0, CP_OPT_VALUE, OPT_BEFORE, "A.db", "trace of the reference version"},
+    {"before", 0, CP_OPT_MULTI, OPT_BEFORE, "A.db",
+     "trace of the reference version (repeat for several)"},
     {"before-run", 0, CP_OPT_VALUE, OPT_BEFORE_RUN, "N",
      "run of the before trace (default: the last, with its group of runs)"},
     {"force", 'f', CP_OPT_FLAG, OPT_FORCE, NULL, "compare traces of different models anyway"},
@@ -106,7 +108,9 @@ static const struct cp_command_opts OPTS = {
              "A trace recorded with `cannprof bench --runs N` holds N runs of separate\n"
              "processes: when both sides have two or more, each run's median is one sample and\n"
              "the verdict counts the variance between processes. With one run on a side it\n"
-             "cannot, and the output says so.\n",
+             "cannot, and the output says so. --before and --after may be given several times:\n"
+             "traces of A and B measured alternately (A, B, A, B, ...) put a drift of the\n"
+             "machine on both sides, which runs of one side after the other cannot.\n",
     .exit_codes = "0 no regression (unchanged or improved), 1 a metric regressed, 2 bad usage or "
                   "input, 3 environment failure (an alert not delivered, a report not written or "
                   "the result not stored, when the verdict was fine), 4 inconclusive: no verdict "
@@ -220,6 +224,29 @@ static bool parse_alert(const struct cp_args *args, const struct inputs *in, boo
     return true;
 }
 
+/* --before and --after, each given once or more: every trace's last run
+ * with its group (or the one --before-run/--after-run names, which needs a
+ * single trace on its side). */
+static enum cp_status read_sides(const struct cp_args *args, struct cp_validate_side *before,
+                                 struct cp_validate_side *after, struct cp_diag *d)
+{
+    const int ids[2] = {OPT_BEFORE, OPT_AFTER}, run_ids[2] = {OPT_BEFORE_RUN, OPT_AFTER_RUN};
+    struct cp_validate_side *sides[2] = {before, after};
+    enum cp_status st = CP_OK;
+    for (int k = 0; k < 2 && st == CP_OK; k++) {
+        const char *paths[CP_MAX_ARGS];
+        size_t n = cp_args_all(args, ids[k], paths, CP_MAX_ARGS);
+        const char *run = cp_args_get(args, run_ids[k]);
+        if (run && n > 1)
+            return cp_diag_set(d, CP_ERR_USAGE, "--%s picks a run of one trace; give one --%s",
+                               k ? "after-run" : "before-run", k ? "after" : "before");
+        memset(sides[k], 0, sizeof *sides[k]);
+        for (size_t i = 0; i < n && st == CP_OK; i++)
+            st = cp_validate_side_add_trace(paths[i], run, sides[k], d);
+    }
+    return st;
+}
+
 /* Print the result in the asked-for form, and the JUnit file. 0, or 3 when
  * an output cannot be written. */
 static int output(const struct cp_args *args, const struct cp_vresult *r, const char *junit)
@@ -303,11 +330,7 @@ int cp_cmd_validate(int argc, char **argv)
         o.interleaved = true;
         st = cp_validate_sides_from_ab(in.ab, &before, &after, &d);
     } else if (in.before) {
-        st =
-            cp_validate_side_from_trace(in.before, cp_args_get(&args, OPT_BEFORE_RUN), &before, &d);
-        if (st == CP_OK)
-            st = cp_validate_side_from_trace(in.after, cp_args_get(&args, OPT_AFTER_RUN), &after,
-                                             &d);
+        st = read_sides(&args, &before, &after, &d);
     } else {
         st = cp_kb_check_service(in.service, &d);
         if (st == CP_OK)

@@ -91,7 +91,7 @@ static enum cp_status add_run(struct cp_trace_store *store, const char *path, in
                               struct cp_validate_side *s, struct cp_diag *d)
 {
     if (s->n_own == CP_VALIDATE_MAX_RUNS)
-        return cp_diag_set(d, CP_ERR_INVALID, "%s: more than %d runs in one group", path,
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: more than %d runs on one side", path,
                            CP_VALIDATE_MAX_RUNS);
     struct cp_run_metrics *m = &s->own[s->n_own];
     enum cp_status st = cp_trace_store_run_metrics(store, run, m, d);
@@ -128,6 +128,14 @@ enum cp_status cp_validate_side_from_trace(const char *path, const char *run_tex
 {
     memset(s, 0, sizeof *s);
     s->label = path;
+    return cp_validate_side_add_trace(path, run_text, s, d);
+}
+
+enum cp_status cp_validate_side_add_trace(const char *path, const char *run_text,
+                                          struct cp_validate_side *s, struct cp_diag *d)
+{
+    if (!s->label)
+        s->label = path;
     int64_t run = -1;
     enum cp_status st = run_text ? parse_run(run_text, &run, d) : CP_OK;
     struct cp_trace_store *store = NULL;

@@ -92,6 +92,14 @@ void cp_validate_side_release(struct cp_validate_side *s); /* safe on a zeroed s
 enum cp_status cp_validate_side_from_trace(const char *path, const char *run_text,
                                            struct cp_validate_side *s, struct cp_diag *d);
 
+/* Add the runs of another trace to side s (read the same way): several
+ * traces per side, e.g. processes of A and B run alternately, each with
+ * its own trace, so that a drift of the machine reaches both sides. The
+ * label stays the first trace's. At most CP_VALIDATE_MAX_RUNS runs per
+ * side. */
+enum cp_status cp_validate_side_add_trace(const char *path, const char *run_text,
+                                          struct cp_validate_side *s, struct cp_diag *d);
+
 /* Read both sides of an A/B trace (`bench A --vs B --trace`): the runs its
  * ab.before_run / ab.after_run meta keys name. */
 enum cp_status cp_validate_sides_from_ab(const char *path, struct cp_validate_side *before,

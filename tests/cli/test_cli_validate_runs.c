@@ -177,6 +177,52 @@ Test(cli_validate_runs, a_run_of_the_trace_alone_is_compared_alone)
     free(b);
 }
 
+/* Several traces per side (processes of A and B run alternately, one
+ * trace each): their runs are pooled per side and compared between runs,
+ * like one group; a change is found, process noise is not one. */
+Test(cli_validate_runs, several_traces_per_side_are_compared_between_runs)
+{
+    char *pa[5], *pb[5], *ps[5];
+    for (size_t i = 0; i < 5; i++) {
+        char name[32];
+        double off_a = OFF_A[i], off_b = OFF_B[i], off_s = 0.06 + OFF_B[i];
+        snprintf(name, sizeof name, "a%zu.db", i);
+        pa[i] = make_group(name, 1, 10, &off_a, 20 + i);
+        snprintf(name, sizeof name, "b%zu.db", i);
+        pb[i] = make_group(name, 1, 10, &off_b, 30 + i);
+        snprintf(name, sizeof name, "s%zu.db", i);
+        ps[i] = make_group(name, 1, 10, &off_s, 40 + i);
+    }
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", pa[0], "--before", pa[1], "--before", pa[2], "--before",
+               pa[3], "--before", pa[4], "--after", pb[0], "--after", pb[1], "--after", pb[2],
+               "--after", pb[3], "--after", pb[4], "--metrics", "latency", "--json", NULL);
+    json_t *j = ct_json(r.out);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "comparison")), "between-runs");
+    cr_expect_eq(ct_num(json_object_get(j, "before"), "runs"), 5);
+    cr_expect_str_neq(verdict_of(j, "latency"), "regressed", "process noise is no regression");
+    json_decref(j);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--before", pa[0], "--before", pa[1], "--before", pa[2], "--before",
+               pa[3], "--before", pa[4], "--after", ps[0], "--after", ps[1], "--after", ps[2],
+               "--after", ps[3], "--after", ps[4], "--metrics", "latency", "--json", NULL);
+    cr_expect_eq(r.exit_code, 1, "%s", r.err);
+    j = ct_json(r.out);
+    cr_expect_str_eq(verdict_of(j, "latency"), "regressed");
+    json_decref(j);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--before", pa[0], "--before", pa[1], "--before-run", "1", "--after",
+               pb[0], NULL);
+    cr_expect_eq(r.exit_code, 2);
+    cr_expect(strstr(r.err, "--before-run picks a run of one trace"), "%s", r.err);
+    cp_run_release(&r);
+    for (size_t i = 0; i < 5; i++) {
+        free(pa[i]);
+        free(pb[i]);
+        free(ps[i]);
+    }
+}
+
 /* ---- bench --runs ------------------------------------------------------------------- */
 
 Test(cli_validate_runs, bench_runs_stores_one_group_that_validate_reads, .timeout = 300)
