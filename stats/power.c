@@ -92,6 +92,42 @@ enum cp_status cp_stats_n_for_effect(double effect, double alpha, double power, 
     return CP_OK;
 }
 
+enum cp_status cp_stats_mde_paired(size_t n, double alpha, double power, double *effect,
+                                   struct cp_diag *d)
+{
+    *effect = NAN;
+    if (n < 2)
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "minimum detectable effect: %zu pairs; need at least 2", n);
+    enum cp_status st = check_levels(alpha, power, d);
+    if (st != CP_OK)
+        return st;
+    *effect = z_sum(alpha, power) / sqrt((double)n);
+    return CP_OK;
+}
+
+enum cp_status cp_stats_n_pairs_for_effect(double effect, double alpha, double power, size_t *n,
+                                           struct cp_diag *d)
+{
+    *n = 0;
+    if (!(isfinite(effect) && effect > 0.0))
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "effect = %g standard deviations must be a finite number > 0", effect);
+    enum cp_status st = check_levels(alpha, power, d);
+    if (st != CP_OK)
+        return st;
+    double z = z_sum(alpha, power) / effect;
+    double need = z * z;
+    if (!(need <= MAX_N))
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "an effect of %g standard deviations needs more than %.0g pairs to "
+                           "detect",
+                           effect, MAX_N);
+    double c = ceil(need * (1.0 - 4 * 2.220446049250313e-16));
+    *n = c < 2.0 ? 2 : (size_t)c;
+    return CP_OK;
+}
+
 enum cp_status cp_stats_n_for_relative(double pct, double sigma, double baseline, double alpha,
                                        double power, size_t *n, struct cp_diag *d)
 {

@@ -159,6 +159,12 @@ enum cp_status cp_stats_ttest_welch(const double *x, size_t nx, const double *y,
 enum cp_status cp_stats_ttest_student(const double *x, size_t nx, const double *y, size_t ny,
                                       struct cp_ttest *out, struct cp_diag *d);
 
+/* The paired t-test: a one-sample t-test of the differences x[i] - y[i]
+ * (df = n - 1), as SciPy's ttest_rel. n >= 2 finite pairs; CP_ERR_INVALID
+ * when all differences are equal (t is undefined). OUT: *out. */
+enum cp_status cp_stats_ttest_paired(const double *x, const double *y, size_t n,
+                                     struct cp_ttest *out, struct cp_diag *d);
+
 /* The two-sided confidence interval of mean(x) - mean(y) at the given level
  * in (0,1) (e.g. 0.95) from a t-test result: diff -/+ t_{(1+level)/2, df} * se.
  * OUT: *lo, *hi. */
@@ -298,5 +304,14 @@ enum cp_status cp_stats_n_for_effect(double effect, double alpha, double power, 
  * for an inconclusive verdict. OUT: *n. */
 enum cp_status cp_stats_n_for_relative(double pct, double sigma, double baseline, double alpha,
                                        double power, size_t *n, struct cp_diag *d);
+
+/* The same two for a paired comparison of n pairs (a one-sample test of the
+ * differences, sigma their standard deviation):
+ *   MDE = (z_{1-alpha/2} + z_{power}) / sqrt(n),   n = ceil((z sum / effect)^2)
+ * n >= 2. OUT: *effect, *n. */
+enum cp_status cp_stats_mde_paired(size_t n, double alpha, double power, double *effect,
+                                   struct cp_diag *d);
+enum cp_status cp_stats_n_pairs_for_effect(double effect, double alpha, double power, size_t *n,
+                                           struct cp_diag *d);
 
 #endif

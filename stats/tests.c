@@ -78,6 +78,28 @@ enum cp_status cp_stats_ttest_student(const double *x, size_t nx, const double *
     return CP_OK;
 }
 
+enum cp_status cp_stats_ttest_paired(const double *x, const double *y, size_t n,
+                                     struct cp_ttest *out, struct cp_diag *d)
+{
+    ttest_nan(out);
+    enum cp_status st = check_two(x, n, y, n, 2, "pairs for the paired t-test", d);
+    if (st != CP_OK)
+        return st;
+    double *diff = cp_calloc(n, sizeof *diff);
+    if (!diff)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for %zu differences", n);
+    for (size_t i = 0; i < n; i++)
+        diff[i] = x[i] - y[i];
+    double m = gsl_stats_mean(diff, 1, n);
+    double v = gsl_stats_variance_m(diff, 1, n, m);
+    free(diff);
+    if (v == 0.0)
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "paired t-test: all %zu differences are equal, so t is undefined", n);
+    finish_ttest(out, m, sqrt(v / (double)n), (double)(n - 1));
+    return CP_OK;
+}
+
 enum cp_status cp_stats_ttest_ci(const struct cp_ttest *r, double level, double *lo, double *hi,
                                  struct cp_diag *d)
 {

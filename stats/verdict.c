@@ -4,6 +4,7 @@
 #include "stats/check.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -30,6 +31,7 @@ static const struct {
     {"welch", CP_TEST_WELCH},
     {"t-test", CP_TEST_STUDENT},
     {"bootstrap", CP_TEST_BOOTSTRAP},
+    {"paired-t", CP_TEST_PAIRED_T},
     {"mwu", CP_TEST_MANN_WHITNEY},
     {"mannwhitney", CP_TEST_MANN_WHITNEY},
     {"mann_whitney", CP_TEST_MANN_WHITNEY},
@@ -49,7 +51,7 @@ const char *cp_stat_test_name(enum cp_stat_test t)
 bool cp_stat_test_parse(const char *s, enum cp_stat_test *out)
 {
     for (size_t i = 0; s && i < sizeof test_names / sizeof *test_names; i++)
-        if (strcasecmp(s, test_names[i].name) == 0) {
+        if (test_names[i].test != CP_TEST_PAIRED_T && strcasecmp(s, test_names[i].name) == 0) {
             *out = test_names[i].test;
             return true;
         }
@@ -247,6 +249,9 @@ enum cp_status cp_verdict_compare(const double *before, size_t nb, const double 
             CP_OK ||
         (st = cp_stats_check_sample("after", after, na, 2, "per side (or one each)", d)) != CP_OK)
         return st;
+    if (t == CP_TEST_PAIRED_T)
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "the paired t-test compares pairs: use cp_verdict_compare_paired");
     struct cp_comparison c = *out;
     if (t == CP_TEST_WELCH || t == CP_TEST_STUDENT)
         st = ttest(before, nb, after, na, o, &c, d);
@@ -261,6 +266,91 @@ enum cp_status cp_verdict_compare(const double *before, size_t nb, const double 
     if (st != CP_OK)
         return st;
     judge(before, nb, after, na, better, o, &c);
+    *out = c;
+    return CP_OK;
+}
+
+/* The verdict of a paired comparison from its log-ratio t-test: the same
+ * rules as judge(), with the pairs' spread. */
+static void judge_paired(const struct cp_ttest *r, size_t n, enum cp_better better,
+                         const struct cp_verdict_opts *o, struct cp_comparison *c)
+{
+    bool straddles = c->ci_lo_pct <= 0 && c->ci_hi_pct >= 0;
+    bool significant = c->p < o->alpha && !straddles;
+    bool large = fabs(c->delta_pct) >= o->threshold_pct && c->delta_pct != 0;
+    double sd = r->se * sqrt((double)n), e;
+    if (sd > 0 && cp_stats_mde_paired(n, o->alpha, o->power, &e, NULL) == CP_OK)
+        c->mde_pct = 100.0 * (exp(e * sd) - 1.0);
+    if (significant)
+        c->verdict = large ? direction(c->delta_pct, better) : CP_VERDICT_UNCHANGED;
+    else if (large) {
+        c->verdict = CP_VERDICT_INCONCLUSIVE;
+        size_t need = 0;
+        if (sd > 0 && cp_stats_n_pairs_for_effect(fabs(log1p(c->delta_pct / 100.0)) / sd, o->alpha,
+                                                  o->power, &need, NULL) == CP_OK)
+            c->n_needed = need;
+    } else
+        c->verdict = CP_VERDICT_UNCHANGED;
+}
+
+enum cp_status cp_verdict_compare_paired(const double *before, const double *after, size_t n,
+                                         enum cp_better better, const struct cp_verdict_opts *o,
+                                         struct cp_comparison *out, struct cp_diag *d)
+{
+    comparison_nan(out, n, n, CP_TEST_PAIRED_T);
+    enum cp_status st = check_opts(o, d);
+    if (st != CP_OK)
+        return st;
+    if ((st = cp_stats_check_sample("before", before, n, 2, "pairs", d)) != CP_OK ||
+        (st = cp_stats_check_sample("after", after, n, 2, "pairs", d)) != CP_OK)
+        return st;
+    for (size_t i = 0; i < n; i++)
+        if (!(before[i] > 0) || !(after[i] > 0))
+            return cp_diag_set(d, CP_ERR_INVALID,
+                               "pair %zu is (%g, %g): a ratio needs positive values", i, before[i],
+                               after[i]);
+    double *la = cp_calloc(n, sizeof *la), *lb = cp_calloc(n, sizeof *lb);
+    if (!la || !lb) {
+        free(la);
+        free(lb);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory for %zu pairs", n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        la[i] = log(after[i]);
+        lb[i] = log(before[i]);
+    }
+    struct cp_comparison c = *out;
+    c.before = cp_stats_quantile(before, n, 0.5);
+    c.after = cp_stats_quantile(after, n, 0.5);
+    struct cp_ttest r;
+    struct cp_diag td;
+    cp_diag_init(&td);
+    st = cp_stats_ttest_paired(la, lb, n, &r, &td);
+    free(la);
+    free(lb);
+    if (isnan(c.before) || isnan(c.after))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory sorting %zu values", n);
+    if (st == CP_ERR_INVALID) {
+        /* every pair has the same ratio: the change is that ratio, with
+         * certainty */
+        double ratio = after[0] / before[0];
+        c.delta_pct = c.ci_lo_pct = c.ci_hi_pct = 100.0 * (ratio - 1.0);
+        c.p = ratio == 1.0 ? 1.0 : 0.0;
+        bool large = fabs(c.delta_pct) >= o->threshold_pct && c.delta_pct != 0;
+        c.verdict = large ? direction(c.delta_pct, better) : CP_VERDICT_UNCHANGED;
+        *out = c;
+        return CP_OK;
+    }
+    if (st != CP_OK)
+        return cp_diag_set(d, st, "%s", td.msg);
+    double lo, hi;
+    if ((st = cp_stats_ttest_ci(&r, o->boot.level, &lo, &hi, d)) != CP_OK)
+        return st;
+    c.p = r.p;
+    c.delta_pct = 100.0 * expm1(r.diff);
+    c.ci_lo_pct = 100.0 * expm1(lo);
+    c.ci_hi_pct = 100.0 * expm1(hi);
+    judge_paired(&r, n, better, o, &c);
     *out = c;
     return CP_OK;
 }

@@ -41,8 +41,10 @@ enum cp_stat_test {
     CP_TEST_WELCH,
     CP_TEST_STUDENT,
     CP_TEST_BOOTSTRAP,
+    CP_TEST_PAIRED_T, /* cp_verdict_compare_paired only: the paired t-test of log ratios */
 };
-/* "mann-whitney", "welch", "t-test", "bootstrap" (also accepted when parsing:
+/* "mann-whitney", "welch", "t-test", "bootstrap", "paired-t" (the first four
+ * also accepted when parsing:
  * "mwu", "mannwhitney", "student", "ttest"). parse: false for anything else. */
 const char *cp_stat_test_name(enum cp_stat_test t);
 bool cp_stat_test_parse(const char *s, enum cp_stat_test *out);
@@ -92,5 +94,19 @@ struct cp_comparison {
 enum cp_status cp_verdict_compare(const double *before, size_t nb, const double *after, size_t na,
                                   enum cp_better better, const struct cp_verdict_opts *o,
                                   struct cp_comparison *out, struct cp_diag *d);
+
+/* Compare n pairs (before[i], after[i]), each taken under the same
+ * conditions (e.g. two processes run one after the other), by the paired
+ * t-test of the log ratios log(after[i] / before[i]): what two processes in
+ * one state of the machine share cancels, and the test sees only how each
+ * pair differs. All values must be finite and > 0; n >= 2 (3 or more gives a
+ * usable interval). before/after are the medians of each side; delta_pct and
+ * its interval are exp(mean log ratio) - 1; mde_pct and n_needed (in pairs)
+ * come from the log ratios' standard deviation. The verdict follows the same
+ * rules as cp_verdict_compare (o->test and o->quantile are not used).
+ * OUT: *out, as cp_verdict_compare. */
+enum cp_status cp_verdict_compare_paired(const double *before, const double *after, size_t n,
+                                         enum cp_better better, const struct cp_verdict_opts *o,
+                                         struct cp_comparison *out, struct cp_diag *d);
 
 #endif

@@ -19,7 +19,7 @@ void cp_run_metrics_release(struct cp_run_metrics *m)
     free(m->device_ns);
     free(m->probe_ns);
     memset(m, 0, sizeof *m);
-    m->precision_loss = NAN;
+    m->precision_loss = m->started_us = NAN;
 }
 
 /* The run's description; the strings move into *m. */
@@ -141,7 +141,7 @@ enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_
                                           struct cp_run_metrics *m, struct cp_diag *d)
 {
     memset(m, 0, sizeof *m);
-    m->precision_loss = NAN;
+    m->precision_loss = m->started_us = NAN;
     int64_t run;
     enum cp_status ret = cp_trace_store_resolve_run(s, run_id, &run, d);
     if (ret != CP_OK)
@@ -151,8 +151,9 @@ enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_
     if ((ret = read_run_row(s, run, m, d)) == CP_OK &&
         (ret = read_samples(s, run, m, &iters, d)) == CP_OK &&
         (ret = read_device_time(s, run, m, iters, d)) == CP_OK &&
-        (ret = read_probe(s, run, m, iters, d)) == CP_OK)
-        ret = cp_trace_query_counter(s, run, "precision_loss", &m->precision_loss, d);
+        (ret = read_probe(s, run, m, iters, d)) == CP_OK &&
+        (ret = cp_trace_query_counter(s, run, "precision_loss", &m->precision_loss, d)) == CP_OK)
+        ret = cp_trace_query_counter(s, run, CP_TRACE_STARTED_COUNTER, &m->started_us, d);
     free(iters);
     if (ret != CP_OK)
         cp_run_metrics_release(m);

@@ -106,10 +106,9 @@ static enum cp_status check_run(struct cp_trace_store *s, int64_t run_id, struct
     return cp_trace_store_resolve_run(s, run_id, &used, d);
 }
 
-static void utc_now_iso8601(char out[32])
+static void utc_now_iso8601(const struct timespec *now, char out[32])
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    struct timespec ts = *now;
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
     strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -129,8 +128,10 @@ enum cp_status cp_trace_store_begin_run(struct cp_trace_store *s,
         &st, "starting a run", d);
     if (ret != CP_OK)
         return ret;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     char now[32];
-    utc_now_iso8601(now);
+    utc_now_iso8601(&ts, now);
     sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, info->kind ? info->kind : "run", -1, SQLITE_STATIC);
     bind_text_or_null(st, 3, info->model_path);
@@ -151,6 +152,12 @@ enum cp_status cp_trace_store_begin_run(struct cp_trace_store *s,
     else
         ret = cp_trace_store_db_error(s, d, "starting a run");
     sqlite3_finalize(st);
+    /* when the run started, to the microsecond (created_at has seconds):
+     * what tells runs of two traces made one after the other apart */
+    if (ret == CP_OK)
+        ret =
+            cp_trace_store_add_counter(s, *run_id, -1, CP_TRACE_STARTED_COUNTER,
+                                       (double)ts.tv_sec * 1e6 + (double)(ts.tv_nsec / 1000), 0, d);
     return ret;
 }
 

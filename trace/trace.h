@@ -280,7 +280,13 @@ struct cp_run_metrics {
                            * no probe for every one of its iterations */
     uint64_t weight_bytes, arena_bytes, peak_bytes, peak_rss_bytes;
     double precision_loss; /* counter "precision_loss" (percent) of the run; NaN when absent */
+    double started_us;     /* counter CP_TRACE_STARTED_COUNTER: when the run began, microseconds
+                            * since the epoch; NaN in traces written before it existed */
 };
+
+/* The counter (iteration -1) that cp_trace_store_begin_run writes: the
+ * run's start, microseconds since the epoch (UTC). */
+#define CP_TRACE_STARTED_COUNTER "run.started_us"
 
 /* Read run `run_id` (the last run when < 0). A run without samples is not an
  * error here: m->n is 0 (the caller decides). OUT: *m, released with

@@ -483,6 +483,7 @@ static enum cp_status compare_metric(const struct metric_def *md, struct cp_vali
     row->scale = md->scale;
     bool timing = md->id != CP_VM_MEMORY && md->id != CP_VM_PRECISION;
     row->between_runs = timing && r->between_runs;
+    row->paired = row->between_runs && r->paired;
     double *xb = NULL, *xa = NULL;
     size_t nb = 0, na = 0;
     struct cp_verdict_opts o = r->opts;
@@ -517,7 +518,9 @@ static enum cp_status compare_metric(const struct metric_def *md, struct cp_vali
         row->c.before = row->c.after = row->c.delta_pct = row->c.ci_lo_pct = row->c.ci_hi_pct =
             row->c.p = row->c.mde_pct = NAN;
         row->c.verdict = CP_VERDICT_INCONCLUSIVE;
-    } else if (st == CP_OK)
+    } else if (st == CP_OK && row->paired && nb == na)
+        st = cp_verdict_compare_paired(xb, xa, nb, md->better, &o, &row->c, d);
+    else if (st == CP_OK)
         st = cp_verdict_compare(xb, nb, xa, na, md->better, &o, &row->c, d);
     free(xb);
     free(xa);
@@ -527,6 +530,26 @@ static enum cp_status compare_metric(const struct metric_def *md, struct cp_vali
         return cp_diag_set(d, st, "metric %s: %s", md->name, inner.msg);
     }
     return CP_OK;
+}
+
+/* Did the runs alternate, so that run i of each side is a pair? Equal
+ * counts of at least three runs, all usable, started in the order before 1,
+ * after 1, before 2, after 2, ... (by the runs' recorded start; traces
+ * written without one are not paired). */
+static bool alternated(const struct cp_validate_side *b, const struct cp_validate_side *a,
+                       bool usable[2][CP_VALIDATE_MAX_RUNS])
+{
+    size_t n = b->n_runs;
+    if (n < 3 || a->n_runs != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        double tb = b->runs[i]->started_us, ta = a->runs[i]->started_us;
+        if (!usable[0][i] || !usable[1][i] || !(tb < ta))
+            return false;
+        if (i + 1 < n && !(ta < b->runs[i + 1]->started_us))
+            return false;
+    }
+    return true;
 }
 
 /* Same model? The source-model hash recorded in the .om says; when a side
@@ -613,6 +636,7 @@ enum cp_status cp_validate_compare(struct cp_validate_side *before, struct cp_va
     select_iterations(before, after, o, &r->probe, usable);
     r->between_runs = !o->interleaved && count_usable(usable[0], before->n_runs) >= 2 &&
                       count_usable(usable[1], after->n_runs) >= 2;
+    r->paired = r->between_runs && alternated(before, after, usable);
     bool wanted[CP_VM_COUNT];
     enum cp_status st = pick_metrics(o, wanted, before, after, d);
     for (int i = 0; i < CP_VM_COUNT && st == CP_OK; i++) {

@@ -101,10 +101,25 @@ static void probe_note(const struct cp_vresult *r, struct cp_buf *out, const cha
         cp_buf_printf(out, "%stiming: %s\n", bullet, p->why);
 }
 
+/* The test the timing metrics went through, as the renderings name it. */
+static const char *test_label(const struct cp_vresult *r)
+{
+    return r->paired         ? "paired t on run medians"
+           : r->between_runs ? "welch on run medians"
+                             : cp_stat_test_name(r->opts.test);
+}
+
 /* How the runs entered the comparison. */
 static void runs_note(const struct cp_vresult *r, struct cp_buf *out, const char *bullet)
 {
-    if (r->between_runs)
+    if (r->paired)
+        cp_buf_printf(out,
+                      "%stiming compares the runs pair by pair: %zu alternating pairs (before 1, "
+                      "after 1, before 2, ...), the paired t-test of the log ratios of their "
+                      "medians, so the variance between processes is in the verdict and what "
+                      "the machine added to both runs of a pair cancels\n",
+                      bullet, r->runs[0]);
+    else if (r->between_runs)
         cp_buf_printf(out,
                       "%stiming compares the runs: %zu before, %zu after, each run's median one "
                       "sample (Welch), so the variance between processes is in the verdict\n",
@@ -128,7 +143,10 @@ static void notes(const struct cp_vresult *r, struct cp_buf *out, const char *bu
                           "%s%s: a %+.2f%% change is not significant with %zu vs %zu %s; "
                           "about %zu per side would settle it\n",
                           bullet, row->name, row->c.delta_pct, row->c.n_before, row->c.n_after,
-                          row->between_runs ? "runs" : "samples", row->c.n_needed);
+                          row->paired         ? "pairs"
+                          : row->between_runs ? "runs"
+                                              : "samples",
+                          row->c.n_needed);
     }
     if (r->models_differ)
         cp_buf_printf(out, "%swarning: the traces are of different models (--force)\n", bullet);
@@ -152,8 +170,7 @@ void cp_validate_render_table(const struct cp_vresult *r, struct cp_buf *out)
               r->probe.total[0], r->probe.used);
     side_line(out, "after: ", r->after_label, r->after, r->runs[1], r->probe.kept[1],
               r->probe.total[1], r->probe.used);
-    cp_buf_printf(out, "test:   %s, alpha %g, threshold %g%%, %g%% CI\n",
-                  r->between_runs ? "welch on run medians" : cp_stat_test_name(r->opts.test),
+    cp_buf_printf(out, "test:   %s, alpha %g, threshold %g%%, %g%% CI\n", test_label(r),
                   r->opts.alpha, r->opts.threshold_pct, 100 * r->opts.boot.level);
     if (r->noise_runs)
         cp_buf_printf(out,
@@ -259,7 +276,10 @@ json_t *cp_validate_json(const struct cp_vresult *r)
                         : r->probe.too_few ? "too-few-undisturbed"
                                            : "all") &&
         cp_json_set_str(o, "iterations_why", r->probe.why) &&
-        cp_json_set_str(o, "comparison", r->between_runs ? "between-runs" : "iterations") &&
+        cp_json_set_str(o, "comparison",
+                        r->paired         ? "paired-runs"
+                        : r->between_runs ? "between-runs"
+                                          : "iterations") &&
         cp_json_set_str(o, "test", cp_stat_test_name(r->opts.test)) &&
         cp_json_set_num(o, "noise_floor_pct", r->noise_floor_pct) &&
         cp_json_set_int(o, "noise_runs", (int64_t)r->noise_runs) &&
@@ -293,9 +313,8 @@ void cp_validate_render_markdown(const struct cp_vresult *r, struct cp_buf *out)
                      r->probe.used ? " undisturbed" : "");
     }
     cp_buf_printf(out, "Before `%s` (%s), after `%s` (%s); %s test, α = %g, threshold %g%%.\n\n",
-                  r->before_label, sides[0], r->after_label, sides[1],
-                  r->between_runs ? "welch on run medians" : cp_stat_test_name(r->opts.test),
-                  r->opts.alpha, r->opts.threshold_pct);
+                  r->before_label, sides[0], r->after_label, sides[1], test_label(r), r->opts.alpha,
+                  r->opts.threshold_pct);
     cp_buf_puts(out, "| Metric | Before | After | Δ | 95% CI of Δ | p | Verdict |\n"
                      "|---|---:|---:|---:|---:|---:|---|\n");
     for (size_t i = 0; i < r->n_rows; i++) {

@@ -18,7 +18,10 @@
  *     the runs themselves: each run's statistic (median latency, p99, mean
  *     throughput, mean device_util) is one sample, and Welch's test on
  *     those models the variance between processes, which no test on one
- *     run's iterations can see;
+ *     run's iterations can see; and when the runs alternated (before 1,
+ *     after 1, before 2, ...: equal counts, start times in that order), run
+ *     i of each side is a pair, and the paired t-test of their log ratios
+ *     cancels what the machine's state of the moment adds to both;
  *   - the service's noise floor: against a baseline, the run-to-run spread
  *     of the service's earlier validations raises the threshold;
  *   - alerts (notify/) and the record of every validation against a
@@ -119,6 +122,7 @@ struct cp_vrow {
     const char *unit;  /* "ms", "items/s", "%", "MiB" */
     double scale;      /* displayed value = raw value * scale */
     bool between_runs; /* the samples were the runs' statistics */
+    bool paired;       /* ... compared pair by pair (cp_vresult.paired) */
     struct cp_comparison c;
 };
 
@@ -155,6 +159,8 @@ struct cp_vresult {
     const struct cp_run_metrics *before, *after; /* each side's first run */
     size_t runs[2];                              /* runs on each side */
     bool between_runs; /* timing compared run against run (both sides >= 2 runs) */
+    bool paired;       /* between_runs, and the runs alternated (before 1, after 1, before 2,
+                        * ...): run i of each side compared as a pair */
     bool interleaved;  /* the sides are the two interleaved runs of an A/B trace */
     bool models_differ;
     struct cp_verdict_opts opts;

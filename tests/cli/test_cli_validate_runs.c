@@ -178,9 +178,10 @@ Test(cli_validate_runs, a_run_of_the_trace_alone_is_compared_alone)
 }
 
 /* Several traces per side (processes of A and B run alternately, one
- * trace each): their runs are pooled per side and compared between runs,
- * like one group; a change is found, process noise is not one. */
-Test(cli_validate_runs, several_traces_per_side_are_compared_between_runs)
+ * trace each): run i of each side is a pair, compared by the paired test of
+ * their log ratios; a change is found, process noise is not one. The same
+ * traces in an order that did not alternate are compared between runs. */
+Test(cli_validate_runs, alternating_traces_are_compared_pair_by_pair)
 {
     char *pa[5], *pb[5], *ps[5];
     for (size_t i = 0; i < 5; i++) {
@@ -198,15 +199,30 @@ Test(cli_validate_runs, several_traces_per_side_are_compared_between_runs)
                pa[3], "--before", pa[4], "--after", pb[0], "--after", pb[1], "--after", pb[2],
                "--after", pb[3], "--after", pb[4], "--metrics", "latency", "--json", NULL);
     json_t *j = ct_json(r.out);
-    cr_expect_str_eq(json_string_value(json_object_get(j, "comparison")), "between-runs");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "comparison")), "paired-runs");
     cr_expect_eq(ct_num(json_object_get(j, "before"), "runs"), 5);
     cr_expect_str_neq(verdict_of(j, "latency"), "regressed", "process noise is no regression");
+    json_decref(j);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--before", pa[0], "--before", pa[1], "--before", pa[2], "--before",
+               pa[3], "--before", pa[4], "--after", pb[0], "--after", pb[1], "--after", pb[2],
+               "--metrics", "latency", NULL);
+    cr_expect(strstr(r.out, "welch on run medians"), "unequal counts are not pairs:\n%s", r.out);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--before", pa[1], "--before", pa[0], "--before", pa[2], "--before",
+               pa[3], "--before", pa[4], "--after", pb[0], "--after", pb[1], "--after", pb[2],
+               "--after", pb[3], "--after", pb[4], "--metrics", "latency", "--json", NULL);
+    j = ct_json(r.out);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "comparison")), "between-runs",
+                     "b1 began before a0: not alternating");
     json_decref(j);
     cp_run_release(&r);
     cp_run_cli(&r, "validate", "--before", pa[0], "--before", pa[1], "--before", pa[2], "--before",
                pa[3], "--before", pa[4], "--after", ps[0], "--after", ps[1], "--after", ps[2],
                "--after", ps[3], "--after", ps[4], "--metrics", "latency", "--json", NULL);
     cr_expect_eq(r.exit_code, 1, "%s", r.err);
+    cr_expect(strstr(r.out, "paired t on run medians") || strstr(r.out, "paired-runs"), "%s",
+              r.out);
     j = ct_json(r.out);
     cr_expect_str_eq(verdict_of(j, "latency"), "regressed");
     json_decref(j);

@@ -7,6 +7,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <string.h>
 
 /* n normal values with the given mean and sd, seeded. */
 static void draw(double *x, size_t n, double mean, double sd, unsigned long seed)
@@ -188,4 +189,94 @@ Test(bootstrap, the_quantile_ratio_at_one_half_is_the_median_ratio)
     cr_expect(m.p < 0.01);
     cr_expect_eq(cp_stats_bootstrap_quantile_ratio(b, 30, a, 30, 1.0, &o, &q, NULL),
                  CP_ERR_INVALID);
+}
+
+/* The paired t-test against the closed form of Student's t with 3 degrees
+ * of freedom: F(t) = 1/2 + (u / (1 + u^2) + atan u) / pi, u = t / sqrt 3. */
+Test(paired, the_paired_t_test_matches_the_closed_form_at_three_degrees_of_freedom)
+{
+    const double x[] = {1, 2, 3, 4}, y[] = {1.5, 2.1, 3.9, 4.2};
+    struct cp_ttest r;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_stats_ttest_paired(x, y, 4, &r, &d), CP_OK, "%s", d.msg);
+    cr_expect_float_eq(r.diff, -0.425, 1e-12);
+    cr_expect_float_eq(r.se, 0.17969882210706514, 1e-12);
+    cr_expect_float_eq(r.t, -2.365068368376859, 1e-12);
+    cr_expect_float_eq(r.df, 3.0, 0);
+    cr_expect_float_eq(r.p, 0.09894459695402391, 1e-9);
+    const double same[] = {1, 2, 3, 4};
+    cr_expect_eq(cp_stats_ttest_paired(x, same, 4, &r, &d), CP_ERR_INVALID,
+                 "no variance of the differences has no t");
+}
+
+static struct cp_comparison paired(const double *b, const double *a, size_t n)
+{
+    struct cp_verdict_opts o;
+    cp_verdict_opts_init(&o);
+    struct cp_comparison c;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_verdict_compare_paired(b, a, n, CP_BETTER_LOWER, &o, &c, &d), CP_OK, "%s",
+                 d.msg);
+    return c;
+}
+
+/* Runs that swing between a fast and a slow state, each pair in one state:
+ * Welch on the runs sees the swing and cannot decide; the pairs see the 5%
+ * change. */
+Test(paired, pairs_in_a_shared_state_see_a_change_that_the_swing_hides_from_welch)
+{
+    double b[6], a[6], jitter[6];
+    draw(jitter, 6, 0.0, 0.004, 11);
+    for (int i = 0; i < 6; i++) {
+        b[i] = i % 2 ? 0.92 : 0.76;
+        a[i] = b[i] * 1.05 * (1.0 + jitter[i]);
+    }
+    struct cp_comparison c = paired(b, a, 6);
+    cr_expect_eq(c.test, CP_TEST_PAIRED_T);
+    cr_expect_eq(c.verdict, CP_VERDICT_REGRESSED, "delta %g p %g", c.delta_pct, c.p);
+    cr_expect(c.delta_pct > 4.0 && c.delta_pct < 6.0, "delta %g", c.delta_pct);
+    cr_expect(c.ci_lo_pct > 2.0 && c.ci_hi_pct < 8.0, "CI %g..%g", c.ci_lo_pct, c.ci_hi_pct);
+    cr_expect(c.mde_pct > 0 && c.mde_pct < 5.0, "mde %g", c.mde_pct);
+    struct cp_comparison w = run(b, 6, a, 6, CP_BETTER_LOWER, CP_TEST_WELCH);
+    cr_expect_eq(w.verdict, CP_VERDICT_INCONCLUSIVE, "welch p %g", w.p);
+
+    for (int i = 0; i < 6; i++)
+        a[i] = b[i] * (1.0 + jitter[i]);
+    c = paired(b, a, 6);
+    cr_expect_eq(c.verdict, CP_VERDICT_UNCHANGED, "A/A delta %g p %g", c.delta_pct, c.p);
+}
+
+Test(paired, noisy_pairs_are_inconclusive_and_say_how_many_pairs_would_do)
+{
+    double b[4], a[4];
+    const double jitter[4] = {0.07, -0.05, 0.08, -0.04};
+    for (int i = 0; i < 4; i++) {
+        b[i] = 1.0;
+        a[i] = 1.05 * (1.0 + jitter[i]);
+    }
+    struct cp_comparison c = paired(b, a, 4);
+    cr_assert_eq(c.verdict, CP_VERDICT_INCONCLUSIVE, "delta %g p %g", c.delta_pct, c.p);
+    cr_expect(c.n_needed > 4, "n_needed %zu", c.n_needed);
+}
+
+Test(paired, bad_pairs_are_refused_and_the_paired_test_is_not_a_test_option)
+{
+    struct cp_verdict_opts o;
+    cp_verdict_opts_init(&o);
+    struct cp_comparison c;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    const double b[] = {1, 2, 3}, neg[] = {1, -2, 3};
+    cr_expect_eq(cp_verdict_compare_paired(b, neg, 3, CP_BETTER_LOWER, &o, &c, &d), CP_ERR_INVALID);
+    cr_expect(strstr(d.msg, "pair 1") != NULL, "%s", d.msg);
+    cp_diag_init(&d);
+    cr_expect_eq(cp_verdict_compare_paired(b, b, 1, CP_BETTER_LOWER, &o, &c, &d), CP_ERR_INVALID);
+    enum cp_stat_test t;
+    cr_expect(!cp_stat_test_parse("paired-t", &t), "pairs come from the runs, not from --test");
+    cr_expect_str_eq(cp_stat_test_name(CP_TEST_PAIRED_T), "paired-t");
+    o.test = CP_TEST_PAIRED_T;
+    cp_diag_init(&d);
+    cr_expect_eq(cp_verdict_compare(b, 3, b, 3, CP_BETTER_LOWER, &o, &c, &d), CP_ERR_INVALID);
 }

@@ -244,7 +244,9 @@ Test(trace_query, run_counters_match_the_prefix_exactly_in_recording_order)
     cp_trace_counters_free(c, n);
     /* no prefix: every whole-run counter */
     cr_assert_eq(cp_trace_query_run_counters(s, 1, NULL, &c, &n, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(n, 7, "probe_ns@-1, perf x3, PERF.x, precision_loss x2");
+    cr_assert_eq(n, 8, "run.started_us, probe_ns@-1, perf x3, PERF.x, precision_loss x2");
+    cr_assert_str_eq(c[0].name, CP_TRACE_STARTED_COUNTER);
+    cr_assert_gt(c[0].value, 1.6e15, "microseconds since the epoch: after 2020");
     cp_trace_counters_free(c, n);
     cp_trace_counters_free(NULL, 0);
     cp_trace_store_close(s);
