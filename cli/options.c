@@ -173,6 +173,48 @@ void cp_cli_error(const char *cmd, const char *msg)
     fprintf(stderr, "cannprof%s%s: error: %s\n", cmd ? " " : "", cmd ? cmd : "", msg);
 }
 
+bool cp_cli_parse_sub(const struct cp_command_opts *c, size_t max_pos, int argc, char **argv,
+                      struct cp_args *a, int *rc)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (cp_args_parse_cmd(c, argc, argv, a, &d) != CP_OK) {
+        *rc = cp_cli_fail(c->cmd, &d);
+        return false;
+    }
+    if (cp_args_has(a, CP_SO_HELP)) {
+        cp_cmd_help(stdout, c);
+        *rc = 0;
+        return false;
+    }
+    if (a->n_positional > max_pos) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "unexpected argument '%.100s'; see 'cannprof %s --help'",
+                 a->positional[max_pos], c->cmd);
+        cp_cli_error(c->cmd, msg);
+        *rc = 2;
+        return false;
+    }
+    return true;
+}
+
+const char *cp_cli_require(const char *cmd, const struct cp_args *a, int id, const char *flag)
+{
+    const char *v = cp_args_get(a, id);
+    if (!v) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "%s is required", flag);
+        cp_cli_error(cmd, msg);
+    }
+    return v;
+}
+
+int cp_cli_fail(const char *cmd, const struct cp_diag *d)
+{
+    cp_cli_error(cmd, d->msg);
+    return cp_status_exit_code(d->status);
+}
+
 int cp_cli_dispatch(const char *cmd, const struct cp_subcommand *subs, size_t n,
                     const char *listing, void (*usage)(FILE *f), int argc, char **argv)
 {

@@ -173,4 +173,16 @@ struct cp_subcommand {
 int cp_cli_dispatch(const char *cmd, const struct cp_subcommand *subs, size_t n,
                     const char *listing, void (*usage)(FILE *f), int argc, char **argv);
 
+/* Parse a subcommand's arguments by its table, allowing up to `max_pos`
+ * positional arguments. Prints --help (*rc 0) or the error (*rc: 2 for bad
+ * usage). Returns whether to go on. */
+bool cp_cli_parse_sub(const struct cp_command_opts *c, size_t max_pos, int argc, char **argv,
+                      struct cp_args *a, int *rc);
+
+/* The value of a required option; NULL after printing "FLAG is required". */
+const char *cp_cli_require(const char *cmd, const struct cp_args *a, int id, const char *flag);
+
+/* Print d's message as cmd's error; its exit code. */
+int cp_cli_fail(const char *cmd, const struct cp_diag *d);
+
 #endif

@@ -107,6 +107,26 @@ int cp_out_json(const json_t *j, const char *cmd)
     return 0;
 }
 
+int cp_out_json_take(json_t *j, const char *cmd)
+{
+    int rc = cp_out_json(j, cmd);
+    json_decref(j);
+    return rc;
+}
+
+int cp_out_buf(const struct cp_buf *b, const char *cmd)
+{
+    if (cp_buf_status(b) != CP_OK) {
+        cp_cli_error(cmd, "out of memory");
+        return 3;
+    }
+    if (b->len && fwrite(b->data, 1, b->len, stdout) != b->len) {
+        cp_cli_error(cmd, "cannot write to stdout");
+        return 3;
+    }
+    return 0;
+}
+
 static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig)

@@ -36,6 +36,11 @@ json_t *cp_out_comparison_json(const char *metric, const char *unit, double scal
 /* Print j on stdout (a NULL j is "out of memory"). 0, or 3 after printing
  * the error when it cannot be written. */
 int cp_out_json(const json_t *j, const char *cmd);
+/* The same, then release j. */
+int cp_out_json_take(json_t *j, const char *cmd);
+/* Print a rendered buffer on stdout: 0, or 3 after printing the error when
+ * it ran out of memory or cannot be written. */
+int cp_out_buf(const struct cp_buf *b, const char *cmd);
 
 /* The flag a SIGINT handler sets (installed on first call): a command that
  * measures stops after the running iteration; a second Ctrl-C ends the

@@ -162,3 +162,14 @@ enum cp_status cp_kb_export_jsonl(struct cp_kb *kb, struct cp_buf *out, struct c
         ret = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory exporting", kb->path);
     return ret;
 }
+
+enum cp_status cp_kb_export_jsonl_file(struct cp_kb *kb, const char *path, struct cp_diag *d)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    enum cp_status ret = cp_kb_export_jsonl(kb, &b, d);
+    if (ret == CP_OK)
+        ret = cp_file_write_atomic(path, b.data ? b.data : "", b.len, d);
+    cp_buf_release(&b);
+    return ret;
+}

@@ -37,6 +37,7 @@
 #define CP_KNOWLEDGE_KB_TUNING_H
 
 #include "core/core.h"
+#include "core/json.h"
 #include "graph/graph.h"
 #include "knowledge/kb.h"
 
@@ -343,6 +344,9 @@ enum cp_status cp_kb_card_model(struct cp_kb *kb, const struct cp_kb_fingerprint
  * "session", "candidate", "measurement", "strategy") and natural keys
  * instead of row ids (docs/kb-schema.md), models and hardware first. */
 enum cp_status cp_kb_export_jsonl(struct cp_kb *kb, struct cp_buf *out, struct cp_diag *d);
+/* The same, written to `path` atomically (a reader never sees half a file);
+ * a failure to write is CP_ERR_WRITE. */
+enum cp_status cp_kb_export_jsonl_file(struct cp_kb *kb, const char *path, struct cp_diag *d);
 
 /* Merge a JSON Lines file into the knowledge base, in one transaction:
  * records whose natural key is already present are skipped, so importing
@@ -351,5 +355,32 @@ enum cp_status cp_kb_export_jsonl(struct cp_kb *kb, struct cp_buf *out, struct c
  * be NULL). */
 enum cp_status cp_kb_import_jsonl(struct cp_kb *kb, const char *path, size_t *imported,
                                   struct cp_diag *d);
+
+/* ---- renderings (kb_render.c): what `cannprof kb` prints ------------------ */
+
+/* Latency change of a session's best over its baseline in percent
+ * (negative: faster); NaN when either is unknown. */
+double cp_kb_session_delta_pct(const struct cp_kb_session *s);
+
+/* The JSON of a fingerprint; of the strategies a query found for it (hw
+ * NULL: any hardware); of a session (full: with its configs and output
+ * folder); of every session of a list; of a session with its candidates.
+ * NULL when out of memory. */
+json_t *cp_kb_fingerprint_json(const struct cp_kb_fingerprint *fp);
+json_t *cp_kb_strategies_json(const struct cp_kb_fingerprint *fp, const struct cp_kb_hardware *hw,
+                              double min_sim, const struct cp_kb_strategy_hit *h, size_t n);
+json_t *cp_kb_session_json(const struct cp_kb_session *s, bool full);
+json_t *cp_kb_sessions_json(const struct cp_kb_session *s, size_t n);
+json_t *cp_kb_session_detail_json(const struct cp_kb_session *s, const struct cp_kb_candidate *c,
+                                  size_t n);
+
+/* The same as text tables, appended to b. */
+void cp_kb_render_strategies(struct cp_buf *b, const struct cp_kb_fingerprint *fp,
+                             const struct cp_kb_hardware *hw, double min_sim,
+                             const struct cp_kb_strategy_hit *h, size_t n);
+void cp_kb_render_sessions(struct cp_buf *b, const struct cp_kb *kb, const struct cp_kb_session *s,
+                           size_t n);
+void cp_kb_render_session(struct cp_buf *b, const struct cp_kb_session *s,
+                          const struct cp_kb_candidate *c, size_t n);
 
 #endif

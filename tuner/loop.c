@@ -108,18 +108,7 @@ static enum cp_status resolve_source(struct cp_tune_ctx *c, struct cp_tune_point
     char *dot = strrchr(c->name, '.');
     if (dot)
         *dot = '\0';
-    struct cp_graph *g = NULL;
-    enum cp_status st = cp_onnx_import(c->onnx, NULL, 0, &g, c->source_hash, d);
-    if (st == CP_OK)
-        st = cp_graph_verify(g, d);
-    if (st == CP_OK)
-        st = cp_graph_compact(g, d);
-    if (st == CP_OK)
-        st = cp_graph_infer(g, d);
-    if (st == CP_OK)
-        st = cp_kb_fingerprint_graph(g, c->source_hash, c->name, &c->fp, d);
-    cp_graph_free(g);
-    return st;
+    return cp_tune_fingerprint_onnx(c->onnx, c->name, &c->fp, c->source_hash, d);
 }
 
 /* The resume key: the same model, target, constraints, hardware, budget

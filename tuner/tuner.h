@@ -268,6 +268,24 @@ enum cp_status cp_tune_report_read(const char *path, struct cp_tune_report_row *
                                    struct cp_diag *d);
 void cp_tune_report_row_release(struct cp_tune_report_row *r); /* NULL ok; leaves it zeroed */
 
+/* ---- a model's fingerprint (fingerprint.c) ---------------------------------- */
+
+/* Fingerprint an ONNX file as the tuner does: import (no input shape
+ * overrides), verify, compact, infer, then cp_kb_fingerprint_graph under
+ * `name` (NULL: the file's stem). OUT: *fp (cp_kb_fingerprint_release),
+ * hash: the file's content hash (may be NULL). */
+enum cp_status cp_tune_fingerprint_onnx(const char *path, const char *name,
+                                        struct cp_kb_fingerprint *fp, char hash[33],
+                                        struct cp_diag *d);
+
+/* The fingerprint of a model the user names: an .onnx directly; a .om by
+ * its source model (the file it names, else the knowledge base's record of
+ * its source hash, else the converted graph itself, whose fused ops make
+ * similarity approximate: then *approximate is true). OUT: *fp. */
+enum cp_status cp_tune_fingerprint_model(struct cp_kb *kb, const char *path,
+                                         struct cp_kb_fingerprint *fp, bool *approximate,
+                                         struct cp_diag *d);
+
 /* ---- many models (batch.c) ----------------------------------------------------- */
 
 /* `cannprof tune --batch`: a list of models, each tuned into a folder of

@@ -40,6 +40,7 @@
 #include "core/json.h"
 #include "knowledge/kb.h"
 #include "notify/notify.h"
+#include "stats/stats.h"
 #include "stats/verdict.h"
 #include "trace/trace.h"
 
@@ -219,6 +220,44 @@ enum cp_status cp_validate_record(struct cp_kb *kb, const struct cp_kb_baseline 
                                   const char *service, const char *trace,
                                   const struct cp_vresult *r, int exit_code,
                                   const struct cp_validate_alert *al, struct cp_diag *d);
+
+/* ---- baselines (baseline.c): what `cannprof baseline` stores and shows ------------ */
+
+/* A baseline's figures, computed from its samples. */
+struct cp_baseline_figures {
+    struct cp_summary latency; /* of m.latency_ns; zeroed without samples */
+    struct cp_summary device;  /* of m.device_ns; zeroed when the run had no kernel events */
+    double throughput;         /* items per second at the mean latency; NaN unknown */
+};
+
+/* Store run `run` (the last when < 0) of trace `trace` as `service`'s
+ * baseline under `tag` (NULL: "latest"; replace: overwrite an existing tag).
+ * Refuses a run without latency samples. The trace path is kept absolute
+ * when it resolves. OUT: *out, the stored baseline as read back
+ * (cp_kb_baseline_release). */
+enum cp_status cp_validate_baseline_set(struct cp_kb *kb, const char *service, const char *tag,
+                                        const char *trace, int64_t run, bool replace,
+                                        struct cp_kb_baseline *out, struct cp_diag *d);
+
+/* The figures of a baseline read with its samples. OUT: *f. */
+enum cp_status cp_validate_baseline_figures(const struct cp_kb_baseline *b,
+                                            struct cp_baseline_figures *f, struct cp_diag *d);
+
+/* JSON: a baseline's figures (with its validations when v is not NULL:
+ * `show`), a list of baselines (`list`). NULL when out of memory. */
+json_t *cp_validate_baseline_json(const struct cp_kb_baseline *b,
+                                  const struct cp_baseline_figures *f,
+                                  const struct cp_kb_validation *v, size_t nv);
+json_t *cp_validate_baselines_json(const struct cp_kb_baseline *v, size_t n);
+
+/* Text: what `set` says it stored; a baseline with its last validations
+ * (`show`); the table of a list. */
+void cp_validate_render_baseline_set(const struct cp_kb *kb, const struct cp_kb_baseline *b,
+                                     const struct cp_baseline_figures *f, struct cp_buf *out);
+void cp_validate_render_baseline(const struct cp_kb *kb, const struct cp_kb_baseline *b,
+                                 const struct cp_baseline_figures *f,
+                                 const struct cp_kb_validation *v, size_t nv, struct cp_buf *out);
+void cp_validate_render_baselines(const struct cp_kb_baseline *v, size_t n, struct cp_buf *out);
 
 /* ---- renderings ----------------------------------------------------------------- */
 
