@@ -68,8 +68,11 @@ enum cp_status cp_stats_mde_relative(size_t n1, size_t n2, double alpha, double 
     return CP_OK;
 }
 
-enum cp_status cp_stats_n_for_effect(double effect, double alpha, double power, size_t *n,
-                                     struct cp_diag *d)
+/* The smallest n whose MDE is at most `effect`: n = ceil(k * (z sum /
+ * effect)^2), k = 2 for two groups of n, 1 for n pairs; `what` names the
+ * unit in the refusal ("samples per group", "pairs"). */
+static enum cp_status n_for(double effect, double alpha, double power, double k, const char *what,
+                            size_t *n, struct cp_diag *d)
 {
     *n = 0;
     if (!(isfinite(effect) && effect > 0.0))
@@ -79,17 +82,22 @@ enum cp_status cp_stats_n_for_effect(double effect, double alpha, double power, 
     if (st != CP_OK)
         return st;
     double z = z_sum(alpha, power) / effect;
-    double need = 2.0 * z * z;
+    double need = k * z * z;
     if (!(need <= MAX_N))
         return cp_diag_set(d, CP_ERR_INVALID,
-                           "an effect of %g standard deviations needs more than %.0g samples "
-                           "per group to detect",
-                           effect, MAX_N);
+                           "an effect of %g standard deviations needs more than %.0g %s to detect",
+                           effect, MAX_N, what);
     /* a hair below an integer is that integer: do not ask for one sample more
      * because the last bit of a quantile rounded up */
     double c = ceil(need * (1.0 - 4 * 2.220446049250313e-16));
     *n = c < 2.0 ? 2 : (size_t)c;
     return CP_OK;
+}
+
+enum cp_status cp_stats_n_for_effect(double effect, double alpha, double power, size_t *n,
+                                     struct cp_diag *d)
+{
+    return n_for(effect, alpha, power, 2.0, "samples per group", n, d);
 }
 
 enum cp_status cp_stats_mde_paired(size_t n, double alpha, double power, double *effect,
@@ -109,23 +117,7 @@ enum cp_status cp_stats_mde_paired(size_t n, double alpha, double power, double 
 enum cp_status cp_stats_n_pairs_for_effect(double effect, double alpha, double power, size_t *n,
                                            struct cp_diag *d)
 {
-    *n = 0;
-    if (!(isfinite(effect) && effect > 0.0))
-        return cp_diag_set(d, CP_ERR_INVALID,
-                           "effect = %g standard deviations must be a finite number > 0", effect);
-    enum cp_status st = check_levels(alpha, power, d);
-    if (st != CP_OK)
-        return st;
-    double z = z_sum(alpha, power) / effect;
-    double need = z * z;
-    if (!(need <= MAX_N))
-        return cp_diag_set(d, CP_ERR_INVALID,
-                           "an effect of %g standard deviations needs more than %.0g pairs to "
-                           "detect",
-                           effect, MAX_N);
-    double c = ceil(need * (1.0 - 4 * 2.220446049250313e-16));
-    *n = c < 2.0 ? 2 : (size_t)c;
-    return CP_OK;
+    return n_for(effect, alpha, power, 1.0, "pairs", n, d);
 }
 
 enum cp_status cp_stats_n_for_relative(double pct, double sigma, double baseline, double alpha,

@@ -190,28 +190,34 @@ static enum cp_status ratio(const double *b, size_t nb, const double *a, size_t 
     return CP_OK;
 }
 
-static void judge(const double *b, size_t nb, const double *a, size_t na, enum cp_better better,
-                  const struct cp_verdict_opts *o, struct cp_comparison *c)
+/* The verdict from c's p-value, interval and change. The test and the
+ * interval must agree: a p-value under alpha whose interval still straddles
+ * "no change" (they come from different methods for the rank test) is not
+ * evidence enough to act on. Returns whether the change is large but not
+ * significant (inconclusive: the caller says how many samples would do). */
+static bool decide(const struct cp_verdict_opts *o, enum cp_better better, struct cp_comparison *c)
 {
-    /* The test and the interval must agree: a p-value under alpha whose
-     * interval still straddles "no change" (they come from different
-     * methods for the rank test) is not evidence enough to act on. */
     bool straddles = isfinite(c->ci_lo_pct) && c->ci_lo_pct <= 0 && c->ci_hi_pct >= 0;
     bool significant = c->p < o->alpha && !straddles;
     bool large = fabs(c->delta_pct) >= o->threshold_pct && c->delta_pct != 0;
+    if (significant)
+        c->verdict = large ? direction(c->delta_pct, better) : CP_VERDICT_UNCHANGED;
+    else
+        c->verdict = large ? CP_VERDICT_INCONCLUSIVE : CP_VERDICT_UNCHANGED;
+    return !significant && large;
+}
+
+static void judge(const double *b, size_t nb, const double *a, size_t na, enum cp_better better,
+                  const struct cp_verdict_opts *o, struct cp_comparison *c)
+{
     double sigma = spread(b, nb, a, na, c->test);
     if (sigma > 0)
         cp_stats_mde_relative(nb, na, o->alpha, o->power, sigma, c->before, &c->mde_pct, NULL);
-    if (significant)
-        c->verdict = large ? direction(c->delta_pct, better) : CP_VERDICT_UNCHANGED;
-    else if (large) {
-        c->verdict = CP_VERDICT_INCONCLUSIVE;
-        size_t n = 0;
-        if (sigma > 0 && cp_stats_n_for_relative(fabs(c->delta_pct), sigma, c->before, o->alpha,
-                                                 o->power, &n, NULL) == CP_OK)
-            c->n_needed = n;
-    } else
-        c->verdict = CP_VERDICT_UNCHANGED;
+    size_t n = 0;
+    if (decide(o, better, c) && sigma > 0 &&
+        cp_stats_n_for_relative(fabs(c->delta_pct), sigma, c->before, o->alpha, o->power, &n,
+                                NULL) == CP_OK)
+        c->n_needed = n;
 }
 
 static enum cp_status exact(double b, double a, enum cp_better better,
@@ -270,27 +276,19 @@ enum cp_status cp_verdict_compare(const double *before, size_t nb, const double 
     return CP_OK;
 }
 
-/* The verdict of a paired comparison from its log-ratio t-test: the same
- * rules as judge(), with the pairs' spread. */
+/* The verdict of a paired comparison from its log-ratio t-test: decide(),
+ * with the spread of the pairs' log ratios for the sample sizes. */
 static void judge_paired(const struct cp_ttest *r, size_t n, enum cp_better better,
                          const struct cp_verdict_opts *o, struct cp_comparison *c)
 {
-    bool straddles = c->ci_lo_pct <= 0 && c->ci_hi_pct >= 0;
-    bool significant = c->p < o->alpha && !straddles;
-    bool large = fabs(c->delta_pct) >= o->threshold_pct && c->delta_pct != 0;
     double sd = r->se * sqrt((double)n), e;
     if (sd > 0 && cp_stats_mde_paired(n, o->alpha, o->power, &e, NULL) == CP_OK)
-        c->mde_pct = 100.0 * (exp(e * sd) - 1.0);
-    if (significant)
-        c->verdict = large ? direction(c->delta_pct, better) : CP_VERDICT_UNCHANGED;
-    else if (large) {
-        c->verdict = CP_VERDICT_INCONCLUSIVE;
-        size_t need = 0;
-        if (sd > 0 && cp_stats_n_pairs_for_effect(fabs(log1p(c->delta_pct / 100.0)) / sd, o->alpha,
-                                                  o->power, &need, NULL) == CP_OK)
-            c->n_needed = need;
-    } else
-        c->verdict = CP_VERDICT_UNCHANGED;
+        c->mde_pct = 100.0 * expm1(e * sd);
+    size_t need = 0;
+    if (decide(o, better, c) && sd > 0 &&
+        cp_stats_n_pairs_for_effect(fabs(log1p(c->delta_pct / 100.0)) / sd, o->alpha, o->power,
+                                    &need, NULL) == CP_OK)
+        c->n_needed = need;
 }
 
 enum cp_status cp_verdict_compare_paired(const double *before, const double *after, size_t n,
