@@ -24,7 +24,7 @@
 static inline struct cp_kb *open_kb(const char *path)
 {
     struct cp_kb *kb = cp_t_kb(path);
-    cr_assert_not_null(kb, "open %s (see stderr)", path);
+    cr_assert_not_null(kb, "open %s (see stderr)", path ? path : "the default knowledge base");
     return kb;
 }
 
