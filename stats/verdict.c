@@ -334,8 +334,7 @@ enum cp_status cp_verdict_compare_paired(const double *before, const double *aft
         double ratio = after[0] / before[0];
         c.delta_pct = c.ci_lo_pct = c.ci_hi_pct = 100.0 * (ratio - 1.0);
         c.p = ratio == 1.0 ? 1.0 : 0.0;
-        bool large = fabs(c.delta_pct) >= o->threshold_pct && c.delta_pct != 0;
-        c.verdict = large ? direction(c.delta_pct, better) : CP_VERDICT_UNCHANGED;
+        decide(o, better, &c);
         *out = c;
         return CP_OK;
     }
