@@ -172,6 +172,26 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
             return 16.0 * out;
         return 0.0;
     }
+    /* ---- [elementwise] ---- */
+    /* ---- end [elementwise] ---- */
+
+    /* ---- [reduce_index] ---- */
+    /* ---- end [reduce_index] ---- */
+
+    /* ---- [nn] ---- */
+    /* ---- end [nn] ---- */
+
+    /* ---- [rnn] ---- */
+    /* ---- end [rnn] ---- */
+
+    /* ---- [control] ---- */
+    /* ---- end [control] ---- */
+
+    /* ---- [quant] ---- */
+    /* ---- end [quant] ---- */
+
+    /* ---- [legacy] ---- */
+    /* ---- end [legacy] ---- */
     default:
         return 0.0;
     }

@@ -21,6 +21,11 @@ static const struct dtype_info dtypes[] = {
     [CP_DTYPE_I32] = {"i32", 4, 6},
     [CP_DTYPE_I64] = {"i64", 8, 7},
     [CP_DTYPE_BOOL] = {"bool", 1, 9},
+    [CP_DTYPE_F64] = {"f64", 8, 11},
+    [CP_DTYPE_I16] = {"i16", 2, 5},
+    [CP_DTYPE_U16] = {"u16", 2, 4},
+    [CP_DTYPE_U32] = {"u32", 4, 12},
+    [CP_DTYPE_U64] = {"u64", 8, 13},
 };
 static_assert(sizeof dtypes / sizeof dtypes[0] == CP_DTYPE_COUNT, "dtype table size");
 
@@ -57,7 +62,7 @@ int cp_dtype_to_onnx(enum cp_dtype t)
 
 bool cp_dtype_is_float(enum cp_dtype t)
 {
-    return t == CP_DTYPE_F32 || t == CP_DTYPE_F16 || t == CP_DTYPE_BF16;
+    return t == CP_DTYPE_F32 || t == CP_DTYPE_F16 || t == CP_DTYPE_BF16 || t == CP_DTYPE_F64;
 }
 
 static const char *const layouts[] = {

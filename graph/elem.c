@@ -83,8 +83,12 @@ double cp_elem_load_f64(const void *data, enum cp_dtype dt, int64_t i)
         return cp_f16_to_f32(((const uint16_t *)data)[i]);
     case CP_DTYPE_BF16:
         return cp_bf16_to_f32(((const uint16_t *)data)[i]);
+    case CP_DTYPE_F64:
+        return ((const double *)data)[i];
     case CP_DTYPE_I64:
         return (double)((const int64_t *)data)[i];
+    case CP_DTYPE_U64:
+        return (double)((const uint64_t *)data)[i];
     default:
         return (double)cp_elem_load_i64(data, dt, i);
     }
@@ -115,9 +119,18 @@ int64_t cp_elem_load_i64(const void *data, enum cp_dtype dt, int64_t i)
         return ((const uint8_t *)data)[i];
     case CP_DTYPE_BOOL:
         return ((const uint8_t *)data)[i] != 0;
+    case CP_DTYPE_I16:
+        return ((const int16_t *)data)[i];
+    case CP_DTYPE_U16:
+        return ((const uint16_t *)data)[i];
+    case CP_DTYPE_U32:
+        return ((const uint32_t *)data)[i];
+    case CP_DTYPE_U64: /* the bit pattern: u64 values above INT64_MAX wrap */
+        return (int64_t)((const uint64_t *)data)[i];
     case CP_DTYPE_F32:
     case CP_DTYPE_F16:
     case CP_DTYPE_BF16:
+    case CP_DTYPE_F64:
         return f64_to_i64_sat(cp_elem_load_f64(data, dt, i), -0x1p63, 0x1p63);
     default:
         return 0;
@@ -136,8 +149,23 @@ void cp_elem_store_f64(void *data, enum cp_dtype dt, int64_t i, double v)
     case CP_DTYPE_BF16:
         ((uint16_t *)data)[i] = cp_f32_to_bf16((float)v);
         break;
+    case CP_DTYPE_F64:
+        ((double *)data)[i] = v;
+        break;
     case CP_DTYPE_I64:
         ((int64_t *)data)[i] = f64_to_i64_sat(v, -0x1p63, 0x1p63);
+        break;
+    case CP_DTYPE_U64:
+        ((uint64_t *)data)[i] = isnan(v) || v <= 0 ? 0 : v >= 0x1p64 ? UINT64_MAX : (uint64_t)v;
+        break;
+    case CP_DTYPE_U32:
+        ((uint32_t *)data)[i] = (uint32_t)f64_to_i64_sat(v, 0, UINT32_MAX);
+        break;
+    case CP_DTYPE_I16:
+        ((int16_t *)data)[i] = (int16_t)f64_to_i64_sat(v, INT16_MIN, INT16_MAX);
+        break;
+    case CP_DTYPE_U16:
+        ((uint16_t *)data)[i] = (uint16_t)f64_to_i64_sat(v, 0, UINT16_MAX);
         break;
     case CP_DTYPE_I32:
         ((int32_t *)data)[i] = (int32_t)f64_to_i64_sat(v, INT32_MIN, INT32_MAX);
@@ -166,11 +194,26 @@ void cp_elem_store_i64(void *data, enum cp_dtype dt, int64_t i, int64_t v)
     case CP_DTYPE_BF16:
         cp_elem_store_f64(data, dt, i, (double)v);
         break;
+    case CP_DTYPE_F64:
+        ((double *)data)[i] = (double)v;
+        break;
     case CP_DTYPE_I64:
         ((int64_t *)data)[i] = v;
         break;
+    case CP_DTYPE_U64:
+        ((uint64_t *)data)[i] = (uint64_t)v;
+        break;
     case CP_DTYPE_I32:
         ((int32_t *)data)[i] = (int32_t)(uint32_t)(uint64_t)v;
+        break;
+    case CP_DTYPE_U32:
+        ((uint32_t *)data)[i] = (uint32_t)(uint64_t)v;
+        break;
+    case CP_DTYPE_I16:
+        ((int16_t *)data)[i] = (int16_t)(uint16_t)(uint64_t)v;
+        break;
+    case CP_DTYPE_U16:
+        ((uint16_t *)data)[i] = (uint16_t)(uint64_t)v;
         break;
     case CP_DTYPE_I8:
         ((int8_t *)data)[i] = (int8_t)(uint8_t)(uint64_t)v;

@@ -45,6 +45,11 @@ enum cp_dtype {
     CP_DTYPE_I32,
     CP_DTYPE_I64,
     CP_DTYPE_BOOL,
+    CP_DTYPE_F64,
+    CP_DTYPE_I16,
+    CP_DTYPE_U16,
+    CP_DTYPE_U32,
+    CP_DTYPE_U64,
     CP_DTYPE_COUNT
 };
 
@@ -252,6 +257,28 @@ enum cp_op {
     CP_OP_GELU,
     CP_OP_FUSED_ATTENTION,
     CP_OP_TRANS_DATA,
+    /* More ops of the default ONNX domain, appended after cannprof's own;
+     * grouped by family, each family between its markers. */
+    /* ---- [elementwise] ---- */
+    /* ---- end [elementwise] ---- */
+
+    /* ---- [reduce_index] ---- */
+    /* ---- end [reduce_index] ---- */
+
+    /* ---- [nn] ---- */
+    /* ---- end [nn] ---- */
+
+    /* ---- [rnn] ---- */
+    /* ---- end [rnn] ---- */
+
+    /* ---- [control] ---- */
+    /* ---- end [control] ---- */
+
+    /* ---- [quant] ---- */
+    /* ---- end [quant] ---- */
+
+    /* ---- [legacy] ---- */
+    /* ---- end [legacy] ---- */
     CP_OP_COUNT
 };
 
@@ -308,7 +335,8 @@ enum cp_op cp_op_from_name(const char *op_type);
 /* Lookup in a domain: the default ONNX domain ("" or "ai.onnx") or
  * CP_DOMAIN for cannprof's own ops. */
 enum cp_op cp_op_from_domain_name(const char *domain, const char *op_type);
-/* Whether op is one of cannprof's own (domain CP_DOMAIN). */
+/* Whether op is one of cannprof's own (domain CP_DOMAIN): FusedConv to
+ * TransData; the ops after TransData are ONNX ops again. */
 bool cp_op_is_own(enum cp_op op);
 
 /* ---- nodes -------------------------------------------------------------- */

@@ -607,6 +607,26 @@ static const struct op_rule rules[] = {
     [CP_OP_GELU] = {cp_infer_gelu, 1, 1, 1, 1},
     [CP_OP_FUSED_ATTENTION] = {cp_infer_fused_attention, 3, 4, 1, 1},
     [CP_OP_TRANS_DATA] = {cp_infer_trans_data, 1, 1, 1, 1},
+    /* ---- [elementwise] ---- */
+    /* ---- end [elementwise] ---- */
+
+    /* ---- [reduce_index] ---- */
+    /* ---- end [reduce_index] ---- */
+
+    /* ---- [nn] ---- */
+    /* ---- end [nn] ---- */
+
+    /* ---- [rnn] ---- */
+    /* ---- end [rnn] ---- */
+
+    /* ---- [control] ---- */
+    /* ---- end [control] ---- */
+
+    /* ---- [quant] ---- */
+    /* ---- end [quant] ---- */
+
+    /* ---- [legacy] ---- */
+    /* ---- end [legacy] ---- */
 };
 static_assert(sizeof rules / sizeof rules[0] == CP_OP_COUNT, "an inference rule per op");
 

@@ -60,6 +60,26 @@ static const char *const op_names[] = {
     [CP_OP_GELU] = "Gelu",
     [CP_OP_FUSED_ATTENTION] = "FusedAttention",
     [CP_OP_TRANS_DATA] = "TransData",
+    /* ---- [elementwise] ---- */
+    /* ---- end [elementwise] ---- */
+
+    /* ---- [reduce_index] ---- */
+    /* ---- end [reduce_index] ---- */
+
+    /* ---- [nn] ---- */
+    /* ---- end [nn] ---- */
+
+    /* ---- [rnn] ---- */
+    /* ---- end [rnn] ---- */
+
+    /* ---- [control] ---- */
+    /* ---- end [control] ---- */
+
+    /* ---- [quant] ---- */
+    /* ---- end [quant] ---- */
+
+    /* ---- [legacy] ---- */
+    /* ---- end [legacy] ---- */
 };
 static_assert(sizeof op_names / sizeof op_names[0] == CP_OP_COUNT, "op table size");
 
@@ -70,8 +90,8 @@ const char *cp_op_name(enum cp_op op)
 
 enum cp_op cp_op_from_name(const char *op_type)
 {
-    for (int i = 1; i < CP_OP_FUSED_CONV; i++)
-        if (strcmp(op_names[i], op_type) == 0)
+    for (int i = 1; i < CP_OP_COUNT; i++)
+        if (!cp_op_is_own((enum cp_op)i) && strcmp(op_names[i], op_type) == 0)
             return (enum cp_op)i;
     return CP_OP_UNKNOWN;
 }
@@ -82,7 +102,7 @@ enum cp_op cp_op_from_domain_name(const char *domain, const char *op_type)
         return cp_op_from_name(op_type);
     if (strcmp(domain, CP_DOMAIN) != 0)
         return CP_OP_UNKNOWN;
-    for (int i = CP_OP_FUSED_CONV; i < CP_OP_COUNT; i++)
+    for (int i = CP_OP_FUSED_CONV; i <= CP_OP_TRANS_DATA; i++)
         if (strcmp(op_names[i], op_type) == 0)
             return (enum cp_op)i;
     return CP_OP_UNKNOWN;
@@ -90,5 +110,5 @@ enum cp_op cp_op_from_domain_name(const char *domain, const char *op_type)
 
 bool cp_op_is_own(enum cp_op op)
 {
-    return op >= CP_OP_FUSED_CONV && op < CP_OP_COUNT;
+    return op >= CP_OP_FUSED_CONV && op <= CP_OP_TRANS_DATA;
 }

@@ -28,9 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Supported opsets of the default ONNX domain. */
-#define CP_ONNX_OPSET_MIN 11
-#define CP_ONNX_OPSET_MAX 17
+/* Opsets of the default ONNX domain a model may import. Each op's row in
+ * the op table (ops.c) says which of them it supports. */
+#define CP_ONNX_OPSET_MIN 1
+#define CP_ONNX_OPSET_MAX 21
 /* Deepest message nesting accepted (protobuf's C++ default). */
 #define CP_ONNX_MAX_NESTING 100
 

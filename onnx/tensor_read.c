@@ -4,8 +4,9 @@
  *
  * Values come either from raw_data (little-endian bytes, as numpy_helper
  * writes them) or from the typed field ONNX keeps each dtype in: float_data
- * for f32, int64_data for i64, int32_data for everything narrower (f16 and
- * bf16 as bit patterns, i8/u8/bool one value per int32). A value anywhere
+ * for f32, double_data for f64, int64_data for i64, uint64_data for u32 and
+ * u64, int32_data for everything narrower (f16 and bf16 as bit patterns,
+ * i8/u8/i16/u16/bool one value per int32). A value anywhere
  * else, in both places, or a count the shape does not need is a fault; so
  * are the dtypes the graph IR has no room for. Each caller words faults
  * for its own readers. */
@@ -81,8 +82,13 @@ static const char *home_field(enum cp_dtype dt)
         return "float_data";
     case CP_DTYPE_I64:
         return "int64_data";
+    case CP_DTYPE_F64:
+        return "double_data";
+    case CP_DTYPE_U32:
+    case CP_DTYPE_U64:
+        return "uint64_data";
     default:
-        return "int32_data"; /* f16, bf16 (bit patterns), i8, u8, bool, i32 */
+        return "int32_data"; /* f16, bf16 (bit patterns), i8, u8, i16, u16, bool, i32 */
     }
 }
 
@@ -100,7 +106,21 @@ static void copy_typed(const Onnx__TensorProto *tp, enum cp_dtype dt, size_t num
     case CP_DTYPE_I32:
         memcpy(out, tp->int32_data, nbytes);
         break;
+    case CP_DTYPE_F64:
+        memcpy(out, tp->double_data, nbytes);
+        break;
+    case CP_DTYPE_U64:
+        memcpy(out, tp->uint64_data, nbytes);
+        break;
+    case CP_DTYPE_U32:
+        for (size_t i = 0; i < numel; i++) {
+            uint32_t v = (uint32_t)tp->uint64_data[i];
+            memcpy(out + 4 * i, &v, 4);
+        }
+        break;
     case CP_DTYPE_F16:
+    case CP_DTYPE_I16:
+    case CP_DTYPE_U16:
     case CP_DTYPE_BF16:
         for (size_t i = 0; i < numel; i++) {
             uint16_t v = (uint16_t)((uint32_t)tp->int32_data[i] & 0xffffu);

@@ -169,6 +169,17 @@ enum cp_status cp_tensor_fill_random(struct cp_host_tensor *t, uint64_t seed, st
         case CP_DTYPE_I64:
             memcpy(p + 8 * i, &k, 8);
             break;
+        case CP_DTYPE_F64: {
+            double v = f;
+            memcpy(p + 8 * i, &v, 8);
+            break;
+        }
+        case CP_DTYPE_I16:
+        case CP_DTYPE_U16:
+        case CP_DTYPE_U32:
+        case CP_DTYPE_U64:
+            cp_elem_store_i64(p, t->dtype, (int64_t)i, k);
+            break;
         case CP_DTYPE_BOOL:
             p[i] = (uint8_t)(r >> 63);
             break;

@@ -14,10 +14,12 @@
  *   then   the elements, in C order here, numel * itemsize bytes, nothing
  *          after them.
  *
- * Element types map as: '<f4' f32, '<f2' f16, '|i1' i8, '|u1' u8, '<i4'
- * i32, '<i8' i64, '|b1' bool. NumPy has no bfloat16, so bf16 tensors are
- * written as their uint16 bit patterns ('<u2') and '<u2' is read back as
- * bf16 (cannprof has no u16 dtype for it to mean anything else).
+ * Element types map as: '<f4' f32, '<f2' f16, '<f8' f64, '|i1' i8, '|u1'
+ * u8, '<i2' i16, '<i4' i32, '<u4' u32, '<i8' i64, '<u8' u64, '|b1' bool.
+ * NumPy has no bfloat16, so bf16 tensors are written as their uint16 bit
+ * patterns ('<u2') and '<u2' is read back as bf16. That leaves u16 with no
+ * .npy form of its own: writing a u16 tensor as .npy is refused (a .pb
+ * file keeps it).
  * Big-endian data and Fortran order (rank 2 and up) are refused by name.
  *
  * The writer reproduces NumPy 1.24's header byte for byte, including the
@@ -45,10 +47,12 @@ struct npy_type {
 static const struct npy_type npy_types[] = {
     {'f', 4, CP_DTYPE_F32, "<f4"}, {'f', 2, CP_DTYPE_F16, "<f2"},  {'u', 2, CP_DTYPE_BF16, "<u2"},
     {'i', 1, CP_DTYPE_I8, "|i1"},  {'u', 1, CP_DTYPE_U8, "|u1"},   {'i', 4, CP_DTYPE_I32, "<i4"},
-    {'i', 8, CP_DTYPE_I64, "<i8"}, {'b', 1, CP_DTYPE_BOOL, "|b1"},
+    {'i', 8, CP_DTYPE_I64, "<i8"}, {'b', 1, CP_DTYPE_BOOL, "|b1"}, {'f', 8, CP_DTYPE_F64, "<f8"},
+    {'i', 2, CP_DTYPE_I16, "<i2"}, {'u', 4, CP_DTYPE_U32, "<u4"},  {'u', 8, CP_DTYPE_U64, "<u8"},
 };
 
-#define NPY_SUPPORTED "'<f4', '<f2', '<u2' (as bf16), '|i1', '|u1', '<i4', '<i8', '|b1'"
+#define NPY_SUPPORTED                                                                              \
+    "'<f4', '<f2', '<f8', '<u2' (as bf16), '|i1', '|u1', '<i2', '<i4', '<u4', '<i8', '<u8', '|b1'"
 
 static const char *npy_descr_of(enum cp_dtype dt)
 {
@@ -409,6 +413,11 @@ enum cp_status cp_tensor_write_npy(const char *path, const struct cp_host_tensor
                                    struct cp_diag *d)
 {
     const char *descr = npy_descr_of(t->dtype);
+    if (t->dtype == CP_DTYPE_U16)
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED,
+                           "%s: a u16 tensor has no .npy form here ('<u2' means bf16); write it "
+                           "as a .pb file",
+                           path);
     if (!descr)
         return cp_diag_set(d, CP_ERR_UNSUPPORTED, "%s: cannot write dtype %s to .npy", path,
                            cp_dtype_name(t->dtype));

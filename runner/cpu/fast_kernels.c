@@ -76,5 +76,25 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_slice,
     &cp_fast_gather,
     &cp_fast_resize,
+    /* ---- [elementwise] ---- */
+    /* ---- end [elementwise] ---- */
+
+    /* ---- [reduce_index] ---- */
+    /* ---- end [reduce_index] ---- */
+
+    /* ---- [nn] ---- */
+    /* ---- end [nn] ---- */
+
+    /* ---- [rnn] ---- */
+    /* ---- end [rnn] ---- */
+
+    /* ---- [control] ---- */
+    /* ---- end [control] ---- */
+
+    /* ---- [quant] ---- */
+    /* ---- end [quant] ---- */
+
+    /* ---- [legacy] ---- */
+    /* ---- end [legacy] ---- */
     NULL,
 };

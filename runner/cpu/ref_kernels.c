@@ -59,6 +59,26 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     &cp_ref_gelu,            /* ref_fused.c */
     &cp_ref_trans_data,      /* layout.h */
     &cp_ref_fused_attention, /* attention.h */
+    /* ---- [elementwise] ---- */
+    /* ---- end [elementwise] ---- */
+
+    /* ---- [reduce_index] ---- */
+    /* ---- end [reduce_index] ---- */
+
+    /* ---- [nn] ---- */
+    /* ---- end [nn] ---- */
+
+    /* ---- [rnn] ---- */
+    /* ---- end [rnn] ---- */
+
+    /* ---- [control] ---- */
+    /* ---- end [control] ---- */
+
+    /* ---- [quant] ---- */
+    /* ---- end [quant] ---- */
+
+    /* ---- [legacy] ---- */
+    /* ---- end [legacy] ---- */
     NULL,
 };
 

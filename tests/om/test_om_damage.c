@@ -341,11 +341,16 @@ Test(om_damage, rejects_invalid_graph_contents_even_with_valid_checksum)
     find_section(buf, 1, &mo, &ml);
     find_section(buf, 2, &go, &gl);
     find_section(buf, 3, &wo, &wl);
+    /* The first values past the tables, which grow as ops and dtypes are
+     * added. */
+    char bad_dtype[32], bad_op[48];
+    snprintf(bad_dtype, sizeof bad_dtype, "dtype %d", (int)CP_DTYPE_COUNT);
+    snprintf(bad_op, sizeof bad_op, "op %d is out of range", (int)CP_OP_COUNT);
     struct {
         mutator fn;
         const char *says;
     } cases[] = {
-        {mut_dtype, "dtype 9"},
+        {mut_dtype, bad_dtype},
         {mut_layout, "layout 200"},
         {mut_kind, "kind 3"},
         {mut_rank_too_big, "rank 9 is out of range"},
@@ -355,7 +360,7 @@ Test(om_damage, rejects_invalid_graph_contents_even_with_valid_checksum)
         {mut_no_name, "tensor 2 has no name"},
         {mut_dup_tensor, "two tensors are named 'conv.weight'"},
         {mut_dup_node, "two nodes are named 'conv0'"},
-        {mut_op, "op 55 is out of range"},
+        {mut_op, bad_op},
         {mut_no_op_type, "no op type"},
         {mut_input_index, "out of range"},
         {mut_input_negative, "out of range"},
@@ -375,8 +380,6 @@ Test(om_damage, rejects_invalid_graph_contents_even_with_valid_checksum)
         {mut_attr_dup, "appears twice"},
         {mut_dim_no_value, "dimension 1 has no value"},
     };
-    cr_assert_eq(CP_DTYPE_COUNT, 9, "update the expected messages");
-    cr_assert_eq(CP_OP_COUNT, 55, "update the expected messages");
     for (size_t i = 0; i <= sizeof cases / sizeof cases[0]; i++) {
         bool baseline = i == sizeof cases / sizeof cases[0];
         struct arena *a = calloc(1, sizeof *a);
