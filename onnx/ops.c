@@ -449,9 +449,12 @@ static const struct onnx_op_def ops[] = {
     /* ---- [legacy] ---- */
     /* ---- end [legacy] ---- */
 };
-/* Every enum cp_op but Unknown and cannprof's own ops has one row. */
+/* Every enum cp_op but Unknown and cannprof's own ops has one row; a row
+ * may also map an ONNX op onto one of cannprof's own where the two compute
+ * the same function (ONNX's Gelu, opset 20, is ours), so the count is a
+ * floor (the test test_onnx_op_table_covers_every_op_once checks which). */
 #define N_OWN_OPS (CP_OP_TRANS_DATA - CP_OP_FUSED_CONV + 1)
-static_assert(sizeof ops / sizeof ops[0] == CP_OP_COUNT - 1 - N_OWN_OPS,
+static_assert(sizeof ops / sizeof ops[0] >= CP_OP_COUNT - 1 - N_OWN_OPS,
               "one ONNX row per ONNX cp_op");
 
 const struct onnx_op_def *onnx_op_find(const char *op_type)
