@@ -269,6 +269,15 @@ enum cp_op {
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
+    CP_OP_LSTM,
+    CP_OP_GRU,
+    CP_OP_RNN,
+    CP_OP_DFT,
+    CP_OP_STFT,
+    CP_OP_HANN_WINDOW,
+    CP_OP_HAMMING_WINDOW,
+    CP_OP_BLACKMAN_WINDOW,
+    CP_OP_MEL_WEIGHT_MATRIX,
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */

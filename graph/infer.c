@@ -617,6 +617,15 @@ static const struct op_rule rules[] = {
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
+    [CP_OP_LSTM] = {cp_infer_lstm, 3, 8, 1, 3},
+    [CP_OP_GRU] = {cp_infer_gru, 3, 6, 1, 2},
+    [CP_OP_RNN] = {cp_infer_rnn, 3, 6, 1, 2},
+    [CP_OP_DFT] = {cp_infer_dft, 1, 3, 1, 1},
+    [CP_OP_STFT] = {cp_infer_stft, 2, 4, 1, 1},
+    [CP_OP_HANN_WINDOW] = {cp_infer_window, 1, 1, 1, 1},
+    [CP_OP_HAMMING_WINDOW] = {cp_infer_window, 1, 1, 1, 1},
+    [CP_OP_BLACKMAN_WINDOW] = {cp_infer_window, 1, 1, 1, 1},
+    [CP_OP_MEL_WEIGHT_MATRIX] = {cp_infer_mel_weight_matrix, 5, 5, 1, 1},
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */

@@ -173,4 +173,15 @@ enum cp_status cp_infer_gelu(struct cp_infer *c);
 enum cp_status cp_infer_fused_attention(struct cp_infer *c);
 enum cp_status cp_infer_trans_data(struct cp_infer *c);
 
+/* ---- [rnn] ---- */
+/* infer_rnn.c: LSTM, GRU, RNN and the signal ops. */
+enum cp_status cp_infer_lstm(struct cp_infer *c);
+enum cp_status cp_infer_gru(struct cp_infer *c);
+enum cp_status cp_infer_rnn(struct cp_infer *c);
+enum cp_status cp_infer_dft(struct cp_infer *c);
+enum cp_status cp_infer_stft(struct cp_infer *c);
+enum cp_status cp_infer_window(struct cp_infer *c);
+enum cp_status cp_infer_mel_weight_matrix(struct cp_infer *c);
+/* ---- end [rnn] ---- */
+
 #endif

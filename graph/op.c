@@ -70,6 +70,15 @@ static const char *const op_names[] = {
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
+    [CP_OP_LSTM] = "LSTM",
+    [CP_OP_GRU] = "GRU",
+    [CP_OP_RNN] = "RNN",
+    [CP_OP_DFT] = "DFT",
+    [CP_OP_STFT] = "STFT",
+    [CP_OP_HANN_WINDOW] = "HannWindow",
+    [CP_OP_HAMMING_WINDOW] = "HammingWindow",
+    [CP_OP_BLACKMAN_WINDOW] = "BlackmanWindow",
+    [CP_OP_MEL_WEIGHT_MATRIX] = "MelWeightMatrix",
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */

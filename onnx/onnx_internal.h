@@ -170,4 +170,15 @@ enum cp_status onnx_set_initializer(struct onnx_ctx *c, const char *name, enum c
 enum cp_status onnx_value_type(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi, const char *what,
                                enum cp_dtype *dtype, struct cp_shape *shape);
 
+/* ---- [rnn] ---- */
+/* ops_rnn.c: the importer's attribute specs and loaders of LSTM, GRU, RNN
+ * and the signal ops (DFT, STFT, windows, MelWeightMatrix). */
+extern const struct onnx_attr_spec onnx_lstm_attrs[], onnx_gru_attrs[], onnx_rnn_attrs[],
+    onnx_dft_attrs[], onnx_stft_attrs[], onnx_window_attrs[];
+enum cp_status onnx_load_recurrent(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                   const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_signal(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                const Onnx__NodeProto *np, const char *name, const char *origin);
+/* ---- end [rnn] ---- */
+
 #endif

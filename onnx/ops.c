@@ -438,6 +438,19 @@ static const struct onnx_op_def ops[] = {
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
+    /* LSTM, GRU, RNN: opset 7's form (no output_sequence); 14 adds layout. */
+    {"BlackmanWindow", CP_OP_BLACKMAN_WINDOW, 17, 21, 1, 1, 1, 1, onnx_window_attrs,
+     onnx_load_signal},
+    {"DFT", CP_OP_DFT, 17, 21, 1, 3, 1, 1, onnx_dft_attrs, onnx_load_signal},
+    {"GRU", CP_OP_GRU, 7, 21, 3, 6, 0, 2, onnx_gru_attrs, onnx_load_recurrent},
+    {"HammingWindow", CP_OP_HAMMING_WINDOW, 17, 21, 1, 1, 1, 1, onnx_window_attrs,
+     onnx_load_signal},
+    {"HannWindow", CP_OP_HANN_WINDOW, 17, 21, 1, 1, 1, 1, onnx_window_attrs, onnx_load_signal},
+    {"LSTM", CP_OP_LSTM, 7, 21, 3, 8, 0, 3, onnx_lstm_attrs, onnx_load_recurrent},
+    {"MelWeightMatrix", CP_OP_MEL_WEIGHT_MATRIX, 17, 21, 5, 5, 1, 1, onnx_window_attrs,
+     onnx_load_signal},
+    {"RNN", CP_OP_RNN, 7, 21, 3, 6, 0, 2, onnx_rnn_attrs, onnx_load_recurrent},
+    {"STFT", CP_OP_STFT, 17, 21, 2, 4, 1, 1, onnx_stft_attrs, onnx_load_signal},
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */

@@ -69,6 +69,15 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
+    &cp_ref_lstm, /* ref_rnn.c */
+    &cp_ref_gru,
+    &cp_ref_rnn,
+    &cp_ref_dft, /* ref_signal.c */
+    &cp_ref_stft,
+    &cp_ref_hann_window,
+    &cp_ref_hamming_window,
+    &cp_ref_blackman_window,
+    &cp_ref_mel_weight_matrix,
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */

@@ -123,4 +123,10 @@ extern const struct cp_kernel cp_ref_resize;
 extern const struct cp_kernel cp_ref_fused_conv, cp_ref_fused_matmul, cp_ref_group_norm,
     cp_ref_gelu; /* ref_fused.c */
 
+/* ---- [rnn] ---- */
+extern const struct cp_kernel cp_ref_lstm, cp_ref_gru, cp_ref_rnn; /* ref_rnn.c */
+extern const struct cp_kernel cp_ref_dft, cp_ref_stft, cp_ref_hann_window, cp_ref_hamming_window,
+    cp_ref_blackman_window, cp_ref_mel_weight_matrix; /* ref_signal.c */
+/* ---- end [rnn] ---- */
+
 #endif
