@@ -86,6 +86,8 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
+    &cp_fast_lstm,
+    &cp_fast_gru,
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */

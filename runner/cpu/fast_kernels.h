@@ -32,4 +32,8 @@ extern const struct cp_kernel cp_fast_concat, cp_fast_split, cp_fast_slice, cp_f
 extern const struct cp_kernel cp_fast_group_norm, cp_fast_gelu; /* FUSION */
 extern const struct cp_kernel cp_fast_layer_norm;
 
+/* ---- [rnn] ---- */
+extern const struct cp_kernel cp_fast_lstm, cp_fast_gru; /* fast_rnn.c */
+/* ---- end [rnn] ---- */
+
 #endif

@@ -982,6 +982,72 @@ static void c_attn_d40_exact(struct cp_graph *g)
     cp_node_set_string(g, n, "impl", "exact");
 }
 
+/* ---- [rnn] ---- */
+/* LSTM and GRU: the oneDNN projection + C recurrence against ref_rnn.c. */
+static void seq_lens(struct cp_graph *g, const char *name, int64_t n, const int32_t *v)
+{
+    gb_init(g, name, CP_DTYPE_I32, 1, &n, v);
+}
+static void c_lstm_plain(struct cp_graph *g)
+{
+    X(g, "x", 3, D(5, 3, 8));
+    W(g, "w", 3, D(1, 64, 8));
+    W(g, "r", 3, D(1, 64, 16));
+    int32_t n = N(g, "LSTM", I("x", "w", "r"), I("y", "yh", "yc"));
+    cp_node_set_int(g, n, "hidden_size", 16);
+}
+static void c_lstm_bidir_full(struct cp_graph *g)
+{
+    static const int32_t len[4] = {6, 3, 0, 5};
+    X(g, "x", 3, D(6, 4, 5));
+    W(g, "w", 3, D(2, 28, 5));
+    W(g, "r", 3, D(2, 28, 7));
+    W(g, "b", 2, D(2, 56));
+    seq_lens(g, "len", 4, len);
+    X(g, "h0", 3, D(2, 4, 7));
+    X(g, "c0", 3, D(2, 4, 7));
+    W(g, "p", 2, D(2, 21));
+    int32_t n = N(g, "LSTM", I("x", "w", "r", "b", "len", "h0", "c0", "p"), I("y", "yh", "yc"));
+    cp_node_set_int(g, n, "hidden_size", 7);
+    cp_node_set_string(g, n, "direction", "bidirectional");
+    cp_node_set_float(g, n, "clip", 0.7f);
+}
+static void c_lstm_batch_first_reverse_coupled(struct cp_graph *g)
+{
+    X(g, "x", 3, D(3, 9, 4));
+    W(g, "w", 3, D(1, 20, 4));
+    W(g, "r", 3, D(1, 20, 5));
+    W(g, "b", 2, D(1, 40));
+    int32_t n = N(g, "LSTM", I("x", "w", "r", "b"), I("y", "yh"));
+    cp_node_set_int(g, n, "layout", 1);
+    cp_node_set_int(g, n, "input_forget", 1);
+    cp_node_set_string(g, n, "direction", "reverse");
+}
+static void c_gru_plain(struct cp_graph *g)
+{
+    X(g, "x", 3, D(7, 2, 6));
+    W(g, "w", 3, D(1, 33, 6));
+    W(g, "r", 3, D(1, 33, 11));
+    W(g, "b", 2, D(1, 66));
+    int32_t n = N(g, "GRU", I("x", "w", "r", "b"), I("y", "yh"));
+    cp_node_set_int(g, n, "hidden_size", 11);
+}
+static void c_gru_bidir_lbr_lens(struct cp_graph *g)
+{
+    static const int32_t len[3] = {2, 4, 1};
+    X(g, "x", 3, D(3, 4, 5));
+    W(g, "w", 3, D(2, 24, 5));
+    W(g, "r", 3, D(2, 24, 8));
+    W(g, "b", 2, D(2, 48));
+    seq_lens(g, "len", 3, len);
+    X(g, "h0", 3, D(3, 2, 8));
+    int32_t n = N(g, "GRU", I("x", "w", "r", "b", "len", "h0"), I("y", "yh"));
+    cp_node_set_string(g, n, "direction", "bidirectional");
+    cp_node_set_int(g, n, "linear_before_reset", 1);
+    cp_node_set_int(g, n, "layout", 1);
+}
+/* ---- end [rnn] ---- */
+
 struct hcase {
     const char *name;
     void (*build)(struct cp_graph *g);
@@ -1134,6 +1200,12 @@ static const struct hcase cases[] = {
     C(c_attn_bhnd_kt),
     C(c_attn_bnhd_mask),
     C(c_attn_d40_exact),
+    /* recurrent ([rnn]) */
+    C(c_lstm_plain),
+    C(c_lstm_bidir_full),
+    C(c_lstm_batch_first_reverse_coupled),
+    C(c_gru_plain),
+    C(c_gru_bidir_lbr_lens),
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
