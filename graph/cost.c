@@ -20,6 +20,7 @@
  */
 #include "graph/graph.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,6 +183,39 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
+    case CP_OP_LSTM:
+    case CP_OP_GRU:
+    case CP_OP_RNN: {
+        /* Per step and batch row: x Wᵀ and h Rᵀ over every gate (a
+         * multiply-add each), plus ~10 per gate element for the gate math.
+         * Y [seq, dirs, batch, H] has seq*batch*dirs*H elements. */
+        const struct cp_tensor *r = input(g, n, 2);
+        if (!w || !r || w->shape.rank != 3 || r->shape.rank != 3)
+            return 0.0;
+        double dirs = dim_est(&w->shape, 0), hid = dim_est(&r->shape, 2);
+        double gates = hid > 0 ? dim_est(&w->shape, 1) / hid : 1.0;
+        double rows = dirs * hid > 0 ? out / (dirs * hid) : 0.0; /* seq * batch */
+        return 2.0 * rows * (numel_est(&w->shape) + numel_est(&r->shape)) + 10.0 * gates * out;
+    }
+    case CP_OP_DFT:
+    case CP_OP_STFT: {
+        /* An FFT's 5 n log2 n per transform of n complex points; the
+         * output's complex elements stand in for n times the transforms. */
+        int r = y ? y->shape.rank : 0;
+        int ax = n->op == CP_OP_STFT
+                     ? 2
+                     : (int)cp_node_attr_int(n, "axis", cp_graph_opset(g) >= 20 ? -2 : 1);
+        if (ax < 0)
+            ax += r;
+        double len = ax >= 0 && ax < r ? dim_est(&y->shape, ax) : 2.0;
+        return 5.0 * (out / 2.0) * (len > 2.0 ? log2(len) : 1.0) + (n->op == CP_OP_STFT ? in : 0.0);
+    }
+    case CP_OP_HANN_WINDOW:
+    case CP_OP_HAMMING_WINDOW:
+    case CP_OP_BLACKMAN_WINDOW:
+        return 4.0 * out;
+    case CP_OP_MEL_WEIGHT_MATRIX:
+        return out;
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */
