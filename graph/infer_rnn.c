@@ -1,7 +1,7 @@
 /* Shape and dtype inference of the recurrent ops (LSTM, GRU, RNN) and the
  * signal ops (DFT, STFT, the windows, MelWeightMatrix). */
 #include "graph/infer_internal.h"
-#include "graph/rnn_desc.h"
+#include "graph/op_eval.h" /* cp_rnn_describe */
 
 static bool is_real_float(enum cp_dtype dt)
 {

@@ -295,4 +295,81 @@ void cp_walk_next(const struct cp_walk *w, struct cp_walk_pos *p);
  * along the walk. */
 void cp_walk_copy(const struct cp_walk *w, void *dst, const void *src, size_t size);
 
+/* ---- [rnn] ---- */
+/*
+ * The attributes of ONNX's recurrent ops (LSTM, GRU, RNN), read and checked
+ * once, for shape inference, the kernels and the cost model.
+ *
+ * ONNX's gate order is kept: LSTM i o f c (W is [dirs, 4H, I]), GRU z r h
+ * ([dirs, 3H, I]), RNN one gate ([dirs, H, I]). Activations are per
+ * direction: LSTM f g h, GRU f g, RNN f; defaults Sigmoid/Tanh/Tanh,
+ * Sigmoid/Tanh and Tanh. activation_alpha / activation_beta are consumed in
+ * the order of the activations, each taking as many as it uses (Affine,
+ * ScaledTanh, HardSigmoid one alpha and one beta; LeakyRelu,
+ * ThresholdedRelu, Elu one alpha), ONNX's defaults when the lists run out.
+ */
+enum cp_rnn_act {
+    CP_RNN_RELU,
+    CP_RNN_TANH,
+    CP_RNN_SIGMOID,
+    CP_RNN_AFFINE,
+    CP_RNN_LEAKY_RELU,
+    CP_RNN_THRESHOLDED_RELU,
+    CP_RNN_SCALED_TANH,
+    CP_RNN_HARD_SIGMOID,
+    CP_RNN_ELU,
+    CP_RNN_SOFTSIGN,
+    CP_RNN_SOFTPLUS,
+};
+
+struct cp_rnn_fn {
+    enum cp_rnn_act act;
+    float alpha, beta;
+};
+
+#define CP_RNN_MAX_ACTS 3
+
+struct cp_rnn_desc {
+    int gates;                /* 4 LSTM, 3 GRU, 1 RNN */
+    int n_acts;               /* activations per direction: 3, 2, 1 */
+    int dirs;                 /* 1 or 2 */
+    bool reverse;             /* direction "reverse" (dirs == 1) */
+    int64_t hidden;           /* H; -1 when neither hidden_size nor R's shape says */
+    int layout;               /* 0: [seq, batch, ...]; 1 (opset 14): [batch, seq, ...] */
+    bool has_clip;            /* clip attribute present */
+    float clip;               /* > 0 */
+    bool input_forget;        /* LSTM */
+    bool linear_before_reset; /* GRU */
+    struct cp_rnn_fn fn[2][CP_RNN_MAX_ACTS]; /* [direction][f, g, h] */
+};
+
+/* Read the attributes of recurrent node n (LSTM, GRU or RNN) in a model of
+ * `opset`; R (input 2, may have an unknown shape) gives H when hidden_size
+ * is absent. false with a message in why[n] when an attribute is bad. */
+bool cp_rnn_describe(const struct cp_graph *g, const struct cp_node *n, int64_t opset,
+                     struct cp_rnn_desc *desc, char *why, size_t why_n);
+
+/* One activation applied to x. */
+double cp_rnn_apply(const struct cp_rnn_fn *f, double x);
+
+/*
+ * What the signal ops that make data from a description compute
+ * (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix), shared by
+ * their reference kernels (runner/cpu/ref_signal.c) and the constant
+ * folder, so a folded window or mel matrix holds what the runtime would
+ * compute. Math in double, stored into any dtype with cp_elem_store_f64.
+ */
+/* w[i] = a0 - a1 cos(2πi/N) + a2 cos(4πi/N) for i < size, N = size when
+ * periodic, else size - 1; `op` is one of the three window ops. */
+void cp_eval_window(enum cp_op op, bool periodic, int64_t size, enum cp_dtype dt, void *out);
+
+/* ONNX's MelWeightMatrix, [dft_length / 2 + 1, num_mel_bins]: triangular
+ * filters between num_mel_bins + 2 points that split [lower, upper] evenly
+ * in mel, each mapped to the bin floor((dft_length + 1) * hz /
+ * sample_rate); filter m rises from point m to m+1 and falls to m+2.
+ * false (nothing written) when an argument is out of range. */
+bool cp_eval_mel_weight_matrix(int64_t num_mel_bins, int64_t dft_length, int64_t sample_rate,
+                               double lower_hz, double upper_hz, enum cp_dtype dt, void *out);
+/* ---- end [rnn] ---- */
+
 #endif

@@ -1,5 +1,5 @@
-/* Attributes of LSTM, GRU and RNN (see rnn_desc.h). */
-#include "graph/rnn_desc.h"
+/* Attributes of LSTM, GRU and RNN (see op_eval.h). */
+#include "graph/op_eval.h" /* cp_rnn_describe */
 
 #include <math.h>
 #include <stdio.h>

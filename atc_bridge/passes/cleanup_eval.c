@@ -206,6 +206,40 @@ static bool ev_range(struct ev *e)
     return true;
 }
 
+/* ---- [rnn] ---- */
+static bool ev_window(struct ev *e)
+{
+    const struct cp_tensor *x = e->in[0];
+    if ((x->dtype != CP_DTYPE_I64 && x->dtype != CP_DTYPE_I32) || numel(x) != 1 ||
+        e->out->shape.rank != 1)
+        return false;
+    int64_t size = cp_elem_load_i64(e->in_data[0], x->dtype, 0);
+    if (size != e->out->shape.dims[0].value)
+        return false;
+    cp_eval_window(e->n->op, cp_node_attr_int(e->n, "periodic", 1) != 0, size, e->out->dtype,
+                   e->out_data);
+    return true;
+}
+
+static bool ev_mel(struct ev *e)
+{
+    for (int k = 0; k < 5; k++)
+        if (!e->in[k] || numel(e->in[k]) != 1 ||
+            (k < 3 && e->in[k]->dtype != CP_DTYPE_I64 && e->in[k]->dtype != CP_DTYPE_I32) ||
+            (k >= 3 && e->in[k]->dtype != CP_DTYPE_F32))
+            return false;
+    int64_t mel = cp_elem_load_i64(e->in_data[0], e->in[0]->dtype, 0);
+    int64_t dft = cp_elem_load_i64(e->in_data[1], e->in[1]->dtype, 0);
+    if (e->out->shape.rank != 2 || e->out->shape.dims[0].value != dft / 2 + 1 ||
+        e->out->shape.dims[1].value != mel)
+        return false;
+    return cp_eval_mel_weight_matrix(mel, dft, cp_elem_load_i64(e->in_data[2], e->in[2]->dtype, 0),
+                                     cp_elem_load_f64(e->in_data[3], CP_DTYPE_F32, 0),
+                                     cp_elem_load_f64(e->in_data[4], CP_DTYPE_F32, 0),
+                                     e->out->dtype, e->out_data);
+}
+/* ---- end [rnn] ---- */
+
 static bool dispatch(struct ev *e)
 {
     switch (e->n->op) {
@@ -262,6 +296,12 @@ static bool dispatch(struct ev *e)
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
+    case CP_OP_HANN_WINDOW:
+    case CP_OP_HAMMING_WINDOW:
+    case CP_OP_BLACKMAN_WINDOW:
+        return ev_window(e);
+    case CP_OP_MEL_WEIGHT_MATRIX:
+        return ev_mel(e);
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */

@@ -10,7 +10,7 @@
  * loop over H the compiler vectorises (fast_math.h's exp). Other
  * activations go to the reference kernel (ref_rnn.c), which this kernel is
  * checked against (tests/runner/test_kernel_harness_rnn.c). */
-#include "graph/rnn_desc.h"
+#include "graph/op_eval.h" /* cp_rnn_describe */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_kernels.h"
 #include "runner/cpu/fast_math.h"

@@ -19,7 +19,7 @@
  * clip bounds every gate's input to [-clip, clip] before its activation.
  * Y's steps past a row's length are zero; Y_h and Y_c hold the last state
  * computed (the initial one for a zero-length row). */
-#include "graph/rnn_desc.h"
+#include "graph/op_eval.h" /* cp_rnn_describe */
 #include "runner/cpu/ref_util.h"
 
 #include <string.h>

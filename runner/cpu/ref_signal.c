@@ -2,7 +2,10 @@
  * is an input), STFT, HannWindow, HammingWindow, BlackmanWindow and
  * MelWeightMatrix (opset 17 on). Math in double; a transform of
  * power-of-two length is an iterative radix-2 FFT, any other length a
- * direct DFT over a table of twiddles (O(n²), exact to rounding). */
+ * direct DFT over a table of twiddles (O(n²), exact to rounding). The
+ * windows and the mel matrix are graph/op_eval.h's, which the constant
+ * folder uses too. */
+#include "graph/op_eval.h" /* cp_eval_window, cp_eval_mel_weight_matrix */
 #include "runner/cpu/ref_util.h"
 
 #include <math.h>
@@ -312,41 +315,21 @@ static bool window_supports(const struct cp_graph *g, const struct cp_node *n)
     return scalar_int_ok(cp_ref_in(g, n, 0)) && y->shape.rank == 1 && y->dtype != CP_DTYPE_BOOL;
 }
 
-/* w[i] = a0 - a1 cos(2πi/N) + a2 cos(4πi/N), N = size (periodic) or
- * size - 1 (symmetric). */
-static enum cp_status window_run(struct cp_kexec *k, double a0, double a1, double a2)
+/* op_eval.h's window (cp_eval_window), of the size the plan gave the output. */
+static enum cp_status window_run(struct cp_kexec *k)
 {
     int64_t size = cp_elem_load_i64(k->in_data[0], k->in[0]->dtype, 0);
     const struct cp_tensor *y = k->out[0];
     if (size != y->shape.dims[0].value)
         return CP_ERR_INTERNAL; /* the size disagrees with the planned shape */
-    bool periodic = cp_node_attr_int(k->node, "periodic", 1) != 0;
-    double N = (double)(periodic ? size : size - 1);
-    for (int64_t i = 0; i < size; i++) {
-        double v = a0 - a1 * cos(2.0 * M_PI * (double)i / N) + a2 * cos(4.0 * M_PI * (double)i / N);
-        cp_elem_store_f64(k->out_data[0], y->dtype, i, v);
-    }
+    cp_eval_window(k->node->op, cp_node_attr_int(k->node, "periodic", 1) != 0, size, y->dtype,
+                   k->out_data[0]);
     return CP_OK;
 }
 
-static enum cp_status hann_run(struct cp_kexec *k)
-{
-    return window_run(k, 0.5, 0.5, 0.0);
-}
-
-static enum cp_status hamming_run(struct cp_kexec *k)
-{
-    return window_run(k, 25.0 / 46.0, 1.0 - 25.0 / 46.0, 0.0);
-}
-
-static enum cp_status blackman_run(struct cp_kexec *k)
-{
-    return window_run(k, 0.42, 0.5, 0.08);
-}
-
-CP_REF_KERNEL(cp_ref_hann_window, CP_OP_HANN_WINDOW, window_supports, NULL, hann_run);
-CP_REF_KERNEL(cp_ref_hamming_window, CP_OP_HAMMING_WINDOW, window_supports, NULL, hamming_run);
-CP_REF_KERNEL(cp_ref_blackman_window, CP_OP_BLACKMAN_WINDOW, window_supports, NULL, blackman_run);
+CP_REF_KERNEL(cp_ref_hann_window, CP_OP_HANN_WINDOW, window_supports, NULL, window_run);
+CP_REF_KERNEL(cp_ref_hamming_window, CP_OP_HAMMING_WINDOW, window_supports, NULL, window_run);
+CP_REF_KERNEL(cp_ref_blackman_window, CP_OP_BLACKMAN_WINDOW, window_supports, NULL, window_run);
 
 /* ---- MelWeightMatrix ------------------------------------------------------------ */
 
@@ -366,10 +349,6 @@ static bool mel_supports(const struct cp_graph *g, const struct cp_node *n)
     return y->shape.rank == 2 && y->dtype != CP_DTYPE_BOOL;
 }
 
-/* Triangular filters between mel-spaced points, as ONNX's definition: the
- * num_mel_bins + 2 points split [lower, upper] mel evenly, map to
- * spectrogram bins floor((dft_length + 1) * hz / sample_rate), and filter
- * m rises from point m to m+1 and falls to m+2. */
 static enum cp_status mel_run(struct cp_kexec *k)
 {
     int64_t mel = cp_elem_load_i64(k->in_data[0], k->in[0]->dtype, 0);
@@ -378,35 +357,9 @@ static enum cp_status mel_run(struct cp_kexec *k)
     double lo = cp_elem_load_f64(k->in_data[3], k->in[3]->dtype, 0);
     double hi = cp_elem_load_f64(k->in_data[4], k->in[4]->dtype, 0);
     const struct cp_tensor *y = k->out[0];
-    int64_t bins = dft / 2 + 1;
-    if (mel < 1 || dft < 1 || rate < 1 || y->shape.dims[0].value != bins ||
-        y->shape.dims[1].value != mel)
-        return CP_ERR_INTERNAL;
-    for (int64_t e = 0; e < bins * mel; e++)
-        cp_elem_store_f64(k->out_data[0], y->dtype, e, 0.0);
-    double lo_mel = 2595.0 * log10(1.0 + lo / 700.0), hi_mel = 2595.0 * log10(1.0 + hi / 700.0);
-    double step = (hi_mel - lo_mel) / (double)(mel + 2);
-    int64_t pt[3];
-    for (int64_t m = 0; m < mel; m++) {
-        for (int q = 0; q < 3; q++) {
-            double hz = 700.0 * (pow(10.0, ((double)(m + q) * step + lo_mel) / 2595.0) - 1.0);
-            pt[q] = (int64_t)floor((double)(dft + 1) * hz / (double)rate);
-        }
-        int64_t up = pt[1] - pt[0], down = pt[2] - pt[1];
-        if (up == 0) {
-            if (pt[1] >= 0 && pt[1] < bins)
-                cp_elem_store_f64(k->out_data[0], y->dtype, pt[1] * mel + m, 1.0);
-        } else {
-            for (int64_t j = pt[0]; j <= pt[1]; j++)
-                if (j >= 0 && j < bins)
-                    cp_elem_store_f64(k->out_data[0], y->dtype, j * mel + m,
-                                      (double)(j - pt[0]) / (double)up);
-        }
-        for (int64_t j = pt[1]; down > 0 && j < pt[2]; j++)
-            if (j >= 0 && j < bins)
-                cp_elem_store_f64(k->out_data[0], y->dtype, j * mel + m,
-                                  (double)(pt[2] - j) / (double)down);
-    }
+    if (y->shape.dims[0].value != dft / 2 + 1 || y->shape.dims[1].value != mel ||
+        !cp_eval_mel_weight_matrix(mel, dft, rate, lo, hi, y->dtype, k->out_data[0]))
+        return CP_ERR_INTERNAL; /* the inputs disagree with the planned shape */
     return CP_OK;
 }
 
