@@ -88,6 +88,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     /* ---- [rnn] ---- */
     &cp_fast_lstm,
     &cp_fast_gru,
+    &cp_fast_rnn,
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */

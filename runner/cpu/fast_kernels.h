@@ -33,7 +33,7 @@ extern const struct cp_kernel cp_fast_group_norm, cp_fast_gelu; /* FUSION */
 extern const struct cp_kernel cp_fast_layer_norm;
 
 /* ---- [rnn] ---- */
-extern const struct cp_kernel cp_fast_lstm, cp_fast_gru; /* fast_rnn.c */
+extern const struct cp_kernel cp_fast_lstm, cp_fast_gru, cp_fast_rnn; /* fast_rnn.c */
 /* ---- end [rnn] ---- */
 
 #endif

@@ -1,4 +1,4 @@
-/* Fast LSTM and GRU (f32, ONNX's default activations, any direction,
+/* Fast LSTM, GRU and RNN (f32, ONNX's default activations, any direction,
  * layout, clip, sequence_lens, peepholes, input_forget and
  * linear_before_reset).
  *
@@ -33,17 +33,19 @@ struct frnn {
 static bool frnn_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     const struct cp_kernel *ref = cp_kernel_reference(n->op);
-    if ((n->op != CP_OP_LSTM && n->op != CP_OP_GRU) || !ref || !ref->supports(g, n))
+    if ((n->op != CP_OP_LSTM && n->op != CP_OP_GRU && n->op != CP_OP_RNN) || !ref ||
+        !ref->supports(g, n))
         return false;
-    if (cp_ref_in(g, n, 0)->dtype != CP_DTYPE_F32)
-        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0);
+    if (x->dtype != CP_DTYPE_F32 || cp_ref_numel(&x->shape) == 0)
+        return false; /* an empty sequence or batch: the reference's loops */
     struct cp_rnn_desc rd;
     char why[160];
     if (!cp_rnn_describe(g, n, cp_ref_opset(g), &rd, why, sizeof why))
         return false;
     for (int d = 0; d < rd.dirs; d++)
         for (int k = 0; k < rd.n_acts; k++) {
-            enum cp_rnn_act want = k == 0 ? CP_RNN_SIGMOID : CP_RNN_TANH;
+            enum cp_rnn_act want = k == 0 && n->op != CP_OP_RNN ? CP_RNN_SIGMOID : CP_RNN_TANH;
             if (rd.fn[d][k].act != want)
                 return false;
         }
@@ -193,6 +195,9 @@ static void row_run(const struct frnn *st, struct cp_kexec *k, int dir, int64_t 
                 float nv = tanhf_fast(clipf(rd, hn[j]));
                 hn[j] = (1.0f - z[j]) * nv + z[j] * h[j];
             }
+        } else if (k->node->op == CP_OP_RNN) {
+            for (int64_t r = 0; r < H; r++)
+                hn[r] = tanhf_fast(clipf(rd, z[r] + dot(h, R + r * H, H)));
         } else {
             for (int64_t r = 0; r < GH; r++)
                 z[r] += dot(h, R + r * H, H);
@@ -261,5 +266,7 @@ static enum cp_status frnn_run(struct cp_kexec *k)
 
 const struct cp_kernel cp_fast_lstm = {
     "onednn+c:lstm_f32", CP_OP_LSTM, frnn_supports, frnn_prepare, frnn_run, frnn_release, NULL};
+const struct cp_kernel cp_fast_rnn = {"onednn+c:rnn_f32", CP_OP_RNN,    frnn_supports, frnn_prepare,
+                                      frnn_run,           frnn_release, NULL};
 const struct cp_kernel cp_fast_gru = {"onednn+c:gru_f32", CP_OP_GRU,    frnn_supports, frnn_prepare,
                                       frnn_run,           frnn_release, NULL};

@@ -1046,6 +1046,19 @@ static void c_gru_bidir_lbr_lens(struct cp_graph *g)
     cp_node_set_int(g, n, "linear_before_reset", 1);
     cp_node_set_int(g, n, "layout", 1);
 }
+static void c_rnn_bidir_clip_lens(struct cp_graph *g)
+{
+    static const int32_t len[3] = {5, 0, 3};
+    X(g, "x", 3, D(5, 3, 6));
+    W(g, "w", 3, D(2, 9, 6));
+    W(g, "r", 3, D(2, 9, 9));
+    W(g, "b", 2, D(2, 18));
+    seq_lens(g, "len", 3, len);
+    X(g, "h0", 3, D(2, 3, 9));
+    int32_t n = N(g, "RNN", I("x", "w", "r", "b", "len", "h0"), I("y", "yh"));
+    cp_node_set_string(g, n, "direction", "bidirectional");
+    cp_node_set_float(g, n, "clip", 0.9f);
+}
 /* ---- end [rnn] ---- */
 
 struct hcase {
@@ -1206,6 +1219,7 @@ static const struct hcase cases[] = {
     C(c_lstm_batch_first_reverse_coupled),
     C(c_gru_plain),
     C(c_gru_bidir_lbr_lens),
+    C(c_rnn_bidir_clip_lens),
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
