@@ -121,6 +121,11 @@ bool cp_rnn_describe(const struct cp_graph *g, const struct cp_node *n, int64_t 
     const struct cp_attr *acts = cp_node_attr(n, "activations");
     const struct cp_attr *al = cp_node_attr(n, "activation_alpha");
     const struct cp_attr *be = cp_node_attr(n, "activation_beta");
+    if ((al && al->type != CP_ATTR_FLOATS) || (be && be->type != CP_ATTR_FLOATS) ||
+        (acts && acts->type != CP_ATTR_STRINGS)) {
+        snprintf(why, why_n, "activations must be strings, activation_alpha/beta floats");
+        return false;
+    }
     size_t n_given = acts && acts->type == CP_ATTR_STRINGS ? acts->n : 0;
     size_t want = (size_t)(desc->n_acts * desc->dirs);
     /* One direction's list for a bidirectional node applies to both. */

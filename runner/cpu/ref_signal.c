@@ -1,8 +1,8 @@
 /* Reference kernels of the signal ops: DFT (opsets 17-21; from 20 the axis
  * is an input), STFT, HannWindow, HammingWindow, BlackmanWindow and
  * MelWeightMatrix (opset 17 on). Math in double; a transform of
- * power-of-two length is an iterative radix-2 FFT, any other length a
- * direct DFT over a table of twiddles (O(n²), exact to rounding). The
+ * power-of-two length is an iterative radix-2 FFT, any other length
+ * Bluestein's chirp-z convolution over power-of-two FFTs (O(n log n) both). The
  * windows and the mel matrix are graph/op_eval.h's, which the constant
  * folder uses too. */
 #include "graph/op_eval.h" /* cp_eval_window, cp_eval_mel_weight_matrix */
@@ -55,61 +55,116 @@ static bool is_pow2(int64_t n)
     return n > 0 && (n & (n - 1)) == 0;
 }
 
-/* Scratch doubles a transform of length n needs: the data (2n), the result
- * (2n) and the twiddles (2n). */
-static size_t dft_scratch(int64_t n)
+static int64_t pow2_at_least(int64_t n)
 {
-    return (size_t)(6 * n) * sizeof(double);
+    int64_t m = 1;
+    while (m < n)
+        m <<= 1;
+    return m;
 }
 
-/* The DFT of complex x[n] (interleaved re, im) into y[n]; sign -1 forward,
- * +1 inverse (unscaled). tw: 2n doubles of scratch. */
-static void transform(const double *x, double *y, int64_t n, int sign, double *tw)
+/* Doubles of work space transform() needs for length n: the twiddles of a
+ * power-of-two FFT, else Bluestein's chirp and five arrays of the padded
+ * length M >= 2n - 1. */
+static int64_t work_doubles(int64_t n)
+{
+    return is_pow2(n) ? 2 * n : 2 * n + 10 * pow2_at_least(2 * n - 1);
+}
+
+/* Scratch bytes for a transform of length n: the data (2n doubles), the
+ * result (2n) and the work space. */
+static size_t dft_scratch(int64_t n)
+{
+    return (size_t)(4 * n + work_doubles(n)) * sizeof(double);
+}
+
+/* A bound on dft_scratch(n) for every n <= most. */
+static size_t dft_scratch_bound(int64_t most)
+{
+    return (size_t)(4 * most + 2 * most + 10 * pow2_at_least(2 * most)) * sizeof(double);
+}
+
+/* Radix-2 FFT of complex x[n] (interleaved re, im; n a power of two) into
+ * y[n]; sign -1 forward, +1 inverse (unscaled). tw: 2n doubles. */
+static void fft2(const double *x, double *y, int64_t n, int sign, double *tw)
 {
     for (int64_t m = 0; m < n; m++) {
         double a = sign * 2.0 * M_PI * (double)m / (double)n;
         tw[2 * m] = cos(a);
         tw[2 * m + 1] = sin(a);
     }
+    int bits = 0;
+    while ((INT64_C(1) << bits) < n)
+        bits++;
+    for (int64_t i = 0; i < n; i++) { /* bit-reversed copy */
+        int64_t r = 0;
+        for (int b = 0; b < bits; b++)
+            r |= ((i >> b) & 1) << (bits - 1 - b);
+        y[2 * r] = x[2 * i];
+        y[2 * r + 1] = x[2 * i + 1];
+    }
+    for (int64_t len = 2; len <= n; len <<= 1) {
+        int64_t half = len / 2, step = n / len;
+        for (int64_t s = 0; s < n; s += len)
+            for (int64_t j = 0; j < half; j++) {
+                double wr = tw[2 * j * step], wi = tw[2 * j * step + 1];
+                double *u = &y[2 * (s + j)], *v = &y[2 * (s + j + half)];
+                double tr = v[0] * wr - v[1] * wi, ti = v[0] * wi + v[1] * wr;
+                v[0] = u[0] - tr;
+                v[1] = u[1] - ti;
+                u[0] += tr;
+                u[1] += ti;
+            }
+    }
+}
+
+/* The DFT of complex x[n] into y[n], sign -1 forward, +1 inverse
+ * (unscaled): an FFT for a power-of-two n, else Bluestein's algorithm,
+ * jk = (j² + k² - (k-j)²) / 2 turning the transform into a convolution
+ * with the chirp c[m] = e^(sign iπ m²/n), done by FFTs of a power-of-two
+ * length M >= 2n - 1. work: work_doubles(n). */
+static void transform(const double *x, double *y, int64_t n, int sign, double *work)
+{
     if (is_pow2(n)) {
-        int bits = 0;
-        while ((INT64_C(1) << bits) < n)
-            bits++;
-        for (int64_t i = 0; i < n; i++) { /* bit-reversed copy */
-            int64_t r = 0;
-            for (int b = 0; b < bits; b++)
-                r |= ((i >> b) & 1) << (bits - 1 - b);
-            y[2 * r] = x[2 * i];
-            y[2 * r + 1] = x[2 * i + 1];
-        }
-        for (int64_t len = 2; len <= n; len <<= 1) {
-            int64_t half = len / 2, step = n / len;
-            for (int64_t s = 0; s < n; s += len)
-                for (int64_t j = 0; j < half; j++) {
-                    double wr = tw[2 * j * step], wi = tw[2 * j * step + 1];
-                    double *u = &y[2 * (s + j)], *v = &y[2 * (s + j + half)];
-                    double tr = v[0] * wr - v[1] * wi, ti = v[0] * wi + v[1] * wr;
-                    v[0] = u[0] - tr;
-                    v[1] = u[1] - ti;
-                    u[0] += tr;
-                    u[1] += ti;
-                }
-        }
+        fft2(x, y, n, sign, work);
         return;
     }
-    for (int64_t k = 0; k < n; k++) {
-        double re = 0.0, im = 0.0;
-        int64_t m = 0; /* j * k mod n */
-        for (int64_t j = 0; j < n; j++) {
-            double wr = tw[2 * m], wi = tw[2 * m + 1];
-            re += x[2 * j] * wr - x[2 * j + 1] * wi;
-            im += x[2 * j] * wi + x[2 * j + 1] * wr;
-            m += k;
-            if (m >= n)
-                m -= n;
+    int64_t M = pow2_at_least(2 * n - 1);
+    double *c = work, *a = c + 2 * n, *b = a + 2 * M, *fa = b + 2 * M, *fb = fa + 2 * M,
+           *tw = fb + 2 * M;
+    for (int64_t m = 0; m < n; m++) {
+        /* m² mod 2n keeps the angle small and exact. */
+        int64_t q = (int64_t)(((unsigned __int128)m * (unsigned __int128)m) % (unsigned)(2 * n));
+        double ang = sign * M_PI * (double)q / (double)n;
+        c[2 * m] = cos(ang);
+        c[2 * m + 1] = sin(ang);
+    }
+    memset(a, 0, (size_t)(4 * M) * sizeof(double)); /* a and b */
+    for (int64_t j = 0; j < n; j++) {
+        a[2 * j] = x[2 * j] * c[2 * j] - x[2 * j + 1] * c[2 * j + 1];
+        a[2 * j + 1] = x[2 * j] * c[2 * j + 1] + x[2 * j + 1] * c[2 * j];
+    }
+    for (int64_t m = 0; m < n; m++) { /* conj(c) at m and -m (mod M) */
+        b[2 * m] = c[2 * m];
+        b[2 * m + 1] = -c[2 * m + 1];
+        if (m > 0) {
+            b[2 * (M - m)] = c[2 * m];
+            b[2 * (M - m) + 1] = -c[2 * m + 1];
         }
-        y[2 * k] = re;
-        y[2 * k + 1] = im;
+    }
+    fft2(a, fa, M, -1, tw);
+    fft2(b, fb, M, -1, tw);
+    for (int64_t i = 0; i < M; i++) {
+        double re = fa[2 * i] * fb[2 * i] - fa[2 * i + 1] * fb[2 * i + 1];
+        double im = fa[2 * i] * fb[2 * i + 1] + fa[2 * i + 1] * fb[2 * i];
+        a[2 * i] = re;
+        a[2 * i + 1] = im;
+    }
+    fft2(a, fa, M, 1, tw);
+    for (int64_t k = 0; k < n; k++) {
+        double re = fa[2 * k] / (double)M, im = fa[2 * k + 1] / (double)M;
+        y[2 * k] = re * c[2 * k] - im * c[2 * k + 1];
+        y[2 * k + 1] = re * c[2 * k + 1] + im * c[2 * k];
     }
 }
 
@@ -193,7 +248,7 @@ static enum cp_status dft_prepare(struct cp_kexec *k, struct cp_diag *d)
     for (int i = 0; i < y->shape.rank - 1; i++)
         if (y->shape.dims[i].value > most)
             most = y->shape.dims[i].value;
-    k->scratch_bytes = dft_scratch(2 * most + 2);
+    k->scratch_bytes = dft_scratch_bound(2 * most + 2);
     return CP_OK;
 }
 
@@ -257,7 +312,7 @@ static enum cp_status stft_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
     (void)d;
     const struct cp_tensor *y = k->out[0];
-    k->scratch_bytes = dft_scratch(2 * y->shape.dims[2].value + 2);
+    k->scratch_bytes = dft_scratch_bound(2 * y->shape.dims[2].value + 2);
     return CP_OK;
 }
 

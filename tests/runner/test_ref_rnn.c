@@ -217,3 +217,35 @@ Test(ref_signal, hann_window_periodic_and_symmetric)
     EXPECT_F32(&r, 0, 1e-6f, 0, 0.75f, 0.75f, 0);
     kd_release(&r);
 }
+
+/* Bluestein (any length that is not a power of two) against the textbook
+ * sum, on complex signals of a few lengths, Whisper's 400 among them. */
+Test(ref_signal, dft_of_any_length_matches_the_direct_sum)
+{
+    static const int64_t lens[] = {3, 7, 12, 100, 400};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int64_t n = lens[li];
+        float *x = malloc((size_t)(2 * n) * sizeof *x);
+        cr_assert_not_null(x);
+        for (int64_t i = 0; i < 2 * n; i++)
+            x[i] = (float)sin(0.37 * (double)(i * i % 101)) + 0.25f;
+        struct cp_graph *g = gb_graph(17);
+        f32_w(g, "x", 3, GB_DIMS(1, n, 2), x);
+        struct kd_run r;
+        kd_run(&r, g, node(g, "DFT", GB_IN("x"), GB_IN("y")));
+        const float *y = r.out_data[0];
+        for (int64_t k = 0; k < n; k++) {
+            double re = 0, im = 0;
+            for (int64_t j = 0; j < n; j++) {
+                double a = -2.0 * 3.14159265358979323846 * (double)((j * k) % n) / (double)n;
+                re += x[2 * j] * cos(a) - x[2 * j + 1] * sin(a);
+                im += x[2 * j] * sin(a) + x[2 * j + 1] * cos(a);
+            }
+            cr_assert(fabs(y[2 * k] - re) < 1e-3 && fabs(y[2 * k + 1] - im) < 1e-3,
+                      "n %lld bin %lld: got %g%+gi, want %g%+gi", (long long)n, (long long)k,
+                      (double)y[2 * k], (double)y[2 * k + 1], re, im);
+        }
+        kd_release(&r);
+        free(x);
+    }
+}
