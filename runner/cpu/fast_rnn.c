@@ -150,9 +150,10 @@ static float dot(const float *a, const float *b, int64_t n)
     return s;
 }
 
-/* One direction's recurrence for batch row b. */
-static void row_run(const struct frnn *st, struct cp_kexec *k, int dir, int64_t b, const float *xw,
-                    const float *bias, float *buf)
+/* One direction's recurrence for batch row b; `inner` threads share its
+ * h·Rᵀ dot products (1: this row runs on one thread). */
+static void row_run(const struct frnn *st, struct cp_kexec *k, int dir, int64_t b, int inner,
+                    const float *xw, const float *bias, float *buf)
 {
     const struct cp_rnn_desc *rd = &st->rd;
     const int64_t S = st->S, N = st->N, H = st->H, G = rd->gates, D = rd->dirs, GH = G * H;
@@ -179,14 +180,17 @@ static void row_run(const struct frnn *st, struct cp_kexec *k, int dir, int64_t 
             z[r] = xr[r] + bias[r];
         if (gru) {
             const float *rbh = bias + GH;
+#pragma omp parallel for num_threads(inner) if (inner > 1) schedule(static)
             for (int64_t r = 0; r < 2 * H; r++)
                 z[r] = sigm(clipf(rd, z[r] + dot(h, R + r * H, H)));
             if (rd->linear_before_reset) {
+#pragma omp parallel for num_threads(inner) if (inner > 1) schedule(static)
                 for (int64_t j = 0; j < H; j++)
                     hn[j] = z[2 * H + j] + z[H + j] * (dot(h, R + (2 * H + j) * H, H) + rbh[j]);
             } else {
                 for (int64_t i = 0; i < H; i++)
                     c[i] = z[H + i] * h[i]; /* r∘h (c is free in a GRU) */
+#pragma omp parallel for num_threads(inner) if (inner > 1) schedule(static)
                 for (int64_t j = 0; j < H; j++)
                     hn[j] = z[2 * H + j] + dot(c, R + (2 * H + j) * H, H) + rbh[j];
             }
@@ -196,9 +200,11 @@ static void row_run(const struct frnn *st, struct cp_kexec *k, int dir, int64_t 
                 hn[j] = (1.0f - z[j]) * nv + z[j] * h[j];
             }
         } else if (k->node->op == CP_OP_RNN) {
+#pragma omp parallel for num_threads(inner) if (inner > 1) schedule(static)
             for (int64_t r = 0; r < H; r++)
                 hn[r] = tanhf_fast(clipf(rd, z[r] + dot(h, R + r * H, H)));
         } else {
+#pragma omp parallel for num_threads(inner) if (inner > 1) schedule(static)
             for (int64_t r = 0; r < GH; r++)
                 z[r] += dot(h, R + r * H, H);
             bool coupled = rd->input_forget;
@@ -256,10 +262,17 @@ static enum cp_status frnn_run(struct cp_kexec *k)
     for (int dir = 0; dir < rd->dirs; dir++) {
         const float *xw = (const float *)((char *)k->scratch + st->prog.scratch_off[st->xw[dir]]);
         const float *bd = bias + dir * 2 * GH;
+        /* Rows in parallel; a single row (batch 1, common at inference)
+         * shares its dot products instead when R is big enough to pay for
+         * a fork per step. */
+        if (st->N == 1 && st->threads > 1 && GH * H >= 16384) {
+            row_run(st, k, dir, 0, st->threads, xw, bd, bufs);
+            continue;
+        }
         int nt = st->threads < st->N ? st->threads : (int)st->N;
 #pragma omp parallel for num_threads(nt > 0 ? nt : 1) schedule(static)
         for (int64_t b = 0; b < st->N; b++)
-            row_run(st, k, dir, b, xw, bd, bufs + (size_t)omp_get_thread_num() * st->per_row);
+            row_run(st, k, dir, b, 1, xw, bd, bufs + (size_t)omp_get_thread_num() * st->per_row);
     }
     return CP_OK;
 }

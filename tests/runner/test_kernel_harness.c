@@ -1059,6 +1059,25 @@ static void c_rnn_bidir_clip_lens(struct cp_graph *g)
     cp_node_set_string(g, n, "direction", "bidirectional");
     cp_node_set_float(g, n, "clip", 0.9f);
 }
+/* Batch 1 with R big enough that the threads share each step's dot
+ * products. */
+static void c_lstm_batch1_wide(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 1, 16));
+    W(g, "w", 3, D(2, 256, 16));
+    W(g, "r", 3, D(2, 256, 64));
+    W(g, "b", 2, D(2, 512));
+    int32_t n = N(g, "LSTM", I("x", "w", "r", "b"), I("y", "yh", "yc"));
+    cp_node_set_string(g, n, "direction", "bidirectional");
+}
+static void c_gru_batch1_wide(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 1, 16));
+    W(g, "w", 3, D(1, 240, 16));
+    W(g, "r", 3, D(1, 240, 80));
+    int32_t n = N(g, "GRU", I("x", "w", "r"), I("y", "yh"));
+    cp_node_set_int(g, n, "hidden_size", 80);
+}
 /* ---- end [rnn] ---- */
 
 struct hcase {
@@ -1220,6 +1239,8 @@ static const struct hcase cases[] = {
     C(c_gru_plain),
     C(c_gru_bidir_lbr_lens),
     C(c_rnn_bidir_clip_lens),
+    C(c_lstm_batch1_wide),
+    C(c_gru_batch1_wide),
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
