@@ -173,4 +173,11 @@ enum cp_status cp_infer_gelu(struct cp_infer *c);
 enum cp_status cp_infer_fused_attention(struct cp_infer *c);
 enum cp_status cp_infer_trans_data(struct cp_infer *c);
 
+/* ---- [legacy] ---- */
+/* infer_legacy.c: Add/Sub/Mul/Div/Pow/Equal before opset 7 (`broadcast`,
+ * `axis`): refuses what numpy broadcasting would compute differently. */
+enum cp_status cp_infer_legacy_broadcast(struct cp_infer *c, const struct cp_tensor *a,
+                                         const struct cp_tensor *b);
+/* ---- end [legacy] ---- */
+
 #endif

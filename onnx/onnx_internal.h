@@ -170,4 +170,24 @@ enum cp_status onnx_set_initializer(struct onnx_ctx *c, const char *name, enum c
 enum cp_status onnx_value_type(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi, const char *what,
                                enum cp_dtype *dtype, struct cp_shape *shape);
 
+/* ---- [legacy] ---- */
+/* Loaders of ops_legacy.c: the opset 1-10 forms of ops the table has. */
+enum cp_status onnx_load_legacy_binary(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                       const Onnx__NodeProto *np, const char *name,
+                                       const char *origin);
+enum cp_status onnx_load_batch_norm(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                    const Onnx__NodeProto *np, const char *name,
+                                    const char *origin);
+enum cp_status onnx_load_dropout(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                 const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_cast(struct onnx_ctx *c, const struct onnx_op_def *def,
+                              const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_concat(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_reshape(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                 const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_upsample(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                  const Onnx__NodeProto *np, const char *name, const char *origin);
+/* ---- end [legacy] ---- */
+
 #endif
