@@ -147,3 +147,22 @@ Test(ref_legacy, fast_kernels_leave_the_old_forms_to_the_reference)
     cr_assert(!cp_fast_resize.supports(g, cp_graph_node(g, n)));
     cp_graph_free(g);
 }
+
+Test(ref_legacy, matmul_in_double_accumulates_in_double)
+{
+    /* 1 + 1e-12 survives in double, not in f32 */
+    static const double a[4] = {1, 1e-12, 2, 3}, b[4] = {1, 0, 1, 1};
+    struct cp_graph *g = gb_graph(13);
+    gb_init(g, "A", CP_DTYPE_F64, 2, GB_DIMS(2, 2), a);
+    gb_init(g, "B", CP_DTYPE_F64, 2, GB_DIMS(2, 2), b);
+    int32_t n = op_node(g, "MatMul", GB_IN("A", "B"));
+    struct kd_run r;
+    kd_run(&r, g, n);
+    cr_assert_eq(r.out[0]->dtype, CP_DTYPE_F64);
+    const double *y = r.out_data[0];
+    cr_assert_eq(y[0], 1 + 1e-12);
+    cr_assert_eq(y[1], 1e-12);
+    cr_assert_eq(y[2], 5);
+    cr_assert_eq(y[3], 3);
+    kd_release(&r);
+}
