@@ -92,7 +92,9 @@ enum cp_status cp_precision_widen_half(struct cp_pass_ctx *ctx, bool *changed)
     size_t n_tensors = cp_graph_n_tensors(g);
     for (size_t i = 0; i < n_tensors && st == CP_OK; i++) {
         struct cp_tensor *t = cp_graph_tensor(g, (int32_t)i);
-        if (t->kind == CP_TENSOR_INITIALIZER && is_half(t->dtype)) {
+        /* an initializer that is itself a graph output keeps its dtype */
+        if (t->kind == CP_TENSOR_INITIALIZER && is_half(t->dtype) &&
+            !cp_rw_is_graph_output(g, (int32_t)i)) {
             st = widen_initializer(ctx, (int32_t)i);
             *changed = true;
         }
