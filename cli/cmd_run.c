@@ -77,33 +77,10 @@ static struct out_stats describe(const struct cp_host_tensor *t)
     s.min = INFINITY;
     s.max = -INFINITY;
     for (int64_t i = 0; i < n; i++) {
-        double v;
-        switch (t->dtype) {
-        case CP_DTYPE_F32:
-            v = ((const float *)t->data)[i];
+        if (t->dtype == CP_DTYPE_UNDEFINED)
             break;
-        case CP_DTYPE_I64:
-            v = (double)((const int64_t *)t->data)[i];
-            break;
-        case CP_DTYPE_I32:
-            v = ((const int32_t *)t->data)[i];
-            break;
-        case CP_DTYPE_I8:
-            v = ((const int8_t *)t->data)[i];
-            break;
-        case CP_DTYPE_U8:
-        case CP_DTYPE_BOOL:
-            v = ((const uint8_t *)t->data)[i];
-            break;
-        case CP_DTYPE_F16:
-            v = cp_f16_to_f32(((const uint16_t *)t->data)[i]);
-            break;
-        case CP_DTYPE_BF16:
-            v = cp_bf16_to_f32(((const uint16_t *)t->data)[i]);
-            break;
-        default:
-            continue;
-        }
+        /* every dtype (f64, the 16- and 64-bit integers too) */
+        double v = cp_elem_load_f64(t->data, t->dtype, i);
         if (isnan(v)) {
             s.nan++;
             continue;

@@ -117,6 +117,8 @@ enum cp_status cp_infer_binary(struct cp_infer *c)
     enum cp_status st;
     if (op != CP_OP_POW && (st = check_same_dtype(c, a, b)) != CP_OK)
         return st;
+    if (c->opset < 7 && (st = cp_infer_legacy_broadcast(c, a, b)) != CP_OK)
+        return st;
     struct cp_shape s;
     st = cp_infer_broadcast(c, &a->shape, a->name, &b->shape, b->name, &s);
     if (st != CP_OK)

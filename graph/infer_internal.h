@@ -183,5 +183,11 @@ enum cp_status cp_infer_stft(struct cp_infer *c);
 enum cp_status cp_infer_window(struct cp_infer *c);
 enum cp_status cp_infer_mel_weight_matrix(struct cp_infer *c);
 /* ---- end [rnn] ---- */
+/* ---- [legacy] ---- */
+/* infer_legacy.c: Add/Sub/Mul/Div/Pow/Equal before opset 7 (`broadcast`,
+ * `axis`): refuses what numpy broadcasting would compute differently. */
+enum cp_status cp_infer_legacy_broadcast(struct cp_infer *c, const struct cp_tensor *a,
+                                         const struct cp_tensor *b);
+/* ---- end [legacy] ---- */
 
 #endif

@@ -167,6 +167,22 @@ static void binary_f32_row(enum cp_op op, float *y, const float *a, int64_t sa, 
     }
 }
 
+static double binary_f64(enum cp_op op, double a, double b)
+{
+    switch (op) {
+    case CP_OP_ADD:
+        return a + b;
+    case CP_OP_SUB:
+        return a - b;
+    case CP_OP_MUL:
+        return a * b;
+    case CP_OP_DIV:
+        return a / b;
+    default:
+        return pow(a, b);
+    }
+}
+
 float cp_eval_binary_f32(enum cp_op op, float a, float b)
 {
     float y = 0.0f;
@@ -220,6 +236,17 @@ void cp_eval_binary(enum cp_op op, const struct cp_tensor *ta, const void *ad,
                 double x = cp_elem_load_f64(ad, ta->dtype, oa + j * sa);
                 double e = cp_elem_load_f64(bd, tb->dtype, ob + j * sb);
                 cp_eval_store_f64(yd, ty->dtype, oy + j, pow(x, e));
+            }
+        } else if (op != CP_OP_POW && ta->dtype != CP_DTYPE_F32 && cp_dtype_is_float(ta->dtype)) {
+            /* f64, f16, bf16: in double, which rounds +-*\/ of the narrower
+             * types exactly as their own arithmetic would. */
+            for (int64_t j = 0; j < w.inner; j++) {
+                double a = cp_elem_load_f64(ad, ta->dtype, oa + j * sa);
+                double b = cp_elem_load_f64(bd, tb->dtype, ob + j * sb);
+                if (op == CP_OP_EQUAL)
+                    ((uint8_t *)yd)[oy + j] = a == b;
+                else
+                    cp_eval_store_f64(yd, ty->dtype, oy + j, binary_f64(op, a, b));
             }
         } else if (op == CP_OP_EQUAL && ta->dtype == CP_DTYPE_F32) {
             const float *a = (const float *)ad + oa;

@@ -179,10 +179,10 @@ static enum cp_status parse_input_shape(struct cp_convert_config *c, const char 
                                      s->name, tok);
                     goto out;
                 }
-                if (!cp_parse_i64(tok, &v) || v < -1 || v == 0 || v > (1ll << 31)) {
+                if (!cp_parse_i64(tok, &v) || v < -1 || v > (1ll << 31)) {
                     st = cp_diag_set(d, CP_ERR_USAGE,
                                      "--input_shape: input '%s': '%s' is not a dimension "
-                                     "(a positive integer, or -1 for dynamic)",
+                                     "(0 or a positive integer, or -1 for dynamic)",
                                      s->name, tok);
                     goto out;
                 }
@@ -562,7 +562,7 @@ static enum cp_status json_shapes(json_t *o, struct cp_convert_config *c, struct
             return cp_diag_set(d, CP_ERR_CORRUPT, "config: bad 'input_shape' dims");
         for (size_t k = 0; k < json_array_size(dims); k++) {
             json_t *v = json_array_get(dims, k);
-            if (!json_is_integer(v) || json_integer_value(v) < -1 || json_integer_value(v) == 0)
+            if (!json_is_integer(v) || json_integer_value(v) < -1)
                 return cp_diag_set(d, CP_ERR_CORRUPT, "config: bad 'input_shape' dim");
             is->dims[k] = json_integer_value(v);
         }

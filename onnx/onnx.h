@@ -102,4 +102,9 @@ enum cp_onnx_tensor_fault cp_onnx_tensor_read(const uint8_t *bytes, size_t len,
  * values "type N", written into buf[24]. */
 const char *cp_onnx_dtype_name(int onnx_type, char buf[24]);
 
+/* Whether the importer has a row for the default-domain op `op_type` at
+ * some opset, including ops imported onto another op of the same function
+ * (Upsample onto Resize). */
+bool cp_onnx_op_known(const char *op_type);
+
 #endif

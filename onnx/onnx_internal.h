@@ -180,5 +180,24 @@ enum cp_status onnx_load_recurrent(struct onnx_ctx *c, const struct onnx_op_def 
 enum cp_status onnx_load_signal(struct onnx_ctx *c, const struct onnx_op_def *def,
                                 const Onnx__NodeProto *np, const char *name, const char *origin);
 /* ---- end [rnn] ---- */
+/* ---- [legacy] ---- */
+/* Loaders of ops_legacy.c: the opset 1-10 forms of ops the table has. */
+enum cp_status onnx_load_legacy_binary(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                       const Onnx__NodeProto *np, const char *name,
+                                       const char *origin);
+enum cp_status onnx_load_batch_norm(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                    const Onnx__NodeProto *np, const char *name,
+                                    const char *origin);
+enum cp_status onnx_load_dropout(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                 const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_cast(struct onnx_ctx *c, const struct onnx_op_def *def,
+                              const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_concat(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_reshape(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                 const Onnx__NodeProto *np, const char *name, const char *origin);
+enum cp_status onnx_load_upsample(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                  const Onnx__NodeProto *np, const char *name, const char *origin);
+/* ---- end [legacy] ---- */
 
 #endif

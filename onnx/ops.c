@@ -149,24 +149,6 @@ static enum cp_status load_generic(struct onnx_ctx *c, const struct onnx_op_def 
     return load_node(c, def, np, name, origin, &n);
 }
 
-static enum cp_status load_cast(struct onnx_ctx *c, const struct onnx_op_def *def,
-                                const Onnx__NodeProto *np, const char *name, const char *origin)
-{
-    const struct cp_node *n;
-    enum cp_status st = load_node(c, def, np, name, origin, &n);
-    if (st != CP_OK)
-        return st;
-    int64_t to = cp_node_attr_int(n, "to", 0);
-    if (to < 0 || to > INT32_MAX || cp_dtype_from_onnx((int)to) == CP_DTYPE_UNDEFINED) {
-        char buf[24];
-        return onnx_err(c, CP_ERR_UNSUPPORTED,
-                        "node '%s' (Cast): a cast to %s is not supported (supported: f32, f16, "
-                        "bf16, i8, u8, i32, i64, bool)",
-                        name, cp_onnx_dtype_name(to < 0 || to > INT32_MAX ? -1 : (int)to, buf));
-    }
-    return CP_OK;
-}
-
 /* Unsqueeze takes its axes as an attribute before opset 13 and as a second
  * input from 13 on; either way they are required. */
 static enum cp_status load_unsqueeze(struct onnx_ctx *c, const struct onnx_op_def *def,
@@ -334,8 +316,6 @@ static const struct onnx_attr_spec reduce_attrs[] = {
 };
 static const struct onnx_attr_spec axis_attrs[] = {{"axis", CP_ATTR_INT, false}, {NULL, 0, false}};
 static const struct onnx_attr_spec axes_attrs[] = {{"axes", CP_ATTR_INTS, false}, {NULL, 0, false}};
-static const struct onnx_attr_spec concat_attrs[] = {{"axis", CP_ATTR_INT, true}, {NULL, 0, false}};
-static const struct onnx_attr_spec cast_attrs[] = {{"to", CP_ATTR_INT, true}, {NULL, 0, false}};
 static const struct onnx_attr_spec cos_attrs[] = {{"value", CP_ATTR_TENSOR, false},
                                                   {NULL, 0, false}};
 static const struct onnx_attr_spec dropout_attrs[] = {
@@ -369,65 +349,68 @@ static const struct onnx_attr_spec split_attrs[] = {
 static const struct onnx_attr_spec transpose_attrs[] = {{"perm", CP_ATTR_INTS, false},
                                                         {NULL, 0, false}};
 
-/* The opsets the first rows were written and tested for; a row widens its
- * range once its op follows the older or newer versions' semantics. */
-#define LO  11
-#define HI  17
-#define ANY (-1)
+/* The opsets the reductions and Softmax rows were written and tested for;
+ * the other rows give the range their op follows every version of. */
+#define LO   11
+#define HI   17
+#define MAXV CP_ONNX_OPSET_MAX
+#define ANY  (-1)
 
 /* name, op, opsets, inputs, outputs, attributes, loader. Sorted by name. */
 static const struct onnx_op_def ops[] = {
-    {"Add", CP_OP_ADD, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"AveragePool", CP_OP_AVERAGE_POOL, LO, HI, 1, 1, 1, 1, pool_attrs, load_generic},
-    {"BatchNormalization", CP_OP_BATCH_NORMALIZATION, LO, HI, 5, 5, 1, 3, norm_attrs, load_generic},
-    {"Cast", CP_OP_CAST, LO, HI, 1, 1, 1, 1, cast_attrs, load_cast},
-    {"Clip", CP_OP_CLIP, LO, HI, 1, 3, 1, 1, NULL, load_generic},
-    {"Concat", CP_OP_CONCAT, LO, HI, 1, ANY, 1, 1, concat_attrs, load_generic},
-    {"Constant", CP_OP_CONSTANT, LO, HI, 0, 0, 1, 1, NULL, load_constant},
-    {"ConstantOfShape", CP_OP_CONSTANT_OF_SHAPE, LO, HI, 1, 1, 1, 1, cos_attrs,
+    {"Add", CP_OP_ADD, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"AveragePool", CP_OP_AVERAGE_POOL, 1, MAXV, 1, 1, 1, 1, pool_attrs, load_generic},
+    {"BatchNormalization", CP_OP_BATCH_NORMALIZATION, 1, MAXV, 5, 5, 1, 5, norm_attrs,
+     onnx_load_batch_norm},
+    {"Cast", CP_OP_CAST, 1, MAXV, 1, 1, 1, 1, NULL, onnx_load_cast},
+    {"Clip", CP_OP_CLIP, 1, MAXV, 1, 3, 1, 1, NULL, load_generic},
+    {"Concat", CP_OP_CONCAT, 1, MAXV, 1, ANY, 1, 1, axis_attrs, onnx_load_concat},
+    {"Constant", CP_OP_CONSTANT, 1, MAXV, 0, 0, 1, 1, NULL, load_constant},
+    {"ConstantOfShape", CP_OP_CONSTANT_OF_SHAPE, 9, MAXV, 1, 1, 1, 1, cos_attrs,
      load_constant_of_shape},
-    {"Conv", CP_OP_CONV, LO, HI, 2, 3, 1, 1, conv_attrs, load_generic},
-    {"ConvTranspose", CP_OP_CONV_TRANSPOSE, LO, HI, 2, 3, 1, 1, conv_attrs, load_generic},
-    {"Div", CP_OP_DIV, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"Dropout", CP_OP_DROPOUT, LO, HI, 1, 3, 1, 2, dropout_attrs, load_generic},
-    {"Equal", CP_OP_EQUAL, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"Erf", CP_OP_ERF, LO, HI, 1, 1, 1, 1, NULL, load_generic},
-    {"Exp", CP_OP_EXP, LO, HI, 1, 1, 1, 1, NULL, load_generic},
-    {"Expand", CP_OP_EXPAND, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"Flatten", CP_OP_FLATTEN, LO, HI, 1, 1, 1, 1, axis_attrs, load_generic},
-    {"Gather", CP_OP_GATHER, LO, HI, 2, 2, 1, 1, axis_attrs, load_generic},
-    {"Gemm", CP_OP_GEMM, LO, HI, 2, 3, 1, 1, gemm_attrs, load_generic},
-    {"GlobalAveragePool", CP_OP_GLOBAL_AVERAGE_POOL, LO, HI, 1, 1, 1, 1, NULL, load_generic},
-    {"Identity", CP_OP_IDENTITY, LO, HI, 1, 1, 1, 1, NULL, load_generic},
-    {"InstanceNormalization", CP_OP_INSTANCE_NORMALIZATION, LO, HI, 3, 3, 1, 1, norm_attrs,
+    {"Conv", CP_OP_CONV, 1, MAXV, 2, 3, 1, 1, conv_attrs, load_generic},
+    {"ConvTranspose", CP_OP_CONV_TRANSPOSE, 1, MAXV, 2, 3, 1, 1, conv_attrs, load_generic},
+    {"Div", CP_OP_DIV, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Dropout", CP_OP_DROPOUT, 1, MAXV, 1, 3, 1, 2, dropout_attrs, onnx_load_dropout},
+    {"Equal", CP_OP_EQUAL, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Erf", CP_OP_ERF, 9, MAXV, 1, 1, 1, 1, NULL, load_generic},
+    {"Exp", CP_OP_EXP, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
+    {"Expand", CP_OP_EXPAND, 8, MAXV, 2, 2, 1, 1, NULL, load_generic},
+    {"Flatten", CP_OP_FLATTEN, 1, MAXV, 1, 1, 1, 1, axis_attrs, load_generic},
+    {"Gather", CP_OP_GATHER, 1, MAXV, 2, 2, 1, 1, axis_attrs, load_generic},
+    {"Gemm", CP_OP_GEMM, 1, MAXV, 2, 3, 1, 1, gemm_attrs, load_generic},
+    {"GlobalAveragePool", CP_OP_GLOBAL_AVERAGE_POOL, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
+    {"Identity", CP_OP_IDENTITY, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
+    {"InstanceNormalization", CP_OP_INSTANCE_NORMALIZATION, 1, MAXV, 3, 3, 1, 1, norm_attrs,
      load_generic},
     /* LayerNormalization entered the default domain in opset 17. */
-    {"LayerNormalization", CP_OP_LAYER_NORMALIZATION, 17, HI, 2, 3, 1, 3, norm_attrs, load_generic},
-    {"LeakyRelu", CP_OP_LEAKY_RELU, LO, HI, 1, 1, 1, 1, leaky_attrs, load_generic},
-    {"MatMul", CP_OP_MATMUL, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"MaxPool", CP_OP_MAX_POOL, LO, HI, 1, 1, 1, 2, pool_attrs, load_generic},
-    {"Mul", CP_OP_MUL, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"Pad", CP_OP_PAD, LO, HI, 2, 3, 1, 1, pad_attrs, load_generic},
-    {"Pow", CP_OP_POW, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"Range", CP_OP_RANGE, LO, HI, 3, 3, 1, 1, NULL, load_generic},
+    {"LayerNormalization", CP_OP_LAYER_NORMALIZATION, 17, MAXV, 2, 3, 1, 3, norm_attrs,
+     load_generic},
+    {"LeakyRelu", CP_OP_LEAKY_RELU, 1, MAXV, 1, 1, 1, 1, leaky_attrs, load_generic},
+    {"MatMul", CP_OP_MATMUL, 1, MAXV, 2, 2, 1, 1, NULL, load_generic},
+    {"MaxPool", CP_OP_MAX_POOL, 1, MAXV, 1, 1, 1, 2, pool_attrs, load_generic},
+    {"Mul", CP_OP_MUL, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Pad", CP_OP_PAD, 2, MAXV, 1, 4, 1, 1, pad_attrs, load_generic},
+    {"Pow", CP_OP_POW, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Range", CP_OP_RANGE, 11, MAXV, 3, 3, 1, 1, NULL, load_generic},
     {"ReduceMax", CP_OP_REDUCE_MAX, LO, HI, 1, 1, 1, 1, reduce_attrs, load_generic},
     {"ReduceMean", CP_OP_REDUCE_MEAN, LO, HI, 1, 1, 1, 1, reduce_attrs, load_generic},
     {"ReduceSum", CP_OP_REDUCE_SUM, LO, HI, 1, 2, 1, 1, reduce_attrs, load_generic},
-    {"Relu", CP_OP_RELU, LO, HI, 1, 1, 1, 1, NULL, load_generic},
-    {"Reshape", CP_OP_RESHAPE, LO, HI, 2, 2, 1, 1, reshape_attrs, load_generic},
-    {"Resize", CP_OP_RESIZE, LO, HI, 1, 4, 1, 1, resize_attrs, load_generic},
-    {"Shape", CP_OP_SHAPE, LO, HI, 1, 1, 1, 1, shape_attrs, load_generic},
-    {"Sigmoid", CP_OP_SIGMOID, LO, HI, 1, 1, 1, 1, NULL, load_generic},
-    {"Slice", CP_OP_SLICE, LO, HI, 3, 5, 1, 1, NULL, load_generic},
+    {"Relu", CP_OP_RELU, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
+    {"Reshape", CP_OP_RESHAPE, 1, MAXV, 1, 2, 1, 1, reshape_attrs, onnx_load_reshape},
+    {"Resize", CP_OP_RESIZE, 10, MAXV, 1, 4, 1, 1, resize_attrs, load_generic},
+    {"Shape", CP_OP_SHAPE, 1, MAXV, 1, 1, 1, 1, shape_attrs, load_generic},
+    {"Sigmoid", CP_OP_SIGMOID, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
+    {"Slice", CP_OP_SLICE, 1, MAXV, 1, 5, 1, 1, NULL, load_generic},
     {"Softmax", CP_OP_SOFTMAX, LO, HI, 1, 1, 1, 1, axis_attrs, load_generic},
-    {"Split", CP_OP_SPLIT, LO, HI, 1, 2, 1, ANY, split_attrs, load_generic},
-    {"Sqrt", CP_OP_SQRT, LO, HI, 1, 1, 1, 1, NULL, load_generic},
-    {"Squeeze", CP_OP_SQUEEZE, LO, HI, 1, 2, 1, 1, axes_attrs, load_generic},
-    {"Sub", CP_OP_SUB, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"Tanh", CP_OP_TANH, LO, HI, 1, 1, 1, 1, NULL, load_generic},
-    {"Transpose", CP_OP_TRANSPOSE, LO, HI, 1, 1, 1, 1, transpose_attrs, load_generic},
-    {"Unsqueeze", CP_OP_UNSQUEEZE, LO, HI, 1, 2, 1, 1, axes_attrs, load_unsqueeze},
-    {"Where", CP_OP_WHERE, LO, HI, 3, 3, 1, 1, NULL, load_generic},
+    {"Split", CP_OP_SPLIT, 1, MAXV, 1, 2, 1, ANY, split_attrs, load_generic},
+    {"Sqrt", CP_OP_SQRT, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
+    {"Squeeze", CP_OP_SQUEEZE, 1, MAXV, 1, 2, 1, 1, axes_attrs, load_generic},
+    {"Sub", CP_OP_SUB, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Tanh", CP_OP_TANH, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
+    {"Transpose", CP_OP_TRANSPOSE, 1, MAXV, 1, 1, 1, 1, transpose_attrs, load_generic},
+    {"Unsqueeze", CP_OP_UNSQUEEZE, 1, MAXV, 1, 2, 1, 1, axes_attrs, load_unsqueeze},
+    {"Where", CP_OP_WHERE, 9, MAXV, 3, 3, 1, 1, NULL, load_generic},
     /* ---- [elementwise] ---- */
     /* ---- end [elementwise] ---- */
 
@@ -460,6 +443,9 @@ static const struct onnx_op_def ops[] = {
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */
+    /* Upsample (deprecated in opset 10) is Resize as opset 10 defines it:
+     * asymmetric coordinates, nearest rounding down. */
+    {"Upsample", CP_OP_RESIZE, 7, 9, 1, 2, 1, 1, NULL, onnx_load_upsample},
     /* ---- end [legacy] ---- */
 };
 /* Every enum cp_op but Unknown and cannprof's own ops has one row; a row

@@ -128,4 +128,12 @@ enum cp_status cp_fusion_switches_parse(const char *path, const char *text, size
  * malformed entry. */
 enum cp_status cp_fusion_switches_decide(const char *text, bool *off, struct cp_diag *d);
 
+/* ---- [legacy] ---- */
+/* precision_legacy.c: f16/bf16 weights widened to f32, half graph inputs
+ * and outputs cast at the boundary, the model's casts to half made casts
+ * to f32 (the modes that compute in fp32). OUT: *changed (set, not
+ * cleared). */
+enum cp_status cp_precision_widen_half(struct cp_pass_ctx *ctx, bool *changed);
+/* ---- end [legacy] ---- */
+
 #endif

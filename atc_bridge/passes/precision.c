@@ -122,7 +122,15 @@ static enum cp_status precision_mode_run(struct cp_pass_ctx *ctx, bool *changed)
 {
     *changed = false;
     enum cp_precision_mode m = ctx->config ? ctx->config->precision_mode : CP_PREC_FORCE_FP32;
-    if (m == CP_PREC_FORCE_FP32 || m == CP_PREC_MUST_KEEP_ORIGIN_DTYPE)
+    if (m == CP_PREC_MUST_KEEP_ORIGIN_DTYPE)
+        return CP_OK;
+    if (!is_fp16_mode(m) && (m == CP_PREC_FORCE_FP32 || ctx->has_bf16)) {
+        /* f16/bf16 models compute in fp32 here (precision_legacy.c) */
+        enum cp_status st = cp_precision_widen_half(ctx, changed);
+        if (st != CP_OK)
+            return st;
+    }
+    if (m == CP_PREC_FORCE_FP32)
         return CP_OK;
     if (is_fp16_mode(m) || !ctx->has_bf16)
         return refuse_mode(ctx, m);

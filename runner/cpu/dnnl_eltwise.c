@@ -41,7 +41,7 @@ static bool elt_params(const struct cp_graph *g, const struct cp_node *n, dnnl_a
         *beta = INFINITY;
         float v[1];
         size_t cnt;
-        if (n->n_inputs > 3)
+        if (n->n_inputs > 3 || cp_fk_opset(g) < 11) /* attribute bounds: the reference's */
             return false;
         if (cp_fk_in(g, n, 1)) {
             if (!cp_fk_const_floats(cp_fk_in(g, n, 1), v, 1, &cnt) || cnt != 1)

@@ -412,8 +412,14 @@ static bool resize_geom(const struct cp_graph *g, const struct cp_node *n, doubl
         return false;
     if (strcmp(cp_node_attr_string(n, "mode", "nearest"), "nearest") != 0)
         return false;
+    /* Resize-10 (and Upsample) coordinates, the opset-18 policies and
+     * axes, and modes resize_src does not know are the reference's. */
+    if (cp_fk_opset(g) < 11 || cp_node_attr(n, "axes") ||
+        strcmp(cp_node_attr_string(n, "keep_aspect_ratio_policy", "stretch"), "stretch") != 0)
+        return false;
     const char *ctm = cp_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-    if (strcmp(ctm, "tf_crop_and_resize") == 0)
+    if (strcmp(ctm, "half_pixel") && strcmp(ctm, "asymmetric") && strcmp(ctm, "align_corners") &&
+        strcmp(ctm, "pytorch_half_pixel") && strcmp(ctm, "tf_half_pixel_for_nn"))
         return false;
     const char *nm = cp_node_attr_string(n, "nearest_mode", "round_prefer_floor");
     if (strcmp(nm, "floor") && strcmp(nm, "ceil") && strcmp(nm, "round_prefer_floor") &&

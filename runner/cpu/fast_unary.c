@@ -57,7 +57,9 @@ static bool unary_supports(const struct cp_graph *g, const struct cp_node *n)
         return false;
     switch (n->op) {
     case CP_OP_CLIP:
-        return n->n_inputs <= 3 && scalar_f32_input(g, n, 1) && scalar_f32_input(g, n, 2);
+        /* before opset 11 the bounds are attributes: the reference's */
+        return cp_fk_opset(g) >= 11 && n->n_inputs <= 3 && scalar_f32_input(g, n, 1) &&
+               scalar_f32_input(g, n, 2);
     case CP_OP_POW:
         return n->n_inputs == 2 && cp_fk_in(g, n, 1) && scalar_f32_input(g, n, 1);
     default:

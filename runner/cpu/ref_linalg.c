@@ -4,7 +4,7 @@
  *
  * The product loops run i, k, j so that the innermost loop streams a row of
  * B into a row of the output; a transposed B instead takes dot products of
- * two contiguous rows. Sums accumulate in f32. */
+ * two contiguous rows. Sums accumulate in f32 (in f64 for MatMul on f64). */
 #include "runner/cpu/ref_util.h"
 
 #include <string.h>
@@ -19,6 +19,23 @@ static void matmul_block(const float *a, const float *b, float *c, int64_t m, in
         for (int64_t k = 0; k < kk; k++) {
             float av = a[i * kk + k];
             const float *brow = b + k * n;
+            for (int64_t j = 0; j < n; j++)
+                crow[j] += av * brow[j];
+        }
+    }
+}
+
+/* The same in double (f64 models). */
+static void matmul_block_f64(const double *a, const double *b, double *c, int64_t m, int64_t kk,
+                             int64_t n)
+{
+    for (int64_t i = 0; i < m; i++) {
+        double *crow = c + i * n;
+        for (int64_t j = 0; j < n; j++)
+            crow[j] = 0.0;
+        for (int64_t k = 0; k < kk; k++) {
+            double av = a[i * kk + k];
+            const double *brow = b + k * n;
             for (int64_t j = 0; j < n; j++)
                 crow[j] += av * brow[j];
         }
@@ -61,8 +78,8 @@ static bool matmul_supports(const struct cp_graph *g, const struct cp_node *n)
     const struct cp_tensor *a = cp_ref_in(g, n, 0), *b = cp_ref_in(g, n, 1);
     const struct cp_tensor *y = cp_ref_out(g, n, 0);
     struct matmul_dims md;
-    return a && b && a->dtype == CP_DTYPE_F32 && b->dtype == CP_DTYPE_F32 &&
-           y->dtype == CP_DTYPE_F32 && matmul_dims(&a->shape, &b->shape, &md);
+    return a && b && (a->dtype == CP_DTYPE_F32 || a->dtype == CP_DTYPE_F64) &&
+           b->dtype == a->dtype && y->dtype == a->dtype && matmul_dims(&a->shape, &b->shape, &md);
 }
 
 static enum cp_status matmul_run(struct cp_kexec *k)
@@ -95,14 +112,21 @@ static enum cp_status matmul_run(struct cp_kexec *k)
         w.strides[2][d] *= md.k * md.n;
     }
     cp_walk_finish(&w);
-    const float *a = k->in_data[0], *b = k->in_data[1];
-    float *y = k->out_data[0];
+    bool f64 = k->in[0]->dtype == CP_DTYPE_F64;
     struct cp_walk_pos p;
     cp_walk_start(&w, &p);
     for (int64_t r = 0; r < w.rows; r++) {
-        for (int64_t j = 0; j < w.inner; j++)
-            matmul_block(a + p.off[1] + j * w.inner_stride[1], b + p.off[2] + j * w.inner_stride[2],
-                         y + p.off[0] + j * w.inner_stride[0], md.m, md.k, md.n);
+        for (int64_t j = 0; j < w.inner; j++) {
+            int64_t oa = p.off[1] + j * w.inner_stride[1], ob = p.off[2] + j * w.inner_stride[2];
+            int64_t oy = p.off[0] + j * w.inner_stride[0];
+            if (f64)
+                matmul_block_f64((const double *)k->in_data[0] + oa,
+                                 (const double *)k->in_data[1] + ob, (double *)k->out_data[0] + oy,
+                                 md.m, md.k, md.n);
+            else
+                matmul_block((const float *)k->in_data[0] + oa, (const float *)k->in_data[1] + ob,
+                             (float *)k->out_data[0] + oy, md.m, md.k, md.n);
+        }
         cp_walk_next(&w, &p);
     }
     return CP_OK;

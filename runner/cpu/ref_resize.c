@@ -31,6 +31,7 @@ enum coord {
     COORD_PYTORCH_HALF_PIXEL,
     COORD_TF_HALF_PIXEL_FOR_NN,
     COORD_TF_CROP_AND_RESIZE,
+    COORD_HALF_PIXEL_SYMMETRIC, /* opset 19 */
 };
 
 enum nearest {
@@ -77,9 +78,9 @@ static bool lookup(const char *s, const char *const *names, int n, int *out)
 static bool resize_config(const struct cp_graph *g, const struct cp_node *n, struct resize_cfg *c)
 {
     static const char *const interps[] = {"nearest", "linear", "cubic"};
-    static const char *const coords[] = {"half_pixel",           "asymmetric",
-                                         "align_corners",        "pytorch_half_pixel",
-                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    static const char *const coords[] = {
+        "half_pixel",           "asymmetric",         "align_corners",       "pytorch_half_pixel",
+        "tf_half_pixel_for_nn", "tf_crop_and_resize", "half_pixel_symmetric"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
@@ -94,7 +95,7 @@ static bool resize_config(const struct cp_graph *g, const struct cp_node *n, str
         c->nearest = NEAREST_SIMPLE;
     } else {
         if (!lookup(cp_node_attr_string(n, "coordinate_transformation_mode", "half_pixel"), coords,
-                    6, &i))
+                    cp_ref_opset(g) >= 19 ? 7 : 6, &i))
             return false;
         c->coord = (enum coord)i;
         if (!lookup(cp_node_attr_string(n, "nearest_mode", "round_prefer_floor"), nearests, 4, &i))
@@ -204,6 +205,12 @@ static double source_coord(const struct resize_cfg *c, const struct axis_geom *a
         return ag->length > 1.0 ? (xr + 0.5) / ag->scale - 0.5 : 0.0;
     case COORD_TF_HALF_PIXEL_FOR_NN:
         return (xr + 0.5) / ag->scale;
+    case COORD_HALF_PIXEL_SYMMETRIC: {
+        /* half_pixel, shifted so that the rounded output stays centred on
+         * the input: offset = in / 2 * (1 - out / (scale * in)). */
+        double adjust = (double)ag->out / ag->length;
+        return in / 2.0 * (1.0 - adjust) + (xr + 0.5) / ag->scale - 0.5;
+    }
     case COORD_TF_CROP_AND_RESIZE:
         if (ag->length > 1.0)
             return ag->roi_start * (in - 1.0) +

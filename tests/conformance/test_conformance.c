@@ -302,7 +302,7 @@ static void first_pass(const Onnx__ModelProto *mp, struct model_io *io, struct c
         const char *op = n->op_type ? n->op_type : "";
         if (!is_default_domain(n->domain))
             add_cause(r, "unsupported op: %s::%s", n->domain, op);
-        else if (cp_op_from_name(op) == CP_OP_UNKNOWN)
+        else if (cp_op_from_name(op) == CP_OP_UNKNOWN && !cp_onnx_op_known(op))
             add_cause(r, "unsupported op: %s", op);
     }
     for (size_t i = 0; i < g->n_initializer; i++) {

@@ -312,6 +312,18 @@ void cp_t_onnx_attr_ints(struct cp_t_onnx *m, int node, const char *name, const 
     a->n_ints = n;
 }
 
+void cp_t_onnx_attr_floats(struct cp_t_onnx *m, int node, const char *name, const float *v,
+                           size_t n)
+{
+    Onnx__AttributeProto *a =
+        attr_new(m, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    float *copy = a ? dup(m, v, n * sizeof *v) : NULL;
+    if (!copy)
+        return;
+    a->floats = copy;
+    a->n_floats = n;
+}
+
 void cp_t_onnx_attr_string(struct cp_t_onnx *m, int node, const char *name, const char *v)
 {
     Onnx__AttributeProto *a =

@@ -69,6 +69,8 @@ void cp_t_onnx_attr_int(struct cp_t_onnx *m, int node, const char *name, int64_t
 void cp_t_onnx_attr_ints(struct cp_t_onnx *m, int node, const char *name, const int64_t *v,
                          size_t n);
 void cp_t_onnx_attr_string(struct cp_t_onnx *m, int node, const char *name, const char *v);
+void cp_t_onnx_attr_floats(struct cp_t_onnx *m, int node, const char *name, const float *v,
+                           size_t n);
 
 /* The packed model. OUT: *len. Returns the bytes (caller frees); NULL when
  * the builder failed or memory runs out. */
