@@ -173,4 +173,11 @@ enum cp_status cp_infer_gelu(struct cp_infer *c);
 enum cp_status cp_infer_fused_attention(struct cp_infer *c);
 enum cp_status cp_infer_trans_data(struct cp_infer *c);
 
+/* ---- [elementwise] ---- */
+enum cp_status cp_infer_ew_unary(struct cp_infer *c);
+enum cp_status cp_infer_ew_binary(struct cp_infer *c);
+enum cp_status cp_infer_ew_variadic(struct cp_infer *c);
+enum cp_status cp_infer_cast_like(struct cp_infer *c);
+enum cp_status cp_infer_random(struct cp_infer *c);
+
 #endif
