@@ -295,4 +295,9 @@ void cp_walk_next(const struct cp_walk *w, struct cp_walk_pos *p);
  * along the walk. */
 void cp_walk_copy(const struct cp_walk *w, void *dst, const void *src, size_t size);
 
+/* ---- [elementwise] ---- */
+/* The elementwise family's ops (unary math, activations, comparisons,
+ * logic, Mod, bitwise, variadic, random generators). */
+#include "graph/op_eval_elementwise.h"
+
 #endif

@@ -13,7 +13,6 @@
  * these stay in f32, within the kernel harness's tolerance.
  */
 #include "graph/op_eval.h" /* cp_walk */
-#include "graph/op_eval_elementwise.h"
 #include "runner/cpu/fast_math.h"
 #include "runner/cpu/fast_util.h"
 

@@ -4,7 +4,6 @@
  * is graph/op_eval_elementwise.h's, which the constant folder computes
  * too; here: which nodes each kernel takes. */
 #include "runner/cpu/ref_util.h"
-#include "graph/op_eval_elementwise.h"
 
 /* ---- unary ------------------------------------------------------------------------ */
 
