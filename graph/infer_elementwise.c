@@ -138,14 +138,16 @@ enum cp_status cp_infer_ew_binary(struct cp_infer *c)
         if (strcmp(d, "LEFT") != 0 && strcmp(d, "RIGHT") != 0)
             return cp_infer_fail(c, "direction must be \"LEFT\" or \"RIGHT\", got '%s'", d);
     }
-    struct cp_shape s;
-    st = cp_infer_broadcast(c, &a->shape, a->name, &b->shape, b->name, &s);
+    struct cp_shape s, bs = b->shape;
+    if (op == CP_OP_PRELU)
+        cp_ew_prelu_slope_shape(c->opset, &a->shape, &b->shape, &bs);
+    st = cp_infer_broadcast(c, &a->shape, a->name, &bs, b->name, &s);
     if (st != CP_OK)
         return st;
     if (op == CP_OP_PRELU && a->shape.rank >= 0 && s.rank != a->shape.rank) {
-        char bs[64], as[64];
+        char sb[64], as[64];
         return cp_infer_fail(c, "slope '%s' (%s) does not broadcast to input '%s' (%s)", b->name,
-                             cp_infer_fmt(&b->shape, bs), a->name, cp_infer_fmt(&a->shape, as));
+                             cp_infer_fmt(&b->shape, sb), a->name, cp_infer_fmt(&a->shape, as));
     }
     if (op == CP_OP_PRELU)
         s = a->shape.rank >= 0 ? a->shape : s;

@@ -404,6 +404,20 @@ void cp_ew_binary(enum cp_op op, const struct cp_ew_params *p, const struct cp_t
     }
 }
 
+void cp_ew_prelu_slope_shape(int64_t opset, const struct cp_shape *x, const struct cp_shape *slope,
+                             struct cp_shape *out)
+{
+    *out = *slope;
+    if (opset >= 7 || slope->rank != 1 || x->rank < 3 || slope->dims[0].value < 0 ||
+        slope->dims[0].value != x->dims[1].value ||
+        slope->dims[0].value == x->dims[x->rank - 1].value)
+        return;
+    out->rank = x->rank - 1;
+    out->dims[0] = slope->dims[0];
+    for (int k = 1; k < out->rank; k++)
+        out->dims[k] = (struct cp_dim){1, NULL};
+}
+
 /* ---- variadic -------------------------------------------------------------------- */
 
 void cp_ew_variadic(enum cp_op op, size_t n, const struct cp_tensor *const *x,

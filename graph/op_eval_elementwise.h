@@ -77,6 +77,12 @@ void cp_ew_binary(enum cp_op op, const struct cp_ew_params *p, const struct cp_t
                   const void *ad, const struct cp_tensor *b, const void *bd,
                   const struct cp_tensor *y, void *yd);
 
+/* PRelu's slope as it broadcasts: before opset 7 a 1-D slope of x's
+ * channel count (dim 1) is per channel, as Caffe's and PyTorch's; from 7
+ * the slope broadcasts as numpy's. OUT: *out. */
+void cp_ew_prelu_slope_shape(int64_t opset, const struct cp_shape *x, const struct cp_shape *slope,
+                             struct cp_shape *out);
+
 /* y = op(x[0], ..., x[n-1]) with numpy broadcasting; every x of y's dtype
  * (which cp_ew_out_dtype allows). n >= 1. */
 void cp_ew_variadic(enum cp_op op, size_t n, const struct cp_tensor *const *x,

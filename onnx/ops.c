@@ -185,6 +185,25 @@ static enum cp_status load_cast_like(struct onnx_ctx *c, const struct onnx_op_de
     return load_generic(c, def, np, name, origin);
 }
 
+/* Add, Sub, Mul and Div before opset 7 broadcast only when `broadcast` is
+ * 1, aligning B at `axis` of A; without `axis` that is the trailing
+ * alignment numpy broadcasting also gives (and same-shape operands need
+ * none), so only an explicit axis is refused. */
+static enum cp_status load_arith(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                 const Onnx__NodeProto *np, const char *name, const char *origin)
+{
+    const struct cp_node *n;
+    enum cp_status st = load_node(c, def, np, name, origin, &n);
+    if (st != CP_OK)
+        return st;
+    if (c->opset < 7 && cp_node_attr_int(n, "broadcast", 0) != 0 && cp_node_attr(n, "axis"))
+        return onnx_err(c, CP_ERR_UNSUPPORTED,
+                        "node '%s' (%s): opset %lld's broadcast with an explicit 'axis' is not "
+                        "supported (numpy broadcasting from opset 7 is)",
+                        name, def->name, (long long)c->opset);
+    return CP_OK;
+}
+
 /* Unsqueeze takes its axes as an attribute before opset 13 and as a second
  * input from 13 on; either way they are required. */
 static enum cp_status load_unsqueeze(struct onnx_ctx *c, const struct onnx_op_def *def,
@@ -434,7 +453,7 @@ static const struct onnx_attr_spec multinomial_attrs[] = {{"dtype", CP_ATTR_INT,
 
 /* name, op, opsets, inputs, outputs, attributes, loader. Sorted by name. */
 static const struct onnx_op_def ops[] = {
-    {"Add", CP_OP_ADD, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Add", CP_OP_ADD, 1, 21, 2, 2, 1, 1, NULL, load_arith},
     {"AveragePool", CP_OP_AVERAGE_POOL, LO, HI, 1, 1, 1, 1, pool_attrs, load_generic},
     {"BatchNormalization", CP_OP_BATCH_NORMALIZATION, LO, HI, 5, 5, 1, 3, norm_attrs, load_generic},
     {"Cast", CP_OP_CAST, 7, 21, 1, 1, 1, 1, cast_attrs, load_cast},
@@ -445,7 +464,7 @@ static const struct onnx_op_def ops[] = {
      load_constant_of_shape},
     {"Conv", CP_OP_CONV, LO, HI, 2, 3, 1, 1, conv_attrs, load_generic},
     {"ConvTranspose", CP_OP_CONV_TRANSPOSE, LO, HI, 2, 3, 1, 1, conv_attrs, load_generic},
-    {"Div", CP_OP_DIV, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Div", CP_OP_DIV, 1, 21, 2, 2, 1, 1, NULL, load_arith},
     {"Dropout", CP_OP_DROPOUT, LO, HI, 1, 3, 1, 2, dropout_attrs, load_generic},
     {"Equal", CP_OP_EQUAL, 7, 21, 2, 2, 1, 1, NULL, load_generic},
     {"Erf", CP_OP_ERF, LO, HI, 1, 1, 1, 1, NULL, load_generic},
@@ -463,7 +482,7 @@ static const struct onnx_op_def ops[] = {
     {"LeakyRelu", CP_OP_LEAKY_RELU, LO, HI, 1, 1, 1, 1, leaky_attrs, load_generic},
     {"MatMul", CP_OP_MATMUL, LO, HI, 2, 2, 1, 1, NULL, load_generic},
     {"MaxPool", CP_OP_MAX_POOL, LO, HI, 1, 1, 1, 2, pool_attrs, load_generic},
-    {"Mul", CP_OP_MUL, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Mul", CP_OP_MUL, 1, 21, 2, 2, 1, 1, NULL, load_arith},
     {"Pad", CP_OP_PAD, LO, HI, 2, 3, 1, 1, pad_attrs, load_generic},
     {"Pow", CP_OP_POW, 7, 21, 2, 2, 1, 1, NULL, load_generic},
     {"Range", CP_OP_RANGE, LO, HI, 3, 3, 1, 1, NULL, load_generic},
@@ -480,7 +499,7 @@ static const struct onnx_op_def ops[] = {
     {"Split", CP_OP_SPLIT, LO, HI, 1, 2, 1, ANY, split_attrs, load_generic},
     {"Sqrt", CP_OP_SQRT, LO, HI, 1, 1, 1, 1, NULL, load_generic},
     {"Squeeze", CP_OP_SQUEEZE, LO, HI, 1, 2, 1, 1, axes_attrs, load_generic},
-    {"Sub", CP_OP_SUB, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Sub", CP_OP_SUB, 1, 21, 2, 2, 1, 1, NULL, load_arith},
     {"Tanh", CP_OP_TANH, LO, HI, 1, 1, 1, 1, NULL, load_generic},
     {"Transpose", CP_OP_TRANSPOSE, LO, HI, 1, 1, 1, 1, transpose_attrs, load_generic},
     {"Unsqueeze", CP_OP_UNSQUEEZE, LO, HI, 1, 2, 1, 1, axes_attrs, load_unsqueeze},
@@ -488,14 +507,14 @@ static const struct onnx_op_def ops[] = {
     /* ---- [elementwise] ---- */
     /* Unary math: the versions from 7 on differ only in the dtypes they
      * list (bf16 at 13), which the kernels check. */
-    {"Abs", CP_OP_ABS, 7, 21, 1, 1, 1, 1, NULL, load_generic},
-    {"Neg", CP_OP_NEG, 7, 21, 1, 1, 1, 1, NULL, load_generic},
-    {"Reciprocal", CP_OP_RECIPROCAL, 7, 21, 1, 1, 1, 1, NULL, load_generic},
-    {"Floor", CP_OP_FLOOR, 7, 21, 1, 1, 1, 1, NULL, load_generic},
-    {"Ceil", CP_OP_CEIL, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Abs", CP_OP_ABS, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Neg", CP_OP_NEG, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Reciprocal", CP_OP_RECIPROCAL, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Floor", CP_OP_FLOOR, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Ceil", CP_OP_CEIL, 1, 21, 1, 1, 1, 1, NULL, load_generic},
     {"Round", CP_OP_ROUND, 11, 21, 1, 1, 1, 1, NULL, load_generic},
     {"Sign", CP_OP_SIGN, 9, 21, 1, 1, 1, 1, NULL, load_generic},
-    {"Log", CP_OP_LOG, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Log", CP_OP_LOG, 1, 21, 1, 1, 1, 1, NULL, load_generic},
     {"Sin", CP_OP_SIN, 7, 21, 1, 1, 1, 1, NULL, load_generic},
     {"Cos", CP_OP_COS, 7, 21, 1, 1, 1, 1, NULL, load_generic},
     {"Tan", CP_OP_TAN, 7, 21, 1, 1, 1, 1, NULL, load_generic},
@@ -509,20 +528,20 @@ static const struct onnx_op_def ops[] = {
     {"Atanh", CP_OP_ATANH, 9, 21, 1, 1, 1, 1, NULL, load_generic},
     {"IsNaN", CP_OP_IS_NAN, 9, 21, 1, 1, 1, 1, NULL, load_generic},
     {"IsInf", CP_OP_IS_INF, 10, 21, 1, 1, 1, 1, isinf_attrs, load_generic},
-    {"Not", CP_OP_NOT, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Not", CP_OP_NOT, 1, 21, 1, 1, 1, 1, NULL, load_generic},
     {"BitwiseNot", CP_OP_BITWISE_NOT, 18, 21, 1, 1, 1, 1, NULL, load_generic},
     /* Activations. */
-    {"Elu", CP_OP_ELU, 7, 21, 1, 1, 1, 1, alpha_attrs, load_generic},
-    {"Selu", CP_OP_SELU, 7, 21, 1, 1, 1, 1, selu_attrs, load_generic},
+    {"Elu", CP_OP_ELU, 1, 21, 1, 1, 1, 1, alpha_attrs, load_generic},
+    {"Selu", CP_OP_SELU, 1, 21, 1, 1, 1, 1, selu_attrs, load_generic},
     {"Celu", CP_OP_CELU, 12, 21, 1, 1, 1, 1, alpha_attrs, load_generic},
-    {"HardSigmoid", CP_OP_HARD_SIGMOID, 7, 21, 1, 1, 1, 1, hard_sigmoid_attrs, load_generic},
+    {"HardSigmoid", CP_OP_HARD_SIGMOID, 1, 21, 1, 1, 1, 1, hard_sigmoid_attrs, load_generic},
     {"HardSwish", CP_OP_HARD_SWISH, 14, 21, 1, 1, 1, 1, NULL, load_generic},
-    {"Softsign", CP_OP_SOFTSIGN, 7, 21, 1, 1, 1, 1, NULL, load_generic},
-    {"Softplus", CP_OP_SOFTPLUS, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Softsign", CP_OP_SOFTSIGN, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Softplus", CP_OP_SOFTPLUS, 1, 21, 1, 1, 1, 1, NULL, load_generic},
     {"ThresholdedRelu", CP_OP_THRESHOLDED_RELU, 10, 21, 1, 1, 1, 1, alpha_attrs, load_generic},
     {"Shrink", CP_OP_SHRINK, 9, 21, 1, 1, 1, 1, shrink_attrs, load_generic},
     {"Mish", CP_OP_MISH, 18, 21, 1, 1, 1, 1, NULL, load_generic},
-    {"PRelu", CP_OP_PRELU, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"PRelu", CP_OP_PRELU, 1, 21, 2, 2, 1, 1, NULL, load_generic},
     /* ONNX's Gelu (20) is our own Gelu, with the same `approximate`. */
     {"Gelu", CP_OP_GELU, 20, 21, 1, 1, 1, 1, gelu_attrs, load_generic},
     /* Comparisons, logic, Mod and the bitwise ops. */
@@ -540,10 +559,10 @@ static const struct onnx_op_def ops[] = {
     {"BitwiseXor", CP_OP_BITWISE_XOR, 18, 21, 2, 2, 1, 1, NULL, load_generic},
     /* Variadic, multidirectional broadcasting (from 8; opset 7's same-shape
      * form is a special case). */
-    {"Max", CP_OP_MAX, 7, 21, 1, ANY, 1, 1, NULL, load_generic},
-    {"Min", CP_OP_MIN, 7, 21, 1, ANY, 1, 1, NULL, load_generic},
-    {"Sum", CP_OP_SUM, 7, 21, 1, ANY, 1, 1, NULL, load_generic},
-    {"Mean", CP_OP_MEAN, 7, 21, 1, ANY, 1, 1, NULL, load_generic},
+    {"Max", CP_OP_MAX, 1, 21, 1, ANY, 1, 1, NULL, load_generic},
+    {"Min", CP_OP_MIN, 1, 21, 1, ANY, 1, 1, NULL, load_generic},
+    {"Sum", CP_OP_SUM, 1, 21, 1, ANY, 1, 1, NULL, load_generic},
+    {"Mean", CP_OP_MEAN, 1, 21, 1, ANY, 1, 1, NULL, load_generic},
     {"CastLike", CP_OP_CAST_LIKE, 15, 21, 2, 2, 1, 1, NULL, load_cast_like},
     /* Random generators: deterministic given `seed` (graph/op_eval_elementwise.h). */
     {"RandomNormal", CP_OP_RANDOM_NORMAL, 7, 21, 0, 0, 1, 1, random_normal_attrs, load_generic},

@@ -45,14 +45,20 @@ static bool ew_binary_supports(const struct cp_graph *g, const struct cp_node *n
         if (strcmp(d, "LEFT") != 0 && strcmp(d, "RIGHT") != 0)
             return false;
     }
-    return cp_eval_broadcasts(&a->shape, &y->shape) && cp_eval_broadcasts(&b->shape, &y->shape);
+    struct cp_tensor bt = *b;
+    if (n->op == CP_OP_PRELU)
+        cp_ew_prelu_slope_shape(cp_ref_opset(g), &a->shape, &b->shape, &bt.shape);
+    return cp_eval_broadcasts(&a->shape, &y->shape) && cp_eval_broadcasts(&bt.shape, &y->shape);
 }
 
 static enum cp_status ew_binary_run(struct cp_kexec *k)
 {
     struct cp_ew_params p;
     cp_ew_params_of(k->node, &p);
-    cp_ew_binary(k->node->op, &p, k->in[0], k->in_data[0], k->in[1], k->in_data[1], k->out[0],
+    struct cp_tensor bt = *k->in[1];
+    if (k->node->op == CP_OP_PRELU)
+        cp_ew_prelu_slope_shape(cp_ref_opset(k->g), &k->in[0]->shape, &k->in[1]->shape, &bt.shape);
+    cp_ew_binary(k->node->op, &p, k->in[0], k->in_data[0], &bt, k->in_data[1], k->out[0],
                  k->out_data[0]);
     return CP_OK;
 }
