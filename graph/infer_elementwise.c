@@ -144,7 +144,11 @@ enum cp_status cp_infer_ew_binary(struct cp_infer *c)
     st = cp_infer_broadcast(c, &a->shape, a->name, &bs, b->name, &s);
     if (st != CP_OK)
         return st;
-    if (op == CP_OP_PRELU && a->shape.rank >= 0 && s.rank != a->shape.rank) {
+    /* PRelu's slope broadcasts to X, never X to the slope. */
+    bool grew = false;
+    for (int k = 0; op == CP_OP_PRELU && k < s.rank && s.rank == a->shape.rank; k++)
+        grew = grew || (a->shape.dims[k].value >= 0 && s.dims[k].value != a->shape.dims[k].value);
+    if (op == CP_OP_PRELU && a->shape.rank >= 0 && (s.rank != a->shape.rank || grew)) {
         char sb[64], as[64];
         return cp_infer_fail(c, "slope '%s' (%s) does not broadcast to input '%s' (%s)", b->name,
                              cp_infer_fmt(&b->shape, sb), a->name, cp_infer_fmt(&a->shape, as));

@@ -176,6 +176,18 @@ Test(ref_ew_binary, prelu_broadcasts_its_slope_per_channel)
     kd_release(&r);
 }
 
+Test(ref_ew_binary, prelu_refuses_a_slope_larger_than_x)
+{
+    struct cp_graph *g = gb_graph(17);
+    f32_init(g, "X", 2, GB_DIMS(2, 1), F32(-1, 2));
+    f32_init(g, "S", 2, GB_DIMS(2, 3), F32(1, 2, 3, 4, 5, 6));
+    op_node(g, "PRelu", GB_IN("X", "S"));
+    char msg[1024];
+    gb_infer_fails(g, msg);
+    cr_expect(strstr(msg, "does not broadcast to input 'X'"), "%s", msg);
+    cp_graph_free(g);
+}
+
 Test(ref_ew_binary, arithmetic_takes_f64_f16_and_unsigned_dtypes)
 {
     struct cp_graph *g = gb_graph(17);
