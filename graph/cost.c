@@ -174,6 +174,73 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
         return 0.0;
     }
     /* ---- [elementwise] ---- */
+    /* Cheap elementwise ops: one operation per output element (per extra
+     * input for the variadic ones); transcendental ones a handful; the
+     * generators a few per value. */
+    case CP_OP_ABS:
+    case CP_OP_NEG:
+    case CP_OP_RECIPROCAL:
+    case CP_OP_FLOOR:
+    case CP_OP_CEIL:
+    case CP_OP_ROUND:
+    case CP_OP_SIGN:
+    case CP_OP_IS_NAN:
+    case CP_OP_IS_INF:
+    case CP_OP_NOT:
+    case CP_OP_BITWISE_NOT:
+    case CP_OP_THRESHOLDED_RELU:
+    case CP_OP_SHRINK:
+    case CP_OP_PRELU:
+    case CP_OP_GREATER:
+    case CP_OP_LESS:
+    case CP_OP_GREATER_OR_EQUAL:
+    case CP_OP_LESS_OR_EQUAL:
+    case CP_OP_AND:
+    case CP_OP_OR:
+    case CP_OP_XOR:
+    case CP_OP_MOD:
+    case CP_OP_BIT_SHIFT:
+    case CP_OP_BITWISE_AND:
+    case CP_OP_BITWISE_OR:
+    case CP_OP_BITWISE_XOR:
+    case CP_OP_CAST_LIKE:
+        return out;
+    case CP_OP_HARD_SIGMOID:
+    case CP_OP_SOFTSIGN:
+        return 3.0 * out;
+    case CP_OP_HARD_SWISH:
+        return 4.0 * out;
+    case CP_OP_LOG:
+    case CP_OP_SIN:
+    case CP_OP_COS:
+    case CP_OP_TAN:
+    case CP_OP_ASIN:
+    case CP_OP_ACOS:
+    case CP_OP_ATAN:
+    case CP_OP_SINH:
+    case CP_OP_COSH:
+    case CP_OP_ASINH:
+    case CP_OP_ACOSH:
+    case CP_OP_ATANH:
+    case CP_OP_ELU:
+    case CP_OP_SELU:
+    case CP_OP_CELU:
+    case CP_OP_SOFTPLUS:
+        return 8.0 * out;
+    case CP_OP_MISH:
+        return 16.0 * out;
+    case CP_OP_MAX:
+    case CP_OP_MIN:
+    case CP_OP_SUM:
+    case CP_OP_MEAN:
+        return out * (double)(n->n_inputs > 1 ? n->n_inputs - 1 : 1);
+    case CP_OP_RANDOM_NORMAL:
+    case CP_OP_RANDOM_UNIFORM:
+    case CP_OP_RANDOM_NORMAL_LIKE:
+    case CP_OP_RANDOM_UNIFORM_LIKE:
+    case CP_OP_BERNOULLI:
+    case CP_OP_MULTINOMIAL:
+        return 10.0 * out;
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */

@@ -472,6 +472,17 @@ bool cp_infer_doubles(struct cp_infer *c, int32_t t, double *out, int64_t cap, i
         }
     }
     int64_t iv[CP_VALUE_MAX_ELEMS], len;
+    /* A Cast of known integers to a float type (window functions compute
+     * Range's limit that way): the integers, as that type holds them. */
+    if (p && !p->dead && p->op == CP_OP_CAST && cp_dtype_is_float(T->dtype) && p->n_inputs == 1 &&
+        cp_infer_ints(c, p->inputs[0], iv, CP_VALUE_MAX_ELEMS, &len) && len <= cap) {
+        for (int64_t k = 0; k < len; k++) {
+            float f = (float)iv[k];
+            out[k] = T->dtype == CP_DTYPE_F64 ? (double)iv[k] : (double)f;
+        }
+        *n = len;
+        return true;
+    }
     if (!cp_infer_ints(c, t, iv, CP_VALUE_MAX_ELEMS, &len) || len > cap)
         return false;
     for (int64_t k = 0; k < len; k++)
@@ -608,6 +619,63 @@ static const struct op_rule rules[] = {
     [CP_OP_FUSED_ATTENTION] = {cp_infer_fused_attention, 3, 4, 1, 1},
     [CP_OP_TRANS_DATA] = {cp_infer_trans_data, 1, 1, 1, 1},
     /* ---- [elementwise] ---- */
+    [CP_OP_ABS] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_NEG] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_RECIPROCAL] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_FLOOR] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_CEIL] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_ROUND] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_SIGN] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_LOG] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_SIN] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_COS] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_TAN] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_ASIN] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_ACOS] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_ATAN] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_SINH] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_COSH] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_ASINH] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_ACOSH] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_ATANH] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_IS_NAN] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_IS_INF] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_NOT] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_BITWISE_NOT] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_ELU] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_SELU] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_CELU] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_HARD_SIGMOID] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_HARD_SWISH] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_SOFTSIGN] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_SOFTPLUS] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_THRESHOLDED_RELU] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_SHRINK] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_MISH] = {cp_infer_ew_unary, 1, 1, 1, 1},
+    [CP_OP_PRELU] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_GREATER] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_LESS] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_GREATER_OR_EQUAL] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_LESS_OR_EQUAL] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_AND] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_OR] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_XOR] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_MOD] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_BIT_SHIFT] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_BITWISE_AND] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_BITWISE_OR] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_BITWISE_XOR] = {cp_infer_ew_binary, 2, 2, 1, 1},
+    [CP_OP_MAX] = {cp_infer_ew_variadic, 1, MANY, 1, 1},
+    [CP_OP_MIN] = {cp_infer_ew_variadic, 1, MANY, 1, 1},
+    [CP_OP_SUM] = {cp_infer_ew_variadic, 1, MANY, 1, 1},
+    [CP_OP_MEAN] = {cp_infer_ew_variadic, 1, MANY, 1, 1},
+    [CP_OP_CAST_LIKE] = {cp_infer_cast_like, 2, 2, 1, 1},
+    [CP_OP_RANDOM_NORMAL] = {cp_infer_random, 0, 0, 1, 1},
+    [CP_OP_RANDOM_UNIFORM] = {cp_infer_random, 0, 0, 1, 1},
+    [CP_OP_RANDOM_NORMAL_LIKE] = {cp_infer_random, 1, 1, 1, 1},
+    [CP_OP_RANDOM_UNIFORM_LIKE] = {cp_infer_random, 1, 1, 1, 1},
+    [CP_OP_BERNOULLI] = {cp_infer_random, 1, 1, 1, 1},
+    [CP_OP_MULTINOMIAL] = {cp_infer_random, 1, 1, 1, 1},
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */

@@ -189,5 +189,11 @@ enum cp_status cp_infer_mel_weight_matrix(struct cp_infer *c);
 enum cp_status cp_infer_legacy_broadcast(struct cp_infer *c, const struct cp_tensor *a,
                                          const struct cp_tensor *b);
 /* ---- end [legacy] ---- */
+/* ---- [elementwise] ---- */
+enum cp_status cp_infer_ew_unary(struct cp_infer *c);
+enum cp_status cp_infer_ew_binary(struct cp_infer *c);
+enum cp_status cp_infer_ew_variadic(struct cp_infer *c);
+enum cp_status cp_infer_cast_like(struct cp_infer *c);
+enum cp_status cp_infer_random(struct cp_infer *c);
 
 #endif

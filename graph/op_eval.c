@@ -254,6 +254,24 @@ void cp_eval_binary(enum cp_op op, const struct cp_tensor *ta, const void *ad,
             uint8_t *y = (uint8_t *)yd + oy;
             for (int64_t j = 0; j < w.inner; j++)
                 y[j] = a[j * sa] == b[j * sb];
+        } else if (cp_dtype_is_float(ta->dtype)) {
+            /* f64, f16, bf16: in double, rounded once into the output. */
+            for (int64_t j = 0; j < w.inner; j++) {
+                double a = cp_elem_load_f64(ad, ta->dtype, oa + j * sa);
+                double b = cp_elem_load_f64(bd, tb->dtype, ob + j * sb);
+                double v = op == CP_OP_ADD   ? a + b
+                           : op == CP_OP_SUB ? a - b
+                           : op == CP_OP_MUL ? a * b
+                           : op == CP_OP_DIV ? a / b
+                                             : (double)(a == b);
+                cp_eval_store_f64(yd, ty->dtype, oy + j, v);
+            }
+        } else if (ta->dtype == CP_DTYPE_U64 && op == CP_OP_DIV) {
+            for (int64_t j = 0; j < w.inner; j++) {
+                uint64_t a = (uint64_t)cp_elem_load_i64(ad, ta->dtype, oa + j * sa);
+                uint64_t b = (uint64_t)cp_elem_load_i64(bd, tb->dtype, ob + j * sb);
+                cp_eval_store_i64(yd, ty->dtype, oy + j, b ? (int64_t)(a / b) : 0);
+            }
         } else {
             for (int64_t j = 0; j < w.inner; j++) {
                 int64_t a = cp_elem_load_i64(ad, ta->dtype, oa + j * sa);

@@ -371,5 +371,9 @@ void cp_eval_window(enum cp_op op, bool periodic, int64_t size, enum cp_dtype dt
 bool cp_eval_mel_weight_matrix(int64_t num_mel_bins, int64_t dft_length, int64_t sample_rate,
                                double lower_hz, double upper_hz, enum cp_dtype dt, void *out);
 /* ---- end [rnn] ---- */
+/* ---- [elementwise] ---- */
+/* The elementwise family's ops (unary math, activations, comparisons,
+ * logic, Mod, bitwise, variadic, random generators). */
+#include "graph/op_eval_elementwise.h"
 
 #endif

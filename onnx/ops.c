@@ -117,6 +117,9 @@ enum cp_status onnx_add_node(struct onnx_ctx *c, const struct onnx_op_def *def,
         st = onnx_err_from(c, &local, st);
         goto out;
     }
+    /* A row that maps an ONNX op onto one of our own (Gelu): the graph
+     * derives ops from default-domain names only, which skip our own. */
+    cp_graph_node(c->g, *index)->op = def->op;
     if (cp_strmap_puts(&c->nodes, cp_graph_node(c->g, *index)->name, *index) != CP_OK)
         st = onnx_err(c, CP_ERR_NOMEM, "out of memory");
 out:
@@ -147,6 +150,16 @@ static enum cp_status load_generic(struct onnx_ctx *c, const struct onnx_op_def 
 {
     const struct cp_node *n;
     return load_node(c, def, np, name, origin, &n);
+}
+
+/* CastLike takes its target type from its second input, whose dtype the
+ * importer has already checked (a tensor of a type we do not have is
+ * refused where it is declared). */
+static enum cp_status load_cast_like(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                     const Onnx__NodeProto *np, const char *name,
+                                     const char *origin)
+{
+    return load_generic(c, def, np, name, origin);
 }
 
 /* Unsqueeze takes its axes as an attribute before opset 13 and as a second
@@ -355,44 +368,86 @@ static const struct onnx_attr_spec transpose_attrs[] = {{"perm", CP_ATTR_INTS, f
 #define HI   17
 #define MAXV CP_ONNX_OPSET_MAX
 #define ANY  (-1)
+/* ---- [elementwise] ---- */
+static const struct onnx_attr_spec alpha_attrs[] = {{"alpha", CP_ATTR_FLOAT, false},
+                                                    {NULL, 0, false}};
+static const struct onnx_attr_spec selu_attrs[] = {
+    {"alpha", CP_ATTR_FLOAT, false}, {"gamma", CP_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const struct onnx_attr_spec hard_sigmoid_attrs[] = {
+    {"alpha", CP_ATTR_FLOAT, false}, {"beta", CP_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const struct onnx_attr_spec shrink_attrs[] = {
+    {"lambd", CP_ATTR_FLOAT, false}, {"bias", CP_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const struct onnx_attr_spec isinf_attrs[] = {{"detect_negative", CP_ATTR_INT, false},
+                                                    {"detect_positive", CP_ATTR_INT, false},
+                                                    {NULL, 0, false}};
+static const struct onnx_attr_spec gelu_attrs[] = {{"approximate", CP_ATTR_STRING, false},
+                                                   {NULL, 0, false}};
+static const struct onnx_attr_spec mod_attrs[] = {{"fmod", CP_ATTR_INT, false}, {NULL, 0, false}};
+static const struct onnx_attr_spec bitshift_attrs[] = {{"direction", CP_ATTR_STRING, true},
+                                                       {NULL, 0, false}};
+static const struct onnx_attr_spec random_normal_attrs[] = {
+    {"dtype", CP_ATTR_INT, false},  {"mean", CP_ATTR_FLOAT, false}, {"scale", CP_ATTR_FLOAT, false},
+    {"seed", CP_ATTR_FLOAT, false}, {"shape", CP_ATTR_INTS, true},  {NULL, 0, false}};
+static const struct onnx_attr_spec random_uniform_attrs[] = {
+    {"dtype", CP_ATTR_INT, false},  {"high", CP_ATTR_FLOAT, false}, {"low", CP_ATTR_FLOAT, false},
+    {"seed", CP_ATTR_FLOAT, false}, {"shape", CP_ATTR_INTS, true},  {NULL, 0, false}};
+static const struct onnx_attr_spec random_like_attrs[] = {{"dtype", CP_ATTR_INT, false},
+                                                          {"mean", CP_ATTR_FLOAT, false},
+                                                          {"scale", CP_ATTR_FLOAT, false},
+                                                          {"high", CP_ATTR_FLOAT, false},
+                                                          {"low", CP_ATTR_FLOAT, false},
+                                                          {"seed", CP_ATTR_FLOAT, false},
+                                                          {NULL, 0, false}};
+static const struct onnx_attr_spec bernoulli_attrs[] = {
+    {"dtype", CP_ATTR_INT, false}, {"seed", CP_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const struct onnx_attr_spec multinomial_attrs[] = {{"dtype", CP_ATTR_INT, false},
+                                                          {"sample_size", CP_ATTR_INT, false},
+                                                          {"seed", CP_ATTR_FLOAT, false},
+                                                          {NULL, 0, false}};
+/* ---- end [elementwise] ---- */
+
+/* The opsets the first rows were written and tested for; a row widens its
+ * range once its op follows the older or newer versions' semantics. */
+#define LO  11
+#define HI  17
+#define ANY (-1)
 
 /* name, op, opsets, inputs, outputs, attributes, loader. Sorted by name. */
 static const struct onnx_op_def ops[] = {
-    {"Add", CP_OP_ADD, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
-    {"AveragePool", CP_OP_AVERAGE_POOL, 1, MAXV, 1, 1, 1, 1, pool_attrs, load_generic},
-    {"BatchNormalization", CP_OP_BATCH_NORMALIZATION, 1, MAXV, 5, 5, 1, 5, norm_attrs,
+    {"Add", CP_OP_ADD, 1, 21, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"AveragePool", CP_OP_AVERAGE_POOL, 1, 21, 1, 1, 1, 1, pool_attrs, load_generic},
+    {"BatchNormalization", CP_OP_BATCH_NORMALIZATION, 1, 21, 5, 5, 1, 5, norm_attrs,
      onnx_load_batch_norm},
-    {"Cast", CP_OP_CAST, 1, MAXV, 1, 1, 1, 1, NULL, onnx_load_cast},
-    {"Clip", CP_OP_CLIP, 1, MAXV, 1, 3, 1, 1, NULL, load_generic},
-    {"Concat", CP_OP_CONCAT, 1, MAXV, 1, ANY, 1, 1, axis_attrs, onnx_load_concat},
-    {"Constant", CP_OP_CONSTANT, 1, MAXV, 0, 0, 1, 1, NULL, load_constant},
-    {"ConstantOfShape", CP_OP_CONSTANT_OF_SHAPE, 9, MAXV, 1, 1, 1, 1, cos_attrs,
+    {"Cast", CP_OP_CAST, 1, 21, 1, 1, 1, 1, NULL, onnx_load_cast},
+    {"Clip", CP_OP_CLIP, 1, 21, 1, 3, 1, 1, NULL, load_generic},
+    {"Concat", CP_OP_CONCAT, 1, 21, 1, ANY, 1, 1, axis_attrs, onnx_load_concat},
+    {"Constant", CP_OP_CONSTANT, 1, 21, 0, 0, 1, 1, NULL, load_constant},
+    {"ConstantOfShape", CP_OP_CONSTANT_OF_SHAPE, 9, 21, 1, 1, 1, 1, cos_attrs,
      load_constant_of_shape},
-    {"Conv", CP_OP_CONV, 1, MAXV, 2, 3, 1, 1, conv_attrs, load_generic},
-    {"ConvTranspose", CP_OP_CONV_TRANSPOSE, 1, MAXV, 2, 3, 1, 1, conv_attrs, load_generic},
-    {"Div", CP_OP_DIV, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
-    {"Dropout", CP_OP_DROPOUT, 1, MAXV, 1, 3, 1, 2, dropout_attrs, onnx_load_dropout},
-    {"Equal", CP_OP_EQUAL, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
-    {"Erf", CP_OP_ERF, 9, MAXV, 1, 1, 1, 1, NULL, load_generic},
-    {"Exp", CP_OP_EXP, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
-    {"Expand", CP_OP_EXPAND, 8, MAXV, 2, 2, 1, 1, NULL, load_generic},
-    {"Flatten", CP_OP_FLATTEN, 1, MAXV, 1, 1, 1, 1, axis_attrs, load_generic},
-    {"Gather", CP_OP_GATHER, 1, MAXV, 2, 2, 1, 1, axis_attrs, load_generic},
-    {"Gemm", CP_OP_GEMM, 1, MAXV, 2, 3, 1, 1, gemm_attrs, load_generic},
-    {"GlobalAveragePool", CP_OP_GLOBAL_AVERAGE_POOL, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
-    {"Identity", CP_OP_IDENTITY, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
-    {"InstanceNormalization", CP_OP_INSTANCE_NORMALIZATION, 1, MAXV, 3, 3, 1, 1, norm_attrs,
+    {"Conv", CP_OP_CONV, 1, 21, 2, 3, 1, 1, conv_attrs, load_generic},
+    {"ConvTranspose", CP_OP_CONV_TRANSPOSE, 1, 21, 2, 3, 1, 1, conv_attrs, load_generic},
+    {"Div", CP_OP_DIV, 1, 21, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Dropout", CP_OP_DROPOUT, 1, 21, 1, 3, 1, 2, dropout_attrs, onnx_load_dropout},
+    {"Equal", CP_OP_EQUAL, 1, 21, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Erf", CP_OP_ERF, 9, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Exp", CP_OP_EXP, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Expand", CP_OP_EXPAND, 8, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Flatten", CP_OP_FLATTEN, 1, 21, 1, 1, 1, 1, axis_attrs, load_generic},
+    {"Gather", CP_OP_GATHER, 1, 21, 2, 2, 1, 1, axis_attrs, load_generic},
+    {"Gemm", CP_OP_GEMM, 1, 21, 2, 3, 1, 1, gemm_attrs, load_generic},
+    {"GlobalAveragePool", CP_OP_GLOBAL_AVERAGE_POOL, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Identity", CP_OP_IDENTITY, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"InstanceNormalization", CP_OP_INSTANCE_NORMALIZATION, 1, 21, 3, 3, 1, 1, norm_attrs,
      load_generic},
     /* LayerNormalization entered the default domain in opset 17. */
-    {"LayerNormalization", CP_OP_LAYER_NORMALIZATION, 17, MAXV, 2, 3, 1, 3, norm_attrs,
-     load_generic},
-    {"LeakyRelu", CP_OP_LEAKY_RELU, 1, MAXV, 1, 1, 1, 1, leaky_attrs, load_generic},
-    {"MatMul", CP_OP_MATMUL, 1, MAXV, 2, 2, 1, 1, NULL, load_generic},
-    {"MaxPool", CP_OP_MAX_POOL, 1, MAXV, 1, 1, 1, 2, pool_attrs, load_generic},
-    {"Mul", CP_OP_MUL, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
-    {"Pad", CP_OP_PAD, 2, MAXV, 1, 4, 1, 1, pad_attrs, load_generic},
-    {"Pow", CP_OP_POW, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
-    {"Range", CP_OP_RANGE, 11, MAXV, 3, 3, 1, 1, NULL, load_generic},
+    {"LayerNormalization", CP_OP_LAYER_NORMALIZATION, 17, 21, 2, 3, 1, 3, norm_attrs, load_generic},
+    {"LeakyRelu", CP_OP_LEAKY_RELU, 1, 21, 1, 1, 1, 1, leaky_attrs, load_generic},
+    {"MatMul", CP_OP_MATMUL, 1, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"MaxPool", CP_OP_MAX_POOL, 1, 21, 1, 1, 1, 2, pool_attrs, load_generic},
+    {"Mul", CP_OP_MUL, 1, 21, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Pad", CP_OP_PAD, 2, 21, 1, 4, 1, 1, pad_attrs, load_generic},
+    {"Pow", CP_OP_POW, 1, 21, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Range", CP_OP_RANGE, 11, 21, 3, 3, 1, 1, NULL, load_generic},
     {"ReduceMax", CP_OP_REDUCE_MAX, LO, HI, 1, 1, 1, 1, reduce_attrs, load_generic},
     {"ReduceMean", CP_OP_REDUCE_MEAN, LO, HI, 1, 1, 1, 1, reduce_attrs, load_generic},
     {"ReduceSum", CP_OP_REDUCE_SUM, LO, HI, 1, 2, 1, 1, reduce_attrs, load_generic},
@@ -403,15 +458,83 @@ static const struct onnx_op_def ops[] = {
     {"Sigmoid", CP_OP_SIGMOID, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
     {"Slice", CP_OP_SLICE, 1, MAXV, 1, 5, 1, 1, NULL, load_generic},
     {"Softmax", CP_OP_SOFTMAX, LO, HI, 1, 1, 1, 1, axis_attrs, load_generic},
-    {"Split", CP_OP_SPLIT, 1, MAXV, 1, 2, 1, ANY, split_attrs, load_generic},
-    {"Sqrt", CP_OP_SQRT, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
-    {"Squeeze", CP_OP_SQUEEZE, 1, MAXV, 1, 2, 1, 1, axes_attrs, load_generic},
-    {"Sub", CP_OP_SUB, 1, MAXV, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
-    {"Tanh", CP_OP_TANH, 1, MAXV, 1, 1, 1, 1, NULL, load_generic},
-    {"Transpose", CP_OP_TRANSPOSE, 1, MAXV, 1, 1, 1, 1, transpose_attrs, load_generic},
-    {"Unsqueeze", CP_OP_UNSQUEEZE, 1, MAXV, 1, 2, 1, 1, axes_attrs, load_unsqueeze},
-    {"Where", CP_OP_WHERE, 9, MAXV, 3, 3, 1, 1, NULL, load_generic},
+    {"Split", CP_OP_SPLIT, 1, 21, 1, 2, 1, ANY, split_attrs, load_generic},
+    {"Sqrt", CP_OP_SQRT, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Squeeze", CP_OP_SQUEEZE, 1, 21, 1, 2, 1, 1, axes_attrs, load_generic},
+    {"Sub", CP_OP_SUB, 1, 21, 2, 2, 1, 1, NULL, onnx_load_legacy_binary},
+    {"Tanh", CP_OP_TANH, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Transpose", CP_OP_TRANSPOSE, 1, 21, 1, 1, 1, 1, transpose_attrs, load_generic},
+    {"Unsqueeze", CP_OP_UNSQUEEZE, 1, 21, 1, 2, 1, 1, axes_attrs, load_unsqueeze},
+    {"Where", CP_OP_WHERE, 9, 21, 3, 3, 1, 1, NULL, load_generic},
     /* ---- [elementwise] ---- */
+    /* Unary math: the versions from 7 on differ only in the dtypes they
+     * list (bf16 at 13), which the kernels check. */
+    {"Abs", CP_OP_ABS, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Neg", CP_OP_NEG, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Reciprocal", CP_OP_RECIPROCAL, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Floor", CP_OP_FLOOR, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Ceil", CP_OP_CEIL, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Round", CP_OP_ROUND, 11, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Sign", CP_OP_SIGN, 9, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Log", CP_OP_LOG, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Sin", CP_OP_SIN, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Cos", CP_OP_COS, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Tan", CP_OP_TAN, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Asin", CP_OP_ASIN, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Acos", CP_OP_ACOS, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Atan", CP_OP_ATAN, 7, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Sinh", CP_OP_SINH, 9, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Cosh", CP_OP_COSH, 9, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Asinh", CP_OP_ASINH, 9, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Acosh", CP_OP_ACOSH, 9, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Atanh", CP_OP_ATANH, 9, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"IsNaN", CP_OP_IS_NAN, 9, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"IsInf", CP_OP_IS_INF, 10, 21, 1, 1, 1, 1, isinf_attrs, load_generic},
+    {"Not", CP_OP_NOT, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"BitwiseNot", CP_OP_BITWISE_NOT, 18, 21, 1, 1, 1, 1, NULL, load_generic},
+    /* Activations. */
+    {"Elu", CP_OP_ELU, 1, 21, 1, 1, 1, 1, alpha_attrs, load_generic},
+    {"Selu", CP_OP_SELU, 1, 21, 1, 1, 1, 1, selu_attrs, load_generic},
+    {"Celu", CP_OP_CELU, 12, 21, 1, 1, 1, 1, alpha_attrs, load_generic},
+    {"HardSigmoid", CP_OP_HARD_SIGMOID, 1, 21, 1, 1, 1, 1, hard_sigmoid_attrs, load_generic},
+    {"HardSwish", CP_OP_HARD_SWISH, 14, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Softsign", CP_OP_SOFTSIGN, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Softplus", CP_OP_SOFTPLUS, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"ThresholdedRelu", CP_OP_THRESHOLDED_RELU, 10, 21, 1, 1, 1, 1, alpha_attrs, load_generic},
+    {"Shrink", CP_OP_SHRINK, 9, 21, 1, 1, 1, 1, shrink_attrs, load_generic},
+    {"Mish", CP_OP_MISH, 18, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"PRelu", CP_OP_PRELU, 1, 21, 2, 2, 1, 1, NULL, load_generic},
+    /* ONNX's Gelu (20) is our own Gelu, with the same `approximate`. */
+    {"Gelu", CP_OP_GELU, 20, 21, 1, 1, 1, 1, gelu_attrs, load_generic},
+    /* Comparisons, logic, Mod and the bitwise ops. */
+    {"Greater", CP_OP_GREATER, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Less", CP_OP_LESS, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"GreaterOrEqual", CP_OP_GREATER_OR_EQUAL, 12, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"LessOrEqual", CP_OP_LESS_OR_EQUAL, 12, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"And", CP_OP_AND, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Or", CP_OP_OR, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Xor", CP_OP_XOR, 7, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Mod", CP_OP_MOD, 10, 21, 2, 2, 1, 1, mod_attrs, load_generic},
+    {"BitShift", CP_OP_BIT_SHIFT, 11, 21, 2, 2, 1, 1, bitshift_attrs, load_generic},
+    {"BitwiseAnd", CP_OP_BITWISE_AND, 18, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"BitwiseOr", CP_OP_BITWISE_OR, 18, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"BitwiseXor", CP_OP_BITWISE_XOR, 18, 21, 2, 2, 1, 1, NULL, load_generic},
+    /* Variadic, multidirectional broadcasting (from 8; opset 7's same-shape
+     * form is a special case). */
+    {"Max", CP_OP_MAX, 1, 21, 1, ANY, 1, 1, NULL, load_generic},
+    {"Min", CP_OP_MIN, 1, 21, 1, ANY, 1, 1, NULL, load_generic},
+    {"Sum", CP_OP_SUM, 1, 21, 1, ANY, 1, 1, NULL, load_generic},
+    {"Mean", CP_OP_MEAN, 1, 21, 1, ANY, 1, 1, NULL, load_generic},
+    {"CastLike", CP_OP_CAST_LIKE, 15, 21, 2, 2, 1, 1, NULL, load_cast_like},
+    /* Random generators: deterministic given `seed` (graph/op_eval_elementwise.h). */
+    {"RandomNormal", CP_OP_RANDOM_NORMAL, 7, 21, 0, 0, 1, 1, random_normal_attrs, load_generic},
+    {"RandomUniform", CP_OP_RANDOM_UNIFORM, 7, 21, 0, 0, 1, 1, random_uniform_attrs, load_generic},
+    {"RandomNormalLike", CP_OP_RANDOM_NORMAL_LIKE, 7, 21, 1, 1, 1, 1, random_like_attrs,
+     load_generic},
+    {"RandomUniformLike", CP_OP_RANDOM_UNIFORM_LIKE, 7, 21, 1, 1, 1, 1, random_like_attrs,
+     load_generic},
+    {"Bernoulli", CP_OP_BERNOULLI, 15, 21, 1, 1, 1, 1, bernoulli_attrs, load_generic},
+    {"Multinomial", CP_OP_MULTINOMIAL, 7, 21, 1, 1, 1, 1, multinomial_attrs, load_generic},
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */

@@ -203,10 +203,15 @@ enum cp_status onnx_load_cast(struct onnx_ctx *c, const struct onnx_op_def *def,
     }
     if (to < 0 || to > INT32_MAX || cp_dtype_from_onnx((int)to) == CP_DTYPE_UNDEFINED) {
         char buf[24];
+        /* Cast's `saturate` (19) concerns only the float8 types. */
+        const char *why = to >= 17 && to <= 20   ? " (float8 types are not supported)"
+                          : to == 21 || to == 22 ? " (4-bit types are not supported)"
+                                                 : "";
         return onnx_err(c, CP_ERR_UNSUPPORTED,
-                        "node '%s' (Cast): a cast to %s is not supported (supported: f32, f16, "
+                        "node '%s' (Cast): a cast to %s is not supported%s (supported: f32, f16, "
                         "bf16, f64, i8, u8, i16, u16, i32, u32, i64, u64, bool)",
-                        name, cp_onnx_dtype_name(to < 0 || to > INT32_MAX ? -1 : (int)to, buf));
+                        name, cp_onnx_dtype_name(to < 0 || to > INT32_MAX ? -1 : (int)to, buf),
+                        why);
     }
     return CP_OK;
 }

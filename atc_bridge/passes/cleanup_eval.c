@@ -287,6 +287,25 @@ static bool dispatch(struct ev *e)
     case CP_OP_RANGE:
         return ev_range(e);
     /* ---- [elementwise] ---- */
+    case CP_OP_NEG:
+    case CP_OP_ABS:
+    case CP_OP_SIGN:
+    case CP_OP_FLOOR:
+    case CP_OP_CEIL:
+    case CP_OP_NOT:
+    case CP_OP_GREATER:
+    case CP_OP_LESS:
+    case CP_OP_GREATER_OR_EQUAL:
+    case CP_OP_LESS_OR_EQUAL:
+    case CP_OP_AND:
+    case CP_OP_OR:
+    case CP_OP_XOR:
+    case CP_OP_MOD:
+    case CP_OP_MAX:
+    case CP_OP_MIN:
+    case CP_OP_SUM:
+    case CP_OP_CAST_LIKE:
+        return cp_fold_eval_elementwise(e->n, e->in, e->in_data, e->out, e->out_data);
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */

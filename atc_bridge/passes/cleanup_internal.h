@@ -18,4 +18,12 @@ enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed);
  * attribute is one the evaluator does not handle: the node then stays. */
 bool cp_fold_eval(const struct cp_graph *g, const struct cp_node *n, void **data, size_t *nbytes);
 
+/* ---- [elementwise] ---- */
+/* The elementwise family's ops on constant inputs (cleanup_eval_elementwise.c):
+ * in[i] / in_data[i] for node n's inputs, out / out_data its one output.
+ * False, with nothing written, for what it does not handle. */
+bool cp_fold_eval_elementwise(const struct cp_node *n, const struct cp_tensor *const *in,
+                              const void *const *in_data, const struct cp_tensor *out,
+                              void *out_data);
+
 #endif

@@ -77,6 +77,26 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_gather,
     &cp_fast_resize,
     /* ---- [elementwise] ---- */
+    &cp_fast_hard_swish,
+    &cp_fast_hard_sigmoid,
+    &cp_fast_elu,
+    &cp_fast_softplus,
+    &cp_fast_mish,
+    &cp_fast_neg,
+    &cp_fast_reciprocal,
+    &cp_fast_abs,
+    &cp_fast_floor,
+    &cp_fast_ceil,
+    &cp_fast_log,
+    &cp_fast_sin,
+    &cp_fast_cos,
+    &cp_fast_prelu,
+    &cp_fast_max2,
+    &cp_fast_min2,
+    &cp_fast_greater,
+    &cp_fast_less,
+    &cp_fast_greater_or_equal,
+    &cp_fast_less_or_equal,
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */

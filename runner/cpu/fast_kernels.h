@@ -35,5 +35,11 @@ extern const struct cp_kernel cp_fast_layer_norm;
 /* ---- [rnn] ---- */
 extern const struct cp_kernel cp_fast_lstm, cp_fast_gru, cp_fast_rnn; /* fast_rnn.c */
 /* ---- end [rnn] ---- */
+/* ---- [elementwise] ---- */
+/* fast_elementwise.c */
+extern const struct cp_kernel cp_fast_hard_swish, cp_fast_hard_sigmoid, cp_fast_elu,
+    cp_fast_softplus, cp_fast_mish, cp_fast_neg, cp_fast_reciprocal, cp_fast_abs, cp_fast_floor,
+    cp_fast_ceil, cp_fast_log, cp_fast_sin, cp_fast_cos, cp_fast_prelu, cp_fast_max2, cp_fast_min2,
+    cp_fast_greater, cp_fast_less, cp_fast_greater_or_equal, cp_fast_less_or_equal;
 
 #endif

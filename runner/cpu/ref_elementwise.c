@@ -17,6 +17,13 @@ static bool is_arith_dtype(enum cp_dtype dt)
     return dt == CP_DTYPE_F32 || cp_ref_dtype_is_int(dt);
 }
 
+/* Add, Sub, Mul, Div, Equal and Pow's base take every numeric dtype
+ * cannprof has (cp_eval_binary computes the other floats in double). */
+static bool is_numeric_dtype(enum cp_dtype dt)
+{
+    return dt != CP_DTYPE_UNDEFINED && dt != CP_DTYPE_BOOL && dt < CP_DTYPE_COUNT;
+}
+
 static bool binary_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_inputs != 2 || n->n_outputs != 1)
@@ -28,19 +35,14 @@ static bool binary_supports(const struct cp_graph *g, const struct cp_node *n)
     switch (n->op) {
     case CP_OP_POW:
         /* The exponent may have its own type (opset 12). */
-        return (a->dtype == CP_DTYPE_F32 || a->dtype == CP_DTYPE_F64 || a->dtype == CP_DTYPE_I32 ||
+        return (cp_dtype_is_float(a->dtype) || a->dtype == CP_DTYPE_I32 ||
                 a->dtype == CP_DTYPE_I64) &&
-               (is_arith_dtype(b->dtype) || b->dtype == CP_DTYPE_F64 || b->dtype == CP_DTYPE_I16 ||
-                b->dtype == CP_DTYPE_U16 || b->dtype == CP_DTYPE_U32 || b->dtype == CP_DTYPE_U64) &&
-               y->dtype == a->dtype;
+               is_numeric_dtype(b->dtype) && y->dtype == a->dtype;
     case CP_OP_EQUAL:
-        return a->dtype == b->dtype &&
-               (is_arith_dtype(a->dtype) || cp_dtype_is_float(a->dtype) ||
-                a->dtype == CP_DTYPE_BOOL) &&
+        return a->dtype == b->dtype && (is_numeric_dtype(a->dtype) || a->dtype == CP_DTYPE_BOOL) &&
                y->dtype == CP_DTYPE_BOOL;
     default:
-        return a->dtype == b->dtype && (is_arith_dtype(a->dtype) || cp_dtype_is_float(a->dtype)) &&
-               y->dtype == a->dtype;
+        return a->dtype == b->dtype && is_numeric_dtype(a->dtype) && y->dtype == a->dtype;
     }
 }
 

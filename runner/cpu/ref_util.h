@@ -128,5 +128,18 @@ extern const struct cp_kernel cp_ref_lstm, cp_ref_gru, cp_ref_rnn; /* ref_rnn.c 
 extern const struct cp_kernel cp_ref_dft, cp_ref_stft, cp_ref_hann_window, cp_ref_hamming_window,
     cp_ref_blackman_window, cp_ref_mel_weight_matrix; /* ref_signal.c */
 /* ---- end [rnn] ---- */
+/* ---- [elementwise] ---- */
+/* ref_elementwise_ops.c */
+extern const struct cp_kernel cp_ref_abs, cp_ref_neg, cp_ref_reciprocal, cp_ref_floor, cp_ref_ceil,
+    cp_ref_round, cp_ref_sign, cp_ref_log, cp_ref_sin, cp_ref_cos, cp_ref_tan, cp_ref_asin,
+    cp_ref_acos, cp_ref_atan, cp_ref_sinh, cp_ref_cosh, cp_ref_asinh, cp_ref_acosh, cp_ref_atanh,
+    cp_ref_is_nan, cp_ref_is_inf, cp_ref_not, cp_ref_bitwise_not, cp_ref_elu, cp_ref_selu,
+    cp_ref_celu, cp_ref_hard_sigmoid, cp_ref_hard_swish, cp_ref_softsign, cp_ref_softplus,
+    cp_ref_thresholded_relu, cp_ref_shrink, cp_ref_mish, cp_ref_prelu, cp_ref_greater, cp_ref_less,
+    cp_ref_greater_or_equal, cp_ref_less_or_equal, cp_ref_and, cp_ref_or, cp_ref_xor, cp_ref_mod,
+    cp_ref_bit_shift, cp_ref_bitwise_and, cp_ref_bitwise_or, cp_ref_bitwise_xor, cp_ref_max,
+    cp_ref_min, cp_ref_sum, cp_ref_mean, cp_ref_cast_like, cp_ref_random_normal,
+    cp_ref_random_uniform, cp_ref_random_normal_like, cp_ref_random_uniform_like, cp_ref_bernoulli,
+    cp_ref_multinomial;
 
 #endif

@@ -1251,3 +1251,45 @@ Test(onnx_import, test_onnx_example_models_import)
     }
     globfree(&gl);
 }
+
+/* ---- [elementwise] ---- */
+
+/* x -> op -> y, f32 [1, 4]. */
+static Onnx__ModelProto *unary_model(int64_t opset, const char *op)
+{
+    Onnx__ModelProto *m = model_new(opset);
+    input_add(m->graph, "x", F32, "1,4");
+    node_add(m->graph, op, "n", "x", "y");
+    output_add(m->graph, "y", F32, "1,4");
+    return m;
+}
+
+Test(onnx_import, test_onnx_gelu_20_imports_as_our_gelu)
+{
+    Onnx__ModelProto *m = unary_model(20, "Gelu");
+    struct cp_graph *g = NULL;
+    struct cp_diag d;
+    cr_assert_eq(import(m, &g, &d), CP_OK, "%s", d.msg);
+    bool found = false;
+    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
+        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
+        if (strcmp(n->op_type, "Gelu") == 0) {
+            cr_expect_eq(n->op, CP_OP_GELU);
+            found = true;
+        }
+    }
+    cr_expect(found);
+    cp_graph_free(g);
+
+    m = unary_model(19, "Gelu");
+    expect_error(m, CP_ERR_UNSUPPORTED, "Gelu");
+}
+
+Test(onnx_import, test_onnx_cast_to_float8_is_refused_by_name)
+{
+    Onnx__ModelProto *m = unary_model(19, "Neg");
+    Onnx__NodeProto *c = node_add(m->graph, "Cast", "cast", "x", "x8");
+    attr_int(c, "to", 17); /* FLOAT8E4M3FN */
+    attr_int(c, "saturate", 1);
+    expect_error(m, CP_ERR_UNSUPPORTED, "float8 types are not supported");
+}

@@ -1079,6 +1079,47 @@ static void c_gru_batch1_wide(struct cp_graph *g)
     cp_node_set_int(g, n, "hidden_size", 80);
 }
 /* ---- end [rnn] ---- */
+/* ---- [elementwise] ---- */
+UNARY_CASE(c_hard_swish, "HardSwish", 4, D(1, 16, 33, 32))
+UNARY_CASE(c_elu, "Elu", 2, D(3, 1000))
+UNARY_CASE(c_softplus, "Softplus", 2, D(3, 1000))
+UNARY_CASE(c_mish, "Mish", 4, D(1, 8, 64, 65))
+UNARY_CASE(c_neg, "Neg", 2, D(3, 1001))
+UNARY_CASE(c_reciprocal, "Reciprocal", 2, D(3, 1000))
+UNARY_CASE(c_abs, "Abs", 2, D(3, 1000))
+UNARY_CASE(c_floor, "Floor", 2, D(3, 1000))
+UNARY_CASE(c_ceil, "Ceil", 2, D(3, 1000))
+UNARY_CASE(c_log, "Log", 2, D(3, 1000))
+UNARY_CASE(c_sin, "Sin", 2, D(3, 1000))
+UNARY_CASE(c_cos, "Cos", 3, D(1, 77, 640))
+static void c_hard_sigmoid(struct cp_graph *g)
+{
+    X(g, "x", 2, D(5, 300));
+    int32_t n = N(g, "HardSigmoid", I("x"), I("y"));
+    cp_node_set_float(g, n, "alpha", 1.0f / 6.0f);
+}
+static void c_elu_alpha(struct cp_graph *g)
+{
+    X(g, "x", 1, D(1000));
+    int32_t n = N(g, "Elu", I("x"), I("y"));
+    cp_node_set_float(g, n, "alpha", 0.5f);
+}
+static void c_prelu_channel(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 16, 20, 20));
+    W(g, "slope", 3, D(16, 1, 1));
+    N(g, "PRelu", I("x", "slope"), I("y"));
+}
+BINARY_CASE(c_prelu_scalar, "PRelu", 3, D(2, 8, 50), 1, D(1))
+BINARY_CASE(c_prelu_last, "PRelu", 3, D(2, 8, 50), 1, D(50))
+BINARY_CASE(c_max2_bcast, "Max", 3, D(2, 8, 50), 1, D(50))
+BINARY_CASE(c_max2_long, "Max", 1, D(100000), 1, D(100000))
+BINARY_CASE(c_min2_scalar, "Min", 3, D(2, 8, 50), 0, NULL)
+BINARY_CASE(c_greater_bcast, "Greater", 3, D(2, 8, 50), 3, D(2, 1, 50))
+BINARY_CASE(c_less_scalar, "Less", 2, D(7, 300), 0, NULL)
+BINARY_CASE(c_ge_same, "GreaterOrEqual", 2, D(7, 300), 2, D(7, 300))
+BINARY_CASE(c_le_first, "LessOrEqual", 1, D(1), 2, D(7, 300))
+/* ---- end [elementwise] ---- */
 
 struct hcase {
     const char *name;
@@ -1228,6 +1269,32 @@ static const struct hcase cases[] = {
     C(c_maxpool_nhwc),
     C(c_avgpool_16c),
     C(c_gap_8c),
+    /* ---- [elementwise] ---- */
+    C(c_hard_swish),
+    C(c_hard_sigmoid),
+    CM(c_elu, IN_WIDE),
+    C(c_elu_alpha),
+    CM(c_softplus, IN_WIDE),
+    CM(c_mish, IN_WIDE),
+    C(c_neg),
+    CM(c_reciprocal, IN_POSITIVE),
+    C(c_abs),
+    CM(c_floor, IN_WIDE),
+    CM(c_ceil, IN_WIDE),
+    CM(c_log, IN_POSITIVE),
+    CM(c_sin, IN_WIDE),
+    CM(c_cos, IN_WIDE),
+    C(c_prelu_channel),
+    C(c_prelu_scalar),
+    C(c_prelu_last),
+    C(c_max2_bcast),
+    C(c_max2_long),
+    C(c_min2_scalar),
+    C(c_greater_bcast),
+    C(c_less_scalar),
+    C(c_ge_same),
+    C(c_le_first),
+    /* ---- end [elementwise] ---- */
     /* attention */
     C(c_attn_bhnd_kt),
     C(c_attn_bnhd_mask),
