@@ -290,6 +290,10 @@ enum cp_op {
     CP_OP_EYE_LIKE,
     CP_OP_NLL_LOSS,
     CP_OP_SCE_LOSS,
+    CP_OP_REVERSE_SEQUENCE,
+    CP_OP_DET,
+    CP_OP_EINSUM,
+    CP_OP_UNIQUE,
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

@@ -638,6 +638,10 @@ static const struct op_rule rules[] = {
     [CP_OP_EYE_LIKE] = {cp_infer_eye_like, 1, 1, 1, 1},
     [CP_OP_NLL_LOSS] = {cp_infer_nll_loss, 2, 3, 1, 1},
     [CP_OP_SCE_LOSS] = {cp_infer_sce_loss, 2, 3, 1, 2},
+    [CP_OP_REVERSE_SEQUENCE] = {cp_infer_reverse_sequence, 2, 2, 1, 1},
+    [CP_OP_DET] = {cp_infer_det, 1, 1, 1, 1},
+    [CP_OP_EINSUM] = {cp_infer_einsum, 1, 8, 1, 1},
+    [CP_OP_UNIQUE] = {cp_infer_unique, 1, 1, 1, 4},
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

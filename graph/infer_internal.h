@@ -188,6 +188,10 @@ enum cp_status cp_infer_sce_loss(struct cp_infer *c);
 enum cp_status cp_infer_size(struct cp_infer *c);
 enum cp_status cp_infer_tile(struct cp_infer *c);
 enum cp_status cp_infer_topk(struct cp_infer *c);
+enum cp_status cp_infer_reverse_sequence(struct cp_infer *c);
+enum cp_status cp_infer_det(struct cp_infer *c);
+enum cp_status cp_infer_einsum(struct cp_infer *c);
+enum cp_status cp_infer_unique(struct cp_infer *c);
 /* ---- end [reduce_index] ---- */
 
 #endif

@@ -8,6 +8,7 @@
  * the model declared fills it in, and the kernel then checks at run time
  * that the data agrees with it). */
 #include "graph/infer_internal.h"
+#include "graph/op_eval.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -474,4 +475,122 @@ enum cp_status cp_infer_sce_loss(struct cp_infer *c)
     if (st == CP_OK)
         st = cp_infer_set_out(c, 0, x->dtype, &s);
     return st == CP_OK ? cp_infer_set_out(c, 1, x->dtype, &x->shape) : st;
+}
+
+/* ReverseSequence: the output is the input. */
+enum cp_status cp_infer_reverse_sequence(struct cp_infer *c)
+{
+    const struct cp_tensor *x = cp_infer_in(c, 0), *sl = cp_infer_in(c, 1);
+    if (sl->dtype != CP_DTYPE_UNDEFINED && sl->dtype != CP_DTYPE_I64)
+        return cp_infer_fail(c, "sequence_lens '%s' must be int64", sl->name);
+    int64_t ba = cp_node_attr_int(c->node, "batch_axis", 1);
+    int64_t ta = cp_node_attr_int(c->node, "time_axis", 0);
+    if ((ba != 0 && ba != 1) || (ta != 0 && ta != 1) || ba == ta)
+        return cp_infer_fail(c, "batch_axis %lld and time_axis %lld must be 0 and 1 in some order",
+                             (long long)ba, (long long)ta);
+    if (x->shape.rank >= 0 && x->shape.rank < 2)
+        return cp_infer_fail(c, "input '%s' must have rank >= 2", x->name);
+    return cp_infer_set_out(c, 0, x->dtype, &x->shape);
+}
+
+/* Det: [..., M, M] to [...]. */
+enum cp_status cp_infer_det(struct cp_infer *c)
+{
+    const struct cp_tensor *x = cp_infer_in(c, 0);
+    struct cp_shape s;
+    int r = x->shape.rank;
+    if (r < 0) {
+        cp_shape_set_unknown(&s);
+        return cp_infer_set_out(c, 0, x->dtype, &s);
+    }
+    if (r < 2)
+        return cp_infer_fail(c, "input '%s' must have rank >= 2", x->name);
+    int64_t m = x->shape.dims[r - 2].value, n = x->shape.dims[r - 1].value;
+    if (m >= 0 && n >= 0 && m != n)
+        return cp_infer_fail(c, "input '%s' is not square (%lld x %lld)", x->name, (long long)m,
+                             (long long)n);
+    s = x->shape;
+    s.rank = r - 2;
+    return cp_infer_set_out(c, 0, x->dtype, &s);
+}
+
+enum cp_status cp_infer_einsum(struct cp_infer *c)
+{
+    const struct cp_shape *shapes[CP_EINSUM_MAX_IN];
+    int n = (int)c->node->n_inputs;
+    struct cp_shape s;
+    const struct cp_tensor *x0 = cp_infer_in(c, 0);
+    if (n > CP_EINSUM_MAX_IN)
+        return cp_infer_fail_st(c, CP_ERR_UNSUPPORTED, "%d inputs (at most %d supported)", n,
+                                CP_EINSUM_MAX_IN);
+    for (int i = 0; i < n; i++) {
+        const struct cp_tensor *t = cp_infer_in(c, (size_t)i);
+        if (!t)
+            return cp_infer_fail(c, "input %d is missing", i);
+        if (t->dtype != x0->dtype)
+            return cp_infer_fail(c, "inputs differ in dtype");
+        if (t->shape.rank < 0) {
+            cp_shape_set_unknown(&s);
+            return cp_infer_set_out(c, 0, x0->dtype, &s);
+        }
+        shapes[i] = &t->shape;
+    }
+    const char *eq = cp_node_attr_string(c->node, "equation", NULL);
+    if (!eq)
+        return cp_infer_fail(c, "missing required attribute 'equation'");
+    struct cp_einsum *ep = cp_calloc(1, sizeof *ep);
+    if (!ep)
+        return nomem(c);
+    char why[160];
+    if (!cp_eval_einsum_plan(eq, n, shapes, ep, why, sizeof why)) {
+        free(ep);
+        return cp_infer_fail(c, "equation '%s': %s", eq, why);
+    }
+    s.rank = ep->out_rank;
+    for (int q = 0; q < ep->out_rank; q++) {
+        int64_t v = ep->size[ep->out_label[q]];
+        if (v >= 0)
+            cp_infer_dim_set(&s.dims[q], v);
+        else
+            cp_infer_dim_dyn(&s.dims[q]);
+    }
+    free(ep);
+    return cp_infer_set_out(c, 0, x0->dtype, &s);
+}
+
+/* Unique: Y, indices, inverse_indices, counts; the unique count depends on
+ * the data and stays dynamic. */
+enum cp_status cp_infer_unique(struct cp_infer *c)
+{
+    const struct cp_tensor *x = cp_infer_in(c, 0);
+    const struct cp_attr *axis = cp_node_attr(c->node, "axis");
+    struct cp_shape y, u, inv;
+    int ax = -1;
+    u.rank = 1;
+    cp_infer_dim_dyn(&u.dims[0]);
+    inv.rank = 1;
+    cp_infer_dim_dyn(&inv.dims[0]);
+    if (axis && x->shape.rank >= 0) {
+        enum cp_status st = cp_infer_axis(c, axis->i, x->shape.rank, false, "axis", &ax);
+        if (st != CP_OK)
+            return st;
+        y = x->shape;
+        cp_infer_dim_dyn(&y.dims[ax]);
+        inv.dims[0] = x->shape.dims[ax];
+    } else if (axis) {
+        cp_shape_set_unknown(&y);
+    } else {
+        y = u;
+        int64_t ne = cp_shape_numel(&x->shape);
+        if (ne >= 0)
+            cp_infer_dim_set(&inv.dims[0], ne);
+    }
+    enum cp_status st = cp_infer_set_out(c, 0, x->dtype, &y);
+    if (st == CP_OK)
+        st = cp_infer_set_out(c, 1, CP_DTYPE_I64, &u);
+    if (st == CP_OK)
+        st = cp_infer_set_out(c, 2, CP_DTYPE_I64, &inv);
+    if (st == CP_OK)
+        st = cp_infer_set_out(c, 3, CP_DTYPE_I64, &u);
+    return st;
 }

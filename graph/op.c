@@ -91,6 +91,10 @@ static const char *const op_names[] = {
     [CP_OP_EYE_LIKE] = "EyeLike",
     [CP_OP_NLL_LOSS] = "NegativeLogLikelihoodLoss",
     [CP_OP_SCE_LOSS] = "SoftmaxCrossEntropyLoss",
+    [CP_OP_REVERSE_SEQUENCE] = "ReverseSequence",
+    [CP_OP_DET] = "Det",
+    [CP_OP_EINSUM] = "Einsum",
+    [CP_OP_UNIQUE] = "Unique",
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

@@ -459,6 +459,10 @@ static const struct onnx_op_def ops[] = {
     {"EyeLike", CP_OP_EYE_LIKE, 9, 21, 1, 1, 1, 1, NULL, load_generic},
     {"NegativeLogLikelihoodLoss", CP_OP_NLL_LOSS, 12, 21, 2, 3, 1, 1, NULL, load_generic},
     {"SoftmaxCrossEntropyLoss", CP_OP_SCE_LOSS, 12, 21, 2, 3, 1, 2, NULL, load_generic},
+    {"ReverseSequence", CP_OP_REVERSE_SEQUENCE, 10, 21, 2, 2, 1, 1, NULL, load_generic},
+    {"Det", CP_OP_DET, 11, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"Einsum", CP_OP_EINSUM, 12, 21, 1, 8, 1, 1, NULL, load_generic},
+    {"Unique", CP_OP_UNIQUE, 11, 21, 1, 1, 1, 4, NULL, load_generic},
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

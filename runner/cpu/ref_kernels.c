@@ -90,6 +90,10 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     &cp_ref_eye_like,
     &cp_ref_nll_loss,
     &cp_ref_sce_loss,
+    &cp_ref_reverse_sequence,
+    &cp_ref_det,
+    &cp_ref_einsum,
+    &cp_ref_unique,
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */
