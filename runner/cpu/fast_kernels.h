@@ -32,4 +32,10 @@ extern const struct cp_kernel cp_fast_concat, cp_fast_split, cp_fast_slice, cp_f
 extern const struct cp_kernel cp_fast_group_norm, cp_fast_gelu; /* FUSION */
 extern const struct cp_kernel cp_fast_layer_norm;
 
+/* ---- [reduce_index] ---- */
+extern const struct cp_kernel cp_fast_log_softmax, cp_fast_arg_max, cp_fast_arg_min,
+    cp_fast_reduce_min, cp_fast_reduce_prod, cp_fast_reduce_l1, cp_fast_reduce_l2,
+    cp_fast_reduce_log_sum, cp_fast_reduce_log_sum_exp, cp_fast_reduce_sum_square, cp_fast_cum_sum;
+/* ---- end [reduce_index] ---- */
+
 #endif

@@ -1002,6 +1002,8 @@ struct hcase {
 #fn, fn, IN_NORMAL, opset                                                                  \
     }
 
+#include "harness_reduce_index.inc" /* the reduce_index family's cases */
+
 static const struct hcase cases[] = {
     C(c_conv_3x3_bias),
     C(c_conv_stride2_asym),
@@ -1134,6 +1136,7 @@ static const struct hcase cases[] = {
     C(c_attn_bhnd_kt),
     C(c_attn_bnhd_mask),
     C(c_attn_d40_exact),
+    REDUCE_INDEX_CASES
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
