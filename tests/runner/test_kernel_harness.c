@@ -1136,7 +1136,7 @@ static const struct hcase cases[] = {
     C(c_attn_bhnd_kt),
     C(c_attn_bnhd_mask),
     C(c_attn_d40_exact),
-    REDUCE_INDEX_CASES
+    REDUCE_INDEX_CASES,
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
