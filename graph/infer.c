@@ -611,8 +611,8 @@ static const struct op_rule rules[] = {
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */
-    [CP_OP_REDUCE_MIN] = {cp_infer_reduce, 1, 2, 1, 1},
-    [CP_OP_REDUCE_PROD] = {cp_infer_reduce, 1, 2, 1, 1},
+    [CP_OP_REDUCE_MIN] = {cp_infer_reduce_values, 1, 2, 1, 1},
+    [CP_OP_REDUCE_PROD] = {cp_infer_reduce_values, 1, 2, 1, 1},
     [CP_OP_REDUCE_L1] = {cp_infer_reduce, 1, 2, 1, 1},
     [CP_OP_REDUCE_L2] = {cp_infer_reduce, 1, 2, 1, 1},
     [CP_OP_REDUCE_LOG_SUM] = {cp_infer_reduce, 1, 2, 1, 1},

@@ -192,6 +192,7 @@ enum cp_status cp_infer_reverse_sequence(struct cp_infer *c);
 enum cp_status cp_infer_det(struct cp_infer *c);
 enum cp_status cp_infer_einsum(struct cp_infer *c);
 enum cp_status cp_infer_unique(struct cp_infer *c);
+enum cp_status cp_infer_reduce_values(struct cp_infer *c);
 /* ---- end [reduce_index] ---- */
 
 #endif

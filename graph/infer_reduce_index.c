@@ -594,3 +594,88 @@ enum cp_status cp_infer_unique(struct cp_infer *c)
         st = cp_infer_set_out(c, 3, CP_DTYPE_I64, &u);
     return st;
 }
+
+/* ReduceProd (and the other reductions) of a known small integer tensor,
+ * such as the product of a Shape's dims: the values propagate, so the
+ * folder bakes them in. */
+enum cp_status cp_infer_reduce_values(struct cp_infer *c)
+{
+    enum cp_status st = cp_infer_reduce(c);
+    const struct cp_tensor *x = cp_infer_in(c, 0), *y = cp_infer_out(c, 0);
+    int64_t numel, n;
+    if (st != CP_OK || !cp_infer_out_small(c, 0, &numel) || !cp_shape_is_static(&x->shape) ||
+        y->shape.rank < 0)
+        return st;
+    const struct cp_sval *src = cp_infer_vals(c, cp_infer_in_index(c, 0), &n);
+    if (!src || n == 0 || n != cp_shape_numel(&x->shape))
+        return CP_OK;
+    /* Which axes were reduced: read back from the output shape, which
+     * cp_infer_reduce derived (a kept dim of 1 where x has 1 is ambiguous,
+     * but reducing a dim of 1 changes nothing). */
+    int64_t axes[CP_MAX_RANK], na = 0;
+    const struct cp_attr *aa = cp_node_attr(c->node, "axes");
+    int32_t ai = cp_infer_in_index(c, 1);
+    if (ai >= 0 && (c->opset >= 18 || !aa)) {
+        if (!cp_infer_ints(c, ai, axes, CP_MAX_RANK, &na))
+            return CP_OK;
+    } else if (aa && aa->type == CP_ATTR_INTS && aa->n <= CP_MAX_RANK) {
+        na = (int64_t)aa->n;
+        memcpy(axes, aa->ints, (size_t)na * sizeof *axes);
+    }
+    int r = x->shape.rank;
+    bool mask[CP_MAX_RANK];
+    for (int k = 0; k < CP_MAX_RANK; k++)
+        mask[k] = na == 0;
+    if (na == 0 && cp_node_attr_int(c->node, "noop_with_empty_axes", 0))
+        return CP_OK; /* the identity: cp_infer_reduce copied the shape only */
+    for (int64_t k = 0; k < na; k++)
+        mask[axes[k] < 0 ? axes[k] + r : axes[k]] = true;
+    struct cp_shape kept = x->shape;
+    for (int k = 0; k < r; k++)
+        if (mask[k])
+            kept.dims[k].value = 1;
+    if (cp_shape_numel(&kept) != numel)
+        return CP_OK;
+    struct cp_sval *e = cp_calloc((size_t)(numel ? numel : 1), sizeof *e);
+    if (!e)
+        return nomem(c);
+    enum cp_op op = c->node->op;
+    for (int64_t k = 0; k < numel; k++)
+        e[k] = (struct cp_sval){op == CP_OP_REDUCE_PROD ? 1 : 0, NULL, true};
+    bool first_seen[CP_VALUE_MAX_ELEMS] = {false};
+    int64_t co[CP_MAX_RANK];
+    for (int64_t i = 0; i < n; i++) {
+        cp_infer_unravel(&x->shape, i, co);
+        for (int k = 0; k < r; k++)
+            if (mask[k])
+                co[k] = 0;
+        int64_t o = cp_infer_ravel(&kept, co);
+        struct cp_sval *a = &e[o];
+        if (!src[i].known || !a->known) {
+            a->known = false;
+            continue;
+        }
+        int64_t v = src[i].v, res;
+        bool ovf = false;
+        switch (op) {
+        case CP_OP_REDUCE_PROD:
+            ovf = __builtin_mul_overflow(a->v, v, &res);
+            break;
+        case CP_OP_REDUCE_SUM:
+            ovf = __builtin_add_overflow(a->v, v, &res);
+            break;
+        case CP_OP_REDUCE_MIN:
+            res = !first_seen[o] || v < a->v ? v : a->v;
+            break;
+        default: /* ReduceMax */
+            res = !first_seen[o] || v > a->v ? v : a->v;
+            break;
+        }
+        first_seen[o] = true;
+        if (ovf)
+            a->known = false;
+        else
+            a->v = cp_infer_wrap(y->dtype, res);
+    }
+    return cp_infer_set_vals(c, 0, e, numel);
+}
