@@ -1002,7 +1002,7 @@ struct hcase {
 #fn, fn, IN_NORMAL, opset                                                                  \
     }
 
-#include "harness_reduce_index.inc" /* the reduce_index family's cases */
+#include "runner/harness_reduce_index.h" /* the reduce_index family's cases */
 
 static const struct hcase cases[] = {
     C(c_conv_3x3_bias),

@@ -1,6 +1,9 @@
 /* Kernel harness cases of the reduce_index family's fast kernels, included
  * by test_kernel_harness.c: the builders here, the table rows through
  * REDUCE_INDEX_CASES. */
+#ifndef CP_TESTS_HARNESS_REDUCE_INDEX_H
+#define CP_TESTS_HARNESS_REDUCE_INDEX_H
+
 static void c_ri_log_softmax(struct cp_graph *g)
 {
     X(g, "x", 3, D(2, 7, 100));
@@ -70,3 +73,4 @@ static void c_ri_cumsum_last_rev_excl(struct cp_graph *g)
         CM(c_ri_argmin_last, IN_WIDE), C(c_ri_rmin), C(c_ri_rl1), C(c_ri_rl2), C(c_ri_rlse),       \
         C(c_ri_rss), C(c_ri_rprod), CM(c_ri_rlogsum, IN_POSITIVE), C(c_ri_cumsum_inner),           \
         C(c_ri_cumsum_last_rev_excl)
+#endif
