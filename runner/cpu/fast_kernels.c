@@ -91,6 +91,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_reduce_log_sum_exp,
     &cp_fast_reduce_sum_square,
     &cp_fast_cum_sum,
+    &cp_fast_einsum,
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

@@ -35,7 +35,8 @@ extern const struct cp_kernel cp_fast_layer_norm;
 /* ---- [reduce_index] ---- */
 extern const struct cp_kernel cp_fast_log_softmax, cp_fast_arg_max, cp_fast_arg_min,
     cp_fast_reduce_min, cp_fast_reduce_prod, cp_fast_reduce_l1, cp_fast_reduce_l2,
-    cp_fast_reduce_log_sum, cp_fast_reduce_log_sum_exp, cp_fast_reduce_sum_square, cp_fast_cum_sum;
+    cp_fast_reduce_log_sum, cp_fast_reduce_log_sum_exp, cp_fast_reduce_sum_square, cp_fast_cum_sum,
+    cp_fast_einsum;
 /* ---- end [reduce_index] ---- */
 
 #endif

@@ -11,6 +11,7 @@
  */
 #include "runner/cpu/fast_kernels.h"
 #include "runner/cpu/fast_util.h"
+#include "graph/op_eval.h" /* Einsum's equation, transposes */
 
 #include <math.h>
 #include <omp.h>
@@ -416,3 +417,217 @@ static enum cp_status cum_run(struct cp_kexec *k)
 
 const struct cp_kernel cp_fast_cum_sum = {"c:cumsum", CP_OP_CUM_SUM, cum_supports, NULL,
                                           cum_run,    NULL,          NULL};
+
+/* ---- Einsum as a batched matmul ------------------------------------------------------------ */
+
+/* Two-input equations whose labels each fall in one class: batch (both
+ * inputs and the output), M (A and the output), N (B and the output) or K
+ * (both inputs, summed): "bhid,bhjd->bhij", "bij,bjk->bik", "ij,kj->ik",
+ * "bhij,bhjd->bhid", ... Each operand is brought to [batch, M, K] /
+ * [batch, K, N] (a transposed block is passed to sgemm as such instead of
+ * being copied), one sgemm per batch, and the result transposed to the
+ * output's order when that differs. Repeated labels, labels summed out of
+ * one input only, and broadcasting dims go to the reference. */
+enum { EM_BATCH, EM_M, EM_N, EM_K };
+
+struct em_geom {
+    int nb, nm, nn, nk;
+    int64_t batch, m, n, k;
+    /* canonical orders of A ([batch, M, K]), B ([batch, K, N]), C ([batch, M, N])
+     * as dims of A, B, and the output */
+    int64_t perm_a[CP_MAX_RANK], perm_b[CP_MAX_RANK], perm_c[CP_MAX_RANK];
+    bool copy_a, copy_b, copy_c; /* needs a transpose into scratch */
+    bool trans_a, trans_b;       /* the block is stored transposed */
+    int rank_a, rank_b, rank_c;
+    int64_t dims_a[CP_MAX_RANK], dims_b[CP_MAX_RANK], dims_c[CP_MAX_RANK];
+};
+
+static bool is_identity(const int64_t *p, int r)
+{
+    for (int i = 0; i < r; i++)
+        if (p[i] != i)
+            return false;
+    return true;
+}
+
+static int find_label(const int *labels, int r, int l)
+{
+    for (int i = 0; i < r; i++)
+        if (labels[i] == l)
+            return i;
+    return -1;
+}
+
+static bool em_plan(const struct cp_graph *g, const struct cp_node *n, struct em_geom *gm)
+{
+    if (n->n_inputs != 2 || n->n_outputs != 1 || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
+        !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) || !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
+        return false;
+    const struct cp_shape *shapes[2] = {&cp_fk_in(g, n, 0)->shape, &cp_fk_in(g, n, 1)->shape};
+    struct cp_einsum e;
+    char why[8];
+    if (!cp_eval_einsum_plan(cp_node_attr_string(n, "equation", ""), 2, shapes, &e, why,
+                             sizeof why))
+        return false;
+    const int *la = e.label[0], *lb = e.label[1], *lc = e.out_label;
+    int ra = e.rank[0], rb = e.rank[1], rc = e.out_rank;
+    /* no repeats, no broadcasting */
+    for (int i = 0; i < ra; i++)
+        if (find_label(la, i, la[i]) >= 0 || e.dim[0][i] != e.size[la[i]])
+            return false;
+    for (int i = 0; i < rb; i++)
+        if (find_label(lb, i, lb[i]) >= 0 || e.dim[1][i] != e.size[lb[i]])
+            return false;
+    memset(gm, 0, sizeof *gm);
+    gm->batch = gm->m = gm->n = gm->k = 1;
+    int ob[CP_MAX_RANK], om[CP_MAX_RANK], on[CP_MAX_RANK], okk[CP_MAX_RANK];
+    for (int q = 0; q < rc; q++) {
+        int l = lc[q];
+        bool ia = find_label(la, ra, l) >= 0, ib = find_label(lb, rb, l) >= 0;
+        if (ia && ib)
+            ob[gm->nb++] = l, gm->batch *= e.size[l];
+        else if (ia)
+            om[gm->nm++] = l, gm->m *= e.size[l];
+        else
+            on[gm->nn++] = l, gm->n *= e.size[l];
+    }
+    for (int i = 0; i < ra; i++) {
+        int l = la[i];
+        if (find_label(lc, rc, l) >= 0)
+            continue;
+        if (find_label(lb, rb, l) < 0)
+            return false; /* summed out of A alone */
+        okk[gm->nk++] = l;
+        gm->k *= e.size[l];
+    }
+    for (int i = 0; i < rb; i++)
+        if (find_label(lc, rc, lb[i]) < 0 && find_label(la, ra, lb[i]) < 0)
+            return false; /* summed out of B alone */
+    /* A as [batch, M, K] or, transposed, [batch, K, M] */
+    int p = 0;
+    for (int i = 0; i < gm->nb; i++)
+        gm->perm_a[p++] = find_label(la, ra, ob[i]);
+    int64_t t_a[CP_MAX_RANK];
+    memcpy(t_a, gm->perm_a, sizeof t_a);
+    int pt = p;
+    for (int i = 0; i < gm->nm; i++)
+        gm->perm_a[p++] = find_label(la, ra, om[i]);
+    for (int i = 0; i < gm->nk; i++)
+        gm->perm_a[p++] = find_label(la, ra, okk[i]);
+    for (int i = 0; i < gm->nk; i++)
+        t_a[pt++] = find_label(la, ra, okk[i]);
+    for (int i = 0; i < gm->nm; i++)
+        t_a[pt++] = find_label(la, ra, om[i]);
+    if (!is_identity(gm->perm_a, ra) && is_identity(t_a, ra))
+        gm->trans_a = true;
+    gm->copy_a = !is_identity(gm->perm_a, ra) && !gm->trans_a;
+    /* B as [batch, K, N] or, transposed, [batch, N, K] */
+    p = 0;
+    for (int i = 0; i < gm->nb; i++)
+        gm->perm_b[p++] = find_label(lb, rb, ob[i]);
+    int64_t t_b[CP_MAX_RANK];
+    memcpy(t_b, gm->perm_b, sizeof t_b);
+    pt = p;
+    for (int i = 0; i < gm->nk; i++)
+        gm->perm_b[p++] = find_label(lb, rb, okk[i]);
+    for (int i = 0; i < gm->nn; i++)
+        gm->perm_b[p++] = find_label(lb, rb, on[i]);
+    for (int i = 0; i < gm->nn; i++)
+        t_b[pt++] = find_label(lb, rb, on[i]);
+    for (int i = 0; i < gm->nk; i++)
+        t_b[pt++] = find_label(lb, rb, okk[i]);
+    if (!is_identity(gm->perm_b, rb) && is_identity(t_b, rb))
+        gm->trans_b = true;
+    gm->copy_b = !is_identity(gm->perm_b, rb) && !gm->trans_b;
+    /* C computed as [batch, M, N]; perm_c takes it to the output's order */
+    int canon[CP_MAX_RANK];
+    p = 0;
+    for (int i = 0; i < gm->nb; i++)
+        canon[p++] = ob[i];
+    for (int i = 0; i < gm->nm; i++)
+        canon[p++] = om[i];
+    for (int i = 0; i < gm->nn; i++)
+        canon[p++] = on[i];
+    for (int q = 0; q < rc; q++)
+        gm->perm_c[q] = find_label(canon, rc, lc[q]);
+    gm->copy_c = !is_identity(gm->perm_c, rc);
+    gm->rank_a = ra, gm->rank_b = rb, gm->rank_c = rc;
+    for (int i = 0; i < ra; i++)
+        gm->dims_a[i] = e.dim[0][i];
+    for (int i = 0; i < rb; i++)
+        gm->dims_b[i] = e.dim[1][i];
+    for (int q = 0; q < rc; q++)
+        gm->dims_c[q] = e.size[canon[q]];
+    return gm->batch > 0 && gm->m > 0 && gm->n > 0 && gm->k > 0;
+}
+
+static bool em_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    struct em_geom gm;
+    return em_plan(g, n, &gm);
+}
+
+static enum cp_status em_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    (void)d;
+    struct em_geom gm;
+    if (!em_plan(k->g, k->node, &gm))
+        return CP_ERR_INTERNAL;
+    size_t f = sizeof(float), s = 64;
+    if (gm.copy_a)
+        s += (size_t)(gm.batch * gm.m * gm.k) * f + 64;
+    if (gm.copy_b)
+        s += (size_t)(gm.batch * gm.k * gm.n) * f + 64;
+    if (gm.copy_c)
+        s += (size_t)(gm.batch * gm.m * gm.n) * f + 64;
+    k->scratch_bytes = s;
+    return CP_OK;
+}
+
+/* x (dims xd, rank r) permuted by perm into y. */
+static void em_transpose(const float *x, const int64_t *xd, int r, const int64_t *perm, float *y)
+{
+    struct cp_tensor tx = {.dtype = CP_DTYPE_F32}, ty = {.dtype = CP_DTYPE_F32};
+    int64_t yd[CP_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        yd[i] = xd[perm[i]];
+    cp_shape_set(&tx.shape, r, xd);
+    cp_shape_set(&ty.shape, r, yd);
+    cp_eval_transpose(&tx, x, perm, &ty, y);
+}
+
+static enum cp_status em_run(struct cp_kexec *k)
+{
+    struct em_geom gm;
+    if (!em_plan(k->g, k->node, &gm))
+        return CP_ERR_INTERNAL;
+    char *s = k->scratch;
+    const float *a = k->in_data[0], *b = k->in_data[1];
+    float *c = k->out_data[0];
+    size_t f = sizeof(float);
+    if (gm.copy_a) {
+        float *t = (float *)s;
+        em_transpose(a, gm.dims_a, gm.rank_a, gm.perm_a, t);
+        a = t;
+        s += ((size_t)(gm.batch * gm.m * gm.k) * f + 63) / 64 * 64;
+    }
+    if (gm.copy_b) {
+        float *t = (float *)s;
+        em_transpose(b, gm.dims_b, gm.rank_b, gm.perm_b, t);
+        b = t;
+        s += ((size_t)(gm.batch * gm.k * gm.n) * f + 63) / 64 * 64;
+    }
+    float *cc = gm.copy_c ? (float *)s : c;
+    int64_t lda = gm.trans_a ? gm.m : gm.k, ldb = gm.trans_b ? gm.k : gm.n;
+    for (int64_t bb = 0; bb < gm.batch; bb++)
+        if (dnnl_sgemm(gm.trans_a ? 'T' : 'N', gm.trans_b ? 'T' : 'N', gm.m, gm.n, gm.k, 1.0f,
+                       a + bb * gm.m * gm.k, lda, b + bb * gm.k * gm.n, ldb, 0.0f,
+                       cc + bb * gm.m * gm.n, gm.n) != dnnl_success)
+            return CP_ERR_INTERNAL;
+    if (gm.copy_c)
+        em_transpose(cc, gm.dims_c, gm.rank_c, gm.perm_c, c);
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_einsum = {
+    "c:einsum_matmul", CP_OP_EINSUM, em_supports, em_prepare, em_run, NULL, NULL};

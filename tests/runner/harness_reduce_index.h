@@ -68,9 +68,26 @@ static void c_ri_cumsum_last_rev_excl(struct cp_graph *g)
     cp_node_set_int(g, n, "reverse", 1);
 }
 
+#define RI_EINSUM(fn, eq, ra, da, rb, db)                                                          \
+    static void fn(struct cp_graph *g)                                                             \
+    {                                                                                              \
+        X(g, "a", ra, da);                                                                         \
+        X(g, "b", rb, db);                                                                         \
+        int32_t n = N(g, "Einsum", I("a", "b"), I("y"));                                           \
+        cp_node_set_string(g, n, "equation", eq);                                                  \
+    }
+RI_EINSUM(c_ri_einsum_scores, "bhid,bhjd->bhij", 4, D(2, 3, 5, 8), 4, D(2, 3, 7, 8))
+RI_EINSUM(c_ri_einsum_bmm, "bij,bjk->bik", 3, D(2, 5, 6), 3, D(2, 6, 4))
+RI_EINSUM(c_ri_einsum_pv_heads, "bhij,bhjd->bihd", 4, D(2, 3, 5, 7), 4, D(2, 3, 7, 4))
+RI_EINSUM(c_ri_einsum_trans_a, "ki,kj->ij", 2, D(6, 5), 2, D(6, 3))
+RI_EINSUM(c_ri_einsum_seq_first, "ibh,jbh->bij", 3, D(5, 2, 4), 3, D(6, 2, 4))
+RI_EINSUM(c_ri_einsum_implicit, "ij,jk", 2, D(5, 6), 2, D(6, 3))
+
 #define REDUCE_INDEX_CASES                                                                         \
     C(c_ri_log_softmax), CO(c_ri_log_softmax_old, 11), CM(c_ri_argmax, IN_WIDE),                   \
         CM(c_ri_argmin_last, IN_WIDE), C(c_ri_rmin), C(c_ri_rl1), C(c_ri_rl2), C(c_ri_rlse),       \
         C(c_ri_rss), C(c_ri_rprod), CM(c_ri_rlogsum, IN_POSITIVE), C(c_ri_cumsum_inner),           \
-        C(c_ri_cumsum_last_rev_excl)
+        C(c_ri_cumsum_last_rev_excl), C(c_ri_einsum_scores), C(c_ri_einsum_bmm),                   \
+        C(c_ri_einsum_pv_heads), C(c_ri_einsum_trans_a), C(c_ri_einsum_seq_first),                 \
+        C(c_ri_einsum_implicit)
 #endif
