@@ -92,6 +92,9 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_reduce_sum_square,
     &cp_fast_cum_sum,
     &cp_fast_einsum,
+    &cp_fast_top_k,
+    &cp_fast_gather_elements,
+    &cp_fast_tile,
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

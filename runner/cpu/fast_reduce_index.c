@@ -631,3 +631,219 @@ static enum cp_status em_run(struct cp_kexec *k)
 
 const struct cp_kernel cp_fast_einsum = {
     "c:einsum_matmul", CP_OP_EINSUM, em_supports, em_prepare, em_run, NULL, NULL};
+
+/* ---- TopK over the innermost axis ------------------------------------------------------------ */
+
+/* k small against the row (beam search, top-k sampling): one pass per row
+ * keeping the k best in a sorted buffer, which ONNX's tie order (the lower
+ * index first) falls out of, as later equal values never pass earlier
+ * ones. Larger k goes to the reference's sort. */
+#define TOPK_MAX_K 256
+
+static bool topk_geom(const struct cp_graph *g, const struct cp_node *n, int64_t *rows,
+                      int64_t *len, int64_t *k)
+{
+    int64_t xd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    int r = cp_fk_dims(cp_fk_in(g, n, 0), xd);
+    const struct cp_tensor *y = cp_fk_out(g, n, 0);
+    if (r < 1 || !y || cp_fk_dims(y, yd) != r)
+        return false;
+    int64_t axis = cp_node_attr_int(n, "axis", -1);
+    if (axis < 0)
+        axis += r;
+    if (axis != r - 1)
+        return false;
+    rows_from(xd, r, r - 1, rows, len);
+    *k = yd[r - 1];
+    return *k >= 1 && *k <= TOPK_MAX_K && *k <= *len;
+}
+
+static bool topk_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    int64_t rows, len, k;
+    const struct cp_tensor *kt = cp_fk_in(g, n, 1);
+    return n->n_outputs == 2 && cp_fk_in_is(g, n, 0, CP_DTYPE_F32) &&
+           cp_fk_out_is(g, n, 0, CP_DTYPE_F32) && cp_fk_out_is(g, n, 1, CP_DTYPE_I64) &&
+           (!kt || (kt->dtype == CP_DTYPE_I64 && cp_shape_numel(&kt->shape) == 1)) &&
+           topk_geom(g, n, &rows, &len, &k);
+}
+
+static void topk_rows(const float *x, float *yv, int64_t *yi, int64_t len, int64_t k, bool largest,
+                      int64_t r0, int64_t r1)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * len;
+        float *bv = yv + r * k;
+        int64_t *bi = yi + r * k, n = 0;
+        for (int64_t i = 0; i < len; i++) {
+            float v = xr[i];
+            if (n == k && (largest ? !(v > bv[k - 1]) : !(v < bv[k - 1])))
+                continue;
+            int64_t p = n < k ? n : k - 1;
+            while (p > 0 && (largest ? v > bv[p - 1] : v < bv[p - 1])) {
+                bv[p] = bv[p - 1];
+                bi[p] = bi[p - 1];
+                p--;
+            }
+            bv[p] = v;
+            bi[p] = i;
+            if (n < k)
+                n++;
+        }
+    }
+}
+
+static enum cp_status topk_run(struct cp_kexec *k)
+{
+    int64_t rows, len, kk;
+    if (!topk_geom(k->g, k->node, &rows, &len, &kk))
+        return CP_ERR_INTERNAL;
+    int64_t want = k->node->n_inputs > 1 && k->in_data[1] ? *(const int64_t *)k->in_data[1]
+                                                          : cp_node_attr_int(k->node, "k", -1);
+    if (want != kk)
+        return CP_ERR_INTERNAL; /* K disagrees with the planned output shape */
+    bool largest = cp_node_attr_int(k->node, "largest", 1) != 0;
+    const float *x = k->in_data[0];
+    float *yv = k->out_data[0];
+    int64_t *yi = k->out_data[1];
+    int nt = cp_fk_threads(k, rows * len, 16384);
+    if (nt <= 1) {
+        topk_rows(x, yv, yi, len, kk, largest, 0, rows);
+        return CP_OK;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t b, e;
+        cp_fk_split(rows, 1, &b, &e);
+        topk_rows(x, yv, yi, len, kk, largest, b, e);
+    }
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_top_k = {"c:topk", CP_OP_TOP_K, topk_supports, NULL,
+                                        topk_run, NULL,        NULL};
+
+/* ---- GatherElements over the innermost axis ------------------------------------------------ */
+
+/* Rows of the indices (all but the last dim) map to rows of the data at
+ * the same leading coordinates; each row gathers along the last axis. */
+static bool ge_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    int64_t xd[CP_MAX_RANK], id[CP_MAX_RANK];
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *ix = cp_fk_in(g, n, 1);
+    const struct cp_tensor *y = cp_fk_out(g, n, 0);
+    if (n->n_inputs != 2 || n->n_outputs != 1 || !x || !ix || !y)
+        return false;
+    int r = cp_fk_dims(x, xd);
+    if (r < 1 || cp_fk_dims(ix, id) != r ||
+        (x->dtype != CP_DTYPE_F32 && x->dtype != CP_DTYPE_I64) ||
+        (ix->dtype != CP_DTYPE_I64 && ix->dtype != CP_DTYPE_I32) || y->dtype != x->dtype ||
+        !cp_shape_equal(&y->shape, &ix->shape))
+        return false;
+    int64_t axis = cp_node_attr_int(n, "axis", 0);
+    if (axis < 0)
+        axis += r;
+    if (axis != r - 1)
+        return false;
+    for (int i = 0; i < r - 1; i++)
+        if (id[i] > xd[i])
+            return false;
+    return true;
+}
+
+static enum cp_status ge_run(struct cp_kexec *k)
+{
+    const struct cp_tensor *x = k->in[0], *ix = k->in[1];
+    int r = x->shape.rank;
+    int64_t xlen = x->shape.dims[r - 1].value, ilen = ix->shape.dims[r - 1].value;
+    int64_t rows = cp_shape_numel(&ix->shape) / (ilen ? ilen : 1);
+    bool i32 = ix->dtype == CP_DTYPE_I32, f32 = x->dtype == CP_DTYPE_F32;
+    int64_t co[CP_MAX_RANK];
+    bool bad = false;
+    for (int64_t row = 0; row < rows && ilen; row++) {
+        /* the data row at the indices row's leading coordinates */
+        int64_t rem = row, xrow = 0, mul = 1;
+        for (int a = r - 2; a >= 0; a--) {
+            co[a] = rem % ix->shape.dims[a].value;
+            rem /= ix->shape.dims[a].value;
+        }
+        for (int a = r - 2; a >= 0; a--) {
+            xrow += co[a] * mul;
+            mul *= x->shape.dims[a].value;
+        }
+        const int64_t *i64 = (const int64_t *)k->in_data[1] + row * ilen;
+        const int32_t *i32p = (const int32_t *)k->in_data[1] + row * ilen;
+        for (int64_t j = 0; j < ilen; j++) {
+            int64_t v = i32 ? i32p[j] : i64[j];
+            v = v < 0 ? v + xlen : v;
+            if (v < 0 || v >= xlen) {
+                bad = true;
+                break;
+            }
+            if (f32)
+                ((float *)k->out_data[0])[row * ilen + j] =
+                    ((const float *)k->in_data[0])[xrow * xlen + v];
+            else
+                ((int64_t *)k->out_data[0])[row * ilen + j] =
+                    ((const int64_t *)k->in_data[0])[xrow * xlen + v];
+        }
+        if (bad)
+            break;
+    }
+    return bad ? CP_ERR_INTERNAL : CP_OK;
+}
+
+const struct cp_kernel cp_fast_gather_elements = {
+    "c:gather_elements", CP_OP_GATHER_ELEMENTS, ge_supports, NULL, ge_run, NULL, NULL};
+
+/* ---- Tile ------------------------------------------------------------------------------------ */
+
+/* Output rows (all but the last dim) copy the data row at their
+ * coordinates modulo the data's dims, repeated along the last dim. Any
+ * dtype: rows move as bytes. */
+static bool tile_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    int64_t xd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *y = cp_fk_out(g, n, 0);
+    if (n->n_inputs != 2 || n->n_outputs != 1 || !x || !y || x->dtype != y->dtype ||
+        cp_dtype_size(x->dtype) == 0)
+        return false;
+    int r = cp_fk_dims(x, xd);
+    if (r < 1 || cp_fk_dims(y, yd) != r)
+        return false;
+    for (int i = 0; i < r; i++)
+        if (xd[i] < 1 || yd[i] % xd[i] != 0)
+            return false;
+    return true;
+}
+
+static enum cp_status tile_run(struct cp_kexec *k)
+{
+    const struct cp_tensor *x = k->in[0], *y = k->out[0], *rp = k->in[1];
+    int r = x->shape.rank;
+    for (int a = 0; a < r; a++)
+        if (x->shape.dims[a].value * cp_elem_load_i64(k->in_data[1], rp->dtype, a) !=
+            y->shape.dims[a].value)
+            return CP_ERR_INTERNAL; /* repeats disagree with the planned shape */
+    size_t es = cp_dtype_size(x->dtype);
+    int64_t xlen = x->shape.dims[r - 1].value, ylen = y->shape.dims[r - 1].value;
+    size_t row_bytes = (size_t)xlen * es;
+    int64_t rows = cp_shape_numel(&y->shape) / ylen;
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t rem = row, xrow = 0, mul = 1;
+        for (int a = r - 2; a >= 0; a--) {
+            int64_t c = rem % y->shape.dims[a].value;
+            rem /= y->shape.dims[a].value;
+            xrow += (c % x->shape.dims[a].value) * mul;
+            mul *= x->shape.dims[a].value;
+        }
+        const char *src = (const char *)k->in_data[0] + (size_t)xrow * row_bytes;
+        char *dst = (char *)k->out_data[0] + (size_t)row * (size_t)ylen * es;
+        for (int64_t t = 0; t < ylen / xlen; t++)
+            memcpy(dst + (size_t)t * row_bytes, src, row_bytes);
+    }
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_tile = {"c:tile", CP_OP_TILE, tile_supports, NULL,
+                                       tile_run, NULL,       NULL};
