@@ -19,6 +19,7 @@
  * counts as 0 bytes.
  */
 #include "graph/graph.h"
+#include "graph/op_eval.h" /* Einsum's equation */
 
 #include <math.h>
 #include <stdlib.h>
@@ -244,6 +245,70 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */
+    case CP_OP_REDUCE_MIN:
+    case CP_OP_REDUCE_PROD:
+    case CP_OP_REDUCE_L1:
+    case CP_OP_ARG_MAX:
+    case CP_OP_ARG_MIN:
+    case CP_OP_CUM_SUM:
+    case CP_OP_HARDMAX:
+        return in;
+    case CP_OP_REDUCE_L2:
+    case CP_OP_REDUCE_SUM_SQUARE:
+    case CP_OP_REDUCE_LOG_SUM:
+        return 2.0 * in;
+    case CP_OP_REDUCE_LOG_SUM_EXP:
+    case CP_OP_LOG_SOFTMAX:
+    case CP_OP_SCE_LOSS:
+        return 5.0 * in;
+    case CP_OP_NLL_LOSS:
+        return 2.0 * out;
+    case CP_OP_TOP_K: {
+        /* a sort of each slice along the axis: len * log2(len) compares */
+        int r = x ? x->shape.rank : 0, ax = (int)cp_node_attr_int(n, "axis", -1);
+        ax = ax < 0 ? ax + r : ax;
+        double len = r > 0 && ax >= 0 && ax < r ? dim_est(&x->shape, ax) : 1.0;
+        return len > 1.0 ? in * log2(len) : in;
+    }
+    case CP_OP_SCATTER_ELEMENTS:
+    case CP_OP_SCATTER_ND:
+    case CP_OP_SCATTER: {
+        const struct cp_tensor *u = input(g, n, 2);
+        return u && strcmp(cp_node_attr_string(n, "reduction", "none"), "none") != 0
+                   ? numel_est(&u->shape)
+                   : 0.0;
+    }
+    case CP_OP_DET: {
+        /* LU: about (2/3) m^3 per matrix */
+        int r = x ? x->shape.rank : 0;
+        double m = r >= 2 ? dim_est(&x->shape, r - 1) : 1.0;
+        return out * (2.0 / 3.0) * m * m * m;
+    }
+    case CP_OP_EINSUM: {
+        /* a multiply-add per output element and contracted index */
+        const struct cp_shape *shapes[CP_EINSUM_MAX_IN];
+        struct cp_einsum e;
+        char why[8];
+        if (n->n_inputs < 1 || n->n_inputs > CP_EINSUM_MAX_IN)
+            return 0.0;
+        for (size_t i = 0; i < n->n_inputs; i++) {
+            const struct cp_tensor *t = input(g, n, i);
+            if (!t)
+                return 0.0;
+            shapes[i] = &t->shape;
+        }
+        if (!cp_eval_einsum_plan(cp_node_attr_string(n, "equation", ""), (int)n->n_inputs, shapes,
+                                 &e, why, sizeof why))
+            return 0.0;
+        double k = 1.0;
+        bool is_out[CP_EINSUM_MAX_LABELS] = {false};
+        for (int q = 0; q < e.out_rank; q++)
+            is_out[e.out_label[q]] = true;
+        for (int l = 0; l < CP_EINSUM_MAX_LABELS; l++)
+            if (!is_out[l] && e.size[l] > 1)
+                k *= (double)e.size[l];
+        return 2.0 * out * k;
+    }
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

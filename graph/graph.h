@@ -320,6 +320,37 @@ enum cp_op {
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */
+    CP_OP_REDUCE_MIN,
+    CP_OP_REDUCE_PROD,
+    CP_OP_REDUCE_L1,
+    CP_OP_REDUCE_L2,
+    CP_OP_REDUCE_LOG_SUM,
+    CP_OP_REDUCE_LOG_SUM_EXP,
+    CP_OP_REDUCE_SUM_SQUARE,
+    CP_OP_ARG_MAX,
+    CP_OP_ARG_MIN,
+    CP_OP_TOP_K,
+    CP_OP_CUM_SUM,
+    CP_OP_HARDMAX,
+    CP_OP_LOG_SOFTMAX,
+    CP_OP_GATHER_ELEMENTS,
+    CP_OP_GATHER_ND,
+    CP_OP_SCATTER_ELEMENTS,
+    CP_OP_SCATTER_ND,
+    CP_OP_SCATTER,
+    CP_OP_COMPRESS,
+    CP_OP_NON_ZERO,
+    CP_OP_ONE_HOT,
+    CP_OP_TRILU,
+    CP_OP_TILE,
+    CP_OP_SIZE,
+    CP_OP_EYE_LIKE,
+    CP_OP_NLL_LOSS,
+    CP_OP_SCE_LOSS,
+    CP_OP_REVERSE_SEQUENCE,
+    CP_OP_DET,
+    CP_OP_EINSUM,
+    CP_OP_UNIQUE,
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

@@ -679,6 +679,37 @@ static const struct op_rule rules[] = {
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */
+    [CP_OP_REDUCE_MIN] = {cp_infer_reduce_values, 1, 2, 1, 1},
+    [CP_OP_REDUCE_PROD] = {cp_infer_reduce_values, 1, 2, 1, 1},
+    [CP_OP_REDUCE_L1] = {cp_infer_reduce, 1, 2, 1, 1},
+    [CP_OP_REDUCE_L2] = {cp_infer_reduce, 1, 2, 1, 1},
+    [CP_OP_REDUCE_LOG_SUM] = {cp_infer_reduce, 1, 2, 1, 1},
+    [CP_OP_REDUCE_LOG_SUM_EXP] = {cp_infer_reduce, 1, 2, 1, 1},
+    [CP_OP_REDUCE_SUM_SQUARE] = {cp_infer_reduce, 1, 2, 1, 1},
+    [CP_OP_ARG_MAX] = {cp_infer_argmax, 1, 1, 1, 1},
+    [CP_OP_ARG_MIN] = {cp_infer_argmax, 1, 1, 1, 1},
+    [CP_OP_TOP_K] = {cp_infer_topk, 1, 2, 2, 2},
+    [CP_OP_CUM_SUM] = {cp_infer_same_shape, 2, 2, 1, 1},
+    [CP_OP_HARDMAX] = {cp_infer_softmax, 1, 1, 1, 1},
+    [CP_OP_LOG_SOFTMAX] = {cp_infer_softmax, 1, 1, 1, 1},
+    [CP_OP_GATHER_ELEMENTS] = {cp_infer_gather_elements, 2, 2, 1, 1},
+    [CP_OP_GATHER_ND] = {cp_infer_gather_nd, 2, 2, 1, 1},
+    [CP_OP_SCATTER_ELEMENTS] = {cp_infer_scatter, 3, 3, 1, 1},
+    [CP_OP_SCATTER_ND] = {cp_infer_scatter, 3, 3, 1, 1},
+    [CP_OP_SCATTER] = {cp_infer_scatter, 3, 3, 1, 1},
+    [CP_OP_COMPRESS] = {cp_infer_compress, 2, 2, 1, 1},
+    [CP_OP_NON_ZERO] = {cp_infer_nonzero, 1, 1, 1, 1},
+    [CP_OP_ONE_HOT] = {cp_infer_onehot, 3, 3, 1, 1},
+    [CP_OP_TRILU] = {cp_infer_same_shape, 1, 2, 1, 1},
+    [CP_OP_TILE] = {cp_infer_tile, 2, 2, 1, 1},
+    [CP_OP_SIZE] = {cp_infer_size, 1, 1, 1, 1},
+    [CP_OP_EYE_LIKE] = {cp_infer_eye_like, 1, 1, 1, 1},
+    [CP_OP_NLL_LOSS] = {cp_infer_nll_loss, 2, 3, 1, 1},
+    [CP_OP_SCE_LOSS] = {cp_infer_sce_loss, 2, 3, 1, 2},
+    [CP_OP_REVERSE_SEQUENCE] = {cp_infer_reverse_sequence, 2, 2, 1, 1},
+    [CP_OP_DET] = {cp_infer_det, 1, 1, 1, 1},
+    [CP_OP_EINSUM] = {cp_infer_einsum, 1, 8, 1, 1},
+    [CP_OP_UNIQUE] = {cp_infer_unique, 1, 1, 1, 4},
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

@@ -195,5 +195,26 @@ enum cp_status cp_infer_ew_binary(struct cp_infer *c);
 enum cp_status cp_infer_ew_variadic(struct cp_infer *c);
 enum cp_status cp_infer_cast_like(struct cp_infer *c);
 enum cp_status cp_infer_random(struct cp_infer *c);
+/* ---- [reduce_index] ---- */
+enum cp_status cp_infer_argmax(struct cp_infer *c);
+enum cp_status cp_infer_compress(struct cp_infer *c);
+enum cp_status cp_infer_eye_like(struct cp_infer *c);
+enum cp_status cp_infer_gather_elements(struct cp_infer *c);
+enum cp_status cp_infer_gather_nd(struct cp_infer *c);
+enum cp_status cp_infer_nll_loss(struct cp_infer *c);
+enum cp_status cp_infer_nonzero(struct cp_infer *c);
+enum cp_status cp_infer_onehot(struct cp_infer *c);
+enum cp_status cp_infer_same_shape(struct cp_infer *c);
+enum cp_status cp_infer_scatter(struct cp_infer *c);
+enum cp_status cp_infer_sce_loss(struct cp_infer *c);
+enum cp_status cp_infer_size(struct cp_infer *c);
+enum cp_status cp_infer_tile(struct cp_infer *c);
+enum cp_status cp_infer_topk(struct cp_infer *c);
+enum cp_status cp_infer_reverse_sequence(struct cp_infer *c);
+enum cp_status cp_infer_det(struct cp_infer *c);
+enum cp_status cp_infer_einsum(struct cp_infer *c);
+enum cp_status cp_infer_unique(struct cp_infer *c);
+enum cp_status cp_infer_reduce_values(struct cp_infer *c);
+/* ---- end [reduce_index] ---- */
 
 #endif

@@ -121,6 +121,37 @@ static const char *const op_names[] = {
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */
+    [CP_OP_REDUCE_MIN] = "ReduceMin",
+    [CP_OP_REDUCE_PROD] = "ReduceProd",
+    [CP_OP_REDUCE_L1] = "ReduceL1",
+    [CP_OP_REDUCE_L2] = "ReduceL2",
+    [CP_OP_REDUCE_LOG_SUM] = "ReduceLogSum",
+    [CP_OP_REDUCE_LOG_SUM_EXP] = "ReduceLogSumExp",
+    [CP_OP_REDUCE_SUM_SQUARE] = "ReduceSumSquare",
+    [CP_OP_ARG_MAX] = "ArgMax",
+    [CP_OP_ARG_MIN] = "ArgMin",
+    [CP_OP_TOP_K] = "TopK",
+    [CP_OP_CUM_SUM] = "CumSum",
+    [CP_OP_HARDMAX] = "Hardmax",
+    [CP_OP_LOG_SOFTMAX] = "LogSoftmax",
+    [CP_OP_GATHER_ELEMENTS] = "GatherElements",
+    [CP_OP_GATHER_ND] = "GatherND",
+    [CP_OP_SCATTER_ELEMENTS] = "ScatterElements",
+    [CP_OP_SCATTER_ND] = "ScatterND",
+    [CP_OP_SCATTER] = "Scatter",
+    [CP_OP_COMPRESS] = "Compress",
+    [CP_OP_NON_ZERO] = "NonZero",
+    [CP_OP_ONE_HOT] = "OneHot",
+    [CP_OP_TRILU] = "Trilu",
+    [CP_OP_TILE] = "Tile",
+    [CP_OP_SIZE] = "Size",
+    [CP_OP_EYE_LIKE] = "EyeLike",
+    [CP_OP_NLL_LOSS] = "NegativeLogLikelihoodLoss",
+    [CP_OP_SCE_LOSS] = "SoftmaxCrossEntropyLoss",
+    [CP_OP_REVERSE_SEQUENCE] = "ReverseSequence",
+    [CP_OP_DET] = "Det",
+    [CP_OP_EINSUM] = "Einsum",
+    [CP_OP_UNIQUE] = "Unique",
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

@@ -375,5 +375,33 @@ bool cp_eval_mel_weight_matrix(int64_t num_mel_bins, int64_t dft_length, int64_t
 /* The elementwise family's ops (unary math, activations, comparisons,
  * logic, Mod, bitwise, variadic, random generators). */
 #include "graph/op_eval_elementwise.h"
+/* ---- [reduce_index] ---- */
+
+/* An Einsum equation resolved against its input shapes. Labels 0..51 are
+ * the letters (A-Z then a-z), 52.. the dims an ellipsis stands for
+ * (right-aligned across inputs, broadcasting where a dim is 1). */
+#define CP_EINSUM_MAX_IN     8
+#define CP_EINSUM_MAX_LABELS (52 + CP_MAX_RANK)
+struct cp_einsum {
+    int n_in;
+    int rank[CP_EINSUM_MAX_IN];
+    int label[CP_EINSUM_MAX_IN][CP_MAX_RANK];
+    int64_t dim[CP_EINSUM_MAX_IN][CP_MAX_RANK]; /* the input's own dims */
+    int out_rank;
+    int out_label[CP_MAX_RANK];
+    int64_t size[CP_EINSUM_MAX_LABELS]; /* -1: unused; the broadcast size */
+};
+
+/* Parse `eq` for n_in inputs of the given shapes (a dynamic dim is -1 and
+ * sizes a label only when no input knows it). false with a reason in
+ * why[n] on a malformed equation or shapes that disagree with it. */
+bool cp_eval_einsum_plan(const char *eq, int n_in, const struct cp_shape *const *shapes,
+                         struct cp_einsum *e, char *why, size_t n);
+
+/* The reference Einsum over a plan with static shapes: every output element
+ * is the sum over the contracted labels of the inputs' product, in double. */
+void cp_eval_einsum(const struct cp_einsum *e, const enum cp_dtype *in_dt, const void *const *in,
+                    enum cp_dtype out_dt, void *out);
+/* ---- end [reduce_index] ---- */
 
 #endif

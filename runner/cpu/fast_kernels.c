@@ -100,6 +100,21 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */
+    &cp_fast_log_softmax,
+    &cp_fast_arg_max,
+    &cp_fast_arg_min,
+    &cp_fast_reduce_min,
+    &cp_fast_reduce_prod,
+    &cp_fast_reduce_l1,
+    &cp_fast_reduce_l2,
+    &cp_fast_reduce_log_sum,
+    &cp_fast_reduce_log_sum_exp,
+    &cp_fast_reduce_sum_square,
+    &cp_fast_cum_sum,
+    &cp_fast_einsum,
+    &cp_fast_top_k,
+    &cp_fast_gather_elements,
+    &cp_fast_tile,
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

@@ -41,5 +41,11 @@ extern const struct cp_kernel cp_fast_hard_swish, cp_fast_hard_sigmoid, cp_fast_
     cp_fast_softplus, cp_fast_mish, cp_fast_neg, cp_fast_reciprocal, cp_fast_abs, cp_fast_floor,
     cp_fast_ceil, cp_fast_log, cp_fast_sin, cp_fast_cos, cp_fast_prelu, cp_fast_max2, cp_fast_min2,
     cp_fast_greater, cp_fast_less, cp_fast_greater_or_equal, cp_fast_less_or_equal;
+/* ---- [reduce_index] ---- */
+extern const struct cp_kernel cp_fast_log_softmax, cp_fast_arg_max, cp_fast_arg_min,
+    cp_fast_reduce_min, cp_fast_reduce_prod, cp_fast_reduce_l1, cp_fast_reduce_l2,
+    cp_fast_reduce_log_sum, cp_fast_reduce_log_sum_exp, cp_fast_reduce_sum_square, cp_fast_cum_sum,
+    cp_fast_einsum, cp_fast_top_k, cp_fast_gather_elements, cp_fast_tile;
+/* ---- end [reduce_index] ---- */
 
 #endif

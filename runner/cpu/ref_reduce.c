@@ -3,7 +3,7 @@
  * Softmax's geometry (by opset); the arithmetic is graph/op_eval.h's
  * (cp_eval_reduce, cp_eval_softmax). A reduction's accumulators are
  * scratch memory, one 8-byte slot per output element. */
-#include "runner/cpu/ref_util.h"
+#include "runner/cpu/ref_reduce_index.h" /* the generic reduction, for other dtypes */
 
 /* ---- axes ----------------------------------------------------------------------- */
 
@@ -52,7 +52,7 @@ static bool reduce_mask(const struct cp_graph *g, const struct cp_node *n, const
     return true;
 }
 
-static bool reduce_supports(const struct cp_graph *g, const struct cp_node *n)
+static bool reduce_supports_fast(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1)
         return false;
@@ -73,15 +73,24 @@ static bool reduce_supports(const struct cp_graph *g, const struct cp_node *n)
     return x->dtype == CP_DTYPE_F32 || x->dtype == CP_DTYPE_I32 || x->dtype == CP_DTYPE_I64;
 }
 
+/* Other dtypes (f16, bf16, f64, the other integers, bool for ReduceMax)
+ * take the reduce_index family's generic reduction. */
+static bool reduce_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    return reduce_supports_fast(g, n) || cp_ri_reduce_supports(g, n);
+}
+
 static enum cp_status reduce_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
     (void)d;
-    k->scratch_bytes = (size_t)cp_ref_numel(&k->out[0]->shape) * 8;
+    k->scratch_bytes = (size_t)cp_ref_numel(&k->out[0]->shape) * 8 + 8;
     return CP_OK;
 }
 
 static enum cp_status reduce_run(struct cp_kexec *k)
 {
+    if (!reduce_supports_fast(k->g, k->node))
+        return cp_ri_reduce_run(k);
     const struct cp_tensor *x = k->in[0], *y = k->out[0];
     enum cp_op op = k->node->op;
     int rank = x->shape.rank;

@@ -141,5 +141,14 @@ extern const struct cp_kernel cp_ref_abs, cp_ref_neg, cp_ref_reciprocal, cp_ref_
     cp_ref_min, cp_ref_sum, cp_ref_mean, cp_ref_cast_like, cp_ref_random_normal,
     cp_ref_random_uniform, cp_ref_random_normal_like, cp_ref_random_uniform_like, cp_ref_bernoulli,
     cp_ref_multinomial;
+/* ---- [reduce_index] ---- */
+extern const struct cp_kernel cp_ref_reduce_min, cp_ref_reduce_prod, cp_ref_reduce_l1,
+    cp_ref_reduce_l2, cp_ref_reduce_log_sum, cp_ref_reduce_log_sum_exp, cp_ref_reduce_sum_square,
+    cp_ref_arg_max, cp_ref_arg_min, cp_ref_top_k, cp_ref_cum_sum, cp_ref_hardmax,
+    cp_ref_log_softmax, cp_ref_gather_elements, cp_ref_gather_nd, cp_ref_scatter_elements,
+    cp_ref_scatter_nd, cp_ref_scatter, cp_ref_compress, cp_ref_non_zero, cp_ref_one_hot,
+    cp_ref_trilu, cp_ref_tile, cp_ref_size, cp_ref_eye_like, cp_ref_nll_loss, cp_ref_sce_loss;
+extern const struct cp_kernel cp_ref_reverse_sequence, cp_ref_det, cp_ref_einsum, cp_ref_unique;
+/* ---- end [reduce_index] ---- */
 
 #endif

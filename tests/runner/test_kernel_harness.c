@@ -1141,6 +1141,8 @@ struct hcase {
 #fn, fn, IN_NORMAL, opset                                                                  \
     }
 
+#include "runner/harness_reduce_index.h" /* the reduce_index family's cases */
+
 static const struct hcase cases[] = {
     C(c_conv_3x3_bias),
     C(c_conv_stride2_asym),
@@ -1308,6 +1310,7 @@ static const struct hcase cases[] = {
     C(c_rnn_bidir_clip_lens),
     C(c_lstm_batch1_wide),
     C(c_gru_batch1_wide),
+    REDUCE_INDEX_CASES,
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
