@@ -173,4 +173,17 @@ enum cp_status cp_infer_gelu(struct cp_infer *c);
 enum cp_status cp_infer_fused_attention(struct cp_infer *c);
 enum cp_status cp_infer_trans_data(struct cp_infer *c);
 
+/* ---- [nn] ---- */
+enum cp_status cp_infer_lrn(struct cp_infer *c);
+enum cp_status cp_infer_lp_normalization(struct cp_infer *c);
+enum cp_status cp_infer_mvn(struct cp_infer *c);
+enum cp_status cp_infer_global_max_pool(struct cp_infer *c);
+enum cp_status cp_infer_lp_pool(struct cp_infer *c);
+enum cp_status cp_infer_max_unpool(struct cp_infer *c);
+enum cp_status cp_infer_depth_to_space(struct cp_infer *c);
+enum cp_status cp_infer_space_to_depth(struct cp_infer *c);
+enum cp_status cp_infer_grid_sample(struct cp_infer *c);
+enum cp_status cp_infer_roi_align(struct cp_infer *c);
+enum cp_status cp_infer_nms(struct cp_infer *c);
+
 #endif

@@ -378,7 +378,7 @@ static const struct onnx_attr_spec transpose_attrs[] = {{"perm", CP_ATTR_INTS, f
 /* name, op, opsets, inputs, outputs, attributes, loader. Sorted by name. */
 static const struct onnx_op_def ops[] = {
     {"Add", CP_OP_ADD, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"AveragePool", CP_OP_AVERAGE_POOL, LO, HI, 1, 1, 1, 1, pool_attrs, load_generic},
+    {"AveragePool", CP_OP_AVERAGE_POOL, 1, 21, 1, 1, 1, 1, pool_attrs, load_generic},
     {"BatchNormalization", CP_OP_BATCH_NORMALIZATION, LO, HI, 5, 5, 1, 3, norm_attrs, load_generic},
     {"Cast", CP_OP_CAST, LO, HI, 1, 1, 1, 1, cast_attrs, load_cast},
     {"Clip", CP_OP_CLIP, LO, HI, 1, 3, 1, 1, NULL, load_generic},
@@ -397,7 +397,7 @@ static const struct onnx_op_def ops[] = {
     {"Flatten", CP_OP_FLATTEN, LO, HI, 1, 1, 1, 1, axis_attrs, load_generic},
     {"Gather", CP_OP_GATHER, LO, HI, 2, 2, 1, 1, axis_attrs, load_generic},
     {"Gemm", CP_OP_GEMM, LO, HI, 2, 3, 1, 1, gemm_attrs, load_generic},
-    {"GlobalAveragePool", CP_OP_GLOBAL_AVERAGE_POOL, LO, HI, 1, 1, 1, 1, NULL, load_generic},
+    {"GlobalAveragePool", CP_OP_GLOBAL_AVERAGE_POOL, 1, 21, 1, 1, 1, 1, NULL, load_generic},
     {"Identity", CP_OP_IDENTITY, LO, HI, 1, 1, 1, 1, NULL, load_generic},
     {"InstanceNormalization", CP_OP_INSTANCE_NORMALIZATION, LO, HI, 3, 3, 1, 1, norm_attrs,
      load_generic},
@@ -405,7 +405,7 @@ static const struct onnx_op_def ops[] = {
     {"LayerNormalization", CP_OP_LAYER_NORMALIZATION, 17, HI, 2, 3, 1, 3, norm_attrs, load_generic},
     {"LeakyRelu", CP_OP_LEAKY_RELU, LO, HI, 1, 1, 1, 1, leaky_attrs, load_generic},
     {"MatMul", CP_OP_MATMUL, LO, HI, 2, 2, 1, 1, NULL, load_generic},
-    {"MaxPool", CP_OP_MAX_POOL, LO, HI, 1, 1, 1, 2, pool_attrs, load_generic},
+    {"MaxPool", CP_OP_MAX_POOL, 1, 21, 1, 1, 1, 2, pool_attrs, load_generic},
     {"Mul", CP_OP_MUL, LO, HI, 2, 2, 1, 1, NULL, load_generic},
     {"Pad", CP_OP_PAD, LO, HI, 2, 3, 1, 1, pad_attrs, load_generic},
     {"Pow", CP_OP_POW, LO, HI, 2, 2, 1, 1, NULL, load_generic},
@@ -428,13 +428,54 @@ static const struct onnx_op_def ops[] = {
     {"Transpose", CP_OP_TRANSPOSE, LO, HI, 1, 1, 1, 1, transpose_attrs, load_generic},
     {"Unsqueeze", CP_OP_UNSQUEEZE, LO, HI, 1, 2, 1, 1, axes_attrs, load_unsqueeze},
     {"Where", CP_OP_WHERE, LO, HI, 3, 3, 1, 1, NULL, load_generic},
-    /* ---- [elementwise] ---- */
-    /* ---- end [elementwise] ---- */
+/* ---- [elementwise] ---- */
+/* ---- end [elementwise] ---- */
 
-    /* ---- [reduce_index] ---- */
-    /* ---- end [reduce_index] ---- */
+/* ---- [reduce_index] ---- */
+/* ---- end [reduce_index] ---- */
 
-    /* ---- [nn] ---- */
+/* ---- [nn] ---- */
+/* Attribute lists as compound literals, so the family's rows stay in
+ * its block. */
+#define NN_ATTRS(...) ((const struct onnx_attr_spec[]){__VA_ARGS__, {NULL, 0, false}})
+    {"LRN", CP_OP_LRN, 1, 21, 1, 1, 1, 1,
+     NN_ATTRS({"size", CP_ATTR_INT, true}, {"alpha", CP_ATTR_FLOAT, false},
+              {"beta", CP_ATTR_FLOAT, false}, {"bias", CP_ATTR_FLOAT, false}),
+     load_generic},
+    {"LpNormalization", CP_OP_LP_NORMALIZATION, 1, 21, 1, 1, 1, 1,
+     NN_ATTRS({"axis", CP_ATTR_INT, false}, {"p", CP_ATTR_INT, false}), load_generic},
+    {"MeanVarianceNormalization", CP_OP_MEAN_VARIANCE_NORMALIZATION, 9, 21, 1, 1, 1, 1,
+     NN_ATTRS({"axes", CP_ATTR_INTS, false}), load_generic},
+    {"GlobalMaxPool", CP_OP_GLOBAL_MAX_POOL, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"LpPool", CP_OP_LP_POOL, 2, 21, 1, 1, 1, 1,
+     NN_ATTRS({"kernel_shape", CP_ATTR_INTS, true}, {"strides", CP_ATTR_INTS, false},
+              {"pads", CP_ATTR_INTS, false}, {"dilations", CP_ATTR_INTS, false},
+              {"auto_pad", CP_ATTR_STRING, false}, {"ceil_mode", CP_ATTR_INT, false},
+              {"p", CP_ATTR_INT, false}),
+     load_generic},
+    {"GlobalLpPool", CP_OP_GLOBAL_LP_POOL, 2, 21, 1, 1, 1, 1, NN_ATTRS({"p", CP_ATTR_INT, false}),
+     load_generic},
+    {"MaxUnpool", CP_OP_MAX_UNPOOL, 9, 21, 2, 3, 1, 1,
+     NN_ATTRS({"kernel_shape", CP_ATTR_INTS, true}, {"strides", CP_ATTR_INTS, false},
+              {"pads", CP_ATTR_INTS, false}),
+     load_generic},
+    {"DepthToSpace", CP_OP_DEPTH_TO_SPACE, 1, 21, 1, 1, 1, 1,
+     NN_ATTRS({"blocksize", CP_ATTR_INT, true}, {"mode", CP_ATTR_STRING, false}), load_generic},
+    {"SpaceToDepth", CP_OP_SPACE_TO_DEPTH, 1, 21, 1, 1, 1, 1,
+     NN_ATTRS({"blocksize", CP_ATTR_INT, true}), load_generic},
+    {"GridSample", CP_OP_GRID_SAMPLE, 16, 21, 2, 2, 1, 1,
+     NN_ATTRS({"mode", CP_ATTR_STRING, false}, {"padding_mode", CP_ATTR_STRING, false},
+              {"align_corners", CP_ATTR_INT, false}),
+     load_generic},
+    {"RoiAlign", CP_OP_ROI_ALIGN, 10, 21, 3, 3, 1, 1,
+     NN_ATTRS({"mode", CP_ATTR_STRING, false}, {"output_height", CP_ATTR_INT, false},
+              {"output_width", CP_ATTR_INT, false}, {"sampling_ratio", CP_ATTR_INT, false},
+              {"spatial_scale", CP_ATTR_FLOAT, false},
+              {"coordinate_transformation_mode", CP_ATTR_STRING, false}),
+     load_generic},
+    {"NonMaxSuppression", CP_OP_NON_MAX_SUPPRESSION, 10, 21, 2, 5, 1, 1,
+     NN_ATTRS({"center_point_box", CP_ATTR_INT, false}), load_generic},
+#undef NN_ATTRS
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */
