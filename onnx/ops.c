@@ -297,6 +297,29 @@ static enum cp_status load_constant(struct onnx_ctx *c, const struct onnx_op_def
     return onnx_set_initializer(c, out, dt, &shape, data, nbytes, what, NULL);
 }
 
+/* ---- [nn] ---- */
+
+/* ONNX's GroupNormalization is imported as our own op (domain CP_DOMAIN),
+ * which takes per-channel scale and bias: opset 21's form. Opsets 18-20
+ * take them per group; that is the same function when there are as many
+ * groups as channels, and inference refuses the node, naming it, when the
+ * scale is not one value per channel. */
+static enum cp_status load_group_norm(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                      const Onnx__NodeProto *np, const char *name,
+                                      const char *origin)
+{
+    Onnx__NodeProto own = *np;
+    own.domain = (char *)CP_DOMAIN;
+    const struct cp_node *n;
+    enum cp_status st = load_node(c, def, &own, name, origin, &n);
+    if (st != CP_OK)
+        return st;
+    if (n->op != CP_OP_GROUP_NORMALIZATION)
+        return onnx_err(c, CP_ERR_INTERNAL, "node '%s' (GroupNormalization) was not mapped", name);
+    return CP_OK;
+}
+/* ---- end [nn] ---- */
+
 /* ---- the table -------------------------------------------------------------- */
 
 static const struct onnx_attr_spec pool_attrs[] = {
@@ -475,6 +498,10 @@ static const struct onnx_op_def ops[] = {
      load_generic},
     {"NonMaxSuppression", CP_OP_NON_MAX_SUPPRESSION, 10, 21, 2, 5, 1, 1,
      NN_ATTRS({"center_point_box", CP_ATTR_INT, false}), load_generic},
+    {"GroupNormalization", CP_OP_GROUP_NORMALIZATION, 18, 21, 3, 3, 1, 1,
+     NN_ATTRS({"num_groups", CP_ATTR_INT, true}, {"epsilon", CP_ATTR_FLOAT, false},
+              {"stash_type", CP_ATTR_INT, false}),
+     load_group_norm},
 #undef NN_ATTRS
     /* ---- end [nn] ---- */
 
