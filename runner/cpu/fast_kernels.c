@@ -83,6 +83,9 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */
+    &cp_dnnl_lrn,
+    &cp_fast_depth_to_space,
+    &cp_fast_space_to_depth,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -982,6 +982,45 @@ static void c_attn_d40_exact(struct cp_graph *g)
     cp_node_set_string(g, n, "impl", "exact");
 }
 
+/* ---- [nn] ---- */
+static void c_lrn5(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 13, 5, 6));
+    int32_t n = N(g, "LRN", I("x"), I("y"));
+    cp_node_set_int(g, n, "size", 5);
+    cp_node_set_float(g, n, "alpha", 0.02f);
+    cp_node_set_float(g, n, "beta", 0.7f);
+    cp_node_set_float(g, n, "bias", 1.5f);
+}
+static void c_lrn_nhwc(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 16, 7, 7));
+    int32_t n = N(g, "LRN", I("x"), I("y"));
+    cp_node_set_int(g, n, "size", 3);
+    L(g, "x", CP_LAYOUT_NHWC);
+    L(g, "y", CP_LAYOUT_NHWC);
+}
+static void c_d2s_dcr(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 12, 3, 5));
+    int32_t n = N(g, "DepthToSpace", I("x"), I("y"));
+    cp_node_set_int(g, n, "blocksize", 2);
+}
+static void c_d2s_crd(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 18, 4, 3));
+    int32_t n = N(g, "DepthToSpace", I("x"), I("y"));
+    cp_node_set_int(g, n, "blocksize", 3);
+    cp_node_set_string(g, n, "mode", "CRD");
+}
+static void c_s2d(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 3, 6, 4));
+    int32_t n = N(g, "SpaceToDepth", I("x"), I("y"));
+    cp_node_set_int(g, n, "blocksize", 2);
+}
+/* ---- end [nn] ---- */
+
 struct hcase {
     const char *name;
     void (*build)(struct cp_graph *g);
@@ -1134,6 +1173,12 @@ static const struct hcase cases[] = {
     C(c_attn_bhnd_kt),
     C(c_attn_bnhd_mask),
     C(c_attn_d40_exact),
+    /* [nn] */
+    C(c_lrn5),
+    C(c_lrn_nhwc),
+    C(c_d2s_dcr),
+    C(c_d2s_crd),
+    C(c_s2d),
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
