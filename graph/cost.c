@@ -214,6 +214,16 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
         double planes = s ? dim_est(&s->shape, 0) * dim_est(&s->shape, 1) : 0.0;
         return planes * (boxes * 20.0 + 10.0 * boxes * (boxes < 64 ? boxes : 64));
     }
+    case CP_OP_MAX_ROI_POOL:
+        return x ? out * dim_est(&x->shape, 2) * dim_est(&x->shape, 3) /
+                       (dim_est(&y->shape, 2) * dim_est(&y->shape, 3) + 1.0)
+                 : 0.0; /* each bin maxes about its share of the ROI */
+    case CP_OP_CENTER_CROP_PAD:
+        return 0.0;
+    case CP_OP_COL2IM:
+        return in; /* one add per input element */
+    case CP_OP_AFFINE_GRID:
+        return 2.0 * out * 4.0; /* a 3x4 (or 2x3) matrix-vector product per point */
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

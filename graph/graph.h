@@ -278,6 +278,10 @@ enum cp_op {
     CP_OP_GRID_SAMPLE,
     CP_OP_ROI_ALIGN,
     CP_OP_NON_MAX_SUPPRESSION,
+    CP_OP_MAX_ROI_POOL,
+    CP_OP_CENTER_CROP_PAD,
+    CP_OP_COL2IM,
+    CP_OP_AFFINE_GRID,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

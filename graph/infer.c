@@ -626,6 +626,10 @@ static const struct op_rule rules[] = {
     [CP_OP_GRID_SAMPLE] = {cp_infer_grid_sample, 2, 2, 1, 1},
     [CP_OP_ROI_ALIGN] = {cp_infer_roi_align, 3, 3, 1, 1},
     [CP_OP_NON_MAX_SUPPRESSION] = {cp_infer_nms, 2, 5, 1, 1},
+    [CP_OP_MAX_ROI_POOL] = {cp_infer_max_roi_pool, 2, 2, 1, 1},
+    [CP_OP_CENTER_CROP_PAD] = {cp_infer_center_crop_pad, 2, 2, 1, 1},
+    [CP_OP_COL2IM] = {cp_infer_col2im, 3, 3, 1, 1},
+    [CP_OP_AFFINE_GRID] = {cp_infer_affine_grid, 2, 2, 1, 1},
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

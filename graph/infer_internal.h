@@ -185,5 +185,9 @@ enum cp_status cp_infer_space_to_depth(struct cp_infer *c);
 enum cp_status cp_infer_grid_sample(struct cp_infer *c);
 enum cp_status cp_infer_roi_align(struct cp_infer *c);
 enum cp_status cp_infer_nms(struct cp_infer *c);
+enum cp_status cp_infer_max_roi_pool(struct cp_infer *c);
+enum cp_status cp_infer_center_crop_pad(struct cp_infer *c);
+enum cp_status cp_infer_col2im(struct cp_infer *c);
+enum cp_status cp_infer_affine_grid(struct cp_infer *c);
 
 #endif

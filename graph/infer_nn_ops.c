@@ -320,3 +320,147 @@ enum cp_status cp_infer_nms(struct cp_infer *c)
     cp_infer_dim_set(&s.dims[1], 3);
     return cp_infer_set_out(c, 0, CP_DTYPE_I64, &s);
 }
+
+/* MaxRoiPool: X (N, C, H, W), rois (R, 5) -> (R, C, pooled_shape). */
+enum cp_status cp_infer_max_roi_pool(struct cp_infer *c)
+{
+    const struct cp_tensor *x = cp_infer_in(c, 0), *rois = cp_infer_in(c, 1);
+    const struct cp_attr *ps = cp_node_attr(c->node, "pooled_shape");
+    if (!ps || ps->type != CP_ATTR_INTS || ps->n != 2 || ps->ints[0] < 1 || ps->ints[1] < 1)
+        return cp_infer_fail(c, "attribute 'pooled_shape' must be two positive ints");
+    enum cp_status st = need_float(c, x);
+    if (st != CP_OK)
+        return st;
+    if (x->shape.rank >= 0 && x->shape.rank != 4)
+        return cp_infer_fail(c, "input '%s' must have rank 4, got %d", x->name, x->shape.rank);
+    if (rois->shape.rank >= 0 && (rois->shape.rank != 2 || (rois->shape.dims[1].value >= 0 &&
+                                                            rois->shape.dims[1].value != 5)))
+        return cp_infer_fail(c, "rois '%s' must have shape (num_rois, 5)", rois->name);
+    struct cp_shape s;
+    cp_infer_shape_dyn(&s, 4);
+    if (rois->shape.rank == 2)
+        s.dims[0] = rois->shape.dims[0];
+    if (x->shape.rank == 4)
+        s.dims[1] = x->shape.dims[1];
+    cp_infer_dim_set(&s.dims[2], ps->ints[0]);
+    cp_infer_dim_set(&s.dims[3], ps->ints[1]);
+    return cp_infer_set_out(c, 0, x->dtype, &s);
+}
+
+/* CenterCropPad: each listed axis (default all) becomes shape[i] long. */
+enum cp_status cp_infer_center_crop_pad(struct cp_infer *c)
+{
+    const struct cp_tensor *x = cp_infer_in(c, 0), *sh = cp_infer_in(c, 1);
+    if (sh->dtype != CP_DTYPE_UNDEFINED && sh->dtype != CP_DTYPE_I64 && sh->dtype != CP_DTYPE_I32)
+        return cp_infer_fail(c, "shape '%s' must be int32 or int64", sh->name);
+    struct cp_shape s;
+    int r = x->shape.rank;
+    if (r < 0) {
+        cp_shape_set_unknown(&s);
+        return cp_infer_set_out(c, 0, x->dtype, &s);
+    }
+    int axes[CP_MAX_RANK], na = 0;
+    const struct cp_attr *a = cp_node_attr(c->node, "axes");
+    if (a) {
+        bool seen[CP_MAX_RANK] = {false};
+        for (size_t i = 0; i < a->n && i < CP_MAX_RANK; i++) {
+            enum cp_status st = cp_infer_axis(c, a->ints[i], r, false, "axes", &axes[na]);
+            if (st != CP_OK)
+                return st;
+            if (seen[axes[na]])
+                return cp_infer_fail(c, "axis %lld is listed twice", (long long)a->ints[i]);
+            seen[axes[na++]] = true;
+        }
+        if (a->n > CP_MAX_RANK)
+            return cp_infer_fail(c, "too many axes");
+    } else {
+        for (int i = 0; i < r; i++)
+            axes[na++] = i;
+    }
+    s = x->shape;
+    int64_t v[CP_MAX_RANK], n;
+    bool known = cp_infer_ints(c, cp_infer_in_index(c, 1), v, CP_MAX_RANK, &n);
+    if (known && n != na)
+        return cp_infer_fail(c, "shape '%s' has %lld entries for %d axes", sh->name, (long long)n,
+                             na);
+    for (int i = 0; i < na; i++) {
+        if (!known) {
+            cp_infer_dim_dyn(&s.dims[axes[i]]);
+        } else if (v[i] < 0) {
+            return cp_infer_fail(c, "shape[%d] is negative", i);
+        } else {
+            cp_infer_dim_set(&s.dims[axes[i]], v[i]);
+        }
+    }
+    return cp_infer_set_out(c, 0, x->dtype, &s);
+}
+
+/* Col2Im: input (N, C * prod(block), L), image_shape, block_shape ->
+ * (N, C, image_shape...). Both shapes must be known. */
+enum cp_status cp_infer_col2im(struct cp_infer *c)
+{
+    const struct cp_tensor *x = cp_infer_in(c, 0);
+    int64_t img[CP_MAX_RANK], blk[CP_MAX_RANK], ni, nb;
+    struct cp_shape s;
+    if (!cp_infer_ints(c, cp_infer_in_index(c, 1), img, CP_MAX_RANK - 2, &ni) ||
+        !cp_infer_ints(c, cp_infer_in_index(c, 2), blk, CP_MAX_RANK - 2, &nb)) {
+        cp_shape_set_unknown(&s);
+        return cp_infer_set_out(c, 0, x->dtype, &s);
+    }
+    if (ni != nb || ni < 1)
+        return cp_infer_fail(c, "image_shape and block_shape must have the same length >= 1");
+    int64_t prod = 1;
+    for (int i = 0; i < ni; i++) {
+        if (img[i] < 1 || blk[i] < 1)
+            return cp_infer_fail(c, "image_shape and block_shape entries must be >= 1");
+        prod *= blk[i];
+    }
+    if (x->shape.rank >= 0 && x->shape.rank != 3)
+        return cp_infer_fail(c, "input '%s' must have rank 3 (N, C*prod(block), L)", x->name);
+    cp_infer_shape_dyn(&s, (int)ni + 2);
+    if (x->shape.rank == 3) {
+        s.dims[0] = x->shape.dims[0];
+        int64_t cb = x->shape.dims[1].value;
+        if (cb >= 0 && cb % prod != 0)
+            return cp_infer_fail(c, "dim 1 of '%s' (%lld) is not a multiple of prod(block) %lld",
+                                 x->name, (long long)cb, (long long)prod);
+        if (cb >= 0)
+            cp_infer_dim_set(&s.dims[1], cb / prod);
+    }
+    for (int i = 0; i < ni; i++)
+        cp_infer_dim_set(&s.dims[i + 2], img[i]);
+    return cp_infer_set_out(c, 0, x->dtype, &s);
+}
+
+/* AffineGrid: theta (N, 2, 3) with size (N, C, H, W) -> (N, H, W, 2), or
+ * (N, 3, 4) with (N, C, D, H, W) -> (N, D, H, W, 3). */
+enum cp_status cp_infer_affine_grid(struct cp_infer *c)
+{
+    const struct cp_tensor *th = cp_infer_in(c, 0);
+    enum cp_status st = need_float(c, th);
+    if (st != CP_OK)
+        return st;
+    int64_t v[CP_MAX_RANK], n;
+    struct cp_shape s;
+    if (!cp_infer_ints(c, cp_infer_in_index(c, 1), v, CP_MAX_RANK, &n)) {
+        cp_shape_set_unknown(&s);
+        return cp_infer_set_out(c, 0, th->dtype, &s);
+    }
+    if (n != 4 && n != 5)
+        return cp_infer_fail(c, "size must have 4 or 5 entries, got %lld", (long long)n);
+    int sp = (int)n - 2;
+    if (th->shape.rank >= 0 &&
+        (th->shape.rank != 3 || (th->shape.dims[1].value >= 0 && th->shape.dims[1].value != sp) ||
+         (th->shape.dims[2].value >= 0 && th->shape.dims[2].value != sp + 1)))
+        return cp_infer_fail(c, "theta '%s' must have shape (N, %d, %d)", th->name, sp, sp + 1);
+    int64_t dims[CP_MAX_RANK];
+    dims[0] = v[0];
+    for (int i = 0; i < sp; i++)
+        dims[i + 1] = v[i + 2];
+    dims[sp + 1] = sp;
+    for (int i = 0; i < sp + 2; i++)
+        if (dims[i] < 0)
+            return cp_infer_fail(c, "size has a negative entry");
+    cp_shape_set(&s, sp + 2, dims);
+    return cp_infer_set_out(c, 0, th->dtype, &s);
+}

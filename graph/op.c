@@ -79,6 +79,10 @@ static const char *const op_names[] = {
     [CP_OP_GRID_SAMPLE] = "GridSample",
     [CP_OP_ROI_ALIGN] = "RoiAlign",
     [CP_OP_NON_MAX_SUPPRESSION] = "NonMaxSuppression",
+    [CP_OP_MAX_ROI_POOL] = "MaxRoiPool",
+    [CP_OP_CENTER_CROP_PAD] = "CenterCropPad",
+    [CP_OP_COL2IM] = "Col2Im",
+    [CP_OP_AFFINE_GRID] = "AffineGrid",
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -502,6 +502,17 @@ static const struct onnx_op_def ops[] = {
      NN_ATTRS({"num_groups", CP_ATTR_INT, true}, {"epsilon", CP_ATTR_FLOAT, false},
               {"stash_type", CP_ATTR_INT, false}),
      load_group_norm},
+    {"MaxRoiPool", CP_OP_MAX_ROI_POOL, 1, 21, 2, 2, 1, 1,
+     NN_ATTRS({"pooled_shape", CP_ATTR_INTS, true}, {"spatial_scale", CP_ATTR_FLOAT, false}),
+     load_generic},
+    {"CenterCropPad", CP_OP_CENTER_CROP_PAD, 18, 21, 2, 2, 1, 1,
+     NN_ATTRS({"axes", CP_ATTR_INTS, false}), load_generic},
+    {"Col2Im", CP_OP_COL2IM, 18, 21, 3, 3, 1, 1,
+     NN_ATTRS({"dilations", CP_ATTR_INTS, false}, {"pads", CP_ATTR_INTS, false},
+              {"strides", CP_ATTR_INTS, false}),
+     load_generic},
+    {"AffineGrid", CP_OP_AFFINE_GRID, 20, 21, 2, 2, 1, 1,
+     NN_ATTRS({"align_corners", CP_ATTR_INT, false}), load_generic},
 #undef NN_ATTRS
     /* ---- end [nn] ---- */
 

@@ -78,6 +78,10 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     &cp_ref_grid_sample,
     &cp_ref_roi_align,
     &cp_ref_nms,
+    &cp_ref_max_roi_pool,
+    &cp_ref_center_crop_pad,
+    &cp_ref_col2im,
+    &cp_ref_affine_grid,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

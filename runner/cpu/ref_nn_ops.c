@@ -914,3 +914,270 @@ static enum cp_status nms_run(struct cp_kexec *k)
 }
 
 CP_REF_KERNEL(cp_ref_nms, CP_OP_NON_MAX_SUPPRESSION, nms_supports, nms_prepare, nms_run);
+
+/* ---- MaxRoiPool
+ * ---------------------------------------------------------------------------------- */
+
+static bool max_roi_pool_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!float_io(g, n))
+        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *rois = cp_ref_in(g, n, 1),
+                           *y = cp_ref_out(g, n, 0);
+    const struct cp_attr *ps = cp_node_attr(n, "pooled_shape");
+    return rois && float_dt(rois->dtype) && ps && ps->type == CP_ATTR_INTS && ps->n == 2 &&
+           x->shape.rank == 4 && rois->shape.rank == 2 && rois->shape.dims[1].value == 5 &&
+           y->shape.rank == 4 && y->shape.dims[0].value == rois->shape.dims[0].value &&
+           y->shape.dims[1].value == x->shape.dims[1].value &&
+           y->shape.dims[2].value == ps->ints[0] && y->shape.dims[3].value == ps->ints[1];
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Caffe's ROI pooling, as ONNX Runtime: the ROI is rounded to pixels, each
+ * bin maxes the pixels it covers, an empty bin is 0. */
+static enum cp_status max_roi_pool_run_plain(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape;
+    int64_t nb = xs->dims[0].value, ch = xs->dims[1].value, h = xs->dims[2].value,
+            w = xs->dims[3].value;
+    int64_t nr = k->in[1]->shape.dims[0].value;
+    int64_t ph_n = k->out[0]->shape.dims[2].value, pw_n = k->out[0]->shape.dims[3].value;
+    double scale = cp_node_attr_float(k->node, "spatial_scale", 1.0f);
+    enum cp_dtype rdt = k->in[1]->dtype;
+    for (int64_t r = 0; r < nr; r++) {
+        double rv[5];
+        for (int i = 0; i < 5; i++)
+            rv[i] = cp_elem_load_f64(k->in_data[1], rdt, r * 5 + i);
+        int64_t b = (int64_t)rv[0];
+        if (!(rv[0] >= 0) || b >= nb)
+            return CP_ERR_INVALID;
+        int64_t x0 = (int64_t)round(rv[1] * scale), y0 = (int64_t)round(rv[2] * scale);
+        int64_t x1 = (int64_t)round(rv[3] * scale), y1 = (int64_t)round(rv[4] * scale);
+        int64_t rh = y1 - y0 + 1 > 1 ? y1 - y0 + 1 : 1, rw = x1 - x0 + 1 > 1 ? x1 - x0 + 1 : 1;
+        double bh = (double)rh / (double)ph_n, bw = (double)rw / (double)pw_n;
+        for (int64_t c = 0; c < ch; c++)
+            for (int64_t ph = 0; ph < ph_n; ph++)
+                for (int64_t pw = 0; pw < pw_n; pw++) {
+                    int64_t hs = clamp64((int64_t)floor(ph * bh) + y0, 0, h);
+                    int64_t he = clamp64((int64_t)ceil((ph + 1) * bh) + y0, 0, h);
+                    int64_t wsx = clamp64((int64_t)floor(pw * bw) + x0, 0, w);
+                    int64_t we = clamp64((int64_t)ceil((pw + 1) * bw) + x0, 0, w);
+                    double m = he <= hs || we <= wsx ? 0.0 : -INFINITY;
+                    for (int64_t yy = hs; yy < he; yy++)
+                        for (int64_t xx = wsx; xx < we; xx++) {
+                            double v = LD(0, ((b * ch + c) * h + yy) * w + xx);
+                            m = v > m ? v : m;
+                        }
+                    ST(((r * ch + c) * ph_n + ph) * pw_n + pw, m);
+                }
+    }
+    return CP_OK;
+}
+
+static enum cp_status max_roi_pool_run(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, max_roi_pool_run_plain);
+}
+
+CP_REF_KERNEL(cp_ref_max_roi_pool, CP_OP_MAX_ROI_POOL, max_roi_pool_supports, plain_prepare,
+              max_roi_pool_run);
+
+/* ---- CenterCropPad ------------------------------------------------------------------------------
+ */
+
+static bool ccp_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!cp_ref_node_is_static(g, n))
+        return false;
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
+    return x && y->dtype == x->dtype && y->shape.rank == x->shape.rank;
+}
+
+/* Each dim is cropped (start (in - out) / 2) or zero-padded (before
+ * (out - in) / 2) about its centre; the output shape says how much. */
+static enum cp_status ccp_run_plain(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
+    size_t es = cp_dtype_size(k->in[0]->dtype);
+    int r = xs->rank;
+    int64_t off[CP_MAX_RANK], xst[CP_MAX_RANK], n_out = cp_ref_numel(ys);
+    cp_ref_strides(xs, xst);
+    for (int d = 0; d < r; d++) {
+        int64_t in = xs->dims[d].value, out = ys->dims[d].value;
+        off[d] = in >= out ? (in - out) / 2 : -((out - in) / 2); /* input index of output 0 */
+    }
+    for (int64_t o = 0; o < n_out; o++) {
+        int64_t rest = o, src = 0;
+        bool inside = true;
+        for (int d = r - 1; d >= 0; d--) {
+            int64_t c = rest % ys->dims[d].value + off[d];
+            rest /= ys->dims[d].value;
+            inside = inside && c >= 0 && c < xs->dims[d].value;
+            src += c * xst[d];
+        }
+        char *dst = (char *)k->out_data[0] + (size_t)o * es;
+        if (inside)
+            memcpy(dst, (const char *)k->in_data[0] + (size_t)src * es, es);
+        else
+            memset(dst, 0, es);
+    }
+    return CP_OK;
+}
+
+static enum cp_status ccp_run(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, ccp_run_plain);
+}
+
+CP_REF_KERNEL(cp_ref_center_crop_pad, CP_OP_CENTER_CROP_PAD, ccp_supports, plain_prepare, ccp_run);
+
+/* ---- Col2Im
+ * --------------------------------------------------------------------------------------- */
+
+#define C2I_MAX (CP_MAX_RANK - 2)
+
+struct c2i_geom {
+    int ns;
+    int64_t img[C2I_MAX], blk[C2I_MAX], dil[C2I_MAX], pad[C2I_MAX], str[C2I_MAX], cnt[C2I_MAX];
+    int64_t prod, len;
+};
+
+static bool c2i_geom(const struct cp_graph *g, const struct cp_node *n, struct c2i_geom *q)
+{
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
+    const struct cp_tensor *bt = cp_ref_in(g, n, 2);
+    if (!x || !bt || !bt->data || x->shape.rank != 3 || bt->shape.rank != 1)
+        return false;
+    int ns = y->shape.rank - 2;
+    if (ns < 1 || ns > C2I_MAX || bt->shape.dims[0].value != ns)
+        return false;
+    const struct cp_attr *da = cp_node_attr(n, "dilations"), *pa = cp_node_attr(n, "pads"),
+                         *sa = cp_node_attr(n, "strides");
+    if ((da && da->n != (size_t)ns) || (pa && pa->n != 2 * (size_t)ns) ||
+        (sa && sa->n != (size_t)ns))
+        return false;
+    q->ns = ns;
+    q->prod = 1;
+    q->len = 1;
+    for (int d = 0; d < ns; d++) {
+        q->img[d] = y->shape.dims[d + 2].value;
+        q->blk[d] = cp_elem_load_i64(bt->data, bt->dtype, d);
+        q->dil[d] = da ? da->ints[d] : 1;
+        q->str[d] = sa ? sa->ints[d] : 1;
+        q->pad[d] = pa ? pa->ints[d] : 0;
+        int64_t pe = pa ? pa->ints[d + ns] : 0;
+        if (q->blk[d] < 1 || q->dil[d] < 1 || q->str[d] < 1 || q->pad[d] < 0 || pe < 0)
+            return false;
+        int64_t span = q->img[d] + q->pad[d] + pe - (q->dil[d] * (q->blk[d] - 1) + 1);
+        q->cnt[d] = span < 0 ? 0 : span / q->str[d] + 1;
+        q->prod *= q->blk[d];
+        q->len *= q->cnt[d];
+    }
+    return x->shape.dims[0].value == y->shape.dims[0].value &&
+           x->shape.dims[1].value == y->shape.dims[1].value * q->prod &&
+           x->shape.dims[2].value == q->len;
+}
+
+static bool c2i_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    struct c2i_geom q;
+    return float_io(g, n) && c2i_geom(g, n, &q);
+}
+
+static enum cp_status c2i_run_plain(struct cp_kexec *k)
+{
+    struct c2i_geom q;
+    if (!c2i_geom(k->g, k->node, &q))
+        return CP_ERR_INTERNAL;
+    int64_t nb = k->out[0]->shape.dims[0].value, ch = k->out[0]->shape.dims[1].value;
+    int64_t plane = cp_ref_numel(&k->out[0]->shape) / (nb * ch > 0 ? nb * ch : 1);
+    for (int64_t i = 0; i < nb * ch * plane; i++)
+        ST(i, 0.0);
+    if (nb * ch == 0)
+        return CP_OK;
+    for (int64_t nc = 0; nc < nb * ch; nc++)
+        for (int64_t kk = 0; kk < q.prod; kk++)
+            for (int64_t l = 0; l < q.len; l++) {
+                int64_t kr = kk, lr = l, pos = 0;
+                bool inside = true;
+                for (int d = q.ns - 1; d >= 0; d--) {
+                    int64_t kd = kr % q.blk[d], ld = lr % q.cnt[d];
+                    kr /= q.blk[d];
+                    lr /= q.cnt[d];
+                    int64_t p = ld * q.str[d] - q.pad[d] + kd * q.dil[d];
+                    inside = inside && p >= 0 && p < q.img[d];
+                    int64_t stride = 1;
+                    for (int e = d + 1; e < q.ns; e++)
+                        stride *= q.img[e];
+                    pos += p * stride;
+                }
+                if (!inside)
+                    continue;
+                int64_t o = nc * plane + pos;
+                ST(o, cp_elem_load_f64(k->out_data[0], k->out[0]->dtype, o) +
+                          LD(0, (nc * q.prod + kk) * q.len + l));
+            }
+    return CP_OK;
+}
+
+static enum cp_status c2i_run(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, c2i_run_plain);
+}
+
+CP_REF_KERNEL(cp_ref_col2im, CP_OP_COL2IM, c2i_supports, plain_prepare, c2i_run);
+
+/* ---- AffineGrid
+ * ------------------------------------------------------------------------------------ */
+
+static bool affine_grid_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (!float_io(g, n))
+        return false;
+    const struct cp_tensor *th = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
+    int sp = y->shape.rank - 2;
+    return (sp == 2 || sp == 3) && th->shape.rank == 3 &&
+           th->shape.dims[0].value == y->shape.dims[0].value && th->shape.dims[1].value == sp &&
+           th->shape.dims[2].value == sp + 1 && y->shape.dims[sp + 1].value == sp;
+}
+
+/* Base coordinates in [-1, 1] (pixel centres unless align_corners), then
+ * theta times (x, y[, z], 1). */
+static enum cp_status affine_grid_run_plain(struct cp_kexec *k)
+{
+    const struct cp_shape *ys = &k->out[0]->shape;
+    bool align = cp_node_attr_int(k->node, "align_corners", 0) != 0;
+    int sp = ys->rank - 2;
+    int64_t nb = ys->dims[0].value, pts = cp_ref_span(ys, 1, sp + 1);
+    for (int64_t n = 0; n < nb; n++)
+        for (int64_t p = 0; p < pts; p++) {
+            double base[4]; /* x, y, z, 1: x is the innermost dim */
+            int64_t rest = p;
+            for (int d = 0; d < sp; d++) {
+                int64_t size = ys->dims[sp - d].value, i = rest % size;
+                rest /= size;
+                base[d] = align ? (size > 1 ? -1.0 + 2.0 * (double)i / (double)(size - 1) : -1.0)
+                                : (2.0 * (double)i + 1.0) / (double)size - 1.0;
+            }
+            base[sp] = 1.0;
+            for (int r = 0; r < sp; r++) {
+                double v = 0.0;
+                for (int c = 0; c <= sp; c++)
+                    v += LD(0, (n * sp + r) * (sp + 1) + c) * base[c];
+                ST((n * pts + p) * sp + r, v);
+            }
+        }
+    return CP_OK;
+}
+
+static enum cp_status affine_grid_run(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, affine_grid_run_plain);
+}
+
+CP_REF_KERNEL(cp_ref_affine_grid, CP_OP_AFFINE_GRID, affine_grid_supports, plain_prepare,
+              affine_grid_run);
