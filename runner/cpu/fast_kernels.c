@@ -86,6 +86,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_dnnl_lrn,
     &cp_fast_depth_to_space,
     &cp_fast_space_to_depth,
+    &cp_fast_roi_align,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

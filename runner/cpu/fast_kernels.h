@@ -33,7 +33,8 @@ extern const struct cp_kernel cp_fast_group_norm, cp_fast_gelu; /* FUSION */
 extern const struct cp_kernel cp_fast_layer_norm;
 
 /* ---- [nn] ---- */
-extern const struct cp_kernel cp_dnnl_lrn;                                    /* dnnl_nn_ops.c */
-extern const struct cp_kernel cp_fast_depth_to_space, cp_fast_space_to_depth; /* fast_nn_ops.c */
+extern const struct cp_kernel cp_dnnl_lrn; /* dnnl_nn_ops.c */
+extern const struct cp_kernel cp_fast_depth_to_space, cp_fast_space_to_depth,
+    cp_fast_roi_align; /* fast_nn_ops.c */
 
 #endif

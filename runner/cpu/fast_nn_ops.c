@@ -6,6 +6,7 @@
 #include "runner/cpu/fast_util.h"
 #include "runner/cpu/layout.h"
 
+#include <math.h>
 #include <string.h>
 
 static bool d2s_supports(const struct cp_graph *g, const struct cp_node *n)
@@ -89,3 +90,115 @@ const struct cp_kernel cp_fast_depth_to_space = {
     "c:depth_to_space", CP_OP_DEPTH_TO_SPACE, d2s_supports, NULL, d2s_run, NULL, NULL};
 const struct cp_kernel cp_fast_space_to_depth = {
     "c:space_to_depth", CP_OP_SPACE_TO_DEPTH, d2s_supports, NULL, d2s_run, NULL, NULL};
+
+/* ---- RoiAlign, f32 -------------------------------------------------------------------------- */
+
+/* The reference's arithmetic, reordered: each sample point's four taps and
+ * weights are found once and applied to every channel, instead of once per
+ * channel; rois are split between threads. Same sums in the same order per
+ * output element, in f32. */
+static bool roi_align_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (n->n_inputs != 3 || n->n_outputs != 1 || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
+        !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) || !cp_fk_in_is(g, n, 2, CP_DTYPE_I64) ||
+        !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
+        return false;
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *r = cp_fk_in(g, n, 1), *b = cp_fk_in(g, n, 2),
+                           *y = cp_fk_out(g, n, 0);
+    if (!cp_tensor_is_plain(x) || !cp_tensor_is_plain(y) || x->shape.rank != 4 ||
+        r->shape.rank != 2 || r->shape.dims[1].value != 4 || b->shape.rank != 1 ||
+        b->shape.dims[0].value != r->shape.dims[0].value || y->shape.rank != 4 ||
+        y->shape.dims[0].value != r->shape.dims[0].value ||
+        y->shape.dims[1].value != x->shape.dims[1].value ||
+        y->shape.dims[2].value != cp_node_attr_int(n, "output_height", 1) ||
+        y->shape.dims[3].value != cp_node_attr_int(n, "output_width", 1))
+        return false;
+    const char *mode = cp_node_attr_string(n, "mode", "avg");
+    const char *ctm = cp_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    return strcmp(mode, "avg") == 0 &&
+           (strcmp(ctm, "half_pixel") == 0 || strcmp(ctm, "output_half_pixel") == 0) &&
+           cp_node_attr_int(n, "sampling_ratio", 0) >= 0;
+}
+
+static enum cp_status roi_align_run(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape;
+    int64_t nb = xs->dims[0].value, ch = xs->dims[1].value, h = xs->dims[2].value,
+            w = xs->dims[3].value;
+    int64_t nr = k->in[1]->shape.dims[0].value;
+    int64_t ph_n = k->out[0]->shape.dims[2].value, pw_n = k->out[0]->shape.dims[3].value;
+    const char *ctm =
+        cp_node_attr_string(k->node, "coordinate_transformation_mode",
+                            cp_fk_opset(k->g) >= 16 ? "half_pixel" : "output_half_pixel");
+    bool half = strcmp(ctm, "half_pixel") == 0;
+    double scale = cp_node_attr_float(k->node, "spatial_scale", 1.0f);
+    int64_t ratio = cp_node_attr_int(k->node, "sampling_ratio", 0);
+    const float *X = k->in_data[0], *R = k->in_data[1];
+    const int64_t *bidx = k->in_data[2];
+    float *Y = k->out_data[0];
+    int64_t hw = h * w, phw = ph_n * pw_n;
+    for (int64_t r = 0; r < nr; r++)
+        if (bidx[r] < 0 || bidx[r] >= nb)
+            return CP_ERR_INVALID;
+    int nt = cp_fk_threads(k, nr * ch * phw * 4, 1 << 12);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t r = 0; r < nr; r++) {
+        double off = half ? 0.5 : 0.0;
+        double x0 = R[r * 4 + 0] * scale - off, y0 = R[r * 4 + 1] * scale - off;
+        double rw = R[r * 4 + 2] * scale - off - x0, rh = R[r * 4 + 3] * scale - off - y0;
+        if (!half) {
+            rw = rw > 1.0 ? rw : 1.0;
+            rh = rh > 1.0 ? rh : 1.0;
+        }
+        double bh = rh / (double)ph_n, bw = rw / (double)pw_n;
+        int64_t gh = ratio > 0 ? ratio : (int64_t)ceil(rh / (double)ph_n);
+        int64_t gw = ratio > 0 ? ratio : (int64_t)ceil(rw / (double)pw_n);
+        float inv = 1.0f / (float)(gh * gw > 1 ? gh * gw : 1);
+        const float *xb = X + bidx[r] * ch * hw;
+        float *yr = Y + r * ch * phw;
+        for (int64_t c = 0; c < ch; c++)
+            for (int64_t q = 0; q < phw; q++)
+                yr[c * phw + q] = 0.0f;
+        for (int64_t ph = 0; ph < ph_n; ph++)
+            for (int64_t pw = 0; pw < pw_n; pw++) {
+                float *yo = yr + ph * pw_n + pw;
+                for (int64_t iy = 0; iy < gh; iy++) {
+                    double y = y0 + ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                    for (int64_t ix = 0; ix < gw; ix++) {
+                        double x = x0 + pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+                        if (y < -1.0 || y > (double)h || x < -1.0 || x > (double)w)
+                            continue;
+                        double yy = y <= 0.0 ? 0.0 : y, xx = x <= 0.0 ? 0.0 : x;
+                        int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
+                        if (yl >= h - 1) {
+                            yh = yl = h - 1;
+                            yy = (double)yl;
+                        } else {
+                            yh = yl + 1;
+                        }
+                        if (xl >= w - 1) {
+                            xh = xl = w - 1;
+                            xx = (double)xl;
+                        } else {
+                            xh = xl + 1;
+                        }
+                        double ly = yy - yl, lx = xx - xl, hy = 1.0 - ly, hx = 1.0 - lx;
+                        float w1 = (float)(hy * hx), w2 = (float)(hy * lx), w3 = (float)(ly * hx),
+                              w4 = (float)(ly * lx);
+                        int64_t o1 = yl * w + xl, o2 = yl * w + xh, o3 = yh * w + xl,
+                                o4 = yh * w + xh;
+                        for (int64_t c = 0; c < ch; c++) {
+                            const float *xc = xb + c * hw;
+                            yo[c * phw] += w1 * xc[o1] + w2 * xc[o2] + w3 * xc[o3] + w4 * xc[o4];
+                        }
+                    }
+                }
+                for (int64_t c = 0; c < ch; c++)
+                    yo[c * phw] *= inv;
+            }
+    }
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_roi_align = {
+    "c:roi_align", CP_OP_ROI_ALIGN, roi_align_supports, NULL, roi_align_run, NULL, NULL};

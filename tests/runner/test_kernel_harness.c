@@ -1019,6 +1019,31 @@ static void c_s2d(struct cp_graph *g)
     int32_t n = N(g, "SpaceToDepth", I("x"), I("y"));
     cp_node_set_int(g, n, "blocksize", 2);
 }
+static void c_roi_align(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 5, 9, 11));
+    const float rois[] = {0.5f, 1, 7, 6.5f, -2, -1, 12, 10, 3, 3, 3.5f, 3.2f, 1, 2, 9.5f, 8};
+    const int64_t bi[] = {0, 1, 1, 0};
+    gb_init(g, "r", CP_DTYPE_F32, 2, D(4, 4), rois);
+    gb_init(g, "b", CP_DTYPE_I64, 1, D(4), bi);
+    int32_t n = N(g, "RoiAlign", I("x", "r", "b"), I("y"));
+    cp_node_set_int(g, n, "output_height", 3);
+    cp_node_set_int(g, n, "output_width", 2);
+    cp_node_set_float(g, n, "spatial_scale", 0.9f);
+}
+static void c_roi_align_ratio(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 3, 8, 8));
+    const float rois[] = {0, 0, 7, 7, 2.5f, 1, 5, 6};
+    const int64_t bi[] = {0, 0};
+    gb_init(g, "r", CP_DTYPE_F32, 2, D(2, 4), rois);
+    gb_init(g, "b", CP_DTYPE_I64, 1, D(2), bi);
+    int32_t n = N(g, "RoiAlign", I("x", "r", "b"), I("y"));
+    cp_node_set_int(g, n, "output_height", 2);
+    cp_node_set_int(g, n, "output_width", 2);
+    cp_node_set_int(g, n, "sampling_ratio", 2);
+    cp_node_set_string(g, n, "coordinate_transformation_mode", "output_half_pixel");
+}
 /* ---- end [nn] ---- */
 
 struct hcase {
@@ -1179,6 +1204,8 @@ static const struct hcase cases[] = {
     C(c_d2s_dcr),
     C(c_d2s_crd),
     C(c_s2d),
+    C(c_roi_align),
+    C(c_roi_align_ratio),
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
