@@ -87,6 +87,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_depth_to_space,
     &cp_fast_space_to_depth,
     &cp_fast_roi_align,
+    &cp_fast_grid_sample,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

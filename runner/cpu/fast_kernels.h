@@ -34,7 +34,7 @@ extern const struct cp_kernel cp_fast_layer_norm;
 
 /* ---- [nn] ---- */
 extern const struct cp_kernel cp_dnnl_lrn; /* dnnl_nn_ops.c */
-extern const struct cp_kernel cp_fast_depth_to_space, cp_fast_space_to_depth,
-    cp_fast_roi_align; /* fast_nn_ops.c */
+extern const struct cp_kernel cp_fast_depth_to_space, cp_fast_space_to_depth, cp_fast_roi_align,
+    cp_fast_grid_sample; /* fast_nn_ops.c */
 
 #endif

@@ -202,3 +202,143 @@ static enum cp_status roi_align_run(struct cp_kexec *k)
 
 const struct cp_kernel cp_fast_roi_align = {
     "c:roi_align", CP_OP_ROI_ALIGN, roi_align_supports, NULL, roi_align_run, NULL, NULL};
+
+/* ---- GridSample, f32, 2-D, linear and nearest -------------------------------------------- */
+
+/* As the reference: each output point's taps (index and weight, padding
+ * applied) are found once and applied to every channel. */
+enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
+
+static int gs_pad_mode(const struct cp_node *n)
+{
+    const char *p = cp_node_attr_string(n, "padding_mode", "zeros");
+    return strcmp(p, "zeros") == 0        ? GS_ZEROS
+           : strcmp(p, "border") == 0     ? GS_BORDER
+           : strcmp(p, "reflection") == 0 ? GS_REFLECTION
+                                          : -1;
+}
+
+/* 1: linear, 0: nearest, -1: other (cubic, unknown). */
+static int gs_linear(const struct cp_graph *g, const struct cp_node *n)
+{
+    bool v20 = cp_fk_opset(g) >= 20;
+    const char *m = cp_node_attr_string(n, "mode", v20 ? "linear" : "bilinear");
+    if (strcmp(m, "nearest") == 0)
+        return 0;
+    return strcmp(m, v20 ? "linear" : "bilinear") == 0 ? 1 : -1;
+}
+
+static bool gs_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (n->n_inputs != 2 || n->n_outputs != 1 || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
+        !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) || !cp_fk_out_is(g, n, 0, CP_DTYPE_F32))
+        return false;
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *gr = cp_fk_in(g, n, 1), *y = cp_fk_out(g, n, 0);
+    if (gs_linear(g, n) < 0 || gs_pad_mode(n) < 0 || !cp_tensor_is_plain(x) ||
+        !cp_tensor_is_plain(y) || x->shape.rank != 4 || gr->shape.rank != 4 || y->shape.rank != 4)
+        return false;
+    return gr->shape.dims[0].value == x->shape.dims[0].value && gr->shape.dims[3].value == 2 &&
+           y->shape.dims[0].value == x->shape.dims[0].value &&
+           y->shape.dims[1].value == x->shape.dims[1].value &&
+           y->shape.dims[2].value == gr->shape.dims[1].value &&
+           y->shape.dims[3].value == gr->shape.dims[2].value;
+}
+
+static double gs_reflect(double x, double lo, double hi)
+{
+    double range = hi - lo;
+    if (range <= 0.0)
+        return lo;
+    if (x < lo) {
+        double dx = lo - x, nf = floor(dx / range), r = dx - nf * range;
+        return fmod(nf, 2.0) == 0.0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        double dx = x - hi, nf = floor(dx / range), r = dx - nf * range;
+        return fmod(nf, 2.0) == 0.0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+/* Index v along a dim of n pixels after padding; false: reads as zero. */
+static bool gs_index(int64_t *v, int64_t n, int pad, bool align)
+{
+    if (pad == GS_ZEROS)
+        return *v >= 0 && *v < n;
+    if (pad == GS_REFLECTION) {
+        double lo = align ? 0.0 : -0.5, hi = align ? (double)n - 1 : (double)n - 0.5;
+        *v = (int64_t)gs_reflect((double)*v, lo, hi);
+    }
+    *v = *v < 0 ? 0 : *v >= n ? n - 1 : *v;
+    return true;
+}
+
+static enum cp_status gs_run(struct cp_kexec *k)
+{
+    const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
+    int pad = gs_pad_mode(k->node);
+    bool linear = gs_linear(k->g, k->node) == 1;
+    bool align = cp_node_attr_int(k->node, "align_corners", 0) != 0;
+    int64_t nb = xs->dims[0].value, ch = xs->dims[1].value, h = xs->dims[2].value,
+            w = xs->dims[3].value;
+    int64_t pts = ys->dims[2].value * ys->dims[3].value, hw = h * w;
+    const float *X = k->in_data[0], *G = k->in_data[1];
+    float *Y = k->out_data[0];
+    int nt = cp_fk_threads(k, nb * pts * ch * 4, 1 << 12);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t np = 0; np < nb * pts; np++) {
+        int64_t n = np / pts, o = np % pts;
+        double pos[2];
+        int64_t size[2] = {h, w};
+        for (int d = 0; d < 2; d++) {
+            double gv = G[np * 2 + (1 - d)], sz = (double)size[d];
+            double p = align ? (gv + 1.0) / 2.0 * (sz - 1.0) : ((gv + 1.0) * sz - 1.0) / 2.0;
+            double lo = align ? 0.0 : -0.5, hi = align ? sz - 1.0 : sz - 0.5;
+            if (!linear)
+                p = nearbyint(p);
+            if (p < lo || p > hi) {
+                if (pad == GS_BORDER)
+                    p = p < 0.0 ? 0.0 : p > sz - 1.0 ? sz - 1.0 : p;
+                else if (pad == GS_REFLECTION)
+                    p = gs_reflect(p, lo, hi);
+            }
+            pos[d] = p;
+        }
+        int64_t off[4] = {0, 0, 0, 0};
+        float wt[4] = {0, 0, 0, 0};
+        int taps = linear ? 4 : 1, used = 0;
+        for (int t = 0; t < taps; t++) {
+            int64_t iy, ix;
+            double wgt = 1.0;
+            if (linear) {
+                double fy = floor(pos[0]), fx = floor(pos[1]);
+                double ty = pos[0] - fy, tx = pos[1] - fx;
+                iy = (int64_t)fy + (t >> 1);
+                ix = (int64_t)fx + (t & 1);
+                wgt = ((t >> 1) ? ty : 1.0 - ty) * ((t & 1) ? tx : 1.0 - tx);
+            } else {
+                iy = (int64_t)nearbyint(pos[0]);
+                ix = (int64_t)nearbyint(pos[1]);
+            }
+            if (wgt != 0.0 && gs_index(&iy, h, pad, align) && gs_index(&ix, w, pad, align)) {
+                off[used] = iy * w + ix;
+                wt[used++] = (float)wgt;
+            }
+        }
+        const float *xn = X + n * ch * hw;
+        float *yn = Y + n * ch * pts + o;
+        /* Only taps inside (or padded onto) the image: a zero-weight tap
+         * must not read a NaN into the sum, as in the reference. */
+        for (int64_t c = 0; c < ch; c++) {
+            const float *xc = xn + c * hw;
+            float v = 0.0f;
+            for (int t = 0; t < used; t++)
+                v += wt[t] * xc[off[t]];
+            yn[c * pts] = v;
+        }
+    }
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_grid_sample = {
+    "c:grid_sample", CP_OP_GRID_SAMPLE, gs_supports, NULL, gs_run, NULL, NULL};

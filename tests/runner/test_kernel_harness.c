@@ -1044,6 +1044,35 @@ static void c_roi_align_ratio(struct cp_graph *g)
     cp_node_set_int(g, n, "sampling_ratio", 2);
     cp_node_set_string(g, n, "coordinate_transformation_mode", "output_half_pixel");
 }
+static void gs_case(struct cp_graph *g, const char *mode, const char *pad, int64_t align)
+{
+    X(g, "x", 4, D(2, 5, 6, 7));
+    int64_t gd[] = {2, 4, 9, 2};
+    float grid[2 * 4 * 9 * 2];
+    for (int i = 0; i < 2 * 4 * 9 * 2; i++)
+        grid[i] = -1.3f + 2.6f * (float)((i * 37) % 71) / 70.0f;
+    gb_init(g, "gr", CP_DTYPE_F32, 4, gd, grid);
+    int32_t n = N(g, "GridSample", I("x", "gr"), I("y"));
+    cp_node_set_string(g, n, "mode", mode);
+    cp_node_set_string(g, n, "padding_mode", pad);
+    cp_node_set_int(g, n, "align_corners", align);
+}
+static void c_gs_bilinear_zeros(struct cp_graph *g)
+{
+    gs_case(g, "bilinear", "zeros", 0);
+}
+static void c_gs_bilinear_border_ac(struct cp_graph *g)
+{
+    gs_case(g, "bilinear", "border", 1);
+}
+static void c_gs_bilinear_reflection(struct cp_graph *g)
+{
+    gs_case(g, "bilinear", "reflection", 0);
+}
+static void c_gs_nearest_reflection_ac(struct cp_graph *g)
+{
+    gs_case(g, "nearest", "reflection", 1);
+}
 /* ---- end [nn] ---- */
 
 struct hcase {
@@ -1206,6 +1235,10 @@ static const struct hcase cases[] = {
     C(c_s2d),
     C(c_roi_align),
     C(c_roi_align_ratio),
+    CO(c_gs_bilinear_zeros, 16),
+    CO(c_gs_bilinear_border_ac, 16),
+    CO(c_gs_bilinear_reflection, 16),
+    CO(c_gs_nearest_reflection_ac, 16),
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
