@@ -191,3 +191,55 @@ Test(ref_grid_sample, three_d_linear_reads_the_voxel_at_each_corner)
     EXPECT_F32(&r, 0, TOL, 6, 4.5f);
     kd_release(&r);
 }
+
+Test(ref_center_crop_pad, crops_one_axis_and_pads_another_about_the_centre)
+{
+    struct cp_graph *g = gb_graph(18);
+    f32_init(g, "X", 2, GB_DIMS(3, 2), F32(1, 2, 3, 4, 5, 6));
+    gb_init(g, "S", CP_DTYPE_I64, 1, GB_DIMS(2), I64(1, 4));
+    struct kd_run r;
+    kd_run(&r, g, op_node(g, "CenterCropPad", GB_IN("X", "S")));
+    EXPECT_SHAPE(&r, 0, 2, 1, 4);
+    EXPECT_F32(&r, 0, 0, 0, 3, 4, 0); /* row 1 kept; one zero column each side */
+    kd_release(&r);
+}
+
+Test(ref_col2im, sums_overlapping_blocks)
+{
+    /* 1-D image of 3 from blocks of 2 at positions 0 and 1 */
+    struct cp_graph *g = gb_graph(18);
+    f32_init(g, "X", 3, GB_DIMS(1, 2, 2), F32(1, 2, 10, 20));
+    gb_init(g, "I", CP_DTYPE_I64, 1, GB_DIMS(1), I64(3));
+    gb_init(g, "B", CP_DTYPE_I64, 1, GB_DIMS(1), I64(2));
+    struct kd_run r;
+    kd_run(&r, g, op_node(g, "Col2Im", GB_IN("X", "I", "B")));
+    EXPECT_SHAPE(&r, 0, 3, 1, 1, 3);
+    EXPECT_F32(&r, 0, 0, 1, 12, 20);
+    kd_release(&r);
+}
+
+Test(ref_affine_grid, identity_theta_gives_the_base_grid)
+{
+    struct cp_graph *g = gb_graph(20);
+    f32_init(g, "T", 3, GB_DIMS(1, 2, 3), F32(1, 0, 0, 0, 1, 0));
+    gb_init(g, "S", CP_DTYPE_I64, 1, GB_DIMS(4), I64(1, 1, 1, 2));
+    int32_t n = op_node(g, "AffineGrid", GB_IN("T", "S"));
+    struct kd_run r;
+    kd_run(&r, g, n);
+    EXPECT_SHAPE(&r, 0, 4, 1, 1, 2, 2);
+    EXPECT_F32(&r, 0, TOL, -0.5f, 0, 0.5f, 0); /* pixel centres of a 1x2 image */
+    kd_release(&r);
+}
+
+Test(ref_max_roi_pool, an_roi_outside_the_image_pools_to_zero)
+{
+    struct cp_graph *g = gb_graph(13);
+    f32_init(g, "X", 4, GB_DIMS(1, 1, 2, 2), F32(1, 2, 3, 4));
+    f32_init(g, "R", 2, GB_DIMS(2, 5), F32(0, 0, 0, 1, 1, 0, 5, 5, 6, 6));
+    int32_t n = op_node(g, "MaxRoiPool", GB_IN("X", "R"));
+    cp_node_set_ints(g, n, "pooled_shape", I64(1, 1), 2);
+    struct kd_run r;
+    kd_run(&r, g, n);
+    EXPECT_F32(&r, 0, 0, 4, 0);
+    kd_release(&r);
+}
