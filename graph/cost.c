@@ -224,6 +224,8 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
         return in; /* one add per input element */
     case CP_OP_AFFINE_GRID:
         return 2.0 * out * 4.0; /* a 3x4 (or 2x3) matrix-vector product per point */
+    case CP_OP_DEFORM_CONV:     /* a conv's MACs plus a 4-tap bilinear sample per MAC */
+        return w ? out * dim_est(&w->shape, 1) * kernel_size(&w->shape) * 10.0 : 0.0;
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -282,6 +282,7 @@ enum cp_op {
     CP_OP_CENTER_CROP_PAD,
     CP_OP_COL2IM,
     CP_OP_AFFINE_GRID,
+    CP_OP_DEFORM_CONV,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

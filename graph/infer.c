@@ -630,6 +630,7 @@ static const struct op_rule rules[] = {
     [CP_OP_CENTER_CROP_PAD] = {cp_infer_center_crop_pad, 2, 2, 1, 1},
     [CP_OP_COL2IM] = {cp_infer_col2im, 3, 3, 1, 1},
     [CP_OP_AFFINE_GRID] = {cp_infer_affine_grid, 2, 2, 1, 1},
+    [CP_OP_DEFORM_CONV] = {cp_infer_deform_conv, 3, 5, 1, 1},
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -189,5 +189,6 @@ enum cp_status cp_infer_max_roi_pool(struct cp_infer *c);
 enum cp_status cp_infer_center_crop_pad(struct cp_infer *c);
 enum cp_status cp_infer_col2im(struct cp_infer *c);
 enum cp_status cp_infer_affine_grid(struct cp_infer *c);
+enum cp_status cp_infer_deform_conv(struct cp_infer *c);
 
 #endif

@@ -464,3 +464,68 @@ enum cp_status cp_infer_affine_grid(struct cp_infer *c)
     cp_shape_set(&s, sp + 2, dims);
     return cp_infer_set_out(c, 0, th->dtype, &s);
 }
+
+/* DeformConv: X (N, C, H, W), W (oC, C/group, kH, kW), offset, [B], [mask]
+ * -> (N, oC, oH, oW), oH as Conv's without auto_pad. */
+enum cp_status cp_infer_deform_conv(struct cp_infer *c)
+{
+    const struct cp_tensor *x = cp_infer_in(c, 0), *w = cp_infer_in(c, 1);
+    enum cp_status st = need_float(c, x);
+    if (st != CP_OK)
+        return st;
+    if ((x->shape.rank >= 0 && x->shape.rank != 4) || (w->shape.rank >= 0 && w->shape.rank != 4))
+        return cp_infer_fail(c, "input '%s' and weight '%s' must be 4-D (2-D images only)", x->name,
+                             w->name);
+    int64_t group = cp_node_attr_int(c->node, "group", 1);
+    int64_t og = cp_node_attr_int(c->node, "offset_group", 1);
+    if (group < 1 || og < 1)
+        return cp_infer_fail(c, "group and offset_group must be >= 1");
+    int64_t ks[2] = {-1, -1}, str[2] = {1, 1}, dil[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+    size_t n;
+    bool pr;
+    if ((st = cp_infer_attr_ints(c, "kernel_shape", ks, 2, &n, &pr)) != CP_OK)
+        return st;
+    if (pr && n != 2)
+        return cp_infer_fail(c, "kernel_shape must have 2 entries");
+    if ((st = cp_infer_attr_ints(c, "strides", str, 2, &n, &pr)) != CP_OK)
+        return st;
+    if (pr && n != 2)
+        return cp_infer_fail(c, "strides must have 2 entries");
+    if ((st = cp_infer_attr_ints(c, "dilations", dil, 2, &n, &pr)) != CP_OK)
+        return st;
+    if (pr && n != 2)
+        return cp_infer_fail(c, "dilations must have 2 entries");
+    if ((st = cp_infer_attr_ints(c, "pads", pads, 4, &n, &pr)) != CP_OK)
+        return st;
+    if (pr && n != 4)
+        return cp_infer_fail(c, "pads must have 4 entries");
+    struct cp_shape s;
+    cp_infer_shape_dyn(&s, 4);
+    if (x->shape.rank == 4)
+        s.dims[0] = x->shape.dims[0];
+    if (w->shape.rank == 4) {
+        s.dims[1] = w->shape.dims[0];
+        for (int k = 0; k < 2; k++)
+            if (ks[k] < 0)
+                ks[k] = w->shape.dims[k + 2].value;
+        int64_t cin = x->shape.rank == 4 ? x->shape.dims[1].value : -1;
+        int64_t wc = w->shape.dims[1].value;
+        if (cin >= 0 && wc >= 0 && wc * group != cin)
+            return cp_infer_fail(c,
+                                 "weight '%s' has %lld input channels per group; input has "
+                                 "%lld channels in %lld groups",
+                                 w->name, (long long)wc, (long long)cin, (long long)group);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (str[k] < 1 || dil[k] < 1 || pads[k] < 0 || pads[k + 2] < 0)
+            return cp_infer_fail(c, "strides and dilations must be >= 1, pads >= 0");
+        int64_t in = x->shape.rank == 4 ? x->shape.dims[k + 2].value : -1;
+        if (in < 0 || ks[k] < 1)
+            continue;
+        int64_t span = in + pads[k] + pads[k + 2] - (dil[k] * (ks[k] - 1) + 1);
+        if (span < 0)
+            return cp_infer_fail(c, "the kernel is larger than the padded input");
+        cp_infer_dim_set(&s.dims[k + 2], span / str[k] + 1);
+    }
+    return cp_infer_set_out(c, 0, x->dtype, &s);
+}

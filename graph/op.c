@@ -83,6 +83,7 @@ static const char *const op_names[] = {
     [CP_OP_CENTER_CROP_PAD] = "CenterCropPad",
     [CP_OP_COL2IM] = "Col2Im",
     [CP_OP_AFFINE_GRID] = "AffineGrid",
+    [CP_OP_DEFORM_CONV] = "DeformConv",
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -513,6 +513,11 @@ static const struct onnx_op_def ops[] = {
      load_generic},
     {"AffineGrid", CP_OP_AFFINE_GRID, 20, 21, 2, 2, 1, 1,
      NN_ATTRS({"align_corners", CP_ATTR_INT, false}), load_generic},
+    {"DeformConv", CP_OP_DEFORM_CONV, 19, 21, 3, 5, 1, 1,
+     NN_ATTRS({"dilations", CP_ATTR_INTS, false}, {"group", CP_ATTR_INT, false},
+              {"kernel_shape", CP_ATTR_INTS, false}, {"offset_group", CP_ATTR_INT, false},
+              {"pads", CP_ATTR_INTS, false}, {"strides", CP_ATTR_INTS, false}),
+     load_generic},
 #undef NN_ATTRS
     /* ---- end [nn] ---- */
 

@@ -82,6 +82,7 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     &cp_ref_center_crop_pad,
     &cp_ref_col2im,
     &cp_ref_affine_grid,
+    &cp_ref_deform_conv,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -1181,3 +1181,121 @@ static enum cp_status affine_grid_run(struct cp_kexec *k)
 
 CP_REF_KERNEL(cp_ref_affine_grid, CP_OP_AFFINE_GRID, affine_grid_supports, plain_prepare,
               affine_grid_run);
+
+/* ---- DeformConv
+ * --------------------------------------------------------------------------------------- */
+
+struct dc_geom {
+    int64_t nb, cin, h, w, cout, kh, kw, oh, ow, group, og, sh, sw, dh, dw, ph, pw;
+};
+
+static bool dc_geom(const struct cp_graph *g, const struct cp_node *n, struct dc_geom *q)
+{
+    const struct cp_tensor *x = cp_ref_in(g, n, 0), *wt = cp_ref_in(g, n, 1),
+                           *off = cp_ref_in(g, n, 2), *b = cp_ref_in(g, n, 3),
+                           *m = cp_ref_in(g, n, 4), *y = cp_ref_out(g, n, 0);
+    if (!x || !wt || !off || x->shape.rank != 4 || wt->shape.rank != 4 || off->shape.rank != 4 ||
+        y->shape.rank != 4)
+        return false;
+    const struct cp_attr *st = cp_node_attr(n, "strides"), *di = cp_node_attr(n, "dilations"),
+                         *pa = cp_node_attr(n, "pads");
+    q->nb = x->shape.dims[0].value;
+    q->cin = x->shape.dims[1].value;
+    q->h = x->shape.dims[2].value;
+    q->w = x->shape.dims[3].value;
+    q->cout = wt->shape.dims[0].value;
+    q->kh = wt->shape.dims[2].value;
+    q->kw = wt->shape.dims[3].value;
+    q->oh = y->shape.dims[2].value;
+    q->ow = y->shape.dims[3].value;
+    q->group = cp_node_attr_int(n, "group", 1);
+    q->og = cp_node_attr_int(n, "offset_group", 1);
+    q->sh = st && st->n == 2 ? st->ints[0] : 1;
+    q->sw = st && st->n == 2 ? st->ints[1] : 1;
+    q->dh = di && di->n == 2 ? di->ints[0] : 1;
+    q->dw = di && di->n == 2 ? di->ints[1] : 1;
+    q->ph = pa && pa->n == 4 ? pa->ints[0] : 0;
+    q->pw = pa && pa->n == 4 ? pa->ints[1] : 0;
+    if (q->group < 1 || q->og < 1 || q->cin % q->group || q->cout % q->group || q->cin % q->og ||
+        wt->shape.dims[1].value * q->group != q->cin || y->shape.dims[0].value != q->nb ||
+        y->shape.dims[1].value != q->cout)
+        return false;
+    int64_t taps = q->kh * q->kw;
+    if (off->shape.dims[0].value != q->nb || off->shape.dims[1].value != q->og * taps * 2 ||
+        off->shape.dims[2].value != q->oh || off->shape.dims[3].value != q->ow)
+        return false;
+    if (b && (b->shape.rank != 1 || b->shape.dims[0].value != q->cout || !float_dt(b->dtype)))
+        return false;
+    if (m && (m->shape.rank != 4 || m->shape.dims[0].value != q->nb ||
+              m->shape.dims[1].value != q->og * taps || m->shape.dims[2].value != q->oh ||
+              m->shape.dims[3].value != q->ow))
+        return false;
+    return float_dt(wt->dtype) && float_dt(off->dtype) && (!m || float_dt(m->dtype));
+}
+
+static bool dc_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    struct dc_geom q;
+    return float_io(g, n) && dc_geom(g, n, &q);
+}
+
+/* Bilinear sample of plane p at (y, x); zero outside, corners outside
+ * contribute nothing (as ONNX's reference and ONNX Runtime). */
+static double dc_sample(const struct cp_kexec *k, int64_t p, int64_t h, int64_t w, double y,
+                        double x)
+{
+    if (y <= -1.0 || y >= (double)h || x <= -1.0 || x >= (double)w)
+        return 0.0;
+    double fy = floor(y), fx = floor(x), ly = y - fy, lx = x - fx;
+    int64_t y0 = (int64_t)fy, x0 = (int64_t)fx;
+    double v = 0.0;
+    for (int t = 0; t < 4; t++) {
+        int64_t yy = y0 + (t >> 1), xx = x0 + (t & 1);
+        if (yy < 0 || yy >= h || xx < 0 || xx >= w)
+            continue;
+        double wt = ((t >> 1) ? ly : 1.0 - ly) * ((t & 1) ? lx : 1.0 - lx);
+        v += wt * LD(0, p + yy * w + xx);
+    }
+    return v;
+}
+
+static enum cp_status dc_run_plain(struct cp_kexec *k)
+{
+    struct dc_geom q;
+    if (!dc_geom(k->g, k->node, &q))
+        return CP_ERR_INTERNAL;
+    bool has_b = k->node->n_inputs > 3 && k->in[3];
+    bool has_m = k->node->n_inputs > 4 && k->in[4];
+    int64_t cin_g = q.cin / q.group, cout_g = q.cout / q.group, cin_og = q.cin / q.og;
+    int64_t taps = q.kh * q.kw, opl = q.oh * q.ow;
+    for (int64_t n = 0; n < q.nb; n++)
+        for (int64_t oc = 0; oc < q.cout; oc++) {
+            int64_t gi = oc / cout_g;
+            for (int64_t o = 0; o < opl; o++) {
+                int64_t oy = o / q.ow, ox = o % q.ow;
+                double acc = has_b ? LD(3, oc) : 0.0;
+                for (int64_t icl = 0; icl < cin_g; icl++) {
+                    int64_t ic = gi * cin_g + icl, og = ic / cin_og;
+                    for (int64_t t = 0; t < taps; t++) {
+                        int64_t i = t / q.kw, j = t % q.kw;
+                        int64_t oi = ((n * q.og + og) * taps + t) * 2;
+                        double dy = LD(2, oi * opl + o), dx = LD(2, (oi + 1) * opl + o);
+                        double y = (double)(oy * q.sh - q.ph + i * q.dh) + dy;
+                        double x = (double)(ox * q.sw - q.pw + j * q.dw) + dx;
+                        double mk = has_m ? LD(4, ((n * q.og + og) * taps + t) * opl + o) : 1.0;
+                        double v = dc_sample(k, (n * q.cin + ic) * q.h * q.w, q.h, q.w, y, x);
+                        acc += LD(1, ((oc * cin_g + icl) * q.kh + i) * q.kw + j) * v * mk;
+                    }
+                }
+                ST((n * q.cout + oc) * opl + o, acc);
+            }
+        }
+    return CP_OK;
+}
+
+static enum cp_status dc_run(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, dc_run_plain);
+}
+
+CP_REF_KERNEL(cp_ref_deform_conv, CP_OP_DEFORM_CONV, dc_supports, plain_prepare, dc_run);

@@ -129,5 +129,6 @@ extern const struct cp_kernel cp_ref_lrn, cp_ref_lp_normalization, cp_ref_mvn,
     cp_ref_depth_to_space, cp_ref_space_to_depth, cp_ref_grid_sample, cp_ref_roi_align, cp_ref_nms;
 extern const struct cp_kernel cp_ref_max_roi_pool, cp_ref_center_crop_pad, cp_ref_col2im,
     cp_ref_affine_grid;
+extern const struct cp_kernel cp_ref_deform_conv;
 
 #endif

@@ -243,3 +243,26 @@ Test(ref_max_roi_pool, an_roi_outside_the_image_pools_to_zero)
     EXPECT_F32(&r, 0, 0, 4, 0);
     kd_release(&r);
 }
+
+Test(ref_deform_conv, zero_offsets_are_a_conv_and_half_offsets_interpolate)
+{
+    float off[2 * 4 * 2 * 2] = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        struct cp_graph *g = gb_graph(19);
+        f32_init(g, "X", 4, GB_DIMS(1, 1, 3, 3), F32(1, 2, 3, 4, 5, 6, 7, 8, 9));
+        f32_init(g, "W", 4, GB_DIMS(1, 1, 2, 2), F32(1, 1, 1, 1));
+        if (pass == 1)
+            for (int t = 0; t < 4; t++)
+                for (int o = 0; o < 4; o++)
+                    off[(t * 2) * 4 + o] = 0.5f; /* every tap half a row down */
+        f32_init(g, "O", 4, GB_DIMS(1, 8, 2, 2), off);
+        struct kd_run r;
+        kd_run(&r, g, op_node(g, "DeformConv", GB_IN("X", "W", "O")));
+        EXPECT_SHAPE(&r, 0, 4, 1, 1, 2, 2);
+        if (pass == 0)
+            EXPECT_F32(&r, 0, TOL, 12, 16, 24, 28);
+        else /* rows 0.5 and 1.5 (rows 1.5 and 2.5: half of row 2 and nothing past) */
+            EXPECT_F32(&r, 0, TOL, 18, 22, 19.5f, 22.5f);
+        kd_release(&r);
+    }
+}
