@@ -312,6 +312,53 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */
+    case CP_OP_LRN: /* a size-long sum of squares and a pow per element */
+        return out * (2.0 * (double)cp_node_attr_int(n, "size", 1) + 10.0);
+    case CP_OP_LP_NORMALIZATION:
+        return 3.0 * out;
+    case CP_OP_MEAN_VARIANCE_NORMALIZATION:
+        return 6.0 * out;
+    case CP_OP_GLOBAL_MAX_POOL:
+        return in;
+    case CP_OP_GLOBAL_LP_POOL:
+        return 3.0 * in;
+    case CP_OP_LP_POOL:
+        return 3.0 * out * pool_kernel(n);
+    case CP_OP_MAX_UNPOOL:
+    case CP_OP_DEPTH_TO_SPACE:
+    case CP_OP_SPACE_TO_DEPTH:
+        return 0.0; /* data movement */
+    case CP_OP_GRID_SAMPLE: {
+        /* per output element: 2^r taps (linear), 16 (cubic), 1 (nearest), 2 flops each */
+        const char *m = cp_node_attr_string(n, "mode", "linear");
+        double taps = m[0] == 'n' ? 1.0 : strstr(m, "cubic") ? 16.0 : 4.0;
+        return 2.0 * taps * out;
+    }
+    case CP_OP_ROI_ALIGN: {
+        /* 4 bilinear taps per sample; sampling_ratio^2 samples per bin (2x2 when adaptive) */
+        double r = (double)cp_node_attr_int(n, "sampling_ratio", 0);
+        double samples = r > 0 ? r * r : 4.0;
+        return 8.0 * samples * out;
+    }
+    case CP_OP_NON_MAX_SUPPRESSION: {
+        /* a sort and pairwise IoU per batch and class: ~ boxes^2 per class, bounded */
+        const struct cp_tensor *s = input(g, n, 1);
+        double boxes = x ? dim_est(&x->shape, 1) : 0.0;
+        double planes = s ? dim_est(&s->shape, 0) * dim_est(&s->shape, 1) : 0.0;
+        return planes * (boxes * 20.0 + 10.0 * boxes * (boxes < 64 ? boxes : 64));
+    }
+    case CP_OP_MAX_ROI_POOL:
+        return x ? out * dim_est(&x->shape, 2) * dim_est(&x->shape, 3) /
+                       (dim_est(&y->shape, 2) * dim_est(&y->shape, 3) + 1.0)
+                 : 0.0; /* each bin maxes about its share of the ROI */
+    case CP_OP_CENTER_CROP_PAD:
+        return 0.0;
+    case CP_OP_COL2IM:
+        return in; /* one add per input element */
+    case CP_OP_AFFINE_GRID:
+        return 2.0 * out * 4.0; /* a 3x4 (or 2x3) matrix-vector product per point */
+    case CP_OP_DEFORM_CONV:     /* a conv's MACs plus a 4-tap bilinear sample per MAC */
+        return w ? out * dim_est(&w->shape, 1) * kernel_size(&w->shape) * 10.0 : 0.0;
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -354,6 +354,23 @@ enum cp_op {
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */
+    CP_OP_LRN,
+    CP_OP_LP_NORMALIZATION,
+    CP_OP_MEAN_VARIANCE_NORMALIZATION,
+    CP_OP_GLOBAL_MAX_POOL,
+    CP_OP_LP_POOL,
+    CP_OP_GLOBAL_LP_POOL,
+    CP_OP_MAX_UNPOOL,
+    CP_OP_DEPTH_TO_SPACE,
+    CP_OP_SPACE_TO_DEPTH,
+    CP_OP_GRID_SAMPLE,
+    CP_OP_ROI_ALIGN,
+    CP_OP_NON_MAX_SUPPRESSION,
+    CP_OP_MAX_ROI_POOL,
+    CP_OP_CENTER_CROP_PAD,
+    CP_OP_COL2IM,
+    CP_OP_AFFINE_GRID,
+    CP_OP_DEFORM_CONV,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

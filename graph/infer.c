@@ -713,6 +713,23 @@ static const struct op_rule rules[] = {
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */
+    [CP_OP_LRN] = {cp_infer_lrn, 1, 1, 1, 1},
+    [CP_OP_LP_NORMALIZATION] = {cp_infer_lp_normalization, 1, 1, 1, 1},
+    [CP_OP_MEAN_VARIANCE_NORMALIZATION] = {cp_infer_mvn, 1, 1, 1, 1},
+    [CP_OP_GLOBAL_MAX_POOL] = {cp_infer_global_max_pool, 1, 1, 1, 1},
+    [CP_OP_LP_POOL] = {cp_infer_lp_pool, 1, 1, 1, 1},
+    [CP_OP_GLOBAL_LP_POOL] = {cp_infer_global_pool, 1, 1, 1, 1},
+    [CP_OP_MAX_UNPOOL] = {cp_infer_max_unpool, 2, 3, 1, 1},
+    [CP_OP_DEPTH_TO_SPACE] = {cp_infer_depth_to_space, 1, 1, 1, 1},
+    [CP_OP_SPACE_TO_DEPTH] = {cp_infer_space_to_depth, 1, 1, 1, 1},
+    [CP_OP_GRID_SAMPLE] = {cp_infer_grid_sample, 2, 2, 1, 1},
+    [CP_OP_ROI_ALIGN] = {cp_infer_roi_align, 3, 3, 1, 1},
+    [CP_OP_NON_MAX_SUPPRESSION] = {cp_infer_nms, 2, 5, 1, 1},
+    [CP_OP_MAX_ROI_POOL] = {cp_infer_max_roi_pool, 2, 2, 1, 1},
+    [CP_OP_CENTER_CROP_PAD] = {cp_infer_center_crop_pad, 2, 2, 1, 1},
+    [CP_OP_COL2IM] = {cp_infer_col2im, 3, 3, 1, 1},
+    [CP_OP_AFFINE_GRID] = {cp_infer_affine_grid, 2, 2, 1, 1},
+    [CP_OP_DEFORM_CONV] = {cp_infer_deform_conv, 3, 5, 1, 1},
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -216,5 +216,22 @@ enum cp_status cp_infer_einsum(struct cp_infer *c);
 enum cp_status cp_infer_unique(struct cp_infer *c);
 enum cp_status cp_infer_reduce_values(struct cp_infer *c);
 /* ---- end [reduce_index] ---- */
+/* ---- [nn] ---- */
+enum cp_status cp_infer_lrn(struct cp_infer *c);
+enum cp_status cp_infer_lp_normalization(struct cp_infer *c);
+enum cp_status cp_infer_mvn(struct cp_infer *c);
+enum cp_status cp_infer_global_max_pool(struct cp_infer *c);
+enum cp_status cp_infer_lp_pool(struct cp_infer *c);
+enum cp_status cp_infer_max_unpool(struct cp_infer *c);
+enum cp_status cp_infer_depth_to_space(struct cp_infer *c);
+enum cp_status cp_infer_space_to_depth(struct cp_infer *c);
+enum cp_status cp_infer_grid_sample(struct cp_infer *c);
+enum cp_status cp_infer_roi_align(struct cp_infer *c);
+enum cp_status cp_infer_nms(struct cp_infer *c);
+enum cp_status cp_infer_max_roi_pool(struct cp_infer *c);
+enum cp_status cp_infer_center_crop_pad(struct cp_infer *c);
+enum cp_status cp_infer_col2im(struct cp_infer *c);
+enum cp_status cp_infer_affine_grid(struct cp_infer *c);
+enum cp_status cp_infer_deform_conv(struct cp_infer *c);
 
 #endif

@@ -155,6 +155,23 @@ static const char *const op_names[] = {
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */
+    [CP_OP_LRN] = "LRN",
+    [CP_OP_LP_NORMALIZATION] = "LpNormalization",
+    [CP_OP_MEAN_VARIANCE_NORMALIZATION] = "MeanVarianceNormalization",
+    [CP_OP_GLOBAL_MAX_POOL] = "GlobalMaxPool",
+    [CP_OP_LP_POOL] = "LpPool",
+    [CP_OP_GLOBAL_LP_POOL] = "GlobalLpPool",
+    [CP_OP_MAX_UNPOOL] = "MaxUnpool",
+    [CP_OP_DEPTH_TO_SPACE] = "DepthToSpace",
+    [CP_OP_SPACE_TO_DEPTH] = "SpaceToDepth",
+    [CP_OP_GRID_SAMPLE] = "GridSample",
+    [CP_OP_ROI_ALIGN] = "RoiAlign",
+    [CP_OP_NON_MAX_SUPPRESSION] = "NonMaxSuppression",
+    [CP_OP_MAX_ROI_POOL] = "MaxRoiPool",
+    [CP_OP_CENTER_CROP_PAD] = "CenterCropPad",
+    [CP_OP_COL2IM] = "Col2Im",
+    [CP_OP_AFFINE_GRID] = "AffineGrid",
+    [CP_OP_DEFORM_CONV] = "DeformConv",
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -292,6 +292,29 @@ static enum cp_status load_constant(struct onnx_ctx *c, const struct onnx_op_def
     return onnx_set_initializer(c, out, dt, &shape, data, nbytes, what, NULL);
 }
 
+/* ---- [nn] ---- */
+
+/* ONNX's GroupNormalization is imported as our own op (domain CP_DOMAIN),
+ * which takes per-channel scale and bias: opset 21's form. Opsets 18-20
+ * take them per group; that is the same function when there are as many
+ * groups as channels, and inference refuses the node, naming it, when the
+ * scale is not one value per channel. */
+static enum cp_status load_group_norm(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                      const Onnx__NodeProto *np, const char *name,
+                                      const char *origin)
+{
+    Onnx__NodeProto own = *np;
+    own.domain = (char *)CP_DOMAIN;
+    const struct cp_node *n;
+    enum cp_status st = load_node(c, def, &own, name, origin, &n);
+    if (st != CP_OK)
+        return st;
+    if (n->op != CP_OP_GROUP_NORMALIZATION)
+        return onnx_err(c, CP_ERR_INTERNAL, "node '%s' (GroupNormalization) was not mapped", name);
+    return CP_OK;
+}
+/* ---- end [nn] ---- */
+
 /* ---- the table -------------------------------------------------------------- */
 
 static const struct onnx_attr_spec pool_attrs[] = {
@@ -536,6 +559,8 @@ static const struct onnx_op_def ops[] = {
     {"Bernoulli", CP_OP_BERNOULLI, 15, 21, 1, 1, 1, 1, bernoulli_attrs, load_generic},
     {"Multinomial", CP_OP_MULTINOMIAL, 7, 21, 1, 1, 1, 1, multinomial_attrs, load_generic},
     /* ---- end [elementwise] ---- */
+    /* ---- [elementwise] ---- */
+    /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */
     {"ReduceMin", CP_OP_REDUCE_MIN, 1, 21, 1, 2, 1, 1, NULL, load_generic},
@@ -569,9 +594,72 @@ static const struct onnx_op_def ops[] = {
     {"Det", CP_OP_DET, 11, 21, 1, 1, 1, 1, NULL, load_generic},
     {"Einsum", CP_OP_EINSUM, 12, 21, 1, 8, 1, 1, NULL, load_generic},
     {"Unique", CP_OP_UNIQUE, 11, 21, 1, 1, 1, 4, NULL, load_generic},
-    /* ---- end [reduce_index] ---- */
+/* ---- end [reduce_index] ---- */
+/* ---- [reduce_index] ---- */
+/* ---- end [reduce_index] ---- */
 
-    /* ---- [nn] ---- */
+/* ---- [nn] ---- */
+/* Attribute lists as compound literals, so the family's rows stay in
+ * its block. */
+#define NN_ATTRS(...) ((const struct onnx_attr_spec[]){__VA_ARGS__, {NULL, 0, false}})
+    {"LRN", CP_OP_LRN, 1, 21, 1, 1, 1, 1,
+     NN_ATTRS({"size", CP_ATTR_INT, true}, {"alpha", CP_ATTR_FLOAT, false},
+              {"beta", CP_ATTR_FLOAT, false}, {"bias", CP_ATTR_FLOAT, false}),
+     load_generic},
+    {"LpNormalization", CP_OP_LP_NORMALIZATION, 1, 21, 1, 1, 1, 1,
+     NN_ATTRS({"axis", CP_ATTR_INT, false}, {"p", CP_ATTR_INT, false}), load_generic},
+    {"MeanVarianceNormalization", CP_OP_MEAN_VARIANCE_NORMALIZATION, 9, 21, 1, 1, 1, 1,
+     NN_ATTRS({"axes", CP_ATTR_INTS, false}), load_generic},
+    {"GlobalMaxPool", CP_OP_GLOBAL_MAX_POOL, 1, 21, 1, 1, 1, 1, NULL, load_generic},
+    {"LpPool", CP_OP_LP_POOL, 2, 21, 1, 1, 1, 1,
+     NN_ATTRS({"kernel_shape", CP_ATTR_INTS, true}, {"strides", CP_ATTR_INTS, false},
+              {"pads", CP_ATTR_INTS, false}, {"dilations", CP_ATTR_INTS, false},
+              {"auto_pad", CP_ATTR_STRING, false}, {"ceil_mode", CP_ATTR_INT, false},
+              {"p", CP_ATTR_INT, false}),
+     load_generic},
+    {"GlobalLpPool", CP_OP_GLOBAL_LP_POOL, 2, 21, 1, 1, 1, 1, NN_ATTRS({"p", CP_ATTR_INT, false}),
+     load_generic},
+    {"MaxUnpool", CP_OP_MAX_UNPOOL, 9, 21, 2, 3, 1, 1,
+     NN_ATTRS({"kernel_shape", CP_ATTR_INTS, true}, {"strides", CP_ATTR_INTS, false},
+              {"pads", CP_ATTR_INTS, false}),
+     load_generic},
+    {"DepthToSpace", CP_OP_DEPTH_TO_SPACE, 1, 21, 1, 1, 1, 1,
+     NN_ATTRS({"blocksize", CP_ATTR_INT, true}, {"mode", CP_ATTR_STRING, false}), load_generic},
+    {"SpaceToDepth", CP_OP_SPACE_TO_DEPTH, 1, 21, 1, 1, 1, 1,
+     NN_ATTRS({"blocksize", CP_ATTR_INT, true}), load_generic},
+    {"GridSample", CP_OP_GRID_SAMPLE, 16, 21, 2, 2, 1, 1,
+     NN_ATTRS({"mode", CP_ATTR_STRING, false}, {"padding_mode", CP_ATTR_STRING, false},
+              {"align_corners", CP_ATTR_INT, false}),
+     load_generic},
+    {"RoiAlign", CP_OP_ROI_ALIGN, 10, 21, 3, 3, 1, 1,
+     NN_ATTRS({"mode", CP_ATTR_STRING, false}, {"output_height", CP_ATTR_INT, false},
+              {"output_width", CP_ATTR_INT, false}, {"sampling_ratio", CP_ATTR_INT, false},
+              {"spatial_scale", CP_ATTR_FLOAT, false},
+              {"coordinate_transformation_mode", CP_ATTR_STRING, false}),
+     load_generic},
+    {"NonMaxSuppression", CP_OP_NON_MAX_SUPPRESSION, 10, 21, 2, 5, 1, 1,
+     NN_ATTRS({"center_point_box", CP_ATTR_INT, false}), load_generic},
+    {"GroupNormalization", CP_OP_GROUP_NORMALIZATION, 18, 21, 3, 3, 1, 1,
+     NN_ATTRS({"num_groups", CP_ATTR_INT, true}, {"epsilon", CP_ATTR_FLOAT, false},
+              {"stash_type", CP_ATTR_INT, false}),
+     load_group_norm},
+    {"MaxRoiPool", CP_OP_MAX_ROI_POOL, 1, 21, 2, 2, 1, 1,
+     NN_ATTRS({"pooled_shape", CP_ATTR_INTS, true}, {"spatial_scale", CP_ATTR_FLOAT, false}),
+     load_generic},
+    {"CenterCropPad", CP_OP_CENTER_CROP_PAD, 18, 21, 2, 2, 1, 1,
+     NN_ATTRS({"axes", CP_ATTR_INTS, false}), load_generic},
+    {"Col2Im", CP_OP_COL2IM, 18, 21, 3, 3, 1, 1,
+     NN_ATTRS({"dilations", CP_ATTR_INTS, false}, {"pads", CP_ATTR_INTS, false},
+              {"strides", CP_ATTR_INTS, false}),
+     load_generic},
+    {"AffineGrid", CP_OP_AFFINE_GRID, 20, 21, 2, 2, 1, 1,
+     NN_ATTRS({"align_corners", CP_ATTR_INT, false}), load_generic},
+    {"DeformConv", CP_OP_DEFORM_CONV, 19, 21, 3, 5, 1, 1,
+     NN_ATTRS({"dilations", CP_ATTR_INTS, false}, {"group", CP_ATTR_INT, false},
+              {"kernel_shape", CP_ATTR_INTS, false}, {"offset_group", CP_ATTR_INT, false},
+              {"pads", CP_ATTR_INTS, false}, {"strides", CP_ATTR_INTS, false}),
+     load_generic},
+#undef NN_ATTRS
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

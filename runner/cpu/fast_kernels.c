@@ -118,6 +118,11 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */
+    &cp_dnnl_lrn,
+    &cp_fast_depth_to_space,
+    &cp_fast_space_to_depth,
+    &cp_fast_roi_align,
+    &cp_fast_grid_sample,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -47,5 +47,9 @@ extern const struct cp_kernel cp_fast_log_softmax, cp_fast_arg_max, cp_fast_arg_
     cp_fast_reduce_log_sum, cp_fast_reduce_log_sum_exp, cp_fast_reduce_sum_square, cp_fast_cum_sum,
     cp_fast_einsum, cp_fast_top_k, cp_fast_gather_elements, cp_fast_tile;
 /* ---- end [reduce_index] ---- */
+/* ---- [nn] ---- */
+extern const struct cp_kernel cp_dnnl_lrn; /* dnnl_nn_ops.c */
+extern const struct cp_kernel cp_fast_depth_to_space, cp_fast_space_to_depth, cp_fast_roi_align,
+    cp_fast_grid_sample; /* fast_nn_ops.c */
 
 #endif

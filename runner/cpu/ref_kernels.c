@@ -154,6 +154,23 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */
+    &cp_ref_lrn,
+    &cp_ref_lp_normalization,
+    &cp_ref_mvn,
+    &cp_ref_global_max_pool,
+    &cp_ref_lp_pool,
+    &cp_ref_global_lp_pool,
+    &cp_ref_max_unpool,
+    &cp_ref_depth_to_space,
+    &cp_ref_space_to_depth,
+    &cp_ref_grid_sample,
+    &cp_ref_roi_align,
+    &cp_ref_nms,
+    &cp_ref_max_roi_pool,
+    &cp_ref_center_crop_pad,
+    &cp_ref_col2im,
+    &cp_ref_affine_grid,
+    &cp_ref_deform_conv,
     /* ---- end [nn] ---- */
 
     /* ---- [rnn] ---- */

@@ -150,5 +150,12 @@ extern const struct cp_kernel cp_ref_reduce_min, cp_ref_reduce_prod, cp_ref_redu
     cp_ref_trilu, cp_ref_tile, cp_ref_size, cp_ref_eye_like, cp_ref_nll_loss, cp_ref_sce_loss;
 extern const struct cp_kernel cp_ref_reverse_sequence, cp_ref_det, cp_ref_einsum, cp_ref_unique;
 /* ---- end [reduce_index] ---- */
+/* ---- [nn] ---- */
+extern const struct cp_kernel cp_ref_lrn, cp_ref_lp_normalization, cp_ref_mvn,
+    cp_ref_global_max_pool, cp_ref_lp_pool, cp_ref_global_lp_pool, cp_ref_max_unpool,
+    cp_ref_depth_to_space, cp_ref_space_to_depth, cp_ref_grid_sample, cp_ref_roi_align, cp_ref_nms;
+extern const struct cp_kernel cp_ref_max_roi_pool, cp_ref_center_crop_pad, cp_ref_col2im,
+    cp_ref_affine_grid;
+extern const struct cp_kernel cp_ref_deform_conv;
 
 #endif

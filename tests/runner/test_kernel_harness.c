@@ -1120,6 +1120,98 @@ BINARY_CASE(c_less_scalar, "Less", 2, D(7, 300), 0, NULL)
 BINARY_CASE(c_ge_same, "GreaterOrEqual", 2, D(7, 300), 2, D(7, 300))
 BINARY_CASE(c_le_first, "LessOrEqual", 1, D(1), 2, D(7, 300))
 /* ---- end [elementwise] ---- */
+/* ---- [nn] ---- */
+static void c_lrn5(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 13, 5, 6));
+    int32_t n = N(g, "LRN", I("x"), I("y"));
+    cp_node_set_int(g, n, "size", 5);
+    cp_node_set_float(g, n, "alpha", 0.02f);
+    cp_node_set_float(g, n, "beta", 0.7f);
+    cp_node_set_float(g, n, "bias", 1.5f);
+}
+static void c_lrn_nhwc(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 16, 7, 7));
+    int32_t n = N(g, "LRN", I("x"), I("y"));
+    cp_node_set_int(g, n, "size", 3);
+    L(g, "x", CP_LAYOUT_NHWC);
+    L(g, "y", CP_LAYOUT_NHWC);
+}
+static void c_d2s_dcr(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 12, 3, 5));
+    int32_t n = N(g, "DepthToSpace", I("x"), I("y"));
+    cp_node_set_int(g, n, "blocksize", 2);
+}
+static void c_d2s_crd(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 18, 4, 3));
+    int32_t n = N(g, "DepthToSpace", I("x"), I("y"));
+    cp_node_set_int(g, n, "blocksize", 3);
+    cp_node_set_string(g, n, "mode", "CRD");
+}
+static void c_s2d(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 3, 6, 4));
+    int32_t n = N(g, "SpaceToDepth", I("x"), I("y"));
+    cp_node_set_int(g, n, "blocksize", 2);
+}
+static void c_roi_align(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 5, 9, 11));
+    const float rois[] = {0.5f, 1, 7, 6.5f, -2, -1, 12, 10, 3, 3, 3.5f, 3.2f, 1, 2, 9.5f, 8};
+    const int64_t bi[] = {0, 1, 1, 0};
+    gb_init(g, "r", CP_DTYPE_F32, 2, D(4, 4), rois);
+    gb_init(g, "b", CP_DTYPE_I64, 1, D(4), bi);
+    int32_t n = N(g, "RoiAlign", I("x", "r", "b"), I("y"));
+    cp_node_set_int(g, n, "output_height", 3);
+    cp_node_set_int(g, n, "output_width", 2);
+    cp_node_set_float(g, n, "spatial_scale", 0.9f);
+}
+static void c_roi_align_ratio(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 3, 8, 8));
+    const float rois[] = {0, 0, 7, 7, 2.5f, 1, 5, 6};
+    const int64_t bi[] = {0, 0};
+    gb_init(g, "r", CP_DTYPE_F32, 2, D(2, 4), rois);
+    gb_init(g, "b", CP_DTYPE_I64, 1, D(2), bi);
+    int32_t n = N(g, "RoiAlign", I("x", "r", "b"), I("y"));
+    cp_node_set_int(g, n, "output_height", 2);
+    cp_node_set_int(g, n, "output_width", 2);
+    cp_node_set_int(g, n, "sampling_ratio", 2);
+    cp_node_set_string(g, n, "coordinate_transformation_mode", "output_half_pixel");
+}
+static void gs_case(struct cp_graph *g, const char *mode, const char *pad, int64_t align)
+{
+    X(g, "x", 4, D(2, 5, 6, 7));
+    int64_t gd[] = {2, 4, 9, 2};
+    float grid[2 * 4 * 9 * 2];
+    for (int i = 0; i < 2 * 4 * 9 * 2; i++)
+        grid[i] = -1.3f + 2.6f * (float)((i * 37) % 71) / 70.0f;
+    gb_init(g, "gr", CP_DTYPE_F32, 4, gd, grid);
+    int32_t n = N(g, "GridSample", I("x", "gr"), I("y"));
+    cp_node_set_string(g, n, "mode", mode);
+    cp_node_set_string(g, n, "padding_mode", pad);
+    cp_node_set_int(g, n, "align_corners", align);
+}
+static void c_gs_bilinear_zeros(struct cp_graph *g)
+{
+    gs_case(g, "bilinear", "zeros", 0);
+}
+static void c_gs_bilinear_border_ac(struct cp_graph *g)
+{
+    gs_case(g, "bilinear", "border", 1);
+}
+static void c_gs_bilinear_reflection(struct cp_graph *g)
+{
+    gs_case(g, "bilinear", "reflection", 0);
+}
+static void c_gs_nearest_reflection_ac(struct cp_graph *g)
+{
+    gs_case(g, "nearest", "reflection", 1);
+}
+/* ---- end [nn] ---- */
 
 struct hcase {
     const char *name;
@@ -1311,6 +1403,18 @@ static const struct hcase cases[] = {
     C(c_lstm_batch1_wide),
     C(c_gru_batch1_wide),
     REDUCE_INDEX_CASES,
+    /* [nn] */
+    C(c_lrn5),
+    C(c_lrn_nhwc),
+    C(c_d2s_dcr),
+    C(c_d2s_crd),
+    C(c_s2d),
+    C(c_roi_align),
+    C(c_roi_align_ratio),
+    CO(c_gs_bilinear_zeros, 16),
+    CO(c_gs_bilinear_border_ac, 16),
+    CO(c_gs_bilinear_reflection, 16),
+    CO(c_gs_nearest_reflection_ac, 16),
 };
 
 /* ---- running one kernel --------------------------------------------------------- */
