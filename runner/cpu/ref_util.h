@@ -123,4 +123,10 @@ extern const struct cp_kernel cp_ref_resize;
 extern const struct cp_kernel cp_ref_fused_conv, cp_ref_fused_matmul, cp_ref_group_norm,
     cp_ref_gelu; /* ref_fused.c */
 
+/* ---- [quant] ---- */
+extern const struct cp_kernel cp_ref_quantize_linear, cp_ref_dequantize_linear, cp_ref_qlinear_conv,
+    cp_ref_qlinear_matmul, cp_ref_matmul_integer, cp_ref_conv_integer,
+    cp_ref_dynamic_quantize_linear; /* ref_quant.c */
+/* ---- end [quant] ---- */
+
 #endif
