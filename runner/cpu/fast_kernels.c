@@ -92,6 +92,10 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
+    &cp_dnnl_qlinear_conv,
+    &cp_dnnl_conv_integer,
+    &cp_dnnl_qlinear_matmul,
+    &cp_dnnl_matmul_integer,
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */

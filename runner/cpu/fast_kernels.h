@@ -32,4 +32,9 @@ extern const struct cp_kernel cp_fast_concat, cp_fast_split, cp_fast_slice, cp_f
 extern const struct cp_kernel cp_fast_group_norm, cp_fast_gelu; /* FUSION */
 extern const struct cp_kernel cp_fast_layer_norm;
 
+/* ---- [quant] ---- */
+extern const struct cp_kernel cp_dnnl_qlinear_conv, cp_dnnl_conv_integer, cp_dnnl_qlinear_matmul,
+    cp_dnnl_matmul_integer; /* dnnl_quant.c */
+/* ---- end [quant] ---- */
+
 #endif
