@@ -343,7 +343,9 @@ static void requant_store(const struct cp_kexec *k, const struct qlayout *L, int
                           int32_t acc, int64_t r, int64_t c, double lo, double hi)
 {
     float mult = param_f(k, L->x_scale, r) * param_f(k, L->w_scale, c) / param_f(k, L->y_scale, r);
-    double v = (double)acc * (double)mult + (double)param_i(k, L->y_zp, r, 0);
+    /* Rounded, then the zero point added, as QuantizeLinear does (and ONNX
+     * Runtime's requantisation): an odd zero point never moves a tie. */
+    double v = nearbyint((double)acc * (double)mult) + (double)param_i(k, L->y_zp, r, 0);
     cp_elem_store_i64(k->out_data[0], k->out[0]->dtype, idx, (int64_t)saturate_round(v, lo, hi));
 }
 
