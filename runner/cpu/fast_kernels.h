@@ -34,7 +34,8 @@ extern const struct cp_kernel cp_fast_layer_norm;
 
 /* ---- [quant] ---- */
 extern const struct cp_kernel cp_dnnl_qlinear_conv, cp_dnnl_conv_integer, cp_dnnl_qlinear_matmul,
-    cp_dnnl_matmul_integer; /* dnnl_quant.c */
+    cp_dnnl_matmul_integer;                                                       /* dnnl_quant.c */
+extern const struct cp_kernel cp_fast_quantize_linear, cp_fast_dequantize_linear; /* fast_quant.c */
 /* ---- end [quant] ---- */
 
 #endif

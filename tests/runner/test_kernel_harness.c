@@ -1063,6 +1063,39 @@ static void c_matmul_integer_7bit(struct cp_graph *g)
     gb_init(g, "xz", CP_DTYPE_U8, 0, NULL, &xz);
     N(g, "MatMulInteger", I("x", "w", "xz"), I("y"));
 }
+static void c_quantize_per_tensor_u8(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 8, 33, 17));
+    F(g, "s", 0.013f);
+    uint8_t z = 128;
+    gb_init(g, "z", CP_DTYPE_U8, 0, NULL, &z);
+    N(g, "QuantizeLinear", I("x", "s", "z"), I("y"));
+}
+static void c_quantize_per_axis_i8(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 6, 50));
+    float s[6] = {0.01f, 0.02f, 0.05f, 0.1f, 0.003f, 1.0f};
+    int8_t z[6] = {0, 3, -7, 100, -128, 1};
+    gb_init(g, "s", CP_DTYPE_F32, 1, D(6), s);
+    gb_init(g, "z", CP_DTYPE_I8, 1, D(6), z);
+    N(g, "QuantizeLinear", I("x", "s", "z"), I("y"));
+}
+static void c_dequantize_per_axis_u8(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_U8, 2, D(37, 5));
+    float s[5] = {0.01f, 0.02f, 0.05f, 0.1f, 3.0f};
+    uint8_t z[5] = {0, 3, 7, 100, 255};
+    gb_init(g, "s", CP_DTYPE_F32, 1, D(5), s);
+    gb_init(g, "z", CP_DTYPE_U8, 1, D(5), z);
+    int32_t n = N(g, "DequantizeLinear", I("x", "s", "z"), I("y"));
+    cp_node_set_int(g, n, "axis", -1);
+}
+static void c_dequantize_per_tensor_i8(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_I8, 1, D(300000));
+    F(g, "s", 0.25f);
+    N(g, "DequantizeLinear", I("x", "s"), I("y"));
+}
 /* ---- end [quant] ---- */
 
 struct hcase {
@@ -1219,6 +1252,11 @@ static const struct hcase cases[] = {
     CO(c_conv_integer_group_7bit, 13),
     CO(c_qlinear_matmul_7bit, 13),
     CO(c_matmul_integer_7bit, 13),
+    CO(c_quantize_per_tensor_u8, 13),
+    CO(c_quantize_per_axis_i8, 13),
+    {"c_quantize_wide", c_quantize_per_axis_i8, IN_WIDE, 13},
+    CO(c_dequantize_per_axis_u8, 13),
+    CO(c_dequantize_per_tensor_i8, 13),
     /* ---- end [quant] ---- */
     /* attention */
     C(c_attn_bhnd_kt),
