@@ -4,7 +4,6 @@
  * on the fast (oneDNN int8) ones. Quantized outputs may differ by one step
  * where the f32 QDQ product and the exact integer one round differently. */
 #include "pass_test.h"
-#include "runner/cpu/kernel.h"
 
 #include <stdlib.h>
 
@@ -286,21 +285,72 @@ Test(pass_qdq, matmul_float_output_7bit_on_onednn)
     check(build_matmul, CP_OP_MATMUL_INTEGER);
 }
 
-Test(pass_qdq, fast_kernels_are_picked_for_7bit_s8_weights)
+static bool g_gemm_bias;
+
+static struct cp_graph *build_gemm(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 2, GB_DIMS(5, 32));
+    add_q(g, "x", "x_q", 2.0f / 255.0f, 128);
+    add_dq(g, "x_q", "x_dq", "x_q_scale", "x_q_zp", 1);
+    add_weight(g, 2, GB_DIMS(24, 32), 0, 24); /* [N, K], transB = 1 */
+    int32_t n;
+    if (g_gemm_bias) {
+        float c[24];
+        for (int i = 0; i < 24; i++)
+            c[i] = 0.05f * (float)(i - 12);
+        gb_floats(g, "c", 24, c);
+        n = gb_node(g, "gemm", "Gemm", GB_IN("x_dq", "w", "c"), GB_IN("y"));
+    } else {
+        n = gb_node(g, "gemm", "Gemm", GB_IN("x_dq", "w"), GB_IN("y"));
+    }
+    cp_node_set_int(g, n, "transB", 1);
+    const char *out = "y";
+    if (g_trailing_q) {
+        add_q(g, "y", "y_q", 0.02f, 128);
+        out = "y_q";
+    }
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, out)), CP_OK);
+    return g;
+}
+
+Test(pass_qdq, gemm_trans_b_per_channel_to_qlinear_matmul)
 {
     set(true, false, true, false);
     g_reduce_range = true;
-    struct cp_graph *g = build_conv();
-    pt_prepare(g);
-    cr_assert(pt_run_pass(g, "QDQFoldPass"));
-    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
-        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
-        if (!n->dead && n->op == CP_OP_QLINEAR_CONV) {
-            const struct cp_kernel *k = cp_kernel_select(g, n, NULL, false, NULL);
-            cr_assert_not_null(k);
-            cr_assert_str_eq(k->name, "onednn:qlinear_conv");
-            cr_assert_null(k->isa(g, n), "7-bit weights need no VNNI");
-        }
-    }
-    cp_graph_free(g);
+    g_gemm_bias = false;
+    check(build_gemm, CP_OP_QLINEAR_MATMUL);
+}
+
+/* QLinearMatMul has no bias: a Gemm with C takes the float form even with
+ * a QuantizeLinear after it. */
+Test(pass_qdq, gemm_with_bias_to_matmul_integer)
+{
+    set(true, false, true, false);
+    g_gemm_bias = true;
+    check(build_gemm, CP_OP_MATMUL_INTEGER);
+}
+
+/* Not folded: a per-tensor QDQ pair whose activation is per channel. */
+static struct cp_graph *build_per_channel_activation(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 2, GB_DIMS(4, 8));
+    float s[8] = {0.01f, 0.02f, 0.01f, 0.02f, 0.01f, 0.02f, 0.01f, 0.02f};
+    uint8_t z[8] = {128, 128, 128, 128, 128, 128, 128, 128};
+    gb_init(g, "xs", CP_DTYPE_F32, 1, GB_DIMS(8), s);
+    gb_init(g, "xz", CP_DTYPE_U8, 1, GB_DIMS(8), z);
+    gb_node(g, "q", "QuantizeLinear", GB_IN("x", "xs", "xz"), GB_IN("x_q"));
+    add_dq(g, "x_q", "x_dq", "xs", "xz", 1);
+    g_per_channel = false;
+    g_u8_weights = false;
+    add_weight(g, 2, GB_DIMS(8, 6), 1, 6);
+    gb_node(g, "mm", "MatMul", GB_IN("x_dq", "w"), GB_IN("y"));
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    return g;
+}
+
+Test(pass_qdq, per_channel_activations_are_left_alone)
+{
+    pt_check_pass(build_per_channel_activation, "QDQFoldPass", false, NULL, 0.0);
 }
