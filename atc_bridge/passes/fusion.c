@@ -15,7 +15,7 @@
 
 const struct cp_pass cp_fusion_passes[] = {
     /* First, before the Conv/MatMul fusions take the float products. */
-    {"QDQFoldPass", "UBFusion",
+    {"QDQFoldPass", "GraphFusion",
      "DequantizeLinear pairs around Conv/MatMul/Gemm [-> QuantizeLinear] become one int8 kernel "
      "(QLinearConv/QLinearMatMul, or ConvInteger/MatMulInteger with the scaling)",
      cp_quant_qdq_fold_run},
