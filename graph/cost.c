@@ -401,6 +401,24 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
+    case CP_OP_QLINEAR_CONV:
+    case CP_OP_CONV_INTEGER: {
+        /* As Conv; the weight is input 3 of QLinearConv, 1 of ConvInteger. */
+        const struct cp_tensor *wq = input(g, n, n->op == CP_OP_QLINEAR_CONV ? 3 : 1);
+        if (!wq)
+            return 0.0;
+        return 2.0 * out * dim_est(&wq->shape, 1) * kernel_size(&wq->shape) + out;
+    }
+    case CP_OP_QLINEAR_MATMUL:
+    case CP_OP_MATMUL_INTEGER: {
+        double k = x && x->shape.rank >= 1 ? dim_est(&x->shape, x->shape.rank - 1) : 1.0;
+        return 2.0 * out * k + out;
+    }
+    case CP_OP_QUANTIZE_LINEAR:
+    case CP_OP_DEQUANTIZE_LINEAR:
+        return 2.0 * out;
+    case CP_OP_DYNAMIC_QUANTIZE_LINEAR:
+        return 4.0 * in;
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */

@@ -389,6 +389,13 @@ enum cp_op {
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
+    CP_OP_QUANTIZE_LINEAR,
+    CP_OP_DEQUANTIZE_LINEAR,
+    CP_OP_QLINEAR_CONV,
+    CP_OP_QLINEAR_MATMUL,
+    CP_OP_MATMUL_INTEGER,
+    CP_OP_CONV_INTEGER,
+    CP_OP_DYNAMIC_QUANTIZE_LINEAR,
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */

@@ -748,6 +748,13 @@ static const struct op_rule rules[] = {
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
+    [CP_OP_QUANTIZE_LINEAR] = {cp_infer_quantize_linear, 2, 3, 1, 1},
+    [CP_OP_DEQUANTIZE_LINEAR] = {cp_infer_dequantize_linear, 2, 3, 1, 1},
+    [CP_OP_QLINEAR_CONV] = {cp_infer_qlinear_conv, 8, 9, 1, 1},
+    [CP_OP_QLINEAR_MATMUL] = {cp_infer_qlinear_matmul, 8, 8, 1, 1},
+    [CP_OP_MATMUL_INTEGER] = {cp_infer_matmul_integer, 2, 4, 1, 1},
+    [CP_OP_CONV_INTEGER] = {cp_infer_conv_integer, 2, 4, 1, 1},
+    [CP_OP_DYNAMIC_QUANTIZE_LINEAR] = {cp_infer_dynamic_quantize_linear, 1, 1, 3, 3},
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */

@@ -233,5 +233,14 @@ enum cp_status cp_infer_center_crop_pad(struct cp_infer *c);
 enum cp_status cp_infer_col2im(struct cp_infer *c);
 enum cp_status cp_infer_affine_grid(struct cp_infer *c);
 enum cp_status cp_infer_deform_conv(struct cp_infer *c);
+/* ---- [quant] ---- */
+enum cp_status cp_infer_quantize_linear(struct cp_infer *c);
+enum cp_status cp_infer_dequantize_linear(struct cp_infer *c);
+enum cp_status cp_infer_qlinear_conv(struct cp_infer *c);
+enum cp_status cp_infer_qlinear_matmul(struct cp_infer *c);
+enum cp_status cp_infer_matmul_integer(struct cp_infer *c);
+enum cp_status cp_infer_conv_integer(struct cp_infer *c);
+enum cp_status cp_infer_dynamic_quantize_linear(struct cp_infer *c);
+/* ---- end [quant] ---- */
 
 #endif

@@ -190,6 +190,13 @@ static const char *const op_names[] = {
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
+    [CP_OP_QUANTIZE_LINEAR] = "QuantizeLinear",
+    [CP_OP_DEQUANTIZE_LINEAR] = "DequantizeLinear",
+    [CP_OP_QLINEAR_CONV] = "QLinearConv",
+    [CP_OP_QLINEAR_MATMUL] = "QLinearMatMul",
+    [CP_OP_MATMUL_INTEGER] = "MatMulInteger",
+    [CP_OP_CONV_INTEGER] = "ConvInteger",
+    [CP_OP_DYNAMIC_QUANTIZE_LINEAR] = "DynamicQuantizeLinear",
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */

@@ -428,6 +428,48 @@ static const struct onnx_attr_spec multinomial_attrs[] = {{"dtype", CP_ATTR_INT,
                                                           {"seed", CP_ATTR_FLOAT, false},
                                                           {NULL, 0, false}};
 /* ---- end [elementwise] ---- */
+/* ---- [quant] ---- */
+static const struct onnx_attr_spec qdq_attrs[] = {
+    {"axis", CP_ATTR_INT, false},
+    {"saturate", CP_ATTR_INT, false},
+    {"block_size", CP_ATTR_INT, false},
+    {"output_dtype", CP_ATTR_INT, false},
+    {NULL, 0, false},
+};
+
+/* QuantizeLinear / DequantizeLinear: the 8- and 16-bit integer forms are
+ * supported; float8 (opset 19) and int4/uint4 (opset 21) are refused here,
+ * by name, rather than left to fail on a dtype further on. */
+static enum cp_status load_qdq(struct onnx_ctx *c, const struct onnx_op_def *def,
+                               const Onnx__NodeProto *np, const char *name, const char *origin)
+{
+    const struct cp_node *n;
+    enum cp_status st = load_node(c, def, np, name, origin, &n);
+    if (st != CP_OK)
+        return st;
+    int64_t od = cp_node_attr_int(n, "output_dtype", 0);
+    if (od != 0) {
+        enum cp_dtype dt =
+            od > 0 && od <= INT32_MAX ? cp_dtype_from_onnx((int)od) : CP_DTYPE_UNDEFINED;
+        if (dt != CP_DTYPE_I8 && dt != CP_DTYPE_U8 && dt != CP_DTYPE_I16 && dt != CP_DTYPE_U16) {
+            char buf[24];
+            const char *what = od >= 17 && od <= 20   ? " (float8 is not supported)"
+                               : od == 21 || od == 22 ? " (int4/uint4 are not supported)"
+                                                      : "";
+            return onnx_err(c, CP_ERR_UNSUPPORTED,
+                            "node '%s' (%s): output_dtype %s is not supported%s; supported: "
+                            "int8, uint8, int16, uint16",
+                            name, np->op_type,
+                            cp_onnx_dtype_name(od > 0 && od <= INT32_MAX ? (int)od : -1, buf),
+                            what);
+        }
+    }
+    if (cp_node_attr_int(n, "block_size", 0) < 0)
+        return onnx_err(c, CP_ERR_INVALID, "node '%s' (%s): block_size must be >= 0", name,
+                        np->op_type);
+    return CP_OK;
+}
+/* ---- end [quant] ---- */
 
 /* The opsets the first rows were written and tested for; a row widens its
  * range once its op follows the older or newer versions' semantics. */
@@ -682,6 +724,14 @@ static const struct onnx_op_def ops[] = {
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
+    {"ConvInteger", CP_OP_CONV_INTEGER, 10, 21, 2, 4, 1, 1, conv_attrs, load_generic},
+    {"DequantizeLinear", CP_OP_DEQUANTIZE_LINEAR, 10, 21, 2, 3, 1, 1, qdq_attrs, load_qdq},
+    {"DynamicQuantizeLinear", CP_OP_DYNAMIC_QUANTIZE_LINEAR, 11, 21, 1, 1, 3, 3, NULL,
+     load_generic},
+    {"MatMulInteger", CP_OP_MATMUL_INTEGER, 10, 21, 2, 4, 1, 1, NULL, load_generic},
+    {"QLinearConv", CP_OP_QLINEAR_CONV, 10, 21, 8, 9, 1, 1, conv_attrs, load_generic},
+    {"QLinearMatMul", CP_OP_QLINEAR_MATMUL, 10, 21, 8, 8, 1, 1, NULL, load_generic},
+    {"QuantizeLinear", CP_OP_QUANTIZE_LINEAR, 10, 21, 2, 3, 1, 1, qdq_attrs, load_qdq},
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */

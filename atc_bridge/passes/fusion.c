@@ -14,6 +14,11 @@
 #include <stddef.h>
 
 const struct cp_pass cp_fusion_passes[] = {
+    /* First, before the Conv/MatMul fusions take the float products. */
+    {"QDQFoldPass", "GraphFusion",
+     "DequantizeLinear pairs around Conv/MatMul/Gemm [-> QuantizeLinear] become one int8 kernel "
+     "(QLinearConv/QLinearMatMul, or ConvInteger/MatMulInteger with the scaling)",
+     cp_quant_qdq_fold_run},
     {CP_PASS_GELU, "GraphFusion",
      "Div(sqrt2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5) becomes one Gelu", cp_fusion_gelu_run},
     {CP_PASS_LAYERNORM, "GraphFusion",

@@ -82,4 +82,8 @@ enum cp_status cp_fusion_layernorm_run(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_fusion_groupnorm_run(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_fusion_gelu_run(struct cp_pass_ctx *ctx, bool *changed);
 
+/* ---- [quant] ---- */
+enum cp_status cp_quant_qdq_fold_run(struct cp_pass_ctx *ctx, bool *changed); /* quant_qdq.c */
+/* ---- end [quant] ---- */
+
 #endif

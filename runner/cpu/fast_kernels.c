@@ -135,6 +135,12 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
+    &cp_dnnl_qlinear_conv,
+    &cp_dnnl_conv_integer,
+    &cp_dnnl_qlinear_matmul,
+    &cp_dnnl_matmul_integer,
+    &cp_fast_quantize_linear,
+    &cp_fast_dequantize_linear,
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */

@@ -51,5 +51,10 @@ extern const struct cp_kernel cp_fast_log_softmax, cp_fast_arg_max, cp_fast_arg_
 extern const struct cp_kernel cp_dnnl_lrn; /* dnnl_nn_ops.c */
 extern const struct cp_kernel cp_fast_depth_to_space, cp_fast_space_to_depth, cp_fast_roi_align,
     cp_fast_grid_sample; /* fast_nn_ops.c */
+/* ---- [quant] ---- */
+extern const struct cp_kernel cp_dnnl_qlinear_conv, cp_dnnl_conv_integer, cp_dnnl_qlinear_matmul,
+    cp_dnnl_matmul_integer;                                                       /* dnnl_quant.c */
+extern const struct cp_kernel cp_fast_quantize_linear, cp_fast_dequantize_linear; /* fast_quant.c */
+/* ---- end [quant] ---- */
 
 #endif

@@ -189,6 +189,13 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
+    &cp_ref_quantize_linear,
+    &cp_ref_dequantize_linear,
+    &cp_ref_qlinear_conv,
+    &cp_ref_qlinear_matmul,
+    &cp_ref_matmul_integer,
+    &cp_ref_conv_integer,
+    &cp_ref_dynamic_quantize_linear, /* ref_quant.c */
     /* ---- end [quant] ---- */
 
     /* ---- [legacy] ---- */

@@ -157,5 +157,10 @@ extern const struct cp_kernel cp_ref_lrn, cp_ref_lp_normalization, cp_ref_mvn,
 extern const struct cp_kernel cp_ref_max_roi_pool, cp_ref_center_crop_pad, cp_ref_col2im,
     cp_ref_affine_grid;
 extern const struct cp_kernel cp_ref_deform_conv;
+/* ---- [quant] ---- */
+extern const struct cp_kernel cp_ref_quantize_linear, cp_ref_dequantize_linear, cp_ref_qlinear_conv,
+    cp_ref_qlinear_matmul, cp_ref_matmul_integer, cp_ref_conv_integer,
+    cp_ref_dynamic_quantize_linear; /* ref_quant.c */
+/* ---- end [quant] ---- */
 
 #endif

@@ -1212,6 +1212,121 @@ static void c_gs_nearest_reflection_ac(struct cp_graph *g)
     gs_case(g, "nearest", "reflection", 1);
 }
 /* ---- end [nn] ---- */
+/* ---- [quant] ---- */
+/* Integer convolutions and matmuls: s8 weights of 7 bits (oneDNN's int8
+ * kernels are exact without VNNI only then) and of 8 bits (they need VNNI:
+ * not available on AVX2 hosts), per-tensor and per-channel scales, zero
+ * points. Graph inputs are u8 (the fill's 0..127 pattern). */
+static void QI8(struct cp_graph *g, const char *name, int rank, const int64_t *dims, int bits)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= dims[i];
+    int8_t *v = malloc((size_t)(n ? n : 1));
+    cr_assert_not_null(v);
+    uint64_t s = name_seed(name) | 1;
+    int range = bits == 7 ? 64 : 127;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (int8_t)((int)(rng_next(&s) % (uint64_t)(2 * range + 1)) - range);
+    gb_init(g, name, CP_DTYPE_I8, rank, dims, v);
+    free(v);
+}
+
+static void qparams(struct cp_graph *g, int64_t channels)
+{
+    F(g, "xs", 0.02f);
+    uint8_t xz = 7, yz = 100;
+    gb_init(g, "xz", CP_DTYPE_U8, 0, NULL, &xz);
+    float ws[64];
+    int8_t wz[64] = {0};
+    for (int64_t i = 0; i < channels; i++)
+        ws[i] = 0.01f + 0.001f * (float)i;
+    gb_init(g, "ws", CP_DTYPE_F32, 1, &channels, ws);
+    gb_init(g, "wz", CP_DTYPE_I8, 1, &channels, wz);
+    F(g, "ys", 0.37f);
+    gb_init(g, "yz", CP_DTYPE_U8, 0, NULL, &yz);
+}
+
+static void qconv(struct cp_graph *g, int bits)
+{
+    gb_input(g, "x", CP_DTYPE_U8, 4, D(1, 16, 10, 10));
+    QI8(g, "w", 4, D(24, 16, 3, 3), bits);
+    qparams(g, 24);
+    int32_t b[24];
+    for (int i = 0; i < 24; i++)
+        b[i] = i * 37 - 400;
+    gb_init(g, "b", CP_DTYPE_I32, 1, D(24), b);
+    int32_t n = N(g, "QLinearConv", I("x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"), I("y"));
+    INTS(g, n, "pads", 1, 1, 1, 1);
+    INTS(g, n, "strides", 1, 2);
+}
+static void c_qlinear_conv_7bit(struct cp_graph *g)
+{
+    qconv(g, 7);
+}
+static void c_qlinear_conv_8bit(struct cp_graph *g)
+{
+    qconv(g, 8);
+}
+static void c_conv_integer_group_7bit(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_U8, 4, D(1, 8, 9, 9));
+    QI8(g, "w", 4, D(8, 4, 3, 3), 7);
+    uint8_t xz = 3;
+    gb_init(g, "xz", CP_DTYPE_U8, 0, NULL, &xz);
+    int32_t n = N(g, "ConvInteger", I("x", "w", "xz"), I("y"));
+    cp_node_set_int(g, n, "group", 2);
+    INTS(g, n, "pads", 1, 0, 1, 2);
+}
+static void c_qlinear_matmul_7bit(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_U8, 3, D(2, 5, 32));
+    QI8(g, "w", 2, D(32, 24), 7);
+    qparams(g, 24);
+    N(g, "QLinearMatMul", I("x", "xs", "xz", "w", "ws", "wz", "ys", "yz"), I("y"));
+}
+static void c_matmul_integer_7bit(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_U8, 2, D(6, 40));
+    QI8(g, "w", 2, D(40, 16), 7);
+    uint8_t xz = 128;
+    gb_init(g, "xz", CP_DTYPE_U8, 0, NULL, &xz);
+    N(g, "MatMulInteger", I("x", "w", "xz"), I("y"));
+}
+static void c_quantize_per_tensor_u8(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 8, 33, 17));
+    F(g, "s", 0.013f);
+    uint8_t z = 128;
+    gb_init(g, "z", CP_DTYPE_U8, 0, NULL, &z);
+    N(g, "QuantizeLinear", I("x", "s", "z"), I("y"));
+}
+static void c_quantize_per_axis_i8(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 6, 50));
+    float s[6] = {0.01f, 0.02f, 0.05f, 0.1f, 0.003f, 1.0f};
+    int8_t z[6] = {0, 3, -7, 100, -128, 1};
+    gb_init(g, "s", CP_DTYPE_F32, 1, D(6), s);
+    gb_init(g, "z", CP_DTYPE_I8, 1, D(6), z);
+    N(g, "QuantizeLinear", I("x", "s", "z"), I("y"));
+}
+static void c_dequantize_per_axis_u8(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_U8, 2, D(37, 5));
+    float s[5] = {0.01f, 0.02f, 0.05f, 0.1f, 3.0f};
+    uint8_t z[5] = {0, 3, 7, 100, 255};
+    gb_init(g, "s", CP_DTYPE_F32, 1, D(5), s);
+    gb_init(g, "z", CP_DTYPE_U8, 1, D(5), z);
+    int32_t n = N(g, "DequantizeLinear", I("x", "s", "z"), I("y"));
+    cp_node_set_int(g, n, "axis", -1);
+}
+static void c_dequantize_per_tensor_i8(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_I8, 1, D(300000));
+    F(g, "s", 0.25f);
+    N(g, "DequantizeLinear", I("x", "s"), I("y"));
+}
+/* ---- end [quant] ---- */
 
 struct hcase {
     const char *name;
@@ -1389,6 +1504,18 @@ static const struct hcase cases[] = {
     C(c_ge_same),
     C(c_le_first),
     /* ---- end [elementwise] ---- */
+    /* ---- [quant] ---- */
+    CO(c_qlinear_conv_7bit, 13),
+    CO(c_qlinear_conv_8bit, 13),
+    CO(c_conv_integer_group_7bit, 13),
+    CO(c_qlinear_matmul_7bit, 13),
+    CO(c_matmul_integer_7bit, 13),
+    CO(c_quantize_per_tensor_u8, 13),
+    CO(c_quantize_per_axis_i8, 13),
+    {"c_quantize_wide", c_quantize_per_axis_i8, IN_WIDE, 13},
+    CO(c_dequantize_per_axis_u8, 13),
+    CO(c_dequantize_per_tensor_i8, 13),
+    /* ---- end [quant] ---- */
     /* attention */
     C(c_attn_bhnd_kt),
     C(c_attn_bnhd_mask),
