@@ -173,4 +173,9 @@ enum cp_status cp_infer_gelu(struct cp_infer *c);
 enum cp_status cp_infer_fused_attention(struct cp_infer *c);
 enum cp_status cp_infer_trans_data(struct cp_infer *c);
 
+/* ---- [control] ---- */
+enum cp_status cp_infer_if(struct cp_infer *c);
+enum cp_status cp_infer_loop(struct cp_infer *c);
+enum cp_status cp_infer_scan(struct cp_infer *c);
+
 #endif

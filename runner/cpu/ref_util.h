@@ -123,4 +123,7 @@ extern const struct cp_kernel cp_ref_resize;
 extern const struct cp_kernel cp_ref_fused_conv, cp_ref_fused_matmul, cp_ref_group_norm,
     cp_ref_gelu; /* ref_fused.c */
 
+/* ---- [control] ---- */
+extern const struct cp_kernel cp_ref_if, cp_ref_loop, cp_ref_scan;
+
 #endif
