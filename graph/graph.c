@@ -477,6 +477,45 @@ size_t cp_control_n_formal(const struct cp_graph *g, const struct cp_node *n)
     return k < n->n_inputs ? k : n->n_inputs;
 }
 
+static const struct cp_graph *graph_attr(const struct cp_node *n, size_t a)
+{
+    return n->attrs[a].type == CP_ATTR_GRAPH ? n->attrs[a].graph : NULL;
+}
+
+/* Whether outer reference (a, j) of node n is the first of its name. */
+static bool first_of_name(const struct cp_node *n, size_t a, size_t j, const char *nm)
+{
+    for (size_t b = 0; b <= a; b++) {
+        const struct cp_graph *t = graph_attr(n, b);
+        size_t lim = b == a ? j : (t ? t->n_outer : 0);
+        for (size_t k = 0; t && k < lim; k++)
+            if (strcmp(t->tensors[t->outer[k]]->name, nm) == 0)
+                return false;
+    }
+    return true;
+}
+
+int32_t cp_control_outer_slot(const struct cp_graph *g, const struct cp_node *n,
+                              const struct cp_graph *sub, size_t i)
+{
+    if (!sub || i >= sub->n_outer)
+        return -1;
+    const char *want = sub->tensors[sub->outer[i]]->name;
+    size_t q = 0, formal = cp_control_n_formal(g, n);
+    for (size_t a = 0; a < n->n_attrs; a++) {
+        const struct cp_graph *s = graph_attr(n, a);
+        for (size_t j = 0; s && j < s->n_outer; j++) {
+            const char *nm = s->tensors[s->outer[j]]->name;
+            if (!first_of_name(n, a, j, nm))
+                continue;
+            if (strcmp(nm, want) == 0)
+                return formal + q < n->n_inputs ? (int32_t)(formal + q) : -1;
+            q++;
+        }
+    }
+    return -1;
+}
+
 const struct cp_attr *cp_node_attr(const struct cp_node *n, const char *name)
 {
     for (size_t i = 0; i < n->n_attrs; i++)

@@ -477,6 +477,12 @@ bool cp_op_is_control(enum cp_op op);
 /* How many of a control-flow node's inputs are the op's own (the rest are
  * outer-scope captures); n->n_inputs for every other op. */
 size_t cp_control_n_formal(const struct cp_graph *g, const struct cp_node *n);
+/* The input slot of control-flow node n that outer-scope reference i of its
+ * subgraph `sub` reads, or -1. Slots follow the node's GRAPH attributes in
+ * order, each distinct outer name once, after the formal inputs; binding by
+ * position keeps working when passes rewire the node's inputs. */
+int32_t cp_control_outer_slot(const struct cp_graph *g, const struct cp_node *n,
+                              const struct cp_graph *sub, size_t i);
 
 /* ---- analysis ----------------------------------------------------------- */
 

@@ -36,12 +36,8 @@ static enum cp_status infer_sub(struct cp_infer *c, const char *attr, struct cp_
 {
     for (size_t i = 0; i < cp_graph_n_outer(sub); i++) {
         struct cp_tensor *t = cp_graph_tensor(sub, cp_graph_outer(sub, i));
-        const struct cp_tensor *src = NULL;
-        for (size_t j = 0; j < c->node->n_inputs && !src; j++) {
-            const struct cp_tensor *o = cp_infer_in(c, j);
-            if (o && strcmp(o->name, t->name) == 0)
-                src = o;
-        }
+        int32_t slot = cp_control_outer_slot(c->g, c->node, sub, i);
+        const struct cp_tensor *src = slot >= 0 ? cp_infer_in(c, (size_t)slot) : NULL;
         if (!src)
             return cp_infer_fail(c,
                                  "attribute '%s': outer-scope reference '%s' is not among the "

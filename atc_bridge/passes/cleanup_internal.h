@@ -18,4 +18,10 @@ enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed);
  * attribute is one the evaluator does not handle: the node then stays. */
 bool cp_fold_eval(const struct cp_graph *g, const struct cp_node *n, void **data, size_t *nbytes);
 
+/* ---- [control] ---- */
+
+/* Replace every If whose condition is known by the nodes of the branch it
+ * takes (control.c); part of ConstantFoldingPass. */
+enum cp_status cp_control_fold_if(struct cp_pass_ctx *ctx, bool *changed);
+
 #endif

@@ -71,16 +71,14 @@ static enum cp_status open_sub(struct cp_kexec *k, const char *attr, struct cf_s
     for (size_t i = 0; i < s->n_bind; i++) {
         int32_t t = cp_graph_outer(g, i);
         const char *nm = cp_graph_tensor(g, t)->name;
-        size_t j = 0;
-        while (j < k->node->n_inputs && !(k->in[j] && strcmp(k->in[j]->name, nm) == 0))
-            j++;
-        if (j == k->node->n_inputs)
+        int32_t slot = cp_control_outer_slot(k->g, k->node, g, i);
+        if (slot < 0 || !k->in[slot])
             return cp_diag_set(d, CP_ERR_INVALID,
                                "node '%s': attribute '%s' reads '%s', which is not among the "
                                "node's inputs",
                                k->node->name, attr, nm);
         s->bind_t[i] = t;
-        s->bind_slot[i] = j;
+        s->bind_slot[i] = (size_t)slot;
     }
     struct cp_diag local;
     cp_diag_init(&local);
