@@ -330,6 +330,10 @@ static bool is_graph_input(const struct cp_graph *g, int32_t t)
     for (size_t i = 0; i < cp_graph_n_inputs(g); i++)
         if (cp_graph_input(g, i) == t)
             return true;
+    /* A subgraph's outer-scope references are inputs too (graph.h). */
+    for (size_t i = 0; i < cp_graph_n_outer(g); i++)
+        if (cp_graph_outer(g, i) == t)
+            return true;
     return false;
 }
 
