@@ -77,6 +77,49 @@ static double pool_kernel(const struct cp_node *n)
     return k;
 }
 
+/* ---- [control] ---- */
+/* If: the dearer branch; Loop and Scan: the body times the trip count
+ * (the scan outputs' leading or scan dimension, 1 when unknown). */
+static double sub_flops(const struct cp_graph *sub)
+{
+    double f = 0.0;
+    for (size_t i = 0; i < cp_graph_n_nodes(sub); i++) {
+        const struct cp_node *n = cp_graph_node(sub, (int32_t)i);
+        if (!n->dead)
+            f += cp_node_cost(sub, n).flops;
+    }
+    return f;
+}
+
+static double cp_control_flops(const struct cp_graph *g, const struct cp_node *n)
+{
+    double best = 0.0, trips = 1.0;
+    for (size_t j = 0; j < n->n_attrs; j++)
+        if (n->attrs[j].type == CP_ATTR_GRAPH) {
+            double f = sub_flops(n->attrs[j].graph);
+            best = f > best ? f : best;
+        }
+    if (n->op == CP_OP_LOOP || n->op == CP_OP_SCAN) {
+        const struct cp_attr *b = cp_node_attr(n, "body");
+        size_t bi = b && b->type == CP_ATTR_GRAPH ? cp_graph_n_inputs(b->graph) : 0;
+        size_t states = n->op == CP_OP_LOOP
+                            ? (bi >= 2 ? bi - 2 : 0)
+                            : bi - (size_t)cp_node_attr_int(n, "num_scan_inputs", (int64_t)bi);
+        const struct cp_tensor *y =
+            states < n->n_outputs ? cp_graph_tensor(g, n->outputs[states]) : NULL;
+        bool v8 = cp_graph_opset(g) < 9 && n->op == CP_OP_SCAN;
+        int d = v8 ? 1 : 0;
+        if (n->op == CP_OP_SCAN && !v8 && y) {
+            const struct cp_attr *ax = cp_node_attr(n, "scan_output_axes");
+            int64_t a = ax && ax->type == CP_ATTR_INTS && ax->n ? ax->ints[0] : 0;
+            d = (int)(a < 0 ? a + y->shape.rank : a);
+        }
+        if (y && y->shape.rank > d && y->shape.dims[d].value > 0)
+            trips = (double)y->shape.dims[d].value;
+    }
+    return best * trips;
+}
+
 static double flops(const struct cp_graph *g, const struct cp_node *n)
 {
     const struct cp_tensor *x = input(g, n, 0), *w = input(g, n, 1), *y = output(g, n, 0);
@@ -398,6 +441,10 @@ static double flops(const struct cp_graph *g, const struct cp_node *n)
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */
+    case CP_OP_IF:
+    case CP_OP_LOOP:
+    case CP_OP_SCAN:
+        return cp_control_flops(g, n);
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */

@@ -35,6 +35,10 @@ void cp_graph_free(struct cp_graph *g)
     for (size_t i = 0; i < g->n_maps; i++)
         cp_mmap_close(&g->maps[i]);
     free(g->maps);
+    for (size_t i = 0; i < g->n_subs; i++)
+        cp_graph_free(g->subs[i]);
+    free(g->subs);
+    free(g->outer);
     struct cp_arena_chunk *c = g->arena;
     while (c) {
         struct cp_arena_chunk *next = c->next;
@@ -282,6 +286,8 @@ enum cp_status cp_graph_add_node(struct cp_graph *g, const char *name, const cha
     return CP_OK;
 }
 
+static enum cp_status push_index(int32_t **arr, size_t *n, size_t *cap, int32_t v);
+
 static struct cp_attr *attr_slot(struct cp_graph *g, int32_t node, const char *name)
 {
     if (node < 0 || (size_t)node >= g->n_nodes || !name)
@@ -402,6 +408,112 @@ enum cp_status cp_node_set_tensor(struct cp_graph *g, int32_t node, const char *
     a->type = CP_ATTR_TENSOR;
     a->tensor = tensor;
     return CP_OK;
+}
+
+enum cp_status cp_node_set_graph(struct cp_graph *g, int32_t node, const char *name,
+                                 struct cp_graph *sub)
+{
+    if (!sub)
+        return CP_ERR_INVALID;
+    struct cp_graph **p = cp_realloc_array(g->subs, g->n_subs + 1, sizeof *p);
+    if (!p) {
+        cp_graph_free(sub);
+        return CP_ERR_NOMEM;
+    }
+    g->subs = p;
+    g->subs[g->n_subs++] = sub;
+    struct cp_attr *a = attr_slot(g, node, name);
+    if (!a)
+        return CP_ERR_NOMEM;
+    a->type = CP_ATTR_GRAPH;
+    a->graph = sub;
+    return CP_OK;
+}
+
+enum cp_status cp_graph_add_outer(struct cp_graph *g, int32_t tensor)
+{
+    if (tensor < 0 || (size_t)tensor >= g->n_tensors)
+        return CP_ERR_INVALID;
+    return push_index(&g->outer, &g->n_outer, &g->cap_outer, tensor);
+}
+
+size_t cp_graph_n_outer(const struct cp_graph *g)
+{
+    return g->n_outer;
+}
+
+int32_t cp_graph_outer(const struct cp_graph *g, size_t i)
+{
+    return i < g->n_outer ? g->outer[i] : -1;
+}
+
+bool cp_op_is_control(enum cp_op op)
+{
+    return op == CP_OP_IF || op == CP_OP_LOOP || op == CP_OP_SCAN;
+}
+
+size_t cp_control_n_formal(const struct cp_graph *g, const struct cp_node *n)
+{
+    (void)g;
+    const struct cp_attr *a;
+    size_t k = n->n_inputs;
+    switch (n->op) {
+    case CP_OP_IF:
+        k = 1;
+        break;
+    case CP_OP_LOOP:
+        a = cp_node_attr(n, "body");
+        if (a && a->type == CP_ATTR_GRAPH)
+            k = cp_graph_n_inputs(a->graph);
+        break;
+    case CP_OP_SCAN:
+        a = cp_node_attr(n, "body");
+        if (a && a->type == CP_ATTR_GRAPH)
+            k = cp_graph_n_inputs(a->graph) + (cp_graph_opset(g) < 9 ? 1 : 0);
+        break;
+    default:
+        break;
+    }
+    return k < n->n_inputs ? k : n->n_inputs;
+}
+
+static const struct cp_graph *graph_attr(const struct cp_node *n, size_t a)
+{
+    return n->attrs[a].type == CP_ATTR_GRAPH ? n->attrs[a].graph : NULL;
+}
+
+/* Whether outer reference (a, j) of node n is the first of its name. */
+static bool first_of_name(const struct cp_node *n, size_t a, size_t j, const char *nm)
+{
+    for (size_t b = 0; b <= a; b++) {
+        const struct cp_graph *t = graph_attr(n, b);
+        size_t lim = b == a ? j : (t ? t->n_outer : 0);
+        for (size_t k = 0; t && k < lim; k++)
+            if (strcmp(t->tensors[t->outer[k]]->name, nm) == 0)
+                return false;
+    }
+    return true;
+}
+
+int32_t cp_control_outer_slot(const struct cp_graph *g, const struct cp_node *n,
+                              const struct cp_graph *sub, size_t i)
+{
+    if (!sub || i >= sub->n_outer)
+        return -1;
+    const char *want = sub->tensors[sub->outer[i]]->name;
+    size_t q = 0, formal = cp_control_n_formal(g, n);
+    for (size_t a = 0; a < n->n_attrs; a++) {
+        const struct cp_graph *s = graph_attr(n, a);
+        for (size_t j = 0; s && j < s->n_outer; j++) {
+            const char *nm = s->tensors[s->outer[j]]->name;
+            if (!first_of_name(n, a, j, nm))
+                continue;
+            if (strcmp(nm, want) == 0)
+                return formal + q < n->n_inputs ? (int32_t)(formal + q) : -1;
+            q++;
+        }
+    }
+    return -1;
 }
 
 const struct cp_attr *cp_node_attr(const struct cp_node *n, const char *name)
@@ -556,6 +668,9 @@ enum cp_status cp_graph_remove_unused_tensors(struct cp_graph *g, size_t *n_remo
     for (size_t i = 0; i < g->n_outputs; i++)
         if (g->outputs[i] >= 0 && (size_t)g->outputs[i] < nt)
             map[g->outputs[i]] = 1;
+    for (size_t i = 0; i < g->n_outer; i++)
+        if (g->outer[i] >= 0 && (size_t)g->outer[i] < nt)
+            map[g->outer[i]] = 1;
     size_t kept = 0;
     for (size_t i = 0; i < nt; i++) {
         struct cp_tensor *t = g->tensors[i];
@@ -595,6 +710,8 @@ enum cp_status cp_graph_remove_unused_tensors(struct cp_graph *g, size_t *n_remo
         g->inputs[i] = map[g->inputs[i]];
     for (size_t i = 0; i < g->n_outputs; i++)
         g->outputs[i] = map[g->outputs[i]];
+    for (size_t i = 0; i < g->n_outer; i++)
+        g->outer[i] = map[g->outer[i]];
     free(map);
     /* fewer names than before: re-inserting them into the same room
      * cannot fail */

@@ -181,6 +181,7 @@ enum cp_attr_type {
     CP_ATTR_FLOATS,
     CP_ATTR_STRINGS,
     CP_ATTR_TENSOR, /* a tensor value (e.g. ConstantOfShape's value) */
+    CP_ATTR_GRAPH,  /* a subgraph: If's branches, Loop's and Scan's body */
 };
 
 struct cp_attr {
@@ -194,6 +195,9 @@ struct cp_attr {
     const char *const *strings;
     size_t n;       /* element count for INTS/FLOATS/STRINGS */
     int32_t tensor; /* CP_ATTR_TENSOR: index of a detached tensor */
+    /* CP_ATTR_GRAPH: the subgraph, owned by the node's graph (see
+     * "subgraphs" below). */
+    struct cp_graph *graph;
 };
 
 /* ---- operators ---------------------------------------------------------- */
@@ -386,6 +390,9 @@ enum cp_op {
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */
+    CP_OP_IF,
+    CP_OP_LOOP,
+    CP_OP_SCAN,
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */
@@ -542,6 +549,11 @@ enum cp_status cp_node_set_strings(struct cp_graph *g, int32_t node, const char 
 enum cp_status cp_node_set_tensor(struct cp_graph *g, int32_t node, const char *name,
                                   int32_t tensor);
 
+/* `sub` becomes a GRAPH attribute; the graph owns it from now on (even on
+ * failure) and frees it with itself. */
+enum cp_status cp_node_set_graph(struct cp_graph *g, int32_t node, const char *name,
+                                 struct cp_graph *sub);
+
 /* Attribute lookup; NULL when absent. */
 const struct cp_attr *cp_node_attr(const struct cp_node *n, const char *name);
 int64_t cp_node_attr_int(const struct cp_node *n, const char *name, int64_t dflt);
@@ -563,6 +575,35 @@ int32_t cp_graph_input(const struct cp_graph *g, size_t i);
 int32_t cp_graph_output(const struct cp_graph *g, size_t i);
 /* Live (not dead) node count. */
 size_t cp_graph_n_live_nodes(const struct cp_graph *g);
+
+/* ---- subgraphs (control flow) ------------------------------------------ */
+
+/*
+ * If, Loop and Scan carry subgraphs as GRAPH attributes: complete graphs of
+ * their own (tensors, initializers, nodes, inputs, outputs), owned by the
+ * graph of the node. A subgraph's node may read a tensor of any enclosing
+ * graph by name (ONNX's outer scope). Such a reference is a tensor of kind
+ * CP_TENSOR_INPUT in the subgraph, of the same name, listed in the
+ * subgraph's "outer" list (not among its inputs); the control-flow node
+ * lists the outer tensor as an extra input after its own ones, so
+ * ordering, liveness and passes see the dependency. A reference two levels
+ * up is an outer tensor of the middle graph too. The op's own inputs are
+ * the first cp_control_n_formal() of the node's inputs.
+ */
+enum cp_status cp_graph_add_outer(struct cp_graph *g, int32_t tensor);
+size_t cp_graph_n_outer(const struct cp_graph *g);
+int32_t cp_graph_outer(const struct cp_graph *g, size_t i);
+/* Whether the op carries subgraphs (If, Loop, Scan). */
+bool cp_op_is_control(enum cp_op op);
+/* How many of a control-flow node's inputs are the op's own (the rest are
+ * outer-scope captures); n->n_inputs for every other op. */
+size_t cp_control_n_formal(const struct cp_graph *g, const struct cp_node *n);
+/* The input slot of control-flow node n that outer-scope reference i of its
+ * subgraph `sub` reads, or -1. Slots follow the node's GRAPH attributes in
+ * order, each distinct outer name once, after the formal inputs; binding by
+ * position keeps working when passes rewire the node's inputs. */
+int32_t cp_control_outer_slot(const struct cp_graph *g, const struct cp_node *n,
+                              const struct cp_graph *sub, size_t i);
 
 /* ---- analysis ----------------------------------------------------------- */
 

@@ -23,6 +23,10 @@ struct cp_graph {
     struct cp_strmap names;
     struct cp_mmap *maps; /* adopted mappings */
     size_t n_maps;
+    struct cp_graph **subs; /* subgraphs of GRAPH attributes, owned */
+    size_t n_subs;
+    int32_t *outer; /* outer-scope references (see graph.h) */
+    size_t n_outer, cap_outer;
 };
 
 /* Replace the node array by exactly `order` (indices into the current

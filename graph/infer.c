@@ -745,6 +745,9 @@ static const struct op_rule rules[] = {
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */
+    [CP_OP_IF] = {cp_infer_if, 1, MANY, 1, MANY},
+    [CP_OP_LOOP] = {cp_infer_loop, 0, MANY, 1, MANY},
+    [CP_OP_SCAN] = {cp_infer_scan, 0, MANY, 1, MANY},
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */

@@ -242,5 +242,9 @@ enum cp_status cp_infer_matmul_integer(struct cp_infer *c);
 enum cp_status cp_infer_conv_integer(struct cp_infer *c);
 enum cp_status cp_infer_dynamic_quantize_linear(struct cp_infer *c);
 /* ---- end [quant] ---- */
+/* ---- [control] ---- */
+enum cp_status cp_infer_if(struct cp_infer *c);
+enum cp_status cp_infer_loop(struct cp_infer *c);
+enum cp_status cp_infer_scan(struct cp_infer *c);
 
 #endif

@@ -187,6 +187,9 @@ static const char *const op_names[] = {
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */
+    [CP_OP_IF] = "If",
+    [CP_OP_LOOP] = "Loop",
+    [CP_OP_SCAN] = "Scan",
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */

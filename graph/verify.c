@@ -330,6 +330,10 @@ static bool is_graph_input(const struct cp_graph *g, int32_t t)
     for (size_t i = 0; i < cp_graph_n_inputs(g); i++)
         if (cp_graph_input(g, i) == t)
             return true;
+    /* A subgraph's outer-scope references are inputs too (graph.h). */
+    for (size_t i = 0; i < cp_graph_n_outer(g); i++)
+        if (cp_graph_outer(g, i) == t)
+            return true;
     return false;
 }
 
@@ -398,6 +402,40 @@ static enum cp_status check_edges(const struct cp_graph *g, const int32_t *prod,
     return CP_OK;
 }
 
+/* Each subgraph is a graph of its own; its outer-scope references must
+ * each have an input of the node to read. */
+static enum cp_status verify_subgraphs(const struct cp_graph *g, struct cp_diag *d)
+{
+    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
+        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
+        for (size_t j = 0; !n->dead && j < n->n_attrs; j++) {
+            const struct cp_attr *a = &n->attrs[j];
+            if (a->type != CP_ATTR_GRAPH)
+                continue;
+            if (!cp_op_is_control(n->op))
+                return cp_diag_set(d, CP_ERR_INVALID,
+                                   "node '%s' (%s): attribute '%s' is a subgraph, which only If, "
+                                   "Loop and Scan may carry",
+                                   node_label(n), n->op_type, a->name);
+            struct cp_diag local;
+            cp_diag_init(&local);
+            enum cp_status st = cp_graph_verify(a->graph, &local);
+            if (st != CP_OK)
+                return cp_diag_set(d, st, "node '%s' (%s), attribute '%s': %s", node_label(n),
+                                   n->op_type, a->name, local.msg);
+            for (size_t k = 0; k < cp_graph_n_outer(a->graph); k++)
+                if (cp_control_outer_slot(g, n, a->graph, k) < 0)
+                    return cp_diag_set(
+                        d, CP_ERR_INVALID,
+                        "node '%s' (%s), attribute '%s': outer-scope reference '%s' has no input "
+                        "of the node to read",
+                        node_label(n), n->op_type, a->name,
+                        cp_graph_tensor(a->graph, cp_graph_outer(a->graph, k))->name);
+        }
+    }
+    return CP_OK;
+}
+
 enum cp_status cp_graph_verify(const struct cp_graph *g, struct cp_diag *d)
 {
     enum cp_status st = check_unique_names(g, d);
@@ -416,6 +454,8 @@ enum cp_status cp_graph_verify(const struct cp_graph *g, struct cp_diag *d)
             free(order);
     }
     free(prod);
+    if (st == CP_OK)
+        st = verify_subgraphs(g, d);
     return st;
 }
 

@@ -277,6 +277,10 @@ static void put_attr(const struct cp_graph *g, struct cp_buf *b, const struct cp
             put_shape(b, &t->shape);
         }
         break;
+    case CP_ATTR_GRAPH:
+        /* A subgraph: its size only (its nodes are not fingerprinted). */
+        cp_buf_printf(b, "graph(%zu nodes)", cp_graph_n_live_nodes(a->graph));
+        break;
     }
 }
 

@@ -38,6 +38,8 @@ struct pack_arrays {
     Cpom__Node **node_ptrs;
     Cpom__Attr *attrs;
     Cpom__Attr **attr_ptrs;
+    struct om_packed_graph *subs; /* per attribute: a packed subgraph */
+    size_t n_subs;
 };
 
 static void pack_arrays_free(struct pack_arrays *a)
@@ -50,6 +52,9 @@ static void pack_arrays_free(struct pack_arrays *a)
     free(a->node_ptrs);
     free(a->attrs);
     free(a->attr_ptrs);
+    for (size_t i = 0; a->subs && i < a->n_subs; i++)
+        free(a->subs[i].bytes);
+    free(a->subs);
 }
 
 static enum cp_status check_tensor(const struct cp_tensor *t, size_t i, struct cp_diag *d)
@@ -111,7 +116,8 @@ static enum cp_status check_node(const struct cp_graph *g, const struct cp_node 
             return cp_diag_set(d, CP_ERR_INVALID, "node '%s': origin %zu is NULL", n->name, k);
     for (size_t k = 0; k < n->n_attrs; k++) {
         const struct cp_attr *a = &n->attrs[k];
-        if (!a->name || a->type < CP_ATTR_INT || a->type > CP_ATTR_TENSOR)
+        if (!a->name || a->type < CP_ATTR_INT || a->type > CP_ATTR_GRAPH ||
+            (a->type == CP_ATTR_GRAPH && !a->graph))
             return cp_diag_set(d, CP_ERR_INVALID, "node '%s': attribute %zu is malformed", n->name,
                                k);
         for (size_t j = 0; j < k; j++)
@@ -192,7 +198,7 @@ static enum cp_status layout_blobs(const struct cp_graph *g, uint64_t *offs, uin
 }
 
 static void fill_tensor(Cpom__Tensor *m, const struct cp_tensor *t, Cpom__Dim *dims,
-                        Cpom__Dim **dim_ptrs, uint64_t blob_offset)
+                        Cpom__Dim **dim_ptrs, uint64_t blob_offset, bool nested)
 {
     cpom__tensor__init(m);
     m->name = (char *)t->name;
@@ -213,7 +219,11 @@ static void fill_tensor(Cpom__Tensor *m, const struct cp_tensor *t, Cpom__Dim *d
     }
     m->n_dims = m->rank > 0 ? (size_t)m->rank : 0;
     m->dims = m->n_dims ? dim_ptrs : NULL;
-    if (t->data) {
+    if (t->data && nested) {
+        m->has_inline_data = true;
+        m->inline_data.len = t->nbytes;
+        m->inline_data.data = (uint8_t *)t->data;
+    } else if (t->data) {
         m->has_data_offset = true;
         m->data_offset = blob_offset;
         m->has_data_bytes = true;
@@ -221,7 +231,7 @@ static void fill_tensor(Cpom__Tensor *m, const struct cp_tensor *t, Cpom__Dim *d
     }
 }
 
-static void fill_attr(Cpom__Attr *m, const struct cp_attr *a)
+static void fill_attr(Cpom__Attr *m, const struct cp_attr *a, const struct om_packed_graph *sub)
 {
     cpom__attr__init(m);
     m->name = (char *)a->name;
@@ -255,11 +265,16 @@ static void fill_attr(Cpom__Attr *m, const struct cp_attr *a)
         m->has_tensor = true;
         m->tensor = a->tensor;
         break;
+    case CP_ATTR_GRAPH:
+        m->has_graph = true;
+        m->graph.len = sub->len;
+        m->graph.data = sub->bytes;
+        break;
     }
 }
 
 static void fill_node(Cpom__Node *m, const struct cp_node *n, Cpom__Attr *attrs,
-                      Cpom__Attr **attr_ptrs)
+                      Cpom__Attr **attr_ptrs, const struct om_packed_graph *subs)
 {
     cpom__node__init(m);
     m->name = (char *)n->name;
@@ -268,7 +283,7 @@ static void fill_node(Cpom__Node *m, const struct cp_node *n, Cpom__Attr *attrs,
     m->op_type = (char *)n->op_type;
     m->domain = (char *)(n->domain ? n->domain : "");
     for (size_t k = 0; k < n->n_attrs; k++) {
-        fill_attr(&attrs[k], &n->attrs[k]);
+        fill_attr(&attrs[k], &n->attrs[k], &subs[k]);
         attr_ptrs[k] = &attrs[k];
     }
     m->n_attrs = n->n_attrs;
@@ -303,8 +318,10 @@ static enum cp_status alloc_arrays(const struct cp_graph *g, struct pack_arrays 
     a->node_ptrs = cp_calloc(nn + 1, sizeof *a->node_ptrs);
     a->attrs = cp_calloc(n_attrs + 1, sizeof *a->attrs);
     a->attr_ptrs = cp_calloc(n_attrs + 1, sizeof *a->attr_ptrs);
-    if (!a->tensors || !a->tensor_ptrs || !a->dims || !a->dim_ptrs || !a->nodes || !a->node_ptrs ||
-        !a->attrs || !a->attr_ptrs)
+    a->subs = cp_calloc(n_attrs + 1, sizeof *a->subs);
+    a->n_subs = n_attrs;
+    if (!a->subs || !a->tensors || !a->tensor_ptrs || !a->dims || !a->dim_ptrs || !a->nodes ||
+        !a->node_ptrs || !a->attrs || !a->attr_ptrs)
         return CP_ERR_NOMEM;
     return CP_OK;
 }
@@ -318,8 +335,18 @@ static int32_t *copy_io(const struct cp_graph *g, bool inputs, size_t *n)
     return v;
 }
 
+static enum cp_status pack_graph(const struct cp_graph *g, bool nested, struct om_packed_graph *out,
+                                 struct cp_diag *d);
+
 enum cp_status om_graph_pack(const struct cp_graph *g, struct om_packed_graph *out,
                              struct cp_diag *d)
+{
+    return pack_graph(g, false, out, d);
+}
+
+/* A nested graph (a subgraph) keeps its initializers inline: no blobs. */
+static enum cp_status pack_graph(const struct cp_graph *g, bool nested, struct om_packed_graph *out,
+                                 struct cp_diag *d)
 {
     memset(out, 0, sizeof *out);
     enum cp_status st = check_graph(g, d);
@@ -337,8 +364,16 @@ enum cp_status om_graph_pack(const struct cp_graph *g, struct om_packed_graph *o
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory packing the graph");
         goto out_free;
     }
-    if ((st = layout_blobs(g, offs, &out->weights_len, d)) != CP_OK)
+    if (!nested && (st = layout_blobs(g, offs, &out->weights_len, d)) != CP_OK)
         goto out_free;
+    gm.n_outer = cp_graph_n_outer(g);
+    gm.outer = cp_calloc(gm.n_outer + 1, sizeof *gm.outer);
+    if (!gm.outer) {
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory packing the graph");
+        goto out_free;
+    }
+    for (size_t i = 0; i < gm.n_outer; i++)
+        gm.outer[i] = cp_graph_outer(g, i);
 
     gm.name = (char *)cp_graph_name(g);
     gm.has_opset = true;
@@ -346,7 +381,7 @@ enum cp_status om_graph_pack(const struct cp_graph *g, struct om_packed_graph *o
     size_t next_dim = 0;
     for (size_t i = 0; i < nt; i++) {
         const struct cp_tensor *t = cp_graph_tensor(g, (int32_t)i);
-        fill_tensor(&a.tensors[i], t, &a.dims[next_dim], &a.dim_ptrs[next_dim], offs[i]);
+        fill_tensor(&a.tensors[i], t, &a.dims[next_dim], &a.dim_ptrs[next_dim], offs[i], nested);
         next_dim += a.tensors[i].n_dims;
         a.tensor_ptrs[i] = &a.tensors[i];
     }
@@ -357,7 +392,12 @@ enum cp_status om_graph_pack(const struct cp_graph *g, struct om_packed_graph *o
         const struct cp_node *n = cp_graph_node(g, (int32_t)i);
         if (n->dead)
             continue;
-        fill_node(&a.nodes[nn], n, &a.attrs[next_attr], &a.attr_ptrs[next_attr]);
+        for (size_t k = 0; k < n->n_attrs; k++)
+            if (n->attrs[k].type == CP_ATTR_GRAPH &&
+                (st = pack_graph(n->attrs[k].graph, true, &a.subs[next_attr + k], d)) != CP_OK)
+                goto out_free;
+        fill_node(&a.nodes[nn], n, &a.attrs[next_attr], &a.attr_ptrs[next_attr],
+                  &a.subs[next_attr]);
         next_attr += n->n_attrs;
         a.node_ptrs[nn] = &a.nodes[nn];
         nn++;
@@ -377,6 +417,7 @@ enum cp_status om_graph_pack(const struct cp_graph *g, struct om_packed_graph *o
     out->blob_offset = offs;
     offs = NULL;
 out_free:
+    free(gm.outer);
     pack_arrays_free(&a);
     free(ins);
     free(outs);
@@ -446,6 +487,23 @@ static enum cp_status read_data(const char *name, const Cpom__Tensor *m, struct 
                                 int32_t idx, const uint8_t *weights, uint64_t weights_len,
                                 struct cp_diag *d)
 {
+    if (m->has_inline_data) {
+        /* A subgraph's constant: copied out of the message. */
+        const struct cp_tensor *t = cp_graph_tensor(g, idx);
+        size_t want;
+        if (!cp_shape_nbytes(&t->shape, t->dtype, &want) || want != m->inline_data.len)
+            return corrupt(d, name, "tensor '%s': %zu bytes of inline data do not fit its shape",
+                           m->name, m->inline_data.len);
+        void *copy = malloc(want ? want : 1);
+        if (!copy)
+            return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory loading the graph", name);
+        if (want)
+            memcpy(copy, m->inline_data.data, want);
+        struct cp_diag local;
+        cp_diag_init(&local);
+        enum cp_status st = cp_graph_set_data(g, idx, copy, want, CP_DATA_HEAP, &local);
+        return st == CP_OK ? CP_OK : api_failed(d, name, st, &local, "tensor data");
+    }
     if (!m->has_data_offset && !m->has_data_bytes)
         return CP_OK;
     if (!m->has_data_offset || !m->has_data_bytes)
@@ -522,6 +580,10 @@ static enum cp_status read_tensors(const char *name, const Cpom__Graph *gm, stru
     return st;
 }
 
+/* Subgraph nesting while unpacking (a corrupt file may nest without end). */
+#define OM_MAX_SUBGRAPH_DEPTH 16
+static _Thread_local int unpack_depth;
+
 static enum cp_status read_attr(const char *name, const char *node, const Cpom__Attr *m,
                                 struct cp_graph *g, int32_t idx, struct cp_diag *d)
 {
@@ -559,6 +621,21 @@ static enum cp_status read_attr(const char *name, const char *node, const Cpom__
         if (m->has_tensor && m->tensor >= 0 && m->tensor < nt)
             st = cp_node_set_tensor(g, idx, m->name, m->tensor);
         break;
+    case CP_ATTR_GRAPH: {
+        if (!m->has_graph)
+            break;
+        if (unpack_depth >= OM_MAX_SUBGRAPH_DEPTH)
+            return corrupt(d, name, "node '%s': attribute '%s': subgraphs nest deeper than %d",
+                           node, m->name, OM_MAX_SUBGRAPH_DEPTH);
+        struct cp_graph *sub = NULL;
+        unpack_depth++;
+        st = om_graph_unpack(name, m->graph.data, m->graph.len, NULL, 0, &sub, d);
+        unpack_depth--;
+        if (st != CP_OK)
+            return st;
+        st = cp_node_set_graph(g, idx, m->name, sub);
+        break;
+    }
     default:
         return corrupt(d, name, "node '%s': attribute '%s' has unknown type %u", node, m->name,
                        m->type);
@@ -656,6 +733,14 @@ static enum cp_status read_io(const char *name, const Cpom__Graph *gm, struct cp
             return corrupt(d, name, "graph output %zu is tensor %d, out of range", i,
                            (int)gm->outputs[i]);
         if (cp_graph_add_output(g, gm->outputs[i]) != CP_OK)
+            return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory loading the graph", name);
+    }
+    for (size_t i = 0; i < gm->n_outer; i++) {
+        if (gm->outer[i] < 0 || (size_t)gm->outer[i] >= nt ||
+            cp_graph_tensor(g, gm->outer[i])->kind != CP_TENSOR_INPUT)
+            return corrupt(d, name, "outer-scope reference %zu is tensor %d, not an input", i,
+                           (int)gm->outer[i]);
+        if (cp_graph_add_outer(g, gm->outer[i]) != CP_OK)
             return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory loading the graph", name);
     }
     return CP_OK;

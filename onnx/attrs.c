@@ -38,7 +38,7 @@ static const struct attr_kind kinds[] = {
     {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, "INT", P_I, "i", false, CP_ATTR_INT},
     {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "STRING", P_S, "s", false, CP_ATTR_STRING},
     {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR, "TENSOR", P_T, "t", false, CP_ATTR_TENSOR},
-    {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH, "GRAPH", P_G, "g", false, 0},
+    {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH, "GRAPH", P_G, "g", false, CP_ATTR_GRAPH},
     {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR, "SPARSE_TENSOR", P_SPARSE,
      "sparse_tensor", false, 0},
     {ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO, "TYPE_PROTO", P_TP, "tp", false, 0},
@@ -150,6 +150,8 @@ static const char *cp_attr_type_name(enum cp_attr_type t)
         return "STRINGS";
     case CP_ATTR_TENSOR:
         return "TENSOR";
+    case CP_ATTR_GRAPH:
+        return "GRAPH";
     }
     return "?";
 }
@@ -271,6 +273,17 @@ enum cp_status onnx_copy_attrs(struct onnx_ctx *c, const struct onnx_op_def *def
         if (st != CP_OK)
             return st;
         const struct attr_kind *k = kind_of_type(type);
+        if (type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH) {
+            /* Subgraphs are imported by the control-flow loaders (control.c)
+             * before the attributes are copied. */
+            const struct cp_attr *have = cp_node_attr(cp_graph_node(c->g, node), a->name);
+            if (have && have->type == CP_ATTR_GRAPH)
+                continue;
+            return onnx_err(c, CP_ERR_UNSUPPORTED,
+                            "node '%s' (%s): attribute '%s' is a GRAPH, which only If, Loop and "
+                            "Scan may carry",
+                            name, np->op_type, a->name);
+        }
         if (!k->cp)
             return onnx_err(c, CP_ERR_UNSUPPORTED,
                             "node '%s' (%s): attribute '%s' of type %s is not supported", name,

@@ -288,9 +288,16 @@ static enum cp_status load_inputs(struct onnx_ctx *c, const Onnx__GraphProto *gp
             return onnx_err(c, CP_ERR_INVALID, "graph input '%s' is listed twice", vi->name);
         char what[300];
         snprintf(what, sizeof what, "input '%.280s'", vi->name);
-        enum cp_dtype dt;
+        enum cp_dtype dt = CP_DTYPE_UNDEFINED;
         struct cp_shape shape;
-        if ((st = onnx_value_type(c, vi, what, &dt, &shape)) != CP_OK ||
+        cp_shape_set_unknown(&shape);
+        /* A subgraph's input may leave its type to the node (inference
+         * takes it from the node's input). */
+        bool untyped =
+            c->parent &&
+            (!vi->type || (vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                           vi->type->tensor_type && !vi->type->tensor_type->has_elem_type));
+        if ((!untyped && (st = onnx_value_type(c, vi, what, &dt, &shape)) != CP_OK) ||
             (st = apply_override(c, vi->name, &shape)) != CP_OK)
             return st;
         struct cp_diag local;
@@ -347,7 +354,9 @@ static enum cp_status load_nodes(struct onnx_ctx *c, const Onnx__GraphProto *gp)
         if (st != CP_OK)
             return st;
         const char *origin = np->name && *np->name ? np->name : name;
+        c->cur_node = name;
         st = def->load(c, def, np, name, origin);
+        c->cur_node = NULL;
         free(name);
         if (st != CP_OK)
             return st;
@@ -407,6 +416,9 @@ static enum cp_status load_outputs(struct onnx_ctx *c, const Onnx__GraphProto *g
         if (!vi->name || !*vi->name)
             return onnx_err(c, CP_ERR_INVALID, "graph output %zu has no name", i);
         int32_t idx = (int32_t)cp_strmap_gets(&c->tensors, vi->name, -1);
+        enum cp_status st;
+        if (idx < 0 && c->parent && (st = onnx_scope_capture(c, vi->name, &idx)) != CP_OK)
+            return st;
         if (idx < 0)
             return onnx_err(c, CP_ERR_INVALID,
                             "graph output '%s' is not produced by any node and is neither a "
@@ -439,6 +451,23 @@ static void set_model_name(struct onnx_ctx *c, const Onnx__GraphProto *gp)
     cp_graph_set_name(c->g, buf);
 }
 
+enum cp_status onnx_import_graph(struct onnx_ctx *c, const Onnx__GraphProto *gp)
+{
+    enum cp_status st;
+    c->gp = gp;
+    if ((st = check_supported(c, gp)) != CP_OK)
+        return st;
+    if (c->parent)
+        cp_graph_set_name(c->g, gp->name ? gp->name : "");
+    else
+        set_model_name(c, gp);
+    if ((st = load_initializers(c, gp)) != CP_OK || (st = load_inputs(c, gp)) != CP_OK ||
+        (st = load_nodes(c, gp)) != CP_OK || (st = check_resolved(c)) != CP_OK ||
+        (st = load_outputs(c, gp)) != CP_OK)
+        return st;
+    return CP_OK;
+}
+
 static enum cp_status import_model(struct onnx_ctx *c, const Onnx__ModelProto *m)
 {
     const Onnx__GraphProto *gp = m->graph;
@@ -447,14 +476,7 @@ static enum cp_status import_model(struct onnx_ctx *c, const Onnx__ModelProto *m
         return st;
     if (!gp)
         return onnx_err(c, CP_ERR_INVALID, "the model has no graph");
-    if ((st = check_supported(c, gp)) != CP_OK)
-        return st;
-    set_model_name(c, gp);
-    if ((st = load_initializers(c, gp)) != CP_OK || (st = load_inputs(c, gp)) != CP_OK ||
-        (st = load_nodes(c, gp)) != CP_OK || (st = check_resolved(c)) != CP_OK ||
-        (st = load_outputs(c, gp)) != CP_OK)
-        return st;
-    return CP_OK;
+    return onnx_import_graph(c, gp);
 }
 
 enum cp_status cp_onnx_import_buffer(const uint8_t *data, size_t len, const char *dir,

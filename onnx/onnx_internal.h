@@ -48,6 +48,13 @@ struct onnx_ctx {
     bool shapes_changed;      /* an override differs from what the model declares */
     struct cp_strmap tensors; /* tensor name -> tensor index */
     struct cp_strmap nodes;   /* node names in use -> node index */
+    /* Subgraphs (control.c): the enclosing graph's context (NULL at the
+     * top), this graph's proto (for what it defines), the nesting depth,
+     * and the node being loaded (for messages). */
+    struct onnx_ctx *parent;
+    const Onnx__GraphProto *gp;
+    int depth;
+    const char *cur_node;
 };
 
 /* Record an error prefixed with the model's name; returns `st`. */
@@ -199,5 +206,27 @@ enum cp_status onnx_load_reshape(struct onnx_ctx *c, const struct onnx_op_def *d
 enum cp_status onnx_load_upsample(struct onnx_ctx *c, const struct onnx_op_def *def,
                                   const Onnx__NodeProto *np, const char *name, const char *origin);
 /* ---- end [legacy] ---- */
+/* ---- [control] ---- */
+
+/* Deepest subgraph nesting accepted (an If inside a Loop body is depth 2). */
+#define CP_ONNX_MAX_SUBGRAPH_DEPTH 16
+
+/* Load one graph's body into c->g: unsupported ops, initializers, inputs,
+ * nodes, outputs (import.c). Used for the model's graph and, through
+ * control.c, for every subgraph. */
+enum cp_status onnx_import_graph(struct onnx_ctx *c, const Onnx__GraphProto *gp);
+
+/* Whether graph `gp` itself defines `name` (input, initializer or node
+ * output). */
+bool onnx_graph_defines(const Onnx__GraphProto *gp, const char *name);
+
+/* In a subgraph, `name` is not defined locally: find it in an enclosing
+ * graph and make it an outer-scope reference of c->g (graph.h). OUT: *idx.
+ * CP_ERR_INVALID, naming the node, when no enclosing graph defines it. */
+enum cp_status onnx_scope_capture(struct onnx_ctx *c, const char *name, int32_t *idx);
+
+/* Loaders of If, Loop and Scan. */
+enum cp_status onnx_load_control(struct onnx_ctx *c, const struct onnx_op_def *def,
+                                 const Onnx__NodeProto *np, const char *name, const char *origin);
 
 #endif

@@ -46,6 +46,9 @@ static enum cp_status tensor_ref(struct onnx_ctx *c, const char *tname, int32_t 
     *idx = (int32_t)cp_strmap_gets(&c->tensors, tname, -1);
     if (*idx >= 0)
         return CP_OK;
+    /* A subgraph may read what an enclosing graph defines. */
+    if (c->parent && !onnx_graph_defines(c->gp, tname))
+        return onnx_scope_capture(c, tname, idx);
     struct cp_diag local;
     cp_diag_init(&local);
     enum cp_status st = cp_graph_add_tensor(c->g, tname, CP_DTYPE_UNDEFINED, NULL,
@@ -721,6 +724,11 @@ static const struct onnx_op_def ops[] = {
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */
+    /* Input counts: the op's own inputs are checked by the loader, which
+     * appends the subgraphs' outer-scope references. */
+    {"If", CP_OP_IF, 7, 21, 1, ANY, 1, ANY, NULL, onnx_load_control},
+    {"Loop", CP_OP_LOOP, 7, 21, 2, ANY, 1, ANY, NULL, onnx_load_control},
+    {"Scan", CP_OP_SCAN, 8, 21, 1, ANY, 1, ANY, NULL, onnx_load_control},
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */

@@ -362,5 +362,9 @@ enum cp_status cp_cleanup_constant_folding(struct cp_pass_ctx *ctx, bool *change
         }
     }
     probe_release(&probe);
+    /* An If on a constant condition becomes the branch it takes. */
+    bool inlined = false;
+    if (st == CP_OK && (st = cp_control_fold_if(ctx, &inlined)) == CP_OK && inlined)
+        *changed = true;
     return st;
 }

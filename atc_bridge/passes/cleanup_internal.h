@@ -25,5 +25,10 @@ bool cp_fold_eval(const struct cp_graph *g, const struct cp_node *n, void **data
 bool cp_fold_eval_elementwise(const struct cp_node *n, const struct cp_tensor *const *in,
                               const void *const *in_data, const struct cp_tensor *out,
                               void *out_data);
+/* ---- [control] ---- */
+
+/* Replace every If whose condition is known by the nodes of the branch it
+ * takes (control.c); part of ConstantFoldingPass. */
+enum cp_status cp_control_fold_if(struct cp_pass_ctx *ctx, bool *changed);
 
 #endif

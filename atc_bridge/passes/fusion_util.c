@@ -200,6 +200,10 @@ enum cp_status cp_fuse_copy_attrs(struct cp_fuse *f, int32_t to, const struct cp
         case CP_ATTR_TENSOR:
             st = cp_node_set_tensor(f->g, to, a->name, a->tensor);
             break;
+        case CP_ATTR_GRAPH:
+            /* Subgraphs have one owner; passes do not copy them. */
+            st = CP_ERR_UNSUPPORTED;
+            break;
         }
     }
     if (st != CP_OK)

@@ -171,6 +171,10 @@ enum cp_status cp_rw_copy_attrs(struct cp_graph *g, int32_t dst, const struct cp
         case CP_ATTR_TENSOR:
             st = cp_node_set_tensor(g, dst, a->name, a->tensor);
             break;
+        case CP_ATTR_GRAPH:
+            /* Subgraphs have one owner; passes do not copy them. */
+            st = CP_ERR_UNSUPPORTED;
+            break;
         }
     }
     return st;

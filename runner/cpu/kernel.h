@@ -58,6 +58,9 @@ struct cp_kexec {
      * that many bytes (64-byte aligned), shared between kernels. */
     size_t scratch_bytes;
     void *scratch;
+    /* The plan the instance belongs to: control-flow kernels build nested
+     * plans of their subgraphs from it (plan_internal.h). */
+    struct cp_plan *plan;
 };
 
 struct cp_kernel {

@@ -275,6 +275,15 @@ static enum cp_status init_tensors(struct build_ctx *c)
         if (st != CP_OK)
             return st;
     }
+    /* A subgraph's outer-scope references are filled like inputs. */
+    for (size_t i = 0; i < cp_graph_n_outer(c->g); i++) {
+        int32_t t = cp_graph_outer(c->g, i);
+        if (mp->root[t] >= 0)
+            continue;
+        enum cp_status st = add_block(c, NULL, t, 0, mp->n_steps);
+        if (st != CP_OK)
+            return st;
+    }
     return CP_OK;
 }
 

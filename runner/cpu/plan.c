@@ -64,6 +64,26 @@ static enum cp_status check_tensor(const struct cp_plan *p, const struct cp_node
                                    const char *role, size_t pos, struct cp_diag *d)
 {
     const struct cp_tensor *T = cp_graph_tensor(p->g, t);
+    const struct cp_node *src = cp_graph_node(p->g, T->producer);
+    if (src && cp_op_is_control(src->op) && !cp_shape_is_static(&T->shape)) {
+        /* A trip count or a branch known only at run time. */
+        char s[96];
+        cp_shape_format(&T->shape, s, sizeof s);
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED,
+                           "%s: node '%s' (%s): output '%s' has shape %s, which depends on data "
+                           "known only at run time (%s); cannprof's plans need static shapes",
+                           p->m->name, src->name, src->op_type, T->name, s,
+                           src->op == CP_OP_IF ? "which branch runs" : "the number of iterations");
+    }
+    if (p->nested && !cp_shape_is_static(&T->shape)) {
+        char s[96];
+        cp_shape_format(&T->shape, s, sizeof s);
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED,
+                           "%s: node '%s' (%s): %s %zu '%s' has shape %s; inside a subgraph, "
+                           "shapes that change per iteration or depend on run-time data are not "
+                           "supported",
+                           p->m->name, n->name, n->op_type, role, pos, T->name, s);
+    }
     if (T->dtype == CP_DTYPE_UNDEFINED || !cp_shape_is_static(&T->shape)) {
         char s[96];
         cp_shape_format(&T->shape, s, sizeof s);
@@ -303,6 +323,7 @@ static enum cp_status make_kernels(struct cp_plan *p, const int32_t *order, cons
         x->g = p->g;
         x->node = node;
         x->env = &p->rt->env;
+        x->plan = p;
         x->in = &p->io_tensors[io];
         x->in_data = &p->io_data[io];
         for (size_t j = 0; j < node->n_inputs; j++, io++) {
@@ -458,6 +479,7 @@ enum cp_status cp_plan_create(struct cp_model *m, const struct cp_plan_options *
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory planning", m->name);
     p->m = m;
     p->rt = m->rt;
+    p->reference_only = opt->reference_only;
     enum cp_status st = cp_om_read_buffer(m->bytes, m->len, m->name, &p->g, NULL, d);
     if (st != CP_OK)
         goto out_free_plan;
@@ -491,6 +513,46 @@ void cp_plan_free(struct cp_plan *p)
     free(p->arena);
     free(p->ptr);
     cp_memplan_release(&p->mem);
-    cp_graph_free(p->g);
+    if (!p->nested)
+        cp_graph_free(p->g);
     free(p);
+}
+
+/* ---- [control] ---- */
+
+enum cp_status cp_plan_create_nested(struct cp_plan *parent, struct cp_graph *sub,
+                                     struct cp_plan **out, struct cp_diag *d)
+{
+    *out = NULL;
+    struct cp_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory planning", parent->m->name);
+    p->m = parent->m;
+    p->rt = parent->rt;
+    p->g = sub;
+    p->nested = true;
+    p->reference_only = parent->reference_only;
+    struct cp_plan_options opt = {.buffer_optimize = -1, .reference_only = p->reference_only};
+    enum cp_status st = build(p, &opt, d);
+    if (st != CP_OK) {
+        cp_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return CP_OK;
+}
+
+enum cp_status cp_plan_run_nested(struct cp_plan *p)
+{
+    for (size_t i = 0; i < p->n_kx; i++) {
+        enum cp_status st = p->kx[i].kernel->run(&p->kx[i]);
+        if (st != CP_OK)
+            return st;
+    }
+    return CP_OK;
+}
+
+void *cp_plan_data(const struct cp_plan *p, int32_t t)
+{
+    return t >= 0 && (size_t)t < cp_graph_n_tensors(p->g) ? p->ptr[t] : NULL;
 }

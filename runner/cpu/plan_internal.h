@@ -39,6 +39,11 @@ struct cp_plan {
      * interned node names of the runtime's recorder (-1 without one). */
     struct cp_trace_kernel *ktab;
     int32_t *kname;
+
+    /* A nested plan (a control-flow subgraph): its graph belongs to the
+     * parent plan's graph; it keeps the parent's kernel choice. */
+    bool nested;
+    bool reference_only;
 };
 
 /* Apply opt's input shapes and batch to the graph inputs of `g`, reset every
@@ -52,5 +57,18 @@ enum cp_status cp_plan_apply_shapes(struct cp_graph *g, const char *name,
 /* Fill p->ktab (one entry per kernel instance) and p->kname. */
 enum cp_status cp_plan_build_trace(struct cp_plan *p, struct cp_diag *d);
 void cp_plan_free_trace(struct cp_plan *p);
+
+/* ---- [control] ---- */
+
+/* A plan of subgraph `sub` of the parent plan's graph, with the concrete
+ * shapes inference gave it: its inputs and outer-scope references get
+ * storage of their own (cp_plan_data), which the control-flow kernel fills
+ * before each cp_plan_run_nested. */
+enum cp_status cp_plan_create_nested(struct cp_plan *parent, struct cp_graph *sub,
+                                     struct cp_plan **out, struct cp_diag *d);
+/* Run every kernel of a nested plan (no trace, no allocation). */
+enum cp_status cp_plan_run_nested(struct cp_plan *p);
+/* Storage of tensor t in the plan (NULL when it has none). */
+void *cp_plan_data(const struct cp_plan *p, int32_t t);
 
 #endif

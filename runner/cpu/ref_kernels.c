@@ -186,6 +186,9 @@ const struct cp_kernel *const cp_ref_kernels[] = {
     /* ---- end [rnn] ---- */
 
     /* ---- [control] ---- */
+    &cp_ref_if,
+    &cp_ref_loop,
+    &cp_ref_scan,
     /* ---- end [control] ---- */
 
     /* ---- [quant] ---- */

@@ -162,5 +162,7 @@ extern const struct cp_kernel cp_ref_quantize_linear, cp_ref_dequantize_linear, 
     cp_ref_qlinear_matmul, cp_ref_matmul_integer, cp_ref_conv_integer,
     cp_ref_dynamic_quantize_linear; /* ref_quant.c */
 /* ---- end [quant] ---- */
+/* ---- [control] ---- */
+extern const struct cp_kernel cp_ref_if, cp_ref_loop, cp_ref_scan;
 
 #endif

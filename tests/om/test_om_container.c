@@ -17,6 +17,8 @@ static bool str_eq(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+static bool in_subgraph; /* comparing a subgraph (assert_attr_eq) */
+
 static void assert_tensor_eq(const struct cp_tensor *a, const struct cp_tensor *b)
 {
     cr_assert_str_eq(a->name, b->name);
@@ -31,10 +33,14 @@ static void assert_tensor_eq(const struct cp_tensor *a, const struct cp_tensor *
     cr_assert_eq(a->nbytes, b->nbytes, "tensor %s nbytes", a->name);
     cr_assert_eq(a->data != NULL, b->data != NULL, "tensor %s has data", a->name);
     if (a->data) {
-        cr_assert_eq(b->owner, CP_DATA_MMAP, "tensor %s owner", a->name);
+        /* A subgraph's constants are copied out of the message. */
+        cr_assert_eq(b->owner, in_subgraph ? CP_DATA_HEAP : CP_DATA_MMAP, "tensor %s owner",
+                     a->name);
         cr_assert(a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0, "%s bytes", a->name);
     }
 }
+
+static void assert_graph_eq(const struct cp_graph *a, const struct cp_graph *b);
 
 static void assert_attr_eq(const struct cp_attr *a, const struct cp_attr *b)
 {
@@ -66,6 +72,13 @@ static void assert_attr_eq(const struct cp_attr *a, const struct cp_attr *b)
     case CP_ATTR_TENSOR:
         cr_assert_eq(a->tensor, b->tensor);
         break;
+    case CP_ATTR_GRAPH: {
+        bool was = in_subgraph;
+        in_subgraph = true;
+        assert_graph_eq(a->graph, b->graph);
+        in_subgraph = was;
+        break;
+    }
     }
 }
 
@@ -116,6 +129,9 @@ static void assert_graph_eq(const struct cp_graph *a, const struct cp_graph *b)
         cr_assert_eq(cp_graph_input(a, i), cp_graph_input(b, i));
     for (size_t i = 0; i < cp_graph_n_outputs(a); i++)
         cr_assert_eq(cp_graph_output(a, i), cp_graph_output(b, i));
+    cr_assert_eq(cp_graph_n_outer(a), cp_graph_n_outer(b));
+    for (size_t i = 0; i < cp_graph_n_outer(a); i++)
+        cr_assert_eq(cp_graph_outer(a, i), cp_graph_outer(b, i));
 }
 
 static char *config_json(const struct cp_convert_config *c)
@@ -217,6 +233,61 @@ Test(om_container, empty_graph_round_trips)
     find_section(buf, 3, &wo, &wl);
     cr_assert_eq(wl, 0);
     cp_om_meta_release(&out);
+    cp_graph_free(back);
+    cp_graph_free(g);
+    free(buf);
+}
+
+/* An If whose branch reads an outer tensor and holds a constant: the
+ * subgraph, its inline constant and its outer list come back. */
+Test(om_container, subgraphs_round_trip)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_graph *g = cp_graph_create(), *br = cp_graph_create(), *back;
+    int64_t two = 2;
+    struct cp_shape s1, s0;
+    cp_shape_set(&s1, 1, &two);
+    cp_shape_set(&s0, 0, NULL);
+    int32_t c, x, y, bx, bw, by, node, bn;
+    cr_assert_eq(cp_graph_add_tensor(g, "c", CP_DTYPE_BOOL, &s0, CP_TENSOR_INPUT, &c, &d), CP_OK);
+    cr_assert_eq(cp_graph_add_tensor(g, "x", CP_DTYPE_F32, &s1, CP_TENSOR_INPUT, &x, &d), CP_OK);
+    cr_assert_eq(cp_graph_add_tensor(g, "y", CP_DTYPE_F32, &s1, CP_TENSOR_INTERMEDIATE, &y, &d),
+                 CP_OK);
+    cp_graph_add_input(g, c);
+    cp_graph_add_input(g, x);
+    cr_assert_eq(cp_graph_add_tensor(br, "x", CP_DTYPE_F32, &s1, CP_TENSOR_INPUT, &bx, &d), CP_OK);
+    cr_assert_eq(cp_graph_add_outer(br, bx), CP_OK);
+    cr_assert_eq(cp_graph_add_tensor(br, "w", CP_DTYPE_F32, &s1, CP_TENSOR_INITIALIZER, &bw, &d),
+                 CP_OK);
+    float *w = malloc(2 * sizeof *w);
+    w[0] = 1.5f;
+    w[1] = -2.0f;
+    cr_assert_eq(cp_graph_set_data(br, bw, w, 2 * sizeof *w, CP_DATA_HEAP, &d), CP_OK);
+    cr_assert_eq(cp_graph_add_tensor(br, "t", CP_DTYPE_F32, &s1, CP_TENSOR_INTERMEDIATE, &by, &d),
+                 CP_OK);
+    int32_t ins[2] = {bx, bw};
+    const char *org = "then_add";
+    cr_assert_eq(cp_graph_add_node(br, "then_add", "Add", "", ins, 2, &by, 1, &org, 1, &bn, &d),
+                 CP_OK);
+    cp_graph_add_output(br, by);
+    int32_t nin[2] = {c, x};
+    const char *org2 = "if";
+    cr_assert_eq(cp_graph_add_node(g, "if", "If", "", nin, 2, &y, 1, &org2, 1, &node, &d), CP_OK);
+    cr_assert_eq(cp_node_set_graph(g, node, "then_branch", br), CP_OK);
+    cp_graph_add_output(g, y);
+    struct cp_om_meta m;
+    meta_init(&m);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(cp_om_write_buffer(g, &m, &buf, &len, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(cp_om_read_buffer(buf, len, "if.om", &back, NULL, &d), CP_OK, "%s", d.msg);
+    assert_graph_eq(g, back);
+    const struct cp_attr *a = cp_node_attr(cp_graph_node(back, 0), "then_branch");
+    cr_assert_not_null(a);
+    const float *bw_back = cp_graph_tensor(a->graph, bw)->data;
+    cr_assert(bw_back && bw_back[0] == 1.5f && bw_back[1] == -2.0f);
+    cr_assert_eq(cp_control_outer_slot(back, cp_graph_node(back, 0), a->graph, 0), 1);
     cp_graph_free(back);
     cp_graph_free(g);
     free(buf);

@@ -1,0 +1,252 @@
+/* Control flow through the CLI: If, Loop and Scan models (made by
+ * tests/onnx/control/make_models.py) convert, round-trip through the .om
+ * and run with the right values; an If on a constant condition is folded
+ * into its branch with provenance kept; malformed subgraphs are refused
+ * with exit 2 and a message naming the node and the attribute. */
+#include "cli/cli_test.h"
+#include "graph/graph.h"
+#include "om/om.h"
+#include "runner/runner.h"
+
+#include <math.h>
+
+TestSuite(cli_control, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
+
+static char *model_path(const char *name)
+{
+    return cp_t_fmt("%s/tests/onnx/control/%s.onnx", CP_SOURCE_DIR, name);
+}
+
+/* Convert tests/onnx/control/NAME.onnx; returns the .om path. */
+static char *convert_ok(const char *name)
+{
+    char *onnx = model_path(name);
+    char *base = cp_t_path(name);
+    char *om = cp_t_convert_file(onnx, base, NULL);
+    free(base);
+    cr_assert_not_null(om, "converting %s failed (see stderr)", name);
+    free(onnx);
+    return om;
+}
+
+static char *convert_fails(const char *name)
+{
+    char *model = cp_t_fmt("--model=%s/tests/onnx/control/%s.onnx", CP_SOURCE_DIR, name);
+    char *base = cp_t_path("bad");
+    char *output = cp_t_fmt("--output=%s", base);
+    struct cp_run r;
+    cp_run_cli(&r, "convert", model, "--framework=5", output, NULL);
+    char *err = ct_fails_2(&r);
+    free(model);
+    free(base);
+    free(output);
+    return err;
+}
+
+/* Write a float tensor as .npy into the scratch folder; returns its path. */
+static char *write_f32(const char *name, int rank, const int64_t *dims, const float *v)
+{
+    struct cp_host_tensor t = {.dtype = CP_DTYPE_F32, .rank = rank};
+    size_t n = 1;
+    for (int k = 0; k < rank; k++)
+        n *= (size_t)(t.dims[k] = dims[k]);
+    t.data = (void *)v;
+    t.nbytes = n * sizeof(float);
+    char *file = cp_t_fmt("%s.npy", name);
+    char *path = cp_t_path(file);
+    free(file);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_tensor_write_npy(path, &t, &d), CP_OK, "%s", d.msg);
+    return path;
+}
+
+static char *write_bool(const char *name, bool v)
+{
+    uint8_t b = v;
+    struct cp_host_tensor t = {.dtype = CP_DTYPE_BOOL, .rank = 0, .data = &b, .nbytes = 1};
+    char *file = cp_t_fmt("%s.npy", name);
+    char *path = cp_t_path(file);
+    free(file);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_tensor_write_npy(path, &t, &d), CP_OK, "%s", d.msg);
+    return path;
+}
+
+static float *read_out(const char *dir, const char *name, size_t want)
+{
+    char *path = cp_t_fmt("%s/%s.npy", dir, name);
+    struct cp_host_tensor t;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_tensor_read_file(path, &t, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(t.nbytes, want * sizeof(float), "%s: %zu bytes", name, t.nbytes);
+    free(path);
+    return t.data;
+}
+
+/* `cannprof run OM --input ... --output-dir=DIR`, up to three inputs (the
+ * unused ones NULL). */
+static void run_ok(const char *om, const char *outdir, const char *i1, const char *i2,
+                   const char *i3)
+{
+    char *o = cp_t_fmt("--output-dir=%s", outdir);
+    const char *args[3] = {i1, i2, i3};
+    const char *a[3] = {o, NULL, NULL};
+    size_t n = 0;
+    for (int k = 0; k < 3; k++)
+        if (args[k])
+            n++;
+    struct cp_run r;
+    if (n == 1)
+        cp_run_cli(&r, "run", om, args[0], a[0], NULL);
+    else if (n == 2)
+        cp_run_cli(&r, "run", om, args[0], args[1], a[0], NULL);
+    else
+        cp_run_cli(&r, "run", om, args[0], args[1], args[2], a[0], NULL);
+    cr_assert_eq(r.exit_code, 0, "run: exit %d, stderr: %s", r.exit_code, r.err);
+    cp_run_release(&r);
+    free(o);
+}
+
+Test(cli_control, constant_if_is_folded_with_provenance)
+{
+    char *om = convert_ok("if_const");
+    struct cp_graph *g = NULL;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_om_read(om, &g, NULL, &d), CP_OK, "%s", d.msg);
+    size_t n_if = 0, n_add = 0;
+    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
+        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
+        n_if += n->op == CP_OP_IF;
+        if (n->op != CP_OP_ADD)
+            continue;
+        n_add++;
+        bool branch = false, node = false;
+        for (size_t k = 0; k < n->n_origins; k++) {
+            branch |= strcmp(n->origins[k], "then_add") == 0;
+            node |= strcmp(n->origins[k], "pick") == 0;
+        }
+        cr_assert(branch && node, "the inlined Add lost its origins");
+    }
+    cr_assert_eq(n_if, 0, "the If on a constant condition was not folded");
+    cr_assert_eq(n_add, 1);
+    cp_graph_free(g);
+    free(om);
+}
+
+Test(cli_control, if_on_an_input_takes_either_branch)
+{
+    char *om = convert_ok("if_input");
+    const int64_t dims[2] = {2, 3};
+    const float x[6] = {1, 1, 1, 1, 1, 1};
+    char *xp = write_f32("x", 2, dims, x);
+    for (int c = 0; c < 2; c++) {
+        char *cp = write_bool(c ? "c1" : "c0", c);
+        char *in_c = cp_t_fmt("--input=c=%s", cp), *in_x = cp_t_fmt("--input=x=%s", xp);
+        char *dir = cp_t_path(c ? "out1" : "out0");
+        run_ok(om, dir, in_c, in_x, NULL);
+        float *y = read_out(dir, "y", 6);
+        for (int i = 0; i < 6; i++)
+            cr_assert_float_eq(y[i], c ? 1.0f + (float)(i + 1) : 1.0f - (float)(i + 1), 1e-6);
+        free(y);
+        free(cp);
+        free(in_c);
+        free(in_x);
+        free(dir);
+    }
+    free(xp);
+    free(om);
+}
+
+/* Loop of 3 with an If inside reading x from two graphs up. */
+Test(cli_control, nested_loop_reads_outer_scope)
+{
+    char *om = convert_ok("nested_loop");
+    const int64_t dims[2] = {2, 3};
+    const float x[6] = {1, 2, 3, 4, 5, 6}, acc0[6] = {10, 10, 10, 10, 10, 10};
+    char *xp = write_f32("x", 2, dims, x), *ap = write_f32("acc0", 2, dims, acc0);
+    for (int f = 0; f < 2; f++) {
+        char *fp = write_bool(f ? "f1" : "f0", f);
+        char *i1 = cp_t_fmt("--input=flag=%s", fp), *i2 = cp_t_fmt("--input=x=%s", xp),
+             *i3 = cp_t_fmt("--input=acc0=%s", ap);
+        char *dir = cp_t_path(f ? "out1" : "out0");
+        run_ok(om, dir, i1, i2, i3);
+        float *acc = read_out(dir, "acc", 6), *trace = read_out(dir, "trace", 18);
+        float sign = f ? 1.0f : -1.0f;
+        for (int i = 0; i < 6; i++) {
+            cr_assert_float_eq(acc[i], 10.0f + 3 * sign * x[i], 1e-5);
+            for (int k = 0; k < 3; k++)
+                cr_assert_float_eq(trace[k * 6 + i], 10.0f + (float)(k + 1) * sign * x[i], 1e-5);
+        }
+        free(acc);
+        free(trace);
+        free(fp);
+        free(i1);
+        free(i2);
+        free(i3);
+        free(dir);
+    }
+    free(xp);
+    free(ap);
+    free(om);
+}
+
+/* Scan-9: running sum over axis 1, read backwards, written along axis 1. */
+Test(cli_control, scan_runs_backwards_along_an_axis)
+{
+    char *om = convert_ok("scan_sum");
+    const int64_t sd[2] = {2, 3}, xd[3] = {2, 4, 3};
+    float s0[6] = {0}, x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)i;
+    char *sp = write_f32("s0", 2, sd, s0), *xp = write_f32("x", 3, xd, x);
+    char *i1 = cp_t_fmt("--input=s0=%s", sp), *i2 = cp_t_fmt("--input=x=%s", xp);
+    char *dir = cp_t_path("out");
+    run_ok(om, dir, i1, i2, NULL);
+    float *s = read_out(dir, "s", 6), *y = read_out(dir, "y", 24);
+    for (int b = 0; b < 2; b++)
+        for (int c = 0; c < 3; c++) {
+            float run = 0;
+            for (int t = 0; t < 4; t++) {
+                run += x[b * 12 + (3 - t) * 3 + c];
+                cr_assert_float_eq(y[b * 12 + t * 3 + c], run, 1e-5, "y[%d,%d,%d]", b, t, c);
+            }
+            cr_assert_float_eq(s[b * 3 + c], run, 1e-5);
+        }
+    free(s);
+    free(y);
+    free(sp);
+    free(xp);
+    free(i1);
+    free(i2);
+    free(dir);
+    free(om);
+}
+
+Test(cli_control, malformed_subgraphs_are_refused_naming_node_and_attribute)
+{
+    char *e = convert_fails("bad_loop_inputs");
+    ct_assert_mentions(e, "node 'bad_loop' (Loop)", "attribute 'body'", "2 inputs", NULL);
+    free(e);
+    e = convert_fails("bad_if_missing_else");
+    ct_assert_mentions(e, "node 'half_if' (If)", "'else_branch'", "missing", NULL);
+    free(e);
+    e = convert_fails("bad_if_unresolved");
+    ct_assert_mentions(e, "node 'lost_if' (If), attribute 'then_branch'", "'reads_nowhere'",
+                       "'nowhere'", NULL);
+    free(e);
+    e = convert_fails("bad_deep");
+    ct_assert_mentions(e, "nest deeper than 16", NULL);
+    free(e);
+}
+
+Test(cli_control, sequence_op_in_a_loop_body_is_refused_by_name)
+{
+    char *e = convert_fails("bad_seq_in_loop");
+    ct_assert_mentions(e, "node 'seq_loop' (Loop), attribute 'body'", "SequenceEmpty", "'make_seq'",
+                       NULL);
+    free(e);
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""Small If/Loop/Scan models for tests/onnx/test_control.c and the fuzz
+seeds of the onnx target. Run with Debian's /usr/bin/python3 (onnx 1.12)
+from outside the repository (our onnx/ folder shadows the package):
+    cd /tmp && /usr/bin/python3 /path/to/tests/onnx/control/make_models.py DIR
+Writes DIR/*.onnx; the committed copies were made this way."""
+import sys, os
+import numpy as np
+from onnx import helper as h, TensorProto as T, numpy_helper as nh, save
+
+out = sys.argv[1]
+F, B, I64 = T.FLOAT, T.BOOL, T.INT64
+
+
+def vi(name, t, shape):
+    return h.make_tensor_value_info(name, t, shape)
+
+
+def model(graph, opset=13):
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="cannprof-tests")
+    m.ir_version = 7
+    return m
+
+
+def write(name, m):
+    save(m, os.path.join(out, name + ".onnx"))
+
+
+w = nh.from_array(np.array([[1, 2, 3], [4, 5, 6]], np.float32), "w")
+
+
+def branches(then_op="Add", else_op="Sub"):
+    tb = h.make_graph([h.make_node(then_op, ["x", "w"], ["t_y"], name="then_add")], "then",
+                      [], [vi("t_y", F, [2, 3])])
+    eb = h.make_graph([h.make_node(else_op, ["x", "w"], ["e_y"], name="else_sub")], "else",
+                      [], [vi("e_y", F, [2, 3])])
+    return tb, eb
+
+
+# 1. If on a constant condition, branches reading outer x and w.
+tb, eb = branches()
+g = h.make_graph([h.make_node("If", ["c"], ["y"], name="pick", then_branch=tb, else_branch=eb)],
+                 "if_const", [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                 [w, nh.from_array(np.array(True), "c")])
+write("if_const", model(g))
+
+# 2. If on a run-time condition (both branches kept).
+tb, eb = branches()
+g = h.make_graph([h.make_node("If", ["c"], ["y"], name="pick", then_branch=tb, else_branch=eb)],
+                 "if_input", [vi("c", B, []), vi("x", F, [2, 3])], [vi("y", F, [2, 3])], [w])
+write("if_input", model(g))
+
+# 3. A Loop of 3 iterations whose body holds an If (nested) reading x from
+#    the model's graph (two levels up): acc += flag ? x : -x; scan out acc.
+inner_t = h.make_graph([h.make_node("Identity", ["x"], ["it_y"], name="inner_then")], "it", [],
+                       [vi("it_y", F, [2, 3])])
+inner_e = h.make_graph([h.make_node("Neg", ["x"], ["ie_y"], name="inner_else")]
+                       if False else [h.make_node("Sub", ["zero", "x"], ["ie_y"], name="inner_else")],
+                       "ie", [], [vi("ie_y", F, [2, 3])])
+body = h.make_graph(
+    [h.make_node("If", ["flag"], ["d"], name="inner_if", then_branch=inner_t, else_branch=inner_e),
+     h.make_node("Add", ["acc_in", "d"], ["acc_out"], name="accumulate"),
+     h.make_node("Identity", ["acc_out"], ["scan_out"], name="emit"),
+     h.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")],
+    "body", [vi("i", I64, []), vi("cond_in", B, []), vi("acc_in", F, [2, 3])],
+    [vi("cond_out", B, []), vi("acc_out", F, [2, 3]), vi("scan_out", F, [2, 3])])
+g = h.make_graph([h.make_node("Loop", ["m", "", "acc0"], ["acc", "trace"], name="loop", body=body)],
+                 "nested_loop", [vi("flag", B, []), vi("x", F, [2, 3]), vi("acc0", F, [2, 3])],
+                 [vi("acc", F, [2, 3]), vi("trace", F, [3, 2, 3])],
+                 [nh.from_array(np.array(3, np.int64), "m"),
+                  nh.from_array(np.zeros((2, 3), np.float32), "zero")])
+write("nested_loop", model(g))
+
+# 4. Scan (opset 11): running sum over axis 1 of x [2, 4, 3], backwards,
+#    scan output along axis 1.
+sbody = h.make_graph([h.make_node("Add", ["s_in", "xs"], ["s_out"], name="step"),
+                      h.make_node("Identity", ["s_out"], ["ys"], name="emit")],
+                     "sbody", [vi("s_in", F, [2, 3]), vi("xs", F, [2, 3])],
+                     [vi("s_out", F, [2, 3]), vi("ys", F, [2, 3])])
+g = h.make_graph([h.make_node("Scan", ["s0", "x"], ["s", "y"], name="scan", body=sbody,
+                              num_scan_inputs=1, scan_input_axes=[1], scan_input_directions=[1],
+                              scan_output_axes=[1])],
+                 "scan_sum", [vi("s0", F, [2, 3]), vi("x", F, [2, 4, 3])],
+                 [vi("s", F, [2, 3]), vi("y", F, [2, 4, 3])])
+write("scan_sum", model(g, 11))
+
+# ---- malformed --------------------------------------------------------------
+# 5. A Loop body with one input too few.
+bad = h.make_graph([h.make_node("Identity", ["cond_in"], ["cond_out"], name="c"),
+                    h.make_node("Identity", ["cond_in"], ["v_out"], name="v")],
+                   "body", [vi("i", I64, []), vi("cond_in", B, [])],
+                   [vi("cond_out", B, []), vi("v_out", B, [])])
+g = h.make_graph([h.make_node("Loop", ["m", "", "v0"], ["v"], name="bad_loop", body=bad)],
+                 "bad_loop_inputs", [vi("v0", B, [])], [vi("v", B, [])],
+                 [nh.from_array(np.array(2, np.int64), "m")])
+write("bad_loop_inputs", model(g))
+
+# 6. An If without else_branch.
+tb, _ = branches()
+g = h.make_graph([h.make_node("If", ["c"], ["y"], name="half_if", then_branch=tb)],
+                 "bad_if_missing_else", [vi("c", B, []), vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                 [w])
+write("bad_if_missing_else", model(g))
+
+# 7. A branch reading a name no graph defines.
+tb = h.make_graph([h.make_node("Add", ["x", "nowhere"], ["t_y"], name="reads_nowhere")], "then",
+                  [], [vi("t_y", F, [2, 3])])
+_, eb = branches()
+g = h.make_graph([h.make_node("If", ["c"], ["y"], name="lost_if", then_branch=tb, else_branch=eb)],
+                 "bad_if_unresolved", [vi("c", B, []), vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                 [w])
+write("bad_if_unresolved", model(g))
+
+# 8. Ifs nested 20 deep.
+def leaf(d):
+    return h.make_graph([h.make_node("Identity", ["x"], ["l%d" % d], name="leaf%d" % d)],
+                        "leaf%d" % d, [], [vi("l%d" % d, F, [2, 3])])
+
+
+sub = leaf(20)
+for d in range(19, -1, -1):
+    node = h.make_node("If", ["c"], ["y%d" % d], name="if%d" % d, then_branch=sub,
+                       else_branch=leaf(d))
+    if d == 0:
+        break
+    sub = h.make_graph([node], "g%d" % d, [], [vi("y%d" % d, F, [2, 3])])
+g = h.make_graph([node], "bad_deep", [vi("c", B, []), vi("x", F, [2, 3])], [vi("y0", F, [2, 3])])
+write("bad_deep", model(g))
+
+# 9. A Sequence op inside a Loop body.
+sbad = h.make_graph([h.make_node("SequenceEmpty", [], ["seq"], name="make_seq"),
+                     h.make_node("Identity", ["cond_in"], ["cond_out"], name="c"),
+                     h.make_node("Identity", ["v_in"], ["v_out"], name="v")],
+                    "body", [vi("i", I64, []), vi("cond_in", B, []), vi("v_in", F, [1])],
+                    [vi("cond_out", B, []), vi("v_out", F, [1])])
+g = h.make_graph([h.make_node("Loop", ["m", "", "v0"], ["v"], name="seq_loop", body=sbad)],
+                 "bad_seq_in_loop", [vi("v0", F, [1])], [vi("v", F, [1])],
+                 [nh.from_array(np.array(2, np.int64), "m")])
+write("bad_seq_in_loop", model(g))
