@@ -116,7 +116,7 @@ def main():
           f"{args.threads} threads, {args.rounds} interleaved rounds x {args.iterations} "
           f"iterations (warm-up {args.warmup}); latency = median per round, then median of "
           f"rounds; ratio = cannprof / ORT (below 1: cannprof faster)", flush=True)
-    results, refused = [], []
+    results, refused, low_refused = [], [], {}
     with tempfile.TemporaryDirectory(prefix="cannprof-ort.") as work:
         for row in rows:
             label = f"{row['name']} op{row['opset']}"
@@ -133,7 +133,10 @@ def main():
                 continue
             oms = {"fp32": base + "_fp32.om"}
             for m in modes:
-                if not convert(args.cli, model, base + "_" + m, m):
+                err = convert(args.cli, model, base + "_" + m, m)
+                if err:
+                    low_refused.setdefault(m, {}).setdefault(err, []).append(label)
+                else:
                     oms[m] = base + "_" + m + ".om"
             got = ort.call(cmd="load", model=model, threads=args.threads,
                            inputs=dict(inputs), outputs=dict(outputs))
@@ -192,6 +195,9 @@ def main():
     for label, what, why in refused:
         print(f"| {label} | {what}: {why.replace('|', '/')} | | | | | | | | | |")
     print()
+    for m, errs in low_refused.items():
+        for err, labels in errs.items():
+            print(f"{m} not converted for {len(labels)} models: {err}")
     if results:
         w = max(results, key=lambda r: r["r32"])
         g = geomean([r["r32"] for r in results])
