@@ -55,7 +55,7 @@ class Bert(nn.Module):
         super().__init__()
         self.word = nn.Embedding(vocab, d)
         self.pos = nn.Embedding(max_pos, d)
-        self.type = nn.Embedding(2, d)
+        self.token_type = nn.Embedding(2, d)
         self.ln = nn.LayerNorm(d, eps=1e-12)
         self.layers = nn.ModuleList(BertLayer(d, heads, ff) for _ in range(layers))
         self.pool = nn.Linear(d, d)
@@ -63,7 +63,7 @@ class Bert(nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids):
         t = input_ids.shape[1]
         pos = torch.arange(t, device=input_ids.device).unsqueeze(0)
-        x = self.ln(self.word(input_ids) + self.pos(pos) + self.type(token_type_ids))
+        x = self.ln(self.word(input_ids) + self.pos(pos) + self.token_type(token_type_ids))
         bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
         for layer in self.layers:
             x = layer(x, bias)
@@ -331,6 +331,13 @@ def timestep_embedding(t, dim, max_period=10000):
     return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
 
 
+def _plain_ln(d):
+    """LayerNorm before modulation. DiT has no affine here, but torch 1.13
+    writes an invalid LayerNormalization (no scale) at opset 17 without one,
+    so it gets a unit affine: the same function."""
+    return nn.LayerNorm(d, eps=1e-6)
+
+
 def modulate(x, shift, scale):
     return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
 
@@ -346,12 +353,12 @@ class JointBlock(nn.Module):
         for _ in range(2):
             s = nn.Module()
             s.ada = nn.Linear(d, 6 * d)
-            s.ln1 = nn.LayerNorm(d, elementwise_affine=False, eps=1e-6)
+            s.ln1 = _plain_ln(d)
             s.qkv = nn.Linear(d, 3 * d)
             s.q_norm = RMSNorm(d // heads)
             s.k_norm = RMSNorm(d // heads)
             s.proj = nn.Linear(d, d)
-            s.ln2 = nn.LayerNorm(d, elementwise_affine=False, eps=1e-6)
+            s.ln2 = _plain_ln(d)
             s.fc1 = nn.Linear(d, 4 * d)
             s.fc2 = nn.Linear(4 * d, d)
             self.streams.append(s)
@@ -387,7 +394,7 @@ class MMDiT(nn.Module):
         self.ctx = nn.Linear(ctx_dim, d)
         self.blocks = nn.ModuleList(JointBlock(d, heads) for _ in range(depth))
         self.final_ada = nn.Linear(d, 2 * d)
-        self.final_ln = nn.LayerNorm(d, elementwise_affine=False, eps=1e-6)
+        self.final_ln = _plain_ln(d)
         self.final = nn.Linear(d, patch * patch * ch)
 
     def forward(self, latent, timestep, context, pooled):
