@@ -152,6 +152,27 @@ def wake_zero_weights(model):
                 p.normal_(0.0, 0.02)
 
 
+def calibrate_batchnorm(model, inputs, batches=4):
+    """BatchNorm's fresh running stats (mean 0, variance 1) do not normalise
+    randomly weighted layers: activations die out (GoogLeNet, ShuffleNet end
+    up returning the classifier's bias) or explode (Inception: 1e8). Set
+    them as a trained model's are, from batch statistics over seeded random
+    images of the model's input size. Detection models are left as they are
+    (their train mode needs targets)."""
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns or len(inputs) != 1 or not inputs[0].is_floating_point():
+        return
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average over the calibration batches
+    g = torch.Generator().manual_seed(11)
+    shape = (4,) + tuple(inputs[0].shape[1:])
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.rand(shape, generator=g))
+
+
 # ---- export ----------------------------------------------------------------------
 def flatten(out):
     """Outputs as a flat list of tensors (detection models return dicts)."""
@@ -180,6 +201,8 @@ def export_one(out_dir, name, build):
         return [(name, "-", str(op), "-", "-", "-", "build-failed: " + first_line(e))
                 for op in OPSETS]
     wake_zero_weights(model)
+    if ".detection." not in source:
+        calibrate_batchnorm(model, inputs)
     model.eval()
     with torch.no_grad():
         ref = flatten(model(*inputs))
