@@ -190,7 +190,8 @@ def main():
         print(f"| {r['label']} | {r['ort']:.3f} | {r['fp32']:.3f} | {r['r32']:.2f} | "
               f"{r['r32_lo']:.2f}-{r['r32_hi']:.2f} | {r['best'] or '-'} | {f(r['low'], '.3f')} | "
               f"{f(r['rlow'], '.2f')} | "
-              f"{f(r['rlow_lo'], '.2f')}-{f(r['rlow_hi'], '.2f')} | {f(r['best_rel'], '.1e')} | "
+              f"{'-' if r['rlow'] is None else f(r['rlow_lo'], '.2f') + '-' + f(r['rlow_hi'], '.2f')} | "
+              f"{f(r['best_rel'], '.1e')} | "
               f"{f(r['ort_rel'], '.1e')} |")
     for label, what, why in refused:
         print(f"| {label} | {what}: {why.replace('|', '/')} | | | | | | | | | |")

@@ -11,6 +11,7 @@ set -euo pipefail
 CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/deps.sh
 . "$CP_ROOT/scripts/deps.sh"
+# Only the Python side: the C build dependencies are test.sh's business.
 CP_PACKAGES=()
 cp_install_deps python3-torch python3-torchvision python3-onnx python3-numpy
 out=${CORPUS_DIR:-$CP_ROOT/build/corpus}
