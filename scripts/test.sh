@@ -18,6 +18,13 @@ set +e
 ctest --output-on-failure -j"$(nproc)" -LE perf "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
+# The corpus test (docs/corpus.md) runs only where scripts/corpus.sh made
+# build/corpus; then say how far it got, and any row that changed.
+if grep -q '^corpus summary' Testing/Temporary/LastTest.log 2>/dev/null; then
+    echo
+    grep -E '^corpus: [0-9]+ of |REGRESSION|FIXED' Testing/Temporary/LastTest.log | head -n 40
+    grep -E '^[0-9]+% tests passed' "$log" | tail -n 1
+fi
 # The ONNX conformance summary is printed by its test; ctest shows a test's
 # output only on failure, so repeat it here, then end with ctest's verdict.
 if grep -q 'conformance summary' Testing/Temporary/LastTest.log 2>/dev/null; then
