@@ -210,7 +210,7 @@ static enum cp_status check_shape_of(struct onnx_ctx *c, const Onnx__NodeProto *
     }
     /* Scan: [sequence_lens (opset 8)], states[N], scans[M] -> states[N],
      * scan outputs[K]; body: states, scan slices -> states, slices. */
-    int64_t m;
+    int64_t m = 0;
     enum cp_status st = need_int(c, np, name, "num_scan_inputs", &m);
     if (st != CP_OK)
         return st;
