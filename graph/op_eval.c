@@ -593,3 +593,19 @@ void cp_walk_copy(const struct cp_walk *w, void *dst, const void *src, size_t si
         cp_walk_next(w, &p);
     }
 }
+
+bool cp_eval_dropout_is_identity(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (n->n_inputs < 3 || n->inputs[2] < 0)
+        return true;
+    const struct cp_tensor *tm = cp_graph_tensor(g, n->inputs[2]);
+    if (tm->value && tm->value_len == 1 && tm->value[0] == 0)
+        return true;
+    if (n->inputs[1] < 0)
+        return false; /* training with the default ratio 0.5 */
+    const struct cp_tensor *r = cp_graph_tensor(g, n->inputs[1]);
+    if (!r->data || !cp_dtype_is_float(r->dtype) || cp_shape_numel(&r->shape) != 1 ||
+        r->nbytes < cp_dtype_size(r->dtype))
+        return false;
+    return cp_elem_load_f64(r->data, r->dtype, 0) == 0.0;
+}

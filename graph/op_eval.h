@@ -119,6 +119,11 @@ int64_t cp_eval_binary_i64(enum cp_op op, int64_t a, int64_t b);
  * same buffer. False, with nothing written, for another op. */
 bool cp_eval_unary(enum cp_op op, float alpha, enum cp_dtype dt, int64_t n, const void *x, void *y);
 
+/* Whether Dropout node n computes the identity on its data: training_mode
+ * (input 2) absent or known false, or ratio (input 1) a constant 0 (then
+ * even training keeps every element). The optional mask is all true. */
+bool cp_eval_dropout_is_identity(const struct cp_graph *g, const struct cp_node *n);
+
 /* Clip: y = min(max(x, lo), hi) over n f32 by comparisons (NaN passes
  * through; when lo > hi every value becomes hi, as the spec says). */
 void cp_eval_clip_f32(int64_t n, const float *x, float lo, float hi, float *y);

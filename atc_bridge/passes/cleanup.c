@@ -5,6 +5,7 @@
  * cleanup_transpose.c. */
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
+#include "graph/op_eval.h"
 #include "graph/pattern.h"
 
 #include <stddef.h>
@@ -37,11 +38,8 @@ const struct cp_pass cp_cleanup_passes[] = {
  * constant false, and the mask output is not needed. */
 static bool dropout_is_identity(const struct cp_graph *g, const struct cp_node *n)
 {
-    if (n->n_inputs >= 3 && n->inputs[2] >= 0) {
-        const struct cp_tensor *tm = cp_graph_tensor(g, n->inputs[2]);
-        if (!tm->value || tm->value_len != 1 || tm->value[0] != 0)
-            return false;
-    }
+    if (!cp_eval_dropout_is_identity(g, n))
+        return false;
     if (n->n_outputs >= 2 && n->outputs[1] >= 0 &&
         (cp_rw_n_uses(g, n->outputs[1]) || cp_rw_is_graph_output(g, n->outputs[1])))
         return false;

@@ -10,6 +10,7 @@
  * 4. A kernel instance per executed node, prepared (oneDNN primitives are
  *    created here); one scratch area shared by all.
  * 5. The trace kernel table (plan_trace.c). */
+#include "graph/op_eval.h"
 #include "runner/cpu/plan_internal.h"
 
 #include <stdio.h>
@@ -50,12 +51,7 @@ static bool node_is_view(const struct cp_graph *g, const struct cp_node *n, cons
     for (size_t i = 1; i < n->n_outputs; i++)
         if (n->outputs[i] >= 0 && uses[n->outputs[i]] > 0)
             return false;
-    if (n->op == CP_OP_DROPOUT && n->n_inputs > 2 && n->inputs[2] >= 0) {
-        const struct cp_tensor *tm = cp_graph_tensor(g, n->inputs[2]);
-        if (!(tm->value && tm->value_len == 1 && tm->value[0] == 0))
-            return false;
-    }
-    return true;
+    return n->op != CP_OP_DROPOUT || cp_eval_dropout_is_identity(g, n);
 }
 
 /* ---- shape checks ------------------------------------------------------------- */

@@ -226,10 +226,10 @@ static bool view_supports(const struct cp_graph *g, const struct cp_node *n)
         return false;
     if (n->op != CP_OP_DROPOUT)
         return n->n_outputs == 1;
-    /* Dropout is the identity at inference: refuse a training_mode that is
-     * not known to be false. The optional mask is all true. */
-    const struct cp_tensor *tm = cp_ref_in(g, n, 2);
-    if (tm && !(tm->value && tm->value_len == 1 && tm->value[0] == 0))
+    /* Dropout is the identity at inference (or with ratio 0): refuse a
+     * training_mode that is not known to be false otherwise. The optional
+     * mask is all true. */
+    if (!cp_eval_dropout_is_identity(g, n))
         return false;
     const struct cp_tensor *mask = cp_ref_out(g, n, 1);
     return n->n_outputs <= 2 && (!mask || (mask->dtype == CP_DTYPE_BOOL &&

@@ -109,6 +109,24 @@ Test(pass_cleanup, dropout_in_training_mode_stays)
     cp_graph_free(g);
 }
 
+/* torchvision's Swin exports its attention dropout with training_mode true
+ * and ratio 0: that keeps every element, so it is the identity too. */
+Test(pass_cleanup, dropout_with_ratio_zero_goes_even_in_training_mode)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 1, GB_DIMS(4));
+    gb_floats(g, "ratio", 1, (const float[]){0.0f});
+    bool yes = true;
+    gb_init(g, "training", CP_DTYPE_BOOL, 0, NULL, &yes);
+    gb_node(g, "dropout", "Dropout", GB_IN("x", "ratio", "training"), GB_IN("d"));
+    gb_node(g, "relu", "Relu", GB_IN("d"), GB_IN("y"));
+    out(g, "y");
+    pt_prepare(g);
+    cr_assert(pt_run_pass(g, "IdentityEliminationPass"));
+    cr_assert_null(pt_node(g, "dropout"));
+    cp_graph_free(g);
+}
+
 /* ---- DeadNodeEliminationPass ----------------------------------------------------------------- */
 
 /* y = Relu(x); a side branch Exp -> Sigmoid reaches no output; a
