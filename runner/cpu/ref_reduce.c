@@ -114,10 +114,7 @@ CP_REF_KERNEL(cp_ref_reduce_max, CP_OP_REDUCE_MAX, reduce_supports, reduce_prepa
 
 /* ---- Softmax --------------------------------------------------------------------------- */
 
-/* Before opset 13 Softmax flattens the input to 2-D at `axis` (default 1)
- * and normalizes each row; from 13 it normalizes along `axis` (default
- * -1) alone. Both are (outer, len, inner) with inner = 1 for the old form. */
-static bool softmax_geometry(const struct cp_graph *g, const struct cp_node *n,
+bool cp_ref_softmax_geometry(const struct cp_graph *g, const struct cp_node *n,
                              const struct cp_shape *s, int64_t *outer, int64_t *len, int64_t *inner)
 {
     bool old = cp_ref_opset(g) < 13;
@@ -141,13 +138,13 @@ static bool softmax_supports(const struct cp_graph *g, const struct cp_node *n)
     const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
     int64_t o, l, i;
     return x && x->dtype == CP_DTYPE_F32 && y->dtype == CP_DTYPE_F32 &&
-           softmax_geometry(g, n, &x->shape, &o, &l, &i);
+           cp_ref_softmax_geometry(g, n, &x->shape, &o, &l, &i);
 }
 
 static enum cp_status softmax_run(struct cp_kexec *k)
 {
     int64_t outer, len, inner;
-    if (!softmax_geometry(k->g, k->node, &k->in[0]->shape, &outer, &len, &inner))
+    if (!cp_ref_softmax_geometry(k->g, k->node, &k->in[0]->shape, &outer, &len, &inner))
         return CP_ERR_INTERNAL;
     cp_eval_softmax(outer, len, inner, k->in_data[0], k->out_data[0]);
     return CP_OK;

@@ -279,25 +279,6 @@ CP_REF_KERNEL(cp_ref_reduce_sum_square, CP_OP_REDUCE_SUM_SQUARE, cp_ri_reduce_su
 
 /* ---- LogSoftmax, Hardmax ------------------------------------------------------------------ */
 
-/* As Softmax: before opset 13 the input is coerced to 2-D at `axis`
- * (default 1); from 13 the op works along `axis` (default -1) alone. */
-static bool smax_geometry(const struct cp_graph *g, const struct cp_node *n,
-                          const struct cp_shape *s, int64_t *outer, int64_t *len, int64_t *inner)
-{
-    bool old = cp_ref_opset(g) < 13;
-    int axis;
-    if (s->rank == 0) {
-        *outer = *len = *inner = 1;
-        return true;
-    }
-    if (!cp_eval_axis(cp_node_attr_int(n, "axis", old ? 1 : -1), s->rank, &axis))
-        return false;
-    *outer = cp_ref_span(s, 0, axis);
-    *len = old ? cp_ref_span(s, axis, s->rank) : s->dims[axis].value;
-    *inner = old ? 1 : cp_ref_span(s, axis + 1, s->rank);
-    return true;
-}
-
 static bool smax_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1)
@@ -305,7 +286,8 @@ static bool smax_supports(const struct cp_graph *g, const struct cp_node *n)
     const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
     int64_t o, l, i;
     return x && cp_dtype_is_float(x->dtype) && y->dtype == x->dtype &&
-           cp_shape_equal(&x->shape, &y->shape) && smax_geometry(g, n, &x->shape, &o, &l, &i);
+           cp_shape_equal(&x->shape, &y->shape) &&
+           cp_ref_softmax_geometry(g, n, &x->shape, &o, &l, &i);
 }
 
 static enum cp_status smax_run(struct cp_kexec *k)
@@ -314,7 +296,7 @@ static enum cp_status smax_run(struct cp_kexec *k)
     enum cp_dtype dt = k->in[0]->dtype;
     const void *x = k->in_data[0];
     void *y = k->out_data[0];
-    if (!smax_geometry(k->g, k->node, &k->in[0]->shape, &outer, &len, &inner))
+    if (!cp_ref_softmax_geometry(k->g, k->node, &k->in[0]->shape, &outer, &len, &inner))
         return CP_ERR_INTERNAL;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {

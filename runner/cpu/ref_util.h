@@ -57,6 +57,13 @@ int64_t cp_ref_numel(const struct cp_shape *s);
 void cp_ref_strides(const struct cp_shape *s, int64_t *strides);
 /* Product of dims [from, to). */
 int64_t cp_ref_span(const struct cp_shape *s, int from, int to);
+/* Softmax, LogSoftmax and Hardmax as (outer, len, inner) over shape s:
+ * before opset 13 the input is coerced to 2-D at `axis` (default 1, inner
+ * 1); from 13 the op works along `axis` (default -1) alone. false for a
+ * bad axis. (ref_reduce.c) */
+bool cp_ref_softmax_geometry(const struct cp_graph *g, const struct cp_node *n,
+                             const struct cp_shape *s, int64_t *outer, int64_t *len,
+                             int64_t *inner);
 
 /* ---- elements ------------------------------------------------------------------ */
 

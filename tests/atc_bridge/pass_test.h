@@ -54,8 +54,10 @@ static inline bool pt_run_pass(struct cp_graph *g, const char *name)
     return changed;
 }
 
-/* Run g (taken over) on reference kernels with seeded random inputs. */
-static inline void pt_run_ref(struct cp_graph *g, uint64_t seed, struct pt_outputs *out)
+/* Run g (taken over) with seeded random inputs, on the reference kernels
+ * only or on the fast ones where they apply. */
+static inline void pt_run_kernels(struct cp_graph *g, uint64_t seed, bool reference_only,
+                                  struct pt_outputs *out)
 {
     struct cp_runtime_options o = {.threads = 1};
     struct cp_runtime *rt;
@@ -64,7 +66,7 @@ static inline void pt_run_ref(struct cp_graph *g, uint64_t seed, struct pt_outpu
     cr_assert_eq(cp_runtime_create(&o, &rt, &d), CP_OK, "%s", d.msg);
     struct cp_model *m;
     cr_assert_eq(cp_model_from_graph(rt, g, NULL, &m, &d), CP_OK, "%s", d.msg);
-    struct cp_plan_options po = {.buffer_optimize = -1, .reference_only = true};
+    struct cp_plan_options po = {.buffer_optimize = -1, .reference_only = reference_only};
     struct cp_plan *p;
     cr_assert_eq(cp_plan_create(m, &po, &p, &d), CP_OK, "%s", d.msg);
     for (size_t i = 0; i < cp_plan_n_inputs(p); i++) {
@@ -88,6 +90,12 @@ static inline void pt_run_ref(struct cp_graph *g, uint64_t seed, struct pt_outpu
     cp_plan_free(p);
     cp_model_free(m);
     cp_runtime_free(rt);
+}
+
+/* Run g (taken over) on reference kernels with seeded random inputs. */
+static inline void pt_run_ref(struct cp_graph *g, uint64_t seed, struct pt_outputs *out)
+{
+    pt_run_kernels(g, seed, true, out);
 }
 
 /* Outputs agree: same names, dtypes and shapes; f32 within a relative L2

@@ -312,3 +312,35 @@ Test(fold_matches_kernels, range_and_constant_of_shape)
     struct fcase z = {"ConstantOfShape", 17, {OPERAND("s", CP_DTYPE_I64, 1, shape, 2)}, 1};
     check(&z);
 }
+
+/* The signal ops the folder folds (windows and MelWeightMatrix, whose
+ * inputs are usually constants: a Whisper-style front end's mel matrix);
+ * both sides call cp_eval_window / cp_eval_mel_weight_matrix. */
+static const int64_t size10 = 10, mel = 8, dft = 16, rate = 8192;
+static const float lo = 0.0f, hi = 4096.0f;
+
+Test(fold_matches_kernels, windows_fold_to_what_the_kernels_compute)
+{
+    static const char *const ops[] = {"HannWindow", "HammingWindow", "BlackmanWindow"};
+    for (size_t i = 0; i < 3; i++)
+        for (int periodic = 0; periodic < 2; periodic++) {
+            struct fcase c = {.op = ops[i],
+                              .in = {{"size", CP_DTYPE_I64, 0, {0}, &size10}},
+                              .n_in = 1,
+                              .int_name = "periodic",
+                              .int_value = periodic};
+            check(&c);
+        }
+}
+
+Test(fold_matches_kernels, mel_weight_matrix_folds_to_what_the_kernel_computes)
+{
+    struct fcase c = {.op = "MelWeightMatrix",
+                      .in = {{"m", CP_DTYPE_I64, 0, {0}, &mel},
+                             {"d", CP_DTYPE_I64, 0, {0}, &dft},
+                             {"r", CP_DTYPE_I64, 0, {0}, &rate},
+                             {"lo", CP_DTYPE_F32, 0, {0}, &lo},
+                             {"hi", CP_DTYPE_F32, 0, {0}, &hi}},
+                      .n_in = 5};
+    check(&c);
+}

@@ -7,38 +7,10 @@
 
 #include <stdlib.h>
 
+/* Seeded random inputs, the same for every run of a test. */
 static void run(struct cp_graph *g, bool reference_only, struct pt_outputs *out)
 {
-    struct cp_runtime_options o = {.threads = 1};
-    struct cp_runtime *rt;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_runtime_create(&o, &rt, &d), CP_OK, "%s", d.msg);
-    struct cp_model *m;
-    cr_assert_eq(cp_model_from_graph(rt, g, NULL, &m, &d), CP_OK, "%s", d.msg);
-    struct cp_plan_options po = {.buffer_optimize = -1, .reference_only = reference_only};
-    struct cp_plan *p;
-    cr_assert_eq(cp_plan_create(m, &po, &p, &d), CP_OK, "%s", d.msg);
-    for (size_t i = 0; i < cp_plan_n_inputs(p); i++) {
-        const struct cp_tensor *t = cp_plan_input(p, i);
-        struct cp_host_tensor h;
-        memset(&h, 0, sizeof h);
-        snprintf(h.name, sizeof h.name, "%s", t->name);
-        h.dtype = t->dtype;
-        h.rank = t->shape.rank;
-        for (int k = 0; k < h.rank; k++)
-            h.dims[k] = t->shape.dims[k].value;
-        cr_assert_eq(cp_tensor_fill_random(&h, 11 + i, &d), CP_OK, "%s", d.msg);
-        cr_assert_eq(cp_plan_set_input(p, i, &h, &d), CP_OK, "%s", d.msg);
-        cp_host_tensor_release(&h);
-    }
-    cr_assert_eq(cp_plan_run(p, -1, &d), CP_OK, "%s", d.msg);
-    out->n = cp_plan_n_outputs(p);
-    for (size_t i = 0; i < out->n; i++)
-        cr_assert_eq(cp_plan_get_output(p, i, &out->t[i], &d), CP_OK, "%s", d.msg);
-    cp_plan_free(p);
-    cp_model_free(m);
-    cp_runtime_free(rt);
+    pt_run_kernels(g, 11, reference_only, out);
 }
 
 /* u8/i8 outputs within one step (and at most 2% of them off); f32 within
