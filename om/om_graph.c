@@ -52,8 +52,10 @@ static void pack_arrays_free(struct pack_arrays *a)
     free(a->node_ptrs);
     free(a->attrs);
     free(a->attr_ptrs);
-    for (size_t i = 0; a->subs && i < a->n_subs; i++)
+    for (size_t i = 0; a->subs && i < a->n_subs; i++) {
         free(a->subs[i].bytes);
+        free(a->subs[i].blob_offset);
+    }
     free(a->subs);
 }
 

@@ -146,6 +146,15 @@ static enum cp_status cf_alloc(struct cp_kexec *k, struct cp_diag *d)
     return k->state ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
 }
 
+/* A prepare that fails frees what it made: the plan releases only the
+ * kernels it prepared. */
+static enum cp_status cf_prepared(struct cp_kexec *k, enum cp_status st)
+{
+    if (st != CP_OK)
+        cf_release(k);
+    return st;
+}
+
 static bool supports_cf(const struct cp_graph *g, const struct cp_node *n)
 {
     (void)g;
@@ -156,7 +165,7 @@ static bool supports_cf(const struct cp_graph *g, const struct cp_node *n)
 
 /* ---- If ---------------------------------------------------------------------- */
 
-static enum cp_status if_prepare(struct cp_kexec *k, struct cp_diag *d)
+static enum cp_status if_prepare_state(struct cp_kexec *k, struct cp_diag *d)
 {
     enum cp_status st = cf_alloc(k, d);
     if (st != CP_OK)
@@ -202,12 +211,17 @@ static enum cp_status if_run(struct cp_kexec *k)
     return CP_OK;
 }
 
+static enum cp_status if_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    return cf_prepared(k, if_prepare_state(k, d));
+}
+
 const struct cp_kernel cp_ref_if = {"ref",  CP_OP_IF,   supports_cf, if_prepare,
                                     if_run, cf_release, NULL};
 
 /* ---- Loop ------------------------------------------------------------------------ */
 
-static enum cp_status loop_prepare(struct cp_kexec *k, struct cp_diag *d)
+static enum cp_status loop_prepare_state(struct cp_kexec *k, struct cp_diag *d)
 {
     enum cp_status st = cf_alloc(k, d);
     if (st != CP_OK)
@@ -289,6 +303,11 @@ static enum cp_status loop_run(struct cp_kexec *k)
     return CP_OK;
 }
 
+static enum cp_status loop_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    return cf_prepared(k, loop_prepare_state(k, d));
+}
+
 const struct cp_kernel cp_ref_loop = {"ref",    CP_OP_LOOP, supports_cf, loop_prepare,
                                       loop_run, cf_release, NULL};
 
@@ -333,7 +352,7 @@ static int norm_axis(int64_t a, int rank)
     return (int)(a < 0 ? a + rank : a);
 }
 
-static enum cp_status scan_prepare(struct cp_kexec *k, struct cp_diag *d)
+static enum cp_status scan_prepare_state(struct cp_kexec *k, struct cp_diag *d)
 {
     enum cp_status st = cf_alloc(k, d);
     if (st != CP_OK)
@@ -448,6 +467,11 @@ static enum cp_status scan_run(struct cp_kexec *k)
         }
     }
     return CP_OK;
+}
+
+static enum cp_status scan_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    return cf_prepared(k, scan_prepare_state(k, d));
 }
 
 const struct cp_kernel cp_ref_scan = {"ref",    CP_OP_SCAN, supports_cf, scan_prepare,

@@ -77,6 +77,7 @@ Test(ref_nms, an_undeclared_row_count_has_no_kernel)
     cr_assert_lt(y->shape.dims[0].value, 0, "the row count is data-dependent");
     cr_assert_eq(y->shape.dims[1].value, 3);
     cr_assert_not(kd_supports(g, 0));
+    cp_graph_free(g);
 }
 
 Test(ref_lrn, even_size_sums_one_more_channel_after)
@@ -151,6 +152,7 @@ Test(ref_nn_infer, bad_inputs_name_the_node)
     gb_infer_fails(g, msg);
     cr_assert(strstr(msg, "'n'") && strstr(msg, "blocksize"), "%s", msg);
 
+    cp_graph_free(g);
     g = gb_graph(20);
     f32_init(g, "X", 4, GB_DIMS(1, 1, 2, 2), NULL);
     f32_init(g, "G", 4, GB_DIMS(1, 2, 2, 2), NULL);
@@ -159,6 +161,7 @@ Test(ref_nn_infer, bad_inputs_name_the_node)
     gb_infer_fails(g, msg);
     cr_assert(strstr(msg, "'n'") && strstr(msg, "bilinear"), "%s", msg);
 
+    cp_graph_free(g);
     g = gb_graph(16);
     f32_init(g, "X", 4, GB_DIMS(1, 1, 2, 2), NULL);
     f32_init(g, "G", 4, GB_DIMS(1, 2, 2, 3), NULL);
@@ -166,6 +169,7 @@ Test(ref_nn_infer, bad_inputs_name_the_node)
     gb_infer_fails(g, msg);
     cr_assert(strstr(msg, "last dim"), "%s", msg);
 
+    cp_graph_free(g);
     g = gb_graph(16);
     f32_init(g, "X", 4, GB_DIMS(1, 1, 4, 4), NULL);
     f32_init(g, "R", 2, GB_DIMS(2, 5), NULL);
@@ -173,6 +177,7 @@ Test(ref_nn_infer, bad_inputs_name_the_node)
     op_node(g, "RoiAlign", GB_IN("X", "R", "I"));
     gb_infer_fails(g, msg);
     cr_assert(strstr(msg, "rois"), "%s", msg);
+    cp_graph_free(g);
 }
 
 Test(ref_grid_sample, three_d_linear_reads_the_voxel_at_each_corner)

@@ -52,6 +52,7 @@ Test(ref_topk, k_past_the_axis_is_an_error_naming_the_node)
     char msg[1024];
     gb_infer_fails(g, msg);
     cr_assert(strstr(msg, "topk_node") && strstr(msg, "exceeds"), "%s", msg);
+    cp_graph_free(g);
 }
 
 Test(ref_argmax, select_last_index_picks_the_last_tie)
@@ -148,6 +149,7 @@ Test(ref_reduce_index, reduce_prod_of_a_shape_and_size_are_known_at_conversion)
     const struct cp_tensor *zt = cp_graph_tensor(g, out_tensor(g, "Z"));
     cr_assert(pt->value && pt->value_len == 1 && pt->value[0] == 24);
     cr_assert(zt->value && zt->value_len == 1 && zt->value[0] == 24);
+    cp_graph_free(g);
 }
 
 /* ---- data-dependent shapes
@@ -170,6 +172,7 @@ Test(ref_nonzero, of_a_constant_is_known_and_of_an_input_refused_without_a_shape
     gb_input(g, "X", CP_DTYPE_F32, 2, GB_DIMS(2, 2));
     n = op_node(g, "NonZero", GB_IN("X"));
     cr_assert_not(kd_supports(g, n), "a run-time count has no static output: no kernel");
+    cp_graph_free(g);
 }
 
 Test(ref_compress, with_a_constant_condition_along_an_axis)
@@ -306,6 +309,7 @@ Test(ref_einsum, a_bad_equation_is_an_error_naming_the_node)
     char msg[1024];
     gb_infer_fails(g, msg);
     cr_assert(strstr(msg, "ein") && strstr(msg, "rank"), "%s", msg);
+    cp_graph_free(g);
 }
 
 /* ---- losses
@@ -349,4 +353,5 @@ Test(ref_nll_loss, a_target_of_the_wrong_rank_is_an_error)
     char msg[1024];
     gb_infer_fails(g, msg);
     cr_assert(strstr(msg, "loss") && strstr(msg, "rank"), "%s", msg);
+    cp_graph_free(g);
 }
