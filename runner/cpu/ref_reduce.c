@@ -7,51 +7,6 @@
 
 /* ---- axes ----------------------------------------------------------------------- */
 
-/* Where the axes come from: the attribute until the opset that made them an
- * input (13 for ReduceSum, 18 for ReduceMean and ReduceMax); a model that
- * uses the other form is read that way, as inference does. */
-static bool axes_from_input(const struct cp_graph *g, const struct cp_node *n)
-{
-    int64_t from = n->op == CP_OP_REDUCE_SUM ? 13 : 18;
-    bool attr = cp_node_attr(n, "axes") != NULL;
-    return cp_ref_in(g, n, 1) && (cp_ref_opset(g) >= from || !attr);
-}
-
-/* The reduced axes as a mask. OUT: *noop when the op is the identity
- * (empty axes with noop_with_empty_axes). false on malformed axes. */
-static bool reduce_mask(const struct cp_graph *g, const struct cp_node *n, const void *axes_data,
-                        int rank, bool mask[CP_MAX_RANK], bool *noop)
-{
-    const int64_t *attr_axes = NULL;
-    int64_t count = 0;
-    const struct cp_tensor *at = NULL;
-    if (axes_from_input(g, n)) {
-        at = cp_ref_in(g, n, 1);
-        count = cp_ref_numel(&at->shape);
-    } else {
-        const struct cp_attr *a = cp_node_attr(n, "axes");
-        if (a && a->type != CP_ATTR_INTS)
-            return false;
-        attr_axes = a ? a->ints : NULL;
-        count = a ? (int64_t)a->n : 0;
-    }
-    *noop = false;
-    for (int k = 0; k < CP_MAX_RANK; k++)
-        mask[k] = count == 0;
-    if (count == 0) {
-        *noop = cp_node_attr_int(n, "noop_with_empty_axes", 0) != 0;
-        return true;
-    }
-    for (int64_t i = 0; i < count; i++) {
-        int64_t v = at ? cp_elem_load_i64(axes_data, at->dtype, i) : attr_axes[i];
-        int ax;
-        if (!cp_eval_axis(v, rank, &ax) || mask[ax])
-            return false;
-        mask[ax] = true;
-    }
-    return true;
-}
-
 static bool reduce_supports_fast(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1)
@@ -59,13 +14,13 @@ static bool reduce_supports_fast(const struct cp_graph *g, const struct cp_node 
     const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
     if (!x || y->dtype != x->dtype)
         return false;
-    if (axes_from_input(g, n)) {
+    if (cp_ri_axes_from_input(g, n)) {
         const struct cp_tensor *a = cp_ref_in(g, n, 1);
         if (a->dtype != CP_DTYPE_I64 && a->dtype != CP_DTYPE_I32)
             return false;
     } else {
         bool mask[CP_MAX_RANK], noop;
-        if (!reduce_mask(g, n, NULL, x->shape.rank, mask, &noop))
+        if (!cp_ri_reduce_mask(g, n, NULL, x->shape.rank, mask, &noop))
             return false;
     }
     if (n->op == CP_OP_REDUCE_MEAN)
@@ -96,7 +51,7 @@ static enum cp_status reduce_run(struct cp_kexec *k)
     int rank = x->shape.rank;
     bool mask[CP_MAX_RANK], noop;
     const void *axes_data = k->node->n_inputs > 1 ? k->in_data[1] : NULL;
-    if (!reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
+    if (!cp_ri_reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
         return CP_ERR_INTERNAL;
     if (noop) {
         cp_ref_copy(k->out_data[0], k->in_data[0],

@@ -66,19 +66,19 @@ bool cp_ri_axis_geometry(const struct cp_shape *s, int axis, int64_t *outer, int
 
 /* ---- reductions ------------------------------------------------------------------------ */
 
-static bool axes_from_input(const struct cp_graph *g, const struct cp_node *n)
+bool cp_ri_axes_from_input(const struct cp_graph *g, const struct cp_node *n)
 {
     int64_t from = n->op == CP_OP_REDUCE_SUM ? 13 : 18;
     return cp_ref_in(g, n, 1) && (cp_ref_opset(g) >= from || !cp_node_attr(n, "axes"));
 }
 
-static bool reduce_mask(const struct cp_graph *g, const struct cp_node *n, const void *axes_data,
-                        int rank, bool mask[CP_MAX_RANK], bool *noop)
+bool cp_ri_reduce_mask(const struct cp_graph *g, const struct cp_node *n, const void *axes_data,
+                       int rank, bool mask[CP_MAX_RANK], bool *noop)
 {
     const int64_t *attr_axes = NULL;
     int64_t count = 0;
     const struct cp_tensor *at = NULL;
-    if (axes_from_input(g, n)) {
+    if (cp_ri_axes_from_input(g, n)) {
         at = cp_ref_in(g, n, 1);
         count = cp_ref_numel(&at->shape);
     } else {
@@ -116,10 +116,10 @@ bool cp_ri_reduce_supports(const struct cp_graph *g, const struct cp_node *n)
         return false;
     if (x->dtype == CP_DTYPE_BOOL && n->op != CP_OP_REDUCE_MAX && n->op != CP_OP_REDUCE_MIN)
         return false;
-    if (axes_from_input(g, n) && !cp_ri_is_index(cp_ref_in(g, n, 1)->dtype))
+    if (cp_ri_axes_from_input(g, n) && !cp_ri_is_index(cp_ref_in(g, n, 1)->dtype))
         return false;
     bool mask[CP_MAX_RANK], noop;
-    return reduce_mask(g, n, NULL, x->shape.rank, mask, &noop);
+    return cp_ri_reduce_mask(g, n, NULL, x->shape.rank, mask, &noop);
 }
 
 enum cp_status cp_ri_reduce_prepare(struct cp_kexec *k, struct cp_diag *d)
@@ -143,7 +143,7 @@ enum cp_status cp_ri_reduce_run(struct cp_kexec *k)
     int rank = x->shape.rank;
     bool mask[CP_MAX_RANK], noop;
     const void *axes_data = k->node->n_inputs > 1 ? k->in_data[1] : NULL;
-    if (!reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
+    if (!cp_ri_reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
         return CP_ERR_INTERNAL;
     int64_t nx = cp_ref_numel(&x->shape), ny = cp_ref_numel(&y->shape);
     if (noop) {
