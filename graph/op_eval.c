@@ -609,3 +609,33 @@ bool cp_eval_dropout_is_identity(const struct cp_graph *g, const struct cp_node 
         return false;
     return cp_elem_load_f64(r->data, r->dtype, 0) == 0.0;
 }
+
+bool cp_eval_roi_align_tap(double y, double x, int64_t h, int64_t w, int64_t off[4], double wt[4])
+{
+    if (y < -1.0 || y > (double)h || x < -1.0 || x > (double)w)
+        return false;
+    double yy = y <= 0.0 ? 0.0 : y, xx = x <= 0.0 ? 0.0 : x;
+    int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
+    if (yl >= h - 1) {
+        yh = yl = h - 1;
+        yy = (double)yl;
+    } else {
+        yh = yl + 1;
+    }
+    if (xl >= w - 1) {
+        xh = xl = w - 1;
+        xx = (double)xl;
+    } else {
+        xh = xl + 1;
+    }
+    double ly = yy - (double)yl, lx = xx - (double)xl, hy = 1.0 - ly, hx = 1.0 - lx;
+    off[0] = yl * w + xl;
+    off[1] = yl * w + xh;
+    off[2] = yh * w + xl;
+    off[3] = yh * w + xh;
+    wt[0] = hy * hx;
+    wt[1] = hy * lx;
+    wt[2] = ly * hx;
+    wt[3] = ly * lx;
+    return true;
+}

@@ -119,6 +119,13 @@ int64_t cp_eval_binary_i64(enum cp_op op, int64_t a, int64_t b);
  * same buffer. False, with nothing written, for another op. */
 bool cp_eval_unary(enum cp_op op, float alpha, enum cp_dtype dt, int64_t n, const void *x, void *y);
 
+/* RoiAlign's bilinear sample at (y, x) of an h x w plane, as ONNX Runtime
+ * takes it: false when the point lies outside [-1, h] x [-1, w] (it then
+ * counts as 0); otherwise the four taps' offsets off[] (row-major in the
+ * plane) and weights wt[] (summing to 1), edges clamped. Shared by the
+ * reference and the fast RoiAlign. */
+bool cp_eval_roi_align_tap(double y, double x, int64_t h, int64_t w, int64_t off[4], double wt[4]);
+
 /* Whether Dropout node n computes the identity on its data: training_mode
  * (input 2) absent or known false, or ratio (input 1) a constant 0 (then
  * even training keeps every element). The optional mask is all true. */

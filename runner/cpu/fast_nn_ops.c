@@ -2,6 +2,7 @@
  * 2-, 4- or 8-byte elements: for each (n, c, row) of the space-side tensor
  * the W*b elements of the row come from b depth channels, read
  * contiguously along w. Rows are split between threads. */
+#include "graph/op_eval.h"
 #include "runner/cpu/fast_kernels.h"
 #include "runner/cpu/fast_util.h"
 #include "runner/cpu/layout.h"
@@ -166,27 +167,13 @@ static enum cp_status roi_align_run(struct cp_kexec *k)
                     double y = y0 + ph * bh + ((double)iy + 0.5) * bh / (double)gh;
                     for (int64_t ix = 0; ix < gw; ix++) {
                         double x = x0 + pw * bw + ((double)ix + 0.5) * bw / (double)gw;
-                        if (y < -1.0 || y > (double)h || x < -1.0 || x > (double)w)
+                        int64_t o[4];
+                        double wd[4];
+                        if (!cp_eval_roi_align_tap(y, x, h, w, o, wd))
                             continue;
-                        double yy = y <= 0.0 ? 0.0 : y, xx = x <= 0.0 ? 0.0 : x;
-                        int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
-                        if (yl >= h - 1) {
-                            yh = yl = h - 1;
-                            yy = (double)yl;
-                        } else {
-                            yh = yl + 1;
-                        }
-                        if (xl >= w - 1) {
-                            xh = xl = w - 1;
-                            xx = (double)xl;
-                        } else {
-                            xh = xl + 1;
-                        }
-                        double ly = yy - yl, lx = xx - xl, hy = 1.0 - ly, hx = 1.0 - lx;
-                        float w1 = (float)(hy * hx), w2 = (float)(hy * lx), w3 = (float)(ly * hx),
-                              w4 = (float)(ly * lx);
-                        int64_t o1 = yl * w + xl, o2 = yl * w + xh, o3 = yh * w + xl,
-                                o4 = yh * w + xh;
+                        float w1 = (float)wd[0], w2 = (float)wd[1], w3 = (float)wd[2],
+                              w4 = (float)wd[3];
+                        int64_t o1 = o[0], o2 = o[1], o3 = o[2], o4 = o[3];
                         for (int64_t c = 0; c < ch; c++) {
                             const float *xc = xb + c * hw;
                             yo[c * phw] += w1 * xc[o1] + w2 * xc[o2] + w3 * xc[o3] + w4 * xc[o4];

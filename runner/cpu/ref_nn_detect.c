@@ -74,26 +74,13 @@ static enum cp_status roi_align_run_plain(struct cp_kexec *k)
                         for (int64_t ix = 0; ix < gw; ix++) {
                             double x = x0 + pw * bw + ((double)ix + 0.5) * bw / (double)gw;
                             double v = 0.0;
-                            if (!(y < -1.0 || y > (double)h || x < -1.0 || x > (double)w)) {
-                                double yy = y <= 0.0 ? 0.0 : y, xx = x <= 0.0 ? 0.0 : x;
-                                int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
-                                if (yl >= h - 1) {
-                                    yh = yl = h - 1;
-                                    yy = (double)yl;
-                                } else {
-                                    yh = yl + 1;
-                                }
-                                if (xl >= w - 1) {
-                                    xh = xl = w - 1;
-                                    xx = (double)xl;
-                                } else {
-                                    xh = xl + 1;
-                                }
-                                double ly = yy - yl, lx = xx - xl, hy = 1.0 - ly, hx = 1.0 - lx;
-                                double v1 = hy * hx * LD(0, base + yl * w + xl);
-                                double v2 = hy * lx * LD(0, base + yl * w + xh);
-                                double v3 = ly * hx * LD(0, base + yh * w + xl);
-                                double v4 = ly * lx * LD(0, base + yh * w + xh);
+                            int64_t o[4];
+                            double wt[4];
+                            if (cp_eval_roi_align_tap(y, x, h, w, o, wt)) {
+                                double v1 = wt[0] * LD(0, base + o[0]);
+                                double v2 = wt[1] * LD(0, base + o[1]);
+                                double v3 = wt[2] * LD(0, base + o[2]);
+                                double v4 = wt[3] * LD(0, base + o[3]);
                                 v = is_max ? fmax(fmax(fmax(v1, v2), v3), v4) : v1 + v2 + v3 + v4;
                             }
                             if (!is_max)
