@@ -13,7 +13,9 @@
  *    sets of ops whose kernels read every layout the policy gives (Conv,
  *    FusedConv, the pools, GroupNormalization) and of elementwise
  *    ops whose operands all have the output's shape, or are single
- *    elements, so that they work on any byte order. A region needs a
+ *    elements, so that they work on any byte order, or are one value per
+ *    channel (squeeze-excitation's scale), which oneDNN's binary kernel
+ *    broadcasts over any layout and whose bytes no layout changes. A region needs a
  *    convolution or pool: elementwise ops alone gain nothing from a layout.
  *    A lone conv between plain ops does form a region: the conv kernels run
  *    in the layouts they are given (runner/cpu/dnnl_conv.c), so the policy
@@ -21,8 +23,11 @@
  *    that costs.
  *
  * 3. Inside a region, activations get the policy's layout: NHWC, or
- *    oneDNN's nChw16c when C is a multiple of 16, else nChw8c when it is a
- *    multiple of 8, else plain (a blocked layout never pads). Wherever a
+ *    oneDNN's blocked layout whose block is the target's vector (nChw16c
+ *    with AVX-512 when C is a multiple of 16, else nChw8c when it is a
+ *    multiple of 8), else plain (a blocked layout never pads). On AVX2
+ *    oneDNN's convolutions run nChw8c only: nChw16c there cost two
+ *    reorders per convolution. Wherever a
  *    tensor is read in a layout other than the one it has (a region's
  *    input, a plain op reading a region's result, a graph output) a
  *    TransData node converts it, once per tensor and target layout, so the
@@ -84,6 +89,36 @@ static bool is_single(const struct cp_tensor *t)
     return t && cp_shape_is_static(&t->shape) && cp_shape_numel(&t->shape) == 1;
 }
 
+/* Whether t is one value per channel of the image y: [C,1,1], [1,C,1,1]
+ * or [N,C,1,1]. Its bytes are the same in every layout, and oneDNN's binary
+ * kernel broadcasts it over an NHWC or blocked operand. */
+static bool is_channel_vector(const struct cp_tensor *t, const struct cp_tensor *y)
+{
+    if (!t || !is_image(y) || t->dtype != CP_DTYPE_F32 || !cp_shape_is_static(&t->shape) ||
+        t->shape.rank < 3 || t->shape.rank > 4)
+        return false;
+    const struct cp_dim *d = t->shape.dims + (t->shape.rank - 3);
+    if (t->shape.rank == 4 && t->shape.dims[0].value != 1 &&
+        t->shape.dims[0].value != y->shape.dims[0].value)
+        return false;
+    return d[0].value == y->shape.dims[1].value && d[1].value == 1 && d[2].value == 1;
+}
+
+/* A per-channel operand of a binary op in a region: the second operand of
+ * Add, Sub, Mul and Div, or either of Add and Mul (dnnl_binary.c). */
+static bool is_channel_operand(const struct cp_graph *g, const struct cp_node *n, size_t slot)
+{
+    if (!is_binary(n->op) || n->op == CP_OP_POW || n->n_inputs != 2)
+        return false;
+    const struct cp_tensor *y = tensor_or_null(g, n, 0, true);
+    const struct cp_tensor *t = tensor_or_null(g, n, slot, false);
+    const struct cp_tensor *o = tensor_or_null(g, n, 1 - slot, false);
+    if (!is_channel_vector(t, y) || !o || !cp_shape_equal(&o->shape, &y->shape) ||
+        cp_shape_equal(&t->shape, &y->shape))
+        return false;
+    return slot == 1 || n->op == CP_OP_ADD || n->op == CP_OP_MUL;
+}
+
 /* Whether input `slot` of n carries an activation that must share the
  * region's layout (the others are weights, scalars, bounds). */
 static bool is_act_slot(const struct cp_graph *g, const struct cp_node *n, size_t slot)
@@ -94,7 +129,7 @@ static bool is_act_slot(const struct cp_graph *g, const struct cp_node *n, size_
     if (n->op == CP_OP_FUSED_CONV)
         return slot == 0 || slot == 3;
     if (is_binary(n->op))
-        return !is_single(t);
+        return !is_single(t) && !is_channel_operand(g, n, slot);
     return slot == 0;
 }
 
@@ -137,7 +172,7 @@ static int region_role(const struct cp_graph *g, const struct cp_node *n)
             const struct cp_tensor *t = tensor_or_null(g, n, j, false);
             if (!t)
                 return ROLE_NONE;
-            if (is_single(t))
+            if (is_single(t) || is_channel_operand(g, n, j))
                 continue;
             if (!cp_shape_equal(&t->shape, &y->shape) || t->dtype != CP_DTYPE_F32)
                 return ROLE_NONE;
@@ -149,7 +184,8 @@ static int region_role(const struct cp_graph *g, const struct cp_node *n)
 }
 
 /* The layout the policy gives an activation inside a region. */
-static enum cp_layout policy_layout(const struct cp_tensor *t, enum cp_layout_policy pol)
+static enum cp_layout policy_layout(const struct cp_tensor *t, enum cp_layout_policy pol,
+                                    int vector_floats)
 {
     if (!is_image(t))
         return cp_lay_plain_for_rank(t->shape.rank);
@@ -157,7 +193,9 @@ static enum cp_layout policy_layout(const struct cp_tensor *t, enum cp_layout_po
     if (pol == CP_LAYOUT_POLICY_NHWC)
         return CP_LAYOUT_NHWC;
     if (pol == CP_LAYOUT_POLICY_BLOCKED)
-        return c % 16 == 0 ? CP_LAYOUT_NCHW16C : c % 8 == 0 ? CP_LAYOUT_NCHW8C : CP_LAYOUT_NCHW;
+        return c % 16 == 0 && vector_floats != 8 ? CP_LAYOUT_NCHW16C
+               : c % 8 == 0                     ? CP_LAYOUT_NCHW8C
+                                                : CP_LAYOUT_NCHW;
     return CP_LAYOUT_NCHW;
 }
 
@@ -219,6 +257,7 @@ static int32_t uf_find(int32_t *parent, int32_t x)
 struct lt_state {
     struct cp_lay *l;
     enum cp_layout_policy pol;
+    int vector_floats;
     size_t n_nodes;
     uint8_t *role;   /* per node */
     int32_t *parent; /* union-find over nodes */
@@ -331,7 +370,7 @@ static enum cp_status lay_out_result(struct lt_state *s, int32_t i)
     struct cp_node *n = cp_graph_node(l->g, i);
     int32_t y = n->outputs[0];
     struct cp_tensor *Y = cp_graph_tensor(l->g, y);
-    enum cp_layout want = policy_layout(Y, s->pol);
+    enum cp_layout want = policy_layout(Y, s->pol, s->vector_floats);
     if (cp_lay_is_plain(want))
         return CP_OK;
     if (!l->is_output[y]) {
@@ -367,10 +406,12 @@ static enum cp_layout required_layout(const struct lt_state *s, int32_t i, size_
     const struct cp_graph *g = s->l->g;
     const struct cp_node *n = cp_graph_node(g, i);
     const struct cp_tensor *t = cp_graph_tensor(g, n->inputs[slot]);
+    if ((size_t)i < s->n_nodes && s->in_region[i] && is_channel_operand(g, n, slot))
+        return t->layout; /* the same bytes in every layout: read as it is */
     if ((size_t)i >= s->n_nodes || !s->in_region[i] || !is_act_slot(g, n, slot))
         return cp_lay_plain_for_rank(t->shape.rank);
     if (s->role[i] == ROLE_ANCHOR && slot == 0)
-        return policy_layout(t, s->pol);
+        return policy_layout(t, s->pol, s->vector_floats);
     /* elementwise operands and FusedConv's residual: the result's layout */
     return cp_graph_tensor(g, n->outputs[0])->layout;
 }
@@ -423,6 +464,7 @@ enum cp_status cp_layout_transform_run(struct cp_pass_ctx *ctx, bool *changed)
         return st;
     s.l = &l;
     s.pol = ctx->config ? ctx->config->layout_policy : CP_LAYOUT_POLICY_NCHW;
+    s.vector_floats = ctx->vector_floats;
     enum cp_input_format fmt = ctx->config ? ctx->config->input_format : CP_FMT_NCHW;
     *changed = tag_tensors(&l, fmt);
     s.n_nodes = cp_graph_n_nodes(ctx->g);

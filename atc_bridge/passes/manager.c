@@ -87,6 +87,7 @@ void cp_pass_target_detect(struct cp_pass_target *t)
     cp_host_detect(h);
     t->has_bf16 = h->has_bf16;
     t->has_fp16 = h->has_fp16;
+    t->vector_floats = cp_host_has_flag(h, "avx512f") ? 16 : 8;
     snprintf(t->cpu_model, sizeof t->cpu_model, "%s", h->cpu_model);
     free(h);
 }
@@ -167,6 +168,7 @@ static void ctx_init(struct cp_pass_ctx *ctx, struct cp_graph *g, const struct c
     ctx->log = log;
     ctx->has_bf16 = target->has_bf16;
     ctx->has_fp16 = target->has_fp16;
+    ctx->vector_floats = target->vector_floats;
     ctx->cpu_model = target->cpu_model;
 }
 

@@ -41,6 +41,7 @@ struct cp_pass_ctx {
     /* What the target can do (from the CPU's ISA flags). */
     bool has_bf16;         /* avx512_bf16 or amx_bf16 */
     bool has_fp16;         /* avx512_fp16 */
+    int vector_floats;     /* f32 lanes of a vector: 16 with avx512f, 8 else; 0: 16 */
     const char *cpu_model; /* for messages: "AMD EPYC" */
 };
 
@@ -66,6 +67,7 @@ extern const struct cp_pass cp_precision_passes[];
 struct cp_pass_target {
     bool has_bf16;
     bool has_fp16;
+    int vector_floats; /* 16 with avx512f, else 8 */
     char cpu_model[256];
 };
 

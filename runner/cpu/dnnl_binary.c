@@ -12,9 +12,16 @@
  * Shapes keep their dims rather than being merged, so that a per-channel
  * operand ([1,C,1,1] against NCHW) reaches oneDNN as the per-channel
  * pattern its JIT kernels recognise.
+ *
+ * In a layout region (NHWC or blocked, layout.h) the full operand and the
+ * result share their tag, and the other operand is a single element or a
+ * per-channel vector ([1,C,1,1] or [N,C,1,1]), whose bytes are the same in
+ * every layout: squeeze-excitation's scaling then stays in the region
+ * instead of costing two TransData of the whole activation.
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/layout.h"
 
 /* How the node maps onto the primitive: dims of dst and of src1 (padded to
  * `rank`), and whether the node's inputs go in swapped. */
@@ -23,6 +30,7 @@ struct bin_geom {
     int64_t dst[CP_MAX_RANK];
     int64_t src1[CP_MAX_RANK];
     bool swap;
+    bool tagged; /* the result and the full operand are NHWC or blocked */
 };
 
 /* `s` left-padded with 1s to `rank` dims. False when `s` has more. */
@@ -101,7 +109,17 @@ static bool bin_geom(const struct cp_graph *g, const struct cp_node *n, struct b
     }
     for (int i = 0; i < rank; i++)
         geo->src1[i] = src1[i];
-    return true;
+    const struct cp_tensor *y = cp_fk_out(g, n, 0), *full = cp_fk_in(g, n, geo->swap ? 1 : 0);
+    const struct cp_tensor *other = cp_fk_in(g, n, geo->swap ? 0 : 1);
+    geo->tagged = !cp_tensor_is_plain(y) || !cp_tensor_is_plain(full);
+    if (!geo->tagged)
+        return cp_tensor_is_plain(other);
+    /* the broadcast operand: one element, or one per channel */
+    int64_t ones = 1;
+    for (int i = 0; i < rank; i++)
+        ones *= src1[i];
+    bool per_channel = rank == 4 && src1[1] == geo->dst[1] && src1[2] == 1 && src1[3] == 1;
+    return y->layout == full->layout && rank == 4 && (ones == 1 || per_channel);
 }
 
 static bool bin_supports(const struct cp_graph *g, const struct cp_node *n)
@@ -124,8 +142,21 @@ static enum cp_status bin_prepare(struct cp_kexec *k, struct cp_diag *d)
     enum cp_status st = CP_OK;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t dmd, smd;
-    if (!cp_dk_md_plain(&dmd, geo.rank, geo.dst, CP_DTYPE_F32) ||
-        !cp_dk_md_plain(&smd, geo.rank, geo.src1, CP_DTYPE_F32)) {
+    bool dmd_ok = geo.tagged ? cp_dk_md_tensor(&dmd, k->out[0], dnnl_f32)
+                             : cp_dk_md_plain(&dmd, geo.rank, geo.dst, CP_DTYPE_F32);
+    /* A per-channel operand of a tagged result is described in the
+     * result's tag (the same bytes): with a plain one oneDNN 2.6 takes its
+     * reference loop. A single element stays plain (a blocked tag would
+     * pad it to a whole block). */
+    bool smd_ok;
+    if (geo.tagged && geo.src1[1] > 1) {
+        dnnl_dims_t sd = {geo.src1[0], geo.src1[1], geo.src1[2], geo.src1[3]};
+        smd_ok = dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32,
+                                              cp_dk_layout_tag(k->out[0]->layout)) == dnnl_success;
+    } else {
+        smd_ok = cp_dk_md_plain(&smd, geo.rank, geo.src1, CP_DTYPE_F32);
+    }
+    if (!dmd_ok || !smd_ok) {
         st = cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
         goto out_release;
     }

@@ -10,6 +10,7 @@
  * long row is shared as well as many short ones.
  */
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/layout.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -28,7 +29,18 @@ static bool binary_supports(const struct cp_graph *g, const struct cp_node *n)
         return false;
     struct cp_fk_bcast b;
     const struct cp_shape *in[2] = {&cp_fk_in(g, n, 0)->shape, &cp_fk_in(g, n, 1)->shape};
-    return cp_fk_bcast_init(&b, 2, in, &cp_fk_out(g, n, 0)->shape);
+    const struct cp_tensor *y = cp_fk_out(g, n, 0);
+    /* Broadcasting indexes plain tensors: in a layout region an operand
+     * must be laid out as the result, or be a single element (a
+     * per-channel operand there is oneDNN's: dnnl_binary.c). */
+    for (size_t i = 0; i < 2; i++) {
+        const struct cp_tensor *x = cp_fk_in(g, n, i);
+        if ((!cp_tensor_is_plain(x) || !cp_tensor_is_plain(y)) &&
+            !(cp_shape_numel(&x->shape) == 1 && cp_tensor_is_plain(x)) &&
+            !(x->layout == y->layout && cp_shape_equal(&x->shape, &y->shape)))
+            return false;
+    }
+    return cp_fk_bcast_init(&b, 2, in, &y->shape);
 }
 
 static enum cp_status bcast_prepare(struct cp_kexec *k, int nin, size_t first, struct cp_diag *d)

@@ -108,10 +108,36 @@ static bool gap_supports(const struct cp_graph *g, const struct cp_node *n)
     if (n->n_inputs != 1 || n->n_outputs != 1 || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
         !cp_fk_out_is(g, n, 0, CP_DTYPE_F32) || x->shape.rank < 3)
         return false;
-    /* plain planes only: a pool in a layout region goes to oneDNN */
-    if (!cp_tensor_is_plain(x) || !cp_tensor_is_plain(cp_fk_out(g, n, 0)))
+    /* Plain planes, or an NHWC / blocked tensor pooled into the same
+     * layout: the planes are then strided rows (see gap_geom). oneDNN 2.6
+     * has only its reference loop for nChw16c pooling on AVX2, and
+     * squeeze-excitation blocks run one per block. */
+    const struct cp_tensor *y = cp_fk_out(g, n, 0);
+    if (!(cp_tensor_is_plain(x) && cp_tensor_is_plain(y)) &&
+        (x->layout != y->layout || x->shape.rank != 4))
         return false;
     return cp_shape_numel(&x->shape) > 0;
+}
+
+/* GlobalAveragePool as a reduction of the middle axis of [outer, r, inner]:
+ * plain [N*C, H*W, 1], NHWC [N, H*W, C], nChw{B}c [N*C/B, H*W, B]. */
+static void gap_geom(const struct cp_tensor *x, struct red_state *s)
+{
+    int64_t n = x->shape.dims[0].value, c = x->shape.dims[1].value;
+    int64_t plane = cp_shape_numel(&x->shape) / (n * c);
+    int block = cp_layout_block(x->layout);
+    s->kind = RED_MEAN;
+    s->r = plane;
+    if (x->layout == CP_LAYOUT_NHWC) {
+        s->outer = n;
+        s->inner = c;
+    } else if (block > 0) {
+        s->outer = n * (c / block);
+        s->inner = block;
+    } else {
+        s->outer = n * c;
+        s->inner = 1;
+    }
 }
 
 static enum cp_status reduce_prepare(struct cp_kexec *k, struct cp_diag *d)
@@ -120,11 +146,7 @@ static enum cp_status reduce_prepare(struct cp_kexec *k, struct cp_diag *d)
     if (!s)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
     if (k->node->op == CP_OP_GLOBAL_AVERAGE_POOL) {
-        const struct cp_tensor *x = k->in[0];
-        s->kind = RED_MEAN;
-        s->outer = x->shape.dims[0].value * x->shape.dims[1].value;
-        s->r = cp_shape_numel(&x->shape) / s->outer;
-        s->inner = 1;
+        gap_geom(k->in[0], s);
     } else {
         if (!reduce_geom(k->g, k->node, s)) {
             free(s);

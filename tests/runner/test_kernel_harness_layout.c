@@ -385,16 +385,40 @@ Test(layout_kernels, reference_window_kernels_compute_the_same_in_every_layout)
     env_release(&e);
 }
 
-Test(layout_kernels, kernels_that_read_only_plain_data_decline_other_layouts)
+Test(layout_kernels, the_c_global_average_pool_computes_the_same_in_every_layout)
 {
-    struct cp_graph *g = window_graph("GlobalAveragePool", 16);
+    struct env e;
+    env_init(&e);
+    struct cp_graph *g = window_graph("GlobalAveragePool", 32);
     const struct cp_node *n = cp_graph_node(g, 0);
-    cr_assert(cp_fast_global_avg_pool.supports(g, n), "plain GlobalAveragePool is the C kernel's");
-    cp_graph_tensor(g, n->inputs[0])->layout = CP_LAYOUT_NHWC;
-    cp_graph_tensor(g, n->outputs[0])->layout = CP_LAYOUT_NHWC;
+    struct cp_tensor *X = cp_graph_tensor(g, n->inputs[0]);
+    struct cp_tensor *Y = cp_graph_tensor(g, n->outputs[0]);
+    const int64_t xd[4] = {1, 32, 9, 7}, yd[4] = {1, 32, 1, 1};
+    float *x = random_floats(32 * 9 * 7, 13);
+    float *plain = run0(&e, cp_kernel_reference(n->op), g, (void *const[]){x, NULL});
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
+        X->layout = Y->layout = layouts[l];
+        cr_assert(cp_fast_global_avg_pool.supports(g, n), "the C kernel takes %s",
+                  cp_layout_name(layouts[l]));
+        float *xl = relayout(x, xd, CP_LAYOUT_NCHW, layouts[l]);
+        float *yl = run0(&e, &cp_fast_global_avg_pool, g, (void *const[]){xl, NULL});
+        float *back = relayout(yl, yd, layouts[l], CP_LAYOUT_NCHW);
+        for (int64_t i = 0; i < 32; i++)
+            cr_expect_float_eq(back[i], plain[i], 1e-6f, "%s: channel %lld is %g, plain gives %g",
+                               cp_layout_name(layouts[l]), (long long)i, (double)back[i],
+                               (double)plain[i]);
+        free(xl);
+        free(yl);
+        free(back);
+    }
+    /* pooled into another layout, it is not the C kernel's */
+    X->layout = CP_LAYOUT_NCHW16C;
+    Y->layout = CP_LAYOUT_NHWC;
     cr_assert_not(cp_fast_global_avg_pool.supports(g, n));
-    cr_assert(cp_dnnl_global_avg_pool.supports(g, n), "oneDNN's pooling reads NHWC");
+    free(plain);
+    free(x);
     cp_graph_free(g);
+    env_release(&e);
 }
 
 /* ---- impl: exact or fast exp and erf ---------------------------------------------------- */
@@ -420,6 +444,76 @@ static double max_rel(const float *a, const float *b, int64_t n)
     }
     return worst;
 }
+
+/* ---- a fused convolution whose residual follows its activation ------------------------ */
+
+/* EfficientNetV2's fused blocks: Conv 3x3 (24 -> 24), SiLU, then the block's
+ * input added. oneDNN's jit convolutions take that residual only as a first
+ * post-op, so in blocked layouts the kernel adds it in a step of its own; in
+ * every layout it computes what the reference computes on plain tensors. */
+Test(layout_kernels, fused_conv_with_the_residual_after_its_activation_matches_in_every_layout)
+{
+    struct env e;
+    env_init(&e);
+    const int64_t c = 24, h = 12, w = 10;
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, c, h, w));
+    float *wt = random_floats(c * c * 9, 21), *bias = random_floats(c, 22);
+    gb_init(g, "w", CP_DTYPE_F32, 4, GB_DIMS(c, c, 3, 3), wt);
+    gb_init(g, "b", CP_DTYPE_F32, 1, GB_DIMS(c), bias);
+    free(wt);
+    free(bias);
+    gb_input(g, "r", CP_DTYPE_F32, 4, GB_DIMS(1, c, h, w));
+    int32_t out = gb_tensor(g, "y", CP_DTYPE_UNDEFINED, -1, NULL, CP_TENSOR_INTERMEDIATE), idx;
+    int32_t in[4] = {cp_graph_find_tensor(g, "x"), cp_graph_find_tensor(g, "w"),
+                     cp_graph_find_tensor(g, "b"), cp_graph_find_tensor(g, "r")};
+    const char *origin = "n";
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(
+        cp_graph_add_node(g, "n", "FusedConv", CP_DOMAIN, in, 4, &out, 1, &origin, 1, &idx, &d),
+        CP_OK, "%s", d.msg);
+    cp_node_set_ints(g, idx, "pads", GB_DIMS(1, 1, 1, 1), 4);
+    cp_node_set_string(g, idx, "activation", "SiLU");
+    gb_infer_ok(g);
+    const struct cp_node *n = cp_graph_node(g, 0);
+    struct cp_tensor *T[3] = {cp_graph_tensor(g, in[0]), cp_graph_tensor(g, in[3]),
+                              cp_graph_tensor(g, out)};
+    const int64_t dims[4] = {1, c, h, w}, numel = c * h * w;
+    float *x = random_floats(numel, 23), *r = random_floats(numel, 24);
+    float *plain = run0(&e, cp_kernel_reference(n->op), g, (void *const[]){x, NULL, NULL, r});
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
+        for (int t = 0; t < 3; t++)
+            T[t]->layout = layouts[l];
+        if (!cp_dnnl_fused_conv.supports(g, n)) { /* 24 channels do not fill 16-blocks */
+            cr_assert_eq(layouts[l], CP_LAYOUT_NCHW16C, "oneDNN refuses the node in %s",
+                         cp_layout_name(layouts[l]));
+            continue;
+        }
+        float *xl = relayout(x, dims, CP_LAYOUT_NCHW, layouts[l]);
+        float *rl = relayout(r, dims, CP_LAYOUT_NCHW, layouts[l]);
+        float *yl = run0(&e, &cp_dnnl_fused_conv, g, (void *const[]){xl, NULL, NULL, rl});
+        float *back = relayout(yl, dims, layouts[l], CP_LAYOUT_NCHW);
+        double err = 0, norm = 0; /* relative L2 */
+        for (int64_t i = 0; i < numel; i++) {
+            err += ((double)back[i] - plain[i]) * ((double)back[i] - plain[i]);
+            norm += (double)plain[i] * plain[i];
+        }
+        double rel = sqrt(err / norm);
+        cr_expect_leq(rel, 1e-5, "in %s the fused convolution is %.3g off the reference",
+                      cp_layout_name(layouts[l]), rel);
+        free(xl);
+        free(rl);
+        free(yl);
+        free(back);
+    }
+    free(plain);
+    free(x);
+    free(r);
+    cp_graph_free(g);
+    env_release(&e);
+}
+
 
 Test(layout_kernels, exact_softmax_uses_libm_exp_for_rows_of_any_length)
 {
