@@ -194,8 +194,8 @@ static enum cp_layout policy_layout(const struct cp_tensor *t, enum cp_layout_po
         return CP_LAYOUT_NHWC;
     if (pol == CP_LAYOUT_POLICY_BLOCKED)
         return c % 16 == 0 && vector_floats != 8 ? CP_LAYOUT_NCHW16C
-               : c % 8 == 0                     ? CP_LAYOUT_NCHW8C
-                                                : CP_LAYOUT_NCHW;
+               : c % 8 == 0                      ? CP_LAYOUT_NCHW8C
+                                                 : CP_LAYOUT_NCHW;
     return CP_LAYOUT_NCHW;
 }
 

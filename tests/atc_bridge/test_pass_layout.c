@@ -233,8 +233,8 @@ static bool per_channel(const struct cp_tensor *x, const struct cp_tensor *y)
 {
     int r = x->shape.rank;
     return y->shape.rank == 4 && r >= 3 && r <= 4 && !cp_shape_equal(&x->shape, &y->shape) &&
-           x->shape.dims[r - 3].value == y->shape.dims[1].value && x->shape.dims[r - 2].value == 1 &&
-           x->shape.dims[r - 1].value == 1;
+           x->shape.dims[r - 3].value == y->shape.dims[1].value &&
+           x->shape.dims[r - 2].value == 1 && x->shape.dims[r - 1].value == 1;
 }
 
 static bool reads_layouts(enum cp_op op)

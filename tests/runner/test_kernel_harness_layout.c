@@ -514,7 +514,6 @@ Test(layout_kernels, fused_conv_with_the_residual_after_its_activation_matches_i
     env_release(&e);
 }
 
-
 Test(layout_kernels, exact_softmax_uses_libm_exp_for_rows_of_any_length)
 {
     struct env e;
