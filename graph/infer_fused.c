@@ -1,18 +1,16 @@
 /* Inference for cannprof's own ops (graph.h: FusedConv, FusedMatMul,
  * GroupNormalization, Gelu, FusedAttention, TransData). */
 #include "graph/infer_internal.h"
+#include "graph/op_eval.h"
 
 #include <string.h>
 
-static const char *const activations[] = {"",        "Relu", "LeakyRelu", "Clip",
-                                          "Sigmoid", "SiLU", "Gelu",      "GeluTanh"};
-
+/* The activation names are op_eval.h's (cp_act_from_name). */
 static enum cp_status check_activation(struct cp_infer *c)
 {
     const char *act = cp_node_attr_string(c->node, "activation", "");
-    for (size_t i = 0; i < sizeof activations / sizeof *activations; i++)
-        if (strcmp(act, activations[i]) == 0)
-            return CP_OK;
+    if (cp_act_from_name(act) != CP_ACT_BAD)
+        return CP_OK;
     return cp_infer_fail(c, "unknown fused activation '%s'", act);
 }
 

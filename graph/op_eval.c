@@ -429,6 +429,9 @@ static const char *const act_names[] = {
     [CP_ACT_NONE] = "",     [CP_ACT_RELU] = "Relu",          [CP_ACT_LEAKY_RELU] = "LeakyRelu",
     [CP_ACT_CLIP] = "Clip", [CP_ACT_SIGMOID] = "Sigmoid",    [CP_ACT_SILU] = "SiLU",
     [CP_ACT_GELU] = "Gelu", [CP_ACT_GELU_TANH] = "GeluTanh",
+    [CP_ACT_HARD_SWISH] = "HardSwish", [CP_ACT_HARD_SIGMOID] = "HardSigmoid",
+    [CP_ACT_ELU] = "Elu", [CP_ACT_SOFTPLUS] = "Softplus", [CP_ACT_MISH] = "Mish",
+    [CP_ACT_TANH] = "Tanh",
 };
 static_assert(sizeof act_names / sizeof *act_names == CP_ACT_BAD, "activation name table");
 
@@ -454,7 +457,19 @@ struct cp_act cp_act_of(const struct cp_node *n)
         a.alpha = cp_node_attr_float(n, "activation_alpha", -FLT_MAX);
         a.beta = cp_node_attr_float(n, "activation_beta", FLT_MAX);
     }
+    if (a.kind == CP_ACT_HARD_SIGMOID) {
+        a.alpha = cp_node_attr_float(n, "activation_alpha", 0.2f);
+        a.beta = cp_node_attr_float(n, "activation_beta", 0.5f);
+    }
+    if (a.kind == CP_ACT_ELU)
+        a.alpha = cp_node_attr_float(n, "activation_alpha", 1.0f);
     return a;
+}
+
+/* log(1 + e^x) without overflow. */
+static double act_softplus(double x)
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
 }
 
 float cp_act_ref(const struct cp_act *a, float x)
@@ -476,6 +491,18 @@ float cp_act_ref(const struct cp_act *a, float x)
         double u = CP_GELU_TANH_K * ((double)x + CP_GELU_TANH_C * (double)x * x * x);
         return (float)(0.5 * x * (1.0 + tanh(u)));
     }
+    case CP_ACT_HARD_SWISH:
+        return (float)(x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)));
+    case CP_ACT_HARD_SIGMOID:
+        return (float)fmax(0.0, fmin(1.0, (double)a->alpha * x + a->beta));
+    case CP_ACT_ELU:
+        return x < 0 ? (float)(a->alpha * (exp((double)x) - 1.0)) : x;
+    case CP_ACT_SOFTPLUS:
+        return (float)act_softplus(x);
+    case CP_ACT_MISH:
+        return (float)(x * tanh(act_softplus(x)));
+    case CP_ACT_TANH:
+        return (float)tanh((double)x);
     default:
         return x;
     }

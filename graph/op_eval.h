@@ -229,7 +229,9 @@ bool cp_eval_broadcasts(const struct cp_shape *s, const struct cp_shape *to);
  * `activation` attribute names, in this order, "" (none), "Relu",
  * "LeakyRelu" (activation_alpha = slope, default 0.01), "Clip"
  * (activation_alpha = min, activation_beta = max), "Sigmoid", "SiLU"
- * (x * sigmoid(x)), "Gelu" (erf form), "GeluTanh". */
+ * (x * sigmoid(x)), "Gelu" (erf form), "GeluTanh", then ONNX's HardSwish,
+ * "HardSigmoid" (activation_alpha, activation_beta: defaults 0.2, 0.5),
+ * "Elu" (activation_alpha, default 1), "Softplus", "Mish" and "Tanh". */
 enum cp_act_kind {
     CP_ACT_NONE = 0,
     CP_ACT_RELU,
@@ -239,6 +241,12 @@ enum cp_act_kind {
     CP_ACT_SILU,
     CP_ACT_GELU,
     CP_ACT_GELU_TANH,
+    CP_ACT_HARD_SWISH,
+    CP_ACT_HARD_SIGMOID,
+    CP_ACT_ELU,
+    CP_ACT_SOFTPLUS,
+    CP_ACT_MISH,
+    CP_ACT_TANH,
     CP_ACT_BAD /* not an activation name */
 };
 

@@ -17,6 +17,12 @@ bool cp_pattern_is_activation_op(enum cp_op op)
     case CP_OP_CLIP:
     case CP_OP_SIGMOID:
     case CP_OP_GELU:
+    case CP_OP_HARD_SWISH:
+    case CP_OP_HARD_SIGMOID:
+    case CP_OP_ELU:
+    case CP_OP_SOFTPLUS:
+    case CP_OP_MISH:
+    case CP_OP_TANH:
         return true;
     default:
         return false;
@@ -36,6 +42,18 @@ static enum cp_act_kind act_kind_of(enum cp_op op)
         return CP_ACT_SIGMOID;
     case CP_OP_GELU:
         return CP_ACT_GELU;
+    case CP_OP_HARD_SWISH:
+        return CP_ACT_HARD_SWISH;
+    case CP_OP_HARD_SIGMOID:
+        return CP_ACT_HARD_SIGMOID;
+    case CP_OP_ELU:
+        return CP_ACT_ELU;
+    case CP_OP_SOFTPLUS:
+        return CP_ACT_SOFTPLUS;
+    case CP_OP_MISH:
+        return CP_ACT_MISH;
+    case CP_OP_TANH:
+        return CP_ACT_TANH;
     default:
         return CP_ACT_BAD;
     }
@@ -101,6 +119,13 @@ static bool single(const struct cp_pattern_view *v, int32_t node, struct cp_patt
     case CP_ACT_GELU:
         if (strcmp(cp_node_attr_string(n, "approximate", "none"), "tanh") == 0)
             a->kind = CP_ACT_GELU_TANH;
+        break;
+    case CP_ACT_HARD_SIGMOID:
+        a->alpha = cp_node_attr_float(n, "alpha", 0.2f);
+        a->beta = cp_node_attr_float(n, "beta", 0.5f);
+        break;
+    case CP_ACT_ELU:
+        a->alpha = cp_node_attr_float(n, "alpha", 1.0f);
         break;
     default:
         break;

@@ -83,6 +83,11 @@ static bool is_unary(enum cp_op op)
     case CP_OP_IDENTITY:
     case CP_OP_CAST:
     case CP_OP_CLIP:
+    case CP_OP_HARD_SWISH:
+    case CP_OP_HARD_SIGMOID:
+    case CP_OP_ELU:
+    case CP_OP_SOFTPLUS:
+    case CP_OP_MISH:
         return true;
     default:
         return false;

@@ -163,9 +163,12 @@ enum cp_status cp_fuse_set_activation(struct cp_fuse *f, int32_t node,
     if (!name || !name[0])
         return CP_OK;
     enum cp_status st = cp_node_set_string(f->g, node, "activation", name);
-    if (st == CP_OK && (a->kind == CP_ACT_LEAKY_RELU || a->kind == CP_ACT_CLIP))
+    bool has_alpha = a->kind == CP_ACT_LEAKY_RELU || a->kind == CP_ACT_CLIP ||
+                     a->kind == CP_ACT_HARD_SIGMOID || a->kind == CP_ACT_ELU;
+    bool has_beta = a->kind == CP_ACT_CLIP || a->kind == CP_ACT_HARD_SIGMOID;
+    if (st == CP_OK && has_alpha)
         st = cp_node_set_float(f->g, node, "activation_alpha", a->alpha);
-    if (st == CP_OK && a->kind == CP_ACT_CLIP)
+    if (st == CP_OK && has_beta)
         st = cp_node_set_float(f->g, node, "activation_beta", a->beta);
     if (st != CP_OK)
         return cp_diag_set(f->d, st, "out of memory setting attributes of node '%s'",

@@ -255,9 +255,8 @@ static dnnl_status_t fused_post_ops(const struct cp_kexec *k, bool residual, dnn
 {
     *po = NULL;
     struct cp_act a = cp_act_of(k->node);
-    dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
-    float alpha, beta;
-    bool has_act = cp_act_dnnl(&a, &alg, &alpha, &beta);
+    bool has_act = cp_act_has_dnnl(&a);
+    int n_act;
     bool first = cp_node_attr_int(k->node, "residual_first", 0) != 0;
     if (!has_act && !residual)
         return dnnl_success;
@@ -265,7 +264,7 @@ static dnnl_status_t fused_post_ops(const struct cp_kexec *k, bool residual, dnn
     if (s == dnnl_success && residual && first)
         s = dnnl_post_ops_append_sum(*po, 1.0f);
     if (s == dnnl_success && has_act)
-        s = dnnl_post_ops_append_eltwise(*po, 1.0f, alg, alpha, beta);
+        s = cp_act_dnnl_append(&a, *po, &n_act);
     if (s == dnnl_success && residual && !first)
         s = dnnl_post_ops_append_sum(*po, 1.0f);
     return s;

@@ -156,9 +156,7 @@ static dnnl_status_t mm_post_ops(const struct mm_spec *sp, const dnnl_memory_des
 {
     *po = NULL;
     *bin_add = *bin_res = -1;
-    dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
-    float alpha, beta;
-    bool has_act = cp_act_dnnl(&sp->act, &alg, &alpha, &beta);
+    bool has_act = cp_act_has_dnnl(&sp->act);
     bool has_res = sp->res_data != NULL;
     if (sp->add.kind != 2 && sp->final_scale == 1.0f && !has_act && !has_res)
         return dnnl_success;
@@ -177,8 +175,9 @@ static dnnl_status_t mm_post_ops(const struct mm_spec *sp, const dnnl_memory_des
         *bin_res = idx++;
     }
     if (s == dnnl_success && has_act) {
-        s = dnnl_post_ops_append_eltwise(*po, 1.0f, alg, alpha, beta);
-        idx++;
+        int n_act;
+        s = cp_act_dnnl_append(&sp->act, *po, &n_act);
+        idx += n_act;
     }
     if (s == dnnl_success && has_res && !sp->res_first) {
         s = dnnl_post_ops_append_binary(*po, dnnl_binary_add, y_md);

@@ -10,6 +10,7 @@
 #include "support/examples.h"
 
 #include "graph/graph_build.h"
+#include "graph/op_eval.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -334,6 +335,29 @@ static struct cp_graph *conv_graph(int variant)
         gb_node(g, "bias", "Add", I("cb", "c0"), I("c"));
         gb_node(g, "relu", "Relu", I("c"), I("y"));
         break;
+    case 6: /* HardSwish, then residual */
+        gb_node(g, "hsw", "HardSwish", I("c"), I("a"));
+        gb_node(g, "add", "Add", I("a", "r"), I("y"));
+        break;
+    case 7: { /* HardSigmoid as PyTorch writes it */
+        int32_t h = gb_node(g, "hsg", "HardSigmoid", I("c"), I("y"));
+        cp_node_set_float(g, h, "alpha", 1.0f / 6.0f);
+        break;
+    }
+    case 8: {
+        int32_t e = gb_node(g, "elu", "Elu", I("c"), I("y"));
+        cp_node_set_float(g, e, "alpha", 0.5f);
+        break;
+    }
+    case 9:
+        gb_node(g, "sp", "Softplus", I("c"), I("y"));
+        break;
+    case 10:
+        gb_node(g, "mish", "Mish", I("c"), I("y"));
+        break;
+    case 11:
+        gb_node(g, "tanh", "Tanh", I("c"), I("y"));
+        break;
     default: /* decomposed GELU, not fused into a Gelu node first */
         gb_node(g, "div", "Div", I("c", "sqrt2"), I("d"));
         gb_node(g, "erf", "Erf", I("d"), I("e"));
@@ -349,9 +373,11 @@ static struct cp_graph *conv_graph(int variant)
 
 Test(pass_fusion, conv_bias_activation_residual_become_one_fused_conv)
 {
-    static const char *const acts[] = {"Relu", "Relu", "Clip", "SiLU", "Relu", "Gelu"};
-    static const int64_t res_first[] = {0, 1, 0, 0, 0, 0};
-    for (int v = 0; v < 6; v++) {
+    static const char *const acts[] = {"Relu", "Relu",     "Clip",      "SiLU",
+                                       "Relu", "Gelu",     "HardSwish", "HardSigmoid",
+                                       "Elu",  "Softplus", "Mish",      "Tanh"};
+    static const int64_t res_first[] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int v = 0; v < 12; v++) {
         struct cp_graph *g = conv_graph(v);
         cr_assert(run_pass(g, "ConvBiasActivationFusionPass"), "variant %d", v);
         cr_assert_eq(cp_graph_n_live_nodes(g), 1, "variant %d", v);
@@ -360,6 +386,10 @@ Test(pass_fusion, conv_bias_activation_residual_become_one_fused_conv)
         cr_expect_str_eq(cp_node_attr_string(n, "activation", ""), acts[v]);
         cr_expect_eq(cp_node_attr_int(n, "residual_first", 0), res_first[v], "variant %d", v);
         cr_expect_eq(cp_node_attr(n, "pads")->n, 4, "Conv's attributes are kept");
+        if (v == 7)
+            cr_expect_float_eq(cp_act_of(n).alpha, 1.0f / 6.0f, 1e-7f, "HardSigmoid's alpha");
+        if (v == 8)
+            cr_expect_float_eq(cp_act_of(n).alpha, 0.5f, 1e-7f, "Elu's alpha");
         char what[64];
         snprintf(what, sizeof what, "hand-built Conv variant %d", v);
         expect_same_function(conv_graph(v), g, NULL, what);

@@ -94,6 +94,63 @@ static void c_fconv_sigmoid(struct cp_graph *g)
     INTS(g, n, "pads", 1, 1, 1, 1);
     cp_node_set_string(g, n, "activation", "Sigmoid");
 }
+/* The activations ONNX's own ops bring (HardSwish ... Tanh), as FusedConv
+ * post-ops: one oneDNN eltwise each, HardSigmoid two (linear, clip). */
+static void fconv_act(struct cp_graph *g, const char *act, float alpha, float beta, bool residual)
+{
+    X(g, "x", 4, D(1, 16, 7, 7));
+    W(g, "w", 4, D(16, 16, 3, 3));
+    W(g, "b", 1, D(16));
+    if (residual)
+        X(g, "r", 4, D(1, 16, 7, 7));
+    int32_t n = NF(g, "FusedConv", residual ? I("x", "w", "b", "r") : I("x", "w", "b"), I("y"));
+    INTS(g, n, "pads", 1, 1, 1, 1);
+    cp_node_set_string(g, n, "activation", act);
+    if (alpha == alpha)
+        cp_node_set_float(g, n, "activation_alpha", alpha);
+    if (beta == beta)
+        cp_node_set_float(g, n, "activation_beta", beta);
+}
+static void c_fconv_hard_swish(struct cp_graph *g)
+{
+    fconv_act(g, "HardSwish", NAN, NAN, false);
+}
+static void c_fconv_hard_sigmoid_res(struct cp_graph *g)
+{
+    fconv_act(g, "HardSigmoid", 1.0f / 6.0f, 0.5f, true);
+}
+static void c_fconv_elu(struct cp_graph *g)
+{
+    fconv_act(g, "Elu", 0.7f, NAN, false);
+}
+static void c_fconv_softplus(struct cp_graph *g)
+{
+    fconv_act(g, "Softplus", NAN, NAN, false);
+}
+static void c_fconv_mish_res(struct cp_graph *g)
+{
+    fconv_act(g, "Mish", NAN, NAN, true);
+}
+static void c_fconv_tanh(struct cp_graph *g)
+{
+    fconv_act(g, "Tanh", NAN, NAN, false);
+}
+static void c_fmm_hard_sigmoid_default(struct cp_graph *g)
+{
+    X(g, "a", 2, D(9, 40));
+    W(g, "w", 2, D(40, 24));
+    W(g, "b", 1, D(24));
+    int32_t n = NF(g, "FusedMatMul", I("a", "w", "b"), I("y"));
+    cp_node_set_string(g, n, "activation", "HardSigmoid"); /* alpha 0.2, beta 0.5 */
+}
+static void c_fmm_hard_swish_res(struct cp_graph *g)
+{
+    X(g, "a", 2, D(9, 40));
+    W(g, "w", 2, D(40, 24));
+    X(g, "r", 2, D(9, 24));
+    int32_t n = NF(g, "FusedMatMul", I("a", "w", "", "r"), I("y"));
+    cp_node_set_string(g, n, "activation", "HardSwish");
+}
 static void c_fmm_linear_gelu(struct cp_graph *g)
 {
     X(g, "a", 3, D(1, 40, 64));
