@@ -18,6 +18,7 @@
  * asymmetric and nearest rounds down when upsampling and up when
  * downsampling, as onnxruntime does for Resize-10. */
 #include "runner/cpu/ref_util.h"
+#include "runner/cpu/resize.h"
 
 #include <math.h>
 #include <string.h>
@@ -42,15 +43,7 @@ enum nearest {
     NEAREST_SIMPLE /* Resize-10 */
 };
 
-#define MAX_TAPS 4
-
-/* The taps of one output coordinate along one axis. */
-struct taps {
-    int32_t n;
-    int32_t outside;       /* tf_crop_and_resize: the extrapolation value */
-    int64_t off[MAX_TAPS]; /* input index times the axis stride */
-    double w[MAX_TAPS];
-};
+#define MAX_TAPS CP_RESIZE_MAX_TAPS
 
 struct resize_cfg {
     enum interp interp;
@@ -143,7 +136,7 @@ static bool float_vector(const struct cp_tensor *t, int64_t len)
     return t && cp_dtype_is_float(t->dtype) && cp_ref_numel(&t->shape) == len;
 }
 
-static bool resize_supports(const struct cp_graph *g, const struct cp_node *n)
+bool cp_resize_supported(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1)
         return false;
@@ -167,18 +160,18 @@ static bool resize_supports(const struct cp_graph *g, const struct cp_node *n)
     return true;
 }
 
-static size_t taps_count(const struct cp_shape *ys)
+size_t cp_resize_taps_bytes(const struct cp_shape *ys)
 {
     size_t total = 0;
     for (int a = 0; a < ys->rank; a++)
         total += (size_t)ys->dims[a].value;
-    return total;
+    return total * sizeof(struct cp_resize_tap);
 }
 
 static enum cp_status resize_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
     (void)d;
-    k->scratch_bytes = taps_count(&k->out[0]->shape) * sizeof(struct taps);
+    k->scratch_bytes = cp_resize_taps_bytes(&k->out[0]->shape);
     return CP_OK;
 }
 
@@ -254,7 +247,7 @@ static int64_t clamp_index(int64_t i, int64_t n)
 
 /* The taps of output coordinate x along one axis. */
 static void axis_taps(const struct resize_cfg *c, const struct axis_geom *ag, int64_t x,
-                      struct taps *t)
+                      struct cp_resize_tap *t)
 {
     double xo = source_coord(c, ag, x);
     memset(t, 0, sizeof *t);
@@ -351,41 +344,50 @@ static bool axis_geometry(const struct cp_kexec *k, const struct resize_cfg *c,
 
 /* ---- running ------------------------------------------------------------------------ */
 
-static enum cp_status resize_run(struct cp_kexec *k)
+bool cp_resize_taps(const struct cp_kexec *k, void *scratch, struct cp_resize_taps *t)
 {
     struct resize_cfg c;
     struct axis_geom ag[CP_MAX_RANK];
     if (!resize_config(k->g, k->node, &c) || !axis_geometry(k, &c, ag))
-        return CP_ERR_INTERNAL;
+        return false;
+    /* Taps of each axis, laid out one axis after the other. */
+    struct cp_resize_tap *next = scratch;
+    t->rank = k->out[0]->shape.rank;
+    t->nearest = c.interp == INTERP_NEAREST;
+    t->extrapolation = c.extrapolation;
+    for (int a = 0; a < t->rank; a++) {
+        t->axis[a] = next;
+        for (int64_t x = 0; x < ag[a].out; x++)
+            axis_taps(&c, &ag[a], x, &next[x]);
+        next += ag[a].out;
+    }
+    return true;
+}
+
+static enum cp_status resize_run(struct cp_kexec *k)
+{
     const struct cp_tensor *tx = k->in[0], *ty = k->out[0];
     int r = ty->shape.rank;
     int64_t ny = cp_ref_numel(&ty->shape);
     if (ny == 0)
         return CP_OK;
-    if (cp_ref_numel(&tx->shape) == 0)
+    struct cp_resize_taps taps;
+    if (cp_ref_numel(&tx->shape) == 0 || !cp_resize_taps(k, k->scratch, &taps))
         return CP_ERR_INTERNAL;
-    /* Taps of each axis, laid out one axis after the other. */
-    struct taps *axis_taps_at[CP_MAX_RANK];
-    struct taps *next = k->scratch;
-    for (int a = 0; a < r; a++) {
-        axis_taps_at[a] = next;
-        for (int64_t x = 0; x < ag[a].out; x++)
-            axis_taps(&c, &ag[a], x, &next[x]);
-        next += ag[a].out;
-    }
+    const struct cp_resize_tap *const *axis_taps_at = taps.axis;
     enum cp_dtype dt = tx->dtype;
     size_t es = cp_dtype_size(dt);
     int64_t oc[CP_MAX_RANK] = {0};
     for (int64_t o = 0; o < ny; o++) {
-        const struct taps *t[CP_MAX_RANK];
+        const struct cp_resize_tap *t[CP_MAX_RANK];
         bool outside = false;
         for (int a = 0; a < r; a++) {
             t[a] = &axis_taps_at[a][oc[a]];
             outside = outside || t[a]->outside;
         }
         if (outside) {
-            cp_eval_store_f64(k->out_data[0], dt, o, c.extrapolation);
-        } else if (c.interp == INTERP_NEAREST) {
+            cp_eval_store_f64(k->out_data[0], dt, o, taps.extrapolation);
+        } else if (taps.nearest) {
             int64_t off = 0;
             for (int a = 0; a < r; a++)
                 off += t[a]->off[0];
@@ -413,7 +415,7 @@ static enum cp_status resize_run(struct cp_kexec *k)
             ((float *)k->out_data[0])[o] = (float)acc;
         }
         for (int a = r - 1; a >= 0; a--) {
-            if (++oc[a] < ag[a].out)
+            if (++oc[a] < ty->shape.dims[a].value)
                 break;
             oc[a] = 0;
         }
@@ -421,4 +423,4 @@ static enum cp_status resize_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-CP_REF_KERNEL(cp_ref_resize, CP_OP_RESIZE, resize_supports, resize_prepare, resize_run);
+CP_REF_KERNEL(cp_ref_resize, CP_OP_RESIZE, cp_resize_supported, resize_prepare, resize_run);

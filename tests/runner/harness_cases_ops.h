@@ -570,5 +570,40 @@ static void c_resize_sizes(struct cp_graph *g)
     int32_t n = N(g, "Resize", I("x", "", "", "sz"), I("y"));
     cp_node_set_string(g, n, "mode", "nearest");
 }
+/* Interpolation (fast_resize.c): a segmentation head's 8x bilinear
+ * upsampling with PyTorch's align_corners=False, large enough for two
+ * threads; align_corners with sizes; a bicubic downsampling; a linear
+ * resize of a leading axis, which only the reference loop does. */
+static void c_resize_bilinear_8x(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 21, 12, 13));
+    gb_init(g, "sc", CP_DTYPE_F32, 1, D(4), (const float[]){1, 1, 8, 8});
+    int32_t n = N(g, "Resize", I("x", "", "sc"), I("y"));
+    cp_node_set_string(g, n, "mode", "linear");
+    cp_node_set_string(g, n, "coordinate_transformation_mode", "pytorch_half_pixel");
+}
+static void c_resize_bilinear_align_sizes(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 3, 7, 5));
+    gb_ints(g, "sz", 4, (const int64_t[]){2, 3, 15, 11});
+    int32_t n = N(g, "Resize", I("x", "", "", "sz"), I("y"));
+    cp_node_set_string(g, n, "mode", "linear");
+    cp_node_set_string(g, n, "coordinate_transformation_mode", "align_corners");
+}
+static void c_resize_cubic_down(struct cp_graph *g)
+{
+    X(g, "x", 3, D(4, 19, 23));
+    gb_init(g, "sc", CP_DTYPE_F32, 1, D(3), (const float[]){1, 0.6f, 0.5f});
+    int32_t n = N(g, "Resize", I("x", "", "sc"), I("y"));
+    cp_node_set_string(g, n, "mode", "cubic");
+    cp_node_set_int(g, n, "exclude_outside", 1);
+}
+static void c_resize_linear_leading_axis(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 3, 4, 5));
+    gb_init(g, "sc", CP_DTYPE_F32, 1, D(4), (const float[]){1, 2, 2, 1});
+    int32_t n = N(g, "Resize", I("x", "", "sc"), I("y"));
+    cp_node_set_string(g, n, "mode", "linear");
+}
 
 #endif

@@ -156,6 +156,10 @@ static const struct hcase cases[] = {
     C(c_resize_2x),
     C(c_resize_2x_threads),
     C(c_resize_sizes),
+    C(c_resize_bilinear_8x),
+    C(c_resize_bilinear_align_sizes),
+    C(c_resize_cubic_down),
+    C(c_resize_linear_leading_axis),
     /* fused ops */
     C(c_fconv_relu_res_after),
     C(c_fconv_res_first_silu),
