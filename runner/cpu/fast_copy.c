@@ -8,6 +8,8 @@
  * tables and offsets are computed in prepare; run only copies.
  */
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/layout.h"
+#include "runner/cpu/ref_shared.h"
 
 #include <math.h>
 #include <omp.h>
@@ -562,3 +564,87 @@ static enum cp_status gidx_run(struct cp_kexec *k)
 
 const struct cp_kernel cp_fast_gather = {"c:gather", CP_OP_GATHER,  gidx_supports, gidx_prepare,
                                          gidx_run,   state_release, NULL};
+
+/* ---- Pad, constant mode ------------------------------------------------ */
+
+/* Each output row (the last axis) is the constant, or the constant around
+ * a copied run of the input row; rows are split between threads. Pads may
+ * be negative (cropping). The pads are the reference's reading of the node
+ * (ref_shared.h). */
+static bool pad_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *y = cp_fk_out(g, n, 0);
+    if (!x || !y || x->shape.rank < 1 || !cp_tensor_is_plain(x) || !cp_tensor_is_plain(y) ||
+        !cp_shape_is_static(&y->shape) || cp_shape_numel(&y->shape) <= 0 ||
+        strcmp(cp_node_attr_string(n, "mode", "constant"), "constant") != 0)
+        return false;
+    size_t es = cp_dtype_size(x->dtype);
+    return (es == 1 || es == 2 || es == 4 || es == 8) && cp_pad_supported(g, n);
+}
+
+static void fill_elems(unsigned char *dst, const unsigned char *fill, size_t es, int64_t n)
+{
+    if (n <= 0)
+        return;
+    bool zero = true;
+    for (size_t i = 0; i < es; i++)
+        zero = zero && fill[i] == 0;
+    if (zero) {
+        memset(dst, 0, (size_t)n * es);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + (size_t)i * es, fill, es);
+}
+
+static enum cp_status pad_run(struct cp_kexec *k)
+{
+    int64_t begin[CP_MAX_RANK];
+    unsigned char fill[8];
+    bool constant;
+    if (!cp_pad_geometry(k, begin, fill, &constant) || !constant)
+        return CP_ERR_INTERNAL;
+    const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
+    int r = ys->rank, last = r - 1;
+    size_t es = cp_dtype_size(k->in[0]->dtype);
+    int64_t xst[CP_MAX_RANK], inner = ys->dims[last].value, d = xs->dims[last].value;
+    int64_t s = 1;
+    for (int a = r - 1; a >= 0; a--) {
+        xst[a] = s;
+        s *= xs->dims[a].value;
+    }
+    int64_t rows = cp_shape_numel(ys) / inner;
+    /* the copied run of a row: output [lo, hi) from input lo - begin */
+    int64_t lo = begin[last] > 0 ? begin[last] : 0;
+    int64_t hi = begin[last] + d < inner ? begin[last] + d : inner;
+    const unsigned char *x = k->in_data[0];
+    unsigned char *y = k->out_data[0];
+    int nt = cp_fk_threads(k, rows * inner, 32768);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int64_t b, e;
+        cp_fk_split(rows, 1, &b, &e);
+        for (int64_t row = b; row < e; row++) {
+            int64_t rem = row, base = 0;
+            bool inside = true;
+            for (int a = last - 1; a >= 0; a--) {
+                int64_t o = rem % ys->dims[a].value, c = o - begin[a];
+                rem /= ys->dims[a].value;
+                inside = inside && c >= 0 && c < xs->dims[a].value;
+                base += c * xst[a];
+            }
+            unsigned char *yr = y + (size_t)(row * inner) * es;
+            if (!inside || hi <= lo) {
+                fill_elems(yr, fill, es, inner);
+                continue;
+            }
+            fill_elems(yr, fill, es, lo);
+            memcpy(yr + (size_t)lo * es, x + (size_t)(base + lo - begin[last]) * es,
+                   (size_t)(hi - lo) * es);
+            fill_elems(yr + (size_t)hi * es, fill, es, inner - hi);
+        }
+    }
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_pad = {"c:pad", CP_OP_PAD, pad_supports, NULL, pad_run, NULL, NULL};

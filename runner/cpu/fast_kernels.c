@@ -77,6 +77,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_gather,
     &cp_fast_resize,
     &cp_fast_resize_interp,
+    &cp_fast_pad,
     /* ---- [elementwise] ---- */
     &cp_fast_hard_swish,
     &cp_fast_hard_sigmoid,

@@ -13,7 +13,7 @@
 #include "runner/cpu/fast_util.h"
 #include "runner/cpu/layout.h"
 #include "runner/cpu/ref_util.h"
-#include "runner/cpu/resize.h"
+#include "runner/cpu/ref_shared.h"
 
 #include <omp.h>
 

@@ -2,6 +2,7 @@
  * ConstantOfShape and Range (graph/op_eval.h's definitions, which the
  * constant folder uses too), and Pad (constant, reflect, edge and wrap). */
 #include "runner/cpu/ref_util.h"
+#include "runner/cpu/ref_shared.h"
 
 #include <string.h>
 
@@ -148,7 +149,7 @@ static bool pad_begins(const struct cp_graph *g, const struct cp_node *n, void *
     return true;
 }
 
-static bool pad_supports(const struct cp_graph *g, const struct cp_node *n)
+bool cp_pad_supported(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1 || pad_mode(n) == PAD_BAD)
         return false;
@@ -188,6 +189,22 @@ static int64_t pad_source(enum pad_mode mode, int64_t o, int64_t begin, int64_t 
     }
 }
 
+bool cp_pad_geometry(const struct cp_kexec *k, int64_t *begin, unsigned char *fill, bool *constant)
+{
+    const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
+    enum cp_dtype dt = k->in[0]->dtype;
+    if (!pad_begins(k->g, k->node, k->in_data, xs, ys, begin))
+        return false;
+    *constant = pad_mode(k->node) == PAD_CONSTANT;
+    memset(fill, 0, 8);
+    if (cp_ref_opset(k->g) < 11) {
+        cp_eval_store_f64(fill, dt, 0, cp_node_attr_float(k->node, "value", 0.0f));
+    } else if (k->node->n_inputs > 2 && k->in[2] && cp_ref_numel(&k->in[2]->shape) > 0) {
+        memcpy(fill, k->in_data[2], cp_dtype_size(dt));
+    }
+    return true;
+}
+
 static enum cp_status pad_run(struct cp_kexec *k)
 {
     const struct cp_shape *xs = &k->in[0]->shape, *ys = &k->out[0]->shape;
@@ -195,20 +212,15 @@ static enum cp_status pad_run(struct cp_kexec *k)
     size_t es = cp_dtype_size(dt);
     enum pad_mode mode = pad_mode(k->node);
     int64_t begin[CP_MAX_RANK], xst[CP_MAX_RANK];
-    if (!pad_begins(k->g, k->node, k->in_data, xs, ys, begin))
+    unsigned char fill[8];
+    bool constant;
+    if (!cp_pad_geometry(k, begin, fill, &constant))
         return CP_ERR_INTERNAL;
     int64_t ny = cp_ref_numel(ys);
     if (ny == 0)
         return CP_OK;
     if (mode != PAD_CONSTANT && cp_ref_numel(xs) == 0)
         return CP_ERR_INTERNAL; /* nothing to reflect or repeat */
-    /* The constant, as the input's dtype. */
-    unsigned char fill[8] = {0};
-    if (cp_ref_opset(k->g) < 11) {
-        cp_eval_store_f64(fill, dt, 0, cp_node_attr_float(k->node, "value", 0.0f));
-    } else if (k->node->n_inputs > 2 && k->in[2] && cp_ref_numel(&k->in[2]->shape) > 0) {
-        memcpy(fill, k->in_data[2], es);
-    }
     cp_ref_strides(xs, xst);
     int r = ys->rank;
     int last = r - 1;
@@ -242,4 +254,4 @@ static enum cp_status pad_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-CP_REF_KERNEL(cp_ref_pad, CP_OP_PAD, pad_supports, NULL, pad_run);
+CP_REF_KERNEL(cp_ref_pad, CP_OP_PAD, cp_pad_supported, NULL, pad_run);

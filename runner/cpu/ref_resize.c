@@ -18,7 +18,7 @@
  * asymmetric and nearest rounds down when upsampling and up when
  * downsampling, as onnxruntime does for Resize-10. */
 #include "runner/cpu/ref_util.h"
-#include "runner/cpu/resize.h"
+#include "runner/cpu/ref_shared.h"
 
 #include <math.h>
 #include <string.h>

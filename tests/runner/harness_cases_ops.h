@@ -598,6 +598,28 @@ static void c_resize_cubic_down(struct cp_graph *g)
     cp_node_set_string(g, n, "mode", "cubic");
     cp_node_set_int(g, n, "exclude_outside", 1);
 }
+/* Pad, constant mode (fast_copy.c): Inception's pooling pads, a non-zero
+ * constant with negative (cropping) pads on a leading and the last axis,
+ * and 2-byte elements. */
+static void c_pad_pool(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 24, 17, 17));
+    gb_ints(g, "p", 8, (const int64_t[]){0, 0, 1, 1, 0, 0, 1, 1});
+    N(g, "Pad", I("x", "p"), I("y"));
+}
+static void c_pad_crop_value(struct cp_graph *g)
+{
+    X(g, "x", 3, D(5, 6, 9));
+    gb_ints(g, "p", 6, (const int64_t[]){-1, 2, 3, 1, 0, -4});
+    gb_init(g, "v", CP_DTYPE_F32, 0, NULL, (const float[]){-2.5f});
+    N(g, "Pad", I("x", "p", "v"), I("y"));
+}
+static void c_pad_f16(struct cp_graph *g)
+{
+    gb_input(g, "x", CP_DTYPE_F16, 2, D(7, 5));
+    gb_ints(g, "p", 4, (const int64_t[]){2, 0, 1, 3});
+    N(g, "Pad", I("x", "p"), I("y"));
+}
 static void c_resize_linear_leading_axis(struct cp_graph *g)
 {
     X(g, "x", 4, D(1, 3, 4, 5));

@@ -160,6 +160,9 @@ static const struct hcase cases[] = {
     C(c_resize_bilinear_align_sizes),
     C(c_resize_cubic_down),
     C(c_resize_linear_leading_axis),
+    C(c_pad_pool),
+    C(c_pad_crop_value),
+    C(c_pad_f16),
     /* fused ops */
     C(c_fconv_relu_res_after),
     C(c_fconv_res_first_silu),

@@ -1,14 +1,15 @@
 /*
- * Private to runner/cpu: Resize's taps, worked out in one place
- * (ref_resize.c) for the reference kernel and the fast interpolating one
- * (fast_resize.c).
+ * Private to runner/cpu: what a reference kernel works out for a fast one
+ * of the same op, so that both read a node the same way: Resize's taps
+ * (ref_resize.c, for fast_resize.c) and Pad's geometry (ref_misc.c, for
+ * fast_copy.c).
  *
- * Interpolation is separable: along every axis, each output coordinate
- * reads a few input indices (taps) with weights. Axes that are not resized
- * have one tap of weight 1 at the same index.
+ * Resize's interpolation is separable: along every axis, each output
+ * coordinate reads a few input indices (taps) with weights. Axes that are
+ * not resized have one tap of weight 1 at the same index.
  */
-#ifndef CP_RUNNER_RESIZE_H
-#define CP_RUNNER_RESIZE_H
+#ifndef CP_RUNNER_REF_SHARED_H
+#define CP_RUNNER_REF_SHARED_H
 
 #include "runner/cpu/kernel.h"
 
@@ -43,5 +44,13 @@ size_t cp_resize_taps_bytes(const struct cp_shape *ys);
 /* Work out the taps of k's node into `scratch` (cp_resize_taps_bytes of
  * it). False when the scales or sizes read at run time are bad. */
 bool cp_resize_taps(const struct cp_kexec *k, void *scratch, struct cp_resize_taps *t);
+
+/* Whether the reference takes Pad node n (every mode, pads and axes). */
+bool cp_pad_supported(const struct cp_graph *g, const struct cp_node *n);
+
+/* The padding at the start of every axis (negative: cropped), the
+ * constant as the input's dtype (fill: 8 bytes), and whether the mode is
+ * constant. False when the pads read at run time do not fit the shapes. */
+bool cp_pad_geometry(const struct cp_kexec *k, int64_t *begin, unsigned char *fill, bool *constant);
 
 #endif
