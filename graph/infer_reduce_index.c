@@ -166,12 +166,12 @@ enum cp_status cp_infer_gather_nd(struct cp_infer *c)
     struct cp_shape s;
     int rd = x->shape.rank, ri = ix->shape.rank;
     int64_t b = cp_node_attr_int(c->node, "batch_dims", 0);
+    if ((rd >= 0 && rd < 1) || (ri >= 0 && ri < 1))
+        return cp_infer_fail(c, "data and indices must have rank >= 1");
     if (rd < 0 || ri < 0 || ix->shape.dims[ri - 1].value < 0) {
         cp_shape_set_unknown(&s);
         return cp_infer_set_out(c, 0, x->dtype, &s);
     }
-    if (rd < 1 || ri < 1)
-        return cp_infer_fail(c, "data and indices must have rank >= 1");
     int64_t m = ix->shape.dims[ri - 1].value;
     if (b < 0 || b >= rd || b >= ri || m < 1 || b + m > rd)
         return cp_infer_fail(c,
