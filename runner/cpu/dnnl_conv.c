@@ -324,7 +324,9 @@ static bool is_reference_impl(const_dnnl_primitive_desc_t pd)
 }
 
 /* The step after a convolution whose residual could not be a post-op:
- * DST = conv (memory CONV, descriptor CONV_MD) + the residual at RES_PTR. */
+ * DST = the residual at RES_PTR + conv (memory CONV, descriptor CONV_MD).
+ * The residual is the first source, which oneDNN lets the destination
+ * share (memplan.c may give both one buffer). */
 static enum cp_status add_residual(struct cp_dk_prog *p, const dnnl_memory_desc_t *conv_md,
                                    int conv, const dnnl_memory_desc_t *res_md, void *res_ptr,
                                    const dnnl_memory_desc_t *dst_md, int dst)
@@ -334,14 +336,14 @@ static enum cp_status add_residual(struct cp_dk_prog *p, const dnnl_memory_desc_
     dnnl_primitive_attr_t attr = cp_dk_attr_create();
     if (!attr)
         return CP_ERR_NOMEM;
-    dnnl_status_t s = dnnl_binary_desc_init(&bd, dnnl_binary_add, conv_md, res_md, dst_md);
+    dnnl_status_t s = dnnl_binary_desc_init(&bd, dnnl_binary_add, res_md, conv_md, dst_md);
     if (s == dnnl_success)
         s = dnnl_primitive_desc_create(&bpd, &bd, attr, p->engine, NULL);
     dnnl_primitive_attr_destroy(attr);
     if (s != dnnl_success)
         return CP_ERR_INTERNAL;
     int ids[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST};
-    int mems[3] = {conv, cp_dk_mem_user(p, res_md, res_ptr), dst};
+    int mems[3] = {cp_dk_mem_user(p, res_md, res_ptr), conv, dst};
     enum cp_status st = cp_dk_step_add(p, bpd, 3, ids, mems);
     dnnl_primitive_desc_destroy(bpd);
     return st;

@@ -287,6 +287,52 @@ static enum cp_status init_tensors(struct build_ctx *c)
     return CP_OK;
 }
 
+/* FusedConv writes its result over its residual (input 3) when nothing
+ * reads the residual afterwards: its oneDNN kernel then adds the residual
+ * with a sum post-op onto the destination it already fills, instead of
+ * copying the residual there first. Conditions: the residual's buffer ends
+ * at this step, has the output's size, is read by no other input of the
+ * node, and the output has a buffer of its own; the output's buffer (and
+ * its views) then become the residual's, which lives as long as both. */
+static void share_residuals(struct build_ctx *c, const int32_t *order, const bool *is_view,
+                            size_t n)
+{
+    struct cp_memplan *mp = c->mp;
+    size_t nt = cp_graph_n_tensors(c->g);
+    int32_t step = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (is_view[k])
+            continue;
+        const struct cp_node *node = cp_graph_node(c->g, order[k]);
+        int32_t here = step++;
+        if (node->op != CP_OP_FUSED_CONV || node->n_inputs < 4 || node->inputs[3] < 0 ||
+            node->n_outputs < 1 || node->outputs[0] < 0)
+            continue;
+        int32_t r = mp->root[node->inputs[3]], out = node->outputs[0];
+        if (r < 0 || mp->root[out] != out)
+            continue;
+        int32_t br = mp->block[r], bo = mp->block[out];
+        if (br < 0 || bo < 0 || br == bo || mp->blocks[br].last != here ||
+            mp->blocks[br].size != mp->blocks[bo].size)
+            continue;
+        bool shared = false; /* read by another input, or a graph output */
+        for (size_t i = 0; i < 3 && i < node->n_inputs; i++)
+            shared = shared || (node->inputs[i] >= 0 && mp->root[node->inputs[i]] == r);
+        for (size_t i = 0; i < cp_graph_n_outputs(c->g); i++)
+            shared = shared || mp->root[cp_graph_output(c->g, i)] == r;
+        if (shared)
+            continue;
+        mp->blocks[br].last = mp->blocks[bo].last;
+        mp->blocks[bo].size = 0; /* no longer anyone's */
+        mp->blocks[bo].last = mp->blocks[bo].first;
+        for (size_t t = 0; t < nt; t++)
+            if (mp->block[t] == bo) {
+                mp->block[t] = br;
+                mp->root[t] = r;
+            }
+    }
+}
+
 enum cp_status cp_memplan_build(const struct cp_graph *g, const int32_t *order, const bool *is_view,
                                 size_t n, enum cp_buffer_opt mode, struct cp_memplan *mp,
                                 struct cp_diag *d)
@@ -317,6 +363,8 @@ enum cp_status cp_memplan_build(const struct cp_graph *g, const int32_t *order, 
     free(weight_seen);
     if (st != CP_OK)
         return st;
+    if (mode != CP_BUF_OFF_OPTIMIZE)
+        share_residuals(&c, order, is_view, n);
     /* Outputs are read after the last step: keep them intact until then. */
     for (size_t i = 0; i < cp_graph_n_outputs(g); i++) {
         int32_t t = cp_graph_output(g, i);

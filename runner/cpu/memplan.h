@@ -4,7 +4,9 @@
  * Time is counted in steps, one per executed kernel (0 .. n_steps-1), plus
  * a final step n_steps at which the caller reads the outputs. A buffer is
  * live from the step that writes it to the last step that reads it, both
- * inclusive, so a kernel's inputs and outputs never share bytes.
+ * inclusive, so a kernel's inputs and outputs never share bytes, with one
+ * exception: with reuse, a FusedConv may write over its residual input
+ * when nothing reads that afterwards (its kernels allow it).
  *
  * Which tensor needs which buffer comes from the graph (cp_memplan_build):
  * - every tensor an executed node writes gets a buffer;

@@ -21,11 +21,11 @@ static bool residual_ok(const struct cp_graph *g, const struct cp_node *n)
                   (r->layout == y->layout || (cp_tensor_is_plain(r) && cp_tensor_is_plain(y))));
 }
 
-/* y = act(y + r) or act(y) + r over n elements. */
-static void finish(const struct cp_kexec *k, float *y, int64_t n)
+/* y = act(y + r) or act(y) + r over n elements; r is a copy when the
+ * residual shares the output's buffer (memplan.c lets it). */
+static void finish(const struct cp_kexec *k, float *y, int64_t n, const float *r)
 {
     struct cp_act a = cp_act_of(k->node);
-    const float *r = k->node->n_inputs > 3 && k->in[3] ? k->in_data[3] : NULL;
     bool first = cp_node_attr_int(k->node, "residual_first", 0) != 0;
     for (int64_t i = 0; i < n; i++) {
         float v = y[i];
@@ -49,16 +49,35 @@ static bool fconv_supports(const struct cp_graph *g, const struct cp_node *n)
 /* The reference Conv kernel brings its own layout adapter, so only the
  * residual and activation are left; they are elementwise and the residual
  * shares the output's layout, so they run on the bytes as they are. */
-static enum cp_status fconv_run(struct cp_kexec *k)
+static bool residual_in_place(const struct cp_kexec *k)
 {
-    enum cp_status st = cp_ref_conv.run(k);
-    if (st == CP_OK)
-        finish(k, k->out_data[0], cp_ref_numel(&k->out[0]->shape));
+    return k->node->n_inputs > 3 && k->in[3] && k->in_data[3] == k->out_data[0];
+}
+
+static enum cp_status fconv_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    enum cp_status st = cp_ref_layout_prepare(k, d);
+    if (st == CP_OK && residual_in_place(k))
+        k->scratch_bytes += (size_t)cp_ref_numel(&k->out[0]->shape) * sizeof(float);
     return st;
 }
 
-CP_REF_KERNEL(cp_ref_fused_conv, CP_OP_FUSED_CONV, fconv_supports, cp_ref_layout_prepare,
-              fconv_run);
+static enum cp_status fconv_run(struct cp_kexec *k)
+{
+    int64_t n = cp_ref_numel(&k->out[0]->shape);
+    const float *r = k->node->n_inputs > 3 && k->in[3] ? k->in_data[3] : NULL;
+    if (residual_in_place(k)) {
+        float *copy = (float *)((char *)k->scratch + cp_ref_layout_bytes(k));
+        memcpy(copy, r, (size_t)n * sizeof(float));
+        r = copy;
+    }
+    enum cp_status st = cp_ref_conv.run(k);
+    if (st == CP_OK)
+        finish(k, k->out_data[0], n, r);
+    return st;
+}
+
+CP_REF_KERNEL(cp_ref_fused_conv, CP_OP_FUSED_CONV, fconv_supports, fconv_prepare, fconv_run);
 
 /* ---- FusedMatMul ---------------------------------------------------------- */
 
@@ -156,7 +175,7 @@ static enum cp_status fmm_plain(struct cp_kexec *k)
                 yb[i * d.n + j] = (float)(alpha * acc + (bias ? bias[j] : 0.0f));
             }
     }
-    finish(k, y, batches * d.m * d.n);
+    finish(k, y, batches * d.m * d.n, k->node->n_inputs > 3 && k->in[3] ? k->in_data[3] : NULL);
     return CP_OK;
 }
 

@@ -190,3 +190,20 @@ Test(examples, test_a_converted_om_loads_and_matches_pytorch)
     cp_scratch_remove(dir);
     free(dir);
 }
+
+/* Converted, resnet_tiny's FusedConvs add their residual in place (the
+ * memory planner gives the output the residual's buffer): the reference
+ * and the fast kernels must both still match PyTorch. */
+Test(examples, test_a_converted_resnet_matches_pytorch_with_residuals_in_place)
+{
+    char *dir = cp_scratch_dir();
+    struct cp_runtime *rt = runtime();
+    struct cp_model *m = convert_and_load(rt, "resnet_tiny", dir);
+    run_example(m, "resnet_tiny", true, CP_BUF_L2_OPTIMIZE);
+    run_example(m, "resnet_tiny", false, CP_BUF_L2_OPTIMIZE);
+    run_example(m, "resnet_tiny", false, CP_BUF_OFF_OPTIMIZE);
+    cp_model_free(m);
+    cp_runtime_free(rt);
+    cp_scratch_remove(dir);
+    free(dir);
+}

@@ -422,3 +422,68 @@ Test(memplan, test_zero_size_blocks_take_no_room)
     cr_assert_eq(arena, 64);
     cr_assert_eq(peak, 64);
 }
+
+/* ---- FusedConv over its residual ------------------------------------------- */
+
+/* x -> Relu -> r; FusedConv(x, w, -, r) -> y; then Relu(y) -> z, and with
+ * `r_later`, Add(z, r) -> o: r is read again after the conv. */
+static struct cp_graph *residual_graph(bool r_later, bool r_output)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 8, 6, 6));
+    float w[8 * 8];
+    for (int i = 0; i < 64; i++)
+        w[i] = (float)(i % 7) * 0.1f;
+    gb_init(g, "w", CP_DTYPE_F32, 4, GB_DIMS(8, 8, 1, 1), w);
+    gb_node(g, "pre", "Relu", GB_IN("x"), GB_IN("r"));
+    int32_t in[4] = {cp_graph_find_tensor(g, "x"), cp_graph_find_tensor(g, "w"), -1,
+                     cp_graph_find_tensor(g, "r")};
+    int32_t out = gb_tensor(g, "y", CP_DTYPE_UNDEFINED, -1, NULL, CP_TENSOR_INTERMEDIATE), idx;
+    const char *origin = "conv";
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(
+        cp_graph_add_node(g, "conv", "FusedConv", CP_DOMAIN, in, 4, &out, 1, &origin, 1, &idx, &d),
+        CP_OK, "%s", d.msg);
+    gb_node(g, "post", "Relu", GB_IN("y"), GB_IN("z"));
+    if (r_later) {
+        gb_node(g, "add", "Add", GB_IN("z", "r"), GB_IN("o"));
+        cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "o")), CP_OK);
+    } else {
+        cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "z")), CP_OK);
+    }
+    if (r_output)
+        cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "r")), CP_OK);
+    return g;
+}
+
+Test(memplan, test_a_fused_conv_writes_over_a_residual_nothing_reads_later)
+{
+    struct cp_graph *g = residual_graph(false, false);
+    struct cp_memplan mp;
+    plan(g, CP_BUF_L2_OPTIMIZE, &mp);
+    const struct cp_mem_block *r = block_of(g, &mp, "r"), *y = block_of(g, &mp, "y");
+    cr_assert_eq(r, y, "y shares r's buffer");
+    cr_assert_eq(r->last, 2, "the shared buffer lives until y's reader");
+    cp_memplan_release(&mp);
+    /* without reuse, every tensor keeps its own bytes */
+    plan(g, CP_BUF_OFF_OPTIMIZE, &mp);
+    cr_assert_neq(block_of(g, &mp, "r"), block_of(g, &mp, "y"));
+    cp_memplan_release(&mp);
+    cp_graph_free(g);
+}
+
+Test(memplan, test_a_residual_read_later_or_returned_keeps_its_own_buffer)
+{
+    for (int v = 0; v < 2; v++) {
+        struct cp_graph *g = residual_graph(v == 0, v == 1);
+        struct cp_memplan mp;
+        plan(g, CP_BUF_L2_OPTIMIZE, &mp);
+        const struct cp_mem_block *r = block_of(g, &mp, "r"), *y = block_of(g, &mp, "y");
+        cr_assert_neq(r, y, "variant %d: r is %s", v, v == 0 ? "read by Add" : "a graph output");
+        cr_assert(r->offset + r->size <= y->offset || y->offset + y->size <= r->offset,
+                  "variant %d: r and y overlap", v);
+        cp_memplan_release(&mp);
+        cp_graph_free(g);
+    }
+}
