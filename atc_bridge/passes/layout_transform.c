@@ -133,13 +133,51 @@ static bool is_act_slot(const struct cp_graph *g, const struct cp_node *n, size_
         return false;
     if (n->op == CP_OP_FUSED_CONV)
         return slot == 0 || slot == 3;
+    if (n->op == CP_OP_CONCAT)
+        return true;
     if (is_binary(n->op))
         return !is_single(t) && !is_channel_operand(g, n, slot);
     return slot == 0;
 }
 
-/* The region role of node n (the same under the nhwc and blocked policies). */
-static int region_role(const struct cp_graph *g, const struct cp_node *n)
+/* The layout the policy gives an activation inside a region. */
+static enum cp_layout policy_layout(const struct cp_tensor *t, enum cp_layout_policy pol,
+                                    int vector_floats)
+{
+    if (!is_image(t))
+        return cp_lay_plain_for_rank(t->shape.rank);
+    int64_t c = t->shape.dims[1].value;
+    if (pol == CP_LAYOUT_POLICY_NHWC)
+        return CP_LAYOUT_NHWC;
+    if (pol == CP_LAYOUT_POLICY_BLOCKED)
+        return c % 16 == 0 && vector_floats != 8 ? CP_LAYOUT_NCHW16C
+               : c % 8 == 0                      ? CP_LAYOUT_NCHW8C
+                                                 : CP_LAYOUT_NCHW;
+    return CP_LAYOUT_NCHW;
+}
+
+/* A channel Concat whose parts all get the result's layout: c:concat
+ * then copies them as whole blocks (NHWC: whole pixels). */
+static bool concat_keeps_layout(const struct cp_graph *g, const struct cp_node *n,
+                                enum cp_layout_policy pol, int vector_floats)
+{
+    const struct cp_tensor *y = tensor_or_null(g, n, 0, true);
+    if (cp_node_attr_int(n, "axis", 0) != 1 && cp_node_attr_int(n, "axis", 0) != -3)
+        return false;
+    enum cp_layout want = policy_layout(y, pol, vector_floats);
+    if (cp_lay_is_plain(want))
+        return false;
+    for (size_t j = 0; j < n->n_inputs; j++) {
+        const struct cp_tensor *t = tensor_or_null(g, n, j, false);
+        if (!is_image(t) || policy_layout(t, pol, vector_floats) != want)
+            return false;
+    }
+    return n->n_inputs > 0 && n->n_inputs <= 64; /* the kernels' most parts */
+}
+
+/* The region role of node n under the policy. */
+static int region_role(const struct cp_graph *g, const struct cp_node *n, enum cp_layout_policy pol,
+                       int vector_floats)
 {
     const struct cp_tensor *y = tensor_or_null(g, n, 0, true);
     if (n->dead || !is_image(y))
@@ -155,6 +193,8 @@ static int region_role(const struct cp_graph *g, const struct cp_node *n)
     case CP_OP_AVERAGE_POOL:
     case CP_OP_GLOBAL_AVERAGE_POOL:
         return is_image(x) ? ROLE_ANCHOR : ROLE_NONE;
+    case CP_OP_CONCAT:
+        return concat_keeps_layout(g, n, pol, vector_floats) ? ROLE_ELEMENTWISE : ROLE_NONE;
     case CP_OP_GROUP_NORMALIZATION:
         /* its fast kernel reads NHWC and the blocked layouts in place
          * (runner/cpu/fast_groupnorm.c), so a norm between two convs no
@@ -186,22 +226,6 @@ static int region_role(const struct cp_graph *g, const struct cp_node *n)
         return full ? ROLE_ELEMENTWISE : ROLE_NONE;
     }
     return ROLE_NONE;
-}
-
-/* The layout the policy gives an activation inside a region. */
-static enum cp_layout policy_layout(const struct cp_tensor *t, enum cp_layout_policy pol,
-                                    int vector_floats)
-{
-    if (!is_image(t))
-        return cp_lay_plain_for_rank(t->shape.rank);
-    int64_t c = t->shape.dims[1].value;
-    if (pol == CP_LAYOUT_POLICY_NHWC)
-        return CP_LAYOUT_NHWC;
-    if (pol == CP_LAYOUT_POLICY_BLOCKED)
-        return c % 16 == 0 && vector_floats != 8 ? CP_LAYOUT_NCHW16C
-               : c % 8 == 0                      ? CP_LAYOUT_NCHW8C
-                                                 : CP_LAYOUT_NCHW;
-    return CP_LAYOUT_NCHW;
 }
 
 /* Two layouts hold the same bytes: equal, or both plain. */
@@ -286,7 +310,8 @@ static enum cp_status find_regions(struct lt_state *s)
         return cp_diag_set(s->l->d, CP_ERR_NOMEM, "out of memory in a layout pass");
     for (size_t i = 0; i < nn; i++) {
         s->parent[i] = (int32_t)i;
-        s->role[i] = (uint8_t)region_role(g, cp_graph_node(g, (int32_t)i));
+        s->role[i] =
+            (uint8_t)region_role(g, cp_graph_node(g, (int32_t)i), s->pol, s->vector_floats);
     }
     for (size_t i = 0; i < nn; i++) {
         const struct cp_node *n = cp_graph_node(g, (int32_t)i);

@@ -42,16 +42,46 @@ struct cat_state {
     size_t chunk[]; /* bytes per outer row of each part */
 };
 
+/* The dims of t as its bytes are ordered: NHWC's [N, H, W, C]; blocked
+ * tensors keep their logical dims, since a channel concatenation of
+ * nChw{B}c parts whose channels fill whole blocks moves the same bytes as
+ * one of NCHW parts. */
+static int byte_dims(const struct cp_tensor *t, int64_t *d)
+{
+    int r = cp_fk_dims(t, d);
+    if (r == 4 && t->layout == CP_LAYOUT_NHWC) {
+        int64_t c = d[1];
+        d[1] = d[2];
+        d[2] = d[3];
+        d[3] = c;
+    }
+    return r;
+}
+
 static bool cat_geom(const struct cp_tensor *whole, const struct cp_tensor *const *parts, size_t np,
                      int64_t axis_attr, int64_t *outer, size_t *chunks, size_t *row)
 {
     int64_t wd[CP_MAX_RANK], pd[CP_MAX_RANK];
-    int r = cp_fk_dims(whole, wd);
+    int r = byte_dims(whole, wd);
     if (r < 1)
         return false;
     int ax = norm_axis(axis_attr, r);
     if (ax < 0)
         return false;
+    if (!cp_tensor_is_plain(whole)) {
+        /* laid out: channels only, every part in the whole's layout */
+        if (r != 4 || ax != 1)
+            return false;
+        for (size_t p = 0; p < np; p++)
+            if (!parts[p] || parts[p]->layout != whole->layout)
+                return false;
+        if (whole->layout == CP_LAYOUT_NHWC)
+            ax = 3;
+    } else {
+        for (size_t p = 0; p < np; p++)
+            if (parts[p] && !cp_tensor_is_plain(parts[p]))
+                return false;
+    }
     size_t es = cp_dtype_size(whole->dtype);
     int64_t o = 1, inner = 1, sum = 0;
     for (int i = 0; i < ax; i++)
@@ -59,7 +89,7 @@ static bool cat_geom(const struct cp_tensor *whole, const struct cp_tensor *cons
     for (int i = ax + 1; i < r; i++)
         inner *= wd[i];
     for (size_t p = 0; p < np; p++) {
-        if (!parts[p] || parts[p]->dtype != whole->dtype || cp_fk_dims(parts[p], pd) != r)
+        if (!parts[p] || parts[p]->dtype != whole->dtype || byte_dims(parts[p], pd) != r)
             return false;
         for (int i = 0; i < r; i++)
             if (i != ax && pd[i] != wd[i])

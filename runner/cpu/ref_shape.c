@@ -8,6 +8,7 @@
  * constant folder uses too), as are the parameters Slice and Transpose read
  * from their nodes; the reshaping ops are one copy (or none, when the plan
  * aliases the output to the input). */
+#include "runner/cpu/layout.h"
 #include "runner/cpu/ref_util.h"
 
 #include <string.h>
@@ -68,7 +69,14 @@ static enum cp_status concat_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-CP_REF_KERNEL(cp_ref_concat, CP_OP_CONCAT, concat_supports, NULL, concat_run);
+/* A channel Concat in a layout region runs on plain copies (layout.h). */
+static enum cp_status concat_run_any_layout(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, concat_run);
+}
+
+CP_REF_KERNEL(cp_ref_concat, CP_OP_CONCAT, concat_supports, cp_ref_layout_prepare,
+              concat_run_any_layout);
 
 /* ---- Split ------------------------------------------------------------------------- */
 

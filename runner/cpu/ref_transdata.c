@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define LAYOUT_ALIGN 64
-#define MAX_IO       16
+#define MAX_IO       64 /* Concat's parts in a region (layout_transform.c) */
 
 bool cp_layout_is_plain(enum cp_layout l)
 {

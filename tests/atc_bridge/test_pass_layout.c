@@ -260,6 +260,12 @@ static bool reads_layouts(enum cp_op op)
     case CP_OP_MUL:
     case CP_OP_DIV:
     case CP_OP_POW:
+    case CP_OP_HARD_SWISH:
+    case CP_OP_HARD_SIGMOID:
+    case CP_OP_ELU:
+    case CP_OP_SOFTPLUS:
+    case CP_OP_MISH:
+    case CP_OP_CONCAT: /* of channels, every part in the result's layout */
         return true;
     default:
         return false;
@@ -908,5 +914,69 @@ Test(layout_pass, plan_refuses_a_blocked_layout_that_would_pad)
     cr_assert_eq(cp_plan_create(m, NULL, &p, &d), CP_ERR_INVALID);
     cr_assert(strstr(d.msg, "'r' is laid out nChw8c"), "%s", d.msg);
     cp_model_free(m);
+    cp_runtime_free(rt);
+}
+
+/* x[1,16,8,8] -> Conv16 (a), Conv`cb` (b) -> Concat(axis 1) -> Conv16 -> y:
+ * an Inception-style channel concatenation. */
+static struct cp_graph *concat_cnn(int64_t cb)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 16, 8, 8));
+    weight(g, "wa", 4, GB_DIMS(16, 16, 3, 3));
+    weight(g, "wb", 4, GB_DIMS(cb, 16, 3, 3));
+    weight(g, "wc", 4, GB_DIMS(16, 16 + cb, 3, 3));
+    conv(g, "x", "wa", "a", 1);
+    conv(g, "x", "wb", "b", 1);
+    int32_t n = gb_node(g, "cat", "Concat", GB_IN("a", "b"), GB_IN("ab"));
+    cp_node_set_int(g, n, "axis", 1);
+    conv(g, "ab", "wc", "y", 1);
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    gb_infer_ok(g);
+    return g;
+}
+
+/* Under NHWC the concatenation stays in the region (only the input and the
+ * output are converted); under the blocked policy it does where every part
+ * gets the result's blocks (16 + 16 channels), not where the parts differ
+ * (16 and 8, with AVX-512's 16-blocks). Either way the result is the plain
+ * graph's, with fast and reference kernels. */
+Test(layout_pass, a_channel_concat_stays_in_the_region_when_its_parts_share_the_layout)
+{
+    struct cp_runtime *rt = runtime();
+    struct io in, want, got;
+    const enum cp_layout_policy pols[] = {CP_LAYOUT_POLICY_NHWC, CP_LAYOUT_POLICY_BLOCKED,
+                                          CP_LAYOUT_POLICY_BLOCKED};
+    const int64_t cbs[] = {8, 8, 16};
+    for (int p = 0; p < 3; p++) {
+        struct cp_graph *plain_g = concat_cnn(cbs[p]);
+        random_inputs(plain_g, &in);
+        run_graph(rt, plain_g, false, &in, &want);
+        for (int ref = 0; ref < 2; ref++) {
+            struct cp_graph *g = concat_cnn(cbs[p]);
+            struct cp_convert_config c = config(pols[p], CP_FMT_NCHW);
+            run_pass(g, "LayoutTransformPass", &c);
+            size_t td = check_layouts(g, cp_layout_policy_name(pols[p]));
+            if (pols[p] == CP_LAYOUT_POLICY_NHWC) {
+                cr_expect_eq(td, 2, "nhwc: TransData at the input and the output only, not %zu",
+                             td);
+                cr_expect_eq(gb_get(g, "ab")->layout, CP_LAYOUT_NHWC);
+            } else if (cbs[p] == 8) {
+                cr_expect_eq(gb_get(g, "a")->layout, CP_LAYOUT_NCHW16C);
+                cr_expect_eq(gb_get(g, "b")->layout, CP_LAYOUT_NCHW8C);
+                cr_expect_gt(td, 2, "parts in two layouts are converted");
+            } else {
+                cr_expect_eq(td, 2, "blocked: TransData at the input and the output only");
+                cr_expect_eq(gb_get(g, "ab")->layout, CP_LAYOUT_NCHW16C);
+            }
+            run_graph(rt, g, ref, &in, &got);
+            double err = rel_l2(&want, &got);
+            cr_expect_leq(err, MAX_REL_L2, "%s policy, %s kernels: relative L2 %.3g",
+                          cp_layout_policy_name(pols[p]), ref ? "reference" : "fast", err);
+            io_release(&got); /* the model owned g */
+        }
+        io_release(&in);
+        io_release(&want);
+    }
     cp_runtime_free(rt);
 }
