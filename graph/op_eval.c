@@ -426,11 +426,19 @@ void cp_eval_softmax(int64_t outer, int64_t len, int64_t inner, const float *x, 
 /* ---- the fused activation ------------------------------------------------------------- */
 
 static const char *const act_names[] = {
-    [CP_ACT_NONE] = "",     [CP_ACT_RELU] = "Relu",          [CP_ACT_LEAKY_RELU] = "LeakyRelu",
-    [CP_ACT_CLIP] = "Clip", [CP_ACT_SIGMOID] = "Sigmoid",    [CP_ACT_SILU] = "SiLU",
-    [CP_ACT_GELU] = "Gelu", [CP_ACT_GELU_TANH] = "GeluTanh",
-    [CP_ACT_HARD_SWISH] = "HardSwish", [CP_ACT_HARD_SIGMOID] = "HardSigmoid",
-    [CP_ACT_ELU] = "Elu", [CP_ACT_SOFTPLUS] = "Softplus", [CP_ACT_MISH] = "Mish",
+    [CP_ACT_NONE] = "",
+    [CP_ACT_RELU] = "Relu",
+    [CP_ACT_LEAKY_RELU] = "LeakyRelu",
+    [CP_ACT_CLIP] = "Clip",
+    [CP_ACT_SIGMOID] = "Sigmoid",
+    [CP_ACT_SILU] = "SiLU",
+    [CP_ACT_GELU] = "Gelu",
+    [CP_ACT_GELU_TANH] = "GeluTanh",
+    [CP_ACT_HARD_SWISH] = "HardSwish",
+    [CP_ACT_HARD_SIGMOID] = "HardSigmoid",
+    [CP_ACT_ELU] = "Elu",
+    [CP_ACT_SOFTPLUS] = "Softplus",
+    [CP_ACT_MISH] = "Mish",
     [CP_ACT_TANH] = "Tanh",
 };
 static_assert(sizeof act_names / sizeof *act_names == CP_ACT_BAD, "activation name table");
