@@ -195,6 +195,13 @@ static int region_role(const struct cp_graph *g, const struct cp_node *n, enum c
         return is_image(x) ? ROLE_ANCHOR : ROLE_NONE;
     case CP_OP_CONCAT:
         return concat_keeps_layout(g, n, pol, vector_floats) ? ROLE_ELEMENTWISE : ROLE_NONE;
+    case CP_OP_BATCH_NORMALIZATION:
+        /* c:batch_norm reads NHWC and the blocked layouts in place; its
+         * per-channel parameters are not activations */
+        return is_image(x) && cp_shape_equal(&x->shape, &y->shape) &&
+                       cp_node_attr_int(n, "training_mode", 0) == 0
+                   ? ROLE_ELEMENTWISE
+                   : ROLE_NONE;
     case CP_OP_GROUP_NORMALIZATION:
         /* its fast kernel reads NHWC and the blocked layouts in place
          * (runner/cpu/fast_groupnorm.c), so a norm between two convs no

@@ -10,6 +10,7 @@
  */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/layout.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +187,8 @@ static bool bn_supports(const struct cp_graph *g, const struct cp_node *n)
             return false;
     const struct cp_tensor *x = cp_fk_in(g, n, 0);
     int r = x->shape.rank;
-    if (r < 2 || r > 5 || !cp_shape_equal(&x->shape, &cp_fk_out(g, n, 0)->shape))
+    if (r < 2 || r > 5 || !cp_shape_equal(&x->shape, &cp_fk_out(g, n, 0)->shape) ||
+        !cp_tensor_is_plain(x) || !cp_tensor_is_plain(cp_fk_out(g, n, 0)))
         return false;
     int64_t C = x->shape.dims[1].value;
     for (size_t i = 1; i < 5; i++) {

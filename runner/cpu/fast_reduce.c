@@ -343,9 +343,17 @@ const struct cp_kernel cp_fast_instance_norm = {"c:instance_norm",
 
 /* ---- BatchNormalization (inference) ---------------------------------------- */
 
-/* y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + bias[c] over each
- * (n, c) plane: a per-channel affine map, far cheaper in a loop than a
- * primitive call for the small activations of a CNN. */
+/* y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + bias[c]: a
+ * per-channel affine map, far cheaper in a loop than a primitive call for
+ * the small activations of a CNN. The tensor is read as [outer, pixels,
+ * lanes] with channel (o % blocks) * lanes + lane: plain [N*C, HW, 1],
+ * NHWC [N, HW, C], nChw{B}c [N*C/B, HW, B], so a norm inside a layout
+ * region (DenseNet's after every Concat) needs no TransData. */
+struct bn_state {
+    int64_t outer, pixels, lanes, blocks;
+    float eps;
+};
+
 static bool bn_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     if (n->n_inputs != 5 || !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) ||
@@ -354,9 +362,12 @@ static bool bn_supports(const struct cp_graph *g, const struct cp_node *n)
     for (size_t i = 1; i < n->n_outputs; i++)
         if (n->outputs[i] >= 0)
             return false;
-    const struct cp_tensor *x = cp_fk_in(g, n, 0);
-    if (x->shape.rank < 2 || !cp_shape_equal(&x->shape, &cp_fk_out(g, n, 0)->shape) ||
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *y = cp_fk_out(g, n, 0);
+    if (x->shape.rank < 2 || !cp_shape_equal(&x->shape, &y->shape) ||
         cp_shape_numel(&x->shape) <= 0)
+        return false;
+    if (!(cp_tensor_is_plain(x) && cp_tensor_is_plain(y)) &&
+        (x->layout != y->layout || x->shape.rank != 4))
         return false;
     for (size_t i = 1; i < 5; i++)
         if (!cp_fk_in_is(g, n, i, CP_DTYPE_F32) ||
@@ -365,26 +376,61 @@ static bool bn_supports(const struct cp_graph *g, const struct cp_node *n)
     return true;
 }
 
-CP_FK_HOT static void bn_plane(const float *x, float *y, int64_t n, float a, float m, float b)
+static enum cp_status bn_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
-    for (int64_t i = 0; i < n; i++)
-        y[i] = (x[i] - m) * a + b;
+    struct bn_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    const struct cp_tensor *x = k->in[0];
+    int64_t n = x->shape.dims[0].value, c = x->shape.dims[1].value;
+    int block = cp_layout_block(x->layout);
+    s->pixels = cp_shape_numel(&x->shape) / (n * c);
+    if (x->layout == CP_LAYOUT_NHWC) {
+        s->lanes = c;
+        s->blocks = 1;
+    } else {
+        s->lanes = block > 0 ? block : 1;
+        s->blocks = c / s->lanes;
+    }
+    s->outer = n * s->blocks;
+    s->eps = cp_node_attr_float(k->node, "epsilon", 1e-5f);
+    k->state = s;
+    k->scratch_bytes = (size_t)(2 * c) * sizeof(float);
+    return CP_OK;
+}
+
+/* One [pixels, lanes] slab: lane j is channel c0 + j, with factor a[] and
+ * offset m[] (the mean) and b[] (the bias) per channel. */
+CP_FK_HOT static void bn_slab(const float *x, float *y, int64_t pixels, int64_t lanes,
+                              const float *a, const float *m, const float *b)
+{
+    if (lanes == 1) {
+        for (int64_t i = 0; i < pixels; i++)
+            y[i] = (x[i] - m[0]) * a[0] + b[0];
+        return;
+    }
+    for (int64_t p = 0; p < pixels; p++)
+        for (int64_t j = 0; j < lanes; j++)
+            y[p * lanes + j] = (x[p * lanes + j] - m[j]) * a[j] + b[j];
 }
 
 static enum cp_status bn_run(struct cp_kexec *k)
 {
-    const struct in_state *s = k->state;
+    const struct bn_state *s = k->state;
     const float *x = k->in_data[0], *sc = k->in_data[1], *bi = k->in_data[2], *mean = k->in_data[3],
                 *var = k->in_data[4];
     float *y = k->out_data[0];
-    int nt = cp_fk_threads(k, s->nc * s->plane, 32768);
-    if (nt > s->nc)
-        nt = (int)s->nc;
+    int64_t c = s->blocks * s->lanes, slab = s->pixels * s->lanes;
+    float *a = k->scratch;
+    for (int64_t i = 0; i < c; i++)
+        a[i] = (float)((double)sc[i] / sqrt((double)var[i] + (double)s->eps));
+    int nt = cp_fk_threads(k, s->outer * slab, 32768);
+    if (nt > s->outer)
+        nt = (int)s->outer;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t p = 0; p < s->nc; p++) {
-        int64_t c = p % s->c;
-        float a = (float)((double)sc[c] / sqrt((double)var[c] + (double)s->eps));
-        bn_plane(x + p * s->plane, y + p * s->plane, s->plane, a, mean[c], bi[c]);
+    for (int64_t o = 0; o < s->outer; o++) {
+        int64_t c0 = (o % s->blocks) * s->lanes;
+        bn_slab(x + o * slab, y + o * slab, s->pixels, s->lanes, a + c0, mean + c0, bi + c0);
     }
     return CP_OK;
 }
@@ -392,7 +438,7 @@ static enum cp_status bn_run(struct cp_kexec *k)
 const struct cp_kernel cp_fast_batch_norm = {"c:batch_norm",
                                              CP_OP_BATCH_NORMALIZATION,
                                              bn_supports,
-                                             in_prepare,
+                                             bn_prepare,
                                              bn_run,
                                              state_release,
                                              NULL};

@@ -4,6 +4,7 @@
  * Statistics are computed in double with two passes (mean, then the mean of
  * squared deviations), so they do not suffer from cancellation; the
  * normalized values are written in f32. */
+#include "runner/cpu/layout.h"
 #include "runner/cpu/ref_util.h"
 
 #include <math.h>
@@ -94,8 +95,14 @@ static enum cp_status batch_norm_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-CP_REF_KERNEL(cp_ref_batch_norm, CP_OP_BATCH_NORMALIZATION, batch_norm_supports, NULL,
-              batch_norm_run);
+/* A norm in a layout region runs on plain copies (layout.h). */
+static enum cp_status batch_norm_run_any_layout(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, batch_norm_run);
+}
+
+CP_REF_KERNEL(cp_ref_batch_norm, CP_OP_BATCH_NORMALIZATION, batch_norm_supports,
+              cp_ref_layout_prepare, batch_norm_run_any_layout);
 
 /* ---- InstanceNormalization ------------------------------------------------------------- */
 

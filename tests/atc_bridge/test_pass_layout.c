@@ -266,6 +266,7 @@ static bool reads_layouts(enum cp_op op)
     case CP_OP_SOFTPLUS:
     case CP_OP_MISH:
     case CP_OP_CONCAT: /* of channels, every part in the result's layout */
+    case CP_OP_BATCH_NORMALIZATION:
         return true;
     default:
         return false;
@@ -340,7 +341,8 @@ static size_t check_layouts(const struct cp_graph *g, const char *what)
             for (size_t j = 0; j < n->n_inputs; j++) {
                 const struct cp_tensor *x =
                     n->inputs[j] >= 0 ? cp_graph_tensor(g, n->inputs[j]) : NULL;
-                if (n->op == CP_OP_GROUP_NORMALIZATION && j > 0)
+                if ((n->op == CP_OP_GROUP_NORMALIZATION || n->op == CP_OP_BATCH_NORMALIZATION) &&
+                    j > 0)
                     break; /* scale and bias are per channel */
                 if (x && per_channel(x, y))
                     continue; /* its bytes are the same in every layout */
@@ -917,8 +919,9 @@ Test(layout_pass, plan_refuses_a_blocked_layout_that_would_pad)
     cp_runtime_free(rt);
 }
 
-/* x[1,16,8,8] -> Conv16 (a), Conv`cb` (b) -> Concat(axis 1) -> Conv16 -> y:
- * an Inception-style channel concatenation. */
+/* x[1,16,8,8] -> Conv16 (a), Conv`cb` (b) -> Concat(axis 1) ->
+ * BatchNormalization -> Relu -> Conv16 -> y: an Inception-style channel
+ * concatenation, normalised as DenseNet does. */
 static struct cp_graph *concat_cnn(int64_t cb)
 {
     struct cp_graph *g = gb_graph(13);
@@ -930,7 +933,23 @@ static struct cp_graph *concat_cnn(int64_t cb)
     conv(g, "x", "wb", "b", 1);
     int32_t n = gb_node(g, "cat", "Concat", GB_IN("a", "b"), GB_IN("ab"));
     cp_node_set_int(g, n, "axis", 1);
-    conv(g, "ab", "wc", "y", 1);
+    int64_t c = 16 + cb;
+    float *sc = ramp(c, 0.2f), *bi = ramp(c, 0.1f), *var = ramp(c, 0.0f);
+    for (int64_t i = 0; i < c; i++) {
+        sc[i] += 1.5f;
+        var[i] = 0.5f + 0.01f * (float)i;
+    }
+    gb_init(g, "bn_s", CP_DTYPE_F32, 1, &c, sc);
+    gb_init(g, "bn_b", CP_DTYPE_F32, 1, &c, bi);
+    gb_init(g, "bn_m", CP_DTYPE_F32, 1, &c, bi);
+    gb_init(g, "bn_v", CP_DTYPE_F32, 1, &c, var);
+    free(sc);
+    free(bi);
+    free(var);
+    gb_node(g, "bn", "BatchNormalization", GB_IN("ab", "bn_s", "bn_b", "bn_m", "bn_v"),
+            GB_IN("nb"));
+    gb_node(g, "relu", "Relu", GB_IN("nb"), GB_IN("rb"));
+    conv(g, "rb", "wc", "y", 1);
     cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
     gb_infer_ok(g);
     return g;
@@ -961,6 +980,7 @@ Test(layout_pass, a_channel_concat_stays_in_the_region_when_its_parts_share_the_
                 cr_expect_eq(td, 2, "nhwc: TransData at the input and the output only, not %zu",
                              td);
                 cr_expect_eq(gb_get(g, "ab")->layout, CP_LAYOUT_NHWC);
+                cr_expect_eq(gb_get(g, "nb")->layout, CP_LAYOUT_NHWC);
             } else if (cbs[p] == 8) {
                 cr_expect_eq(gb_get(g, "a")->layout, CP_LAYOUT_NCHW16C);
                 cr_expect_eq(gb_get(g, "b")->layout, CP_LAYOUT_NCHW8C);
@@ -968,6 +988,7 @@ Test(layout_pass, a_channel_concat_stays_in_the_region_when_its_parts_share_the_
             } else {
                 cr_expect_eq(td, 2, "blocked: TransData at the input and the output only");
                 cr_expect_eq(gb_get(g, "ab")->layout, CP_LAYOUT_NCHW16C);
+                cr_expect_eq(gb_get(g, "nb")->layout, CP_LAYOUT_NCHW16C);
             }
             run_graph(rt, g, ref, &in, &got);
             double err = rel_l2(&want, &got);

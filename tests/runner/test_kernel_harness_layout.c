@@ -385,6 +385,55 @@ Test(layout_kernels, reference_window_kernels_compute_the_same_in_every_layout)
     env_release(&e);
 }
 
+Test(layout_kernels, the_c_batch_norm_computes_the_same_in_every_layout)
+{
+    struct env e;
+    env_init(&e);
+    const int64_t c = 32, xd[4] = {2, 32, 5, 3}, n = 2 * 32 * 5 * 3;
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(2, c, 5, 3));
+    const char *pn[4] = {"s", "b", "m", "v"};
+    for (int i = 0; i < 4; i++) {
+        float *p = random_floats(c, 40 + (uint64_t)i);
+        if (i == 3)
+            for (int64_t j = 0; j < c; j++)
+                p[j] = p[j] * p[j] + 0.1f;
+        gb_init(g, pn[i], CP_DTYPE_F32, 1, &c, p);
+        free(p);
+    }
+    int32_t nd = gb_node(g, "bn", "BatchNormalization", GB_IN("x", "s", "b", "m", "v"), GB_IN("y"));
+    cp_node_set_float(g, nd, "epsilon", 1e-3f);
+    gb_infer_ok(g);
+    const struct cp_node *node = cp_graph_node(g, 0);
+    struct cp_tensor *X = cp_graph_tensor(g, node->inputs[0]);
+    struct cp_tensor *Y = cp_graph_tensor(g, node->outputs[0]);
+    float *x = random_floats(n, 17);
+    float *plain =
+        run0(&e, cp_kernel_reference(node->op), g, (void *const[]){x, NULL, NULL, NULL, NULL});
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
+        X->layout = Y->layout = layouts[l];
+        cr_assert(cp_fast_batch_norm.supports(g, node), "the C kernel takes %s",
+                  cp_layout_name(layouts[l]));
+        float *xl = relayout(x, xd, CP_LAYOUT_NCHW, layouts[l]);
+        float *yl = run0(&e, &cp_fast_batch_norm, g, (void *const[]){xl, NULL, NULL, NULL, NULL});
+        float *back = relayout(yl, xd, layouts[l], CP_LAYOUT_NCHW);
+        for (int64_t i = 0; i < n; i++)
+            cr_assert_float_eq(back[i], plain[i], 1e-5f, "%s: element %lld is %g, plain gives %g",
+                               cp_layout_name(layouts[l]), (long long)i, (double)back[i],
+                               (double)plain[i]);
+        free(xl);
+        free(yl);
+        free(back);
+    }
+    X->layout = CP_LAYOUT_NHWC;
+    Y->layout = CP_LAYOUT_NCHW8C;
+    cr_assert_not(cp_fast_batch_norm.supports(g, node), "a norm between two layouts");
+    free(plain);
+    free(x);
+    cp_graph_free(g);
+    env_release(&e);
+}
+
 Test(layout_kernels, the_c_global_average_pool_computes_the_same_in_every_layout)
 {
     struct env e;
