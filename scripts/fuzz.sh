@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A fuzzing campaign over the parsers of outside input (docs/fuzzing.md).
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
+#   scripts/fuzz.sh [--keep] [SECONDS_PER_TARGET] [TARGET...]
 #
 # Installs what is missing (as scripts/test.sh does, plus clang), builds
 # with clang and -DCP_FUZZ=ON into build-fuzz/, then runs each target (all
@@ -12,6 +12,11 @@
 # repository and fuzz/seeds/<name>/), from fuzz/crashes/<name>/, and for
 # the ONNX and tensor targets from the installed ONNX test data
 # (libonnx-testdata). Nothing is fetched.
+#
+# --keep merges what the campaign found into tests/fuzz/<name>/, the kept
+# corpus: libFuzzer's -merge=1 adds only the inputs that reach code the
+# kept ones do not, so the folder stays small. CMake lists it among the
+# seeds, so the replay test runs it and later campaigns start from it.
 #
 # Prints a table (target, seconds, executions, execs/s, corpus size,
 # crashes) and writes it to build-fuzz/fuzz-table.md. A target stops at its
@@ -30,6 +35,11 @@ CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$CP_ROOT/scripts/deps.sh"
 
 secs=60
+keep=0
+if [ $# -gt 0 ] && [ "$1" = --keep ]; then
+    keep=1
+    shift
+fi
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
     secs=$1
     shift
@@ -134,6 +144,14 @@ run_target() {
         echo "fuzz: $t: $(basename "$a") -> fuzz/crashes/$t/ (log: $log)" >&2
         n=$((n + 1))
     done
+    if [ "$keep" -eq 1 ] && [ "$n" -eq 0 ]; then
+        local kept="$CP_ROOT/tests/fuzz/$t" before
+        mkdir -p "$kept"
+        before=$(find "$kept" -type f | wc -l)
+        "$build/fuzz_$t" -merge=1 -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 "$kept" \
+            "$corpus" >>"$log" 2>&1 || echo "fuzz: $t: merging into $kept failed; see $log" >&2
+        echo "fuzz: $t: tests/fuzz/$t/ holds $(find "$kept" -type f | wc -l) inputs ($before before)" >&2
+    fi
     if [ "$rc" -ne 0 ] && [ "$n" -eq 0 ]; then
         echo "fuzz: $t exited with $rc without a crashing input; see $log" >&2
         tail -n 20 "$log" >&2

@@ -733,6 +733,19 @@ Test(graph_infer, test_infer_gather_index_out_of_range_is_an_error)
     cp_graph_free(g);
 }
 
+/* fuzz/crashes/onnx/crash-e5a03f28...: scalar indices were read at dims[-1]. */
+Test(graph_infer, test_infer_gather_nd_with_scalar_indices_is_an_error)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", F32, 2, GB_DIMS(4, 3));
+    gb_input(g, "i", CP_DTYPE_I64, 0, NULL);
+    gb_node(g, "gnd", "GatherND", GB_IN("x", "i"), GB_IN("y"));
+    char msg[1024];
+    gb_infer_fails(g, msg);
+    cr_assert(strstr(msg, "'gnd'") && strstr(msg, "rank >= 1"), "%s", msg);
+    cp_graph_free(g);
+}
+
 /* ---- Resize, Pad, Range, ConstantOfShape, Constant --------------------------------------------
  */
 
