@@ -1,8 +1,8 @@
 /* The cleanup pass family (see pass.h): the table, and the two smallest
  * passes, Identity/Dropout removal and dead-node elimination. Constant
  * folding is in cleanup_fold.c (with its evaluator in cleanup_eval.c),
- * Conv+BatchNorm folding in cleanup_convbn.c, transposes in
- * cleanup_transpose.c. */
+ * Conv+BatchNorm folding in cleanup_convbn.c, dead Conv taps in
+ * cleanup_convtap.c, transposes in cleanup_transpose.c. */
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
 #include "graph/op_eval.h"
@@ -26,6 +26,10 @@ const struct cp_pass cp_cleanup_passes[] = {
     {CP_PASS_CONV_BN, "GraphFusion",
      "fold an inference BatchNormalization into the preceding Conv's weights and bias",
      cp_cleanup_conv_bn},
+    {"ConvDeadTapEliminationPass", "GraphFusion",
+     "crop Conv kernel taps that only ever read padding (dilated convs on small maps) to the "
+     "taps that read the input",
+     cp_cleanup_conv_taps},
     {"DeadNodeEliminationPass", "GraphFusion",
      "remove nodes whose outputs reach no graph output (also run once after all passes)",
      cp_cleanup_dead_nodes},

@@ -9,6 +9,7 @@ enum cp_status cp_cleanup_constant_folding(struct cp_pass_ctx *ctx, bool *change
 enum cp_status cp_cleanup_identity(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_dead_nodes(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_conv_bn(struct cp_pass_ctx *ctx, bool *changed);
+enum cp_status cp_cleanup_conv_taps(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed);
 
 /* Evaluate node `n` on constant inputs (cleanup_eval.c). Every present

@@ -187,3 +187,100 @@ Test(pass_cleanup, unused_initializers_are_dropped_after_the_passes)
     cr_assert_eq(o.n, 1);
     pt_outputs_release(&o);
 }
+
+/* ---- ConvDeadTapEliminationPass ---------------------------------------------------------- */
+
+static void conv_weights(struct cp_graph *g, const char *name, const int64_t *dims)
+{
+    int64_t n = dims[0] * dims[1] * dims[2] * dims[3];
+    float *w = malloc((size_t)n * sizeof *w);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (float)((i * 29) % 17 - 8) * 0.05f;
+    gb_init(g, name, CP_DTYPE_F32, 4, dims, w);
+    free(w);
+}
+
+/* DeepLabV3's ASPP: a 3x3 conv dilated by 12 (pads 12) over a 5x6 map;
+ * only the centre tap lands inside. */
+static struct cp_graph *build_aspp(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 16, 5, 6));
+    conv_weights(g, "w", GB_DIMS(8, 16, 3, 3));
+    gb_init(g, "b", CP_DTYPE_F32, 1, GB_DIMS(8), (const float[]){1, -1, 2, -2, 0.5f, 0, 3, -3});
+    int32_t n = gb_node(g, "aspp", "Conv", GB_IN("x", "w", "b"), GB_IN("y"));
+    cp_node_set_ints(g, n, "kernel_shape", GB_DIMS(3, 3), 2);
+    cp_node_set_ints(g, n, "dilations", GB_DIMS(12, 12), 2);
+    cp_node_set_ints(g, n, "pads", GB_DIMS(12, 12, 12, 12), 4);
+    out(g, "y");
+    return g;
+}
+
+static void check_aspp(struct cp_graph *g)
+{
+    const struct cp_node *c = pt_node(g, "aspp");
+    cr_assert_not_null(c);
+    const struct cp_tensor *w = cp_graph_tensor(g, c->inputs[1]);
+    cr_assert_eq(w->shape.dims[2].value, 1, "kernel height %lld", (long long)w->shape.dims[2].value);
+    cr_assert_eq(w->shape.dims[3].value, 1);
+    const struct cp_attr *p = cp_node_attr(c, "pads");
+    cr_assert(p && p->n == 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(p->ints[i], 0, "pad %d is %lld", i, (long long)p->ints[i]);
+    cr_assert_eq(cp_node_attr(c, "kernel_shape")->ints[0], 1);
+}
+
+Test(pass_cleanup, a_dilated_conv_whose_outer_taps_read_only_padding_becomes_1x1)
+{
+    pt_check_pass(build_aspp, "ConvDeadTapEliminationPass", true, check_aspp, 1e-6);
+}
+
+/* Dilation 3 over a 7-wide map with pads 4: taps 0 and 2 reach the input
+ * along W for some outputs, so W keeps 3 taps; along H (height 2, pads 3,
+ * dilation 3) only the centre does, with stride 2. */
+static struct cp_graph *build_partial(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(2, 4, 2, 7));
+    conv_weights(g, "w", GB_DIMS(6, 4, 3, 3));
+    int32_t n = gb_node(g, "c", "Conv", GB_IN("x", "w"), GB_IN("y"));
+    cp_node_set_ints(g, n, "dilations", GB_DIMS(3, 3), 2);
+    cp_node_set_ints(g, n, "pads", GB_DIMS(3, 4, 3, 4), 4);
+    cp_node_set_ints(g, n, "strides", GB_DIMS(2, 1), 2);
+    out(g, "y");
+    return g;
+}
+
+static void check_partial(struct cp_graph *g)
+{
+    const struct cp_tensor *w = cp_graph_tensor(g, pt_node(g, "c")->inputs[1]);
+    cr_assert_eq(w->shape.dims[2].value, 1);
+    cr_assert_eq(w->shape.dims[3].value, 3);
+    const struct cp_attr *p = cp_node_attr(pt_node(g, "c"), "pads");
+    cr_assert_eq(p->ints[0], 0);
+    cr_assert_eq(p->ints[2], 0);
+    cr_assert_eq(p->ints[1], 4);
+    cr_assert_eq(p->ints[3], 4);
+}
+
+Test(pass_cleanup, only_the_axes_with_dead_taps_are_cropped)
+{
+    pt_check_pass(build_partial, "ConvDeadTapEliminationPass", true, check_partial, 1e-6);
+}
+
+/* Every tap of a plain 3x3 conv reads the input: nothing changes. */
+static struct cp_graph *build_live(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 4, 6, 6));
+    conv_weights(g, "w", GB_DIMS(4, 4, 3, 3));
+    int32_t n = gb_node(g, "c", "Conv", GB_IN("x", "w"), GB_IN("y"));
+    cp_node_set_ints(g, n, "pads", GB_DIMS(1, 1, 1, 1), 4);
+    out(g, "y");
+    return g;
+}
+
+Test(pass_cleanup, a_conv_whose_taps_all_read_the_input_is_unchanged)
+{
+    pt_check_pass(build_live, "ConvDeadTapEliminationPass", false, NULL, 0);
+}

@@ -52,10 +52,10 @@ Test(pass_manager, families_run_in_their_fixed_order_starting_with_cleanup)
         cr_assert_geq(f, last, "%s (%s) runs after a %s pass", p.name, p.family, order[last]);
         last = f;
     }
-    static const char *const cleanup[] = {"ConstantFoldingPass", "IdentityEliminationPass",
-                                          "TransposeOptimizationPass", "ConvBatchNormFusionPass",
-                                          "DeadNodeEliminationPass"};
-    for (size_t i = 0; i < 5; i++) {
+    static const char *const cleanup[] = {"ConstantFoldingPass",        "IdentityEliminationPass",
+                                          "TransposeOptimizationPass",  "ConvBatchNormFusionPass",
+                                          "ConvDeadTapEliminationPass", "DeadNodeEliminationPass"};
+    for (size_t i = 0; i < 6; i++) {
         cr_assert(cp_pass_describe(i, &p));
         cr_assert_str_eq(p.name, cleanup[i]);
         cr_assert_str_eq(p.group, "GraphFusion");
