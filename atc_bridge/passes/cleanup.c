@@ -2,7 +2,7 @@
  * passes, Identity/Dropout removal and dead-node elimination. Constant
  * folding is in cleanup_fold.c (with its evaluator in cleanup_eval.c),
  * Conv+BatchNorm folding in cleanup_convbn.c, dead Conv taps in
- * cleanup_convtap.c, transposes in cleanup_transpose.c. */
+ * cleanup_convtap.c, Pad folding in cleanup_padfold.c, transposes in cleanup_transpose.c. */
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
 #include "graph/op_eval.h"
@@ -30,6 +30,9 @@ const struct cp_pass cp_cleanup_passes[] = {
      "crop Conv kernel taps that only ever read padding (dilated convs on small maps) to the "
      "taps that read the input",
      cp_cleanup_conv_taps},
+    {"PadFoldingPass", "GraphFusion",
+     "fold a constant-zero spatial Pad into the padding of the Conv or AveragePool reading it",
+     cp_cleanup_pad_fold},
     {"DeadNodeEliminationPass", "GraphFusion",
      "remove nodes whose outputs reach no graph output (also run once after all passes)",
      cp_cleanup_dead_nodes},

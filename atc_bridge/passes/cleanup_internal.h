@@ -10,6 +10,7 @@ enum cp_status cp_cleanup_identity(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_dead_nodes(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_conv_bn(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_conv_taps(struct cp_pass_ctx *ctx, bool *changed);
+enum cp_status cp_cleanup_pad_fold(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed);
 
 /* Evaluate node `n` on constant inputs (cleanup_eval.c). Every present

@@ -284,3 +284,89 @@ Test(pass_cleanup, a_conv_whose_taps_all_read_the_input_is_unchanged)
 {
     pt_check_pass(build_live, "ConvDeadTapEliminationPass", false, NULL, 0);
 }
+
+/* ---- PadFoldingPass ---------------------------------------------------------------------- */
+
+/* x -> Pad(zeros: H by 1/1, W by 2/0) -> `reader` -> y; `variant` 1 pads
+ * with 0.5 instead, 2 reads the Pad with MaxPool, 3 gives the AveragePool
+ * padding of its own that it does not count. */
+static struct cp_graph *build_pad(const char *reader, int variant)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 4, 6, 5));
+    gb_ints(g, "pads", 8, (const int64_t[]){0, 0, 1, 2, 0, 0, 1, 0});
+    if (variant == 1)
+        gb_init(g, "v", CP_DTYPE_F32, 0, NULL, (const float[]){0.5f});
+    else
+        gb_init(g, "v", CP_DTYPE_F32, 0, NULL, (const float[]){0.0f});
+    gb_node(g, "pad", "Pad", GB_IN("x", "pads", "v"), GB_IN("p"));
+    int32_t n;
+    if (strcmp(reader, "Conv") == 0) {
+        conv_weights(g, "w", GB_DIMS(3, 4, 3, 3));
+        n = gb_node(g, "rd", "Conv", GB_IN("p", "w"), GB_IN("y"));
+        cp_node_set_ints(g, n, "pads", GB_DIMS(1, 0, 0, 1), 4);
+    } else {
+        n = gb_node(g, "rd", variant == 2 ? "MaxPool" : "AveragePool", GB_IN("p"), GB_IN("y"));
+        cp_node_set_ints(g, n, "kernel_shape", GB_DIMS(3, 3), 2);
+        if (variant == 3)
+            cp_node_set_ints(g, n, "pads", GB_DIMS(1, 1, 1, 1), 4);
+    }
+    out(g, "y");
+    return g;
+}
+
+static struct cp_graph *build_pad_pool(void)
+{
+    return build_pad("AveragePool", 0);
+}
+static struct cp_graph *build_pad_conv(void)
+{
+    return build_pad("Conv", 0);
+}
+static struct cp_graph *build_pad_value(void)
+{
+    return build_pad("AveragePool", 1);
+}
+static struct cp_graph *build_pad_maxpool(void)
+{
+    return build_pad("AveragePool", 2);
+}
+static struct cp_graph *build_pad_pool_own_pads(void)
+{
+    return build_pad("AveragePool", 3);
+}
+
+static void check_pad_pool(struct cp_graph *g)
+{
+    cr_assert_eq(pt_count_op(g, CP_OP_PAD), 0);
+    const struct cp_node *p = pt_node(g, "rd");
+    const struct cp_attr *a = cp_node_attr(p, "pads");
+    cr_assert(a && a->n == 4);
+    const int64_t want[4] = {1, 2, 1, 0};
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(a->ints[i], want[i], "pad %d is %lld", i, (long long)a->ints[i]);
+    cr_assert_eq(cp_node_attr_int(p, "count_include_pad", 0), 1);
+    cr_assert(pt_has_origin(p, "pad"), "the Pad's name survives as an origin");
+}
+
+static void check_pad_conv(struct cp_graph *g)
+{
+    cr_assert_eq(pt_count_op(g, CP_OP_PAD), 0);
+    const struct cp_attr *a = cp_node_attr(pt_node(g, "rd"), "pads");
+    const int64_t want[4] = {2, 2, 1, 1};
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(a->ints[i], want[i], "pad %d is %lld", i, (long long)a->ints[i]);
+}
+
+Test(pass_cleanup, a_zero_pad_becomes_the_padding_of_the_pool_or_conv_reading_it)
+{
+    pt_check_pass(build_pad_pool, "PadFoldingPass", true, check_pad_pool, 1e-6);
+    pt_check_pass(build_pad_conv, "PadFoldingPass", true, check_pad_conv, 1e-6);
+}
+
+Test(pass_cleanup, a_pad_the_reader_cannot_absorb_stays)
+{
+    pt_check_pass(build_pad_value, "PadFoldingPass", false, NULL, 0);
+    pt_check_pass(build_pad_maxpool, "PadFoldingPass", false, NULL, 0);
+    pt_check_pass(build_pad_pool_own_pads, "PadFoldingPass", false, NULL, 0);
+}

@@ -54,8 +54,9 @@ Test(pass_manager, families_run_in_their_fixed_order_starting_with_cleanup)
     }
     static const char *const cleanup[] = {"ConstantFoldingPass",        "IdentityEliminationPass",
                                           "TransposeOptimizationPass",  "ConvBatchNormFusionPass",
-                                          "ConvDeadTapEliminationPass", "DeadNodeEliminationPass"};
-    for (size_t i = 0; i < 6; i++) {
+                                          "ConvDeadTapEliminationPass", "PadFoldingPass",
+                                          "DeadNodeEliminationPass"};
+    for (size_t i = 0; i < 7; i++) {
         cr_assert(cp_pass_describe(i, &p));
         cr_assert_str_eq(p.name, cleanup[i]);
         cr_assert_str_eq(p.group, "GraphFusion");
