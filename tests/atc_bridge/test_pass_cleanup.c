@@ -188,6 +188,16 @@ Test(pass_cleanup, unused_initializers_are_dropped_after_the_passes)
     pt_outputs_release(&o);
 }
 
+/* Node `name` has 2-D pads `want` (begin H, W, end H, W). */
+static void expect_pads(struct cp_graph *g, const char *name, const int64_t *want)
+{
+    const struct cp_attr *a = cp_node_attr(pt_node(g, name), "pads");
+    cr_assert(a && a->n == 4, "%s has no 2-D pads", name);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(a->ints[i], want[i], "%s: pad %d is %lld, not %lld", name, i,
+                     (long long)a->ints[i], (long long)want[i]);
+}
+
 /* ---- ConvDeadTapEliminationPass ---------------------------------------------------------- */
 
 static void conv_weights(struct cp_graph *g, const char *name, const int64_t *dims)
@@ -221,12 +231,10 @@ static void check_aspp(struct cp_graph *g)
     const struct cp_node *c = pt_node(g, "aspp");
     cr_assert_not_null(c);
     const struct cp_tensor *w = cp_graph_tensor(g, c->inputs[1]);
-    cr_assert_eq(w->shape.dims[2].value, 1, "kernel height %lld", (long long)w->shape.dims[2].value);
+    cr_assert_eq(w->shape.dims[2].value, 1, "kernel height %lld",
+                 (long long)w->shape.dims[2].value);
     cr_assert_eq(w->shape.dims[3].value, 1);
-    const struct cp_attr *p = cp_node_attr(c, "pads");
-    cr_assert(p && p->n == 4);
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(p->ints[i], 0, "pad %d is %lld", i, (long long)p->ints[i]);
+    expect_pads(g, "aspp", GB_DIMS(0, 0, 0, 0));
     cr_assert_eq(cp_node_attr(c, "kernel_shape")->ints[0], 1);
 }
 
@@ -256,11 +264,7 @@ static void check_partial(struct cp_graph *g)
     const struct cp_tensor *w = cp_graph_tensor(g, pt_node(g, "c")->inputs[1]);
     cr_assert_eq(w->shape.dims[2].value, 1);
     cr_assert_eq(w->shape.dims[3].value, 3);
-    const struct cp_attr *p = cp_node_attr(pt_node(g, "c"), "pads");
-    cr_assert_eq(p->ints[0], 0);
-    cr_assert_eq(p->ints[2], 0);
-    cr_assert_eq(p->ints[1], 4);
-    cr_assert_eq(p->ints[3], 4);
+    expect_pads(g, "c", GB_DIMS(0, 4, 0, 4));
 }
 
 Test(pass_cleanup, only_the_axes_with_dead_taps_are_cropped)
@@ -340,11 +344,7 @@ static void check_pad_pool(struct cp_graph *g)
 {
     cr_assert_eq(pt_count_op(g, CP_OP_PAD), 0);
     const struct cp_node *p = pt_node(g, "rd");
-    const struct cp_attr *a = cp_node_attr(p, "pads");
-    cr_assert(a && a->n == 4);
-    const int64_t want[4] = {1, 2, 1, 0};
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(a->ints[i], want[i], "pad %d is %lld", i, (long long)a->ints[i]);
+    expect_pads(g, "rd", GB_DIMS(1, 2, 1, 0));
     cr_assert_eq(cp_node_attr_int(p, "count_include_pad", 0), 1);
     cr_assert(pt_has_origin(p, "pad"), "the Pad's name survives as an origin");
 }
@@ -352,10 +352,7 @@ static void check_pad_pool(struct cp_graph *g)
 static void check_pad_conv(struct cp_graph *g)
 {
     cr_assert_eq(pt_count_op(g, CP_OP_PAD), 0);
-    const struct cp_attr *a = cp_node_attr(pt_node(g, "rd"), "pads");
-    const int64_t want[4] = {2, 2, 1, 1};
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(a->ints[i], want[i], "pad %d is %lld", i, (long long)a->ints[i]);
+    expect_pads(g, "rd", GB_DIMS(2, 2, 1, 1));
 }
 
 Test(pass_cleanup, a_zero_pad_becomes_the_padding_of_the_pool_or_conv_reading_it)

@@ -87,11 +87,12 @@ static inline int32_t gb_floats(struct cp_graph *g, const char *name, int64_t n,
     return gb_init(g, name, CP_DTYPE_F32, 1, &n, v);
 }
 
-/* Add a node by tensor names. Inputs "" are absent (-1); outputs that do not
- * exist yet are created as intermediates of unknown shape. Lists end with
- * NULL. */
-static inline int32_t gb_node(struct cp_graph *g, const char *name, const char *op,
-                              const char *const *ins, const char *const *outs)
+/* Add a node of `domain` ("" for ONNX's, CP_DOMAIN for cannprof's own ops)
+ * by tensor names. Inputs "" are absent (-1); outputs that do not exist yet
+ * are created as intermediates of unknown shape. Lists end with NULL. */
+static inline int32_t gb_node_in(struct cp_graph *g, const char *name, const char *op,
+                                 const char *domain, const char *const *ins,
+                                 const char *const *outs)
 {
     int32_t in[16], out[16];
     size_t ni = 0, no = 0;
@@ -113,9 +114,16 @@ static inline int32_t gb_node(struct cp_graph *g, const char *name, const char *
     int32_t idx;
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_assert_eq(cp_graph_add_node(g, name, op, "", in, ni, out, no, &name, 1, &idx, &d), CP_OK,
+    cr_assert_eq(cp_graph_add_node(g, name, op, domain, in, ni, out, no, &name, 1, &idx, &d), CP_OK,
                  "%s", d.msg);
     return idx;
+}
+
+/* A node of ONNX's default domain (gb_node_in). */
+static inline int32_t gb_node(struct cp_graph *g, const char *name, const char *op,
+                              const char *const *ins, const char *const *outs)
+{
+    return gb_node_in(g, name, op, "", ins, outs);
 }
 
 #define GB_IN(...)   ((const char *const[]){__VA_ARGS__, NULL})

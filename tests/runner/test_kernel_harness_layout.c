@@ -513,15 +513,10 @@ Test(layout_kernels, fused_conv_with_the_residual_after_its_activation_matches_i
     free(wt);
     free(bias);
     gb_input(g, "r", CP_DTYPE_F32, 4, GB_DIMS(1, c, h, w));
-    int32_t out = gb_tensor(g, "y", CP_DTYPE_UNDEFINED, -1, NULL, CP_TENSOR_INTERMEDIATE), idx;
+    int32_t idx = gb_node_in(g, "n", "FusedConv", CP_DOMAIN, GB_IN("x", "w", "b", "r"), GB_IN("y"));
     int32_t in[4] = {cp_graph_find_tensor(g, "x"), cp_graph_find_tensor(g, "w"),
                      cp_graph_find_tensor(g, "b"), cp_graph_find_tensor(g, "r")};
-    const char *origin = "n";
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(
-        cp_graph_add_node(g, "n", "FusedConv", CP_DOMAIN, in, 4, &out, 1, &origin, 1, &idx, &d),
-        CP_OK, "%s", d.msg);
+    int32_t out = cp_graph_find_tensor(g, "y");
     cp_node_set_ints(g, idx, "pads", GB_DIMS(1, 1, 1, 1), 4);
     cp_node_set_string(g, idx, "activation", "SiLU");
     gb_infer_ok(g);

@@ -436,15 +436,7 @@ static struct cp_graph *residual_graph(bool r_later, bool r_output)
         w[i] = (float)(i % 7) * 0.1f;
     gb_init(g, "w", CP_DTYPE_F32, 4, GB_DIMS(8, 8, 1, 1), w);
     gb_node(g, "pre", "Relu", GB_IN("x"), GB_IN("r"));
-    int32_t in[4] = {cp_graph_find_tensor(g, "x"), cp_graph_find_tensor(g, "w"), -1,
-                     cp_graph_find_tensor(g, "r")};
-    int32_t out = gb_tensor(g, "y", CP_DTYPE_UNDEFINED, -1, NULL, CP_TENSOR_INTERMEDIATE), idx;
-    const char *origin = "conv";
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(
-        cp_graph_add_node(g, "conv", "FusedConv", CP_DOMAIN, in, 4, &out, 1, &origin, 1, &idx, &d),
-        CP_OK, "%s", d.msg);
+    gb_node_in(g, "conv", "FusedConv", CP_DOMAIN, GB_IN("x", "w", "", "r"), GB_IN("y"));
     gb_node(g, "post", "Relu", GB_IN("y"), GB_IN("z"));
     if (r_later) {
         gb_node(g, "add", "Add", GB_IN("z", "r"), GB_IN("o"));
