@@ -1,5 +1,6 @@
 /* What the elementwise, cast and reduction ops compute, and the strided
  * walk (see op_eval.h). Data movement is in op_eval_move.c. */
+#include "graph/op_eval_elementwise.h"
 #include "graph/op_eval_internal.h"
 
 #include <assert.h>
@@ -474,10 +475,24 @@ struct cp_act cp_act_of(const struct cp_node *n)
     return a;
 }
 
-/* log(1 + e^x) without overflow. */
-static double act_softplus(double x)
+/* The ONNX op an activation kind is, for the ones the elementwise family
+ * defines (op_eval_elementwise.c); CP_OP_UNKNOWN for the others. */
+static enum cp_op act_op(enum cp_act_kind k)
 {
-    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    switch (k) {
+    case CP_ACT_HARD_SWISH:
+        return CP_OP_HARD_SWISH;
+    case CP_ACT_HARD_SIGMOID:
+        return CP_OP_HARD_SIGMOID;
+    case CP_ACT_ELU:
+        return CP_OP_ELU;
+    case CP_ACT_SOFTPLUS:
+        return CP_OP_SOFTPLUS;
+    case CP_ACT_MISH:
+        return CP_OP_MISH;
+    default:
+        return CP_OP_UNKNOWN;
+    }
 }
 
 float cp_act_ref(const struct cp_act *a, float x)
@@ -500,15 +515,13 @@ float cp_act_ref(const struct cp_act *a, float x)
         return (float)(0.5 * x * (1.0 + tanh(u)));
     }
     case CP_ACT_HARD_SWISH:
-        return (float)(x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)));
     case CP_ACT_HARD_SIGMOID:
-        return (float)fmax(0.0, fmin(1.0, (double)a->alpha * x + a->beta));
     case CP_ACT_ELU:
-        return x < 0 ? (float)(a->alpha * (exp((double)x) - 1.0)) : x;
     case CP_ACT_SOFTPLUS:
-        return (float)act_softplus(x);
-    case CP_ACT_MISH:
-        return (float)(x * tanh(act_softplus(x)));
+    case CP_ACT_MISH: { /* as the unfused op computes it */
+        struct cp_ew_params p = {.alpha = a->alpha, .beta = a->beta};
+        return (float)cp_ew_unary_f64(act_op(a->kind), &p, x);
+    }
     case CP_ACT_TANH:
         return (float)tanh((double)x);
     default:
