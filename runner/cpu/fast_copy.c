@@ -612,13 +612,12 @@ static bool pad_supports(const struct cp_graph *g, const struct cp_node *n)
     return (es == 1 || es == 2 || es == 4 || es == 8) && cp_pad_supported(g, n);
 }
 
-static void fill_elems(unsigned char *dst, const unsigned char *fill, size_t es, int64_t n)
+/* dst[0..n) = the constant (es bytes at fill; `zero` when all are 0). */
+static void fill_elems(unsigned char *dst, const unsigned char *fill, size_t es, bool zero,
+                       int64_t n)
 {
     if (n <= 0)
         return;
-    bool zero = true;
-    for (size_t i = 0; i < es; i++)
-        zero = zero && fill[i] == 0;
     if (zero) {
         memset(dst, 0, (size_t)n * es);
         return;
@@ -649,6 +648,9 @@ static enum cp_status pad_run(struct cp_kexec *k)
     int64_t hi = begin[last] + d < inner ? begin[last] + d : inner;
     const unsigned char *x = k->in_data[0];
     unsigned char *y = k->out_data[0];
+    bool zero = true;
+    for (size_t i = 0; i < es; i++)
+        zero = zero && fill[i] == 0;
     int nt = cp_fk_threads(k, rows * inner, 32768);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -665,13 +667,13 @@ static enum cp_status pad_run(struct cp_kexec *k)
             }
             unsigned char *yr = y + (size_t)(row * inner) * es;
             if (!inside || hi <= lo) {
-                fill_elems(yr, fill, es, inner);
+                fill_elems(yr, fill, es, zero, inner);
                 continue;
             }
-            fill_elems(yr, fill, es, lo);
+            fill_elems(yr, fill, es, zero, lo);
             memcpy(yr + (size_t)lo * es, x + (size_t)(base + lo - begin[last]) * es,
                    (size_t)(hi - lo) * es);
-            fill_elems(yr + (size_t)hi * es, fill, es, inner - hi);
+            fill_elems(yr + (size_t)hi * es, fill, es, zero, inner - hi);
         }
     }
     return CP_OK;
