@@ -641,6 +641,20 @@ enum cp_status cp_graph_remove_unused_tensors(struct cp_graph *g, size_t *n_remo
  * dimensions 64 vs 32). */
 enum cp_status cp_graph_infer(struct cp_graph *g, struct cp_diag *d);
 
+/* Stepwise inference, for plans whose shapes depend on run-time data: the
+ * caller infers the nodes one at a time in topological order, running each
+ * before the next is inferred. `run_data[t]` (per tensor index; the array
+ * outlives the context, entries may be filled as nodes run) points at the
+ * bytes of intermediate tensor t once they are computed, so shapes that
+ * depend on values (Reshape's shape, Resize's sizes, NonZero's count) come
+ * out concrete. Values stay in the context: the graph's arena does not grow
+ * per step. */
+struct cp_infer_steps;
+enum cp_status cp_graph_infer_open(struct cp_graph *g, const void *const *run_data,
+                                   struct cp_infer_steps **out, struct cp_diag *d);
+enum cp_status cp_graph_infer_node(struct cp_infer_steps *s, struct cp_node *n);
+void cp_graph_infer_close(struct cp_infer_steps *s);
+
 /* Per-node cost estimate, from inferred shapes. Dynamic dimensions count as
  * 1. flops counts a multiply-add as 2; bytes counts every input and output
  * tensor read or written once. */

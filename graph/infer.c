@@ -353,6 +353,11 @@ static double read_double(const void *data, enum cp_dtype dt, int64_t i)
         memcpy(&f, &bits, 4);
         return f;
     }
+    case CP_DTYPE_F64: {
+        double v;
+        memcpy(&v, p + i * 8, 8);
+        return v;
+    }
     default:
         return (double)read_int(data, dt, i);
     }
@@ -386,6 +391,45 @@ static const struct cp_tensor *const_source(const struct cp_infer *c, int32_t t)
     return V && data_numel(V) >= 0 ? V : NULL;
 }
 
+/* The run-time bytes of intermediate t (stepwise inference), or NULL. */
+static const void *run_bytes(const struct cp_infer *c, int32_t t)
+{
+    if (!c->run_data || t < 0 || (size_t)t >= c->n_vals || !c->run_data[t])
+        return NULL;
+    const struct cp_tensor *T = cp_graph_tensor(c->g, t);
+    return T->kind != CP_TENSOR_INITIALIZER && cp_shape_is_static(&T->shape) ? c->run_data[t]
+                                                                             : NULL;
+}
+
+bool cp_infer_count_nonzero(struct cp_infer *c, int32_t t, int64_t *count)
+{
+    *count = 0;
+    const struct cp_tensor *T = cp_graph_tensor(c->g, t);
+    const void *rd = run_bytes(c, t);
+    if (!rd) {
+        const struct cp_tensor *src = const_source(c, t);
+        if (src && src->data) {
+            rd = src->data;
+            T = src;
+        }
+    }
+    if (rd) {
+        int64_t numel = cp_shape_numel(&T->shape);
+        bool fl = cp_dtype_is_float(T->dtype);
+        for (int64_t k = 0; k < numel; k++)
+            *count += fl ? read_double(rd, T->dtype, k) != 0.0 : read_int(rd, T->dtype, k) != 0;
+        return true;
+    }
+    double v[CP_VALUE_MAX_ELEMS];
+    int64_t n;
+    if (!cp_shape_is_static(&T->shape) || !cp_infer_doubles(c, t, v, CP_VALUE_MAX_ELEMS, &n) ||
+        n != cp_shape_numel(&T->shape))
+        return false;
+    for (int64_t k = 0; k < n; k++)
+        *count += v[k] != 0.0;
+    return true;
+}
+
 static void load_vals(struct cp_infer *c, int32_t t, struct cp_svals *sv)
 {
     const struct cp_tensor *T = cp_graph_tensor(c->g, t);
@@ -398,16 +442,25 @@ static void load_vals(struct cp_infer *c, int32_t t, struct cp_svals *sv)
         sv->n = T->value_len;
         return;
     }
-    if (T->kind != CP_TENSOR_INITIALIZER || !cp_infer_dtype_has_value(T->dtype))
+    const void *data = T->data;
+    int64_t numel;
+    if (run_bytes(c, t)) {
+        data = c->run_data[t];
+        numel = cp_shape_numel(&T->shape);
+    } else if (T->kind == CP_TENSOR_INITIALIZER) {
+        numel = data_numel(T);
+    } else {
         return;
-    int64_t numel = data_numel(T);
+    }
+    if (!cp_infer_dtype_has_value(T->dtype))
+        return;
     if (numel < 0 || numel > CP_VALUE_MAX_ELEMS)
         return;
     sv->e = cp_calloc((size_t)numel, sizeof *sv->e);
     if (!sv->e)
         return;
     for (int64_t k = 0; k < numel; k++)
-        sv->e[k] = (struct cp_sval){read_int(T->data, T->dtype, k), NULL, true};
+        sv->e[k] = (struct cp_sval){read_int(data, T->dtype, k), NULL, true};
     sv->n = numel;
 }
 
@@ -444,6 +497,17 @@ bool cp_infer_ints(struct cp_infer *c, int32_t t, int64_t *out, int64_t cap, int
 bool cp_infer_doubles(struct cp_infer *c, int32_t t, double *out, int64_t cap, int64_t *n)
 {
     *n = 0;
+    const void *rd = run_bytes(c, t);
+    if (rd) {
+        const struct cp_tensor *R = cp_graph_tensor(c->g, t);
+        int64_t numel = cp_shape_numel(&R->shape);
+        if (numel > cap)
+            return false;
+        for (int64_t k = 0; k < numel; k++)
+            out[k] = read_double(rd, R->dtype, k);
+        *n = numel;
+        return true;
+    }
     const struct cp_tensor *src = t >= 0 ? const_source(c, t) : NULL;
     if (src) {
         int64_t numel = data_numel(src);
@@ -525,7 +589,7 @@ enum cp_status cp_infer_set_vals(struct cp_infer *c, size_t i, struct cp_sval *e
     sv->e = e;
     sv->n = n;
     sv->loaded = true;
-    if (!all || !dtype_has_public_value(t->dtype))
+    if (!all || !dtype_has_public_value(t->dtype) || c->private_values)
         return CP_OK;
     int64_t *v = cp_graph_alloc(c->g, (size_t)(n ? n : 1) * sizeof *v);
     if (!v)
@@ -797,6 +861,44 @@ static enum cp_status check_arity(struct cp_infer *c, const struct op_rule *r)
     return CP_OK;
 }
 
+/* Infer one node: its outputs' dtype, shape and (small) values. */
+static enum cp_status infer_one(struct cp_infer *c, struct cp_node *n)
+{
+    c->node = n;
+    /* Values from an earlier run may be stale once passes rewrote the
+     * graph, or from the last run of a dynamic plan; recompute them. */
+    for (size_t j = 0; j < n->n_outputs; j++) {
+        struct cp_tensor *t = cp_graph_tensor(c->g, n->outputs[j]);
+        if (t && t->kind == CP_TENSOR_INTERMEDIATE) {
+            t->value = NULL;
+            t->value_len = 0;
+            if (n->outputs[j] >= 0 && (size_t)n->outputs[j] < c->n_vals) {
+                struct cp_svals *sv = &c->vals[n->outputs[j]];
+                free(sv->e);
+                *sv = (struct cp_svals){0};
+            }
+        }
+    }
+    /* At run time the plan runs the taken branch (the loop's iterations) and
+     * takes the shapes they give. */
+    if (c->run_data && (n->op == CP_OP_IF || n->op == CP_OP_LOOP))
+        return CP_OK;
+    const struct op_rule *r = (unsigned)n->op < CP_OP_COUNT ? &rules[n->op] : &rules[0];
+    if (!r->infer)
+        return CP_OK; /* unknown op: keep what the model declared */
+    enum cp_status st = check_arity(c, r);
+    return st == CP_OK ? r->infer(c) : st;
+}
+
+static void free_vals(struct cp_infer *c)
+{
+    if (c->vals)
+        for (size_t i = 0; i < c->n_vals; i++)
+            free(c->vals[i].e);
+    free(c->vals);
+    c->vals = NULL;
+}
+
 /* Small integer initializers get their public value up front, so every
  * consumer (here and in later passes) sees it the same way. */
 static enum cp_status fill_initializer_values(struct cp_infer *c)
@@ -854,32 +956,51 @@ enum cp_status cp_graph_infer(struct cp_graph *g, struct cp_diag *d)
         goto out_free;
     if ((st = check_input_sizes(g, d)) != CP_OK)
         goto out_free;
-    for (size_t k = 0; k < n_order; k++) {
-        struct cp_node *n = cp_graph_node(g, order[k]);
-        c.node = n;
-        /* Values from an earlier run may be stale once passes rewrote the
-         * graph; recompute them. */
-        for (size_t j = 0; j < n->n_outputs; j++) {
-            struct cp_tensor *t = cp_graph_tensor(g, n->outputs[j]);
-            if (t && t->kind == CP_TENSOR_INTERMEDIATE) {
-                t->value = NULL;
-                t->value_len = 0;
-            }
-        }
-        const struct op_rule *r = (unsigned)n->op < CP_OP_COUNT ? &rules[n->op] : &rules[0];
-        if (!r->infer)
-            continue; /* unknown op: keep what the model declared */
-        st = check_arity(&c, r);
-        if (st == CP_OK)
-            st = r->infer(&c);
-        if (st != CP_OK)
-            goto out_free;
-    }
+    for (size_t k = 0; k < n_order && st == CP_OK; k++)
+        st = infer_one(&c, cp_graph_node(g, order[k]));
 out_free:
-    if (c.vals)
-        for (size_t i = 0; i < c.n_vals; i++)
-            free(c.vals[i].e);
-    free(c.vals);
+    free_vals(&c);
     free(order);
     return st;
+}
+
+/* ---- stepwise, at run time ----------------------------------------------------------------------
+ */
+
+struct cp_infer_steps {
+    struct cp_infer c;
+};
+
+enum cp_status cp_graph_infer_open(struct cp_graph *g, const void *const *run_data,
+                                   struct cp_infer_steps **out, struct cp_diag *d)
+{
+    *out = NULL;
+    struct cp_infer_steps *s = cp_calloc(1, sizeof *s);
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory inferring shapes");
+    s->c = (struct cp_infer){
+        .g = g, .d = d, .opset = cp_graph_opset(g), .run_data = run_data, .private_values = true};
+    if (s->c.opset <= 0)
+        s->c.opset = 17;
+    s->c.n_vals = cp_graph_n_tensors(g);
+    s->c.vals = cp_calloc(s->c.n_vals + 1, sizeof *s->c.vals);
+    if (!s->c.vals) {
+        free(s);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory inferring shapes");
+    }
+    *out = s;
+    return CP_OK;
+}
+
+enum cp_status cp_graph_infer_node(struct cp_infer_steps *s, struct cp_node *n)
+{
+    return infer_one(&s->c, n);
+}
+
+void cp_graph_infer_close(struct cp_infer_steps *s)
+{
+    if (!s)
+        return;
+    free_vals(&s->c);
+    free(s);
 }

@@ -40,7 +40,16 @@ struct cp_infer {
     struct cp_node *node;  /* the node being inferred */
     struct cp_svals *vals; /* per tensor index */
     size_t n_vals;
+    /* Stepwise inference at run time (cp_graph_infer_open): the bytes of
+     * tensors already computed, per tensor index (NULL: not available), and
+     * values kept in the context rather than in the graph's arena. */
+    const void *const *run_data;
+    bool private_values;
 };
+
+/* The number of nonzero elements of tensor t when its values are known
+ * (constants, or run-time bytes of any size); false otherwise. */
+bool cp_infer_count_nonzero(struct cp_infer *c, int32_t t, int64_t *count);
 
 /* ---- errors --------------------------------------------------------------- */
 

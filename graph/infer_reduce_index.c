@@ -225,6 +225,9 @@ enum cp_status cp_infer_compress(struct cp_infer *c)
         count = 0;
         for (int64_t k = 0; k < n; k++)
             count += cv[k] != 0;
+    } else if (!cp_shape_is_static(&cond->shape) ||
+               !cp_infer_count_nonzero(c, cp_infer_in_index(c, 1), &count)) {
+        count = -1;
     }
     if (x->shape.rank < 0 && axis) {
         cp_shape_set_unknown(&s);
@@ -266,11 +269,8 @@ enum cp_status cp_infer_nonzero(struct cp_infer *c)
                  cp_infer_doubles(c, cp_infer_in_index(c, 0), v, CP_VALUE_MAX_ELEMS, &n) &&
                  n == cp_shape_numel(&x->shape);
     int64_t count = 0;
-    if (known) {
-        for (int64_t k = 0; k < n; k++)
-            count += v[k] != 0.0;
+    if (cp_shape_is_static(&x->shape) && cp_infer_count_nonzero(c, cp_infer_in_index(c, 0), &count))
         cp_infer_dim_set(&s.dims[1], count);
-    }
     enum cp_status st = cp_infer_set_out(c, 0, CP_DTYPE_I64, &s);
     int64_t numel;
     if (st != CP_OK || !known || !cp_infer_out_small(c, 0, &numel))

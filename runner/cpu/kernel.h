@@ -61,6 +61,12 @@ struct cp_kexec {
     /* The plan the instance belongs to: control-flow kernels build nested
      * plans of their subgraphs from it (plan_internal.h). */
     struct cp_plan *plan;
+    /* Set by a dynamic plan (plan_dynamic.c) for a node whose first output
+     * has a data-dependent row count (NonMaxSuppression): out[0]'s dim 0 is
+     * then the most rows it may write, and the kernel stores how many it
+     * wrote in *rows. NULL: the rows are exactly out[0]'s. */
+    int64_t *rows;
+    int64_t rows_kept;
 };
 
 struct cp_kernel {

@@ -54,7 +54,45 @@ static bool node_is_view(const struct cp_graph *g, const struct cp_node *n, cons
     return n->op != CP_OP_DROPOUT || cp_eval_dropout_is_identity(g, n);
 }
 
+enum cp_status cp_plan_mark_views(const struct cp_graph *g, const int32_t *order, size_t n,
+                                  bool *is_view)
+{
+    uint32_t *uses = count_uses(g, order, n);
+    if (!uses)
+        return CP_ERR_NOMEM;
+    for (size_t k = 0; k < n; k++)
+        is_view[k] = node_is_view(g, cp_graph_node(g, order[k]), uses);
+    free(uses);
+    return CP_OK;
+}
+
 /* ---- shape checks ------------------------------------------------------------- */
+
+/* Whether inference left a tensor's dtype or shape open. */
+static bool is_open(const struct cp_graph *g, int32_t t)
+{
+    const struct cp_tensor *T = cp_graph_tensor(g, t);
+    return T->dtype == CP_DTYPE_UNDEFINED || !cp_shape_is_static(&T->shape);
+}
+
+/* A top-level plan with an open tensor is built dynamic (plan_dynamic.c). */
+static bool needs_dynamic(const struct cp_plan *p, const int32_t *order, const bool *is_view,
+                          size_t n)
+{
+    if (p->nested)
+        return false;
+    for (size_t k = 0; k < n; k++) {
+        const struct cp_node *node = cp_graph_node(p->g, order[k]);
+        for (size_t i = 0; i < node->n_inputs; i++)
+            if (node->inputs[i] >= 0 && is_open(p->g, node->inputs[i]))
+                return true;
+        size_t n_out = is_view[k] && node->n_outputs ? 1 : node->n_outputs;
+        for (size_t i = 0; i < n_out; i++)
+            if (node->outputs[i] >= 0 && is_open(p->g, node->outputs[i]))
+                return true;
+    }
+    return false;
+}
 
 static enum cp_status check_tensor(const struct cp_plan *p, const struct cp_node *n, int32_t t,
                                    const char *role, size_t pos, struct cp_diag *d)
@@ -428,7 +466,6 @@ static enum cp_status build(struct cp_plan *p, const struct cp_plan_options *opt
         return st;
     int32_t *order = NULL;
     size_t n = 0;
-    uint32_t *uses = NULL;
     bool *is_view = NULL;
     struct cp_diag local;
     cp_diag_init(&local);
@@ -436,14 +473,15 @@ static enum cp_status build(struct cp_plan *p, const struct cp_plan_options *opt
         cp_diag_set(d, st, "%s: %s", p->m->name, local.msg);
         goto out_free;
     }
-    uses = count_uses(p->g, order, n);
     is_view = cp_calloc(n + 1, sizeof *is_view);
-    if (!uses || !is_view) {
+    if (!is_view || cp_plan_mark_views(p->g, order, n, is_view) != CP_OK) {
         st = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory planning", p->m->name);
         goto out_free;
     }
-    for (size_t k = 0; k < n; k++)
-        is_view[k] = node_is_view(p->g, cp_graph_node(p->g, order[k]), uses);
+    if (needs_dynamic(p, order, is_view, n)) {
+        st = cp_plan_build_dynamic(p, order, is_view, n, d);
+        return st;
+    }
     if ((st = check_shapes(p, order, is_view, n, d)) != CP_OK)
         goto out_free;
     if ((st = cp_memplan_build(p->g, order, is_view, n, mode, &p->mem, &local)) != CP_OK) {
@@ -457,7 +495,6 @@ static enum cp_status build(struct cp_plan *p, const struct cp_plan_options *opt
     st = prepare_kernels(p, d);
 out_free:
     free(order);
-    free(uses);
     free(is_view);
     return st;
 }
@@ -501,6 +538,7 @@ void cp_plan_free(struct cp_plan *p)
     for (size_t i = p->n_prepared; i-- > 0;)
         if (p->kx[i].kernel->release)
             p->kx[i].kernel->release(&p->kx[i]);
+    cp_plan_free_dynamic(p);
     cp_plan_free_trace(p);
     free(p->kx);
     free(p->io_tensors);

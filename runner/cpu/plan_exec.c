@@ -18,6 +18,12 @@ enum cp_status cp_plan_run(struct cp_plan *p, int32_t iteration, struct cp_diag 
         (void)cp_trace_reserve(tr, p->n_kx + 4);
         t0 = cp_clock_ns();
     }
+    if (p->dyn) {
+        enum cp_status st = cp_plan_run_dynamic(p, iteration, d);
+        if (st == CP_OK && tr)
+            cp_runtime_record(p->rt, p->rt->names.execute, iteration, t0, cp_clock_ns());
+        return st;
+    }
     for (size_t i = 0; i < p->n_kx; i++) {
         struct cp_kexec *x = &p->kx[i];
         enum cp_status st;
@@ -72,7 +78,7 @@ enum cp_status cp_plan_set_input(struct cp_plan *p, size_t i, const struct cp_ho
                            p->m->name, i, cp_graph_n_inputs(p->g));
     int32_t ti = cp_graph_input(p->g, i);
     const struct cp_tensor *T = cp_graph_tensor(p->g, ti);
-    if (T->kind == CP_TENSOR_INITIALIZER || p->mem.block[ti] < 0)
+    if (T->kind == CP_TENSOR_INITIALIZER || (!p->dyn && p->mem.block[ti] < 0))
         return cp_diag_set(d, CP_ERR_INVALID,
                            "%s: input '%s' is a constant of the model and cannot be set",
                            p->m->name, T->name);
@@ -135,6 +141,10 @@ void cp_plan_memory(const struct cp_plan *p, struct cp_mem_report *out)
     out->arena_bytes = p->mem.arena_bytes;
     out->peak_bytes = p->mem.peak_bytes;
     out->scratch_bytes = p->scratch_bytes;
+    if (p->dyn) { /* what the buffers hold after the runs so far */
+        out->arena_bytes = cp_plan_dynamic_bytes(p);
+        out->peak_bytes = out->arena_bytes;
+    }
 }
 
 size_t cp_plan_n_inputs(const struct cp_plan *p)

@@ -44,7 +44,27 @@ struct cp_plan {
      * parent plan's graph; it keeps the parent's kernel choice. */
     bool nested;
     bool reference_only;
+
+    /* A dynamic plan (plan_dynamic.c): shapes known only at run time. */
+    struct cp_dyn *dyn;
 };
+
+/* Which positions of `order` are view nodes (run no kernel). */
+enum cp_status cp_plan_mark_views(const struct cp_graph *g, const int32_t *order, size_t n,
+                                  bool *is_view);
+
+/* ---- [dynamic] ---- */
+
+/* Make p, whose graph has shapes inference could not fix, a dynamic plan
+ * over `order` (taking ownership of order and is_view, even on failure;
+ * cp_plan_free frees what was made). */
+enum cp_status cp_plan_build_dynamic(struct cp_plan *p, int32_t *order, bool *is_view, size_t n,
+                                     struct cp_diag *d);
+/* Infer and run each node in turn (trace events as cp_plan_run's). */
+enum cp_status cp_plan_run_dynamic(struct cp_plan *p, int32_t iteration, struct cp_diag *d);
+void cp_plan_free_dynamic(struct cp_plan *p);
+/* Bytes the plan's buffers hold now. */
+uint64_t cp_plan_dynamic_bytes(const struct cp_plan *p);
 
 /* Apply opt's input shapes and batch to the graph inputs of `g`, reset every
  * intermediate shape, and infer. Errors name the input (and list the

@@ -5,8 +5,8 @@
  * Loop's carried values go back into the body's inputs, scan outputs are
  * written slice by slice into the node's output. Shapes are static: a
  * carried value must keep its shape across iterations (else the node is
- * refused at prepare), and a trip count known only at run time is refused
- * when the plan is made (plan.c, check_tensor). */
+ * refused at prepare). In a model whose shapes are known only at run time,
+ * If and Loop run in the dynamic plan instead (plan_dynamic.c). */
 #include "runner/cpu/plan_internal.h"
 #include "runner/cpu/ref_util.h"
 

@@ -108,10 +108,12 @@ CP_REF_KERNEL(cp_ref_roi_align, CP_OP_ROI_ALIGN, roi_align_supports, cp_ref_layo
 /* ---- NonMaxSuppression
  * ------------------------------------------------------------------------------ */
 
-/* The output's row count depends on the data; the plan sizes it from the
- * shape the model declares, and the run fails (naming the node) when the
- * selection has another size, never writing past the buffer. A node whose
- * output shape is not known before running has no kernel. */
+/* The output's row count depends on the data; a static plan sizes it from
+ * the shape the model declares, and the run fails (naming the node) when
+ * the selection has another size, never writing past the buffer. A dynamic
+ * plan sizes it for the most rows possible and reads back how many were
+ * kept (cp_kexec.rows). A node whose output shape is not known has no
+ * kernel. */
 static bool nms_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n))
@@ -258,6 +260,10 @@ static enum cp_status nms_run(struct cp_kexec *k)
                 picked++;
             }
         }
+    if (k->rows) { /* a dynamic plan: rows was the most there could be */
+        *k->rows = count;
+        return CP_OK;
+    }
     return count == rows ? CP_OK : CP_ERR_INVALID;
 }
 

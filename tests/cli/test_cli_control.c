@@ -2,7 +2,9 @@
  * tests/onnx/control/make_models.py) convert, round-trip through the .om
  * and run with the right values; an If on a constant condition is folded
  * into its branch with provenance kept; malformed subgraphs are refused
- * with exit 2 and a message naming the node and the attribute. */
+ * with exit 2 and a message naming the node and the attribute. Models whose
+ * shapes are known only at run time (NonZero, an If of two shapes, a Loop
+ * with a run-time trip count, NonMaxSuppression) run as dynamic plans. */
 #include "cli/cli_test.h"
 #include "graph/graph.h"
 #include "om/om.h"
@@ -249,4 +251,130 @@ Test(cli_control, sequence_op_in_a_loop_body_is_refused_by_name)
     ct_assert_mentions(e, "node 'seq_loop' (Loop), attribute 'body'", "SequenceEmpty", "'make_seq'",
                        NULL);
     free(e);
+}
+
+/* ---- shapes known only at run time (dynamic plans) ---------------------------------- */
+
+static char *write_tensor(const char *name, enum cp_dtype dt, int rank, const int64_t *dims,
+                          const void *v, size_t esize)
+{
+    struct cp_host_tensor t = {.dtype = dt, .rank = rank, .data = (void *)v};
+    size_t n = 1;
+    for (int k = 0; k < rank; k++)
+        n *= (size_t)(t.dims[k] = dims[k]);
+    t.nbytes = n * esize;
+    char *file = cp_t_fmt("%s.npy", name);
+    char *path = cp_t_path(file);
+    free(file);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_tensor_write_npy(path, &t, &d), CP_OK, "%s", d.msg);
+    return path;
+}
+
+/* Output NAME of DIR: its dims must be `dims` (rank `rank`). */
+static void *read_shaped(const char *dir, const char *name, int rank, const int64_t *dims)
+{
+    char *path = cp_t_fmt("%s/%s.npy", dir, name);
+    struct cp_host_tensor t;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_tensor_read_file(path, &t, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(t.rank, rank, "%s: rank %d", name, t.rank);
+    for (int k = 0; k < rank; k++)
+        cr_assert_eq(t.dims[k], dims[k], "%s: dim %d is %lld, not %lld", name, k,
+                     (long long)t.dims[k], (long long)dims[k]);
+    free(path);
+    return t.data;
+}
+
+Test(cli_control, nonzero_count_sizes_what_follows)
+{
+    char *om = convert_ok("dyn_nonzero");
+    const float x[6] = {1, -2, 3, 0, 5, -1};
+    char *xp = write_tensor("x", CP_DTYPE_F32, 1, (int64_t[]){6}, x, 4);
+    char *in = cp_t_fmt("--input=x=%s", xp), *dir = cp_t_path("out");
+    run_ok(om, dir, in, NULL, NULL);
+    float *y = read_shaped(dir, "y", 1, (int64_t[]){3});
+    cr_assert(y[0] == 1 && y[1] == 3 && y[2] == 5, "y = %g %g %g", y[0], y[1], y[2]);
+    free(y);
+    free(xp);
+    free(in);
+    free(dir);
+    free(om);
+}
+
+Test(cli_control, if_branches_of_different_shapes_give_the_taken_ones)
+{
+    char *om = convert_ok("dyn_if_shapes");
+    const float x[6] = {0, 1, 2, 3, 4, 5};
+    char *xp = write_f32("x", 2, (int64_t[]){2, 3}, x);
+    for (int c = 0; c < 2; c++) {
+        char *cp = write_bool(c ? "c1" : "c0", c);
+        char *in_c = cp_t_fmt("--input=c=%s", cp), *in_x = cp_t_fmt("--input=x=%s", xp);
+        char *dir = cp_t_path(c ? "out1" : "out0");
+        run_ok(om, dir, in_c, in_x, NULL);
+        float *y = read_shaped(dir, "y", 2, (int64_t[]){c ? 2 : 4, 3});
+        for (int i = 0; i < (c ? 6 : 12); i++)
+            cr_assert_float_eq(y[i], x[i % 6], 1e-6);
+        free(y);
+        free(cp);
+        free(in_c);
+        free(in_x);
+        free(dir);
+    }
+    free(xp);
+    free(om);
+}
+
+Test(cli_control, loop_with_a_run_time_trip_count_grows_its_carried_value)
+{
+    char *om = convert_ok("dyn_loop");
+    const float acc0 = 7;
+    char *ap = write_f32("acc0", 1, (int64_t[]){1}, &acc0);
+    for (int64_t m = 0; m <= 4; m += 4) {
+        char *mp = write_tensor(m ? "m4" : "m0", CP_DTYPE_I64, 0, NULL, &m, 8);
+        char *i1 = cp_t_fmt("--input=m=%s", mp), *i2 = cp_t_fmt("--input=acc0=%s", ap);
+        char *dir = cp_t_path(m ? "out4" : "out0");
+        run_ok(om, dir, i1, i2, NULL);
+        float *acc = read_shaped(dir, "acc", 1, (int64_t[]){1 + m});
+        float *trace = read_shaped(dir, "trace", 2, (int64_t[]){m, 1});
+        cr_assert_float_eq(acc[0], 7.0f, 0);
+        for (int64_t i = 0; i < m; i++) {
+            cr_assert_float_eq(acc[1 + i], (float)i, 0);
+            cr_assert_float_eq(trace[i], 2.0f * (float)i, 0);
+        }
+        free(acc);
+        free(trace);
+        free(mp);
+        free(i1);
+        free(i2);
+        free(dir);
+    }
+    free(ap);
+    free(om);
+}
+
+Test(cli_control, nms_without_a_declared_row_count_keeps_what_it_selects)
+{
+    char *om = convert_ok("dyn_nms");
+    /* Box 1 (0.95) suppresses box 0 (IoU 0.82); boxes 2 and 3 stand apart. */
+    const float boxes[16] = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 5, 1, 6, 0, 10, 1, 11};
+    const float scores[4] = {0.9f, 0.95f, 0.5f, 0.3f};
+    char *bp = write_f32("boxes", 3, (int64_t[]){1, 4, 4}, boxes);
+    char *sp = write_f32("scores", 3, (int64_t[]){1, 1, 4}, scores);
+    char *i1 = cp_t_fmt("--input=boxes=%s", bp), *i2 = cp_t_fmt("--input=scores=%s", sp);
+    char *dir = cp_t_path("out");
+    run_ok(om, dir, i1, i2, NULL);
+    int64_t *sel = read_shaped(dir, "sel", 2, (int64_t[]){3, 3});
+    const int64_t want[9] = {0, 0, 1, 0, 0, 2, 0, 0, 3};
+    for (int i = 0; i < 9; i++)
+        cr_assert_eq(sel[i], want[i], "sel[%d] = %lld", i, (long long)sel[i]);
+    free(sel);
+    free(bp);
+    free(sp);
+    free(i1);
+    free(i2);
+    free(dir);
+    free(om);
 }

@@ -794,3 +794,71 @@ Test(plan, test_a_traced_run_records_every_layer)
     cp_runtime_free(rt);
     cp_trace_recorder_free(tr);
 }
+
+/* ---- dynamic plans ------------------------------------------------------------------ */
+
+/* y = x[x > 0]: NonZero's count, known only at run time, sizes y. */
+static struct cp_graph *positives(int64_t n)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 1, GB_DIMS(n));
+    gb_init(g, "zero", CP_DTYPE_F32, 0, NULL, (const float[]){0});
+    gb_ints(g, "ax0", 1, GB_DIMS(0));
+    gb_node(g, "gt", "Greater", GB_IN("x", "zero"), GB_IN("pos"));
+    gb_node(g, "nz", "NonZero", GB_IN("pos"), GB_IN("where"));
+    gb_node(g, "sq", "Squeeze", GB_IN("where", "ax0"), GB_IN("idx"));
+    gb_node(g, "pick", "Gather", GB_IN("x", "idx"), GB_IN("y"));
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    return g;
+}
+
+Test(plan, a_dynamic_plan_sizes_each_run_by_its_data)
+{
+    struct cp_runtime *rt = runtime(1, NULL);
+    struct cp_model *m = model_of(rt, positives(6), NULL);
+    struct cp_plan *p = plan_ok(m, NULL);
+    cr_assert_lt(cp_plan_output(p, 0)->shape.dims[0].value, 0, "y's length is not known yet");
+    static const float a[6] = {1, -2, 3, 0, 5, -1}, b[6] = {-1, 4, -1, -1, -1, -1};
+    static const float c[6] = {6, 5, 4, 3, 2, 1};
+    const float *in[3] = {a, b, c};
+    static const float wa[3] = {1, 3, 5}, wb[1] = {4};
+    const float *want[3] = {wa, wb, c};
+    const int64_t len[3] = {3, 1, 6};
+    for (int r = 0; r < 6; r++) { /* each input twice, the second time with kernels kept */
+        struct cp_host_tensor x = host_f32("x", 1, GB_DIMS(6), in[r % 3]);
+        set_input(p, 0, &x);
+        run_ok(p, r);
+        expect_output(p, 0, 1, &len[r % 3], want[r % 3]);
+    }
+    struct cp_mem_report mr;
+    cp_plan_memory(p, &mr);
+    cr_assert_gt(mr.arena_bytes, 0, "the buffers a dynamic plan holds are reported");
+    cp_plan_free(p);
+    cp_model_free(m);
+    cp_runtime_free(rt);
+}
+
+Test(plan, a_dynamic_plan_over_the_memory_limit_names_the_tensor)
+{
+    struct cp_runtime_options o = {.threads = 1, .max_plan_bytes = 4096};
+    struct cp_runtime *rt;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_runtime_create(&o, &rt, &d), CP_OK, "%s", d.msg);
+    struct cp_model *m = model_of(rt, positives(4096), NULL);
+    struct cp_plan *p = NULL;
+    enum cp_status st = cp_plan_create(m, NULL, &p, &d);
+    if (st == CP_OK) { /* the input fits: the run's tensors do not */
+        struct cp_host_tensor x = host_f32("x", 1, GB_DIMS(4096), NULL);
+        cp_diag_init(&d);
+        st = cp_plan_set_input(p, 0, &x, &d);
+        cp_host_tensor_release(&x);
+        if (st == CP_OK)
+            st = cp_plan_run(p, -1, &d);
+    }
+    cr_assert_eq(st, CP_ERR_UNSUPPORTED, "status %d: %s", (int)st, d.msg);
+    cr_assert(contains(d.msg, "dynamic plan's memory") && contains(d.msg, "limit"), "%s", d.msg);
+    cp_plan_free(p);
+    cp_model_free(m);
+    cp_runtime_free(rt);
+}

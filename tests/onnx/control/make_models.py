@@ -137,3 +137,53 @@ g = h.make_graph([h.make_node("Loop", ["m", "", "v0"], ["v"], name="seq_loop", b
                  "bad_seq_in_loop", [vi("v0", F, [1])], [vi("v", F, [1])],
                  [nh.from_array(np.array(2, np.int64), "m")])
 write("bad_seq_in_loop", model(g))
+
+# ---- shapes known only at run time (dynamic plans, runner/cpu/plan_dynamic.c) ----
+# 10. The positive elements of x: NonZero's count decides the output's length.
+g = h.make_graph([h.make_node("Constant", [], ["zero_f"], name="zero_c",
+                              value=nh.from_array(np.array(0, np.float32))),
+                  h.make_node("Greater", ["x", "zero_f"], ["pos"], name="positive"),
+                  h.make_node("NonZero", ["pos"], ["where"], name="where"),
+                  h.make_node("Squeeze", ["where", "ax0"], ["idx"], name="flat"),
+                  h.make_node("Gather", ["x", "idx"], ["y"], name="pick", axis=0)],
+                 "dyn_nonzero", [vi("x", F, [6])], [vi("y", F, ["n"])],
+                 [nh.from_array(np.array([0], np.int64), "ax0")])
+write("dyn_nonzero", model(g))
+
+# 11. An If on a run-time condition whose branches differ in shape: x, or
+#     x twice along axis 0.
+tb = h.make_graph([h.make_node("Identity", ["x"], ["t_y"], name="same")], "then", [],
+                  [vi("t_y", F, [2, 3])])
+eb = h.make_graph([h.make_node("Concat", ["x", "x"], ["e_y"], name="twice", axis=0)], "else", [],
+                  [vi("e_y", F, [4, 3])])
+g = h.make_graph([h.make_node("If", ["c"], ["y"], name="pick", then_branch=tb, else_branch=eb)],
+                 "dyn_if_shapes", [vi("c", B, []), vi("x", F, [2, 3])], [vi("y", F, ["r", 3])])
+write("dyn_if_shapes", model(g))
+
+# 12. A Loop whose trip count is an input and whose carried value grows:
+#     acc = [0, 0, 1, ..., m-1] (one more element per iteration), and the
+#     scan output stacks 2*i as [m, 1].
+body = h.make_graph(
+    [h.make_node("Cast", ["i"], ["fi"], name="as_float", to=F),
+     h.make_node("Reshape", ["fi", "one"], ["fi1"], name="as_vector"),
+     h.make_node("Concat", ["acc_in", "fi1"], ["acc_out"], name="grow", axis=0),
+     h.make_node("Add", ["fi1", "fi1"], ["twice"], name="double"),
+     h.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")],
+    "body", [vi("i", I64, []), vi("cond_in", B, []), vi("acc_in", F, ["k"])],
+    [vi("cond_out", B, []), vi("acc_out", F, ["k1"]), vi("twice", F, [1])],
+    [nh.from_array(np.array([1], np.int64), "one")])
+g = h.make_graph([h.make_node("Loop", ["m", "", "acc0"], ["acc", "trace"], name="grow_loop",
+                              body=body)],
+                 "dyn_loop", [vi("m", I64, []), vi("acc0", F, [1])],
+                 [vi("acc", F, ["a"]), vi("trace", F, ["m", 1])])
+write("dyn_loop", model(g))
+
+# 13. NonMaxSuppression with no declared row count: boxes [1, 4, 4],
+#     scores [1, 1, 4], at most 3 per class, IoU 0.5.
+g = h.make_graph([h.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou"],
+                              ["sel"], name="nms")],
+                 "dyn_nms", [vi("boxes", F, [1, 4, 4]), vi("scores", F, [1, 1, 4])],
+                 [vi("sel", I64, ["k", 3])],
+                 [nh.from_array(np.array([3], np.int64), "max_out"),
+                  nh.from_array(np.array([0.5], np.float32), "iou")])
+write("dyn_nms", model(g, 11))
