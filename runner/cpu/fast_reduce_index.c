@@ -637,7 +637,9 @@ const struct cp_kernel cp_fast_einsum = {
 /* k small against the row (beam search, top-k sampling): one pass per row
  * keeping the k best in a sorted buffer, which ONNX's tie order (the lower
  * index first) falls out of, as later equal values never pass earlier
- * ones. Larger k goes to the reference's sort. */
+ * ones. Larger k (a detector's 1000 best of 300k anchor scores) keeps them
+ * in a heap whose root is the worst kept, then sorts the k: O(n log k)
+ * against the reference's sort of the whole row. */
 #define TOPK_MAX_K 256
 
 static bool topk_geom(const struct cp_graph *g, const struct cp_node *n, int64_t *rows,
@@ -655,7 +657,67 @@ static bool topk_geom(const struct cp_graph *g, const struct cp_node *n, int64_t
         return false;
     rows_from(xd, r, r - 1, rows, len);
     *k = yd[r - 1];
-    return *k >= 1 && *k <= TOPK_MAX_K && *k <= *len;
+    return *k >= 1 && *k <= *len;
+}
+
+/* Whether (a, ia) goes before (b, ib): the better value, the lower index
+ * among equals. */
+static inline bool topk_before(float a, int64_t ia, float b, int64_t ib, bool largest)
+{
+    if (a != b)
+        return largest ? a > b : a < b;
+    return ia < ib;
+}
+
+/* Restore the heap (worst at the root) below position p. */
+static void topk_sift(float *hv, int64_t *hi, int64_t n, int64_t p, bool largest)
+{
+    for (;;) {
+        int64_t c = 2 * p + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && topk_before(hv[c], hi[c], hv[c + 1], hi[c + 1], largest))
+            c++;
+        if (!topk_before(hv[p], hi[p], hv[c], hi[c], largest))
+            return;
+        float tv = hv[p];
+        int64_t ti = hi[p];
+        hv[p] = hv[c];
+        hi[p] = hi[c];
+        hv[c] = tv;
+        hi[c] = ti;
+        p = c;
+    }
+}
+
+static void topk_rows_heap(const float *x, float *yv, int64_t *yi, int64_t len, int64_t k,
+                           bool largest, int64_t r0, int64_t r1, float *hv, int64_t *hi)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * len;
+        for (int64_t i = 0; i < k; i++) {
+            hv[i] = xr[i];
+            hi[i] = i;
+        }
+        for (int64_t p = k / 2; p-- > 0;)
+            topk_sift(hv, hi, k, p, largest);
+        for (int64_t i = k; i < len; i++) {
+            /* A later index never goes before an equal value kept. */
+            if (!(largest ? xr[i] > hv[0] : xr[i] < hv[0]))
+                continue;
+            hv[0] = xr[i];
+            hi[0] = i;
+            topk_sift(hv, hi, k, 0, largest);
+        }
+        /* Pop the worst to the back: best first. */
+        for (int64_t n = k; n > 0; n--) {
+            yv[r * k + n - 1] = hv[0];
+            yi[r * k + n - 1] = hi[0];
+            hv[0] = hv[n - 1];
+            hi[0] = hi[n - 1];
+            topk_sift(hv, hi, n - 1, 0, largest);
+        }
+    }
 }
 
 static bool topk_supports(const struct cp_graph *g, const struct cp_node *n)
@@ -693,6 +755,12 @@ static void topk_rows(const float *x, float *yv, int64_t *yi, int64_t len, int64
     }
 }
 
+/* One thread's heap, in 64-byte steps so every thread's starts aligned. */
+static size_t topk_heap_bytes(int64_t k)
+{
+    return ((size_t)k * (sizeof(float) + sizeof(int64_t)) + 63) / 64 * 64;
+}
+
 static enum cp_status topk_run(struct cp_kexec *k)
 {
     int64_t rows, len, kk;
@@ -707,20 +775,45 @@ static enum cp_status topk_run(struct cp_kexec *k)
     float *yv = k->out_data[0];
     int64_t *yi = k->out_data[1];
     int nt = cp_fk_threads(k, rows * len, 16384);
+    bool heap = kk > TOPK_MAX_K;
+    size_t per = topk_heap_bytes(kk);
     if (nt <= 1) {
-        topk_rows(x, yv, yi, len, kk, largest, 0, rows);
+        if (heap)
+            topk_rows_heap(x, yv, yi, len, kk, largest, 0, rows,
+                           (float *)((char *)k->scratch + (size_t)kk * sizeof(int64_t)),
+                           k->scratch);
+        else
+            topk_rows(x, yv, yi, len, kk, largest, 0, rows);
         return CP_OK;
     }
 #pragma omp parallel num_threads(nt)
     {
         int64_t b, e;
         cp_fk_split(rows, 1, &b, &e);
-        topk_rows(x, yv, yi, len, kk, largest, b, e);
+        if (heap) {
+            char *mine = (char *)k->scratch + (size_t)omp_get_thread_num() * per;
+            topk_rows_heap(x, yv, yi, len, kk, largest, b, e,
+                           (float *)(mine + (size_t)kk * sizeof(int64_t)), (int64_t *)mine);
+        } else {
+            topk_rows(x, yv, yi, len, kk, largest, b, e);
+        }
     }
     return CP_OK;
 }
 
-const struct cp_kernel cp_fast_top_k = {"c:topk", CP_OP_TOP_K, topk_supports, NULL,
+/* The heap's scratch: k indices then k values per thread. */
+static enum cp_status topk_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    (void)d;
+    int64_t rows, len, kk;
+    if (topk_geom(k->g, k->node, &rows, &len, &kk) && kk > TOPK_MAX_K) {
+        int nt = k->env->threads > 0 ? k->env->threads : 1;
+        k->scratch_bytes = (size_t)nt * topk_heap_bytes(kk);
+    }
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_top_k = {"c:topk", CP_OP_TOP_K, topk_supports, topk_prepare,
                                         topk_run, NULL,        NULL};
 
 /* ---- GatherElements over the innermost axis ------------------------------------------------ */

@@ -146,66 +146,146 @@ static size_t align64(size_t n)
     return (n + 63) / 64 * 64;
 }
 
+/* Scratch: the ids being sorted and a merge buffer, the batch's boxes as
+ * corners and areas, the class's scores, and the suppressors kept so far
+ * (corners and areas again, contiguous, for the inner loop), filed in
+ * buckets by their left edge: a candidate is checked only against kept
+ * boxes whose left edge lies within one widest box of its own, which are
+ * the only ones that can overlap it. torchvision's batched NMS offsets
+ * each class's boxes into a range of its own and runs one NMS over all of
+ * them; without buckets every candidate met every kept box of every class. */
+struct nms_scratch {
+    int64_t *ids, *tmp;
+    double *box;   /* 5 per box: x0, y0, x1, y1, area (0 when degenerate) */
+    double *score; /* nbox */
+    double *kept;  /* 5 per kept suppressor */
+    int64_t *head; /* nbox + 1 buckets: the last kept box filed there, -1 */
+    int64_t *next; /* per kept box: the one filed before it in its bucket */
+};
+
+static size_t nms_bytes(int64_t nbox)
+{
+    size_t n = (size_t)nbox;
+    return align64(2 * n * sizeof(int64_t)) + align64(5 * n * sizeof(double)) +
+           align64(n * sizeof(double)) + align64(5 * n * sizeof(double)) +
+           align64((2 * n + 1) * sizeof(int64_t));
+}
+
+/* The buckets of one batch: left edges from x0 in steps of `width`, at
+ * least the widest box (so overlapping boxes are in neighbouring buckets)
+ * and at most nbox + 1 of them. One bucket when an edge is not finite. */
+struct nms_grid {
+    double x0, width, wmax;
+    int64_t n;
+};
+
+static struct nms_grid nms_grid(const double *box, int64_t nbox)
+{
+    struct nms_grid g = {0.0, 1.0, 0.0, 1};
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < nbox; i++) {
+        const double *b = box + 5 * i;
+        if (b[4] <= 0.0)
+            continue;
+        lo = b[0] < lo ? b[0] : lo;
+        hi = b[0] > hi ? b[0] : hi;
+        g.wmax = b[2] - b[0] > g.wmax ? b[2] - b[0] : g.wmax;
+    }
+    if (!isfinite(lo) || !isfinite(hi) || !isfinite(g.wmax) || g.wmax <= 0.0)
+        return (struct nms_grid){0.0, 1.0, INFINITY, 1};
+    g.x0 = lo;
+    g.width = g.wmax;
+    if ((hi - lo) / g.width > (double)nbox)
+        g.width = (hi - lo) / (double)nbox;
+    g.n = (int64_t)((hi - lo) / g.width) + 1;
+    return g;
+}
+
+static int64_t nms_bucket(const struct nms_grid *g, double x)
+{
+    if (g->n == 1 || !(x > g->x0))
+        return 0;
+    double b = (x - g->x0) / g->width;
+    return b >= (double)(g->n - 1) ? g->n - 1 : (int64_t)b;
+}
+
+static struct nms_scratch nms_carve(void *scratch, int64_t nbox)
+{
+    size_t n = (size_t)nbox;
+    char *p = scratch;
+    struct nms_scratch s;
+    s.ids = (int64_t *)p;
+    s.tmp = s.ids + n;
+    p += align64(2 * n * sizeof(int64_t));
+    s.box = (double *)p;
+    p += align64(5 * n * sizeof(double));
+    s.score = (double *)p;
+    p += align64(n * sizeof(double));
+    s.kept = (double *)p;
+    p += align64(5 * n * sizeof(double));
+    s.head = (int64_t *)p;
+    s.next = s.head + n + 1;
+    return s;
+}
+
 static enum cp_status nms_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
     (void)d;
-    int64_t nbox = k->in[0]->shape.dims[1].value;
-    k->scratch_bytes = align64(2 * (size_t)nbox * sizeof(int64_t));
+    k->scratch_bytes = nms_bytes(k->in[0]->shape.dims[1].value);
     return CP_OK;
 }
 
-struct nms_box {
-    double x0, y0, x1, y1;
-};
-
-static struct nms_box nms_load(const struct cp_kexec *k, int64_t at, bool center)
+/* Box `i` of batch b as corners: center_point_box 1 is (x_center, y_center,
+ * width, height), 0 is (y1, x1, y2, x2) with the corners in either order. A
+ * box with no area (or NaN in it) never suppresses nor is suppressed. */
+static void nms_load_boxes(const struct cp_kexec *k, int64_t b, int64_t nbox, bool center,
+                           double *box)
 {
-    double v[4];
-    for (int i = 0; i < 4; i++)
-        v[i] = cp_elem_load_f64(k->in_data[0], k->in[0]->dtype, at + i);
-    struct nms_box b;
-    if (center) { /* x_center, y_center, width, height */
-        b.x0 = v[0] - v[2] / 2.0;
-        b.x1 = v[0] + v[2] / 2.0;
-        b.y0 = v[1] - v[3] / 2.0;
-        b.y1 = v[1] + v[3] / 2.0;
-    } else { /* y1, x1, y2, x2, corners in either order */
-        b.y0 = fmin(v[0], v[2]);
-        b.y1 = fmax(v[0], v[2]);
-        b.x0 = fmin(v[1], v[3]);
-        b.x1 = fmax(v[1], v[3]);
+    enum cp_dtype dt = k->in[0]->dtype;
+    for (int64_t i = 0; i < nbox; i++) {
+        double v[4], *o = box + 5 * i;
+        for (int c = 0; c < 4; c++)
+            v[c] = cp_elem_load_f64(k->in_data[0], dt, (b * nbox + i) * 4 + c);
+        if (center) {
+            o[0] = v[0] - v[2] / 2.0;
+            o[2] = v[0] + v[2] / 2.0;
+            o[1] = v[1] - v[3] / 2.0;
+            o[3] = v[1] + v[3] / 2.0;
+        } else {
+            o[1] = fmin(v[0], v[2]);
+            o[3] = fmax(v[0], v[2]);
+            o[0] = fmin(v[1], v[3]);
+            o[2] = fmax(v[1], v[3]);
+        }
+        double area = (o[2] - o[0]) * (o[3] - o[1]);
+        o[4] = area > 0.0 ? area : 0.0;
     }
-    return b;
 }
 
-/* Whether b suppresses a: IoU above the threshold (degenerate boxes never do). */
-static bool nms_suppresses(struct nms_box a, struct nms_box b, double thr)
+/* Whether kept box q suppresses candidate c: IoU above the threshold. Both
+ * have a positive area, and their corners hold no NaN. */
+static bool nms_suppresses(const double *c, const double *q, double thr)
 {
-    double ix0 = fmax(a.x0, b.x0), iy0 = fmax(a.y0, b.y0);
-    double ix1 = fmin(a.x1, b.x1), iy1 = fmin(a.y1, b.y1);
+    double ix0 = c[0] > q[0] ? c[0] : q[0], iy0 = c[1] > q[1] ? c[1] : q[1];
+    double ix1 = c[2] < q[2] ? c[2] : q[2], iy1 = c[3] < q[3] ? c[3] : q[3];
     if (ix1 <= ix0 || iy1 <= iy0)
         return false;
     double inter = (ix1 - ix0) * (iy1 - iy0);
-    double aa = (a.x1 - a.x0) * (a.y1 - a.y0), ab = (b.x1 - b.x0) * (b.y1 - b.y0);
-    if (aa <= 0.0 || ab <= 0.0)
-        return false;
-    double uni = aa + ab - inter;
+    double uni = c[4] + q[4] - inter;
     return uni > 0.0 && inter / uni > thr;
 }
 
 /* Order ids[0..n) by score, highest first, lower box index first on ties
  * (a bottom-up merge sort through tmp). */
-static void nms_sort(const struct cp_kexec *k, int64_t sbase, int64_t *ids, int64_t *tmp, int64_t n)
+static void nms_sort(const double *score, int64_t *ids, int64_t *tmp, int64_t n)
 {
-    enum cp_dtype dt = k->in[1]->dtype;
     for (int64_t width = 1; width < n; width *= 2) {
         for (int64_t lo = 0; lo < n; lo += 2 * width) {
             int64_t mid = lo + width < n ? lo + width : n;
             int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
             int64_t i = lo, j = mid, o = lo;
             while (i < mid && j < hi) {
-                double si = cp_elem_load_f64(k->in_data[1], dt, sbase + ids[i]);
-                double sj = cp_elem_load_f64(k->in_data[1], dt, sbase + ids[j]);
+                double si = score[ids[i]], sj = score[ids[j]];
                 bool take_j = sj > si || (sj == si && ids[j] < ids[i]);
                 tmp[o++] = take_j ? ids[j++] : ids[i++];
             }
@@ -232,34 +312,51 @@ static enum cp_status nms_run(struct cp_kexec *k)
         ti && cp_ref_numel(&ti->shape) == 1 ? cp_elem_load_f64(k->in_data[3], ti->dtype, 0) : 0.0;
     bool has_st = ts && cp_ref_numel(&ts->shape) == 1;
     double sthr = has_st ? cp_elem_load_f64(k->in_data[4], ts->dtype, 0) : 0.0;
-    int64_t *ids = k->scratch, *tmp = ids + nbox, *out = k->out_data[0];
+    struct nms_scratch sc = nms_carve(k->scratch, nbox);
+    int64_t *out = k->out_data[0];
     int64_t count = 0;
     enum cp_dtype sdt = k->in[1]->dtype;
-    for (int64_t b = 0; b < nb && max_out > 0; b++)
+    for (int64_t b = 0; b < nb && max_out > 0; b++) {
+        nms_load_boxes(k, b, nbox, center, sc.box);
+        struct nms_grid grid = nms_grid(sc.box, nbox);
         for (int64_t c = 0; c < ncls; c++) {
-            int64_t sbase = (b * ncls + c) * nbox, nc = 0;
-            for (int64_t i = 0; i < nbox; i++)
-                if (!has_st || cp_elem_load_f64(k->in_data[1], sdt, sbase + i) > sthr)
-                    ids[nc++] = i;
-            nms_sort(k, sbase, ids, tmp, nc);
-            int64_t first = count, picked = 0;
+            int64_t sbase = (b * ncls + c) * nbox, nc = 0, nkept = 0, picked = 0;
+            for (int64_t q = 0; q < grid.n; q++)
+                sc.head[q] = -1;
+            for (int64_t i = 0; i < nbox; i++) {
+                sc.score[i] = cp_elem_load_f64(k->in_data[1], sdt, sbase + i);
+                if (!has_st || sc.score[i] > sthr)
+                    sc.ids[nc++] = i;
+            }
+            nms_sort(sc.score, sc.ids, sc.tmp, nc);
             for (int64_t i = 0; i < nc && picked < max_out; i++) {
-                struct nms_box cand = nms_load(k, (b * nbox + ids[i]) * 4, center);
+                const double *cand = sc.box + 5 * sc.ids[i];
                 bool keep = true;
-                for (int64_t j = first; j < count && keep; j++)
-                    keep = !nms_suppresses(
-                        cand, nms_load(k, (b * nbox + out[j * 3 + 2]) * 4, center), iou);
+                if (cand[4] > 0.0) {
+                    int64_t first = nms_bucket(&grid, cand[0] - grid.wmax);
+                    int64_t last = nms_bucket(&grid, cand[2]);
+                    for (int64_t q = first; q <= last && keep; q++)
+                        for (int64_t j = sc.head[q]; j >= 0 && keep; j = sc.next[j])
+                            keep = !nms_suppresses(cand, sc.kept + 5 * j, iou);
+                }
                 if (!keep)
                     continue;
                 if (count >= rows) /* more than the declared rows */
                     return CP_ERR_INVALID;
                 out[count * 3 + 0] = b;
                 out[count * 3 + 1] = c;
-                out[count * 3 + 2] = ids[i];
+                out[count * 3 + 2] = sc.ids[i];
                 count++;
                 picked++;
+                if (cand[4] > 0.0) {
+                    int64_t q = nms_bucket(&grid, cand[0]);
+                    memcpy(sc.kept + 5 * nkept, cand, 5 * sizeof *cand);
+                    sc.next[nkept] = sc.head[q];
+                    sc.head[q] = nkept++;
+                }
             }
         }
+    }
     if (k->rows) { /* a dynamic plan: rows was the most there could be */
         *k->rows = count;
         return CP_OK;

@@ -96,6 +96,21 @@ static void c_ri_topk_smallest(struct cp_graph *g)
     int32_t n = N(g, "TopK", I("x", "k"), I("v", "i"));
     cp_node_set_int(g, n, "largest", 0);
 }
+/* k above the sorted buffer's 256: the heap, in both directions, up to k
+ * equal to the row. */
+static void c_ri_topk_heap(struct cp_graph *g)
+{
+    X(g, "x", 2, D(3, 5000));
+    gb_ints(g, "k", 1, (const int64_t[]){700});
+    N(g, "TopK", I("x", "k"), I("v", "i"));
+}
+static void c_ri_topk_heap_smallest(struct cp_graph *g)
+{
+    X(g, "x", 2, D(2, 3000));
+    gb_ints(g, "k", 1, (const int64_t[]){3000});
+    int32_t n = N(g, "TopK", I("x", "k"), I("v", "i"));
+    cp_node_set_int(g, n, "largest", 0);
+}
 static void c_ri_gather_el(struct cp_graph *g)
 {
     X(g, "x", 3, D(2, 4, 10));
@@ -119,6 +134,6 @@ static void c_ri_tile(struct cp_graph *g)
         C(c_ri_rss), C(c_ri_rprod), CM(c_ri_rlogsum, IN_POSITIVE), C(c_ri_cumsum_inner),           \
         C(c_ri_cumsum_last_rev_excl), C(c_ri_einsum_scores), C(c_ri_einsum_bmm),                   \
         C(c_ri_einsum_pv_heads), C(c_ri_einsum_trans_a), C(c_ri_einsum_seq_first),                 \
-        C(c_ri_einsum_implicit), C(c_ri_topk), C(c_ri_topk_smallest), C(c_ri_gather_el),           \
-        C(c_ri_tile)
+        C(c_ri_einsum_implicit), C(c_ri_topk), C(c_ri_topk_smallest), C(c_ri_topk_heap),           \
+        C(c_ri_topk_heap_smallest), C(c_ri_gather_el), C(c_ri_tile)
 #endif

@@ -80,6 +80,85 @@ Test(ref_nms, an_undeclared_row_count_has_no_kernel)
     cp_graph_free(g);
 }
 
+/* Greedy NMS written plainly, every candidate against every kept box, for
+ * checking the kernel's bucketed search. Boxes are (y1, x1, y2, x2). */
+static int64_t naive_nms(const float *b, const float *sc, int64_t n, double thr, int64_t *keep)
+{
+    int64_t ids[512], kept = 0;
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = i;
+    for (int64_t i = 1; i < n; i++) /* insertion sort: score down, index up */
+        for (int64_t j = i; j > 0 && (sc[ids[j]] > sc[ids[j - 1]] ||
+                                      (sc[ids[j]] == sc[ids[j - 1]] && ids[j] < ids[j - 1]));
+             j--) {
+            int64_t t = ids[j];
+            ids[j] = ids[j - 1];
+            ids[j - 1] = t;
+        }
+    for (int64_t i = 0; i < n; i++) {
+        const float *c = b + 4 * ids[i];
+        bool ok = true;
+        for (int64_t j = 0; j < kept && ok; j++) {
+            const float *q = b + 4 * keep[j];
+            double iy0 = fmax(c[0], q[0]), ix0 = fmax(c[1], q[1]);
+            double iy1 = fmin(c[2], q[2]), ix1 = fmin(c[3], q[3]);
+            if (ix1 <= ix0 || iy1 <= iy0)
+                continue;
+            double inter = (ix1 - ix0) * (iy1 - iy0);
+            double uni = (double)(c[2] - c[0]) * (c[3] - c[1]) +
+                         (double)(q[2] - q[0]) * (q[3] - q[1]) - inter;
+            ok = !(inter / uni > thr);
+        }
+        if (ok)
+            keep[kept++] = ids[i];
+    }
+    return kept;
+}
+
+/* torchvision's batched NMS offsets each class into its own range and runs
+ * one NMS: 400 boxes in 8 bands far apart, of very different widths, many
+ * overlapping within a band. */
+Test(ref_nms, bucketed_search_keeps_what_every_pair_would)
+{
+    enum { N = 400 };
+    static float box[N * 4], score[N];
+    uint64_t st = 12345;
+    for (int i = 0; i < N; i++) {
+        double r[5];
+        for (int k = 0; k < 5; k++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            r[k] = (double)(st >> 11) / 9007199254740992.0;
+        }
+        float off = (float)(i % 8) * 1000.0f;
+        float w = i % 17 == 0 ? 300.0f : (float)(5.0 + 40.0 * r[2]);
+        float x0 = off + (float)(r[0] * 200.0), y0 = (float)(r[1] * 200.0);
+        box[4 * i + 0] = y0;
+        box[4 * i + 1] = x0;
+        box[4 * i + 2] = y0 + (float)(5.0 + 40.0 * r[3]);
+        box[4 * i + 3] = x0 + w;
+        score[i] = (float)r[4];
+    }
+    int64_t want[N];
+    int64_t nk = naive_nms(box, score, N, 0.3, want);
+    cr_assert_gt(nk, 20);
+    cr_assert_lt(nk, N, "some boxes must be suppressed");
+    struct cp_graph *g = gb_graph(11);
+    f32_init(g, "B", 3, GB_DIMS(1, N, 4), box);
+    f32_init(g, "S", 3, GB_DIMS(1, 1, N), score);
+    int64_t max_out = N;
+    gb_init(g, "M", CP_DTYPE_I64, 1, GB_DIMS(1), &max_out);
+    f32_init(g, "T", 1, GB_DIMS(1), F32(0.3f));
+    op_node(g, "NonMaxSuppression", GB_IN("B", "S", "M", "T"));
+    declare_y(g, 2, GB_DIMS(nk, 3));
+    struct kd_run r;
+    kd_run(&r, g, 0);
+    const int64_t *got = r.out_data[0];
+    for (int64_t i = 0; i < nk; i++)
+        cr_assert_eq(got[3 * i + 2], want[i], "row %lld: box %lld, want %lld", (long long)i,
+                     (long long)got[3 * i + 2], (long long)want[i]);
+    kd_release(&r);
+}
+
 Test(ref_lrn, even_size_sums_one_more_channel_after)
 {
     struct cp_graph *g = gb_graph(13);
