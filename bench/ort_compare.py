@@ -52,8 +52,10 @@ class Ort:
         return json.loads(line)
 
 
-def convert(cli, model, out, mode):
+def convert(cli, model, out, mode, input_shape=None):
     cmd = [cli, "convert", "--model=" + model, "--framework=5", "--output=" + out]
+    if input_shape:  # a model with dynamic inputs, as ATC takes it
+        cmd.append("--input_shape=" + input_shape)
     if mode:
         cmd.append("--precision_mode=" + mode)
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -127,13 +129,14 @@ def main():
             inputs = [(n, os.path.join(args.corpus, f)) for n, f in pairs(row["inputs"])]
             outputs = [(n, os.path.join(args.corpus, f)) for n, f in pairs(row["outputs"])]
             base = os.path.join(work, os.path.splitext(row["file"])[0])
-            why = convert(args.cli, model, base + "_fp32", None)
+            shape = row.get("input_shape")
+            why = convert(args.cli, model, base + "_fp32", None, shape)
             if why:
                 refused.append((label, "cannprof does not convert", why))
                 continue
             oms = {"fp32": base + "_fp32.om"}
             for m in modes:
-                err = convert(args.cli, model, base + "_" + m, m)
+                err = convert(args.cli, model, base + "_" + m, m, shape)
                 if err:
                     low_refused.setdefault(m, {}).setdefault(err, []).append(label)
                 else:

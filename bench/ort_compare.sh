@@ -14,11 +14,6 @@ CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/deps.sh
 . "$CP_ROOT/scripts/deps.sh"
 cp_install_deps python3-numpy
-# node and npm may come from Debian (nodejs, npm) or from a nodejs build that
-# bundles npm: install Debian's only when either command is missing.
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    cp_install_deps nodejs npm
-fi
 cd "$CP_ROOT"
 mkdir -p build
 # Only the CLI is needed here: build that target, not the test suite.
@@ -35,21 +30,6 @@ cmake --build build --target cannprof -j"$(nproc)" >build/build-cannprof.log 2>&
 corpus=${CORPUS_DIR:-$CP_ROOT/build/corpus}
 [ -f "$corpus/manifest.tsv" ] || CORPUS_DIR=$corpus "$CP_ROOT/scripts/corpus.sh"
 
-ORT_VERSION=1.30.0
-ort_dir=${XDG_CACHE_HOME:-$HOME/.cache}/cannprof/onnxruntime-node-$ORT_VERSION
-if [ ! -f "$ort_dir/node_modules/onnxruntime-node/package.json" ]; then
-    mkdir -p "$ort_dir"
-    [ -f "$ort_dir/package.json" ] || echo '{"name":"cannprof-ort-bench","private":true}' \
-        >"$ort_dir/package.json"
-    # The CPU binaries ship inside the package; the install script only
-    # fetches CUDA's, which this benchmark does not use.
-    (cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL_CUDA=skip ONNXRUNTIME_NODE_INSTALL=skip \
-        npm install --no-audit --no-fund --ignore-scripts "onnxruntime-node@$ORT_VERSION" \
-        >"$ort_dir/npm-install.log" 2>&1) || {
-        tail -n 20 "$ort_dir/npm-install.log" >&2
-        echo "cannprof: npm install onnxruntime-node@$ORT_VERSION failed" >&2
-        exit 3
-    }
-fi
+cp_install_ort
 /usr/bin/python3 bench/ort_compare.py --cli "$CP_ROOT/build/cannprof" --corpus "$corpus" \
-    --node-path "$ort_dir/node_modules" "$@"
+    --node-path "$CP_ORT_NODE_PATH" "$@"

@@ -6,6 +6,9 @@
 //   {"cmd":"load","model":F,"threads":T,"inputs":{"name":"x.npy",...},
 //    "outputs":{"name":"ref.npy",...}}
 //       -> {"ok":true,"rel_l2":{"name":r,...}}  (ORT's outputs vs the reference)
+//   {"cmd":"save","outputs":{"name":"out.npy",...}}
+//       -> {"ok":true}  (writes ORT's outputs of the loaded inputs as .npy:
+//          the references of models no framework here can run)
 //   {"cmd":"time","warmup":W,"iterations":N}
 //       -> {"ok":true,"median_ms":m,"samples":N}
 //   errors -> {"ok":false,"error":"..."}
@@ -46,6 +49,30 @@ function readNpy(path) {
     return new ort.Tensor(t[0], data, shape);
 }
 
+const NPY_DESCR = {
+    float32: '<f4', float64: '<f8', int64: '<i8', int32: '<i4', bool: '|b1', uint8: '|u1',
+    int8: '|i1',
+};
+
+// .npy format 1.0: the header padded with spaces to a multiple of 64 bytes.
+function writeNpy(path, t) {
+    const descr = NPY_DESCR[t.type];
+    if (!descr) throw new Error(path + ': no .npy form for ORT type ' + t.type);
+    const dims = t.dims.map(Number);
+    const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
+    let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
+    const pad = 64 - ((10 + header.length + 1) % 64);
+    header += ' '.repeat(pad % 64) + '\n';
+    const pre = Buffer.alloc(10);
+    pre.write('\x93NUMPY', 0, 'latin1');
+    pre[6] = 1;
+    pre[7] = 0;
+    pre.writeUInt16LE(header.length, 8);
+    const d = t.data;
+    const body = Buffer.from(d.buffer, d.byteOffset, d.byteLength);
+    fs.writeFileSync(path, Buffer.concat([pre, Buffer.from(header, 'latin1'), body]));
+}
+
 function relL2(ref, out) {
     let num = 0, den = 0;
     const n = ref.data.length;
@@ -80,6 +107,14 @@ async function handle(msg) {
             rel[name] = out[name] ? relL2(readNpy(file), out[name]) : null;
         }
         return { ok: true, rel_l2: rel };
+    }
+    if (msg.cmd === 'save') {
+        const out = await session.run(feeds);
+        for (const [name, file] of Object.entries(msg.outputs)) {
+            if (!out[name]) throw new Error('the model has no output ' + name);
+            writeNpy(file, out[name]);
+        }
+        return { ok: true };
     }
     if (msg.cmd === 'time') {
         for (let i = 0; i < msg.warmup; i++) await session.run(feeds);

@@ -108,16 +108,43 @@ enum cp_status cp_infer_if(struct cp_infer *c)
     if (numel >= 0 && numel != 1)
         return cp_infer_fail(c, "the condition '%s' has %lld elements; it must have one",
                              cond->name, (long long)numel);
+    int64_t cv = 0;
+    bool known = known_scalar(cond, &cv);
+    /* A branch that cannot take these inputs (Silero VAD's 8 kHz branch,
+     * given a 16 kHz chunk) is an error only if it can be taken: with a
+     * condition known at run time only, the other branch's outputs stand,
+     * their dimensions left to the run, and the run names the node if the
+     * bad branch is ever taken (as ONNX Runtime, which infers lazily). */
+    bool bad[2] = {false, false};
     for (int k = 0; k < 2; k++) {
-        enum cp_status st = infer_sub(c, names[k], br[k]);
-        if (st != CP_OK)
-            return st;
         if (cp_graph_n_outputs(br[k]) != c->node->n_outputs)
             return cp_infer_fail(c, "attribute '%s' has %zu outputs, the node %zu", names[k],
                                  cp_graph_n_outputs(br[k]), c->node->n_outputs);
+        if (known && (cv != 0) != (k == 0))
+            continue; /* never taken */
+        enum cp_status st = infer_sub(c, names[k], br[k]);
+        if (st == CP_OK)
+            continue;
+        if (known || st != CP_ERR_INVALID || bad[0])
+            return st; /* both bad: the second's message stands */
+        bad[k] = true;
+        cp_diag_init(c->d);
     }
-    int64_t cv;
-    bool known = known_scalar(cond, &cv);
+    if (bad[0] || bad[1]) {
+        const struct cp_graph *ok = br[bad[0] ? 1 : 0];
+        for (size_t i = 0; i < c->node->n_outputs; i++) {
+            const struct cp_tensor *t = sub_out(ok, i);
+            struct cp_shape s;
+            if (t->shape.rank >= 0)
+                cp_infer_shape_dyn(&s, t->shape.rank);
+            else
+                cp_shape_set_unknown(&s);
+            enum cp_status st = cp_infer_set_out(c, i, t->dtype, &s);
+            if (st != CP_OK)
+                return st;
+        }
+        return CP_OK;
+    }
     for (size_t i = 0; i < c->node->n_outputs; i++) {
         const struct cp_tensor *a = sub_out(br[0], i), *b = sub_out(br[1], i);
         enum cp_status st;

@@ -65,3 +65,59 @@ cp_build() {
         exit 3
     }
 }
+
+# ---- npm: benchmark and reference-data tools only, never the tool's ----------
+
+CP_ORT_VERSION=1.30.0
+CP_NPM_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/cannprof
+
+# node and npm may come from Debian (nodejs, npm) or from a nodejs build that
+# bundles npm: install Debian's only when either command is missing.
+cp_install_node() {
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        cp_install_deps nodejs npm
+    fi
+}
+
+# cp_install_ort: npm's onnxruntime-node into the cache folder (once); sets
+# CP_ORT_NODE_PATH to the node_modules holding it.
+cp_install_ort() {
+    cp_install_node
+    local dir=$CP_NPM_CACHE/onnxruntime-node-$CP_ORT_VERSION
+    CP_ORT_NODE_PATH=$dir/node_modules
+    [ -f "$CP_ORT_NODE_PATH/onnxruntime-node/package.json" ] && return 0
+    mkdir -p "$dir"
+    [ -f "$dir/package.json" ] || echo '{"name":"cannprof-ort-bench","private":true}' \
+        >"$dir/package.json"
+    # The CPU binaries ship inside the package; the install script only
+    # fetches CUDA's, which nothing here uses.
+    (cd "$dir" && ONNXRUNTIME_NODE_INSTALL_CUDA=skip ONNXRUNTIME_NODE_INSTALL=skip \
+        npm install --no-audit --no-fund --ignore-scripts "onnxruntime-node@$CP_ORT_VERSION" \
+        >"$dir/npm-install.log" 2>&1) || {
+        tail -n 20 "$dir/npm-install.log" >&2
+        echo "cannprof: npm install onnxruntime-node@$CP_ORT_VERSION failed" >&2
+        exit 3
+    }
+}
+
+# cp_npm_unpack PKG@VERSION DIR: the files of an npm package (no install
+# scripts run) in DIR/<PKG with / as __>/, fetched once into the cache.
+cp_npm_unpack() {
+    local spec=$1 dir=$2 name=${1%@*}
+    local dest=$dir/${name//\//__}
+    [ -f "$dest/.unpacked-$(echo "$spec" | tr '/@' '__')" ] && return 0
+    cp_install_node
+    local tmp
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "$spec" >npm-pack.log 2>&1) || {
+        tail -n 20 "$tmp/npm-pack.log" >&2
+        echo "cannprof: npm pack $spec failed" >&2
+        rm -rf "$tmp"
+        exit 3
+    }
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    tar xzf "$tmp"/*.tgz -C "$dest" --strip-components=1
+    touch "$dest/.unpacked-$(echo "$spec" | tr '/@' '__')"
+    rm -rf "$tmp"
+}

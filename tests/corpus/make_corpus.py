@@ -326,10 +326,12 @@ def main():
     names = only or list(models)
     manifest = os.path.join(out_dir, "manifest.tsv")
     old = []
+    head = "name\tfile\topset\tinputs\toutputs\tsource\tstatus"
     if only and os.path.exists(manifest):  # a partial run keeps the other rows
         with open(manifest) as f:
-            old = [line for line in f.read().splitlines()[1:]
-                   if line.split("\t")[0] not in only]
+            lines = f.read().splitlines()
+        head = lines[0] if lines else head  # make_trained.py may have added a column
+        old = [line for line in lines[1:] if line.split("\t")[0] not in only]
     rows = []
     for name in names:
         t0 = time.time()
@@ -343,7 +345,7 @@ def main():
         print(f"{name:34s} {time.time() - t0:6.1f}s  " +
               "  ".join(f"op{r[2]}:{r[6][:60]}" for r in got), flush=True)
     with open(manifest, "w") as f:
-        f.write("name\tfile\topset\tinputs\toutputs\tsource\tstatus\n")
+        f.write(head + "\n")
         for line in old:
             f.write(line + "\n")
         for r in rows:

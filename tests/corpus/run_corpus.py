@@ -79,9 +79,11 @@ def check_row(cli, corpus, row, work, threads):
         return "export", "-", "-", None, row["status"]
     name = os.path.splitext(row["file"])[0]
     om = os.path.join(work, name)
-    p = subprocess.run([cli, "convert", "--model=" + os.path.join(corpus, row["file"]),
-                        "--framework=5", "--output=" + om],
-                       capture_output=True, text=True)
+    cmd = [cli, "convert", "--model=" + os.path.join(corpus, row["file"]), "--framework=5",
+           "--output=" + om]
+    if row.get("input_shape"):  # a model with dynamic inputs, as ATC takes it
+        cmd.append("--input_shape=" + row["input_shape"])
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return "convert", "no", "-", None, short_error(p.stderr + p.stdout)
     outdir = os.path.join(work, name + ".out")
