@@ -27,7 +27,12 @@
  *    with AVX-512 when C is a multiple of 16, else nChw8c when it is a
  *    multiple of 8), else plain (a blocked layout never pads). On AVX2
  *    oneDNN's convolutions run nChw8c only: nChw16c there cost two
- *    reorders per convolution. Wherever a
+ *    reorders per convolution. On AVX-512 a blocked region where some
+ *    activation's C is a multiple of 8 but not of 16 (MobileNetV3's 24,
+ *    40, 72, 120 channels) runs NHWC throughout: mixing nChw16c and
+ *    nChw8c made oneDNN reorder inside every convolution where they met,
+ *    and its AVX-512 binary and AVX2 kernels have no nChw8c path there,
+ *    while its AVX-512 convolutions and binary ops all take NHWC. Wherever a
  *    tensor is read in a layout other than the one it has (a region's
  *    input, a plain op reading a region's result, a graph output) a
  *    TransData node converts it, once per tensor and target layout, so the
@@ -176,8 +181,7 @@ static bool concat_keeps_layout(const struct cp_graph *g, const struct cp_node *
 }
 
 /* The region role of node n under the policy. */
-static int region_role(const struct cp_graph *g, const struct cp_node *n, enum cp_layout_policy pol,
-                       int vector_floats)
+static int region_role(const struct cp_graph *g, const struct cp_node *n, enum cp_layout_policy pol)
 {
     const struct cp_tensor *y = tensor_or_null(g, n, 0, true);
     if (n->dead || !is_image(y))
@@ -194,7 +198,9 @@ static int region_role(const struct cp_graph *g, const struct cp_node *n, enum c
     case CP_OP_GLOBAL_AVERAGE_POOL:
         return is_image(x) ? ROLE_ANCHOR : ROLE_NONE;
     case CP_OP_CONCAT:
-        return concat_keeps_layout(g, n, pol, vector_floats) ? ROLE_ELEMENTWISE : ROLE_NONE;
+        /* parts that agree at block 8 agree in the layout their region
+         * gets: nChw16c if every C is a multiple of 16, else NHWC */
+        return concat_keeps_layout(g, n, pol, 8) ? ROLE_ELEMENTWISE : ROLE_NONE;
     case CP_OP_BATCH_NORMALIZATION:
         /* c:batch_norm reads NHWC and the blocked layouts in place; its
          * per-channel parameters are not activations */
@@ -298,6 +304,7 @@ struct lt_state {
     uint8_t *role;   /* per node */
     int32_t *parent; /* union-find over nodes */
     bool *in_region; /* per node, after the keep decision */
+    uint8_t *nhwc;   /* per node: its blocked region runs NHWC */
     /* conversions made: src tensor read as layout -> dst tensor */
     struct lt_conv {
         int32_t src, dst;
@@ -305,6 +312,42 @@ struct lt_state {
     } * conv;
     size_t n_conv, cap_conv;
 };
+
+/* True when t would be blocked at 8 but not at 16. */
+static bool wants_block8(const struct cp_tensor *t)
+{
+    return is_image(t) && t->shape.dims[1].value % 16 != 0 && t->shape.dims[1].value % 8 == 0;
+}
+
+/* On AVX-512, the blocked regions where an activation (a result or one it
+ * reads) has a C that is a multiple of 8 only: they run NHWC. `mark` is
+ * per root scratch, at least n_nodes. */
+static void choose_nhwc_regions(struct lt_state *s, int32_t *mark)
+{
+    const struct cp_graph *g = s->l->g;
+    size_t nn = s->n_nodes;
+    if (s->pol != CP_LAYOUT_POLICY_BLOCKED || s->vector_floats == 8)
+        return;
+    memset(mark, 0, nn * sizeof *mark);
+    for (size_t i = 0; i < nn; i++) {
+        if (!s->in_region[i])
+            continue;
+        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
+        bool b8 = wants_block8(tensor_or_null(g, n, 0, true));
+        for (size_t j = 0; j < n->n_inputs && !b8; j++)
+            b8 = is_act_slot(g, n, j) && wants_block8(tensor_or_null(g, n, j, false));
+        if (b8)
+            mark[uf_find(s->parent, (int32_t)i)] = 1;
+    }
+    for (size_t i = 0; i < nn; i++)
+        s->nhwc[i] = s->in_region[i] && mark[uf_find(s->parent, (int32_t)i)];
+}
+
+/* The layout node i's region gives activation t. */
+static enum cp_layout region_layout(const struct lt_state *s, int32_t i, const struct cp_tensor *t)
+{
+    return policy_layout(t, s->nhwc[i] ? CP_LAYOUT_POLICY_NHWC : s->pol, s->vector_floats);
+}
 
 /* Connect region candidates through the activations they pass, then keep
  * the components holding an anchor (a conv or pool). */
@@ -317,8 +360,7 @@ static enum cp_status find_regions(struct lt_state *s)
         return cp_diag_set(s->l->d, CP_ERR_NOMEM, "out of memory in a layout pass");
     for (size_t i = 0; i < nn; i++) {
         s->parent[i] = (int32_t)i;
-        s->role[i] =
-            (uint8_t)region_role(g, cp_graph_node(g, (int32_t)i), s->pol, s->vector_floats);
+        s->role[i] = (uint8_t)region_role(g, cp_graph_node(g, (int32_t)i), s->pol);
     }
     for (size_t i = 0; i < nn; i++) {
         const struct cp_node *n = cp_graph_node(g, (int32_t)i);
@@ -342,6 +384,7 @@ static enum cp_status find_regions(struct lt_state *s)
         int32_t root = s->role[i] ? uf_find(s->parent, (int32_t)i) : -1;
         s->in_region[i] = root >= 0 && anchors[root] > 0;
     }
+    choose_nhwc_regions(s, anchors);
     free(anchors);
     return CP_OK;
 }
@@ -407,7 +450,7 @@ static enum cp_status lay_out_result(struct lt_state *s, int32_t i)
     struct cp_node *n = cp_graph_node(l->g, i);
     int32_t y = n->outputs[0];
     struct cp_tensor *Y = cp_graph_tensor(l->g, y);
-    enum cp_layout want = policy_layout(Y, s->pol, s->vector_floats);
+    enum cp_layout want = region_layout(s, i, Y);
     if (cp_lay_is_plain(want))
         return CP_OK;
     if (!l->is_output[y]) {
@@ -448,7 +491,7 @@ static enum cp_layout required_layout(const struct lt_state *s, int32_t i, size_
     if ((size_t)i >= s->n_nodes || !s->in_region[i] || !is_act_slot(g, n, slot))
         return cp_lay_plain_for_rank(t->shape.rank);
     if (s->role[i] == ROLE_ANCHOR && slot == 0)
-        return policy_layout(t, s->pol, s->vector_floats);
+        return region_layout(s, i, t);
     /* elementwise operands and FusedConv's residual: the result's layout */
     return cp_graph_tensor(g, n->outputs[0])->layout;
 }
@@ -509,7 +552,8 @@ enum cp_status cp_layout_transform_run(struct cp_pass_ctx *ctx, bool *changed)
     s.role = calloc(s.n_nodes + 1, sizeof *s.role);
     s.parent = calloc(s.n_nodes + 1, sizeof *s.parent);
     s.in_region = calloc(s.n_nodes + 1, sizeof *s.in_region);
-    if (!s.role || !s.parent || !s.in_region) {
+    s.nhwc = calloc(s.n_nodes + 1, sizeof *s.nhwc);
+    if (!s.role || !s.parent || !s.in_region || !s.nhwc) {
         st = cp_diag_set(ctx->d, CP_ERR_NOMEM, "out of memory in a layout pass");
         goto out;
     }
@@ -530,6 +574,7 @@ out:
     free(s.role);
     free(s.parent);
     free(s.in_region);
+    free(s.nhwc);
     free(s.conv);
     cp_lay_release(&l);
     return st;

@@ -53,14 +53,18 @@ static inline const struct cp_pass *find_pass(const char *name)
     return NULL;
 }
 
-/* Run one layout pass as the manager does: then compact, verify, infer. */
-static inline bool run_pass(struct cp_graph *g, const char *name, const struct cp_convert_config *c)
+/* Run one layout pass as the manager does, for a target whose vectors
+ * hold `vector_floats` floats (16: AVX-512, 8: AVX2): then compact,
+ * verify, infer. */
+static inline bool run_pass_for(struct cp_graph *g, const char *name,
+                                const struct cp_convert_config *c, int vector_floats)
 {
     struct cp_convert_config dflt;
     cp_convert_config_init(&dflt);
     struct cp_diag d;
     cp_diag_init(&d);
-    struct cp_pass_ctx ctx = {.g = g, .config = c ? c : &dflt, .d = &d};
+    struct cp_pass_ctx ctx = {
+        .g = g, .config = c ? c : &dflt, .d = &d, .vector_floats = vector_floats};
     bool changed = false;
     cr_assert_eq(find_pass(name)->run(&ctx, &changed), CP_OK, "%s: %s", name, d.msg);
     if (changed) {
@@ -69,6 +73,12 @@ static inline bool run_pass(struct cp_graph *g, const char *name, const struct c
         cr_assert_eq(cp_graph_infer(g, &d), CP_OK, "%s: %s", name, d.msg);
     }
     return changed;
+}
+
+/* run_pass_for an AVX-512 target. */
+static inline bool run_pass(struct cp_graph *g, const char *name, const struct cp_convert_config *c)
+{
+    return run_pass_for(g, name, c, 16);
 }
 
 static inline size_t count_op(const struct cp_graph *g, enum cp_op op)

@@ -28,15 +28,15 @@ static void conv(struct cp_graph *g, const char *x, const char *w, const char *y
 }
 
 /* x[1,3,16,16] -> Conv16 -> Relu -> Conv16 -> Add(Relu out) -> MaxPool ->
- * Conv24 -> GlobalAveragePool -> Flatten -> y: one region from the first
+ * Conv`c3` -> GlobalAveragePool -> Flatten -> y: one region from the first
  * conv to the pool, read from a 3-channel input, left by a Flatten. */
-static struct cp_graph *small_cnn(void)
+static struct cp_graph *small_cnn_c3(int64_t c3)
 {
     struct cp_graph *g = gb_graph(13);
     gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 3, 16, 16));
     weight(g, "w1", 4, GB_DIMS(16, 3, 3, 3));
     weight(g, "w2", 4, GB_DIMS(16, 16, 3, 3));
-    weight(g, "w3", 4, GB_DIMS(24, 16, 3, 3));
+    weight(g, "w3", 4, GB_DIMS(c3, 16, 3, 3));
     conv(g, "x", "w1", "c1", 1);
     gb_node(g, "r1", "Relu", GB_IN("c1"), GB_IN("r1"));
     conv(g, "r1", "w2", "c2", 1);
@@ -52,18 +52,25 @@ static struct cp_graph *small_cnn(void)
     return g;
 }
 
-/* Run small_cnn laid out by `c` against the plain graph, fast and
- * reference kernels. */
-static void expect_cnn_unchanged(const struct cp_convert_config *c)
+/* The third conv has 24 channels: a multiple of 8, not of 16. */
+static struct cp_graph *small_cnn(void)
+{
+    return small_cnn_c3(24);
+}
+
+/* Run small_cnn_c3(c3) laid out by `c` for a target of `vector_floats`
+ * against the plain graph, fast and reference kernels. */
+static void expect_cnn_c3_unchanged(const struct cp_convert_config *c, int64_t c3,
+                                    int vector_floats)
 {
     struct cp_runtime *rt = runtime();
     struct io in, a, b;
-    struct cp_graph *plain_g = small_cnn();
+    struct cp_graph *plain_g = small_cnn_c3(c3);
     random_inputs(plain_g, &in);
     run_graph(rt, plain_g, false, &in, &a);
     for (int ref = 0; ref < 2; ref++) {
-        struct cp_graph *g = small_cnn();
-        run_pass(g, "LayoutTransformPass", c);
+        struct cp_graph *g = small_cnn_c3(c3);
+        run_pass_for(g, "LayoutTransformPass", c, vector_floats);
         run_graph(rt, g, ref, &in, &b);
         double err = rel_l2(&a, &b);
         cr_expect_leq(err, MAX_REL_L2, "%s policy, %s kernels: relative L2 %.3g",
@@ -73,6 +80,11 @@ static void expect_cnn_unchanged(const struct cp_convert_config *c)
     io_release(&in);
     io_release(&a);
     cp_runtime_free(rt);
+}
+
+static void expect_cnn_unchanged(const struct cp_convert_config *c)
+{
+    expect_cnn_c3_unchanged(c, 24, 16);
 }
 
 Test(layout_pass, nchw_policy_tags_every_tensor_plain_and_adds_nothing)
@@ -107,20 +119,53 @@ Test(layout_pass, nhwc_policy_converts_at_the_region_borders_only)
     expect_cnn_unchanged(&c);
 }
 
-Test(layout_pass, blocked_policy_blocks_by_16_or_8_and_never_pads)
+Test(layout_pass, blocked_policy_blocks_by_16_on_avx512_when_every_channel_count_allows)
 {
-    struct cp_graph *g = small_cnn();
+    struct cp_graph *g = small_cnn_c3(32);
     struct cp_convert_config c = config(CP_LAYOUT_POLICY_BLOCKED, CP_FMT_NCHW);
-    run_pass(g, "LayoutTransformPass", &c);
+    run_pass_for(g, "LayoutTransformPass", &c, 16);
     /* 3 channels cannot be blocked: the first conv reads the plain image */
     cr_assert_eq(check_layouts(g, "blocked"), 1);
     cr_assert_eq(gb_get(g, "x")->layout, CP_LAYOUT_NCHW);
-    cr_assert_eq(gb_get(g, "c1")->layout, CP_LAYOUT_NCHW16C);
-    cr_assert_eq(gb_get(g, "a")->layout, CP_LAYOUT_NCHW16C);
-    cr_assert_eq(gb_get(g, "c3")->layout, CP_LAYOUT_NCHW8C, "24 channels: blocks of 8");
-    cr_assert_eq(gb_get(g, "gp")->layout, CP_LAYOUT_NCHW8C);
+    const char *inside[] = {"c1", "r1", "c2", "a", "p", "c3", "gp"};
+    for (size_t i = 0; i < sizeof inside / sizeof *inside; i++)
+        cr_assert_eq(gb_get(g, inside[i])->layout, CP_LAYOUT_NCHW16C, "'%s' is %s", inside[i],
+                     cp_layout_name(gb_get(g, inside[i])->layout));
     cp_graph_free(g);
-    expect_cnn_unchanged(&c);
+    expect_cnn_c3_unchanged(&c, 32, 16);
+}
+
+Test(layout_pass, blocked_policy_on_avx512_runs_a_region_nhwc_when_a_channel_count_is_8_only)
+{
+    /* 24 channels would be nChw8c next to nChw16c: NHWC throughout, and
+     * still only the two borders convert */
+    struct cp_graph *g = small_cnn();
+    struct cp_convert_config c = config(CP_LAYOUT_POLICY_BLOCKED, CP_FMT_NCHW);
+    run_pass_for(g, "LayoutTransformPass", &c, 16);
+    cr_assert_eq(check_layouts(g, "blocked"), 2);
+    cr_assert_eq(gb_get(g, "x")->layout, CP_LAYOUT_NCHW);
+    cr_assert_eq(gb_get(g, "x_NHWC")->layout, CP_LAYOUT_NHWC);
+    const char *inside[] = {"c1", "r1", "c2", "a", "p", "c3", "gp"};
+    for (size_t i = 0; i < sizeof inside / sizeof *inside; i++)
+        cr_assert_eq(gb_get(g, inside[i])->layout, CP_LAYOUT_NHWC, "'%s' is %s", inside[i],
+                     cp_layout_name(gb_get(g, inside[i])->layout));
+    cp_graph_free(g);
+    expect_cnn_c3_unchanged(&c, 24, 16);
+}
+
+Test(layout_pass, blocked_policy_on_avx2_blocks_by_8_and_never_pads)
+{
+    struct cp_graph *g = small_cnn();
+    struct cp_convert_config c = config(CP_LAYOUT_POLICY_BLOCKED, CP_FMT_NCHW);
+    run_pass_for(g, "LayoutTransformPass", &c, 8);
+    cr_assert_eq(check_layouts(g, "blocked"), 1);
+    cr_assert_eq(gb_get(g, "x")->layout, CP_LAYOUT_NCHW);
+    const char *inside[] = {"c1", "r1", "c2", "a", "p", "c3", "gp"};
+    for (size_t i = 0; i < sizeof inside / sizeof *inside; i++)
+        cr_assert_eq(gb_get(g, inside[i])->layout, CP_LAYOUT_NCHW8C, "'%s' is %s", inside[i],
+                     cp_layout_name(gb_get(g, inside[i])->layout));
+    cp_graph_free(g);
+    expect_cnn_c3_unchanged(&c, 24, 8);
 }
 
 Test(layout_pass, a_region_result_that_is_a_graph_output_keeps_its_name_and_is_plain)
@@ -390,40 +435,35 @@ static struct cp_graph *concat_cnn(int64_t cb)
 }
 
 /* Under NHWC the concatenation stays in the region (only the input and the
- * output are converted); under the blocked policy it does where every part
- * gets the result's blocks (16 + 16 channels), not where the parts differ
- * (16 and 8, with AVX-512's 16-blocks). Either way the result is the plain
- * graph's, with fast and reference kernels. */
+ * output are converted); under the blocked policy too: with 16 + 16
+ * channels it copies 16-blocks, and with parts of 16 and 8 channels the
+ * region runs NHWC on AVX-512 and nChw8c on AVX2. Either way the result is
+ * the plain graph's, with fast and reference kernels. */
 Test(layout_pass, a_channel_concat_stays_in_the_region_when_its_parts_share_the_layout)
 {
     struct cp_runtime *rt = runtime();
     struct io in, want, got;
     const enum cp_layout_policy pols[] = {CP_LAYOUT_POLICY_NHWC, CP_LAYOUT_POLICY_BLOCKED,
-                                          CP_LAYOUT_POLICY_BLOCKED};
-    const int64_t cbs[] = {8, 8, 16};
-    for (int p = 0; p < 3; p++) {
+                                          CP_LAYOUT_POLICY_BLOCKED, CP_LAYOUT_POLICY_BLOCKED};
+    const int64_t cbs[] = {8, 8, 16, 8};
+    const int vfs[] = {16, 16, 16, 8};
+    const enum cp_layout inside[] = {CP_LAYOUT_NHWC, CP_LAYOUT_NHWC, CP_LAYOUT_NCHW16C,
+                                     CP_LAYOUT_NCHW8C};
+    for (int p = 0; p < 4; p++) {
         struct cp_graph *plain_g = concat_cnn(cbs[p]);
         random_inputs(plain_g, &in);
         run_graph(rt, plain_g, false, &in, &want);
         for (int ref = 0; ref < 2; ref++) {
             struct cp_graph *g = concat_cnn(cbs[p]);
             struct cp_convert_config c = config(pols[p], CP_FMT_NCHW);
-            run_pass(g, "LayoutTransformPass", &c);
+            run_pass_for(g, "LayoutTransformPass", &c, vfs[p]);
             size_t td = check_layouts(g, cp_layout_policy_name(pols[p]));
-            if (pols[p] == CP_LAYOUT_POLICY_NHWC) {
-                cr_expect_eq(td, 2, "nhwc: TransData at the input and the output only, not %zu",
-                             td);
-                cr_expect_eq(gb_get(g, "ab")->layout, CP_LAYOUT_NHWC);
-                cr_expect_eq(gb_get(g, "nb")->layout, CP_LAYOUT_NHWC);
-            } else if (cbs[p] == 8) {
-                cr_expect_eq(gb_get(g, "a")->layout, CP_LAYOUT_NCHW16C);
-                cr_expect_eq(gb_get(g, "b")->layout, CP_LAYOUT_NCHW8C);
-                cr_expect_gt(td, 2, "parts in two layouts are converted");
-            } else {
-                cr_expect_eq(td, 2, "blocked: TransData at the input and the output only");
-                cr_expect_eq(gb_get(g, "ab")->layout, CP_LAYOUT_NCHW16C);
-                cr_expect_eq(gb_get(g, "nb")->layout, CP_LAYOUT_NCHW16C);
-            }
+            cr_expect_eq(td, 2, "case %d: TransData at the input and the output only, not %zu", p,
+                         td);
+            const char *names[] = {"a", "b", "ab", "nb"};
+            for (size_t k = 0; k < 4; k++)
+                cr_expect_eq(gb_get(g, names[k])->layout, inside[p], "case %d: '%s' is %s", p,
+                             names[k], cp_layout_name(gb_get(g, names[k])->layout));
             run_graph(rt, g, ref, &in, &got);
             double err = rel_l2(&want, &got);
             cr_expect_leq(err, MAX_REL_L2, "%s policy, %s kernels: relative L2 %.3g",
