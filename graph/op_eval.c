@@ -335,6 +335,50 @@ void cp_eval_cast(enum cp_dtype from, const void *x, enum cp_dtype to, void *y, 
 
 /* One pass over x in memory order, adding each element into the
  * accumulator of its output element: any set of axes costs the same. */
+bool cp_eval_reduce_axes_from_input(const struct cp_graph *g, const struct cp_node *n)
+{
+    int64_t from = n->op == CP_OP_REDUCE_SUM ? 13 : 18;
+    int64_t opset = cp_graph_opset(g) > 0 ? cp_graph_opset(g) : 17;
+    return n->n_inputs > 1 && n->inputs[1] >= 0 && (opset >= from || !cp_node_attr(n, "axes"));
+}
+
+bool cp_eval_reduce_mask(const struct cp_graph *g, const struct cp_node *n, const void *axes_data,
+                         int rank, bool mask[CP_MAX_RANK], bool *noop)
+{
+    const int64_t *attr_axes = NULL;
+    int64_t count = 0;
+    const struct cp_tensor *at = NULL;
+    if (cp_eval_reduce_axes_from_input(g, n)) {
+        at = cp_graph_tensor(g, n->inputs[1]);
+        count = cp_shape_numel(&at->shape);
+        if (count < 0)
+            return false;
+    } else {
+        const struct cp_attr *a = cp_node_attr(n, "axes");
+        if (a && a->type != CP_ATTR_INTS)
+            return false;
+        attr_axes = a ? a->ints : NULL;
+        count = a ? (int64_t)a->n : 0;
+    }
+    *noop = false;
+    for (int k = 0; k < CP_MAX_RANK; k++)
+        mask[k] = count == 0;
+    if (count == 0) {
+        *noop = cp_node_attr_int(n, "noop_with_empty_axes", 0) != 0;
+        return true;
+    }
+    if (at && !axes_data)
+        return true; /* checked at run time */
+    for (int64_t i = 0; i < count; i++) {
+        int64_t v = at ? cp_elem_load_i64(axes_data, at->dtype, i) : attr_axes[i];
+        int ax;
+        if (!cp_eval_axis(v, rank, &ax) || mask[ax])
+            return false;
+        mask[ax] = true;
+    }
+    return true;
+}
+
 bool cp_eval_reduce(enum cp_op op, const struct cp_tensor *x, const void *xd, const bool *mask,
                     const struct cp_tensor *y, void *yd, void *accv)
 {
@@ -359,7 +403,7 @@ bool cp_eval_reduce(enum cp_op op, const struct cp_tensor *x, const void *xd, co
         double *acc = accv;
         const float *xf = xd;
         for (int64_t i = 0; i < ny; i++)
-            acc[i] = op == CP_OP_REDUCE_MAX ? -INFINITY : 0.0;
+            acc[i] = op == CP_OP_REDUCE_MAX ? -INFINITY : op == CP_OP_REDUCE_MIN ? INFINITY : 0.0;
         cp_walk_start(&w, &p);
         for (int64_t r = 0; r < w.rows; r++) {
             const float *row = xf + p.off[0];
@@ -369,6 +413,12 @@ bool cp_eval_reduce(enum cp_op op, const struct cp_tensor *x, const void *xd, co
                 for (int64_t j = 0; j < w.inner; j++) {
                     double v = row[j];
                     if (isnan(v) || v > arow[j * s])
+                        arow[j * s] = v;
+                }
+            } else if (op == CP_OP_REDUCE_MIN) {
+                for (int64_t j = 0; j < w.inner; j++) {
+                    double v = row[j];
+                    if (isnan(v) || v < arow[j * s])
                         arow[j * s] = v;
                 }
             } else {
@@ -384,8 +434,9 @@ bool cp_eval_reduce(enum cp_op op, const struct cp_tensor *x, const void *xd, co
     }
     int64_t *acc = accv;
     int64_t lowest = x->dtype == CP_DTYPE_I32 ? INT32_MIN : INT64_MIN;
+    int64_t highest = x->dtype == CP_DTYPE_I32 ? INT32_MAX : INT64_MAX;
     for (int64_t i = 0; i < ny; i++)
-        acc[i] = op == CP_OP_REDUCE_MAX ? lowest : 0;
+        acc[i] = op == CP_OP_REDUCE_MAX ? lowest : op == CP_OP_REDUCE_MIN ? highest : 0;
     cp_walk_start(&w, &p);
     for (int64_t r = 0; r < w.rows; r++) {
         for (int64_t j = 0; j < w.inner; j++) {
@@ -393,6 +444,8 @@ bool cp_eval_reduce(enum cp_op op, const struct cp_tensor *x, const void *xd, co
             int64_t *a = &acc[p.off[1] + j * w.inner_stride[1]];
             if (op == CP_OP_REDUCE_MAX)
                 *a = v > *a ? v : *a;
+            else if (op == CP_OP_REDUCE_MIN)
+                *a = v < *a ? v : *a;
             else
                 *a = (int64_t)((uint64_t)*a + (uint64_t)v);
         }

@@ -158,10 +158,21 @@ void cp_eval_cast(enum cp_dtype from, const void *x, enum cp_dtype to, void *y, 
 
 /* ---- reductions and Softmax ------------------------------------------------------------ */
 
-/* ReduceMean (f32), ReduceSum or ReduceMax (f32, i32, i64) of x over the
- * axes where mask[a] is true, into y (x's dtype, y's numel the product of
- * the kept dims). `acc` is scratch of 8 bytes per output element. False,
- * with nothing written, when y's size does not match the mask. */
+/* Where a reduction's axes come from: the attribute until the opset that
+ * made them an input (13 for ReduceSum, 18 for the others); a model that
+ * uses the other form is read that way, as inference does. */
+bool cp_eval_reduce_axes_from_input(const struct cp_graph *g, const struct cp_node *n);
+/* The reduced axes as a mask. OUT: *noop when the op is the identity (empty
+ * axes with noop_with_empty_axes). axes_data NULL with axes from an input:
+ * the values are checked at run time. false on malformed axes. */
+bool cp_eval_reduce_mask(const struct cp_graph *g, const struct cp_node *n, const void *axes_data,
+                         int rank, bool mask[CP_MAX_RANK], bool *noop);
+
+/* ReduceMean (f32), ReduceSum, ReduceMax or ReduceMin (f32, i32, i64) of x
+ * over the axes where mask[a] is true, into y (x's dtype, y's numel the
+ * product of the kept dims). `acc` is scratch of 8 bytes per output
+ * element. False, with nothing written, when y's size does not match the
+ * mask. */
 bool cp_eval_reduce(enum cp_op op, const struct cp_tensor *x, const void *xd, const bool *mask,
                     const struct cp_tensor *y, void *yd, void *acc);
 

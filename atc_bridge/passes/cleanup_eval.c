@@ -1,6 +1,6 @@
 /* The constant evaluator behind ConstantFoldingPass: the ops constant
  * subgraphs are made of (data movement, casts, elementwise arithmetic on
- * f32 / i64 / i32 / bool).
+ * f32 / i64 / i32 / bool, reductions).
  *
  * What each op computes is graph/op_eval.h's, the same functions the
  * runtime's reference kernels call, so a folded constant holds exactly
@@ -137,6 +137,37 @@ static bool ev_unary(struct ev *e)
     if (x->dtype != CP_DTYPE_F32 && (e->n->op != CP_OP_RELU || x->dtype == CP_DTYPE_BOOL))
         return false;
     return cp_eval_unary(e->n->op, 0.0f, x->dtype, n, e->in_data[0], e->out_data);
+}
+
+/* ReduceMin/Max/Sum (f32, i32, i64) and ReduceMean (f32): detectors
+ * reduce their constant image size to pick the resize scale. */
+static bool ev_reduce(struct ev *e)
+{
+    const struct cp_tensor *x = e->in[0];
+    enum cp_op op = e->n->op;
+    if (x->dtype != e->out->dtype || e->n->n_outputs != 1)
+        return false;
+    if (x->dtype != CP_DTYPE_F32 &&
+        (op == CP_OP_REDUCE_MEAN || (x->dtype != CP_DTYPE_I32 && x->dtype != CP_DTYPE_I64)))
+        return false;
+    bool mask[CP_MAX_RANK], noop;
+    const void *axes = NULL;
+    if (cp_eval_reduce_axes_from_input(e->g, e->n)) {
+        if (!e->in[1] || (e->in[1]->dtype != CP_DTYPE_I64 && e->in[1]->dtype != CP_DTYPE_I32))
+            return false;
+        axes = e->in_data[1];
+    }
+    if (!cp_eval_reduce_mask(e->g, e->n, axes, x->shape.rank, mask, &noop))
+        return false;
+    if (noop)
+        return ev_copy(e);
+    int64_t ny = numel(e->out);
+    double *acc = malloc((size_t)(ny > 0 ? ny : 1) * 8);
+    if (!acc)
+        return false;
+    bool ok = cp_eval_reduce(op, x, e->in_data[0], mask, e->out, e->out_data, acc);
+    free(acc);
+    return ok;
 }
 
 static bool ev_binary(struct ev *e)
@@ -292,6 +323,7 @@ static bool dispatch(struct ev *e)
     case CP_OP_SIGN:
     case CP_OP_FLOOR:
     case CP_OP_CEIL:
+    case CP_OP_RECIPROCAL:
     case CP_OP_NOT:
     case CP_OP_GREATER:
     case CP_OP_LESS:
@@ -309,6 +341,11 @@ static bool dispatch(struct ev *e)
     /* ---- end [elementwise] ---- */
 
     /* ---- [reduce_index] ---- */
+    case CP_OP_REDUCE_MIN:
+    case CP_OP_REDUCE_MAX:
+    case CP_OP_REDUCE_SUM:
+    case CP_OP_REDUCE_MEAN:
+        return ev_reduce(e);
     /* ---- end [reduce_index] ---- */
 
     /* ---- [nn] ---- */

@@ -14,13 +14,13 @@ static bool reduce_supports_fast(const struct cp_graph *g, const struct cp_node 
     const struct cp_tensor *x = cp_ref_in(g, n, 0), *y = cp_ref_out(g, n, 0);
     if (!x || y->dtype != x->dtype)
         return false;
-    if (cp_ri_axes_from_input(g, n)) {
+    if (cp_eval_reduce_axes_from_input(g, n)) {
         const struct cp_tensor *a = cp_ref_in(g, n, 1);
         if (a->dtype != CP_DTYPE_I64 && a->dtype != CP_DTYPE_I32)
             return false;
     } else {
         bool mask[CP_MAX_RANK], noop;
-        if (!cp_ri_reduce_mask(g, n, NULL, x->shape.rank, mask, &noop))
+        if (!cp_eval_reduce_mask(g, n, NULL, x->shape.rank, mask, &noop))
             return false;
     }
     if (n->op == CP_OP_REDUCE_MEAN)
@@ -51,7 +51,7 @@ static enum cp_status reduce_run(struct cp_kexec *k)
     int rank = x->shape.rank;
     bool mask[CP_MAX_RANK], noop;
     const void *axes_data = k->node->n_inputs > 1 ? k->in_data[1] : NULL;
-    if (!cp_ri_reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
+    if (!cp_eval_reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
         return CP_ERR_INTERNAL;
     if (noop) {
         cp_ref_copy(k->out_data[0], k->in_data[0],

@@ -66,47 +66,6 @@ bool cp_ri_axis_geometry(const struct cp_shape *s, int axis, int64_t *outer, int
 
 /* ---- reductions ------------------------------------------------------------------------ */
 
-bool cp_ri_axes_from_input(const struct cp_graph *g, const struct cp_node *n)
-{
-    int64_t from = n->op == CP_OP_REDUCE_SUM ? 13 : 18;
-    return cp_ref_in(g, n, 1) && (cp_ref_opset(g) >= from || !cp_node_attr(n, "axes"));
-}
-
-bool cp_ri_reduce_mask(const struct cp_graph *g, const struct cp_node *n, const void *axes_data,
-                       int rank, bool mask[CP_MAX_RANK], bool *noop)
-{
-    const int64_t *attr_axes = NULL;
-    int64_t count = 0;
-    const struct cp_tensor *at = NULL;
-    if (cp_ri_axes_from_input(g, n)) {
-        at = cp_ref_in(g, n, 1);
-        count = cp_ref_numel(&at->shape);
-    } else {
-        const struct cp_attr *a = cp_node_attr(n, "axes");
-        if (a && a->type != CP_ATTR_INTS)
-            return false;
-        attr_axes = a ? a->ints : NULL;
-        count = a ? (int64_t)a->n : 0;
-    }
-    *noop = false;
-    for (int k = 0; k < CP_MAX_RANK; k++)
-        mask[k] = count == 0;
-    if (count == 0) {
-        *noop = cp_node_attr_int(n, "noop_with_empty_axes", 0) != 0;
-        return true;
-    }
-    if (at && !axes_data)
-        return true; /* checked at run time */
-    for (int64_t i = 0; i < count; i++) {
-        int64_t v = at ? cp_elem_load_i64(axes_data, at->dtype, i) : attr_axes[i];
-        int ax;
-        if (!cp_eval_axis(v, rank, &ax) || mask[ax])
-            return false;
-        mask[ax] = true;
-    }
-    return true;
-}
-
 bool cp_ri_reduce_supports(const struct cp_graph *g, const struct cp_node *n)
 {
     if (!cp_ref_node_is_static(g, n) || n->n_outputs != 1)
@@ -116,10 +75,10 @@ bool cp_ri_reduce_supports(const struct cp_graph *g, const struct cp_node *n)
         return false;
     if (x->dtype == CP_DTYPE_BOOL && n->op != CP_OP_REDUCE_MAX && n->op != CP_OP_REDUCE_MIN)
         return false;
-    if (cp_ri_axes_from_input(g, n) && !cp_ri_is_index(cp_ref_in(g, n, 1)->dtype))
+    if (cp_eval_reduce_axes_from_input(g, n) && !cp_ri_is_index(cp_ref_in(g, n, 1)->dtype))
         return false;
     bool mask[CP_MAX_RANK], noop;
-    return cp_ri_reduce_mask(g, n, NULL, x->shape.rank, mask, &noop);
+    return cp_eval_reduce_mask(g, n, NULL, x->shape.rank, mask, &noop);
 }
 
 enum cp_status cp_ri_reduce_prepare(struct cp_kexec *k, struct cp_diag *d)
@@ -143,7 +102,7 @@ enum cp_status cp_ri_reduce_run(struct cp_kexec *k)
     int rank = x->shape.rank;
     bool mask[CP_MAX_RANK], noop;
     const void *axes_data = k->node->n_inputs > 1 ? k->in_data[1] : NULL;
-    if (!cp_ri_reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
+    if (!cp_eval_reduce_mask(k->g, k->node, axes_data, rank, mask, &noop))
         return CP_ERR_INTERNAL;
     int64_t nx = cp_ref_numel(&x->shape), ny = cp_ref_numel(&y->shape);
     if (noop) {

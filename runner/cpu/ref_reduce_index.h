@@ -22,14 +22,7 @@ bool cp_ri_reduce_supports(const struct cp_graph *g, const struct cp_node *n);
 enum cp_status cp_ri_reduce_prepare(struct cp_kexec *k, struct cp_diag *d);
 enum cp_status cp_ri_reduce_run(struct cp_kexec *k);
 
-/* Where a reduction's axes come from: the attribute until the opset that
- * made them an input (13 for ReduceSum, 18 for the others); a model that
- * uses the other form is read that way, as inference does. */
-bool cp_ri_axes_from_input(const struct cp_graph *g, const struct cp_node *n);
-/* The reduced axes as a mask. OUT: *noop when the op is the identity (empty
- * axes with noop_with_empty_axes). axes_data NULL with axes from an input:
- * the values are checked at run time. false on malformed axes. */
-bool cp_ri_reduce_mask(const struct cp_graph *g, const struct cp_node *n, const void *axes_data,
-                       int rank, bool mask[CP_MAX_RANK], bool *noop);
+/* Reductions read their axes with cp_eval_reduce_axes_from_input and
+ * cp_eval_reduce_mask (graph/op_eval.h), as the constant folder does. */
 
 #endif

@@ -344,3 +344,50 @@ Test(fold_matches_kernels, mel_weight_matrix_folds_to_what_the_kernel_computes)
                       .n_in = 5};
     check(&c);
 }
+
+/* ---- reductions ------------------------------------------------------------------------- */
+
+/* Detectors reduce their constant image size to pick the resize scale:
+ * ReduceMin/Max/Sum/Mean over [2, 3] fold to the kernels' bytes, with
+ * axes as an attribute (opset 13), as an input (18), none (all axes),
+ * keepdims 0, NaN and integers at their extremes. Reciprocal with them. */
+Test(fold_matches_kernels, reductions_in_every_axes_form_and_reciprocal)
+{
+    static const float f[6] = {1.5f, -2.0f, NAN, 3.0f, INFINITY, -0.0f};
+    static const float g[6] = {1.5f, -2.0f, 0.25f, 3.0f, 7.0f, -0.0f};
+    static const int64_t i64[6] = {160, 160, INT64_MIN, INT64_MAX, -3, 4};
+    static const int32_t i32[6] = {9, -9, INT32_MIN, INT32_MAX, 0, 1};
+    static const int64_t ax1[1] = {1};
+    static const char *const ops[] = {"ReduceMin", "ReduceMax", "ReduceSum", "ReduceMean"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        bool mean = strcmp(ops[i], "ReduceMean") == 0;
+        bool sum = strcmp(ops[i], "ReduceSum") == 0;
+        for (int data = 0; data < (mean ? 2 : 4); data++) {
+            const void *x = data == 0   ? (const void *)f
+                            : data == 1 ? (const void *)g
+                            : data == 2 ? (const void *)i64
+                                        : (const void *)i32;
+            enum cp_dtype dt = data < 2 ? CP_DTYPE_F32 : data == 2 ? CP_DTYPE_I64 : CP_DTYPE_I32;
+            /* all axes, keepdims 0 */
+            struct fcase all = {ops[i], 13, {OPERAND("x", dt, 2, x, 2, 3)}, 1, "keepdims", 0};
+            check(&all);
+            /* axes attribute (ReduceSum's is an input from 13) */
+            if (!sum) {
+                struct fcase attr = {ops[i], 13, {OPERAND("x", dt, 2, x, 2, 3)}, 1, NULL, 0, "axes",
+                                     {-1},   1};
+                check(&attr);
+            }
+            /* axes input at opset 18 */
+            struct fcase input = {
+                ops[i],
+                18,
+                {OPERAND("x", dt, 2, x, 2, 3), OPERAND("axes", CP_DTYPE_I64, 1, ax1, 1)},
+                2,
+                "keepdims",
+                0};
+            check(&input);
+        }
+    }
+    struct fcase r = {"Reciprocal", 17, {OPERAND("x", CP_DTYPE_F32, 1, edges, 7)}, 1};
+    check(&r);
+}
