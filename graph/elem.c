@@ -137,6 +137,51 @@ int64_t cp_elem_load_i64(const void *data, enum cp_dtype dt, int64_t i)
     }
 }
 
+/* The nonzero test on an element's bits: every bit but a float's sign. */
+#define NONZERO_SCAN(T, MASK)                                                                      \
+    do {                                                                                           \
+        const T *v = data;                                                                         \
+        const T m = (T)(MASK);                                                                     \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            if (v[i] & m) {                                                                        \
+                if (count < cap)                                                                   \
+                    pos[count] = i;                                                                \
+                count++;                                                                           \
+            }                                                                                      \
+    } while (0)
+
+int64_t cp_elem_count_nonzero(const void *data, enum cp_dtype dt, int64_t n, int64_t *pos,
+                              int64_t cap)
+{
+    int64_t count = 0;
+    bool fl = cp_dtype_is_float(dt);
+    if (!pos)
+        cap = 0;
+    switch (cp_dtype_size(dt)) {
+    case 1:
+        NONZERO_SCAN(uint8_t, 0xffu);
+        break;
+    case 2:
+        NONZERO_SCAN(uint16_t, fl ? 0x7fffu : 0xffffu);
+        break;
+    case 4:
+        NONZERO_SCAN(uint32_t, fl ? 0x7fffffffu : 0xffffffffu);
+        break;
+    case 8:
+        NONZERO_SCAN(uint64_t, fl ? 0x7fffffffffffffffull : ~0ull);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            if (fl ? cp_elem_load_f64(data, dt, i) != 0.0 : cp_elem_load_i64(data, dt, i) != 0) {
+                if (count < cap)
+                    pos[count] = i;
+                count++;
+            }
+        break;
+    }
+    return count;
+}
+
 void cp_elem_store_f64(void *data, enum cp_dtype dt, int64_t i, double v)
 {
     switch (dt) {

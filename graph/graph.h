@@ -77,6 +77,11 @@ uint16_t cp_f32_to_bf16(float f);
  * saturate when written from double; bool is != 0). */
 double cp_elem_load_f64(const void *data, enum cp_dtype dt, int64_t i);
 int64_t cp_elem_load_i64(const void *data, enum cp_dtype dt, int64_t i);
+/* How many of the n elements at data are nonzero (NaN is, -0.0 is not),
+ * NonZero's and Compress's test; with pos, the positions of the first cap
+ * of them, ascending, are written there. One typed pass over the data. */
+int64_t cp_elem_count_nonzero(const void *data, enum cp_dtype dt, int64_t n, int64_t *pos,
+                              int64_t cap);
 void cp_elem_store_f64(void *data, enum cp_dtype dt, int64_t i, double v);
 void cp_elem_store_i64(void *data, enum cp_dtype dt, int64_t i, int64_t v);
 

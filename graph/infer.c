@@ -414,10 +414,7 @@ bool cp_infer_count_nonzero(struct cp_infer *c, int32_t t, int64_t *count)
         }
     }
     if (rd) {
-        int64_t numel = cp_shape_numel(&T->shape);
-        bool fl = cp_dtype_is_float(T->dtype);
-        for (int64_t k = 0; k < numel; k++)
-            *count += fl ? read_double(rd, T->dtype, k) != 0.0 : read_int(rd, T->dtype, k) != 0;
+        *count = cp_elem_count_nonzero(rd, T->dtype, cp_shape_numel(&T->shape), NULL, 0);
         return true;
     }
     double v[CP_VALUE_MAX_ELEMS];

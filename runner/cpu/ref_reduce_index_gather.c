@@ -148,8 +148,12 @@ static enum cp_status gather_nd_run(struct cp_kexec *k)
             int64_t off = nd_offset(&x->shape, b, &gm, k->in_data[1], ix->dtype, at * gm.m);
             if (off < 0)
                 return CP_ERR_INTERNAL;
-            memcpy(ELEM(k->out_data[0], at * gm.slice, es),
-                   CELEM(k->in_data[0], bb * gm.data_per_batch + off, es), (size_t)gm.slice * es);
+            int64_t src = bb * gm.data_per_batch + off;
+            if (gm.slice == 1 && es == 4) /* scores picked one by one (detectors) */
+                ((uint32_t *)k->out_data[0])[at] = ((const uint32_t *)k->in_data[0])[src];
+            else
+                memcpy(ELEM(k->out_data[0], at * gm.slice, es), CELEM(k->in_data[0], src, es),
+                       (size_t)gm.slice * es);
         }
     return CP_OK;
 }
@@ -352,27 +356,21 @@ static bool nonzero_supports(const struct cp_graph *g, const struct cp_node *n)
            y->shape.dims[0].value == (x->shape.rank ? x->shape.rank : 1);
 }
 
+/* One pass finds the positions, into the last row of y; each is then
+ * unravelled into its column (read before the last row is overwritten). */
 static enum cp_status nonzero_run(struct cp_kexec *k)
 {
     const struct cp_tensor *x = k->in[0], *y = k->out[0];
-    int64_t n = cp_ref_numel(&x->shape), count = 0, co[CP_MAX_RANK] = {0};
-    bool fl = cp_dtype_is_float(x->dtype);
-    for (int64_t i = 0; i < n; i++)
-        count += fl ? cp_elem_load_f64(k->in_data[0], x->dtype, i) != 0.0
-                    : cp_elem_load_i64(k->in_data[0], x->dtype, i) != 0;
-    if (count != y->shape.dims[1].value)
-        return CP_ERR_INTERNAL; /* the data disagrees with the planned shape */
-    int64_t *out = k->out_data[0], j = 0;
+    int64_t n = cp_ref_numel(&x->shape), count = y->shape.dims[1].value, co[CP_MAX_RANK] = {0};
     int r = x->shape.rank ? x->shape.rank : 1;
-    for (int64_t i = 0; i < n; i++) {
-        bool nz = fl ? cp_elem_load_f64(k->in_data[0], x->dtype, i) != 0.0
-                     : cp_elem_load_i64(k->in_data[0], x->dtype, i) != 0;
-        if (!nz)
-            continue;
-        unravel(&x->shape, i, co);
+    int64_t *out = k->out_data[0], *last = out + (int64_t)(r - 1) * count;
+    if (cp_elem_count_nonzero(k->in_data[0], x->dtype, n, last, count) != count)
+        return CP_ERR_INTERNAL; /* the data disagrees with the planned shape */
+    /* rank 0 and 1: the positions are the answer */
+    for (int64_t j = 0; j < count && r > 1; j++) {
+        unravel(&x->shape, last[j], co);
         for (int d = 0; d < r; d++)
-            out[d * count + j] = x->shape.rank ? co[d] : 0;
-        j++;
+            out[d * count + j] = co[d];
     }
     return CP_OK;
 }
