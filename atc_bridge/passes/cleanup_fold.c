@@ -304,7 +304,7 @@ static enum cp_status fold_node(struct cp_pass_ctx *ctx, const struct probe *pro
         return CP_OK;
     void *data[16] = {NULL};
     size_t nbytes[16] = {0};
-    bool known = true;
+    bool known = !ctx->in_subgraph;
     for (size_t k = 0; k < no && known; k++)
         if (n->outputs[k] >= 0)
             known = known_bytes(g, probe, n->outputs[k], &data[k], &nbytes[k]);
@@ -344,7 +344,8 @@ enum cp_status cp_cleanup_constant_folding(struct cp_pass_ctx *ctx, bool *change
     struct cp_graph *g = ctx->g;
     *changed = false;
     struct probe probe;
-    if (probe_run(g, &probe) != CP_OK)
+    memset(&probe, 0, sizeof probe);
+    if (!ctx->in_subgraph && probe_run(g, &probe) != CP_OK)
         return cp_diag_set(ctx->d, CP_ERR_NOMEM, "out of memory folding constants");
     enum cp_status st = CP_OK;
     for (size_t i = 0; i < cp_graph_n_nodes(g) && st == CP_OK; i++) {

@@ -32,5 +32,12 @@ bool cp_fold_eval_elementwise(const struct cp_node *n, const struct cp_tensor *c
 /* Replace every If whose condition is known by the nodes of the branch it
  * takes (control.c); part of ConstantFoldingPass. */
 enum cp_status cp_control_fold_if(struct cp_pass_ctx *ctx, bool *changed);
+/* Before subgraph `sub` of control-flow node n (in g) is cleaned: an
+ * outer-scope reference bound to an initializer of g, read in sub only by
+ * data-movement ops whose other inputs are initializers (Silero's LSTM
+ * weights, sliced into gates), is read from a copy made an initializer of
+ * sub, so ConstantFoldingPass can fold those ops. OUT: *changed. */
+enum cp_status cp_control_borrow_constants(struct cp_graph *g, const struct cp_node *n,
+                                           struct cp_graph *sub, bool *changed, struct cp_diag *d);
 
 #endif

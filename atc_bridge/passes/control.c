@@ -5,19 +5,23 @@
  * get names unique in the graph; the branch's outputs become the If's
  * outputs (through an Identity when a branch output is not made by a node
  * of the branch). A branch that holds control flow itself is left alone
- * for now; the other passes do not look inside subgraphs. */
+ * for now. The pass manager cleans subgraphs afterwards (manager.c's
+ * clean_subgraphs), with the constants they read from outside borrowed
+ * (cp_control_borrow_constants, below). */
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static bool cond_value(const struct cp_graph *g, const struct cp_node *n, bool *v)
+/* The condition when conversion knows it: an initializer, or with
+ * `values` a value inference propagated. */
+static bool cond_value(const struct cp_graph *g, const struct cp_node *n, bool values, bool *v)
 {
     const struct cp_tensor *t = n->n_inputs ? cp_graph_tensor(g, n->inputs[0]) : NULL;
     if (!t)
         return false;
-    if (t->value && t->value_len == 1) {
+    if (values && t->value && t->value_len == 1) {
         *v = t->value[0] != 0;
         return true;
     }
@@ -187,7 +191,7 @@ enum cp_status cp_control_fold_if(struct cp_pass_ctx *ctx, bool *changed)
     for (size_t i = 0; i < nn; i++) {
         const struct cp_node *n = cp_graph_node(g, (int32_t)i);
         bool v;
-        if (n->dead || n->op != CP_OP_IF || !cond_value(g, n, &v))
+        if (n->dead || n->op != CP_OP_IF || !cond_value(g, n, !ctx->in_subgraph, &v))
             continue;
         const struct cp_attr *a = cp_node_attr(n, v ? "then_branch" : "else_branch");
         if (!a || a->type != CP_ATTR_GRAPH || has_subgraphs(a->graph))
@@ -199,6 +203,80 @@ enum cp_status cp_control_fold_if(struct cp_pass_ctx *ctx, bool *changed)
             return st;
         cp_log_msg(ctx->log, CP_LOG_DEBUG, "ConstantFoldingPass: If '%s' replaced by its %s",
                    n->name, v ? "then_branch" : "else_branch");
+        *changed = true;
+    }
+    return CP_OK;
+}
+
+/* ---- constants an If branch or a loop body reads from outside ---------------------- */
+
+static bool moves_data(enum cp_op op)
+{
+    switch (op) {
+    case CP_OP_SLICE:
+    case CP_OP_GATHER:
+    case CP_OP_CONCAT:
+    case CP_OP_TRANSPOSE:
+    case CP_OP_RESHAPE:
+    case CP_OP_SQUEEZE:
+    case CP_OP_UNSQUEEZE:
+    case CP_OP_CAST:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Whether every reader of t in sub moves data and reads initializers
+ * otherwise (or t itself), and there is one. */
+static bool only_foldable_readers(const struct cp_graph *sub, int32_t t)
+{
+    size_t readers = 0;
+    for (size_t i = 0; i < cp_graph_n_nodes(sub); i++) {
+        const struct cp_node *m = cp_graph_node(sub, (int32_t)i);
+        bool reads = false, others_const = true;
+        for (size_t j = 0; !m->dead && j < m->n_inputs; j++) {
+            if (m->inputs[j] == t) {
+                reads = true;
+                continue;
+            }
+            const struct cp_tensor *o =
+                m->inputs[j] >= 0 ? cp_graph_tensor(sub, m->inputs[j]) : NULL;
+            if (o && o->kind != CP_TENSOR_INITIALIZER)
+                others_const = false;
+        }
+        if (!reads)
+            continue;
+        if (!moves_data(m->op) || !others_const)
+            return false;
+        readers++;
+    }
+    return readers > 0;
+}
+
+enum cp_status cp_control_borrow_constants(struct cp_graph *g, const struct cp_node *n,
+                                           struct cp_graph *sub, bool *changed, struct cp_diag *d)
+{
+    for (size_t j = 0; j < cp_graph_n_outer(sub); j++) {
+        int32_t st_slot = cp_control_outer_slot(g, n, sub, j);
+        int32_t s = cp_graph_outer(sub, j);
+        if (st_slot < 0 || s < 0 || n->inputs[st_slot] < 0)
+            continue;
+        const struct cp_tensor *P = cp_graph_tensor(g, n->inputs[st_slot]);
+        if (P->kind != CP_TENSOR_INITIALIZER || !P->data || !cp_shape_is_static(&P->shape) ||
+            !only_foldable_readers(sub, s))
+            continue;
+        void *copy = malloc(P->nbytes ? P->nbytes : 1);
+        if (!copy)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory copying '%s' into a subgraph",
+                               P->name);
+        memcpy(copy, P->data, P->nbytes);
+        int32_t c;
+        enum cp_status st = cp_rw_add_initializer(sub, cp_graph_tensor(sub, s)->name, P->dtype,
+                                                  &P->shape, copy, P->nbytes, &c, d);
+        if (st != CP_OK)
+            return st;
+        cp_rw_replace_uses(sub, s, c);
         *changed = true;
     }
     return CP_OK;

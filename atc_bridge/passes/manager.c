@@ -5,6 +5,7 @@
  * Between passes the graph is always compacted (node array in topological
  * order, no dead nodes), verified and inferred, so each pass may walk the
  * node array in order and trust every shape. */
+#include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/pass.h"
 #include "core/host.h"
 #include "core/json.h"
@@ -157,6 +158,56 @@ static enum cp_status run_pass(struct cp_pass_ctx *ctx, const struct cp_pass *p,
     return *changed ? settle(ctx->g, what, d) : CP_OK;
 }
 
+/* The cleanup inside control flow: If branches and Loop/Scan bodies, at
+ * any depth, get ConstantFoldingPass and DeadNodeEliminationPass (unless
+ * switched off), folding only what initializers determine (in_subgraph).
+ * Silero's LSTM gates, sliced and concatenated from weights in every run,
+ * become initializers. The other passes do not look inside subgraphs yet.
+ * OUT: *changed. */
+static enum cp_status clean_subgraphs(const struct cp_pass_ctx *ctx, const bool *off, int depth,
+                                      bool *changed, struct cp_diag *d)
+{
+    static const char *const names[] = {"ConstantFoldingPass", "DeadNodeEliminationPass"};
+    struct cp_graph *g = ctx->g;
+    if (depth > 16) /* the importer refuses deeper nesting */
+        return CP_OK;
+    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
+        struct cp_node *n = cp_graph_node(g, (int32_t)i);
+        for (size_t j = 0; !n->dead && j < n->n_attrs; j++) {
+            if (n->attrs[j].type != CP_ATTR_GRAPH || !n->attrs[j].graph)
+                continue;
+            struct cp_pass_ctx sc = *ctx;
+            sc.g = n->attrs[j].graph;
+            sc.in_subgraph = true;
+            /* A branch that cannot take the shapes this model gives it
+             * (Silero's 8 kHz branch on 16 kHz chunks) stands aside at
+             * run time, as in inference: leave it as it is. */
+            if (cp_graph_infer(sc.g, NULL) != CP_OK)
+                continue;
+            int cf = cp_pass_index("ConstantFoldingPass");
+            enum cp_status st = CP_OK;
+            if (cf >= 0 && !off[cf] &&
+                (st = cp_control_borrow_constants(g, n, sc.g, changed, d)) != CP_OK)
+                return st;
+            for (size_t k = 0; k < sizeof names / sizeof *names && st == CP_OK; k++) {
+                int pi = cp_pass_index(names[k]);
+                bool ch = false;
+                if (pi >= 0 && !off[pi])
+                    st = run_pass(&sc, pass_at((size_t)pi, NULL), &ch, d);
+                *changed = *changed || ch;
+            }
+            if (st == CP_OK)
+                st = clean_subgraphs(&sc, off, depth + 1, changed, d);
+            if (st == CP_OK)
+                st = cp_graph_remove_unused_tensors(sc.g, NULL, d);
+            if (st != CP_OK)
+                return st;
+            n = cp_graph_node(g, (int32_t)i);
+        }
+    }
+    return CP_OK;
+}
+
 static void ctx_init(struct cp_pass_ctx *ctx, struct cp_graph *g, const struct cp_convert_config *c,
                      const struct cp_pass_target *target, const struct cp_log *log,
                      struct cp_diag *d)
@@ -222,6 +273,11 @@ enum cp_status cp_passes_run(struct cp_graph *g, const struct cp_convert_config 
                                 : "no change",
                    r->nodes_before, r->nodes_after);
     }
+
+    bool sub_changed = false;
+    if ((st = clean_subgraphs(&ctx, off, 0, &sub_changed, d)) != CP_OK ||
+        (sub_changed && (st = settle(g, "the cleanup of subgraphs", d)) != CP_OK))
+        goto out;
 
     /* The closing sweep: what the fusions orphaned goes, and so do the
      * tensors nothing reads any more, so they stay out of the .om. */

@@ -43,6 +43,10 @@ struct cp_pass_ctx {
     bool has_fp16;         /* avx512_fp16 */
     int vector_floats;     /* f32 lanes of a vector: 16 with avx512f, 8 else; 0: 16 */
     const char *cpu_model; /* for messages: "AMD EPYC" */
+    /* g is an If branch or a Loop/Scan body: the cleanup passes fold only
+     * what initializers determine, never a value inference derived from an
+     * outer tensor's shape, which a run at another batch would change. */
+    bool in_subgraph;
 };
 
 struct cp_pass {

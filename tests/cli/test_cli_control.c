@@ -378,3 +378,49 @@ Test(cli_control, nms_without_a_declared_row_count_keeps_what_it_selects)
     free(dir);
     free(om);
 }
+
+/* The branch reorders an outer weight's rows (Slice + Concat) before its
+ * MatMul: the conversion folds the reordering inside the branch, and
+ * either branch still computes its own product. */
+Test(cli_control, constants_a_branch_reorders_are_folded_inside_it)
+{
+    char *om = convert_ok("if_gates");
+    struct cp_graph *g;
+    struct cp_om_meta meta;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_om_read(om, &g, &meta, &d), CP_OK, "%s", d.msg);
+    const struct cp_node *pick = NULL;
+    for (size_t i = 0; i < cp_graph_n_nodes(g); i++)
+        if (strcmp(cp_graph_node(g, (int32_t)i)->name, "pick") == 0)
+            pick = cp_graph_node(g, (int32_t)i);
+    cr_assert_not_null(pick, "the If on an input stays");
+    const struct cp_attr *tb = cp_node_attr(pick, "then_branch");
+    cr_assert(tb && tb->type == CP_ATTR_GRAPH);
+    cr_assert_eq(cp_graph_n_live_nodes(tb->graph), 1, "then_branch keeps only its MatMul, not %zu",
+                 cp_graph_n_live_nodes(tb->graph));
+    cp_graph_free(g);
+    cp_om_meta_release(&meta);
+
+    const int64_t dims[2] = {1, 4};
+    const float x[4] = {1, 0, 0, 0};
+    char *xp = write_f32("x", 2, dims, x);
+    for (int c = 0; c < 2; c++) {
+        char *cp = write_bool(c ? "c1" : "c0", c);
+        char *in_c = cp_t_fmt("--input=c=%s", cp), *in_x = cp_t_fmt("--input=x=%s", xp);
+        char *dir = cp_t_path(c ? "out1" : "out0");
+        run_ok(om, dir, in_c, in_x, NULL);
+        float *y = read_out(dir, "y", 4);
+        /* then: row 2 of w first; else: row 0 */
+        for (int i = 0; i < 4; i++)
+            cr_assert_float_eq(y[i], (float)((c ? 8 : 0) + i), 1e-6, "c=%d y[%d] = %g", c, i,
+                               (double)y[i]);
+        free(y);
+        free(cp);
+        free(in_c);
+        free(in_x);
+        free(dir);
+    }
+    free(xp);
+    free(om);
+}

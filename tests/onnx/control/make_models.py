@@ -187,3 +187,22 @@ g = h.make_graph([h.make_node("NonMaxSuppression", ["boxes", "scores", "max_out"
                  [nh.from_array(np.array([3], np.int64), "max_out"),
                   nh.from_array(np.array([0.5], np.float32), "iou")])
 write("dyn_nms", model(g, 11))
+
+# 14. An If on a run-time condition whose then_branch reorders the rows of
+#     an outer weight (Slice + Concat, as PyTorch's LSTM export reorders
+#     gates) before a MatMul; the else branch uses the weight as it is.
+#     The conversion folds the reordering inside the branch.
+gate_consts = [h.make_node("Constant", [], [nm], name=nm + "_c", value=nh.from_array(np.array(v, np.int64)))
+               for nm, v in [("s0", [0]), ("s2", [2]), ("s4", [4]), ("ax", [0])]]
+tb = h.make_graph(gate_consts +
+                  [h.make_node("Slice", ["w", "s0", "s2", "ax"], ["top"], name="top_rows"),
+                   h.make_node("Slice", ["w", "s2", "s4", "ax"], ["bottom"], name="bottom_rows"),
+                   h.make_node("Concat", ["bottom", "top"], ["w_swapped"], name="swap", axis=0),
+                   h.make_node("MatMul", ["x", "w_swapped"], ["t_y"], name="t_mm")],
+                  "then", [], [vi("t_y", F, [1, 4])])
+eb = h.make_graph([h.make_node("MatMul", ["x", "w"], ["e_y"], name="e_mm")], "else", [],
+                  [vi("e_y", F, [1, 4])])
+g = h.make_graph([h.make_node("If", ["c"], ["y"], name="pick", then_branch=tb, else_branch=eb)],
+                 "if_gates", [vi("c", B, []), vi("x", F, [1, 4])], [vi("y", F, [1, 4])],
+                 [nh.from_array(np.arange(16, dtype=np.float32).reshape(4, 4), "w")])
+write("if_gates", model(g))
