@@ -119,53 +119,40 @@ Test(layout_pass, nhwc_policy_converts_at_the_region_borders_only)
     expect_cnn_unchanged(&c);
 }
 
-Test(layout_pass, blocked_policy_blocks_by_16_on_avx512_when_every_channel_count_allows)
+/* small_cnn_c3(c3) under the blocked policy for a target of
+ * `vector_floats`: `td` TransData, the image read plain, and every region
+ * activation in `inside`; then the outputs match the plain graph's. */
+static void expect_blocked_region(int64_t c3, int vector_floats, size_t td, enum cp_layout inside)
 {
-    struct cp_graph *g = small_cnn_c3(32);
+    struct cp_graph *g = small_cnn_c3(c3);
     struct cp_convert_config c = config(CP_LAYOUT_POLICY_BLOCKED, CP_FMT_NCHW);
-    run_pass_for(g, "LayoutTransformPass", &c, 16);
-    /* 3 channels cannot be blocked: the first conv reads the plain image */
-    cr_assert_eq(check_layouts(g, "blocked"), 1);
+    run_pass_for(g, "LayoutTransformPass", &c, vector_floats);
+    cr_assert_eq(check_layouts(g, "blocked"), td);
     cr_assert_eq(gb_get(g, "x")->layout, CP_LAYOUT_NCHW);
-    const char *inside[] = {"c1", "r1", "c2", "a", "p", "c3", "gp"};
-    for (size_t i = 0; i < sizeof inside / sizeof *inside; i++)
-        cr_assert_eq(gb_get(g, inside[i])->layout, CP_LAYOUT_NCHW16C, "'%s' is %s", inside[i],
-                     cp_layout_name(gb_get(g, inside[i])->layout));
+    const char *names[] = {"c1", "r1", "c2", "a", "p", "c3", "gp"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        cr_assert_eq(gb_get(g, names[i])->layout, inside, "'%s' is %s, not %s", names[i],
+                     cp_layout_name(gb_get(g, names[i])->layout), cp_layout_name(inside));
     cp_graph_free(g);
-    expect_cnn_c3_unchanged(&c, 32, 16);
+    expect_cnn_c3_unchanged(&c, c3, vector_floats);
 }
 
+/* 3 channels cannot be blocked: the first conv reads the plain image. */
+Test(layout_pass, blocked_policy_blocks_by_16_on_avx512_when_every_channel_count_allows)
+{
+    expect_blocked_region(32, 16, 1, CP_LAYOUT_NCHW16C);
+}
+
+/* 24 channels would be nChw8c next to nChw16c: NHWC throughout, and still
+ * only the two borders convert (the image goes in as NHWC). */
 Test(layout_pass, blocked_policy_on_avx512_runs_a_region_nhwc_when_a_channel_count_is_8_only)
 {
-    /* 24 channels would be nChw8c next to nChw16c: NHWC throughout, and
-     * still only the two borders convert */
-    struct cp_graph *g = small_cnn();
-    struct cp_convert_config c = config(CP_LAYOUT_POLICY_BLOCKED, CP_FMT_NCHW);
-    run_pass_for(g, "LayoutTransformPass", &c, 16);
-    cr_assert_eq(check_layouts(g, "blocked"), 2);
-    cr_assert_eq(gb_get(g, "x")->layout, CP_LAYOUT_NCHW);
-    cr_assert_eq(gb_get(g, "x_NHWC")->layout, CP_LAYOUT_NHWC);
-    const char *inside[] = {"c1", "r1", "c2", "a", "p", "c3", "gp"};
-    for (size_t i = 0; i < sizeof inside / sizeof *inside; i++)
-        cr_assert_eq(gb_get(g, inside[i])->layout, CP_LAYOUT_NHWC, "'%s' is %s", inside[i],
-                     cp_layout_name(gb_get(g, inside[i])->layout));
-    cp_graph_free(g);
-    expect_cnn_c3_unchanged(&c, 24, 16);
+    expect_blocked_region(24, 16, 2, CP_LAYOUT_NHWC);
 }
 
 Test(layout_pass, blocked_policy_on_avx2_blocks_by_8_and_never_pads)
 {
-    struct cp_graph *g = small_cnn();
-    struct cp_convert_config c = config(CP_LAYOUT_POLICY_BLOCKED, CP_FMT_NCHW);
-    run_pass_for(g, "LayoutTransformPass", &c, 8);
-    cr_assert_eq(check_layouts(g, "blocked"), 1);
-    cr_assert_eq(gb_get(g, "x")->layout, CP_LAYOUT_NCHW);
-    const char *inside[] = {"c1", "r1", "c2", "a", "p", "c3", "gp"};
-    for (size_t i = 0; i < sizeof inside / sizeof *inside; i++)
-        cr_assert_eq(gb_get(g, inside[i])->layout, CP_LAYOUT_NCHW8C, "'%s' is %s", inside[i],
-                     cp_layout_name(gb_get(g, inside[i])->layout));
-    cp_graph_free(g);
-    expect_cnn_c3_unchanged(&c, 24, 8);
+    expect_blocked_region(24, 8, 1, CP_LAYOUT_NCHW8C);
 }
 
 Test(layout_pass, a_region_result_that_is_a_graph_output_keeps_its_name_and_is_plain)

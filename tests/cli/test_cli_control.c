@@ -139,6 +139,22 @@ Test(cli_control, constant_if_is_folded_with_provenance)
     free(om);
 }
 
+/* Run an If model on condition c and input x (a .npy path); returns its
+ * n-element output y. */
+static float *run_if_model(const char *om, const char *xp, int c, size_t n)
+{
+    char *cp = write_bool(c ? "c1" : "c0", c);
+    char *in_c = cp_t_fmt("--input=c=%s", cp), *in_x = cp_t_fmt("--input=x=%s", xp);
+    char *dir = cp_t_path(c ? "out1" : "out0");
+    run_ok(om, dir, in_c, in_x, NULL);
+    float *y = read_out(dir, "y", n);
+    free(cp);
+    free(in_c);
+    free(in_x);
+    free(dir);
+    return y;
+}
+
 Test(cli_control, if_on_an_input_takes_either_branch)
 {
     char *om = convert_ok("if_input");
@@ -146,18 +162,10 @@ Test(cli_control, if_on_an_input_takes_either_branch)
     const float x[6] = {1, 1, 1, 1, 1, 1};
     char *xp = write_f32("x", 2, dims, x);
     for (int c = 0; c < 2; c++) {
-        char *cp = write_bool(c ? "c1" : "c0", c);
-        char *in_c = cp_t_fmt("--input=c=%s", cp), *in_x = cp_t_fmt("--input=x=%s", xp);
-        char *dir = cp_t_path(c ? "out1" : "out0");
-        run_ok(om, dir, in_c, in_x, NULL);
-        float *y = read_out(dir, "y", 6);
+        float *y = run_if_model(om, xp, c, 6);
         for (int i = 0; i < 6; i++)
             cr_assert_float_eq(y[i], c ? 1.0f + (float)(i + 1) : 1.0f - (float)(i + 1), 1e-6);
         free(y);
-        free(cp);
-        free(in_c);
-        free(in_x);
-        free(dir);
     }
     free(xp);
     free(om);
@@ -406,20 +414,12 @@ Test(cli_control, constants_a_branch_reorders_are_folded_inside_it)
     const float x[4] = {1, 0, 0, 0};
     char *xp = write_f32("x", 2, dims, x);
     for (int c = 0; c < 2; c++) {
-        char *cp = write_bool(c ? "c1" : "c0", c);
-        char *in_c = cp_t_fmt("--input=c=%s", cp), *in_x = cp_t_fmt("--input=x=%s", xp);
-        char *dir = cp_t_path(c ? "out1" : "out0");
-        run_ok(om, dir, in_c, in_x, NULL);
-        float *y = read_out(dir, "y", 4);
+        float *y = run_if_model(om, xp, c, 4);
         /* then: row 2 of w first; else: row 0 */
         for (int i = 0; i < 4; i++)
             cr_assert_float_eq(y[i], (float)((c ? 8 : 0) + i), 1e-6, "c=%d y[%d] = %g", c, i,
                                (double)y[i]);
         free(y);
-        free(cp);
-        free(in_c);
-        free(in_x);
-        free(dir);
     }
     free(xp);
     free(om);
