@@ -3,7 +3,8 @@
  * per-op functions, and the helpers they share.
  *
  * infer.c drives (topological walk, input/output count checks, the dispatch
- * table) and holds the helpers; infer_elem.c covers elementwise ops,
+ * table, stepwise inference at run time) and holds the shape helpers;
+ * infer_values.c the values inference knows and propagates; infer_elem.c covers elementwise ops,
  * reductions and normalizations; infer_nn.c MatMul, Gemm, convolutions,
  * pools, Resize and Pad; infer_shape.c Shape, constants, Range, Reshape and
  * the other ops that only relabel dims; infer_index.c the ops that select
@@ -50,6 +51,11 @@ struct cp_infer {
 /* The number of nonzero elements of tensor t when its values are known
  * (constants, or run-time bytes of any size); false otherwise. */
 bool cp_infer_count_nonzero(struct cp_infer *c, int32_t t, int64_t *count);
+
+/* The values' lifetime in one inference (infer_values.c): initializers'
+ * public values set up front, the context's values freed at the end. */
+enum cp_status cp_infer_fill_initializer_values(struct cp_infer *c);
+void cp_infer_free_vals(struct cp_infer *c);
 
 /* ---- errors --------------------------------------------------------------- */
 
