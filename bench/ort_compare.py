@@ -34,22 +34,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "corpus"))
+from corpus_io import Ort  # noqa: E402
 from run_corpus import pairs, read_tsv, rel_l2, short_error  # noqa: E402
-
-
-class Ort:
-    def __init__(self, node, runner, node_path):
-        env = dict(os.environ, NODE_PATH=node_path)
-        self.p = subprocess.Popen([node, runner], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True, env=env)
-
-    def call(self, **msg):
-        self.p.stdin.write(json.dumps(msg) + "\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        if not line:
-            return {"ok": False, "error": "onnxruntime-node process died"}
-        return json.loads(line)
 
 
 def convert(cli, model, out, mode, input_shape=None):
@@ -179,8 +165,7 @@ def main():
                                 rlow_hi=max(ratios[best]) if best else None,
                                 best_rel=best_rel))
             print(f"# {label}: ORT {med['ort']:.3f} ms, fp32 {med['fp32']:.3f} ms", flush=True)
-    ort.p.stdin.close()
-    ort.p.wait()
+    ort.close()
 
     print()
     print("| model | ORT ms | cannprof fp32 ms | fp32/ORT | range | best low-precision | "

@@ -32,6 +32,7 @@ import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import transformers  # noqa: E402
+from corpus_io import read_manifest, write_manifest  # noqa: E402
 
 OPSETS = (13, 17)
 TV = "torchvision " + torchvision.__version__
@@ -325,13 +326,10 @@ def main():
         return 2
     names = only or list(models)
     manifest = os.path.join(out_dir, "manifest.tsv")
+    head = ["name", "file", "opset", "inputs", "outputs", "source", "status"]
     old = []
-    head = "name\tfile\topset\tinputs\toutputs\tsource\tstatus"
-    if only and os.path.exists(manifest):  # a partial run keeps the other rows
-        with open(manifest) as f:
-            lines = f.read().splitlines()
-        head = lines[0] if lines else head  # make_trained.py may have added a column
-        old = [line for line in lines[1:] if line.split("\t")[0] not in only]
+    if only:  # a partial run keeps the other rows (and make_trained.py's column)
+        head, old = read_manifest(manifest, only, head)
     rows = []
     for name in names:
         t0 = time.time()
@@ -344,12 +342,7 @@ def main():
         rows += got
         print(f"{name:34s} {time.time() - t0:6.1f}s  " +
               "  ".join(f"op{r[2]}:{r[6][:60]}" for r in got), flush=True)
-    with open(manifest, "w") as f:
-        f.write(head + "\n")
-        for line in old:
-            f.write(line + "\n")
-        for r in rows:
-            f.write("\t".join(r) + "\n")
+    write_manifest(manifest, head, old, rows)
     return 0
 
 

