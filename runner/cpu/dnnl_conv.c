@@ -37,102 +37,13 @@
  * up: the kernels' `isa` (cp_dk_isa_bf16) says so for bf16 nodes, and the
  * plan passes them over on a lesser CPU instead of failing in prepare.
  */
+#include "runner/cpu/conv_geom.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_util.h"
 #include "runner/cpu/fused_act.h"
 #include "runner/cpu/layout.h"
 
 #include <string.h>
-
-struct conv_geom {
-    int ns; /* spatial dims */
-    int64_t group;
-    dnnl_dims_t strides, dil, pl, pr;
-};
-
-static const char *auto_pad_of(const struct cp_node *n)
-{
-    return cp_node_attr_string(n, "auto_pad", "NOTSET");
-}
-
-static bool ints_attr(const struct cp_node *n, const char *name, int64_t *out, size_t want,
-                      int64_t dflt)
-{
-    const struct cp_attr *a = cp_node_attr(n, name);
-    if (!a) {
-        for (size_t i = 0; i < want; i++)
-            out[i] = dflt;
-        return true;
-    }
-    if (a->type != CP_ATTR_INTS || a->n != want)
-        return false;
-    memcpy(out, a->ints, want * sizeof *out);
-    return true;
-}
-
-/* Geometry of a Conv (transpose = false) or ConvTranspose, checked against
- * the concrete shapes. False when oneDNN cannot express it. */
-static bool conv_geom(const struct cp_node *n, const struct cp_tensor *x, const struct cp_tensor *w,
-                      const struct cp_tensor *y, bool transpose, struct conv_geom *gm)
-{
-    int64_t xd[CP_MAX_RANK], wd[CP_MAX_RANK], yd[CP_MAX_RANK];
-    int r = cp_fk_dims(x, xd);
-    if (r < 3 || r > 5 || cp_fk_dims(w, wd) != r || cp_fk_dims(y, yd) != r)
-        return false;
-    int ns = r - 2;
-    gm->ns = ns;
-    gm->group = cp_node_attr_int(n, "group", 1);
-    if (gm->group < 1)
-        return false;
-    int64_t ks[3], st[3], dl[3], pads[6];
-    if (!ints_attr(n, "strides", st, (size_t)ns, 1) ||
-        !ints_attr(n, "dilations", dl, (size_t)ns, 1) ||
-        !ints_attr(n, "pads", pads, (size_t)(2 * ns), 0) ||
-        !ints_attr(n, "kernel_shape", ks, (size_t)ns, -1))
-        return false;
-    const char *ap = auto_pad_of(n);
-    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
-    bool valid = strcmp(ap, "VALID") == 0;
-    if (!same && !valid && strcmp(ap, "NOTSET") != 0)
-        return false;
-    if (transpose && (same || cp_node_attr(n, "output_shape")))
-        return false;
-    for (int i = 0; i < ns; i++) {
-        int64_t k = wd[2 + i];
-        if ((ks[i] != -1 && ks[i] != k) || st[i] < 1 || dl[i] < 1)
-            return false;
-        int64_t range = (k - 1) * dl[i] + 1;
-        int64_t in = xd[2 + i], out = yd[2 + i], pb, pe;
-        if (valid) {
-            pb = 0;
-        } else if (same) {
-            int64_t total = (out - 1) * st[i] + range - in;
-            if (total < 0)
-                total = 0;
-            pb = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-        } else {
-            pb = pads[i];
-        }
-        /* The end padding follows from the output size: this also covers
-         * ConvTranspose's output_padding and SAME's odd totals. */
-        if (!transpose) {
-            pe = (out - 1) * st[i] + range - in - pb;
-            if (pe < 0) /* rows past the last window are simply unused */
-                pe = 0;
-            if ((in + pb + pe - range) / st[i] + 1 != out)
-                return false;
-        } else {
-            pe = (in - 1) * st[i] + range - pb - out;
-        }
-        if (pb < 0 || pe < 0)
-            return false;
-        gm->strides[i] = st[i];
-        gm->dil[i] = dl[i] - 1;
-        gm->pl[i] = pb;
-        gm->pr[i] = pe;
-    }
-    return true;
-}
 
 /* Whether the node asks for bf16 compute; false for unknown values too
  * (supports rejects those). */
@@ -165,8 +76,8 @@ static bool conv_supports_common(const struct cp_graph *g, const struct cp_node 
         return false;
     const struct cp_tensor *x = cp_fk_in(g, n, 0), *w = cp_fk_in(g, n, 1), *y = cp_fk_out(g, n, 0);
     const struct cp_tensor *b = cp_fk_in(g, n, 2), *r = fused ? cp_fk_in(g, n, 3) : NULL;
-    struct conv_geom gm;
-    if (!conv_geom(n, x, w, y, transpose, &gm) || !layout_ok(x) || !layout_ok(y) ||
+    struct cp_conv_geom gm;
+    if (!cp_conv_geom(n, x, w, y, transpose, &gm) || !layout_ok(x) || !layout_ok(y) ||
         !cp_tensor_is_plain(w))
         return false;
     int64_t G = gm.group, C = x->shape.dims[1].value, M = y->shape.dims[1].value;
@@ -276,28 +187,35 @@ struct pd_args {
     struct cp_kexec *k;
     bool transpose, fused, residual;
     const dnnl_memory_desc_t *w_md, *b_md;
-    const struct conv_geom *gm;
+    const struct cp_conv_geom *gm;
 };
 
 static dnnl_status_t make_pd(const struct pd_args *a, const dnnl_memory_desc_t *x_md,
                              const dnnl_memory_desc_t *y_md, dnnl_engine_t engine,
                              dnnl_primitive_desc_t *pd)
 {
-    const struct conv_geom *gm = a->gm;
+    const struct cp_conv_geom *gm = a->gm;
     dnnl_status_t s;
     union {
         dnnl_convolution_desc_t conv;
         dnnl_deconvolution_desc_t deconv;
     } od;
     *pd = NULL;
+    dnnl_dims_t st = {0}, dl = {0}, pl = {0}, pr = {0};
+    for (int i = 0; i < gm->ns; i++) {
+        st[i] = gm->strides[i];
+        dl[i] = gm->dil[i];
+        pl[i] = gm->pl[i];
+        pr[i] = gm->pr[i];
+    }
     if (!a->transpose)
-        s = dnnl_dilated_convolution_forward_desc_init(
-            &od.conv, dnnl_forward_inference, dnnl_convolution_direct, x_md, a->w_md, a->b_md, y_md,
-            gm->strides, gm->dil, gm->pl, gm->pr);
+        s = dnnl_dilated_convolution_forward_desc_init(&od.conv, dnnl_forward_inference,
+                                                       dnnl_convolution_direct, x_md, a->w_md,
+                                                       a->b_md, y_md, st, dl, pl, pr);
     else
-        s = dnnl_dilated_deconvolution_forward_desc_init(
-            &od.deconv, dnnl_forward_inference, dnnl_deconvolution_direct, x_md, a->w_md, a->b_md,
-            y_md, gm->strides, gm->dil, gm->pl, gm->pr);
+        s = dnnl_dilated_deconvolution_forward_desc_init(&od.deconv, dnnl_forward_inference,
+                                                         dnnl_deconvolution_direct, x_md, a->w_md,
+                                                         a->b_md, y_md, st, dl, pl, pr);
     if (s != dnnl_success)
         return s;
     dnnl_primitive_attr_t attr = cp_dk_attr_create();
@@ -355,8 +273,8 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     const struct cp_tensor *x = k->in[0], *w = k->in[1], *y = k->out[0];
     const struct cp_tensor *bias = k->node->n_inputs > 2 ? k->in[2] : NULL;
     const struct cp_tensor *res = fused && k->node->n_inputs > 3 ? k->in[3] : NULL;
-    struct conv_geom gm;
-    if (!conv_geom(k->node, x, w, y, transpose, &gm))
+    struct cp_conv_geom gm;
+    if (!cp_conv_geom(k->node, x, w, y, transpose, &gm))
         return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': convolution geometry unsupported",
                            k->node->name);
     struct cp_dk_prog *p = cp_dk_kernel_prog(k);

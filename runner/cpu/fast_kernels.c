@@ -14,7 +14,10 @@
 #include <stddef.h>
 
 const struct cp_kernel *const cp_fast_kernels[] = {
-    /* compute-bound: oneDNN */
+    /* compute-bound: oneDNN, but for depthwise convolutions on plain
+     * tensors, which oneDNN runs as one gemm per group */
+    &cp_fast_dw_conv,
+    &cp_fast_dw_fused_conv,
     &cp_dnnl_conv,
     &cp_dnnl_deconv,
     &cp_dnnl_fused_conv,

@@ -21,6 +21,7 @@ extern const struct cp_kernel cp_dnnl_transpose;
 extern const struct cp_kernel cp_dnnl_fused_conv, cp_dnnl_fused_matmul; /* FUSION */
 
 /* C */
+extern const struct cp_kernel cp_fast_dw_conv, cp_fast_dw_fused_conv;
 extern const struct cp_kernel cp_fast_add, cp_fast_sub, cp_fast_mul, cp_fast_div, cp_fast_where;
 extern const struct cp_kernel cp_fast_softmax, cp_fast_matmul_n16;
 extern const struct cp_kernel cp_fast_relu, cp_fast_leaky_relu, cp_fast_sigmoid, cp_fast_exp,

@@ -73,6 +73,54 @@ static void c_conv_1x1(struct cp_graph *g)
     N(g, "Conv", I("x", "w"), I("y"));
 }
 
+/* Depthwise (group == channels): the C kernel on plain tensors */
+static void c_dwconv_1d_silero(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 34, 8));
+    W(g, "w", 3, D(34, 1, 5));
+    W(g, "b", 1, D(34));
+    int32_t n = N(g, "Conv", I("x", "w", "b"), I("y"));
+    cp_node_set_int(g, n, "group", 34);
+    INTS(g, n, "pads", 2, 2);
+}
+static void c_dwconv_2d_s2_asym(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 12, 13, 11));
+    W(g, "w", 4, D(12, 1, 3, 3));
+    int32_t n = N(g, "Conv", I("x", "w"), I("y"));
+    cp_node_set_int(g, n, "group", 12);
+    INTS(g, n, "pads", 0, 1, 1, 0);
+    INTS(g, n, "strides", 2, 2);
+}
+static void c_dwconv_dil_mult(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 6, 9, 10));
+    W(g, "w", 4, D(18, 1, 3, 2));
+    W(g, "b", 1, D(18));
+    int32_t n = N(g, "Conv", I("x", "w", "b"), I("y"));
+    cp_node_set_int(g, n, "group", 6);
+    INTS(g, n, "dilations", 2, 3);
+    INTS(g, n, "pads", 2, 1, 3, 2);
+}
+static void c_dwconv_same_runtime_w(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 8, 7, 7));
+    X(g, "w", 4, D(8, 1, 5, 5));
+    int32_t n = N(g, "Conv", I("x", "w"), I("y"));
+    cp_node_set_int(g, n, "group", 8);
+    cp_node_set_string(g, n, "auto_pad", "SAME_LOWER");
+    INTS(g, n, "strides", 2, 2);
+}
+static void c_dwconv_1d_s3_wide(struct cp_graph *g)
+{
+    X(g, "x", 3, D(3, 4, 100));
+    W(g, "w", 3, D(4, 1, 7));
+    int32_t n = N(g, "Conv", I("x", "w"), I("y"));
+    cp_node_set_int(g, n, "group", 4);
+    INTS(g, n, "pads", 3, 0);
+    INTS(g, n, "strides", 3);
+}
+
 /* ConvTranspose */
 static void c_deconv_s2(struct cp_graph *g)
 {

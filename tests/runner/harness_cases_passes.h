@@ -94,6 +94,31 @@ static void c_fconv_sigmoid(struct cp_graph *g)
     INTS(g, n, "pads", 1, 1, 1, 1);
     cp_node_set_string(g, n, "activation", "Sigmoid");
 }
+/* Depthwise FusedConv: the C kernel's activation and residual, both
+ * orders (the residual may share the output's buffer). */
+static void c_fdwconv_relu_res(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 16, 12));
+    W(g, "w", 3, D(16, 1, 5));
+    W(g, "b", 1, D(16));
+    X(g, "r", 3, D(1, 16, 12));
+    int32_t n = NF(g, "FusedConv", I("x", "w", "b", "r"), I("y"));
+    cp_node_set_int(g, n, "group", 16);
+    INTS(g, n, "pads", 2, 2);
+    cp_node_set_string(g, n, "activation", "Relu");
+}
+static void c_fdwconv_res_first_silu(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 8, 9, 9));
+    W(g, "w", 4, D(8, 1, 3, 3));
+    X(g, "r", 4, D(2, 8, 5, 5));
+    int32_t n = NF(g, "FusedConv", I("x", "w", "", "r"), I("y"));
+    cp_node_set_int(g, n, "group", 8);
+    INTS(g, n, "pads", 1, 1, 1, 1);
+    INTS(g, n, "strides", 2, 2);
+    cp_node_set_string(g, n, "activation", "SiLU");
+    cp_node_set_int(g, n, "residual_first", 1);
+}
 /* The activations ONNX's own ops bring (HardSwish ... Tanh), as FusedConv
  * post-ops: one oneDNN eltwise each, HardSigmoid two (linear, clip). */
 static void fconv_act(struct cp_graph *g, const char *act, float alpha, float beta, bool residual)
