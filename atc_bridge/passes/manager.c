@@ -158,12 +158,16 @@ static enum cp_status run_pass(struct cp_pass_ctx *ctx, const struct cp_pass *p,
     return *changed ? settle(ctx->g, what, d) : CP_OK;
 }
 
-/* The cleanup inside control flow: If branches and Loop/Scan bodies, at
- * any depth, get ConstantFoldingPass and DeadNodeEliminationPass (unless
- * switched off), folding only what initializers determine (in_subgraph).
- * Silero's LSTM gates, sliced and concatenated from weights in every run,
- * become initializers. The other passes do not look inside subgraphs yet.
- * OUT: *changed. */
+/* The passes inside control flow: If branches and Loop/Scan bodies, at
+ * any depth, get ConstantFoldingPass and DeadNodeEliminationPass, folding
+ * only what initializers determine (in_subgraph), then the fusion family
+ * (Conv/MatMul epilogues, norms, Gelu, QDQ), then a last sweep of what the
+ * fusions orphaned; each unless switched off. Silero's LSTM gates, sliced
+ * and concatenated from weights in every run, become initializers, and the
+ * Conv -> Relu chains of its sample-rate branches run as FusedConv, as they
+ * would outside. Batch, attention, layout and precision stay at the top
+ * level: they change shapes, layouts or dtypes a branch hands back. OUT:
+ * *changed. */
 static enum cp_status clean_subgraphs(const struct cp_pass_ctx *ctx, const bool *off, int depth,
                                       bool *changed, struct cp_diag *d)
 {
@@ -196,6 +200,19 @@ static enum cp_status clean_subgraphs(const struct cp_pass_ctx *ctx, const bool 
                     st = run_pass(&sc, pass_at((size_t)pi, NULL), &ch, d);
                 *changed = *changed || ch;
             }
+            bool fused = false;
+            for (const struct cp_pass *p = cp_fusion_passes; p->name && st == CP_OK; p++) {
+                bool ch = false;
+                if (!off[cp_pass_index(p->name)])
+                    st = run_pass(&sc, p, &ch, d);
+                fused = fused || ch;
+            }
+            int dne = cp_pass_index("DeadNodeEliminationPass");
+            if (st == CP_OK && fused && dne >= 0 && !off[dne]) {
+                bool ch = false;
+                st = run_pass(&sc, pass_at((size_t)dne, NULL), &ch, d);
+            }
+            *changed = *changed || fused;
             if (st == CP_OK)
                 st = clean_subgraphs(&sc, off, depth + 1, changed, d);
             if (st == CP_OK)

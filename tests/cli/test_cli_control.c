@@ -424,3 +424,80 @@ Test(cli_control, constants_a_branch_reorders_are_folded_inside_it)
     free(xp);
     free(om);
 }
+
+/* The branch of If node `name` in the .om at `om`: how many live nodes it
+ * has, and the op and activation of its first. */
+static size_t branch_nodes(const char *om, const char *attr, enum cp_op *op, char *act, size_t cap)
+{
+    struct cp_graph *g;
+    struct cp_om_meta meta;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_om_read(om, &g, &meta, &d), CP_OK, "%s", d.msg);
+    const struct cp_node *pick = NULL;
+    for (size_t i = 0; i < cp_graph_n_nodes(g); i++)
+        if (strcmp(cp_graph_node(g, (int32_t)i)->name, "pick") == 0)
+            pick = cp_graph_node(g, (int32_t)i);
+    cr_assert_not_null(pick, "the If on an input stays");
+    const struct cp_attr *b = cp_node_attr(pick, attr);
+    cr_assert(b && b->type == CP_ATTR_GRAPH, "%s is not a graph", attr);
+    size_t live = cp_graph_n_live_nodes(b->graph);
+    const struct cp_node *first = NULL;
+    for (size_t i = 0; !first && i < cp_graph_n_nodes(b->graph); i++)
+        if (!cp_graph_node(b->graph, (int32_t)i)->dead)
+            first = cp_graph_node(b->graph, (int32_t)i);
+    cr_assert_not_null(first, "%s has no node", attr);
+    *op = first->op;
+    snprintf(act, cap, "%s", cp_node_attr_string(first, "activation", ""));
+    cp_graph_free(g);
+    cp_om_meta_release(&meta);
+    return live;
+}
+
+/* Conv -> Relu inside both branches (a full conv, a depthwise one) becomes
+ * one FusedConv per branch, as it would outside control flow, and each
+ * branch computes what the unfused conversion computes. */
+Test(cli_control, conv_chains_inside_branches_are_fused)
+{
+    char *om = convert_ok("if_conv");
+    char *off = ct_switch_file("nofuse.cfg", "ConvBiasActivationFusionPass:off\n");
+    char *onnx = model_path("if_conv");
+    char *base = cp_t_path("if_conv_unfused");
+    char *om_off = cp_t_convert_file(onnx, base, off, NULL);
+    cr_assert_not_null(om_off, "converting if_conv unfused failed (see stderr)");
+    static const char *const attrs[2] = {"then_branch", "else_branch"};
+    for (int b = 0; b < 2; b++) {
+        enum cp_op op;
+        char act[32];
+        size_t n = branch_nodes(om, attrs[b], &op, act, sizeof act);
+        cr_assert_eq(n, 1, "%s keeps %zu nodes, not one FusedConv", attrs[b], n);
+        cr_assert_eq(op, CP_OP_FUSED_CONV, "%s runs %s", attrs[b], cp_op_name(op));
+        cr_assert_str_eq(act, "Relu", "%s's FusedConv has activation '%s'", attrs[b], act);
+        n = branch_nodes(om_off, attrs[b], &op, act, sizeof act);
+        cr_assert_eq(n, 2, "with the fusion off %s has %zu nodes", attrs[b], n);
+    }
+    const int64_t dims[3] = {1, 4, 6};
+    float x[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)((i * 7) % 11) / 5.0f - 1.0f;
+    char *xp = write_f32("x", 3, dims, x);
+    for (int c = 0; c < 2; c++) {
+        float *y = run_if_model(om, xp, c, 24);
+        float *want = run_if_model(om_off, xp, c, 24);
+        int zeros = 0;
+        for (int i = 0; i < 24; i++) {
+            cr_assert_float_eq(y[i], want[i], 1e-5, "c=%d y[%d] = %g, unfused %g", c, i,
+                               (double)y[i], (double)want[i]);
+            zeros += y[i] == 0.0f;
+        }
+        cr_assert(zeros > 0 && zeros < 24, "c=%d: the Relu clipped %d of 24", c, zeros);
+        free(y);
+        free(want);
+    }
+    free(xp);
+    free(onnx);
+    free(base);
+    free(off);
+    free(om_off);
+    free(om);
+}

@@ -206,3 +206,21 @@ g = h.make_graph([h.make_node("If", ["c"], ["y"], name="pick", then_branch=tb, e
                  "if_gates", [vi("c", B, []), vi("x", F, [1, 4])], [vi("y", F, [1, 4])],
                  [nh.from_array(np.arange(16, dtype=np.float32).reshape(4, 4), "w")])
 write("if_gates", model(g))
+
+# 15. An If on a run-time condition whose branches are Conv -> Relu on
+#     outer weights, as Silero VAD's sample-rate branches are: a full
+#     1-D conv in then_branch, a depthwise one in else_branch. The
+#     conversion fuses each chain inside its branch into one FusedConv.
+rng = np.random.default_rng(15)
+tb = h.make_graph([h.make_node("Conv", ["x", "wf", "bf"], ["t_c"], name="t_conv", pads=[1, 1]),
+                   h.make_node("Relu", ["t_c"], ["t_y"], name="t_relu")],
+                  "then", [], [vi("t_y", F, [1, 4, 6])])
+eb = h.make_graph([h.make_node("Conv", ["x", "wd"], ["e_c"], name="e_conv", pads=[1, 1], group=4),
+                   h.make_node("Relu", ["e_c"], ["e_y"], name="e_relu")],
+                  "else", [], [vi("e_y", F, [1, 4, 6])])
+g = h.make_graph([h.make_node("If", ["c"], ["y"], name="pick", then_branch=tb, else_branch=eb)],
+                 "if_conv", [vi("c", B, []), vi("x", F, [1, 4, 6])], [vi("y", F, [1, 4, 6])],
+                 [nh.from_array(rng.standard_normal((4, 4, 3)).astype(np.float32), "wf"),
+                  nh.from_array(rng.standard_normal(4).astype(np.float32), "bf"),
+                  nh.from_array(rng.standard_normal((4, 1, 3)).astype(np.float32), "wd")])
+write("if_conv", model(g))
