@@ -24,9 +24,11 @@
  * [S, -1]) would silently become [S, B*.../S] at batch B. A probe infers a
  * copy of the graph at batch 2S; a value that differs there is folded only
  * as a Reshape target whose batch entries are 0 ("copy the input's
- * dimension", which follows the batch), and otherwise stays computed. With
- * a dynamic batch dimension (--dynamic_batch_size) such values are not
- * known in the first place. */
+ * dimension", which follows the batch), and otherwise stays computed. A
+ * graph the probe cannot infer at 2S does not run at another batch at all
+ * (its constants hard-code the batch), so everything known folds. With a
+ * dynamic batch dimension (--dynamic_batch_size) such values are not known
+ * in the first place. */
 #include "om/om.h"
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
@@ -126,8 +128,9 @@ static bool probe_needed(const struct cp_graph *g)
 }
 
 /* Infer a copy of g (through the .om form, which keeps tensor indices) at
- * twice the batch. A copy that cannot be made or inferred leaves values
- * unknown, which only means less gets folded. */
+ * twice the batch. A copy that cannot be made leaves values unknown,
+ * which only means less gets folded; one that cannot be inferred turns the
+ * probe off (above). */
 static enum cp_status probe_run(const struct cp_graph *g, struct probe *p)
 {
     memset(p, 0, sizeof *p);
@@ -174,9 +177,14 @@ static enum cp_status probe_run(const struct cp_graph *g, struct probe *p)
             t->value_len = 0;
         }
     }
-    /* Inference may stop at a node that cannot take the batch; what it
-     * did not reach stays unknown. */
-    cp_graph_infer(copy, NULL);
+    /* Inference that stops at a node which cannot take the doubled batch
+     * (a Reshape to a constant [1, 2, 24, 8, 8], as ShuffleNet's channel
+     * shuffle is exported) says the model runs at its own batch only:
+     * then no value depends on the batch, and everything known folds. */
+    if (cp_graph_infer(copy, NULL) != CP_OK) {
+        p->active = false;
+        goto out;
+    }
     for (size_t i = 0; i < p->n; i++) {
         const struct cp_tensor *t = cp_graph_tensor(copy, (int32_t)i);
         p->shape[i] = t->shape;

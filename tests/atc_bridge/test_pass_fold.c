@@ -122,6 +122,39 @@ Test(pass_fold, a_value_that_follows_the_batch_is_not_baked_in)
     cp_graph_free(g);
 }
 
+/* ShuffleNet's channel shuffle as exported: Reshape(x, [1, 2, 3, 4]) hard-
+ * codes batch 1, so the model runs at no other batch; the half-channel
+ * count chunk() computes after it (Shape -> Gather(1) -> Div(2)) and even
+ * x.shape[0] fold, since nothing here can follow a batch. */
+Test(pass_fold, a_model_whose_constants_fix_the_batch_folds_every_known_value)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 6, 2, 2));
+    gb_ints(g, "split", 5, GB_DIMS(1, 2, 3, 2, 2));
+    gb_scalar(g, "zero", 0);
+    gb_scalar(g, "one", 1);
+    gb_scalar(g, "two", 2);
+    gb_node(g, "shuffle", "Reshape", GB_IN("x", "split"), GB_IN("x5"));
+    gb_node(g, "shape", "Shape", GB_IN("x5"), GB_IN("s"));
+    gb_node(g, "gc", "Gather", GB_IN("s", "one"), GB_IN("c"));
+    gb_node(g, "half", "Div", GB_IN("c", "two"), GB_IN("h"));
+    gb_node(g, "gb", "Gather", GB_IN("s", "zero"), GB_IN("b"));
+    gb_node(g, "sum", "Add", GB_IN("h", "b"), GB_IN("hb"));
+    set_int(g, gb_node(g, "cast", "Cast", GB_IN("hb"), GB_IN("hf")), "to", 1);
+    gb_node(g, "add", "Add", GB_IN("x5", "hf"), GB_IN("y"));
+    out(g, "y");
+    pt_prepare(g);
+    cr_assert(pt_run_pass(g, "ConstantFoldingPass"));
+    const struct cp_tensor *hb = gb_get(g, "hb");
+    cr_assert_eq(hb->kind, CP_TENSOR_INITIALIZER, "the batch-fixed chain stays computed");
+    cr_assert_eq(*(const int64_t *)hb->data, 2, "hb = 2 / 2 + 1, got %lld",
+                 (long long)*(const int64_t *)hb->data);
+    cr_assert_eq(gb_get(g, "hf")->kind, CP_TENSOR_INITIALIZER);
+    cr_assert_eq(cp_graph_n_live_nodes(g), 2, "Reshape and Add are left, not %zu",
+                 cp_graph_n_live_nodes(g));
+    cp_graph_free(g);
+}
+
 /* The shape is only known when the dimension is: a dynamic batch keeps the
  * chain (Shape's output has no value), while the folded part stays exact. */
 Test(pass_fold, shape_of_a_dynamic_dimension_is_not_folded)
