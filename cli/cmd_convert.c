@@ -34,7 +34,8 @@ static const struct cp_opt own[] = {
      "ATC fusion switch file (JSON or PassName:off lines)"},
     {"input_format", 0, CP_OPT_VALUE, OPT_INPUT_FORMAT, "FMT", "NCHW (default), NCDHW, ND, NHWC"},
     {"layout_policy", 0, CP_OPT_VALUE, OPT_LAYOUT_POLICY, "POLICY",
-     "conv-region activations: blocked (default; nChw16c/8c), nhwc, nchw"},
+     "conv-region activations: auto (default; per region NHWC or blocked, whichever the CPU's "
+     "kernels run faster), blocked (nChw16c/8c), nhwc, nchw"},
     {"list-passes", 0, CP_OPT_FLAG, OPT_LIST_PASSES, NULL,
      "list every conversion pass (name, switch group, what it does) and exit; with "
      "--fusion_switch_file, show which are on"},

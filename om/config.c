@@ -48,6 +48,7 @@ static const char *const layout_policy_names[] = {
     [CP_LAYOUT_POLICY_NCHW] = "nchw",
     [CP_LAYOUT_POLICY_NHWC] = "nhwc",
     [CP_LAYOUT_POLICY_BLOCKED] = "blocked",
+    [CP_LAYOUT_POLICY_AUTO] = "auto",
 };
 _Static_assert(sizeof layout_policy_names / sizeof *layout_policy_names == CP_LAYOUT_POLICY_COUNT,
                "layout policy");
@@ -89,7 +90,7 @@ void cp_convert_config_init(struct cp_convert_config *c)
     memset(c, 0, sizeof *c);
     c->framework = 5;
     c->input_format = CP_FMT_NCHW;
-    c->layout_policy = CP_LAYOUT_POLICY_BLOCKED;
+    c->layout_policy = CP_LAYOUT_POLICY_AUTO;
     c->precision_mode = CP_PREC_FORCE_FP32;
     c->buffer_optimize = CP_BUF_L2_OPTIMIZE;
     c->implmode = CP_IMPL_HIGH_PERFORMANCE;
@@ -445,7 +446,7 @@ void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf 
     }
     if (c->input_format != CP_FMT_NCHW)
         flag(out, "input_format", cp_input_format_name(c->input_format));
-    if (c->layout_policy != CP_LAYOUT_POLICY_BLOCKED)
+    if (c->layout_policy != CP_LAYOUT_POLICY_AUTO)
         flag(out, "layout_policy", cp_layout_policy_name(c->layout_policy));
     if (c->precision_mode != CP_PREC_FORCE_FP32)
         flag(out, "precision_mode", cp_precision_mode_name(c->precision_mode));

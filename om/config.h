@@ -62,12 +62,14 @@ enum cp_input_format {
 };
 
 /* Where conv regions keep their activations (cannprof's own knob; ATC picks
- * layouts itself, and Ascend's own choice is the blocked NC1HWC0, which is
- * why blocked is the default here). */
+ * layouts itself, and Ascend's own choice is the blocked NC1HWC0). The
+ * default, auto, picks per region what the target's kernels run fastest;
+ * the others force one layout family. */
 enum cp_layout_policy {
     CP_LAYOUT_POLICY_NCHW = 0, /* plain NCHW everywhere */
     CP_LAYOUT_POLICY_NHWC,     /* conv regions in NHWC */
-    CP_LAYOUT_POLICY_BLOCKED,  /* conv regions in oneDNN's blocked nChw16c / nChw8c (default) */
+    CP_LAYOUT_POLICY_BLOCKED,  /* conv regions in oneDNN's blocked nChw16c / nChw8c */
+    CP_LAYOUT_POLICY_AUTO,     /* per region: NHWC or blocked (default; layout_transform.c) */
     CP_LAYOUT_POLICY_COUNT
 };
 

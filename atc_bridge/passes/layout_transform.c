@@ -154,7 +154,7 @@ static enum cp_layout policy_layout(const struct cp_tensor *t, enum cp_layout_po
     int64_t c = t->shape.dims[1].value;
     if (pol == CP_LAYOUT_POLICY_NHWC)
         return CP_LAYOUT_NHWC;
-    if (pol == CP_LAYOUT_POLICY_BLOCKED)
+    if (pol == CP_LAYOUT_POLICY_BLOCKED || pol == CP_LAYOUT_POLICY_AUTO)
         return c % 16 == 0 && vector_floats != 8 ? CP_LAYOUT_NCHW16C
                : c % 8 == 0                      ? CP_LAYOUT_NCHW8C
                                                  : CP_LAYOUT_NCHW;
@@ -319,28 +319,71 @@ static bool wants_block8(const struct cp_tensor *t)
     return is_image(t) && t->shape.dims[1].value % 16 != 0 && t->shape.dims[1].value % 8 == 0;
 }
 
-/* On AVX-512, the blocked regions where an activation (a result or one it
- * reads) has a C that is a multiple of 8 only: they run NHWC. `mark` is
- * per root scratch, at least n_nodes. */
+/* Region marks, per root: bits of what its nodes hold. */
+enum { MARK_BLOCK8 = 1, MARK_DENSE_CONV = 2, MARK_OTHER_CONV = 4 };
+
+/* Output pixels up to which the auto policy runs a dense region's node
+ * NHWC (ResNet's last stage at 224x224 is 7x7). */
+#define AUTO_NHWC_PIXELS 49
+
+/* The pixels a region node works at: its output's, but a pool's input's
+ * (a global pool's 1x1 result says nothing of the map it reads). */
+static int64_t node_pixels(const struct cp_graph *g, const struct cp_node *n)
+{
+    bool pool = n->op == CP_OP_MAX_POOL || n->op == CP_OP_AVERAGE_POOL ||
+                n->op == CP_OP_GLOBAL_AVERAGE_POOL;
+    const struct cp_tensor *t = tensor_or_null(g, n, 0, !pool);
+    if (!is_image(t) || t->shape.dims[2].value < 0 || t->shape.dims[3].value < 0)
+        return -1;
+    return t->shape.dims[2].value * t->shape.dims[3].value;
+}
+
+/* On AVX-512, which region nodes of the blocked and auto policies run
+ * NHWC:
+ *  - all of a region where an activation (a result or one it reads) has
+ *    a C that is a multiple of 8 only;
+ *  - with the auto policy, in a region whose convolutions are all dense
+ *    (group 1, not transposed), the nodes working on at most
+ *    AUTO_NHWC_PIXELS pixels. oneDNN 2.6 runs a dense convolution on NHWC
+ *    with its brgemm kernel, on nChw16c with its direct one, which blocks
+ *    over output columns: where there are few (ResNet-18 at 64x64: 2x2
+ *    and 4x4 maps, 512 and 256 channels) brgemm took a third less time,
+ *    at 7x7 15% less, on larger maps about the same. The TransData where
+ *    a network's maps shrink below the mark is one small reorder. Its
+ *    depthwise and grouped convolutions are faster on nChw16c
+ *    (EfficientNet-B0, RegNetX and ConvNeXt ran 25-47% slower NHWC), so
+ *    regions holding one stay blocked.
+ * `mark` is per root scratch, at least n_nodes. */
 static void choose_nhwc_regions(struct lt_state *s, int32_t *mark)
 {
     const struct cp_graph *g = s->l->g;
     size_t nn = s->n_nodes;
-    if (s->pol != CP_LAYOUT_POLICY_BLOCKED || s->vector_floats == 8)
+    if ((s->pol != CP_LAYOUT_POLICY_BLOCKED && s->pol != CP_LAYOUT_POLICY_AUTO) ||
+        s->vector_floats == 8)
         return;
     memset(mark, 0, nn * sizeof *mark);
     for (size_t i = 0; i < nn; i++) {
         if (!s->in_region[i])
             continue;
         const struct cp_node *n = cp_graph_node(g, (int32_t)i);
+        int32_t root = uf_find(s->parent, (int32_t)i);
         bool b8 = wants_block8(tensor_or_null(g, n, 0, true));
         for (size_t j = 0; j < n->n_inputs && !b8; j++)
             b8 = is_act_slot(g, n, j) && wants_block8(tensor_or_null(g, n, j, false));
         if (b8)
-            mark[uf_find(s->parent, (int32_t)i)] = 1;
+            mark[root] |= MARK_BLOCK8;
+        if (n->op == CP_OP_CONV || n->op == CP_OP_FUSED_CONV)
+            mark[root] |= cp_node_attr_int(n, "group", 1) == 1 ? MARK_DENSE_CONV : MARK_OTHER_CONV;
+        else if (n->op == CP_OP_CONV_TRANSPOSE)
+            mark[root] |= MARK_OTHER_CONV;
     }
-    for (size_t i = 0; i < nn; i++)
-        s->nhwc[i] = s->in_region[i] && mark[uf_find(s->parent, (int32_t)i)];
+    for (size_t i = 0; i < nn; i++) {
+        int32_t m = s->in_region[i] ? mark[uf_find(s->parent, (int32_t)i)] : 0;
+        bool dense = (m & (MARK_DENSE_CONV | MARK_OTHER_CONV)) == MARK_DENSE_CONV;
+        int64_t px = s->in_region[i] ? node_pixels(g, cp_graph_node(g, (int32_t)i)) : -1;
+        s->nhwc[i] = (m & MARK_BLOCK8) || (s->pol == CP_LAYOUT_POLICY_AUTO && dense && px >= 0 &&
+                                           px <= AUTO_NHWC_PIXELS);
+    }
 }
 
 /* The layout node i's region gives activation t. */

@@ -350,14 +350,16 @@ static void check_example_policies(const char *name, const long *want_td, bool r
 Test(layout_pass, resnet_tiny_in_every_layout_policy, .timeout = 300)
 {
     /* nhwc: the image in, the pooled features out; blocked: the image
-     * (3 channels) is read plain, so only the pooled features */
-    const long want[CP_LAYOUT_POLICY_COUNT] = {0, 2, 1};
+     * (3 channels) is read plain, so only the pooled features; auto: the
+     * maps of 49 pixels or fewer run NHWC, one more reorder where they
+     * start */
+    const long want[CP_LAYOUT_POLICY_COUNT] = {0, 2, 1, 2};
     check_example_policies("resnet_tiny", want, true);
 }
 
 Test(layout_pass, sd_unet_tiny_in_every_layout_policy, .timeout = 300)
 {
-    const long want[CP_LAYOUT_POLICY_COUNT] = {0, -1, -1};
+    const long want[CP_LAYOUT_POLICY_COUNT] = {0, -1, -1, -1};
     check_example_policies("sd_unet_tiny", want, false);
 }
 

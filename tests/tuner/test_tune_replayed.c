@@ -251,7 +251,7 @@ Test(tune_replayed, a_candidate_replayed_three_times_slower_is_rejected_as_signi
     expect_near(s->measured_gain, -2.0, 0.04, "latency saved");
     cr_expect_lt(s->p, 1e-6);
     cr_expect_eq(rp.confirms_of_step[s->step], 0, "a rejection is not measured again");
-    cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_BLOCKED);
+    cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_AUTO);
     cr_expect_eq(rp.calls[CP_TUNE_AB_FINAL], 0, "the best is the baseline: nothing to check");
     cp_tune_result_release(&r);
     opts_release(&o);
@@ -282,7 +282,7 @@ Test(tune_replayed, a_gain_the_confirmation_does_not_reproduce_is_rejected)
               s->reason);
     /* the figures are the second measurement's */
     expect_near(s->measured_gain, 0, 0.01, "latency saved, measured again");
-    cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_BLOCKED);
+    cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_AUTO);
     cp_tune_result_release(&r);
     opts_release(&o);
 }
@@ -310,7 +310,7 @@ Test(tune_replayed, an_improvement_below_the_threshold_is_not_accepted)
     expect_near(s->measured_gain, 0.01, 0.002, "latency saved");
     cr_expect_lt(s->p, 0.05, "significant");
     cr_expect_eq(rp.confirms_of_step[s->step], 0);
-    cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_BLOCKED);
+    cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_AUTO);
     cp_tune_result_release(&r);
     opts_release(&o);
 }
@@ -331,9 +331,9 @@ Test(tune_replayed, the_throughput_target_judges_items_per_second)
     struct cp_tune_opts o;
     replayed_opts(&o, cp_example_model(buf, sizeof buf, "resnet_tiny"), "thr", &rp);
     o.target = CP_TARGET_THROUGHPUT;
-    /* the other precision, two layouts, all cores (when there are more
-     * than one), then batch=2 */
-    o.budget = 5;
+    /* the other precision, three layouts (the default is auto), all
+     * cores (when there are more than one), then batch=2 */
+    o.budget = 6;
     struct cp_tune_result r;
     run(&o, &r);
     const struct cp_tune_step *s = step_with(&r, "batch=2");
