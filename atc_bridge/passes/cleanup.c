@@ -2,7 +2,8 @@
  * passes, Identity/Dropout removal and dead-node elimination. Constant
  * folding is in cleanup_fold.c (with its evaluator in cleanup_eval.c),
  * Conv+BatchNorm folding in cleanup_convbn.c, dead Conv taps in
- * cleanup_convtap.c, Pad folding in cleanup_padfold.c, transposes in cleanup_transpose.c. */
+ * cleanup_convtap.c, Pad folding in cleanup_padfold.c, transposes in cleanup_transpose.c,
+ * channel shuffles in cleanup_shuffle.c. */
 #include "atc_bridge/passes/cleanup_internal.h"
 #include "atc_bridge/passes/rewrite.h"
 #include "graph/op_eval.h"
@@ -21,7 +22,8 @@ const struct cp_pass cp_cleanup_passes[] = {
      cp_cleanup_identity},
     {"TransposeOptimizationPass", "GraphFusion",
      "cancel and merge consecutive Transposes; fold a last-two-dims Transpose into MatMul "
-     "(FusedMatMul transA/transB)",
+     "(FusedMatMul transA/transB); a channel shuffle and channel Slices of it become channel "
+     "Gathers",
      cp_cleanup_transpose},
     {CP_PASS_CONV_BN, "GraphFusion",
      "fold an inference BatchNormalization into the preceding Conv's weights and bias",

@@ -12,6 +12,9 @@ enum cp_status cp_cleanup_conv_bn(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_conv_taps(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_pad_fold(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed);
+/* Channel shuffles and channel Slices of them as channel Gathers
+ * (cleanup_shuffle.c); part of TransposeOptimizationPass. */
+enum cp_status cp_cleanup_channel_shuffle(struct cp_pass_ctx *ctx, bool *changed);
 
 /* Evaluate node `n` on constant inputs (cleanup_eval.c). Every present
  * input is an initializer with data; outputs have static shapes and known

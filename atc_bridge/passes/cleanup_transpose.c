@@ -6,7 +6,10 @@
  *  - MatMul(Transpose(a), b) where the Transpose swaps the last two
  *    dimensions (and keeps the rest) becomes FusedMatMul(a, b, transA=1),
  *    likewise transB for the second operand: the matmul reads the operand
- *    transposed instead of a copy being made.
+ *    transposed instead of a copy being made;
+ *  - a channel shuffle (Reshape, Transpose 0,2,1,3,4, Reshape) becomes a
+ *    channel Gather, and so do channel Slices of its result
+ *    (cleanup_shuffle.c).
  *
  * A MatMul that is part of an attention block (its result reaches a
  * Softmax through at most a scale and a mask, or it multiplies a Softmax's
@@ -264,5 +267,5 @@ enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed)
             return st;
         *changed |= done;
     }
-    return CP_OK;
+    return cp_cleanup_channel_shuffle(ctx, changed);
 }

@@ -15,7 +15,9 @@
  *    ops whose operands all have the output's shape, or are single
  *    elements, so that they work on any byte order, or are one value per
  *    channel (squeeze-excitation's scale), which oneDNN's binary kernel
- *    broadcasts over any layout and whose bytes no layout changes. A region needs a
+ *    broadcasts over any layout and whose bytes no layout changes; and of
+ *    channel selections (a constant-index Gather or a Slice of the
+ *    channel axis), which make their region NHWC. A region needs a
  *    convolution or pool: elementwise ops alone gain nothing from a layout.
  *    A lone conv between plain ops does form a region: the conv kernels run
  *    in the layouts they are given (runner/cpu/dnnl_conv.c), so the policy
@@ -40,6 +42,7 @@
  *    ever see plain tensors; graph outputs keep their names and are plain.
  */
 #include "atc_bridge/passes/layout_internal.h"
+#include "graph/op_eval.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,8 +183,44 @@ static bool concat_keeps_layout(const struct cp_graph *g, const struct cp_node *
     return n->n_inputs > 0 && n->n_inputs <= 64; /* the kernels' most parts */
 }
 
-/* The region role of node n under the policy. */
-static int region_role(const struct cp_graph *g, const struct cp_node *n, enum cp_layout_policy pol)
+/* A Gather with constant indices, or a Slice, that selects channels of an
+ * image and nothing else: in NHWC a per-pixel copy of channels
+ * (runner/cpu/fast_copy.c), as ShuffleNet's shuffles and halves are once
+ * TransposeOptimizationPass has made them Gathers. */
+static bool is_channel_select(const struct cp_graph *g, const struct cp_node *n)
+{
+    const struct cp_tensor *x = tensor_or_null(g, n, 0, false), *y = tensor_or_null(g, n, 0, true);
+    if (!is_image(x) || !is_image(y) || !cp_shape_is_static(&x->shape) ||
+        !cp_shape_is_static(&y->shape) || n->n_outputs != 1)
+        return false;
+    if (n->op == CP_OP_GATHER) {
+        const struct cp_tensor *ix = tensor_or_null(g, n, 1, false);
+        int64_t axis = cp_node_attr_int(n, "axis", 0);
+        return n->n_inputs == 2 && (axis == 1 || axis == -3) && ix &&
+               ix->kind == CP_TENSOR_INITIALIZER && ix->data &&
+               (ix->dtype == CP_DTYPE_I64 || ix->dtype == CP_DTYPE_I32) && ix->shape.rank == 1;
+    }
+    if (n->op != CP_OP_SLICE || n->n_inputs < 3 || n->n_inputs > 5)
+        return false;
+    const void *in_data[5] = {NULL};
+    for (size_t k = 1; k < n->n_inputs; k++) {
+        const struct cp_tensor *t = tensor_or_null(g, n, k, false);
+        if (t && (t->kind != CP_TENSOR_INITIALIZER || !(in_data[k] = t->data)))
+            return false;
+    }
+    int64_t first[CP_MAX_RANK], step[CP_MAX_RANK];
+    if (!cp_eval_slice_plan(g, n, in_data, &x->shape, &y->shape, first, step))
+        return false;
+    for (int a = 0; a < 4; a++)
+        if (a != 1 && x->shape.dims[a].value != y->shape.dims[a].value)
+            return false;
+    return true;
+}
+
+/* The region role of node n under the policy; `select` admits channel
+ * selections (they run NHWC only). */
+static int region_role(const struct cp_graph *g, const struct cp_node *n, enum cp_layout_policy pol,
+                       bool select)
 {
     const struct cp_tensor *y = tensor_or_null(g, n, 0, true);
     if (n->dead || !is_image(y))
@@ -213,6 +252,9 @@ static int region_role(const struct cp_graph *g, const struct cp_node *n, enum c
          * (runner/cpu/fast_groupnorm.c), so a norm between two convs no
          * longer splits their region with a TransData on either side */
         return is_image(x) ? ROLE_ELEMENTWISE : ROLE_NONE;
+    case CP_OP_GATHER:
+    case CP_OP_SLICE:
+        return select && is_channel_select(g, n) ? ROLE_ELEMENTWISE : ROLE_NONE;
     default:
         break;
     }
@@ -320,7 +362,7 @@ static bool wants_block8(const struct cp_tensor *t)
 }
 
 /* Region marks, per root: bits of what its nodes hold. */
-enum { MARK_BLOCK8 = 1, MARK_DENSE_CONV = 2, MARK_OTHER_CONV = 4 };
+enum { MARK_BLOCK8 = 1, MARK_DENSE_CONV = 2, MARK_OTHER_CONV = 4, MARK_SELECT = 8 };
 
 /* Output pixels up to which the auto policy runs a dense region's node
  * NHWC (ResNet's last stage at 224x224 is 7x7). */
@@ -341,7 +383,8 @@ static int64_t node_pixels(const struct cp_graph *g, const struct cp_node *n)
 /* On AVX-512, which region nodes of the blocked and auto policies run
  * NHWC:
  *  - all of a region where an activation (a result or one it reads) has
- *    a C that is a multiple of 8 only;
+ *    a C that is a multiple of 8 only, or that holds a channel selection
+ *    (is_channel_select: its kernel reads NHWC, not the blocked layouts);
  *  - with the auto policy, in a region whose convolutions are all dense
  *    (group 1, not transposed), the nodes working on at most
  *    AUTO_NHWC_PIXELS pixels. oneDNN 2.6 runs a dense convolution on NHWC
@@ -372,6 +415,8 @@ static void choose_nhwc_regions(struct lt_state *s, int32_t *mark)
             b8 = is_act_slot(g, n, j) && wants_block8(tensor_or_null(g, n, j, false));
         if (b8)
             mark[root] |= MARK_BLOCK8;
+        if (n->op == CP_OP_GATHER || n->op == CP_OP_SLICE)
+            mark[root] |= MARK_SELECT;
         if (n->op == CP_OP_CONV || n->op == CP_OP_FUSED_CONV)
             mark[root] |= cp_node_attr_int(n, "group", 1) == 1 ? MARK_DENSE_CONV : MARK_OTHER_CONV;
         else if (n->op == CP_OP_CONV_TRANSPOSE)
@@ -381,8 +426,9 @@ static void choose_nhwc_regions(struct lt_state *s, int32_t *mark)
         int32_t m = s->in_region[i] ? mark[uf_find(s->parent, (int32_t)i)] : 0;
         bool dense = (m & (MARK_DENSE_CONV | MARK_OTHER_CONV)) == MARK_DENSE_CONV;
         int64_t px = s->in_region[i] ? node_pixels(g, cp_graph_node(g, (int32_t)i)) : -1;
-        s->nhwc[i] = (m & MARK_BLOCK8) || (s->pol == CP_LAYOUT_POLICY_AUTO && dense && px >= 0 &&
-                                           px <= AUTO_NHWC_PIXELS);
+        s->nhwc[i] =
+            (m & (MARK_BLOCK8 | MARK_SELECT)) ||
+            (s->pol == CP_LAYOUT_POLICY_AUTO && dense && px >= 0 && px <= AUTO_NHWC_PIXELS);
     }
 }
 
@@ -401,9 +447,12 @@ static enum cp_status find_regions(struct lt_state *s)
     int32_t *anchors = calloc(nn + 1, sizeof *anchors);
     if (!anchors)
         return cp_diag_set(s->l->d, CP_ERR_NOMEM, "out of memory in a layout pass");
+    /* channel selections run NHWC only: under the nhwc policy, or where
+     * AVX-512 lets a blocked region run NHWC (choose_nhwc_regions) */
+    bool select = s->pol == CP_LAYOUT_POLICY_NHWC || s->vector_floats != 8;
     for (size_t i = 0; i < nn; i++) {
         s->parent[i] = (int32_t)i;
-        s->role[i] = (uint8_t)region_role(g, cp_graph_node(g, (int32_t)i), s->pol);
+        s->role[i] = (uint8_t)region_role(g, cp_graph_node(g, (int32_t)i), s->pol, select);
     }
     for (size_t i = 0; i < nn; i++) {
         const struct cp_node *n = cp_graph_node(g, (int32_t)i);

@@ -1,6 +1,8 @@
 /*
  * Data movement in plain C, for any element type (copied as bytes):
- * Concat, Split, Slice, Gather and nearest-neighbour Resize.
+ * Concat, Split, Slice, Gather and nearest-neighbour Resize. Concat and
+ * Split also take channel parts in NHWC or blocked layouts; Slice and a
+ * constant-index channel Gather also take NHWC.
  *
  * Each kernel reduces its node to "rows": the output is walked in runs
  * that are contiguous in both tensors (memcpy) or, for Slice with a step
@@ -42,6 +44,15 @@ struct cat_state {
     size_t chunk[]; /* bytes per outer row of each part */
 };
 
+/* Per-dim values of an NCHW-ordered rank-4 tensor in NHWC byte order. */
+static void nhwc_order(int64_t *v)
+{
+    int64_t c = v[1];
+    v[1] = v[2];
+    v[2] = v[3];
+    v[3] = c;
+}
+
 /* The dims of t as its bytes are ordered: NHWC's [N, H, W, C]; blocked
  * tensors keep their logical dims, since a channel concatenation of
  * nChw{B}c parts whose channels fill whole blocks moves the same bytes as
@@ -49,12 +60,8 @@ struct cat_state {
 static int byte_dims(const struct cp_tensor *t, int64_t *d)
 {
     int r = cp_fk_dims(t, d);
-    if (r == 4 && t->layout == CP_LAYOUT_NHWC) {
-        int64_t c = d[1];
-        d[1] = d[2];
-        d[2] = d[3];
-        d[3] = c;
-    }
+    if (r == 4 && t->layout == CP_LAYOUT_NHWC)
+        nhwc_order(d);
     return r;
 }
 
@@ -324,6 +331,9 @@ static bool slice_geom(const struct cp_graph *g, const struct cp_node *n, int64_
     int r = cp_fk_dims(x, xd);
     if (r < 1 || cp_fk_dims(y, yd) != r || x->dtype != y->dtype || n->n_inputs < 3)
         return false;
+    if ((!cp_tensor_is_plain(x) || !cp_tensor_is_plain(y)) &&
+        (r != 4 || x->layout != CP_LAYOUT_NHWC || y->layout != CP_LAYOUT_NHWC))
+        return false; /* laid out: NHWC only, walked in its byte order */
     int64_t st[CP_MAX_RANK], en[CP_MAX_RANK], ax[CP_MAX_RANK], sp[CP_MAX_RANK];
     size_t ns, ne, na, nsp;
     if (!cp_fk_const_ints(cp_fk_in(g, n, 1), st, CP_MAX_RANK, &ns) ||
@@ -390,8 +400,12 @@ static enum cp_status slice_prepare(struct cp_kexec *k, struct cp_diag *d)
     int64_t start[CP_MAX_RANK], step[CP_MAX_RANK], xd[CP_MAX_RANK], yd[CP_MAX_RANK];
     if (!slice_geom(k->g, k->node, start, step))
         return cp_diag_set(d, CP_ERR_INVALID, "node '%s': bad slice", k->node->name);
-    int r = cp_fk_dims(k->in[0], xd);
-    cp_fk_dims(k->out[0], yd);
+    int r = byte_dims(k->in[0], xd);
+    byte_dims(k->out[0], yd);
+    if (k->in[0]->layout == CP_LAYOUT_NHWC) {
+        nhwc_order(start);
+        nhwc_order(step);
+    }
     struct gather_state *s = gather_alloc(r, yd, cp_dtype_size(k->in[0]->dtype));
     if (!s)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
@@ -528,7 +542,8 @@ static bool gidx_geom(const struct cp_graph *g, const struct cp_node *n, struct 
     const struct cp_tensor *x = cp_fk_in(g, n, 0), *ix = cp_fk_in(g, n, 1), *y = cp_fk_out(g, n, 0);
     int64_t xd[CP_MAX_RANK];
     int r = cp_fk_dims(x, xd);
-    if (r < 1 || !ix || !y || !cp_shape_is_static(&ix->shape) || !cp_shape_is_static(&y->shape) ||
+    if (r < 1 || !ix || !y || !cp_tensor_is_plain(x) || !cp_tensor_is_plain(y) ||
+        !cp_shape_is_static(&ix->shape) || !cp_shape_is_static(&y->shape) ||
         (ix->dtype != CP_DTYPE_I64 && ix->dtype != CP_DTYPE_I32) || y->dtype != x->dtype)
         return false;
     int ax = norm_axis(cp_node_attr_int(n, "axis", 0), r);
@@ -591,6 +606,70 @@ static enum cp_status gidx_run(struct cp_kexec *k)
     }
     return CP_OK;
 }
+
+/* A Gather of constant channels of an NHWC image (a channel shuffle or a
+ * half of one, cleanup_shuffle.c): each output pixel's channels are a
+ * table lookup into its input pixel's, walked as gather_run's rows. */
+static bool cgather_indices(const struct cp_graph *g, const struct cp_node *n, int64_t *idx,
+                            size_t max, size_t *ni)
+{
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *ix = cp_fk_in(g, n, 1), *y = cp_fk_out(g, n, 0);
+    int64_t xd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    int64_t axis = cp_node_attr_int(n, "axis", 0);
+    if (n->n_inputs != 2 || n->n_outputs != 1 || !x || !ix || !y || cp_fk_dims(x, xd) != 4 ||
+        cp_fk_dims(y, yd) != 4 || x->layout != CP_LAYOUT_NHWC || y->layout != CP_LAYOUT_NHWC ||
+        x->dtype != y->dtype || (axis != 1 && axis != -3) || ix->shape.rank != 1 ||
+        !cp_fk_const_ints(ix, idx, max, ni) || (int64_t)*ni != yd[1])
+        return false;
+    for (int a = 0; a < 4; a++)
+        if (a != 1 && xd[a] != yd[a])
+            return false;
+    for (size_t j = 0; j < *ni; j++) {
+        if (idx[j] < -xd[1] || idx[j] >= xd[1])
+            return false;
+        idx[j] += idx[j] < 0 ? xd[1] : 0;
+    }
+    return *ni > 0 && cp_shape_numel(&y->shape) > 0;
+}
+
+static bool cgather_supports(const struct cp_graph *g, const struct cp_node *n)
+{
+    const struct cp_tensor *y = cp_fk_out(g, n, 0);
+    if (!y || y->shape.rank != 4 || y->shape.dims[1].value < 1)
+        return false;
+    int64_t *idx = malloc((size_t)y->shape.dims[1].value * sizeof *idx);
+    size_t ni;
+    bool ok = idx && cgather_indices(g, n, idx, (size_t)y->shape.dims[1].value, &ni);
+    free(idx);
+    return ok;
+}
+
+static enum cp_status cgather_prepare(struct cp_kexec *k, struct cp_diag *d)
+{
+    int64_t xd[CP_MAX_RANK], yd[CP_MAX_RANK];
+    byte_dims(k->in[0], xd);
+    byte_dims(k->out[0], yd);
+    struct gather_state *s = gather_alloc(4, yd, cp_dtype_size(k->in[0]->dtype));
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    size_t ni;
+    if (!cgather_indices(k->g, k->node, s->tab[3], (size_t)yd[3], &ni)) {
+        free(s);
+        return cp_diag_set(d, CP_ERR_INVALID, "node '%s': bad channel gather", k->node->name);
+    }
+    int64_t stride = xd[3];
+    for (int i = 2; i >= 0; i--) {
+        for (int64_t j = 0; j < yd[i]; j++)
+            s->tab[i][j] = j * stride;
+        stride *= xd[i];
+    }
+    k->state = s;
+    return CP_OK;
+}
+
+const struct cp_kernel cp_fast_channel_gather = {
+    "c:channel_gather", CP_OP_GATHER, cgather_supports, cgather_prepare, gather_run,
+    state_release,      NULL};
 
 const struct cp_kernel cp_fast_gather = {"c:gather", CP_OP_GATHER,  gidx_supports, gidx_prepare,
                                          gidx_run,   state_release, NULL};

@@ -77,6 +77,7 @@ const struct cp_kernel *const cp_fast_kernels[] = {
     &cp_fast_concat,
     &cp_fast_split,
     &cp_fast_slice,
+    &cp_fast_channel_gather,
     &cp_fast_gather,
     &cp_fast_resize,
     &cp_fast_resize_interp,

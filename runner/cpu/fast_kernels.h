@@ -29,7 +29,7 @@ extern const struct cp_kernel cp_fast_relu, cp_fast_leaky_relu, cp_fast_sigmoid,
 extern const struct cp_kernel cp_fast_reduce_mean, cp_fast_reduce_sum, cp_fast_reduce_max,
     cp_fast_global_avg_pool, cp_fast_instance_norm, cp_fast_batch_norm;
 extern const struct cp_kernel cp_fast_concat, cp_fast_split, cp_fast_slice, cp_fast_gather,
-    cp_fast_resize, cp_fast_resize_interp, cp_fast_pad, cp_fast_transpose;
+    cp_fast_channel_gather, cp_fast_resize, cp_fast_resize_interp, cp_fast_pad, cp_fast_transpose;
 extern const struct cp_kernel cp_fast_group_norm, cp_fast_gelu; /* FUSION */
 extern const struct cp_kernel cp_fast_layer_norm;
 

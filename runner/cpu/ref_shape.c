@@ -143,7 +143,14 @@ static enum cp_status slice_run(struct cp_kexec *k)
     return CP_OK;
 }
 
-CP_REF_KERNEL(cp_ref_slice, CP_OP_SLICE, slice_supports, NULL, slice_run);
+/* A channel Slice in an NHWC region runs on plain copies (layout.h). */
+static enum cp_status slice_run_any_layout(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, slice_run);
+}
+
+CP_REF_KERNEL(cp_ref_slice, CP_OP_SLICE, slice_supports, cp_ref_layout_prepare,
+              slice_run_any_layout);
 
 /* ---- Gather ----------------------------------------------------------------------- */
 
@@ -175,7 +182,14 @@ static enum cp_status gather_run(struct cp_kexec *k)
                : CP_ERR_INTERNAL;
 }
 
-CP_REF_KERNEL(cp_ref_gather, CP_OP_GATHER, gather_supports, NULL, gather_run);
+/* A channel Gather in an NHWC region runs on plain copies (layout.h). */
+static enum cp_status gather_run_any_layout(struct cp_kexec *k)
+{
+    return cp_ref_layout_run(k, 0, gather_run);
+}
+
+CP_REF_KERNEL(cp_ref_gather, CP_OP_GATHER, gather_supports, cp_ref_layout_prepare,
+              gather_run_any_layout);
 
 /* ---- Transpose ---------------------------------------------------------------------- */
 

@@ -49,7 +49,10 @@ static inline const struct cp_pass *find_pass(const char *name)
     for (const struct cp_pass *p = cp_layout_passes; p->name; p++)
         if (strcmp(p->name, name) == 0)
             return p;
-    cr_assert_fail("no layout pass %s", name);
+    for (const struct cp_pass *p = cp_cleanup_passes; p->name; p++)
+        if (strcmp(p->name, name) == 0)
+            return p; /* a cleanup pass the layout pass builds on */
+    cr_assert_fail("no layout or cleanup pass %s", name);
     return NULL;
 }
 
@@ -280,6 +283,8 @@ static inline bool reads_layouts(enum cp_op op)
     case CP_OP_MISH:
     case CP_OP_CONCAT: /* of channels, every part in the result's layout */
     case CP_OP_BATCH_NORMALIZATION:
+    case CP_OP_GATHER: /* channel selections, NHWC in and out */
+    case CP_OP_SLICE:
         return true;
     default:
         return false;
@@ -289,7 +294,8 @@ static inline bool reads_layouts(enum cp_op op)
 static inline bool is_elementwise(enum cp_op op)
 {
     return reads_layouts(op) && op != CP_OP_CONV && op != CP_OP_FUSED_CONV &&
-           op != CP_OP_MAX_POOL && op != CP_OP_AVERAGE_POOL && op != CP_OP_GLOBAL_AVERAGE_POOL;
+           op != CP_OP_MAX_POOL && op != CP_OP_AVERAGE_POOL && op != CP_OP_GLOBAL_AVERAGE_POOL &&
+           op != CP_OP_GATHER && op != CP_OP_SLICE;
 }
 
 /* Every tensor's layout is decided; a TransData changes layout and reads
@@ -346,6 +352,10 @@ static inline size_t check_layouts(const struct cp_graph *g, const char *what)
                 continue;
             cr_assert(reads_layouts(n->op), "%s: '%s' (%s) reads '%s' in %s", what, n->name,
                       n->op_type, x->name, cp_layout_name(x->layout));
+            if (n->op == CP_OP_GATHER || n->op == CP_OP_SLICE)
+                cr_assert(j == 0 && x->layout == CP_LAYOUT_NHWC && y->layout == CP_LAYOUT_NHWC,
+                          "%s: channel selection '%s' reads %s, writes %s", what, n->name,
+                          cp_layout_name(x->layout), cp_layout_name(y->layout));
             if (is_elementwise(n->op))
                 cr_assert_eq(x->layout, y->layout, "%s: '%s' mixes %s and %s", what, n->name,
                              cp_layout_name(x->layout), cp_layout_name(y->layout));

@@ -464,3 +464,104 @@ Test(layout_pass, a_channel_concat_stays_in_the_region_when_its_parts_share_the_
     }
     cp_runtime_free(rt);
 }
+
+static bool has_origin(const struct cp_node *n, const char *origin)
+{
+    for (size_t i = 0; i < n->n_origins; i++)
+        if (strcmp(n->origins[i], origin) == 0)
+            return true;
+    return false;
+}
+
+/* ShuffleNet's unit in miniature: x[1,16,8,8] -> Conv a, Conv b (16 each)
+ * -> Concat -> channel shuffle of 2 groups (Reshape [1,2,16,8,8],
+ * Transpose 0,2,1,3,4, Reshape back) -> its halves by Slice -> a Conv on
+ * each -> Concat -> Conv -> y. */
+static struct cp_graph *shuffle_cnn(void)
+{
+    struct cp_graph *g = gb_graph(13);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 16, 8, 8));
+    weight(g, "wa", 4, GB_DIMS(16, 16, 3, 3));
+    weight(g, "wb", 4, GB_DIMS(16, 16, 3, 3));
+    weight(g, "wh", 4, GB_DIMS(16, 16, 3, 3));
+    weight(g, "wy", 4, GB_DIMS(16, 32, 3, 3));
+    conv(g, "x", "wa", "a", 1);
+    conv(g, "x", "wb", "b", 1);
+    cp_node_set_int(g, gb_node(g, "cat", "Concat", GB_IN("a", "b"), GB_IN("ab")), "axis", 1);
+    gb_init(g, "split_shape", CP_DTYPE_I64, 1, GB_DIMS(5), (const int64_t[]){1, 2, 16, 8, 8});
+    gb_init(g, "whole_shape", CP_DTYPE_I64, 1, GB_DIMS(4), (const int64_t[]){1, 32, 8, 8});
+    gb_node(g, "r1", "Reshape", GB_IN("ab", "split_shape"), GB_IN("g5"));
+    cp_node_set_ints(g, gb_node(g, "tr", "Transpose", GB_IN("g5"), GB_IN("t5")), "perm",
+                     GB_DIMS(0, 2, 1, 3, 4), 5);
+    gb_node(g, "r2", "Reshape", GB_IN("t5", "whole_shape"), GB_IN("sh"));
+    gb_init(g, "s0", CP_DTYPE_I64, 1, GB_DIMS(1), (const int64_t[]){0});
+    gb_init(g, "s1", CP_DTYPE_I64, 1, GB_DIMS(1), (const int64_t[]){16});
+    gb_init(g, "s2", CP_DTYPE_I64, 1, GB_DIMS(1), (const int64_t[]){32});
+    gb_init(g, "ax", CP_DTYPE_I64, 1, GB_DIMS(1), (const int64_t[]){1});
+    gb_node(g, "lo", "Slice", GB_IN("sh", "s0", "s1", "ax"), GB_IN("h0"));
+    gb_node(g, "hi", "Slice", GB_IN("sh", "s1", "s2", "ax"), GB_IN("h1"));
+    conv(g, "h0", "wh", "c0", 1);
+    gb_node(g, "relu", "Relu", GB_IN("h1"), GB_IN("c1"));
+    cp_node_set_int(g, gb_node(g, "cat2", "Concat", GB_IN("c0", "c1"), GB_IN("cc")), "axis", 1);
+    conv(g, "cc", "wy", "y", 1);
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    gb_infer_ok(g);
+    return g;
+}
+
+/* TransposeOptimizationPass makes the shuffle and each half one channel
+ * Gather of the concatenation (output channel 2a + b is input channel
+ * 16b + a); LayoutTransformPass keeps them in the conv region, which then
+ * runs NHWC on AVX-512 under the blocked and auto policies: TransData at
+ * the input and the output only. On AVX2 they stay plain, with TransData
+ * around them (the blocked kernels have no channel gather). The result is
+ * the plain graph's either way. */
+Test(layout_pass, a_channel_shuffle_and_its_halves_stay_in_an_nhwc_region)
+{
+    struct cp_graph *g = shuffle_cnn();
+    struct cp_convert_config c = config(CP_LAYOUT_POLICY_AUTO, CP_FMT_NCHW);
+    cr_assert(run_pass(g, "TransposeOptimizationPass", &c));
+    cr_assert_eq(
+        count_op(g, CP_OP_TRANSPOSE) + count_op(g, CP_OP_RESHAPE) + count_op(g, CP_OP_SLICE), 0);
+    cr_assert_eq(count_op(g, CP_OP_GATHER), 2, "the halves' Gathers only, not the shuffle's");
+    const struct cp_node *lo = cp_graph_node(g, gb_get(g, "h0")->producer);
+    cr_assert_eq(lo->op, CP_OP_GATHER);
+    cr_assert_str_eq(cp_graph_tensor(g, lo->inputs[0])->name, "ab");
+    const int64_t *idx = cp_graph_tensor(g, lo->inputs[1])->data;
+    cr_assert_eq(idx[0], 0);
+    cr_assert_eq(idx[1], 16);
+    cr_assert_eq(idx[2], 1);
+    cr_assert_eq(idx[15], 23);
+    cr_assert(has_origin(lo, "lo") && has_origin(lo, "r2") && has_origin(lo, "tr"));
+    cp_graph_free(g);
+
+    struct cp_runtime *rt = runtime();
+    struct io in, want, got;
+    struct cp_graph *plain_g = shuffle_cnn();
+    random_inputs(plain_g, &in);
+    run_graph(rt, plain_g, false, &in, &want);
+    const enum cp_layout_policy pols[] = {CP_LAYOUT_POLICY_AUTO, CP_LAYOUT_POLICY_BLOCKED,
+                                          CP_LAYOUT_POLICY_NHWC, CP_LAYOUT_POLICY_BLOCKED};
+    const int vfs[] = {16, 16, 16, 8};
+    const size_t tds[] = {2, 2, 2, 5};
+    for (int p = 0; p < 4; p++)
+        for (int ref = 0; ref < 2; ref++) {
+            struct cp_graph *h = shuffle_cnn();
+            struct cp_convert_config cp = config(pols[p], CP_FMT_NCHW);
+            run_pass_for(h, "TransposeOptimizationPass", &cp, vfs[p]);
+            run_pass_for(h, "LayoutTransformPass", &cp, vfs[p]);
+            size_t td = check_layouts(h, cp_layout_policy_name(pols[p]));
+            cr_expect_eq(td, tds[p], "case %d: %zu TransData, not %zu", p, td, tds[p]);
+            if (vfs[p] == 16)
+                cr_expect_eq(gb_get(h, "h1")->layout, CP_LAYOUT_NHWC, "case %d: h1 is %s", p,
+                             cp_layout_name(gb_get(h, "h1")->layout));
+            run_graph(rt, h, ref, &in, &got);
+            double err = rel_l2(&want, &got);
+            cr_expect_leq(err, MAX_REL_L2, "case %d, %s kernels: relative L2 %.3g", p,
+                          ref ? "reference" : "fast", err);
+            io_release(&got);
+        }
+    io_release(&in);
+    io_release(&want);
+    cp_runtime_free(rt);
+}

@@ -335,6 +335,27 @@ static void c_avgpool_16c(struct cp_graph *g)
     L(g, "x", CP_LAYOUT_NCHW16C);
     L(g, "y", CP_LAYOUT_NCHW16C);
 }
+/* Channel selections in an NHWC region (ShuffleNet's shuffle halves). */
+static void c_channel_gather_nhwc(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 24, 5, 3));
+    gb_ints(g, "i", 12, (const int64_t[]){0, 12, 1, 13, 2, 14, 3, 15, 4, 16, -1, 23});
+    int32_t n = N(g, "Gather", I("x", "i"), I("y"));
+    cp_node_set_int(g, n, "axis", 1);
+    L(g, "x", CP_LAYOUT_NHWC);
+    L(g, "y", CP_LAYOUT_NHWC);
+}
+static void c_channel_slice_nhwc(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 24, 5, 3));
+    gb_ints(g, "st", 1, (const int64_t[]){4});
+    gb_ints(g, "en", 1, (const int64_t[]){22});
+    gb_ints(g, "ax", 1, (const int64_t[]){1});
+    gb_ints(g, "sp", 1, (const int64_t[]){3});
+    N(g, "Slice", I("x", "st", "en", "ax", "sp"), I("y"));
+    L(g, "x", CP_LAYOUT_NHWC);
+    L(g, "y", CP_LAYOUT_NHWC);
+}
 static void c_gap_8c(struct cp_graph *g)
 {
     X(g, "x", 4, D(2, 24, 7, 7));

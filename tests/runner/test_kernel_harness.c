@@ -207,6 +207,8 @@ static const struct hcase cases[] = {
     C(c_maxpool_nhwc),
     C(c_avgpool_16c),
     C(c_gap_8c),
+    C(c_channel_gather_nhwc),
+    C(c_channel_slice_nhwc),
     /* ---- [elementwise] ---- */
     C(c_hard_swish),
     C(c_hard_sigmoid),

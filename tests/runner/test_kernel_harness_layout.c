@@ -470,6 +470,74 @@ Test(layout_kernels, the_c_global_average_pool_computes_the_same_in_every_layout
     env_release(&e);
 }
 
+/* A channel selection on x [2,24,5,3]: a Gather of 12 constant channels
+ * (a shuffle's half, with a negative index), or a Slice of channels 4..22
+ * step 3. */
+static struct cp_graph *select_graph(bool gather)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(2, 24, 5, 3));
+    if (gather) {
+        gb_init(g, "i", CP_DTYPE_I64, 1, GB_DIMS(12),
+                (const int64_t[]){0, 12, 1, 13, 2, 14, 3, 15, 4, 16, -1, 23});
+        cp_node_set_int(g, gb_node(g, "n", "Gather", GB_IN("x", "i"), GB_IN("y")), "axis", 1);
+    } else {
+        gb_init(g, "st", CP_DTYPE_I64, 1, GB_DIMS(1), (const int64_t[]){4});
+        gb_init(g, "en", CP_DTYPE_I64, 1, GB_DIMS(1), (const int64_t[]){22});
+        gb_init(g, "ax", CP_DTYPE_I64, 1, GB_DIMS(1), (const int64_t[]){1});
+        gb_init(g, "sp", CP_DTYPE_I64, 1, GB_DIMS(1), (const int64_t[]){3});
+        gb_node(g, "n", "Slice", GB_IN("x", "st", "en", "ax", "sp"), GB_IN("y"));
+    }
+    gb_infer_ok(g);
+    return g;
+}
+
+/* The C kernels and the reference select the same channels in NHWC as in
+ * NCHW, bit for bit; the C kernels refuse the blocked layouts (their
+ * regions run NHWC, atc_bridge/passes/layout_transform.c). */
+Test(layout_kernels, channel_gather_and_slice_select_the_same_channels_in_nhwc)
+{
+    struct env e;
+    env_init(&e);
+    for (int gather = 0; gather < 2; gather++) {
+        struct cp_graph *g = select_graph(gather);
+        const struct cp_node *n = cp_graph_node(g, 0);
+        struct cp_tensor *X = cp_graph_tensor(g, n->inputs[0]);
+        struct cp_tensor *Y = cp_graph_tensor(g, n->outputs[0]);
+        const int64_t xd[4] = {2, 24, 5, 3}, yd[4] = {2, Y->shape.dims[1].value, 5, 3};
+        int64_t yn = yd[0] * yd[1] * yd[2] * yd[3];
+        cr_assert_eq(yd[1], gather ? 12 : 6);
+        const struct cp_kernel *fast = gather ? &cp_fast_channel_gather : &cp_fast_slice;
+        float *x = random_floats(2 * 24 * 5 * 3, 21);
+        void *in[5] = {x, NULL, NULL, NULL, NULL};
+        float *plain = run0(&e, cp_kernel_reference(n->op), g, in);
+        cr_assert(fast == &cp_fast_slice || !fast->supports(g, n), "%s takes NCHW", fast->name);
+        X->layout = Y->layout = CP_LAYOUT_NHWC;
+        float *xl = relayout(x, xd, CP_LAYOUT_NCHW, CP_LAYOUT_NHWC);
+        in[0] = xl;
+        for (int ref = 0; ref < 2; ref++) {
+            const struct cp_kernel *k = ref ? cp_kernel_reference(n->op) : fast;
+            float *yl = run0(&e, k, g, in);
+            float *back = relayout(yl, yd, CP_LAYOUT_NHWC, CP_LAYOUT_NCHW);
+            for (int64_t i = 0; i < yn; i++)
+                cr_assert_eq(back[i], plain[i], "%s (%s) in NHWC: element %lld is %g, not %g",
+                             n->op_type, k->name, (long long)i, (double)back[i], (double)plain[i]);
+            free(yl);
+            free(back);
+        }
+        X->layout = Y->layout = CP_LAYOUT_NCHW8C;
+        cr_assert_not(fast->supports(g, n), "%s takes nChw8c", fast->name);
+        X->layout = CP_LAYOUT_NHWC;
+        Y->layout = CP_LAYOUT_NCHW;
+        cr_assert_not(fast->supports(g, n), "%s from NHWC to NCHW", fast->name);
+        free(xl);
+        free(plain);
+        free(x);
+        cp_graph_free(g);
+    }
+    env_release(&e);
+}
+
 /* ---- impl: exact or fast exp and erf ---------------------------------------------------- */
 
 static struct cp_graph *unary_graph(const char *op, int64_t rows, int64_t len, const char *impl,
