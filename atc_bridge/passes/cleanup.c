@@ -41,6 +41,24 @@ const struct cp_pass cp_cleanup_passes[] = {
     {NULL, NULL, NULL, NULL},
 };
 
+enum cp_status cp_cleanup_each(struct cp_pass_ctx *ctx, enum cp_op op,
+                               enum cp_status (*fn)(struct cp_pass_ctx *ctx, int32_t i, bool *done),
+                               bool *changed)
+{
+    /* the array may grow under fn: its bound is read on every step */
+    for (size_t i = 0; i < cp_graph_n_nodes(ctx->g); i++) {
+        const struct cp_node *n = cp_graph_node(ctx->g, (int32_t)i);
+        if (n->dead || n->op != op)
+            continue;
+        bool done = false;
+        enum cp_status st = fn(ctx, (int32_t)i, &done);
+        if (st != CP_OK)
+            return st;
+        *changed |= done;
+    }
+    return CP_OK;
+}
+
 /* ---- IdentityEliminationPass --------------------------------------------------- */
 
 /* Dropout is an identity at inference: when training_mode is absent or a

@@ -12,6 +12,11 @@ enum cp_status cp_cleanup_conv_bn(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_conv_taps(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_pad_fold(struct cp_pass_ctx *ctx, bool *changed);
 enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed);
+/* Call fn on every live node of op `op`, nodes appended on the way
+ * included; OR each call's *done into *changed. Stops at an error. */
+enum cp_status cp_cleanup_each(struct cp_pass_ctx *ctx, enum cp_op op,
+                               enum cp_status (*fn)(struct cp_pass_ctx *ctx, int32_t i, bool *done),
+                               bool *changed);
 /* Channel shuffles and channel Slices of them as channel Gathers
  * (cleanup_shuffle.c); part of TransposeOptimizationPass. */
 enum cp_status cp_cleanup_channel_shuffle(struct cp_pass_ctx *ctx, bool *changed);

@@ -25,13 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A rank-4 tensor with every dimension known. */
-static const struct cp_tensor *static4(const struct cp_graph *g, int32_t t)
-{
-    const struct cp_tensor *T = t >= 0 ? cp_graph_tensor(g, t) : NULL;
-    return T && T->shape.rank == 4 && cp_shape_is_static(&T->shape) ? T : NULL;
-}
-
 /* The live node of op `op` producing t, read by nothing else and no graph
  * output, or -1. */
 static int32_t private_producer(const struct cp_graph *g, int32_t t, enum cp_op op)
@@ -48,7 +41,7 @@ static int32_t private_producer(const struct cp_graph *g, int32_t t, enum cp_op 
 static int64_t shuffle_groups(const struct cp_graph *g, const struct cp_node *r2, int32_t *tr,
                               int32_t *r1, int32_t *x)
 {
-    const struct cp_tensor *y = static4(g, r2->outputs[0]);
+    const struct cp_tensor *y = cp_rw_static4(g, r2->outputs[0]);
     if (!y || r2->n_inputs < 1 || (*tr = private_producer(g, r2->inputs[0], CP_OP_TRANSPOSE)) < 0)
         return 0;
     const struct cp_node *t = cp_graph_node(g, *tr);
@@ -60,7 +53,7 @@ static int64_t shuffle_groups(const struct cp_graph *g, const struct cp_node *r2
         (*r1 = private_producer(g, t->inputs[0], CP_OP_RESHAPE)) < 0)
         return 0;
     const struct cp_node *first = cp_graph_node(g, *r1);
-    const struct cp_tensor *in = first->n_inputs >= 1 ? static4(g, first->inputs[0]) : NULL;
+    const struct cp_tensor *in = first->n_inputs >= 1 ? cp_rw_static4(g, first->inputs[0]) : NULL;
     if (!in || !cp_shape_equal(&in->shape, &y->shape) || in->dtype != y->dtype)
         return 0;
     const struct cp_dim *d = m->shape.dims, *s = in->shape.dims;
@@ -123,52 +116,26 @@ static enum cp_status rewrite_shuffle(struct cp_pass_ctx *ctx, int32_t i, bool *
     return add_channel_gather(ctx, name, x, y, idx, c, from, 3);
 }
 
-/* The constant channel indices of Gather node n on the channel axis of a
- * static rank-4 tensor, or NULL. OUT: *n_idx. */
-static const int64_t *channel_indices(const struct cp_graph *g, const struct cp_node *n,
-                                      int64_t *n_idx)
-{
-    if (n->dead || n->op != CP_OP_GATHER || n->n_inputs != 2 || n->n_outputs != 1 ||
-        !static4(g, n->inputs[0]) || !static4(g, n->outputs[0]))
-        return NULL;
-    int64_t axis = cp_node_attr_int(n, "axis", 0);
-    const struct cp_tensor *it = cp_graph_tensor(g, n->inputs[1]);
-    if ((axis != 1 && axis != -3) || it->dtype != CP_DTYPE_I64 || it->shape.rank != 1 ||
-        !cp_shape_is_static(&it->shape))
-        return NULL;
-    *n_idx = it->shape.dims[0].value;
-    return cp_rw_const_data(g, n->inputs[1]);
-}
-
 /* Slice node i of a channel Gather's result, on the channel axis only. */
 static enum cp_status rewrite_slice(struct cp_pass_ctx *ctx, int32_t i, bool *done)
 {
     struct cp_graph *g = ctx->g;
     const struct cp_node *s = cp_graph_node(g, i);
     *done = false;
-    if (s->n_outputs != 1 || s->n_inputs < 1 || s->n_inputs > 5 || !static4(g, s->outputs[0]))
+    int64_t first[CP_MAX_RANK], step[CP_MAX_RANK];
+    if (!cp_rw_channel_slice(g, s, first, step))
         return CP_OK;
     int32_t mt = s->inputs[0];
-    const struct cp_tensor *m = static4(g, mt);
-    if (!m || m->kind != CP_TENSOR_INTERMEDIATE || m->producer < 0)
+    const struct cp_tensor *m = cp_graph_tensor(g, mt);
+    if (m->kind != CP_TENSOR_INTERMEDIATE || m->producer < 0)
         return CP_OK;
     int32_t gi = m->producer;
-    int64_t n_idx;
-    const int64_t *idx = channel_indices(g, cp_graph_node(g, gi), &n_idx);
-    if (!idx)
+    const struct cp_tensor *it = cp_rw_channel_gather(g, cp_graph_node(g, gi));
+    if (!it || it->dtype != CP_DTYPE_I64)
         return CP_OK;
-    const void *in_data[5] = {NULL};
-    for (size_t k = 1; k < s->n_inputs; k++)
-        if (s->inputs[k] >= 0 && !(in_data[k] = cp_rw_const_data(g, s->inputs[k])))
-            return CP_OK;
+    const int64_t *idx = it->data;
+    int64_t n_idx = it->shape.dims[0].value;
     const struct cp_tensor *y = cp_graph_tensor(g, s->outputs[0]);
-    int64_t first[CP_MAX_RANK], step[CP_MAX_RANK];
-    if (!cp_eval_slice_plan(g, s, in_data, &m->shape, &y->shape, first, step))
-        return CP_OK;
-    for (int a = 0; a < 4; a++)
-        if (a != 1 &&
-            (first[a] != 0 || step[a] != 1 || y->shape.dims[a].value != m->shape.dims[a].value))
-            return CP_OK;
     int64_t n = y->shape.dims[1].value;
     int64_t *sel = malloc((size_t)(n > 0 ? n : 1) * sizeof *sel);
     if (!sel)
@@ -194,26 +161,6 @@ static enum cp_status rewrite_slice(struct cp_pass_ctx *ctx, int32_t i, bool *do
 
 enum cp_status cp_cleanup_channel_shuffle(struct cp_pass_ctx *ctx, bool *changed)
 {
-    struct cp_graph *g = ctx->g;
-    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
-        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
-        if (n->dead || n->op != CP_OP_RESHAPE)
-            continue;
-        bool done;
-        enum cp_status st = rewrite_shuffle(ctx, (int32_t)i, &done);
-        if (st != CP_OK)
-            return st;
-        *changed |= done;
-    }
-    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
-        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
-        if (n->dead || n->op != CP_OP_SLICE)
-            continue;
-        bool done;
-        enum cp_status st = rewrite_slice(ctx, (int32_t)i, &done);
-        if (st != CP_OK)
-            return st;
-        *changed |= done;
-    }
-    return CP_OK;
+    enum cp_status st = cp_cleanup_each(ctx, CP_OP_RESHAPE, rewrite_shuffle, changed);
+    return st == CP_OK ? cp_cleanup_each(ctx, CP_OP_SLICE, rewrite_slice, changed) : st;
 }

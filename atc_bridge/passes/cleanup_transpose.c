@@ -243,29 +243,11 @@ static enum cp_status fold_into_matmul(struct cp_pass_ctx *ctx, int32_t i, bool 
 
 enum cp_status cp_cleanup_transpose(struct cp_pass_ctx *ctx, bool *changed)
 {
-    struct cp_graph *g = ctx->g;
     *changed = false;
     /* New nodes are appended; walking the growing array reaches them too,
      * so a chain of three Transposes collapses in one run. */
-    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
-        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
-        if (n->dead || n->op != CP_OP_TRANSPOSE)
-            continue;
-        bool done;
-        enum cp_status st = simplify_transpose(ctx, (int32_t)i, &done);
-        if (st != CP_OK)
-            return st;
-        *changed |= done;
-    }
-    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
-        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
-        if (n->dead || n->op != CP_OP_MATMUL)
-            continue;
-        bool done;
-        enum cp_status st = fold_into_matmul(ctx, (int32_t)i, &done);
-        if (st != CP_OK)
-            return st;
-        *changed |= done;
-    }
-    return cp_cleanup_channel_shuffle(ctx, changed);
+    enum cp_status st = cp_cleanup_each(ctx, CP_OP_TRANSPOSE, simplify_transpose, changed);
+    if (st == CP_OK)
+        st = cp_cleanup_each(ctx, CP_OP_MATMUL, fold_into_matmul, changed);
+    return st == CP_OK ? cp_cleanup_channel_shuffle(ctx, changed) : st;
 }

@@ -42,7 +42,7 @@
  *    ever see plain tensors; graph outputs keep their names and are plain.
  */
 #include "atc_bridge/passes/layout_internal.h"
-#include "graph/op_eval.h"
+#include "atc_bridge/passes/rewrite.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,31 +190,11 @@ static bool concat_keeps_layout(const struct cp_graph *g, const struct cp_node *
 static bool is_channel_select(const struct cp_graph *g, const struct cp_node *n)
 {
     const struct cp_tensor *x = tensor_or_null(g, n, 0, false), *y = tensor_or_null(g, n, 0, true);
-    if (!is_image(x) || !is_image(y) || !cp_shape_is_static(&x->shape) ||
-        !cp_shape_is_static(&y->shape) || n->n_outputs != 1)
-        return false;
-    if (n->op == CP_OP_GATHER) {
-        const struct cp_tensor *ix = tensor_or_null(g, n, 1, false);
-        int64_t axis = cp_node_attr_int(n, "axis", 0);
-        return n->n_inputs == 2 && (axis == 1 || axis == -3) && ix &&
-               ix->kind == CP_TENSOR_INITIALIZER && ix->data &&
-               (ix->dtype == CP_DTYPE_I64 || ix->dtype == CP_DTYPE_I32) && ix->shape.rank == 1;
-    }
-    if (n->op != CP_OP_SLICE || n->n_inputs < 3 || n->n_inputs > 5)
-        return false;
-    const void *in_data[5] = {NULL};
-    for (size_t k = 1; k < n->n_inputs; k++) {
-        const struct cp_tensor *t = tensor_or_null(g, n, k, false);
-        if (t && (t->kind != CP_TENSOR_INITIALIZER || !(in_data[k] = t->data)))
-            return false;
-    }
     int64_t first[CP_MAX_RANK], step[CP_MAX_RANK];
-    if (!cp_eval_slice_plan(g, n, in_data, &x->shape, &y->shape, first, step))
+    if (!is_image(x) || !is_image(y))
         return false;
-    for (int a = 0; a < 4; a++)
-        if (a != 1 && x->shape.dims[a].value != y->shape.dims[a].value)
-            return false;
-    return true;
+    return n->op == CP_OP_GATHER ? cp_rw_channel_gather(g, n) != NULL
+                                 : cp_rw_channel_slice(g, n, first, step);
 }
 
 /* The region role of node n under the policy; `select` admits channel

@@ -1,5 +1,6 @@
 /* Graph-rewriting helpers shared by the passes (see rewrite.h). */
 #include "atc_bridge/passes/rewrite.h"
+#include "graph/op_eval.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,4 +213,46 @@ const void *cp_rw_const_data(const struct cp_graph *g, int32_t t)
     if (!T || T->kind != CP_TENSOR_INITIALIZER || !T->data)
         return NULL;
     return T->data;
+}
+
+const struct cp_tensor *cp_rw_static4(const struct cp_graph *g, int32_t t)
+{
+    const struct cp_tensor *T = t >= 0 ? cp_graph_tensor(g, t) : NULL;
+    return T && T->shape.rank == 4 && cp_shape_is_static(&T->shape) ? T : NULL;
+}
+
+const struct cp_tensor *cp_rw_channel_gather(const struct cp_graph *g, const struct cp_node *n)
+{
+    if (n->dead || n->op != CP_OP_GATHER || n->n_inputs != 2 || n->n_outputs != 1 ||
+        !cp_rw_static4(g, n->inputs[0]) || !cp_rw_static4(g, n->outputs[0]))
+        return NULL;
+    int64_t axis = cp_node_attr_int(n, "axis", 0);
+    const struct cp_tensor *it = cp_graph_tensor(g, n->inputs[1]);
+    if ((axis != 1 && axis != -3) || !it ||
+        (it->dtype != CP_DTYPE_I64 && it->dtype != CP_DTYPE_I32) || it->shape.rank != 1 ||
+        !cp_shape_is_static(&it->shape) || !cp_rw_const_data(g, n->inputs[1]))
+        return NULL;
+    return it;
+}
+
+bool cp_rw_channel_slice(const struct cp_graph *g, const struct cp_node *n, int64_t *first,
+                         int64_t *step)
+{
+    if (n->dead || n->op != CP_OP_SLICE || n->n_outputs != 1 || n->n_inputs < 1 || n->n_inputs > 5)
+        return false;
+    const struct cp_tensor *x = cp_rw_static4(g, n->inputs[0]),
+                           *y = cp_rw_static4(g, n->outputs[0]);
+    if (!x || !y)
+        return false;
+    const void *in_data[5] = {NULL};
+    for (size_t k = 1; k < n->n_inputs; k++)
+        if (n->inputs[k] >= 0 && !(in_data[k] = cp_rw_const_data(g, n->inputs[k])))
+            return false;
+    if (!cp_eval_slice_plan(g, n, in_data, &x->shape, &y->shape, first, step))
+        return false;
+    for (int a = 0; a < 4; a++)
+        if (a != 1 &&
+            (first[a] != 0 || step[a] != 1 || y->shape.dims[a].value != x->shape.dims[a].value))
+            return false;
+    return true;
 }

@@ -64,4 +64,20 @@ bool cp_rw_attr_ints(const struct cp_node *n, const char *name, int64_t *out, si
 /* A tensor's constant data: an initializer holding data, else NULL. */
 const void *cp_rw_const_data(const struct cp_graph *g, int32_t t);
 
+/* Tensor t when it has rank 4 and every dimension known, else NULL. */
+const struct cp_tensor *cp_rw_static4(const struct cp_graph *g, int32_t t);
+
+/* Channel selections of a static rank-4 image, as cleanup_shuffle.c makes
+ * them and LayoutTransformPass keeps them in NHWC regions. */
+
+/* Gather node n on axis 1 (or -3) of x with constant 1-D i64 or i32
+ * indices, x and its result static rank 4: the index tensor (its data
+ * holds them), else NULL. */
+const struct cp_tensor *cp_rw_channel_gather(const struct cp_graph *g, const struct cp_node *n);
+
+/* Whether Slice node n, with constant parameters, slices only the channel
+ * axis of a static rank-4 x. OUT: first[4], step[4] (cp_eval_slice_plan's). */
+bool cp_rw_channel_slice(const struct cp_graph *g, const struct cp_node *n, int64_t *first,
+                         int64_t *step);
+
 #endif

@@ -254,6 +254,19 @@ static struct gather_state *gather_alloc(int rank, const int64_t *odims, size_t 
     return s;
 }
 
+/* Every dim's table reads input index start[d] + j * step[d] (NULL: 0
+ * and 1), for an input of dims xd in s's byte order. */
+static void strided_tables(struct gather_state *s, const int64_t *xd, const int64_t *start,
+                           const int64_t *step)
+{
+    int64_t stride = 1;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        for (int64_t j = 0; j < s->odims[i]; j++)
+            s->tab[i][j] = ((start ? start[i] : 0) + j * (step ? step[i] : 1)) * stride;
+        stride *= xd[i];
+    }
+}
+
 #define GATHER_INNER(T)                                                                            \
     do {                                                                                           \
         const T *src_ = (const T *)in + base;                                                      \
@@ -436,12 +449,7 @@ static enum cp_status slice_prepare(struct cp_kexec *k, struct cp_diag *d)
     struct gather_state *s = gather_alloc(r, yd, cp_dtype_size(k->in[0]->dtype));
     if (!s)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
-    int64_t stride = 1;
-    for (int i = r - 1; i >= 0; i--) {
-        for (int64_t j = 0; j < yd[i]; j++)
-            s->tab[i][j] = (start[i] + j * step[i]) * stride;
-        stride *= xd[i];
-    }
+    strided_tables(s, xd, start, step);
     k->state = s;
     return CP_OK;
 }
@@ -679,16 +687,12 @@ static enum cp_status cgather_prepare(struct cp_kexec *k, struct cp_diag *d)
     struct gather_state *s = gather_alloc(4, yd, cp_dtype_size(k->in[0]->dtype));
     if (!s)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    /* pixels as they are; the channels (NHWC's last dim) from the table */
+    strided_tables(s, xd, NULL, NULL);
     size_t ni;
     if (!cgather_indices(k->g, k->node, s->tab[3], (size_t)yd[3], &ni)) {
         free(s);
         return cp_diag_set(d, CP_ERR_INVALID, "node '%s': bad channel gather", k->node->name);
-    }
-    int64_t stride = xd[3];
-    for (int i = 2; i >= 0; i--) {
-        for (int64_t j = 0; j < yd[i]; j++)
-            s->tab[i][j] = j * stride;
-        stride *= xd[i];
     }
     k->state = s;
     return CP_OK;

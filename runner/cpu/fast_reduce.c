@@ -378,6 +378,17 @@ static bool bn_supports(const struct cp_graph *g, const struct cp_node *n)
     return true;
 }
 
+/* y = x * a + b per channel, from scale, bias, mean and var (in double). */
+static void bn_factors(int64_t c, const float *sc, const float *bi, const float *mean,
+                       const float *var, float eps, float *a, float *b)
+{
+    for (int64_t i = 0; i < c; i++) {
+        double f = (double)sc[i] / sqrt((double)var[i] + (double)eps);
+        a[i] = (float)f;
+        b[i] = (float)((double)bi[i] - (double)mean[i] * f);
+    }
+}
+
 static enum cp_status bn_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
     struct bn_state *s = calloc(1, sizeof *s);
@@ -412,11 +423,7 @@ static enum cp_status bn_prepare(struct cp_kexec *k, struct cp_diag *d)
         if (!s->a)
             return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
         s->b = s->a + c;
-        for (int64_t i = 0; i < c; i++) {
-            double a = (double)p[0][i] / sqrt((double)p[3][i] + (double)s->eps);
-            s->a[i] = (float)a;
-            s->b[i] = (float)((double)p[1][i] - (double)p[2][i] * a);
-        }
+        bn_factors(c, p[0], p[1], p[2], p[3], s->eps, s->a, s->b);
         return CP_OK;
     }
     k->scratch_bytes = (size_t)(2 * c) * sizeof(float);
@@ -456,11 +463,7 @@ static enum cp_status bn_run(struct cp_kexec *k)
     const float *a = s->a, *b = s->b;
     if (!s->folded) {
         float *sa = k->scratch, *sb = sa + c;
-        for (int64_t i = 0; i < c; i++) {
-            double f = (double)sc[i] / sqrt((double)var[i] + (double)s->eps);
-            sa[i] = (float)f;
-            sb[i] = (float)((double)bi[i] - (double)mean[i] * f);
-        }
+        bn_factors(c, sc, bi, mean, var, s->eps, sa, sb);
         a = sa;
         b = sb;
     }
