@@ -4,7 +4,7 @@ precision_loss of each example model under each knob setting.
 
 For each model it converts one .om per row and prints a table of:
 
-  - no passes (ALL:off), each pass alone (all others off), all passes;
+  - no fusion passes (ALL:off; layout and precision stay on), each pass alone (all others off), all passes;
   - each layout policy (nchw, nhwc, blocked) with all passes;
   - each precision mode (force_fp32, allow_fp32_to_bf16,
     allow_mix_precision_bf16) with all passes;
@@ -140,7 +140,7 @@ def speedups(row, base):
 
 def model_rows(cli, model):
     passes = json.loads(run([cli, "convert", "--list-passes", "--json"]).stdout)["passes"]
-    rows = [Row("passes", "no passes (ALL:off)", switches="ALL:off\n")]
+    rows = [Row("passes", "no fusion passes (ALL:off)", switches="ALL:off\n")]
     for p in passes:
         if p["family"] in ("batch", "precision"):
             continue  # no-ops without dynamic batch / in fp32

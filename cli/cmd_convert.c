@@ -69,8 +69,10 @@ static const struct cp_command_opts OPTS = {
         "--name=value or --name value. The conversion passes run in the order\n"
         "--list-passes shows; a fusion switch file turns passes off, in ATC's JSON form\n"
         "{\"Switch\":{\"GraphFusion\":{\"ALL\":\"on\",\"SomePass\":\"off\"},\"UBFusion\":{...}}}\n"
-        "or as lines SomePass:off. The .om records which passes ran and what each\n"
-        "changed (cannprof info PATH.om).\n\n"
+        "or as lines SomePass:off. ALL covers the fusion passes only: the layout and\n"
+        "precision passes follow --layout_policy and --precision_mode and are switched\n"
+        "off only by name. The .om records which passes ran and what each changed\n"
+        "(cannprof info PATH.om).\n\n"
         "example:\n  cannprof convert --model=examples/models/sd_unet_tiny.onnx "
         "--framework=5 --output=/tmp/sd\n",
     .exit_codes = "0 converted, 2 bad usage or input (a flag or value ATC would refuse, a model "

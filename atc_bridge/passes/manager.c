@@ -61,6 +61,11 @@ bool cp_pass_describe(size_t i, struct cp_pass_desc *out)
     return true;
 }
 
+bool cp_pass_family_is_fusion(const char *family)
+{
+    return family && strcmp(family, "layout") != 0 && strcmp(family, "precision") != 0;
+}
+
 int cp_pass_index(const char *name)
 {
     int i = 0;

@@ -6,8 +6,12 @@
  *           # a comment         blank lines and # comments are ignored;
  *           ALL:off             every pass, in every group
  *
- * "ALL" covers every pass of its group (in the line form, of every group);
- * an entry naming a pass overrides ALL wherever it appears. A pass listed
+ * "ALL" covers every fusion pass of its group (in the line form, of every
+ * group): the cleanup, batch, fusion and attention families. The layout and
+ * precision passes carry knobs of their own (--layout_policy,
+ * --precision_mode, --op_select_implmode), as in ATC, where precision is no
+ * fusion switch; ALL never touches them, only an entry naming one does.
+ * An entry naming a pass overrides ALL wherever it appears. A pass listed
  * under the other group still gets its switch (ATC would silently ignore
  * it), with a warning. A name that is no pass is an error listing the valid
  * names. Passes are on unless switched off.
@@ -128,7 +132,7 @@ static void resolve(const enum sw *named, const enum sw *all, bool *off)
     for (size_t i = 0; i < n && cp_pass_describe(i, &p); i++) {
         int gi = group_index(p.group);
         enum sw s = named[i];
-        if (s == SW_UNSET && gi >= 0)
+        if (s == SW_UNSET && gi >= 0 && cp_pass_family_is_fusion(p.family))
             s = all[gi];
         off[i] = s == SW_OFF;
     }

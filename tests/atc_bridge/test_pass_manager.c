@@ -141,8 +141,33 @@ Test(pass_manager, line_form_all_off_then_one_on)
     cr_assert_not(is_off(sw, "ConvBatchNormFusionPass"));
     struct cp_pass_desc p;
     for (size_t i = 0; cp_pass_describe(i, &p); i++)
-        if (strcmp(p.name, "ConvBatchNormFusionPass") != 0)
+        if (strcmp(p.name, "ConvBatchNormFusionPass") != 0 && cp_pass_family_is_fusion(p.family))
             cr_assert(is_off(sw, p.name), "%s should be off: %s", p.name, sw);
+}
+
+/* ALL covers fusion passes only: precision and layout are knobs of their
+ * own (--precision_mode, --layout_policy), never switched off by ALL, in
+ * either form; naming one still switches it. */
+Test(pass_manager, all_never_switches_the_precision_or_layout_passes)
+{
+    char sw[4096], msg[1024];
+    static const char *const files[] = {
+        "ALL:off\n",
+        "{\"Switch\":{\"GraphFusion\":{\"ALL\":\"off\"},\"UBFusion\":{\"ALL\":\"off\"}}}"};
+    for (size_t f = 0; f < 2; f++) {
+        cr_assert_eq(parse(files[f], sw, msg, NULL), CP_OK, "%s", msg);
+        cr_assert(is_off(sw, "ConvBiasActivationFusionPass"), "%s", sw);
+        cr_assert(is_off(sw, "FlashAttentionFusionPass"), "%s", sw);
+        cr_assert(is_off(sw, "ConstantFoldingPass"), "%s", sw);
+        static const char *const kept[] = {"PrecisionModePass", "ImplModePass",
+                                           "LayoutTransformPass",
+                                           "TransposeRoundTripEliminationPass"};
+        for (size_t i = 0; i < 4; i++)
+            cr_assert_not(is_off(sw, kept[i]), "file %zu: %s must stay on: %s", f, kept[i], sw);
+    }
+    cr_assert_eq(parse("ALL:off\nPrecisionModePass:off\n", sw, msg, NULL), CP_OK, "%s", msg);
+    cr_assert(is_off(sw, "PrecisionModePass"), "%s", sw);
+    cr_assert_not(is_off(sw, "LayoutTransformPass"), "%s", sw);
 }
 
 Test(pass_manager, pass_under_the_wrong_group_is_applied_with_a_warning)

@@ -143,7 +143,7 @@ Test(pattern_agreement, the_checked_passes_are_the_tables_fusing_passes)
  * Each model in two configurations:
  *  - each pass switched off on its own, the others at their defaults: what
  *    a user who turned one pass off sees;
- *  - every pass off (ALL:off): every pattern at once, unfolded constants,
+ *  - every pass off (CT_EVERY_PASS_OFF): every pattern at once, unfolded constants,
  *    Identity and Shape nodes, overlapping patterns.
  * `one_off` and `all_off` are the instances per pass, in fusing_passes'
  * order, so a model whose patterns all vanished cannot pass by agreeing on
@@ -162,7 +162,7 @@ static void check_model(const char *model, const size_t *one_off, const size_t *
         free(sw);
     }
     struct traced t;
-    trace_model(model, "all_off", "ALL:off\n", &t);
+    trace_model(model, "all_off", CT_EVERY_PASS_OFF, &t);
     for (size_t k = 0; k < N_FUSING; k++) {
         size_t n = check_pass(model, "ALL:off", &t, fusing_passes[k]);
         cr_assert_eq(n, all_off[k], "%s, ALL:off, %s: %zu instances, expected %zu", model,

@@ -85,6 +85,12 @@ static inline char *ct_convert_to(const char *name, const char *out, ...)
     return om;
 }
 
+/* A fusion switch file that turns every pass off: ALL covers the fusion
+ * passes only, so the layout and precision passes are named. */
+#define CT_EVERY_PASS_OFF                                                                          \
+    "ALL:off\nTransposeRoundTripEliminationPass:off\nLayoutTransformPass:off\n"                    \
+    "PrecisionModePass:off\nImplModePass:off\n"
+
 /* A fusion switch file <scratch>/NAME holding `text`; asserts it is
  * written and returns the flag "--fusion_switch_file=<path>". */
 static inline char *ct_switch_file(const char *name, const char *text)

@@ -101,7 +101,7 @@ static void check_sd_unet_io_and_ops(const char *out, const char *what, bool om)
 
 Test(cli_info, info_of_sd_unet_om_shows_io_ops_params_flops_and_config)
 {
-    char *off = ct_switch_file("all_off.cfg", "ALL:off\n");
+    char *off = ct_switch_file("all_off.cfg", CT_EVERY_PASS_OFF);
     char *om = ct_convert_to("sd_unet_tiny", "sd", off, NULL);
     free(off);
     struct cp_run r;
@@ -275,7 +275,7 @@ static void check_sd_unet_json_graph(json_t *o, const char *what)
 
 Test(cli_info, info_json_of_om_parses_and_has_graph_and_config)
 {
-    char *off = ct_switch_file("all_off.cfg", "ALL:off\n");
+    char *off = ct_switch_file("all_off.cfg", CT_EVERY_PASS_OFF);
     char *om = ct_convert_to("sd_unet_tiny", "sdj", off, NULL);
     free(off);
     json_t *o = info_json(om);
