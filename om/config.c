@@ -669,6 +669,21 @@ bool cp_fusion_switches_turn_off(const char *switches, const char *name)
     return false;
 }
 
+const char *cp_convert_flag_pass(const char *key)
+{
+    static const struct {
+        const char *key, *pass;
+    } via[] = {
+        {"precision_mode", "PrecisionModePass"},    {"op_select_implmode", "ImplModePass"},
+        {"layout_policy", "LayoutTransformPass"},   {"input_format", "LayoutTransformPass"},
+        {"dynamic_batch_size", "DynamicBatchPass"},
+    };
+    for (size_t i = 0; key && i < sizeof via / sizeof *via; i++)
+        if (strcmp(via[i].key, key) == 0)
+            return via[i].pass;
+    return NULL;
+}
+
 bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name)
 {
     return cp_fusion_switches_turn_off(c->fusion_switches, name);

@@ -147,6 +147,13 @@ void cp_convert_config_id(const struct cp_convert_config *c, char out[17]);
  * none) turns pass `name` off. */
 bool cp_fusion_switches_turn_off(const char *switches, const char *name);
 
+/* The conversion pass a `cannprof convert` flag (its key, without "--")
+ * takes effect through, or NULL when none: precision_mode -> PrecisionModePass,
+ * op_select_implmode -> ImplModePass, layout_policy and input_format ->
+ * LayoutTransformPass, dynamic_batch_size -> DynamicBatchPass. With that
+ * pass switched off the flag changes nothing in the produced model. */
+const char *cp_convert_flag_pass(const char *key);
+
 /* Whether the effective switch set of `c` turns pass `name` off. */
 bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name);
 

@@ -325,6 +325,58 @@ static bool runtime_is_noop(const char *flag, const struct cp_run_metrics *run)
     return false;
 }
 
+/* A conversion flag acts through a pass (om/config.h): a run whose switch
+ * file turned that pass off would not feel the flag at all. Then the change
+ * also switches the pass on, and its summary says why, so that applying the
+ * change as printed takes effect. */
+static enum cp_status add_needed_passes(struct cp_change *c, const struct cp_run_metrics *run,
+                                        struct cp_diag *d)
+{
+    if (!run || !run->config_json || !*run->config_json)
+        return CP_OK;
+    json_t *cfg = json_loads(run->config_json, 0, NULL);
+    const char *offs = json_string_value(json_object_get(cfg, "fusion_switches"));
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; st == CP_OK && offs && c->convert[i]; i++) {
+        const char *f = c->convert[i], *eq = strchr(f, '=');
+        char key[96], line[160];
+        snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - f - 2) : 0, f + 2);
+        const char *pass = cp_convert_flag_pass(key);
+        if (!pass || !cp_fusion_switches_turn_off(offs, pass))
+            continue;
+        snprintf(line, sizeof line, "%s:on", pass);
+        size_t n = 0;
+        bool listed = false;
+        for (; c->fusion_switches[n]; n++)
+            listed = listed || strcmp(c->fusion_switches[n], line) == 0;
+        if (listed)
+            continue;
+        char **sw = cp_realloc_array(c->fusion_switches, n + 2, sizeof *sw);
+        if (!sw) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        c->fusion_switches = sw;
+        sw[n] = cp_strdup(line);
+        sw[n + 1] = NULL;
+        struct cp_buf b;
+        cp_buf_init(&b);
+        cp_buf_printf(&b, "%s; with %s: this run has it switched off, and --%s acts through it",
+                      c->summary, line, key);
+        char *sum = cp_buf_status(&b) == CP_OK ? cp_buf_steal(&b) : NULL;
+        cp_buf_release(&b);
+        if (!sw[n] || !sum) {
+            free(sum);
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        free(c->summary);
+        c->summary = sum;
+    }
+    json_decref(cfg);
+    return st;
+}
+
 /* Every part of the change is already in effect for the run. */
 static bool change_is_noop(const struct cp_change *c, const struct cp_run_metrics *run)
 {
@@ -479,6 +531,10 @@ static enum cp_status eval_cause(const struct cp_rule *r, const struct cp_root_c
                         !fd.change.runtime || !fd.violation || !fd.missing || !fd.evidence))
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (st != CP_OK) {
+        finding_release(&fd);
+        return st;
+    }
+    if ((st = add_needed_passes(&fd.change, o->run, d)) != CP_OK) {
         finding_release(&fd);
         return st;
     }

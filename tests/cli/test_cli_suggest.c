@@ -131,3 +131,58 @@ Test(cli_suggest, markdown_html_and_bad_input)
     free(md);
     free(html);
 }
+
+/* The bf16 finding's change, or NULL. */
+static json_t *bf16_change(json_t *report)
+{
+    json_t *findings = json_object_get(report, "findings");
+    for (size_t i = 0; i < json_array_size(findings); i++) {
+        json_t *c = json_object_get(json_array_get(findings, i), "change");
+        json_t *conv = json_object_get(c, "convert");
+        for (size_t k = 0; k < json_array_size(conv); k++)
+            if (strstr(json_string_value(json_array_get(conv, k)), "--precision_mode=bf16") ||
+                strstr(json_string_value(json_array_get(conv, k)), "_bf16"))
+                return c;
+    }
+    return NULL;
+}
+
+static bool lists(json_t *arr, const char *s)
+{
+    for (size_t k = 0; k < json_array_size(arr); k++)
+        if (strcmp(json_string_value(json_array_get(arr, k)), s) == 0)
+            return true;
+    return false;
+}
+
+/* A precision flag acts through PrecisionModePass: on a run whose switch
+ * file turned that pass off, the bf16 change also switches it on and says
+ * why, so that it takes effect as printed; on a run with the pass on it
+ * does not. */
+Test(cli_suggest, a_flag_whose_pass_is_off_comes_with_that_pass_switched_on)
+{
+    json_t *j = suggest_json("precision_loss<5%");
+    json_t *c = bf16_change(j);
+    cr_assert_not_null(c, "no bf16 finding on the reference trace");
+    cr_expect_not(lists(json_object_get(c, "fusion_switches"), "PrecisionModePass:on"));
+    json_decref(j);
+
+    char *f = ct_switch_file("ln_prec_off.cfg", "LayerNormFusionPass:off\nPrecisionModePass:off\n");
+    char *om = ct_convert_to("transformer_encoder_op14", "ln_prec_off", f, NULL);
+    char *db = cp_t_path("ln_prec_off.db");
+    struct cp_t_timing t = {in_layernorm, 8000, 12000, 0.88};
+    char *trace = cp_t_replayed_trace(om, db, 1, true, &t);
+    cr_assert_not_null(trace, "no replayed trace (see stderr)");
+    j = st_suggest_json(trace, "precision_loss<5%");
+    c = bf16_change(j);
+    cr_assert_not_null(c, "no bf16 finding with PrecisionModePass off");
+    cr_expect(lists(json_object_get(c, "fusion_switches"), "PrecisionModePass:on"),
+              "the change does not switch PrecisionModePass on");
+    const char *sum = json_string_value(json_object_get(c, "summary"));
+    cr_expect(sum && strstr(sum, "PrecisionModePass:on"), "summary: %s", sum ? sum : "(none)");
+    json_decref(j);
+    free(trace);
+    free(db);
+    free(om);
+    free(f);
+}
