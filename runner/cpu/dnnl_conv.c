@@ -162,11 +162,12 @@ static bool weights_md(dnnl_memory_desc_t *md, const struct cp_tensor *w, int64_
  * applies a full-tensor binary post-op element by element and ran 10 to 25
  * times slower than the convolution itself; sum is fused into its
  * accumulation. OUT: *po (NULL when there are none). */
-static dnnl_status_t fused_post_ops(const struct cp_kexec *k, bool residual, dnnl_post_ops_t *po)
+static dnnl_status_t fused_post_ops(const struct cp_kexec *k, bool residual, bool no_act,
+                                    dnnl_post_ops_t *po)
 {
     *po = NULL;
     struct cp_act a = cp_act_of(k->node);
-    bool has_act = cp_act_has_dnnl(&a);
+    bool has_act = !no_act && cp_act_has_dnnl(&a);
     int n_act;
     bool first = cp_node_attr_int(k->node, "residual_first", 0) != 0;
     if (!has_act && !residual)
@@ -186,6 +187,7 @@ static dnnl_status_t fused_post_ops(const struct cp_kexec *k, bool residual, dnn
 struct pd_args {
     struct cp_kexec *k;
     bool transpose, fused, residual;
+    bool no_act; /* leave the activation out of the post-ops (split_act below) */
     const dnnl_memory_desc_t *w_md, *b_md;
     const struct cp_conv_geom *gm;
 };
@@ -223,7 +225,7 @@ static dnnl_status_t make_pd(const struct pd_args *a, const dnnl_memory_desc_t *
     if (!attr)
         return dnnl_out_of_memory;
     if (a->fused)
-        s = fused_post_ops(a->k, a->residual, &po);
+        s = fused_post_ops(a->k, a->residual, a->no_act, &po);
     if (s == dnnl_success && po)
         s = dnnl_primitive_attr_set_post_ops(attr, po);
     if (s == dnnl_success)
@@ -239,6 +241,46 @@ static bool is_reference_impl(const_dnnl_primitive_desc_t pd)
     const char *impl = NULL;
     return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
            impl && strncmp(impl, "ref", 3) == 0;
+}
+
+/* Whether oneDNN picked its gemm-based convolution (im2col + sgemm), which
+ * plain NCHW and NHWC tensors get. */
+static bool is_gemm_impl(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+           impl && strstr(impl, "gemm:") != NULL; /* "x64:gemm:jit" */
+}
+
+/* The activation of a FusedConv as in-place eltwise steps on the
+ * destination (memory Y, descriptor Y_MD), one per oneDNN part. */
+static enum cp_status add_act_steps(struct cp_dk_prog *p, const struct cp_kexec *k,
+                                    const dnnl_memory_desc_t *y_md, int y)
+{
+    struct cp_act a = cp_act_of(k->node);
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    for (int part = 0; cp_act_dnnl_part(&a, part, &alg, &alpha, &beta); part++) {
+        dnnl_eltwise_desc_t ed;
+        dnnl_primitive_desc_t epd = NULL;
+        dnnl_primitive_attr_t attr = cp_dk_attr_create();
+        if (!attr)
+            return CP_ERR_NOMEM;
+        dnnl_status_t s =
+            dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, y_md, alpha, beta);
+        if (s == dnnl_success)
+            s = dnnl_primitive_desc_create(&epd, &ed, attr, p->engine, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        if (s != dnnl_success)
+            return CP_ERR_INTERNAL;
+        int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
+        int mems[2] = {y, y};
+        enum cp_status st = cp_dk_step_add(p, epd, 2, ids, mems);
+        dnnl_primitive_desc_destroy(epd);
+        if (st != CP_OK)
+            return st;
+    }
+    return CP_OK;
 }
 
 /* The step after a convolution whose residual could not be a post-op:
@@ -295,7 +337,7 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
         dnnl_memory_desc_init_by_tag(&b_md, 1, bd, dnnl_f32, dnnl_x);
     }
     dnnl_primitive_desc_t pd = NULL;
-    struct pd_args a = {k, transpose, fused, res != NULL, &w_any, bias ? &b_md : NULL, &gm};
+    struct pd_args a = {k, transpose, fused, res != NULL, false, &w_any, bias ? &b_md : NULL, &gm};
     dnnl_status_t s = make_pd(&a, &x_md, &y_md, p->engine, &pd);
     if (s == dnnl_success && is_reference_impl(pd)) {
         /* The tags as given only have oneDNN's reference implementation
@@ -327,6 +369,31 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
             dnnl_primitive_desc_destroy(pd);
             pd = pd2;
             split_res = true;
+        } else {
+            dnnl_primitive_desc_destroy(pd2);
+        }
+    }
+    /* oneDNN 2.6's gemm convolution applies an eltwise post-op in a
+     * separate, slow pass over the output: a FusedConv with ReLU6 on plain
+     * NCHW ran 2 to 6 times slower than the Conv and Clip it replaced
+     * (mobilenet_v2 with the layout pass off: +37%). Then the convolution
+     * keeps its bias and residual sum, and the activation follows as
+     * eltwise steps in place, so the fused node is never slower than its
+     * unfused form; the trace names the split implementation. Only when
+     * the residual is summed before the activation (or there is none), so
+     * the order of the two stays as the node says. */
+    bool split_act = false;
+    struct cp_act act = cp_act_of(k->node);
+    if (s == dnnl_success && fused && !split_res && cp_act_has_dnnl(&act) &&
+        (!res || cp_node_attr_int(k->node, "residual_first", 0) != 0) && is_gemm_impl(pd)) {
+        struct pd_args a2 = a;
+        a2.no_act = true;
+        dnnl_primitive_desc_t pd2 = NULL;
+        if (make_pd(&a2, &x_md, &y_md, p->engine, &pd2) == dnnl_success &&
+            !is_reference_impl(pd2)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = pd2;
+            split_act = true;
         } else {
             dnnl_primitive_desc_destroy(pd2);
         }
@@ -383,6 +450,11 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     }
     if (ym != ym_user && (st = cp_dk_step_reorder(p, ym, ym_user)) != CP_OK)
         goto out;
+    if (split_act) {
+        if ((st = add_act_steps(p, k, &y_md, ym_user)) != CP_OK)
+            goto out;
+        k->impl = "onednn:fused_conv+eltwise";
+    }
     st = CP_OK;
 out_built:
     if (st == CP_OK)

@@ -54,6 +54,10 @@ struct cp_kexec {
     void **out_data;
     /* Kernel-private state, set by prepare, freed by release. */
     void *state;
+    /* Set by prepare when it chose another form than kernel->name says (a
+     * static string, e.g. "onednn:fused_conv+eltwise"); traces record it as
+     * the implementation. NULL: kernel->name. */
+    const char *impl;
     /* Scratch: prepare sets scratch_bytes; the plan then points scratch at
      * that many bytes (64-byte aligned), shared between kernels. */
     size_t scratch_bytes;

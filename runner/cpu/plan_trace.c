@@ -108,7 +108,7 @@ enum cp_status cp_plan_build_trace(struct cp_plan *p, struct cp_diag *d)
         struct cp_trace_kernel *k = &p->ktab[i];
         k->node = n->name;
         k->op_type = n->op_type;
-        k->impl = x->kernel->name;
+        k->impl = x->impl ? x->impl : x->kernel->name;
         k->origins = origins_json(n);
         const char *prec = cp_node_attr_string(n, "compute_precision", "");
         k->inputs = tensors_json(p->g, n->inputs, n->n_inputs, by_kernel, NULL);

@@ -862,3 +862,47 @@ Test(plan, a_dynamic_plan_over_the_memory_limit_names_the_tensor)
     cp_model_free(m);
     cp_runtime_free(rt);
 }
+
+/* oneDNN's gemm convolution, which plain NCHW gets, applies an eltwise
+ * post-op in a slow pass of its own: a FusedConv there runs its bias in the
+ * convolution and its activation as an in-place eltwise step, and the
+ * kernel table names that form. The result is the fused node's. */
+Test(plan, a_plain_fused_conv_runs_its_activation_as_a_separate_step_and_says_so)
+{
+    struct cp_graph *g = gb_graph(17);
+    gb_input(g, "x", CP_DTYPE_F32, 4, GB_DIMS(1, 4, 6, 6));
+    float w[8 * 4], b[8], x[4 * 36], want[8 * 36];
+    for (int i = 0; i < 8 * 4; i++)
+        w[i] = (float)((i * 7) % 11 - 5) / 8.0f;
+    for (int i = 0; i < 8; i++)
+        b[i] = (float)(i - 4) / 16.0f;
+    for (int i = 0; i < 4 * 36; i++)
+        x[i] = (float)((i * 5) % 13 - 6) / 6.0f;
+    for (int oc = 0; oc < 8; oc++)
+        for (int px = 0; px < 36; px++) {
+            float s = b[oc];
+            for (int ic = 0; ic < 4; ic++)
+                s += w[oc * 4 + ic] * x[ic * 36 + px];
+            want[oc * 36 + px] = s < 0.0f ? 0.0f : (s > 0.5f ? 0.5f : s);
+        }
+    gb_init(g, "w", CP_DTYPE_F32, 4, GB_DIMS(8, 4, 1, 1), w);
+    gb_init(g, "b", CP_DTYPE_F32, 1, GB_DIMS(8), b);
+    int32_t n = gb_node_in(g, "fc", "FusedConv", CP_DOMAIN, GB_IN("x", "w", "b"), GB_IN("y"));
+    cp_node_set_string(g, n, "activation", "Clip");
+    cp_node_set_float(g, n, "activation_alpha", 0.0f);
+    cp_node_set_float(g, n, "activation_beta", 0.5f);
+    cr_assert_eq(cp_graph_add_output(g, cp_graph_find_tensor(g, "y")), CP_OK);
+    struct cp_runtime *rt = runtime(2, NULL);
+    struct cp_model *m = model_of(rt, g, NULL);
+    struct cp_plan_options o = options();
+    struct cp_plan *p = plan_ok(m, &o);
+    cr_assert_eq(cp_plan_n_kernels(p), 1);
+    cr_assert_str_eq(cp_plan_kernels(p)[0].impl, "onednn:fused_conv+eltwise");
+    struct cp_host_tensor xt = host_f32("x", 4, GB_DIMS(1, 4, 6, 6), x);
+    set_input(p, 0, &xt);
+    run_ok(p, -1);
+    expect_output(p, 0, 4, GB_DIMS(1, 8, 6, 6), want);
+    cp_plan_free(p);
+    cp_model_free(m);
+    cp_runtime_free(rt);
+}
