@@ -243,6 +243,23 @@ static bool is_reference_impl(const_dnnl_primitive_desc_t pd)
            impl && strncmp(impl, "ref", 3) == 0;
 }
 
+/* Build the descriptor of A on X_MD, Y_MD and put it in *PD in place of
+ * the one there, unless it fails or gets the reference implementation
+ * too. Whether it replaced it. */
+static bool replace_pd(const struct pd_args *a, const dnnl_memory_desc_t *x_md,
+                       const dnnl_memory_desc_t *y_md, dnnl_engine_t engine,
+                       dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_desc_t pd2 = NULL;
+    if (make_pd(a, x_md, y_md, engine, &pd2) != dnnl_success || is_reference_impl(pd2)) {
+        dnnl_primitive_desc_destroy(pd2);
+        return false;
+    }
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = pd2;
+    return true;
+}
+
 /* Whether oneDNN picked its gemm-based convolution (im2col + sgemm), which
  * plain NCHW and NHWC tensors get. */
 static bool is_gemm_impl(const_dnnl_primitive_desc_t pd)
@@ -344,16 +361,9 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
          * (e.g. blocked in, plain out with few channels): let the primitive
          * choose and reorder around it rather than run the slow loop. */
         dnnl_memory_desc_t x_any, y_any;
-        dnnl_primitive_desc_t pd2 = NULL;
         dnnl_memory_desc_init_by_tag(&x_any, x_md.ndims, x_md.dims, cdt, dnnl_format_tag_any);
         dnnl_memory_desc_init_by_tag(&y_any, y_md.ndims, y_md.dims, dnnl_f32, dnnl_format_tag_any);
-        if (make_pd(&a, &x_any, &y_any, p->engine, &pd2) == dnnl_success &&
-            !is_reference_impl(pd2)) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = pd2;
-        } else {
-            dnnl_primitive_desc_destroy(pd2);
-        }
+        replace_pd(&a, &x_any, &y_any, p->engine, &pd);
     }
     /* oneDNN 2.6's jit convolutions take a sum post-op only first: an
      * activation followed by the residual (EfficientNetV2's fused blocks)
@@ -363,15 +373,7 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     if (s == dnnl_success && res && is_reference_impl(pd)) {
         struct pd_args a2 = a;
         a2.residual = false;
-        dnnl_primitive_desc_t pd2 = NULL;
-        if (make_pd(&a2, &x_md, &y_md, p->engine, &pd2) == dnnl_success &&
-            !is_reference_impl(pd2)) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = pd2;
-            split_res = true;
-        } else {
-            dnnl_primitive_desc_destroy(pd2);
-        }
+        split_res = replace_pd(&a2, &x_md, &y_md, p->engine, &pd);
     }
     /* oneDNN 2.6's gemm convolution applies an eltwise post-op in a
      * separate, slow pass over the output: a FusedConv with ReLU6 on plain
@@ -388,15 +390,7 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
         (!res || cp_node_attr_int(k->node, "residual_first", 0) != 0) && is_gemm_impl(pd)) {
         struct pd_args a2 = a;
         a2.no_act = true;
-        dnnl_primitive_desc_t pd2 = NULL;
-        if (make_pd(&a2, &x_md, &y_md, p->engine, &pd2) == dnnl_success &&
-            !is_reference_impl(pd2)) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = pd2;
-            split_act = true;
-        } else {
-            dnnl_primitive_desc_destroy(pd2);
-        }
+        split_act = replace_pd(&a2, &x_md, &y_md, p->engine, &pd);
     }
     if (s != dnnl_success)
         return cp_dk_fail(k, d, "convolution primitive descriptor", s);
