@@ -42,6 +42,56 @@ static enum cp_status apply_input_shape_check(const struct cp_convert_config *c,
     return CP_OK;
 }
 
+/* Whether g or one of its subgraphs holds a node named `name`, or (type
+ * non-NULL) a node of ONNX op type `type`. */
+static bool graph_has_node(const struct cp_graph *g, const char *name, const char *type)
+{
+    for (size_t i = 0; i < cp_graph_n_nodes(g); i++) {
+        const struct cp_node *n = cp_graph_node(g, (int32_t)i);
+        if (type ? n->op_type && strcmp(n->op_type, type) == 0 : strcmp(n->name, name) == 0)
+            return true;
+        for (size_t a = 0; a < n->n_attrs; a++)
+            if (n->attrs[a].type == CP_ATTR_GRAPH && n->attrs[a].graph &&
+                graph_has_node(n->attrs[a].graph, name, type))
+                return true;
+    }
+    return false;
+}
+
+/* --keep_dtype against the imported model: a node name the model does not
+ * have is a mistake (ATC warns that such an entry silently does nothing);
+ * an op type it lacks, or a list under an fp32 mode, only does nothing. */
+static enum cp_status check_keep_dtype(const struct cp_convert_config *c, const struct cp_graph *g,
+                                       const struct cp_log *log, struct cp_diag *d)
+{
+    if (!c->keep_dtype[0])
+        return CP_OK;
+    if (c->precision_mode != CP_PREC_ALLOW_FP32_TO_BF16 &&
+        c->precision_mode != CP_PREC_ALLOW_MIX_PRECISION_BF16)
+        cp_log_msg(log, CP_LOG_WARNING,
+                   "--keep_dtype=%s: --precision_mode=%s computes every node in fp32 already; "
+                   "the list changes nothing",
+                   c->keep_dtype_file, cp_precision_mode_name(c->precision_mode));
+    for (const char *p = c->keep_dtype; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char entry[1024];
+        snprintf(entry, sizeof entry, "%.*s", (int)len, p);
+        bool type = strncmp(entry, "OpType::", 8) == 0;
+        if (!graph_has_node(g, entry, type ? entry + 8 : NULL)) {
+            if (!type)
+                return cp_diag_set(d, CP_ERR_USAGE,
+                                   "--keep_dtype=%s: %s has no node named '%s' (list the ONNX "
+                                   "node names of the source model, or OpType::TYPE)",
+                                   c->keep_dtype_file, c->model, entry);
+            cp_log_msg(log, CP_LOG_WARNING, "--keep_dtype=%s: %s has no node of type %s",
+                       c->keep_dtype_file, c->model, entry + 8);
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    return CP_OK;
+}
+
 /* Passes that ran, or that changed the graph; the closing sweep is the
  * manager's, not a pass of its own, and is not counted. */
 static size_t count_passes(const struct cp_pass_report *r, bool changed)
@@ -80,11 +130,14 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
     /* Warnings show unless --log asks for errors only; ATC's default "null"
      * would hide a switch file's mistakes. */
     struct cp_log log = {cfg->log == CP_LOG_NULL ? CP_LOG_WARNING : cfg->log, NULL};
-    if ((st = cp_convert_config_load_fusion_switches(cfg, &log, d)) != CP_OK)
+    if ((st = cp_convert_config_load_fusion_switches(cfg, &log, d)) != CP_OK ||
+        (st = cp_convert_config_load_keep_dtype(cfg, d)) != CP_OK)
         goto out_free_cfg;
     st = cp_onnx_import(cfg->model, cfg->input_shapes, cfg->n_input_shapes, &g, hash, d);
     if (st != CP_OK)
         goto out_free_cfg;
+    if ((st = check_keep_dtype(cfg, g, &log, d)) != CP_OK)
+        goto out_free_graph;
     size_t nodes_in = cp_graph_n_live_nodes(g);
     if ((st = apply_input_shape_check(cfg, g, d)) != CP_OK)
         goto out_free_graph;

@@ -13,6 +13,7 @@ enum {
     OPT_FRAMEWORK,
     OPT_FUSION_SWITCH_FILE,
     OPT_INPUT_FORMAT,
+    OPT_KEEP_DTYPE,
     OPT_LAYOUT_POLICY,
     OPT_LIST_PASSES,
     OPT_LOG,
@@ -33,6 +34,9 @@ static const struct cp_opt own[] = {
     {"fusion_switch_file", 0, CP_OPT_VALUE, OPT_FUSION_SWITCH_FILE, "FILE",
      "ATC fusion switch file (JSON or PassName:off lines)"},
     {"input_format", 0, CP_OPT_VALUE, OPT_INPUT_FORMAT, "FMT", "NCHW (default), NCDHW, ND, NHWC"},
+    {"keep_dtype", 0, CP_OPT_VALUE, OPT_KEEP_DTYPE, "FILE",
+     "ONNX node names (one a line) or OpType::TYPE lines whose nodes keep fp32 under a bf16 "
+     "--precision_mode"},
     {"layout_policy", 0, CP_OPT_VALUE, OPT_LAYOUT_POLICY, "POLICY",
      "conv-region activations: auto (default; per region NHWC or blocked, whichever the CPU's "
      "kernels run faster), blocked (nChw16c/8c), nhwc, nchw"},
@@ -192,7 +196,8 @@ int cp_cmd_convert(int argc, char **argv)
      * work, and the config id printed below depends on what it says.
      * cp_convert reads it again and gives the warnings. */
     struct cp_log quiet = {CP_LOG_ERROR, NULL};
-    if (cfg.model[0] && cp_convert_config_load_fusion_switches(&cfg, &quiet, &d) != CP_OK) {
+    if (cfg.model[0] && (cp_convert_config_load_fusion_switches(&cfg, &quiet, &d) != CP_OK ||
+                         cp_convert_config_load_keep_dtype(&cfg, &d) != CP_OK)) {
         cp_cli_error("convert", d.msg);
         return cp_status_exit_code(d.status);
     }

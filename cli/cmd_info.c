@@ -243,6 +243,20 @@ static void config_lines(const struct cp_convert_config *c, struct cp_buf *b)
     if (c->fusion_switch_file[0])
         cp_buf_printf(b, "  passes switched off  %s\n",
                       c->fusion_switches[0] ? c->fusion_switches : "(none)");
+    if (c->keep_dtype[0]) {
+        size_t n = 1;
+        for (const char *p = c->keep_dtype; *p; p++)
+            n += *p == '\n';
+        cp_buf_printf(b, "  keep_dtype           %s (%zu entr%s:", c->keep_dtype_file, n,
+                      n == 1 ? "y" : "ies");
+        for (const char *p = c->keep_dtype; *p;) {
+            const char *nl = strchr(p, '\n');
+            int len = nl ? (int)(nl - p) : (int)strlen(p);
+            cp_buf_printf(b, " %.*s", len, p);
+            p += len + (nl ? 1 : 0);
+        }
+        cp_buf_puts(b, ")\n");
+    }
     cp_buf_puts(b, "  dynamic_batch_size   ");
     if (!c->n_dynamic_batch)
         cp_buf_puts(b, "(none)");

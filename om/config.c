@@ -305,6 +305,12 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
         c->fusion_switches[0] = '\0';
         return copy_str(c->fusion_switch_file, sizeof c->fusion_switch_file, flag, value, d);
     }
+    if (strcmp(flag, "keep_dtype") == 0) {
+        if (!value[0])
+            return cp_diag_set(d, CP_ERR_USAGE, "--keep_dtype: empty path");
+        c->keep_dtype[0] = '\0'; /* read from the file later, as the switches */
+        return copy_str(c->keep_dtype_file, sizeof c->keep_dtype_file, flag, value, d);
+    }
     if (strcmp(flag, "soc_version") == 0) {
         if (strcmp(value, "cpu") != 0)
             return cp_diag_set(d, CP_ERR_USAGE,
@@ -452,6 +458,8 @@ void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf 
         flag(out, "precision_mode", cp_precision_mode_name(c->precision_mode));
     if (c->fusion_switch_file[0])
         flag(out, "fusion_switch_file", c->fusion_switch_file);
+    if (c->keep_dtype_file[0])
+        flag(out, "keep_dtype", c->keep_dtype_file);
     if (c->n_dynamic_batch) {
         batch_text(c, &t);
         flag(out, "dynamic_batch_size", t.data);
@@ -496,6 +504,11 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
                         json_string(cp_precision_mode_name(c->precision_mode)));
     json_object_set_new(o, "fusion_switch_file", json_string(c->fusion_switch_file));
     json_object_set_new(o, "fusion_switches", json_string(c->fusion_switches));
+    /* only when given, so that configs without them keep their ids */
+    if (with_paths && c->keep_dtype_file[0])
+        json_object_set_new(o, "keep_dtype_file", json_string(c->keep_dtype_file));
+    if (c->keep_dtype[0])
+        json_object_set_new(o, "keep_dtype", json_string(c->keep_dtype));
     json_t *batch = json_array();
     for (size_t i = 0; i < c->n_dynamic_batch; i++)
         json_array_append_new(batch, json_integer(c->dynamic_batch[i]));
@@ -591,6 +604,8 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
         (st = json_str(o, "fusion_switch_file", c->fusion_switch_file, sizeof c->fusion_switch_file,
                        d)) ||
         (st = json_str(o, "fusion_switches", c->fusion_switches, sizeof c->fusion_switches, d)) ||
+        (st = json_str(o, "keep_dtype_file", c->keep_dtype_file, sizeof c->keep_dtype_file, d)) ||
+        (st = json_str(o, "keep_dtype", c->keep_dtype, sizeof c->keep_dtype, d)) ||
         (st = json_str(o, "soc_version", c->soc_version, sizeof c->soc_version, d)) ||
         (st = json_shapes(o, c, d)))
         goto out;
@@ -676,7 +691,7 @@ const char *cp_convert_flag_pass(const char *key)
     } via[] = {
         {"precision_mode", "PrecisionModePass"},    {"op_select_implmode", "ImplModePass"},
         {"layout_policy", "LayoutTransformPass"},   {"input_format", "LayoutTransformPass"},
-        {"dynamic_batch_size", "DynamicBatchPass"},
+        {"dynamic_batch_size", "DynamicBatchPass"}, {"keep_dtype", "PrecisionModePass"},
     };
     for (size_t i = 0; key && i < sizeof via / sizeof *via; i++)
         if (strcmp(via[i].key, key) == 0)
@@ -687,4 +702,114 @@ const char *cp_convert_flag_pass(const char *key)
 bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name)
 {
     return cp_fusion_switches_turn_off(c->fusion_switches, name);
+}
+
+/* ---- --keep_dtype ---------------------------------------------------------------- */
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+enum cp_status cp_keep_dtype_parse(const char *path, const char *text, size_t len, char *out,
+                                   size_t cap, struct cp_diag *d)
+{
+    if (cap)
+        out[0] = '\0';
+    if (memchr(text, '\0', len))
+        return cp_diag_set(d, CP_ERR_USAGE, "--keep_dtype=%s: a NUL byte at offset %zu", path,
+                           (size_t)((const char *)memchr(text, '\0', len) - text));
+    char *copy = malloc(len + 1);
+    char **entries = NULL;
+    size_t n = 0, n_cap = 0;
+    enum cp_status st = copy ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (copy) {
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+    }
+    char *p = copy;
+    for (int line = 1; st == CP_OK && p && *p; line++) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = '\0';
+        char *e = p + strlen(p);
+        while (e > p && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p && *p != '#') {
+            if (strcmp(p, "OpType::") == 0)
+                st = cp_diag_set(d, CP_ERR_USAGE, "--keep_dtype=%s:%d: 'OpType::' names no op type",
+                                 path, line);
+            else if (strlen(p) >= 1024)
+                st = cp_diag_set(d, CP_ERR_USAGE,
+                                 "--keep_dtype=%s:%d: an entry of %zu bytes (at most 1023)", path,
+                                 line, strlen(p));
+            else if (n == n_cap) {
+                n_cap = n_cap ? 2 * n_cap : 32;
+                char **g = cp_realloc_array(entries, n_cap, sizeof *g);
+                if (!g)
+                    st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+                else
+                    entries = g;
+            }
+            if (st == CP_OK)
+                entries[n++] = p;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    if (st == CP_OK && n)
+        qsort(entries, n, sizeof *entries, cmp_entry);
+    size_t at = 0;
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        if (i && strcmp(entries[i], entries[i - 1]) == 0)
+            continue;
+        size_t k = strlen(entries[i]);
+        if (at + (at ? 1 : 0) + k + 1 > cap) {
+            st = cp_diag_set(d, CP_ERR_USAGE,
+                             "--keep_dtype=%s: the list is longer than %zu bytes; list op types "
+                             "(OpType::X) instead of single nodes",
+                             path, cap - 1);
+            break;
+        }
+        if (at)
+            out[at++] = '\n';
+        memcpy(out + at, entries[i], k + 1);
+        at += k;
+    }
+    if (st != CP_OK && cap)
+        out[0] = '\0';
+    free(entries);
+    free(copy);
+    return st;
+}
+
+enum cp_status cp_convert_config_load_keep_dtype(struct cp_convert_config *c, struct cp_diag *d)
+{
+    c->keep_dtype[0] = '\0';
+    if (!c->keep_dtype_file[0])
+        return CP_OK;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    struct cp_diag local;
+    cp_diag_init(&local);
+    if (cp_file_read(c->keep_dtype_file, &data, &len, &local) != CP_OK)
+        return cp_diag_set(d, CP_ERR_USAGE, "--keep_dtype: %s", local.msg);
+    enum cp_status st = cp_keep_dtype_parse(c->keep_dtype_file, data ? (const char *)data : "", len,
+                                            c->keep_dtype, sizeof c->keep_dtype, d);
+    free(data);
+    return st;
+}
+
+bool cp_keep_dtype_has(const char *canon, const char *entry)
+{
+    size_t k = strlen(entry);
+    for (const char *p = canon; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len == k && memcmp(p, entry, k) == 0)
+            return true;
+        p = nl ? nl + 1 : NULL;
+    }
+    return false;
 }

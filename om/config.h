@@ -24,6 +24,7 @@
 #define CP_MAX_INPUT_SHAPES    16
 #define CP_MAX_DYN_BATCH       100
 #define CP_FUSION_SWITCHES_MAX 4096
+#define CP_KEEP_DTYPE_MAX      8192
 
 enum cp_precision_mode {
     CP_PREC_FORCE_FP32 = 0, /* the CPU target's default */
@@ -96,6 +97,15 @@ struct cp_convert_config {
      * conversion time), recorded in the .om and part of the config id, so a
      * .om says what ran even if the file changes later. */
     char fusion_switches[CP_FUSION_SWITCHES_MAX];
+    /* --keep_dtype (ATC's flag): a file of ONNX node names and `OpType::X`
+     * lines whose nodes keep fp32 arithmetic under a bf16 precision mode. ""
+     * when none. */
+    char keep_dtype_file[1024];
+    /* The entries the file gives, canonical: sorted, unique, one per line
+     * ("OpType::Softmax\n/down/conv/Conv"; "" when none). Filled from the
+     * file by cp_convert_config_load_keep_dtype (and at conversion time),
+     * recorded in the .om and part of the config id, as fusion_switches. */
+    char keep_dtype[CP_KEEP_DTYPE_MAX];
     int64_t dynamic_batch[CP_MAX_DYN_BATCH];
     size_t n_dynamic_batch;
     enum cp_buffer_opt buffer_optimize;
@@ -153,6 +163,32 @@ bool cp_fusion_switches_turn_off(const char *switches, const char *name);
  * LayoutTransformPass, dynamic_batch_size -> DynamicBatchPass. With that
  * pass switched off the flag changes nothing in the produced model. */
 const char *cp_convert_flag_pass(const char *key);
+
+/* ---- --keep_dtype ----------------------------------------------------------
+ *
+ * The file holds one entry a line: an ONNX node name (as the source model
+ * names it, before any fusion), or `OpType::X` for every node of op type X.
+ * Blank lines and lines starting with '#' are skipped; CR line ends and
+ * blanks around an entry are dropped. Under allow_fp32_to_bf16 and
+ * allow_mix_precision_bf16, a node that would compute in bf16 computes in
+ * fp32 when one of the ONNX nodes it stands for (its origins) is listed, or
+ * its op type is: `OpType::Conv` also covers FusedConv, `OpType::MatMul`
+ * and `OpType::Gemm` also FusedMatMul, and `OpType::MatMul` FusedAttention
+ * (whose matmuls were MatMuls). Under the fp32 modes nothing changes. */
+
+/* Parse a keep_dtype file's text into its canonical form (see
+ * cp_convert_config.keep_dtype) in out[cap]. Errors name `path` and the
+ * line: an `OpType::` without a type, a NUL byte, an entry of 1024 bytes
+ * or more, a list longer than cap - 1 bytes (CP_ERR_USAGE). */
+enum cp_status cp_keep_dtype_parse(const char *path, const char *text, size_t len, char *out,
+                                   size_t cap, struct cp_diag *d);
+
+/* Read c->keep_dtype_file into c->keep_dtype; with no file, clear it.
+ * Errors name the file (CP_ERR_USAGE). */
+enum cp_status cp_convert_config_load_keep_dtype(struct cp_convert_config *c, struct cp_diag *d);
+
+/* Whether the canonical list `canon` holds `entry` as one of its lines. */
+bool cp_keep_dtype_has(const char *canon, const char *entry);
 
 /* Whether the effective switch set of `c` turns pass `name` off. */
 bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name);

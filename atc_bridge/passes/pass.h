@@ -134,6 +134,12 @@ enum cp_status cp_fusion_switches_parse(const char *path, const char *text, size
  * malformed entry. */
 enum cp_status cp_fusion_switches_decide(const char *text, bool *off, struct cp_diag *d);
 
+/* precision.c: whether --keep_dtype's canonical list `canon` covers node
+ * n: one of its origins is listed, or its op type (ONNX spelling, or the
+ * op the fused node grew from: Conv for FusedConv, MatMul and Gemm for
+ * FusedMatMul, MatMul for FusedAttention) as "OpType::X". */
+bool cp_keep_dtype_covers(const char *canon, const struct cp_node *n);
+
 /* ---- [legacy] ---- */
 /* precision_legacy.c: f16/bf16 weights widened to f32, half graph inputs
  * and outputs cast at the boundary, the model's casts to half made casts

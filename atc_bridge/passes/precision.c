@@ -66,6 +66,35 @@ static bool is_fp32_kept_op(enum cp_op op)
     }
 }
 
+static bool op_type_listed(const char *canon, const char *type)
+{
+    char entry[160];
+    snprintf(entry, sizeof entry, "OpType::%s", type);
+    return strlen(type) < sizeof entry - 9 && cp_keep_dtype_has(canon, entry);
+}
+
+bool cp_keep_dtype_covers(const char *canon, const struct cp_node *n)
+{
+    if (!canon || !canon[0])
+        return false;
+    for (size_t i = 0; i < n->n_origins; i++)
+        if (cp_keep_dtype_has(canon, n->origins[i]))
+            return true;
+    if (cp_keep_dtype_has(canon, n->name) || (n->op_type && op_type_listed(canon, n->op_type)) ||
+        op_type_listed(canon, cp_op_name(n->op)))
+        return true;
+    switch (n->op) {
+    case CP_OP_FUSED_CONV:
+        return op_type_listed(canon, "Conv");
+    case CP_OP_FUSED_MATMUL:
+        return op_type_listed(canon, "MatMul") || op_type_listed(canon, "Gemm");
+    case CP_OP_FUSED_ATTENTION:
+        return op_type_listed(canon, "MatMul");
+    default:
+        return false;
+    }
+}
+
 static bool is_fp16_mode(enum cp_precision_mode m)
 {
     return m == CP_PREC_FORCE_FP16 || m == CP_PREC_CUBE_FP16IN_FP32OUT ||
@@ -135,11 +164,18 @@ static enum cp_status precision_mode_run(struct cp_pass_ctx *ctx, bool *changed)
     if (is_fp16_mode(m) || !ctx->has_bf16)
         return refuse_mode(ctx, m);
     bool mix = m == CP_PREC_ALLOW_MIX_PRECISION_BF16;
+    const char *keep = ctx->config ? ctx->config->keep_dtype : "";
+    size_t kept = 0;
     for (size_t i = 0; i < cp_graph_n_nodes(ctx->g); i++) {
         const struct cp_node *n = cp_graph_node(ctx->g, (int32_t)i);
         if (n->dead)
             continue;
-        const char *want = is_bf16_op(n->op)               ? "bf16"
+        /* --keep_dtype: listed nodes keep fp32, marked so that the trace
+         * says which ones they are */
+        bool keep_fp32 = is_bf16_op(n->op) && cp_keep_dtype_covers(keep, n);
+        kept += keep_fp32;
+        const char *want = keep_fp32                       ? "fp32"
+                           : is_bf16_op(n->op)             ? "bf16"
                            : mix && is_fp32_kept_op(n->op) ? "fp32"
                                                            : NULL;
         enum cp_status st =
@@ -147,6 +183,10 @@ static enum cp_status precision_mode_run(struct cp_pass_ctx *ctx, bool *changed)
         if (st != CP_OK)
             return st;
     }
+    if (kept)
+        cp_log_msg(ctx->log, CP_LOG_INFO,
+                   "PrecisionModePass: --keep_dtype keeps %zu node%s in fp32", kept,
+                   kept == 1 ? "" : "s");
     return CP_OK;
 }
 
