@@ -9,8 +9,8 @@
 #include <string.h>
 
 /* The convert flags a delta may turn. */
-static const char *const convert_keys[] = {"buffer_optimize", "layout_policy", "op_select_implmode",
-                                           "precision_mode", NULL};
+static const char *const convert_keys[] = {"buffer_optimize", "keep_dtype",     "layout_policy",
+                                           "op_select_implmode", "precision_mode", NULL};
 
 static bool is_convert_key(const char *k)
 {
@@ -57,7 +57,9 @@ enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_
         const char *end = p;
         while (*end && !isspace((unsigned char)*end))
             end++;
-        char item[256];
+        char item[96 + 1100 + 2];
+        if ((size_t)(end - p) >= sizeof item)
+            return cp_diag_set(d, CP_ERR_INVALID, "delta item '%.40s...' is too long", p);
         snprintf(item, sizeof item, "%.*s", (int)(end - p), p);
         char *eq = strchr(item, '=');
         if (!eq || eq == item || !eq[1])
@@ -67,7 +69,7 @@ enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_
             return cp_diag_set(d, CP_ERR_INVALID,
                                "delta item '%s=%s': unknown knob '%s' (known: layout_policy, "
                                "precision_mode, buffer_optimize, op_select_implmode, "
-                               "switch:<Pass>, threads, batch)",
+                               "keep_dtype, switch:<Pass>, threads, batch)",
                                item, eq + 1, item);
         enum cp_status st = put(out, item, eq + 1, d);
         if (st != CP_OK)
@@ -172,6 +174,22 @@ static enum cp_status set_switch(struct cp_convert_config *c, const char *name, 
     return st;
 }
 
+/* keep_dtype=FILE: the list the file holds now (the point keeps the list,
+ * not the path); "-" clears it. */
+static enum cp_status set_keep_dtype(struct cp_convert_config *c, const char *v, struct cp_diag *d)
+{
+    if (strcmp(v, "-") == 0) {
+        c->keep_dtype_file[0] = c->keep_dtype[0] = '\0';
+        return CP_OK;
+    }
+    enum cp_status st = cp_convert_config_set(c, "keep_dtype", v, d);
+    if (st == CP_OK)
+        st = cp_convert_config_load_keep_dtype(c, d);
+    if (st != CP_OK)
+        c->keep_dtype_file[0] = c->keep_dtype[0] = '\0';
+    return st;
+}
+
 static bool parse_int(const char *s, int lo, int hi, int *out)
 {
     int64_t v;
@@ -188,7 +206,9 @@ enum cp_status cp_delta_apply(const struct cp_tune_point *p, const struct cp_del
     for (size_t i = 0; i < dl->n; i++) {
         const char *k = dl->items[i].key, *v = dl->items[i].value;
         enum cp_status st = CP_OK;
-        if (is_convert_key(k))
+        if (strcmp(k, "keep_dtype") == 0)
+            st = set_keep_dtype(&out->cfg, v, d);
+        else if (is_convert_key(k))
             st = cp_convert_config_set(&out->cfg, k, v, d);
         else if (strncmp(k, "switch:", 7) == 0) {
             if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
@@ -221,6 +241,12 @@ void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point 
         put(out, "buffer_optimize", cp_buffer_opt_name(b->cfg.buffer_optimize), NULL);
     if (a->cfg.implmode != b->cfg.implmode)
         put(out, "op_select_implmode", cp_implmode_name(b->cfg.implmode), NULL);
+    if (strcmp(a->cfg.keep_dtype, b->cfg.keep_dtype) != 0)
+        put(out, "keep_dtype",
+            !b->cfg.keep_dtype[0]      ? "-"
+            : b->cfg.keep_dtype_file[0] ? b->cfg.keep_dtype_file
+                                        : "(list without a file)",
+            NULL);
     if (strcmp(a->cfg.fusion_switches, b->cfg.fusion_switches) != 0) {
         /* passes off in b but not in a, and on in b but off in a */
         for (size_t i = 0; i < cp_pass_count(); i++) {
@@ -251,6 +277,7 @@ void cp_tune_point_key(const struct cp_tune_point *p, char out[48])
 {
     struct cp_convert_config c = p->cfg;
     c.fusion_switch_file[0] = '\0'; /* the switches themselves are in the id */
+    c.keep_dtype_file[0] = '\0';    /* and so is the list */
     char id[17];
     cp_convert_config_id(&c, id);
     snprintf(out, 48, "%s/t%d/b%d", id, p->threads, p->batch);
@@ -323,9 +350,12 @@ enum cp_status cp_tune_neighbours(const struct cp_tune_point *p, enum cp_target 
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     size_t k = 0;
     /* precision first: on bf16 hardware the largest single knob */
-    put(&list[k++], "precision_mode",
+    put(&list[k], "precision_mode",
         p->cfg.precision_mode == CP_PREC_FORCE_FP32 ? "allow_mix_precision_bf16" : "force_fp32",
         NULL);
+    if (p->cfg.keep_dtype[0]) /* the other mode has no use for a node list */
+        put(&list[k], "keep_dtype", "-", NULL);
+    k++;
     for (int lp = 0; lp < CP_LAYOUT_POLICY_COUNT; lp++)
         if (lp != (int)p->cfg.layout_policy)
             put(&list[k++], "layout_policy", cp_layout_policy_name((enum cp_layout_policy)lp),

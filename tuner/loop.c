@@ -37,7 +37,7 @@ static bool is_seen(const struct cp_tune_ctx *c, const char *key)
     return false;
 }
 
-static enum cp_status mark_seen(struct cp_tune_ctx *c, const char *key, struct cp_diag *d)
+enum cp_status cp_tune_mark_seen(struct cp_tune_ctx *c, const char *key, struct cp_diag *d)
 {
     if (is_seen(c, key))
         return CP_OK;
@@ -195,6 +195,14 @@ static void add_proposal(struct cp_tune_ctx *c, struct proposals *ps, const stru
     p->expected_gain = expected;
 }
 
+static bool delta_has(const struct cp_delta *dl, const char *key)
+{
+    for (size_t i = 0; i < dl->n; i++)
+        if (strcmp(dl->items[i].key, key) == 0)
+            return true;
+    return false;
+}
+
 /* What the knowledge base learned on similar models, best first. */
 static void kb_proposals(struct cp_tune_ctx *c, struct proposals *ps,
                          const struct cp_tune_point *best)
@@ -208,8 +216,8 @@ static void kb_proposals(struct cp_tune_ctx *c, struct proposals *ps,
         return;
     for (size_t i = 0; i < n; i++) {
         struct cp_delta dl;
-        if (cp_delta_parse(hits[i].delta, &dl, &d) != CP_OK)
-            continue;
+        if (cp_delta_parse(hits[i].delta, &dl, &d) != CP_OK || delta_has(&dl, "keep_dtype"))
+            continue; /* a node list names another model's nodes */
         char title[160];
         snprintf(title, sizeof title, "held %d of %d times on %s (similarity %.2f)", hits[i].count,
                  hits[i].tried, hits[i].models, hits[i].similarity);
@@ -264,6 +272,26 @@ static void rule_proposals(struct cp_tune_ctx *c, struct proposals *ps,
             ps->p[j - 1] = t;
         }
     cp_diagnosis_release(&dg);
+}
+
+/* The per-node precision plan, made once a session when it applies
+ * (tuner/tuner.h), first: its gain and precision were measured. */
+static void precision_proposal(struct cp_tune_ctx *c, struct proposals *ps,
+                               const struct cp_tune_point *best)
+{
+    if (!c->prec_planned) {
+        c->prec_planned = true;
+        struct cp_diag d;
+        cp_diag_init(&d);
+        if (cp_tune_precision_plan(c, &c->prec_proposal, &c->have_prec_proposal, &d) != CP_OK) {
+            cp_tune_progress_note(c, "precision plan failed, continuing without it: %s", d.msg);
+            c->have_prec_proposal = false;
+        } else if (c->r->prec.ran)
+            cp_tune_progress_note(c, "precision plan: %s", c->r->prec.summary);
+    }
+    if (c->have_prec_proposal)
+        add_proposal(c, ps, &c->prec_proposal.delta, c->prec_proposal.source,
+                     c->prec_proposal.expected_gain, c->prec_proposal.title, best);
 }
 
 static void space_proposals(struct cp_tune_ctx *c, struct proposals *ps,
@@ -349,7 +377,9 @@ static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tu
         .a_ns = res ? res->ns[0] : NULL,
         .b_ns = res ? res->ns[1] : NULL,
         .n = res ? res->n : 0,
-        .record_strategy = s->step > 0 && s->status != CP_STEP_FAILED,
+        /* a node list is this model's own: no strategy for other models */
+        .record_strategy =
+            s->step > 0 && s->status != CP_STEP_FAILED && !strstr(s->delta, "keep_dtype="),
         .model_id = c->model_id,
         .hw_id = c->hw_id,
         .held = s->status == CP_STEP_ACCEPTED,
@@ -425,7 +455,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         goto record;
     }
     cp_tune_point_key(&cand, key);
-    if (mark_seen(c, key, d) != CP_OK)
+    if (cp_tune_mark_seen(c, key, d) != CP_OK)
         return d->status;
     unlink(s.trace_path); /* a stale trace of an interrupted earlier attempt */
     if (cp_tune_convert(c, &cand, name, s.om_path, &ed) != CP_OK) {
@@ -461,6 +491,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         set_reason(&s, CP_STEP_FAILED, "measurement: %s", ed.msg);
         goto record;
     }
+    r->latency_evals++;
     if (improved && c->o->target != CP_TARGET_MEMORY) {
         /* An acceptance changes everything after it, and a burst of load
          * from elsewhere during one measurement can fake a win (a
@@ -478,6 +509,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
             set_reason(&s, CP_STEP_FAILED, "confirmation measurement: %s", ed.msg);
             goto record;
         }
+        r->confirmations++;
         if (!improved2) {
             improved = false;
             s.measured_gain = again.measured_gain;
@@ -603,7 +635,7 @@ static enum cp_status run_baseline(struct cp_tune_ctx *c, const struct cp_tune_p
     c->best_candidate_id = id;
     char key[48];
     cp_tune_point_key(base, key);
-    if ((st = mark_seen(c, key, d)) != CP_OK || (st = push_step(r, &s, d)) != CP_OK)
+    if ((st = cp_tune_mark_seen(c, key, d)) != CP_OK || (st = push_step(r, &s, d)) != CP_OK)
         return st;
     cp_tune_progress_note(c, "baseline: %.3f ms, %.1f items/s, precision_loss %.4f%%",
                           r->baseline_ns / 1e6, r->baseline_items_s, r->baseline_precision_loss);
@@ -640,7 +672,7 @@ static enum cp_status resume(struct cp_tune_ctx *c, struct cp_diag *d)
         s.after_ns = kc[i].median_ns;
         char key[48];
         cp_tune_point_key(&p, key);
-        if ((st = mark_seen(c, key, d)) != CP_OK || (st = push_step(r, &s, d)) != CP_OK)
+        if ((st = cp_tune_mark_seen(c, key, d)) != CP_OK || (st = push_step(r, &s, d)) != CP_OK)
             break;
         bool base = s.status == CP_STEP_BASELINE;
         if (base) {
@@ -649,8 +681,10 @@ static enum cp_status resume(struct cp_tune_ctx *c, struct cp_diag *d)
             r->baseline_memory = s.memory_bytes;
             r->baseline_precision_loss = s.precision_loss;
             r->baseline_items_s = (double)(p.batch > 0 ? p.batch : 1) * 1e9 / s.after_ns;
-        } else
+        } else {
             r->evaluations++;
+            r->latency_evals += isfinite(s.measured_gain);
+        }
         if (base || s.status == CP_STEP_ACCEPTED) {
             r->best = p;
             r->best_ns = s.after_ns;
@@ -869,6 +903,7 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
          * consumed in order, skipping what has been evaluated since. */
         if (!have_proposals || proposals_for != c.best_candidate_id) {
             ps.n = 0;
+            precision_proposal(&c, &ps, &r->best);
             kb_proposals(&c, &ps, &r->best);
             rule_proposals(&c, &ps, &r->best);
             space_proposals(&c, &ps, &r->best);

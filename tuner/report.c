@@ -73,6 +73,11 @@ static void convert_command(const struct cp_tune_opts *o, const struct cp_tune_p
                  o->out_dir);
     else
         cfg.fusion_switch_file[0] = '\0';
+    if (cfg.keep_dtype[0])
+        snprintf(cfg.keep_dtype_file, sizeof cfg.keep_dtype_file, "%.990s/best.keep_dtype",
+                 o->out_dir);
+    else
+        cfg.keep_dtype_file[0] = '\0';
     cp_convert_config_cmdline(&cfg, out);
 }
 
@@ -145,6 +150,68 @@ static json_t *against_json(const struct cp_tune_opts *o, const struct cp_tune_r
     return NULL;
 }
 
+/* The steps on the Pareto front of (latency, precision_loss, memory): no
+ * other measured point is at least as good in all three and better in
+ * one. Indices into r->steps, in step order. OUT: n. Caller frees. */
+static size_t *pareto(const struct cp_tune_result *r, size_t *n)
+{
+    *n = 0;
+    size_t *v = cp_calloc(r->n_steps ? r->n_steps : 1, sizeof *v);
+    for (size_t i = 0; v && i < r->n_steps; i++) {
+        const struct cp_tune_step *a = &r->steps[i];
+        if (!isfinite(a->after_ns) || !isfinite(a->precision_loss) ||
+            a->status == CP_STEP_FAILED)
+            continue;
+        bool dominated = false;
+        for (size_t k = 0; k < r->n_steps && !dominated; k++) {
+            const struct cp_tune_step *b = &r->steps[k];
+            if (k == i || !isfinite(b->after_ns) || !isfinite(b->precision_loss) ||
+                b->status == CP_STEP_FAILED)
+                continue;
+            bool no_worse = b->after_ns <= a->after_ns && b->precision_loss <= a->precision_loss &&
+                            b->memory_bytes <= a->memory_bytes;
+            bool better = b->after_ns < a->after_ns || b->precision_loss < a->precision_loss ||
+                          b->memory_bytes < a->memory_bytes;
+            dominated = no_worse && better;
+        }
+        if (!dominated)
+            v[(*n)++] = i;
+    }
+    return v;
+}
+
+static json_t *prec_json(const struct cp_tune_prec_report *p)
+{
+    json_t *o = json_object(), *trials = json_array();
+    bool ok = o && trials;
+    for (size_t i = 0; ok && i < p->n_trials; i++) {
+        json_t *t = json_object();
+        ok = t && cp_json_set_int(t, "bf16_nodes", (int64_t)p->trials[i].k) &&
+             cp_json_set_num(t, "precision_loss_pct", p->trials[i].loss) &&
+             cp_json_set_num(t, "predicted_ms", (p->fp32_ns - p->trials[i].gain_ns) / 1e6) &&
+             cp_json_set_bool(t, "fits", p->trials[i].fits) && cp_json_push(trials, t);
+    }
+    ok = ok && cp_json_set_str(o, "summary", p->summary) &&
+         cp_json_set_int(o, "nodes", (int64_t)p->nodes) &&
+         cp_json_set_int(o, "candidates", (int64_t)p->candidates) &&
+         cp_json_set_int(o, "bf16_nodes", (int64_t)p->chosen) &&
+         cp_json_set_num(o, "whole_model_loss_pct", p->loss_all) &&
+         cp_json_set_num(o, "plan_loss_pct", p->loss_plan) &&
+         cp_json_set_num(o, "profile_fp32_ms", p->fp32_ns / 1e6) &&
+         cp_json_set_num(o, "profile_bf16_ms", p->bf16_ns / 1e6) &&
+         cp_json_set_num(o, "predicted_ms", p->predicted_ns / 1e6) &&
+         cp_json_set_int(o, "precision_checks", p->checks);
+    if (ok) {
+        ok = cp_json_set(o, "trials", trials);
+        trials = NULL;
+    }
+    json_decref(trials);
+    if (ok)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
 /* report.json's object; NULL when out of memory. */
 static json_t *report_json(const struct cp_tune_opts *o, const struct cp_tune_result *r,
                            const char *cmd)
@@ -170,12 +237,28 @@ static json_t *report_json(const struct cp_tune_opts *o, const struct cp_tune_re
          cp_json_set_str(j, "constraints", ct.data ? ct.data : "") &&
          cp_json_set_int(j, "budget", o->budget) &&
          cp_json_set_int(j, "evaluations", r->evaluations) &&
+         cp_json_set_int(j, "latency_evaluations", r->latency_evals) &&
+         cp_json_set_int(j, "confirmations", r->confirmations) &&
+         cp_json_set_int(j, "precision_checks", r->precision_checks) &&
+         cp_json_set_int(j, "profile_runs", r->profile_runs) &&
+         cp_json_set(j, "precision_plan", r->prec.ran ? prec_json(&r->prec) : json_null()) &&
          cp_json_set_str(j, "stop_reason", r->stop_reason) &&
          cp_json_set_bool(j, "resumed", r->resumed) &&
          cp_json_set_bool(j, "interrupted", r->interrupted) &&
          cp_json_set(j, "baseline",
                      side_json(&r->baseline, r->baseline_ns, r->baseline_items_s,
                                r->baseline_memory, r->baseline_precision_loss));
+    size_t n_front = 0, *front = ok ? pareto(r, &n_front) : NULL;
+    json_t *fj = json_array();
+    ok = ok && front && fj;
+    for (size_t i = 0; ok && i < n_front; i++)
+        ok = cp_json_push(fj, json_integer(r->steps[front[i]].step));
+    free(front);
+    if (ok) {
+        ok = cp_json_set(j, "pareto_steps", fj);
+        fj = NULL;
+    }
+    json_decref(fj);
     if (ok) {
         ok = cp_json_set(j, "steps", steps);
         steps = NULL;
@@ -203,6 +286,52 @@ static void pct(struct cp_buf *b, double v)
         cp_buf_puts(b, "-");
 }
 
+/* The per-node precision plan: what it measured and each check of its
+ * bisection. */
+static void prec_md(const struct cp_tune_result *r, struct cp_buf *b)
+{
+    const struct cp_tune_prec_report *p = &r->prec;
+    if (!p->ran)
+        return;
+    cp_buf_printf(b,
+                  "\n## Per-node precision plan\n\n%s.\n\n%zu nodes compute in bf16 under "
+                  "the bf16 modes; %zu are faster in bf16 (traced profile: %.3f ms all fp32, "
+                  "%.3f ms all bf16) and within the budget alone. %d precision checks.\n",
+                  p->summary, p->nodes, p->candidates, p->fp32_ns / 1e6, p->bf16_ns / 1e6,
+                  p->checks);
+    if (!p->n_trials)
+        return;
+    cp_buf_puts(b, "\n| check | nodes in bf16 | precision_loss | predicted ms | fits |\n"
+                   "|---:|---:|---:|---:|---|\n");
+    for (size_t i = 0; i < p->n_trials; i++)
+        cp_buf_printf(b, "| %zu | %zu | %.4f%% | %.3f | %s |\n", i + 1, p->trials[i].k,
+                      p->trials[i].loss, (p->fp32_ns - p->trials[i].gain_ns) / 1e6,
+                      p->trials[i].fits ? "yes" : "no");
+}
+
+/* The measured points no other measured point beats in latency,
+ * precision_loss and memory at once. */
+static void pareto_md(const struct cp_tune_result *r, struct cp_buf *b)
+{
+    size_t n = 0, *front = pareto(r, &n);
+    if (!front || n < 1) {
+        free(front);
+        return;
+    }
+    cp_buf_puts(b, "\n## Pareto front (latency, precision_loss, memory)\n\n"
+                   "| # | change | median ms | precision_loss | memory |\n"
+                   "|---:|---|---:|---:|---:|\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct cp_tune_step *s = &r->steps[front[i]];
+        char mem[32];
+        cp_format_bytes(s->memory_bytes, mem);
+        cp_buf_printf(b, "| %d | `%s` | %.3f | %.4f%% | %s |\n", s->step,
+                      s->delta[0] ? s->delta : "(baseline)", s->after_ns / 1e6, s->precision_loss,
+                      mem);
+    }
+    free(front);
+}
+
 static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *r, const char *cmd,
                      struct cp_buf *b)
 {
@@ -217,6 +346,11 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
                   (long long)r->session_id, r->resumed ? " (resumed)" : "", r->stop_reason,
                   r->evaluations);
     cp_buf_release(&ct);
+    cp_buf_printf(b,
+                  "Spent: %d latency evaluations (interleaved A/B against the best), %d "
+                  "confirmations, %d precision checks (deterministic runs against the fp32 "
+                  "reference), %d profiling runs.\n\n",
+                  r->latency_evals, r->confirmations, r->precision_checks, r->profile_runs);
     cp_buf_puts(b, "## Result\n\n| | baseline | best | change |\n|---|---:|---:|---:|\n");
     cp_buf_printf(b, "| latency (median, ms) | %.3f | %.3f | %+.1f%% |\n", r->baseline_ns / 1e6,
                   r->best_ns / 1e6, 100 * (r->best_ns / r->baseline_ns - 1));
@@ -249,6 +383,11 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
                       "\nwith `%s/best.switches` holding one line per switched-off pass:\n\n"
                       "```\n%s\n```\n",
                       o->out_dir, r->best.cfg.fusion_switches);
+    if (r->best.cfg.keep_dtype[0])
+        cp_buf_printf(b,
+                      "\nwith `%s/best.keep_dtype` holding the ONNX nodes that keep fp32, one a "
+                      "line:\n\n```\n%s\n```\n",
+                      o->out_dir, r->best.cfg.keep_dtype);
     if (r->best.threads > 0 || r->best.batch > 0) {
         struct cp_buf rf;
         cp_buf_init(&rf);
@@ -287,6 +426,8 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
             cp_buf_puts(b, " | -");
         cp_buf_printf(b, " | **%s**: %s |\n", cp_step_status_name(s->status), s->reason);
     }
+    prec_md(r, b);
+    pareto_md(r, b);
     cp_buf_puts(b, "\nGains are the share of latency saved (throughput won for the throughput "
                    "target) against the best at that step, measured interleaved "
                    "(docs/validation.md); a step is accepted only when the change is "
@@ -315,6 +456,26 @@ enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune
     snprintf(copy, sizeof copy, "%s", r->best.cfg.fusion_switches);
     for (char *save = NULL, *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save))
         cp_buf_printf(&sw, "%s\n", t);
+    if (r->best.cfg.keep_dtype[0]) {
+        char kp[1100];
+        snprintf(kp, sizeof kp, "%.1000s/best.keep_dtype", o->out_dir);
+        size_t kl = strlen(r->best.cfg.keep_dtype);
+        char *text = malloc(kl + 2);
+        enum cp_status kst = text ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        if (text) {
+            memcpy(text, r->best.cfg.keep_dtype, kl);
+            text[kl] = '\n';
+            kst = cp_file_write_atomic(kp, text, kl + 1, d);
+            free(text);
+        }
+        if (kst != CP_OK) {
+            cp_buf_release(&cmd);
+            cp_buf_release(&json);
+            cp_buf_release(&md);
+            cp_buf_release(&sw);
+            return kst;
+        }
+    }
     snprintf(r->report_md, sizeof r->report_md, "%s/report.md", o->out_dir);
     snprintf(r->report_json, sizeof r->report_json, "%s/report.json", o->out_dir);
     enum cp_status st = CP_OK;

@@ -61,7 +61,7 @@ struct cp_tune_point {
 
 struct cp_delta_item {
     char key[96];    /* "layout_policy", "switch:GeluFusionPass", "threads", "batch" */
-    char value[128]; /* "nchw", "on", "1", "8" */
+    char value[1100]; /* "nchw", "on", "1", "8"; keep_dtype: a file's path */
 };
 
 struct cp_delta {
@@ -71,9 +71,10 @@ struct cp_delta {
 
 /* Parse "k=v k=v ..." (blank-separated; "" is the empty delta). Keys: the
  * convert flags layout_policy, precision_mode, buffer_optimize,
- * op_select_implmode; switch:<Pass> (on/off; switch:ALL=on clears every
- * off switch); threads; batch. Values are checked by cp_delta_apply.
- * Errors name the item. */
+ * op_select_implmode, keep_dtype (a --keep_dtype file, read by
+ * cp_delta_apply; "" is written "-" and means no list); switch:<Pass>
+ * (on/off; switch:ALL=on clears every off switch); threads; batch. Values
+ * are checked by cp_delta_apply. Errors name the item. */
 enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_diag *d);
 
 /* Canonical text: items sorted by key, the last value of a repeated key
@@ -151,6 +152,83 @@ struct cp_tune_ab_request {
 typedef enum cp_status (*cp_tune_measure_fn)(void *ctx, const struct cp_tune_ab_request *q,
                                              struct cp_measurement *out, struct cp_diag *d);
 
+/* ---- per-node precision (precision_plan.c) -------------------------------------
+ *
+ * Under a precision_loss constraint that whole-model bf16 breaks, the plan
+ * finds which compute nodes can run in bf16 (the rest keep fp32 through
+ * --keep_dtype), spending precision checks (one deterministic run each, no
+ * timing) rather than latency evaluations:
+ *
+ *   1. a latency model: the best and the whole model in bf16 measured
+ *      interleaved with a trace; each node's gain is its kernel time in fp32
+ *      minus in bf16;
+ *   2. sensitivity: each node's precision_loss with it alone in bf16;
+ *   3. assembly: nodes ordered by gain per unit of squared loss (errors of
+ *      independent roundings add in quadrature), the prefix whose summed
+ *      squares fit the budget picked first;
+ *   4. verification by bisection over the prefix length: each check runs
+ *      the prefix; the longest prefix whose check fits is the plan, so the
+ *      plan's loss is always a measured one.
+ *
+ * The plan is one proposal (source "plan:precision"), measured and accepted
+ * like any other. */
+
+#define CP_PREC_MAX_TRIALS 64
+
+/* One node as the plan sees it. */
+struct cp_prec_item {
+    double gain_ns; /* its time in fp32 minus in bf16, per run */
+    double loss;    /* precision_loss (%) with it alone in bf16 */
+};
+
+/* A precision check: precision_loss (%) with the items of `in_bf16` (n
+ * flags) in bf16 and every other one in fp32. */
+typedef enum cp_status (*cp_prec_check_fn)(void *ctx, const bool *in_bf16, size_t n, double *loss,
+                                           struct cp_diag *d);
+
+/* One verified prefix. */
+struct cp_prec_trial {
+    size_t k;       /* the first k items of the order in bf16 */
+    double loss;    /* its measured precision_loss (%) */
+    double gain_ns; /* the latency model's gain */
+    bool fits;      /* loss within the budget */
+};
+
+struct cp_prec_plan {
+    size_t *order; /* candidate items (faster in bf16, within the budget alone), best first */
+    size_t n_order;
+    size_t predicted_k; /* the prefix the quadrature sum picked */
+    size_t k;           /* the plan: order[0..k) in bf16; 0 when nothing fits */
+    double loss;        /* its measured precision_loss (%); NaN when k = 0 */
+    double gain_ns;     /* its gain in the latency model */
+    struct cp_prec_trial trials[CP_PREC_MAX_TRIALS];
+    size_t n_trials; /* every check, in the order made */
+};
+
+/* Assemble and verify a plan for n items under `budget` (precision_loss %,
+ * strict: loss < budget, else <=). `check` runs a candidate assignment.
+ * OUT: *out (release with cp_prec_plan_release, also after a failure). */
+enum cp_status cp_prec_plan_select(const struct cp_prec_item *items, size_t n, double budget,
+                                   bool strict, cp_prec_check_fn check, void *ctx,
+                                   struct cp_prec_plan *out, struct cp_diag *d);
+void cp_prec_plan_release(struct cp_prec_plan *p);
+
+/* What the plan found in a session, for the report. */
+struct cp_tune_prec_report {
+    bool ran;
+    char summary[384];       /* what it concluded, or why it made no proposal */
+    size_t nodes;            /* nodes the bf16 modes change */
+    size_t candidates;       /* of which faster in bf16 and within the budget alone */
+    size_t chosen;           /* in bf16 in the plan */
+    double loss_all;         /* precision_loss (%) of the whole model in bf16 */
+    double loss_plan;        /* of the plan; NaN when none */
+    double fp32_ns, bf16_ns; /* the profile's medians: the best, and it all in bf16 */
+    double predicted_ns;     /* the latency model's figure for the plan */
+    struct cp_prec_trial trials[CP_PREC_MAX_TRIALS];
+    size_t n_trials;
+    int checks; /* precision checks the plan spent */
+};
+
 /* ---- the loop ------------------------------------------------------------- */
 
 struct cp_tune_opts {
@@ -198,7 +276,7 @@ void cp_tune_opts_init(struct cp_tune_opts *o);
 /* One evaluated proposal. */
 struct cp_tune_step {
     int step;
-    char delta[512];            /* canonical text */
+    char delta[2048];           /* canonical text */
     char source[96];            /* "kb", "rule:<name>", "space" */
     enum cp_step_status status; /* knowledge/kb_tuning.h: its name is what reports print */
     char reason[512];
@@ -221,7 +299,12 @@ struct cp_tune_result {
     double baseline_precision_loss, best_precision_loss;
     struct cp_tune_step *steps;
     size_t n_steps;
-    int evaluations;
+    int evaluations;      /* candidate steps, what --budget counts */
+    int latency_evals;    /* of which measured interleaved against the best */
+    int confirmations;    /* second measurements of an improvement */
+    int precision_checks; /* deterministic precision runs (this process; not resumed) */
+    int profile_runs;     /* traced measurements for the latency model (the plan's) */
+    struct cp_tune_prec_report prec;
     char stop_reason[256];
     /* The best against the baseline, measured interleaved at the end (the
      * figure to quote): gain in the target's metric (latency saved, or

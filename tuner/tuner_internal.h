@@ -52,7 +52,24 @@ struct cp_tune_ctx {
     int64_t best_candidate_id;
     int next_step;
     bool batch_failed; /* a batch candidate could not be planned: the model fixes it */
+    bool prec_planned; /* the per-node precision plan ran (once a session) */
+    bool have_prec_proposal;
+    struct cp_tune_proposal prec_proposal; /* its proposal, offered until evaluated */
 };
+
+/* ---- loop.c ---- */
+
+/* Record a point's key as evaluated (or known), so no step is spent on it. */
+enum cp_status cp_tune_mark_seen(struct cp_tune_ctx *c, const char *key, struct cp_diag *d);
+
+/* ---- precision_plan.c ---- */
+
+/* Plan per-node precision for the current best when a precision_loss
+ * constraint rules out whole-model bf16 (tuner/tuner.h). Fills
+ * c->r->prec; when a mix fits, *made and *out (source "plan:precision").
+ * The whole-model bf16 point is marked seen when it breaks the budget. */
+enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_proposal *out,
+                                      bool *made, struct cp_diag *d);
 
 /* ---- evaluate.c ---- */
 

@@ -107,7 +107,7 @@ Test(tune, what_held_on_one_model_is_tried_first_on_a_similar_one)
     char *want = cp_t_fmt("[%s]", r.steps[1].delta);
     cr_expect(strstr(held.data, want) != NULL, "%s did not hold on op17 (%s)", r.steps[1].delta,
               held.data);
-    char first[512];
+    char first[sizeof r.steps[1].delta];
     snprintf(first, sizeof first, "%s", r.steps[1].delta);
     free(want);
     cp_tune_result_release(&r);

@@ -1,0 +1,523 @@
+/* Per-node precision under a precision budget (tuner/tuner.h, "per-node
+ * precision"): the latency model from one traced interleaved profile, each
+ * node's sensitivity from one precision check with it alone in bf16, the
+ * assembly by gain per squared loss, and the bisection that verifies it. */
+#include "tuner/tuner_internal.h"
+
+#include "core/host.h"
+#include "om/om.h"
+#include "trace/query.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- assembly and verification ---------------------------------------------------- */
+
+static const struct cp_prec_item *sort_items;
+
+/* Most gain per unit of squared loss first; a node that changes nothing
+ * (loss 0) before any that does; then the larger gain, then the index. */
+static int cmp_priority(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    const struct cp_prec_item *x = &sort_items[a], *y = &sort_items[b];
+    double rx = x->loss > 0 ? x->gain_ns / (x->loss * x->loss) : INFINITY;
+    double ry = y->loss > 0 ? y->gain_ns / (y->loss * y->loss) : INFINITY;
+    if (rx != ry)
+        return rx > ry ? -1 : 1;
+    if (x->gain_ns != y->gain_ns)
+        return x->gain_ns > y->gain_ns ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static bool within(double loss, double budget, bool strict)
+{
+    return isfinite(loss) && (strict ? loss < budget : loss <= budget);
+}
+
+void cp_prec_plan_release(struct cp_prec_plan *p)
+{
+    if (!p)
+        return;
+    free(p->order);
+    memset(p, 0, sizeof *p);
+    p->loss = NAN;
+}
+
+/* Check the prefix order[0..k) and record the trial. */
+static enum cp_status try_prefix(const struct cp_prec_item *items, size_t n, double budget,
+                                 bool strict, cp_prec_check_fn check, void *ctx, bool *flags,
+                                 size_t k, struct cp_prec_plan *p, bool *fits, struct cp_diag *d)
+{
+    if (p->n_trials == CP_PREC_MAX_TRIALS)
+        return cp_diag_set(d, CP_ERR_INTERNAL, "the precision plan ran out of trials");
+    memset(flags, 0, n * sizeof *flags);
+    double gain = 0;
+    for (size_t i = 0; i < k; i++) {
+        flags[p->order[i]] = true;
+        gain += items[p->order[i]].gain_ns;
+    }
+    double loss = NAN;
+    enum cp_status st = check(ctx, flags, n, &loss, d);
+    if (st != CP_OK)
+        return st;
+    *fits = within(loss, budget, strict);
+    p->trials[p->n_trials++] = (struct cp_prec_trial){k, loss, gain, *fits};
+    return CP_OK;
+}
+
+enum cp_status cp_prec_plan_select(const struct cp_prec_item *items, size_t n, double budget,
+                                   bool strict, cp_prec_check_fn check, void *ctx,
+                                   struct cp_prec_plan *out, struct cp_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    out->loss = NAN;
+    out->order = cp_calloc(n ? n : 1, sizeof *out->order);
+    bool *flags = cp_calloc(n ? n : 1, sizeof *flags);
+    if (!out->order || !flags) {
+        free(flags);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory planning precision");
+    }
+    for (size_t i = 0; i < n; i++)
+        if (items[i].gain_ns > 0 && within(items[i].loss, budget, strict))
+            out->order[out->n_order++] = i;
+    sort_items = items;
+    qsort(out->order, out->n_order, sizeof *out->order, cmp_priority);
+    sort_items = NULL;
+    /* The first guess: independent roundings add in quadrature. */
+    double sq = 0;
+    while (out->predicted_k < out->n_order) {
+        double l = items[out->order[out->predicted_k]].loss;
+        if (!within(sqrt(sq + l * l), budget, strict))
+            break;
+        sq += l * l;
+        out->predicted_k++;
+    }
+    /* Bisection on the prefix length, assuming a longer prefix loses no
+     * less: lo is the longest prefix known to fit (0 needs no check),
+     * hi the shortest known not to (n_order + 1: none known yet). */
+    size_t lo = 0, hi = out->n_order + 1;
+    enum cp_status st = CP_OK;
+    bool fits = false;
+    if (out->predicted_k > 0) {
+        st = try_prefix(items, n, budget, strict, check, ctx, flags, out->predicted_k, out, &fits,
+                        d);
+        if (st == CP_OK) {
+            if (fits)
+                lo = out->predicted_k;
+            else
+                hi = out->predicted_k;
+        }
+    }
+    if (st == CP_OK && hi == out->n_order + 1 && lo < out->n_order) {
+        /* the guess fitted: perhaps everything does */
+        st = try_prefix(items, n, budget, strict, check, ctx, flags, out->n_order, out, &fits, d);
+        if (st == CP_OK) {
+            if (fits)
+                lo = out->n_order;
+            else
+                hi = out->n_order;
+        }
+    }
+    while (st == CP_OK && hi <= out->n_order && hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        st = try_prefix(items, n, budget, strict, check, ctx, flags, mid, out, &fits, d);
+        if (st == CP_OK) {
+            if (fits)
+                lo = mid;
+            else
+                hi = mid;
+        }
+    }
+    free(flags);
+    if (st != CP_OK)
+        return st;
+    out->k = lo;
+    for (size_t t = 0; t < out->n_trials; t++)
+        if (out->trials[t].k == lo && out->trials[t].fits) {
+            out->loss = out->trials[t].loss;
+            out->gain_ns = out->trials[t].gain_ns;
+        }
+    return CP_OK;
+}
+
+/* ---- the plan in a tuning session --------------------------------------------------- */
+
+/* A node the bf16 modes change: its name in the converted graph and the
+ * ONNX node --keep_dtype names it by (its first origin). */
+struct prec_node {
+    char *name;
+    char *origin;
+};
+
+struct plan_ctx {
+    struct cp_tune_ctx *c;
+    struct cp_tune_point all; /* the best with every node in bf16 */
+    struct prec_node *nodes;
+    size_t n;
+    const char *name; /* artifact name of the checks */
+};
+
+static void nodes_free(struct prec_node *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) {
+        free(v[i].name);
+        free(v[i].origin);
+    }
+    free(v);
+}
+
+/* The nodes of a converted .om that compute in bf16. */
+static enum cp_status bf16_nodes(const char *om, struct prec_node **out, size_t *n,
+                                 struct cp_diag *d)
+{
+    *out = NULL;
+    *n = 0;
+    struct cp_graph *g = NULL;
+    struct cp_om_meta meta;
+    memset(&meta, 0, sizeof meta);
+    enum cp_status st = cp_om_read(om, &g, &meta, d);
+    cp_om_meta_release(&meta);
+    size_t k = 0, total = st == CP_OK ? cp_graph_n_nodes(g) : 0;
+    struct prec_node *v = st == CP_OK ? cp_calloc(total ? total : 1, sizeof *v) : NULL;
+    if (st == CP_OK && !v)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == CP_OK && i < total; i++) {
+        const struct cp_node *nd = cp_graph_node(g, (int32_t)i);
+        const char *p = cp_node_attr_string(nd, "compute_precision", "");
+        if (nd->dead || strcmp(p, "bf16") != 0)
+            continue;
+        v[k].name = strdup(nd->name);
+        v[k].origin = strdup(nd->n_origins ? nd->origins[0] : nd->name);
+        if (!v[k++].origin || !v[k - 1].name)
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    cp_graph_free(g);
+    if (st != CP_OK) {
+        nodes_free(v, k);
+        return st;
+    }
+    *out = v;
+    *n = k;
+    return CP_OK;
+}
+
+/* The canonical --keep_dtype list keeping every node not in bf16. */
+static enum cp_status keep_list(const struct plan_ctx *pc, const bool *in_bf16, char *out,
+                                size_t cap, struct cp_diag *d)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    for (size_t i = 0; i < pc->n; i++)
+        if (!in_bf16[i])
+            cp_buf_printf(&b, "%s\n", pc->nodes[i].origin);
+    enum cp_status st = cp_buf_status(&b) != CP_OK
+                            ? cp_diag_set(d, CP_ERR_NOMEM, "out of memory")
+                            : cp_keep_dtype_parse("the precision plan", b.data ? b.data : "",
+                                                  b.len, out, cap, d);
+    cp_buf_release(&b);
+    return st;
+}
+
+/* precision_loss of point p, converted as `name`. */
+static enum cp_status loss_of(struct cp_tune_ctx *c, const struct cp_tune_point *p,
+                              const char *name, double *loss, struct cp_diag *d)
+{
+    char om[1100];
+    struct cp_session s;
+    enum cp_status st = cp_tune_convert(c, p, name, om, d);
+    if (st == CP_OK && (st = cp_tune_open(c, p, om, NULL, &s, d)) == CP_OK) {
+        st = cp_tune_precision(c, p, &s, loss, d);
+        cp_session_close(&s);
+    }
+    return st;
+}
+
+static enum cp_status check_assignment(void *ctx, const bool *in_bf16, size_t n, double *loss,
+                                       struct cp_diag *d)
+{
+    struct plan_ctx *pc = ctx;
+    struct cp_tune_point p = pc->all;
+    (void)n;
+    enum cp_status st = keep_list(pc, in_bf16, p.cfg.keep_dtype, sizeof p.cfg.keep_dtype, d);
+    if (st == CP_OK)
+        st = loss_of(pc->c, &p, pc->name, loss, d);
+    if (st == CP_OK)
+        pc->c->r->prec.checks++;
+    return st;
+}
+
+/* Each node's time per execution in one run of a trace, by node name. */
+struct node_time {
+    const char *node;
+    double ns;
+};
+
+static int cmp_node_time(const void *a, const void *b)
+{
+    return strcmp(((const struct node_time *)a)->node, ((const struct node_time *)b)->node);
+}
+
+static enum cp_status run_times(struct cp_trace_store *s, int64_t run,
+                                struct cp_trace_kernel_desc **k, size_t *nk,
+                                struct node_time **out, size_t *n, struct cp_diag *d)
+{
+    struct cp_trace_kernel_time *t = NULL;
+    size_t nt = 0;
+    *out = NULL;
+    *n = 0;
+    enum cp_status st = cp_trace_query_kernels(s, run, k, nk, d);
+    if (st == CP_OK)
+        st = cp_trace_query_kernel_times(s, run, NULL, 0, &t, &nt, d);
+    struct node_time *v = st == CP_OK ? cp_calloc(nt ? nt : 1, sizeof *v) : NULL;
+    if (st == CP_OK && !v)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; st == CP_OK && i < nt; i++)
+        for (size_t j = 0; j < *nk; j++)
+            if ((*k)[j].idx == t[i].kernel_idx && t[i].events > 0) {
+                v[m++] = (struct node_time){(*k)[j].node, t[i].total_ns / (double)t[i].events};
+                break;
+            }
+    free(t);
+    if (st != CP_OK) {
+        free(v);
+        return st;
+    }
+    qsort(v, m, sizeof *v, cmp_node_time);
+    *out = v;
+    *n = m;
+    return CP_OK;
+}
+
+/* A node's time: the sum over its kernels (a node may run as several). */
+static double time_of(const struct node_time *v, size_t n, const char *node)
+{
+    double sum = 0;
+    bool found = false;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].node, node) == 0) {
+            sum += v[i].ns;
+            found = true;
+        }
+    return found ? sum : NAN;
+}
+
+/* The latency model: the best and `all` measured interleaved with a trace
+ * (tuner/tuner.h, step 1). OUT: items[i].gain_ns, the two medians. */
+static enum cp_status profile(struct cp_tune_ctx *c, const struct plan_ctx *pc, const char *all_om,
+                              struct cp_prec_item *items, struct cp_diag *d)
+{
+    struct cp_tune_prec_report *rep = &c->r->prec;
+    char trace[1100];
+    snprintf(trace, sizeof trace, "%.1000s/plan-profile.db", c->o->out_dir);
+    unlink(trace);
+    struct cp_bench_request q;
+    cp_bench_request_init(&q);
+    q.policy.warmup = c->o->warmup;
+    q.policy.iterations = c->o->rounds > 40 ? c->o->rounds / 2 : c->o->rounds;
+    q.policy.interrupt = c->o->interrupt;
+    q.policy.time_limit_min_s = CP_TUNE_MIN_TIME_LIMIT_S;
+    q.inputs = c->o->inputs;
+    q.n_inputs = c->o->n_inputs;
+    q.seed = c->o->seed;
+    q.models[0] = c->best_om;
+    q.models[1] = all_om;
+    q.session[0].threads = c->r->best.threads;
+    q.session[0].batch = c->r->best.batch;
+    q.session[0].buffer_optimize = -1;
+    q.session[1] = q.session[0];
+    q.same_inputs = false;
+    q.trace_path = trace;
+    q.kind = "tune-profile";
+    struct cp_bench_result r;
+    enum cp_status st = cp_bench_models(&q, &r, d);
+    if (st == CP_OK && r.m.stop == CP_MEASURE_STOP_INTERRUPTED)
+        st = cp_diag_set(d, CP_ERR_INVALID, "interrupted during the profile");
+    c->r->profile_runs++;
+    struct cp_trace_store *s = NULL;
+    struct cp_trace_kernel_desc *k[2] = {NULL, NULL};
+    size_t nk[2] = {0, 0}, nt[2] = {0, 0};
+    struct node_time *t[2] = {NULL, NULL};
+    if (st == CP_OK) {
+        for (int side = 0; side < 2; side++) {
+            const struct cp_summary *sm = r.undisturbed[side].n ? &r.undisturbed[side]
+                                                                : &r.all[side];
+            (side ? &rep->bf16_ns : &rep->fp32_ns)[0] = sm->median;
+        }
+        st = cp_trace_store_open(trace, &s, d);
+    }
+    for (int side = 0; side < 2 && st == CP_OK; side++)
+        st = run_times(s, r.run_ids[side], &k[side], &nk[side], &t[side], &nt[side], d);
+    for (size_t i = 0; st == CP_OK && i < pc->n; i++) {
+        double a = time_of(t[0], nt[0], pc->nodes[i].name);
+        double b = time_of(t[1], nt[1], pc->nodes[i].name);
+        /* no evidence either way: not worth a precision check */
+        items[i].gain_ns = isfinite(a) && isfinite(b) ? a - b : 0;
+    }
+    for (int side = 0; side < 2; side++) {
+        free(t[side]);
+        cp_trace_kernels_free(k[side], nk[side]);
+    }
+    cp_trace_store_close(s);
+    cp_bench_result_release(&r);
+    return st;
+}
+
+/* Whether the plan applies to the current best: a precision budget, bf16
+ * arithmetic, the best computing in fp32 with no list, and a target that
+ * latency decides. */
+static bool applies(const struct cp_tune_ctx *c, const struct cp_constraint **pc)
+{
+    *pc = cp_constraints_find(&c->o->constraints, CP_CONSTRAINT_PRECISION_LOSS);
+    const struct cp_convert_config *cfg = &c->r->best.cfg;
+    struct cp_host h;
+    cp_host_detect(&h);
+    return *pc && ((*pc)->op == CP_CONSTRAINT_LT || (*pc)->op == CP_CONSTRAINT_LE) &&
+           h.has_bf16 && c->o->target != CP_TARGET_MEMORY &&
+           (cfg->precision_mode == CP_PREC_FORCE_FP32 ||
+            cfg->precision_mode == CP_PREC_MUST_KEEP_ORIGIN_DTYPE) &&
+           !cfg->keep_dtype[0];
+}
+
+static void summarise(struct cp_tune_prec_report *rep, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void summarise(struct cp_tune_prec_report *rep, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->summary, sizeof rep->summary, fmt, ap);
+    va_end(ap);
+}
+
+enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_proposal *out,
+                                      bool *made, struct cp_diag *d)
+{
+    *made = false;
+    const struct cp_constraint *con = NULL;
+    if (!applies(c, &con))
+        return CP_OK;
+    struct cp_tune_prec_report *rep = &c->r->prec;
+    memset(rep, 0, sizeof *rep);
+    rep->ran = true;
+    rep->loss_all = rep->loss_plan = rep->fp32_ns = rep->bf16_ns = rep->predicted_ns = NAN;
+    bool strict = con->op == CP_CONSTRAINT_LT;
+    struct plan_ctx pc = {.c = c, .all = c->r->best, .name = "plan-check"};
+    pc.all.cfg.precision_mode = CP_PREC_ALLOW_MIX_PRECISION_BF16;
+    /* 1. the whole model in bf16: if it fits, the plain mode is the answer */
+    char all_om[1100];
+    enum cp_status st = cp_tune_convert(c, &pc.all, "plan-bf16", all_om, d);
+    struct cp_session s;
+    if (st == CP_OK && (st = cp_tune_open(c, &pc.all, all_om, NULL, &s, d)) == CP_OK) {
+        st = cp_tune_precision(c, &pc.all, &s, &rep->loss_all, d);
+        cp_session_close(&s);
+        rep->checks++;
+    }
+    if (st != CP_OK)
+        return st;
+    char key[48];
+    cp_tune_point_key(&pc.all, key);
+    if (within(rep->loss_all, con->value, strict)) {
+        summarise(rep, "the whole model in bf16 loses %.4f%%, within precision_loss%s%g%%: no "
+                  "per-node plan needed", rep->loss_all, cp_constraint_op_text(con->op),
+                  con->value);
+        return CP_OK;
+    }
+    /* the whole-model point is known to break the budget: no step for it */
+    if ((st = cp_tune_mark_seen(c, key, d)) != CP_OK)
+        return st;
+    st = bf16_nodes(all_om, &pc.nodes, &pc.n, d);
+    struct cp_prec_item *items = st == CP_OK ? cp_calloc(pc.n ? pc.n : 1, sizeof *items) : NULL;
+    if (st == CP_OK && !items)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    rep->nodes = pc.n;
+    /* 2. the latency model */
+    if (st == CP_OK)
+        st = profile(c, &pc, all_om, items, d);
+    /* 3. each node alone in bf16 (nodes with no gain are never chosen) */
+    bool *one = st == CP_OK ? cp_calloc(pc.n ? pc.n : 1, sizeof *one) : NULL;
+    if (st == CP_OK && !one)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    pc.name = "plan-one";
+    for (size_t i = 0; st == CP_OK && i < pc.n; i++) {
+        items[i].loss = NAN;
+        if (items[i].gain_ns <= 0)
+            continue;
+        one[i] = true;
+        st = check_assignment(&pc, one, pc.n, &items[i].loss, d);
+        one[i] = false;
+        if (c->o->interrupt && *c->o->interrupt)
+            st = cp_diag_set(d, CP_ERR_INVALID, "interrupted during the precision plan");
+    }
+    free(one);
+    /* 4. assemble and verify */
+    struct cp_prec_plan plan;
+    memset(&plan, 0, sizeof plan);
+    pc.name = "plan-check";
+    if (st == CP_OK)
+        st = cp_prec_plan_select(items, pc.n, con->value, strict, check_assignment, &pc, &plan, d);
+    if (st == CP_OK) {
+        rep->candidates = plan.n_order;
+        rep->chosen = plan.k;
+        rep->loss_plan = plan.loss;
+        rep->n_trials = plan.n_trials;
+        memcpy(rep->trials, plan.trials, sizeof plan.trials);
+        rep->predicted_ns = rep->fp32_ns - plan.gain_ns;
+    }
+    if (st == CP_OK && plan.k == 0)
+        summarise(rep, "no node fits precision_loss%s%g%% in bf16 with a gain (%zu nodes, %zu "
+                  "faster in bf16 and within the budget alone)", cp_constraint_op_text(con->op),
+                  con->value, pc.n, plan.n_order);
+    if (st == CP_OK && plan.k > 0) {
+        /* the proposal: the plan's list in a file of the session */
+        bool *in = cp_calloc(pc.n ? pc.n : 1, sizeof *in);
+        struct cp_tune_point p = pc.all;
+        char path[1100];
+        snprintf(path, sizeof path, "%.1000s/plan-precision.keep_dtype", c->o->out_dir);
+        if (!in)
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; in && i < plan.k; i++)
+            in[plan.order[i]] = true;
+        if (st == CP_OK)
+            st = keep_list(&pc, in, p.cfg.keep_dtype, sizeof p.cfg.keep_dtype, d);
+        struct cp_buf text;
+        cp_buf_init(&text);
+        cp_buf_printf(&text, "%s\n", p.cfg.keep_dtype);
+        if (st == CP_OK)
+            st = cp_buf_status(&text) == CP_OK
+                     ? cp_file_write_atomic(path, text.data, text.len, d)
+                     : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        cp_buf_release(&text);
+        free(in);
+        memset(out, 0, sizeof *out);
+        out->expected_gain = rep->fp32_ns > 0 ? plan.gain_ns / rep->fp32_ns : NAN;
+        snprintf(out->source, sizeof out->source, "plan:precision");
+        snprintf(out->title, sizeof out->title,
+                 "%zu of %zu nodes in bf16, %zu kept fp32 (precision_loss %.4f%%)", plan.k, pc.n,
+                 pc.n - plan.k, plan.loss);
+        if (st == CP_OK)
+            st = cp_delta_parse("precision_mode=allow_mix_precision_bf16", &out->delta, d);
+        if (st == CP_OK && strlen(path) >= sizeof out->delta.items[0].value)
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s: the path is too long", path);
+        if (st == CP_OK) {
+            struct cp_delta_item *it = &out->delta.items[out->delta.n++];
+            snprintf(it->key, sizeof it->key, "keep_dtype");
+            snprintf(it->value, sizeof it->value, "%s", path);
+            *made = true;
+            summarise(rep,
+                      "%zu of %zu nodes in bf16 (the rest fp32): precision_loss %.4f%% against "
+                      "%.4f%% for the whole model; the latency model predicts %.3f ms from "
+                      "%.3f ms",
+                      plan.k, pc.n, plan.loss, rep->loss_all, rep->predicted_ns / 1e6,
+                      rep->fp32_ns / 1e6);
+        }
+    }
+    cp_prec_plan_release(&plan);
+    free(items);
+    nodes_free(pc.nodes, pc.n);
+    return st;
+}
