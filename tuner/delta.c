@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* The convert flags a delta may turn. */
-static const char *const convert_keys[] = {"buffer_optimize", "keep_dtype",     "layout_policy",
+static const char *const convert_keys[] = {"buffer_optimize",    "keep_dtype",     "layout_policy",
                                            "op_select_implmode", "precision_mode", NULL};
 
 static bool is_convert_key(const char *k)
@@ -243,7 +243,7 @@ void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point 
         put(out, "op_select_implmode", cp_implmode_name(b->cfg.implmode), NULL);
     if (strcmp(a->cfg.keep_dtype, b->cfg.keep_dtype) != 0)
         put(out, "keep_dtype",
-            !b->cfg.keep_dtype[0]      ? "-"
+            !b->cfg.keep_dtype[0]       ? "-"
             : b->cfg.keep_dtype_file[0] ? b->cfg.keep_dtype_file
                                         : "(list without a file)",
             NULL);

@@ -37,15 +37,14 @@ enum cp_status cp_tune_convert(struct cp_tune_ctx *c, const struct cp_tune_point
     cfg.keep_dtype_file[0] = '\0';
     if (cfg.keep_dtype[0]) {
         /* likewise --keep_dtype: the point's list, one entry a line */
-        snprintf(cfg.keep_dtype_file, sizeof cfg.keep_dtype_file, "%s/%s.keep_dtype",
-                 c->o->out_dir, name);
+        snprintf(cfg.keep_dtype_file, sizeof cfg.keep_dtype_file, "%s/%s.keep_dtype", c->o->out_dir,
+                 name);
         struct cp_buf text;
         cp_buf_init(&text);
         cp_buf_printf(&text, "%s\n", cfg.keep_dtype);
-        enum cp_status st =
-            cp_buf_status(&text) == CP_OK
-                ? cp_file_write_atomic(cfg.keep_dtype_file, text.data, text.len, d)
-                : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        enum cp_status st = cp_buf_status(&text) == CP_OK
+                                ? cp_file_write_atomic(cfg.keep_dtype_file, text.data, text.len, d)
+                                : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         cp_buf_release(&text);
         if (st != CP_OK)
             return st;

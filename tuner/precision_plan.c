@@ -215,10 +215,10 @@ static enum cp_status keep_list(const struct plan_ctx *pc, const bool *in_bf16, 
     for (size_t i = 0; i < pc->n; i++)
         if (!in_bf16[i])
             cp_buf_printf(&b, "%s\n", pc->nodes[i].origin);
-    enum cp_status st = cp_buf_status(&b) != CP_OK
-                            ? cp_diag_set(d, CP_ERR_NOMEM, "out of memory")
-                            : cp_keep_dtype_parse("the precision plan", b.data ? b.data : "",
-                                                  b.len, out, cap, d);
+    enum cp_status st =
+        cp_buf_status(&b) != CP_OK
+            ? cp_diag_set(d, CP_ERR_NOMEM, "out of memory")
+            : cp_keep_dtype_parse("the precision plan", b.data ? b.data : "", b.len, out, cap, d);
     cp_buf_release(&b);
     return st;
 }
@@ -263,8 +263,8 @@ static int cmp_node_time(const void *a, const void *b)
 }
 
 static enum cp_status run_times(struct cp_trace_store *s, int64_t run,
-                                struct cp_trace_kernel_desc **k, size_t *nk,
-                                struct node_time **out, size_t *n, struct cp_diag *d)
+                                struct cp_trace_kernel_desc **k, size_t *nk, struct node_time **out,
+                                size_t *n, struct cp_diag *d)
 {
     struct cp_trace_kernel_time *t = NULL;
     size_t nt = 0;
@@ -345,8 +345,8 @@ static enum cp_status profile(struct cp_tune_ctx *c, const struct plan_ctx *pc, 
     struct node_time *t[2] = {NULL, NULL};
     if (st == CP_OK) {
         for (int side = 0; side < 2; side++) {
-            const struct cp_summary *sm = r.undisturbed[side].n ? &r.undisturbed[side]
-                                                                : &r.all[side];
+            const struct cp_summary *sm =
+                r.undisturbed[side].n ? &r.undisturbed[side] : &r.all[side];
             (side ? &rep->bf16_ns : &rep->fp32_ns)[0] = sm->median;
         }
         st = cp_trace_store_open(trace, &s, d);
@@ -377,8 +377,8 @@ static bool applies(const struct cp_tune_ctx *c, const struct cp_constraint **pc
     const struct cp_convert_config *cfg = &c->r->best.cfg;
     struct cp_host h;
     cp_host_detect(&h);
-    return *pc && ((*pc)->op == CP_CONSTRAINT_LT || (*pc)->op == CP_CONSTRAINT_LE) &&
-           h.has_bf16 && c->o->target != CP_TARGET_MEMORY &&
+    return *pc && ((*pc)->op == CP_CONSTRAINT_LT || (*pc)->op == CP_CONSTRAINT_LE) && h.has_bf16 &&
+           c->o->target != CP_TARGET_MEMORY &&
            (cfg->precision_mode == CP_PREC_FORCE_FP32 ||
             cfg->precision_mode == CP_PREC_MUST_KEEP_ORIGIN_DTYPE) &&
            !cfg->keep_dtype[0];
@@ -422,9 +422,10 @@ enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_prop
     char key[48];
     cp_tune_point_key(&pc.all, key);
     if (within(rep->loss_all, con->value, strict)) {
-        summarise(rep, "the whole model in bf16 loses %.4f%%, within precision_loss%s%g%%: no "
-                  "per-node plan needed", rep->loss_all, cp_constraint_op_text(con->op),
-                  con->value);
+        summarise(rep,
+                  "the whole model in bf16 loses %.4f%%, within precision_loss%s%g%%: no "
+                  "per-node plan needed",
+                  rep->loss_all, cp_constraint_op_text(con->op), con->value);
         return CP_OK;
     }
     /* the whole-model point is known to break the budget: no step for it */
@@ -469,9 +470,10 @@ enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_prop
         rep->predicted_ns = rep->fp32_ns - plan.gain_ns;
     }
     if (st == CP_OK && plan.k == 0)
-        summarise(rep, "no node fits precision_loss%s%g%% in bf16 with a gain (%zu nodes, %zu "
-                  "faster in bf16 and within the budget alone)", cp_constraint_op_text(con->op),
-                  con->value, pc.n, plan.n_order);
+        summarise(rep,
+                  "no node fits precision_loss%s%g%% in bf16 with a gain (%zu nodes, %zu "
+                  "faster in bf16 and within the budget alone)",
+                  cp_constraint_op_text(con->op), con->value, pc.n, plan.n_order);
     if (st == CP_OK && plan.k > 0) {
         /* the proposal: the plan's list in a file of the session */
         bool *in = cp_calloc(pc.n ? pc.n : 1, sizeof *in);
@@ -488,9 +490,8 @@ enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_prop
         cp_buf_init(&text);
         cp_buf_printf(&text, "%s\n", p.cfg.keep_dtype);
         if (st == CP_OK)
-            st = cp_buf_status(&text) == CP_OK
-                     ? cp_file_write_atomic(path, text.data, text.len, d)
-                     : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            st = cp_buf_status(&text) == CP_OK ? cp_file_write_atomic(path, text.data, text.len, d)
+                                               : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         cp_buf_release(&text);
         free(in);
         memset(out, 0, sizeof *out);

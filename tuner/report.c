@@ -159,8 +159,7 @@ static size_t *pareto(const struct cp_tune_result *r, size_t *n)
     size_t *v = cp_calloc(r->n_steps ? r->n_steps : 1, sizeof *v);
     for (size_t i = 0; v && i < r->n_steps; i++) {
         const struct cp_tune_step *a = &r->steps[i];
-        if (!isfinite(a->after_ns) || !isfinite(a->precision_loss) ||
-            a->status == CP_STEP_FAILED)
+        if (!isfinite(a->after_ns) || !isfinite(a->precision_loss) || a->status == CP_STEP_FAILED)
             continue;
         bool dominated = false;
         for (size_t k = 0; k < r->n_steps && !dominated; k++) {

@@ -60,7 +60,7 @@ struct cp_tune_point {
 #define CP_DELTA_MAX_ITEMS 24
 
 struct cp_delta_item {
-    char key[96];    /* "layout_policy", "switch:GeluFusionPass", "threads", "batch" */
+    char key[96];     /* "layout_policy", "switch:GeluFusionPass", "threads", "batch" */
     char value[1100]; /* "nchw", "on", "1", "8"; keep_dtype: a file's path */
 };
 

@@ -30,9 +30,9 @@ Test(keep_dtype, the_file_becomes_sorted_unique_lines)
 {
     char out[256];
     struct cp_diag d;
-    cr_assert_eq(parse("b/conv\r\n# a comment\n\n  OpType::Softmax\t\na/mm\nb/conv\n", out,
-                       sizeof out, &d),
-                 CP_OK, "%s", d.msg);
+    cr_assert_eq(
+        parse("b/conv\r\n# a comment\n\n  OpType::Softmax\t\na/mm\nb/conv\n", out, sizeof out, &d),
+        CP_OK, "%s", d.msg);
     cr_assert_str_eq(out, "OpType::Softmax\na/mm\nb/conv");
     cr_assert(cp_keep_dtype_has(out, "a/mm"));
     cr_assert(cp_keep_dtype_has(out, "OpType::Softmax"));
@@ -63,9 +63,10 @@ Test(keep_dtype, bad_files_are_refused_naming_file_and_line)
     cr_assert_not_null(strstr(d.msg, "k.txt:1"), "%s", d.msg);
     free(big);
     /* longer than the room: refused, never cut short */
-    cr_assert_eq(parse("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n", out,
-                       sizeof out, &d),
-                 CP_ERR_USAGE);
+    cr_assert_eq(
+        parse("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n", out,
+              sizeof out, &d),
+        CP_ERR_USAGE);
     cr_assert_not_null(strstr(d.msg, "longer than 63 bytes"), "%s", d.msg);
 }
 

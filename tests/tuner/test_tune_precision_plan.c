@@ -87,14 +87,14 @@ TestSuite(prec_plan);
 Test(prec_plan, candidates_are_ordered_by_gain_per_squared_loss)
 {
     const struct cp_prec_item items[] = {
-        {100, 0.2},  /* 2500 */
-        {50, 0.05},  /* 20000 */
-        {-5, 0.01},  /* slower in bf16: never a candidate */
-        {80, 0.0},   /* loses nothing: first */
-        {400, 0.4},  /* 2500, larger gain than item 0 */
-        {30, 0.9},   /* breaks the budget alone */
-        {0, 0.01},   /* no gain */
-        {10, NAN},   /* unmeasured */
+        {100, 0.2}, /* 2500 */
+        {50, 0.05}, /* 20000 */
+        {-5, 0.01}, /* slower in bf16: never a candidate */
+        {80, 0.0},  /* loses nothing: first */
+        {400, 0.4}, /* 2500, larger gain than item 0 */
+        {30, 0.9},  /* breaks the budget alone */
+        {0, 0.01},  /* no gain */
+        {10, NAN},  /* unmeasured */
     };
     struct oracle o = {0};
     struct cp_prec_plan p;
@@ -211,8 +211,7 @@ static enum cp_status replay(void *ctx, const struct cp_tune_ab_request *q,
     for (size_t s = 0; s < 2; s++) {
         out->ns[s] = malloc(n * sizeof *out->ns[s]);
         cr_assert_not_null(out->ns[s]);
-        double mean =
-            pts[s]->cfg.precision_mode == CP_PREC_ALLOW_MIX_PRECISION_BF16 ? 0.6e6 : 1e6;
+        double mean = pts[s]->cfg.precision_mode == CP_PREC_ALLOW_MIX_PRECISION_BF16 ? 0.6e6 : 1e6;
         for (size_t i = 0; i < n; i++)
             out->ns[s][i] = (uint64_t)(mean * (1 + 0.003 * (double)((i * 7 + s) % 5)));
     }
