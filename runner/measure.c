@@ -24,7 +24,8 @@ void cp_measure_policy_init(struct cp_measure_policy *p)
 
 const char *cp_measure_stop_name(enum cp_measure_stop s)
 {
-    static const char *const names[] = {"target", "count", "duration", "time limit", "interrupted"};
+    static const char *const names[] = {"target",     "count",       "duration",
+                                        "time limit", "interrupted", "stopped early"};
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown";
 }
 
@@ -217,6 +218,28 @@ static enum cp_status mark_rounds(struct cp_measurement *m, const uint64_t *roun
     return CP_OK;
 }
 
+/* One look of the policy's sequential rule at the rounds so far, judged
+ * as the end would judge them. OUT: *stop. */
+static enum cp_status look(const struct cp_measurement *m, const uint64_t *round_ns,
+                           const struct cp_measure_policy *p, bool *stop, struct cp_diag *d)
+{
+    struct cp_measurement view = *m;
+    view.undisturbed = cp_calloc(m->n ? m->n : 1, sizeof *view.undisturbed);
+    if (!view.undisturbed)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory judging %zu rounds", m->n);
+    if (m->probed)
+        view.n_undisturbed =
+            count_undisturbed(m->probe_ns, round_ns, m->n, m->floor_hint_ns, view.undisturbed);
+    else {
+        for (size_t r = 0; r < m->n; r++)
+            view.undisturbed[r] = true;
+        view.n_undisturbed = m->n;
+    }
+    *stop = p->look_fn(p->look_ctx, &view);
+    free(view.undisturbed);
+    return CP_OK;
+}
+
 /* Remember this machine's floor for the runs to come: a lower one, or the
  * same again (which keeps it from expiring). A cache that cannot be
  * written costs only that. */
@@ -284,6 +307,7 @@ enum cp_status cp_measure(const struct cp_measure_subject *s, size_t n,
         goto fail;
 
     size_t cap = 0, good = 0, next_check = (size_t)p->iterations;
+    bool stop_early = false;
     uint64_t *round_ns = NULL; /* each round's wall time, for the probe window */
     struct perf_state perf = {p->perf, false};
     ranges(s, n, "measure");
@@ -353,6 +377,13 @@ enum cp_status cp_measure(const struct cp_measure_subject *s, size_t n,
             }
         }
         m.n = n1;
+        if (p->look_fn && p->look_every >= 2 && n1 % (size_t)p->look_every == 0 &&
+            (st = look(&m, round_ns, p, &stop_early, d)) != CP_OK)
+            break;
+        if (stop_early) {
+            m.stop = CP_MEASURE_STOP_EARLY;
+            break;
+        }
     }
     m.elapsed_s = (double)(cp_clock_ns() - t0) / 1e9;
     if (p->perf) {

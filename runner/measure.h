@@ -83,6 +83,8 @@ enum cp_measure_mode {
     CP_MEASURE_DURATION,        /* for `duration_s` seconds (at least min_rounds) */
 };
 
+struct cp_measurement;
+
 struct cp_measure_policy {
     enum cp_measure_mode mode;
     int64_t warmup;      /* rounds before measuring, >= 0 */
@@ -114,6 +116,14 @@ struct cp_measure_policy {
      * machine (tests, a simulation of a busy neighbour) gives its own. */
     uint64_t (*probe_fn)(void *ctx, size_t round);
     void *probe_ctx;
+    /* A sequential rule: every `look_every` measured rounds (>= 2), look_fn
+     * sees the rounds so far (undisturbed flags as the end would set them)
+     * and returns true to stop there (CP_MEASURE_STOP_EARLY). A caller that
+     * looks repeatedly must spend its error rate across the looks (the
+     * tuner's futility rule does: tuner/tuner.h). NULL: no looks. */
+    bool (*look_fn)(void *ctx, const struct cp_measurement *so_far);
+    void *look_ctx;
+    int64_t look_every;
 };
 
 /* mode UNDISTURBED, warm-up 10, 100 iterations, the default time limit
@@ -128,6 +138,7 @@ enum cp_measure_stop {
     CP_MEASURE_STOP_DURATION,    /* DURATION: the time asked for */
     CP_MEASURE_STOP_TIME_LIMIT,  /* UNDISTURBED: the time limit, short of the target */
     CP_MEASURE_STOP_INTERRUPTED, /* the interrupt flag */
+    CP_MEASURE_STOP_EARLY,       /* the policy's look_fn said so */
 };
 const char *cp_measure_stop_name(enum cp_measure_stop s); /* "target", "time limit", ... */
 

@@ -379,3 +379,59 @@ Test(measure, a_plan_measurement_goes_into_a_trace_with_its_counters, .timeout =
     free(db);
     free(model);
 }
+
+/* A sequential rule that stops at its second look. */
+struct looker {
+    size_t seen[8];
+    size_t undisturbed[8];
+    int looks;
+};
+
+static bool second_look_stops(void *ctx, const struct cp_measurement *so_far)
+{
+    struct looker *k = ctx;
+    if (k->looks < 8) {
+        k->seen[k->looks] = so_far->n;
+        k->undisturbed[k->looks] = so_far->n_undisturbed;
+    }
+    return ++k->looks == 2;
+}
+
+Test(measure, a_look_sees_the_rounds_so_far_and_may_stop_early)
+{
+    struct log l = {0};
+    struct cp_measure_subject s[2] = {{logged, &l, NULL}, {logged, &l, NULL}};
+    struct cp_t_machine quiet = {.quiet = 10000, .busy = 10000};
+    struct cp_measure_policy p;
+    cp_measure_policy_init(&p);
+    p.warmup = 1;
+    p.iterations = 40;
+    p.floor_cache = false;
+    p.probe_fn = cp_t_machine_probe;
+    p.probe_ctx = &quiet;
+    struct looker k = {0};
+    p.look_fn = second_look_stops;
+    p.look_ctx = &k;
+    p.look_every = 10;
+    struct cp_measurement m;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_measure(s, 2, &p, &m, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(k.looks, 2);
+    cr_expect_eq(k.seen[0], 10);
+    cr_expect_eq(k.seen[1], 20);
+    cr_expect_eq(k.undisturbed[1], 20, "a look judges rounds as the end does");
+    cr_expect_eq(m.stop, CP_MEASURE_STOP_EARLY);
+    cr_expect_str_eq(cp_measure_stop_name(m.stop), "stopped early");
+    cr_expect_eq(m.n, 20, "the rounds up to the look are kept");
+    cr_expect_eq(m.n_undisturbed, 20);
+    cp_measurement_release(&m);
+
+    /* a rule that never stops changes nothing */
+    memset(&k, 0, sizeof k);
+    k.looks = 100;
+    cr_assert_eq(cp_measure(s, 2, &p, &m, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(m.stop, CP_MEASURE_STOP_TARGET);
+    cr_expect_eq(m.n, 40);
+    cp_measurement_release(&m);
+}
