@@ -1,7 +1,9 @@
 /* The host description (core/host.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT_S */
 #include "core/host.h"
 #include "core/core.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,7 +206,24 @@ void cp_host_detect(struct cp_host *h)
     free(text);
     if (!h->cpu_model[0])
         snprintf(h->cpu_model, sizeof h->cpu_model, "%s", h->arch);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    h->cores = n > 0 && n < 100000 ? (int)n : 1;
+    h->cores = cp_host_usable_cpus();
     detect_caches(h);
+}
+
+int cp_host_usable_cpus(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = online > 0 && online < 100000 ? (int)online : 1;
+    /* a mask large enough for every CPU the kernel may number */
+    long conf = sysconf(_SC_NPROCESSORS_CONF);
+    int max = conf > n && conf < 100000 ? (int)conf : n;
+    max = max < 1024 ? 1024 : max;
+    cpu_set_t *set = CPU_ALLOC((size_t)max);
+    if (!set)
+        return n;
+    size_t size = CPU_ALLOC_SIZE((size_t)max);
+    CPU_ZERO_S(size, set);
+    int in_mask = sched_getaffinity(0, size, set) == 0 ? CPU_COUNT_S(size, set) : 0;
+    CPU_FREE(set);
+    return in_mask > 0 && in_mask < n ? in_mask : n;
 }

@@ -31,7 +31,8 @@ struct cp_host {
      * that list's order: the stable short form that keys caches and
      * signatures ("sse4_2 avx avx2 fma f16c"). */
     char isa[512];
-    int cores; /* online logical CPUs, >= 1 */
+    int cores; /* logical CPUs this process may run on (its affinity mask, so a
+                * `tune --batch` job pinned to one CPU sees 1), >= 1 */
     /* Data cache sizes in bytes of cpu0: L1d, L2, L3 (0: unknown). */
     uint64_t l1d_bytes, l2_bytes, l3_bytes;
     bool has_bf16; /* native bf16 dot products: avx512_bf16 or amx_bf16 (x86 only: the
@@ -52,6 +53,11 @@ void cp_host_detect(struct cp_host *h);
  * it. For detection and tests. Values are cut at the field sizes and
  * characters outside printable ASCII become '?'. */
 void cp_host_parse_cpuinfo(struct cp_host *h, const char *text, size_t len);
+
+/* The logical CPUs this process may run on: the size of its affinity mask
+ * (taskset, cgroups, a pinned batch job), else the online CPUs; >= 1. What
+ * "all cores" means for the runtime's threads and the tuner's knobs. */
+int cp_host_usable_cpus(void);
 
 /* Whether the CPU lists `flag` ("avx2", "avx512_bf16") among its flags. */
 bool cp_host_has_flag(const struct cp_host *h, const char *flag);

@@ -2,18 +2,13 @@
  * kernel shares, the description of the CPU kernels are chosen for, and the
  * optional trace recorder with the names of the runtime-layer events
  * interned once. */
+#include "core/host.h"
 #include "runner/runner_internal.h"
 
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int online_cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 && n < 100000 ? (int)n : 1;
-}
 
 /* The plan memory limit: the option, else the environment, else physical
  * memory (no limit when even that is unknown). */
@@ -73,7 +68,7 @@ enum cp_status cp_runtime_create(const struct cp_runtime_options *opt, struct cp
     struct cp_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory creating the runtime");
-    rt->threads = opt && opt->threads > 0 ? opt->threads : online_cores();
+    rt->threads = opt && opt->threads > 0 ? opt->threads : cp_host_usable_cpus();
     rt->trace = opt ? opt->trace : NULL;
     rt->env.threads = rt->threads;
     cp_host_detect(&rt->host);
