@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           back.n, c.n);
             for (size_t i = 0; i < c.n; i++)
                 if (back.items[i].kind != c.items[i].kind || back.items[i].op != c.items[i].op ||
+                    strcmp(back.items[i].output, c.items[i].output) != 0 ||
                     !(fabs(back.items[i].value - c.items[i].value) <=
                       1e-9 * fabs(c.items[i].value)))
                     fuzz_fail("canonical constraints '%s' change constraint %zu of '%s'", b.data, i,

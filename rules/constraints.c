@@ -280,11 +280,43 @@ static enum cp_status parse_unit(const struct item *it, size_t *i, enum cp_const
     return item_error(it, "unknown unit '%s' for %s; use %s", word, ki->name, ki->unit_help);
 }
 
+/* "[NAME]" after precision_loss: one output. */
+static enum cp_status parse_output(const struct item *it, size_t *i, struct cp_constraint *out)
+{
+    out->output[0] = '\0';
+    if (*i >= it->len || it->s[*i] != '[')
+        return CP_OK;
+    if (out->kind != CP_CONSTRAINT_PRECISION_LOSS)
+        return item_error(it, "only precision_loss names an output ([NAME]); %s is the model's",
+                          KINDS[out->kind].name);
+    size_t start = *i + 1, end = start;
+    while (end < it->len && it->s[end] != ']')
+        end++;
+    if (end >= it->len)
+        return item_error(it, "'[' opens an output name that no ']' closes");
+    size_t a = start, b = end;
+    while (a < b && is_space(it->s[a]))
+        a++;
+    while (b > a && is_space(it->s[b - 1]))
+        b--;
+    if (a == b)
+        return item_error(it, "an empty output name: write precision_loss[NAME]<0.5%%");
+    if (b - a >= sizeof out->output)
+        return item_error(it, "the output name is longer than %zu bytes", sizeof out->output - 1);
+    memcpy(out->output, it->s + a, b - a);
+    out->output[b - a] = '\0';
+    *i = end + 1;
+    return CP_OK;
+}
+
 static enum cp_status parse_item(const struct item *it, struct cp_constraint *out)
 {
     size_t i = 0;
     enum cp_status st;
     if ((st = parse_name(it, &i, &out->kind)) != CP_OK)
+        return st;
+    i = skip_spaces(it, i);
+    if ((st = parse_output(it, &i, out)) != CP_OK)
         return st;
     i = skip_spaces(it, i);
     if ((st = parse_op(it, &i, out->kind, &out->op)) != CP_OK)
@@ -318,9 +350,9 @@ enum cp_status cp_constraints_parse_from(const char *origin, const char *text,
         text = "";
     struct cp_constraints c;
     cp_constraints_init(&c);
-    /* Where each kind was given, to quote both items of a duplicate. */
-    const char *given_at[CP_CONSTRAINT_KIND_COUNT] = {NULL};
-    size_t given_len[CP_CONSTRAINT_KIND_COUNT] = {0};
+    /* Where each constraint was given, to quote both items of a duplicate. */
+    const char *given_at[CP_CONSTRAINTS_MAX] = {NULL};
+    size_t given_len[CP_CONSTRAINTS_MAX] = {0};
 
     size_t total = strlen(text), pos = 0;
     size_t k = 0;
@@ -348,11 +380,16 @@ enum cp_status cp_constraints_parse_from(const char *origin, const char *text,
         enum cp_status st = parse_item(&it, &one);
         if (st != CP_OK)
             return st;
-        if (given_at[one.kind])
-            return item_error(&it, "%s is constrained twice (also '%.*s'); give one bound",
-                              KINDS[one.kind].name, (int)given_len[one.kind], given_at[one.kind]);
-        given_at[one.kind] = it.s;
-        given_len[one.kind] = it.len;
+        for (size_t j = 0; j < c.n; j++)
+            if (c.items[j].kind == one.kind && strcmp(c.items[j].output, one.output) == 0)
+                return item_error(&it,
+                                  "%s%s%s%s is constrained twice (also '%.*s'); give one bound",
+                                  KINDS[one.kind].name, one.output[0] ? "[" : "", one.output,
+                                  one.output[0] ? "]" : "", (int)given_len[j], given_at[j]);
+        if (c.n == CP_CONSTRAINTS_MAX)
+            return item_error(&it, "more than %d constraints", CP_CONSTRAINTS_MAX);
+        given_at[c.n] = it.s;
+        given_len[c.n] = it.len;
         c.items[c.n++] = one;
         if (!comma)
             break;
@@ -369,13 +406,28 @@ enum cp_status cp_constraints_parse(const char *text, struct cp_constraints *out
 
 /* ---- checking ------------------------------------------------------------------ */
 
+const struct cp_constraint *cp_constraints_find_output(const struct cp_constraints *c,
+                                                       enum cp_constraint_kind kind,
+                                                       const char *output)
+{
+    for (size_t i = 0; i < c->n && i < CP_CONSTRAINTS_MAX; i++)
+        if (c->items[i].kind == kind && strcmp(c->items[i].output, output ? output : "") == 0)
+            return &c->items[i];
+    return NULL;
+}
+
 const struct cp_constraint *cp_constraints_find(const struct cp_constraints *c,
                                                 enum cp_constraint_kind kind)
 {
-    for (size_t i = 0; i < c->n && i < CP_CONSTRAINT_KIND_COUNT; i++)
-        if (c->items[i].kind == kind)
-            return &c->items[i];
-    return NULL;
+    return cp_constraints_find_output(c, kind, "");
+}
+
+size_t cp_constraints_n_outputs(const struct cp_constraints *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n && i < CP_CONSTRAINTS_MAX; i++)
+        n += c->items[i].output[0] != '\0';
+    return n;
 }
 
 bool cp_constraint_holds(const struct cp_constraint *k, double value)
@@ -449,11 +501,12 @@ void cp_constraint_format_value(enum cp_constraint_kind kind, double value, char
 
 void cp_constraints_format(const struct cp_constraints *c, struct cp_buf *out)
 {
-    for (size_t i = 0; i < c->n && i < CP_CONSTRAINT_KIND_COUNT; i++) {
+    for (size_t i = 0; i < c->n && i < CP_CONSTRAINTS_MAX; i++) {
         const struct cp_constraint *k = &c->items[i];
         char v[48];
         cp_constraint_format_value(k->kind, k->value, v);
-        cp_buf_printf(out, "%s%s%s%s", i ? "," : "", cp_constraint_kind_name(k->kind),
+        cp_buf_printf(out, "%s%s%s%s%s%s%s", i ? "," : "", cp_constraint_kind_name(k->kind),
+                      k->output[0] ? "[" : "", k->output, k->output[0] ? "]" : "",
                       cp_constraint_op_text(k->op), v);
     }
 }

@@ -8,8 +8,13 @@
  * lines). The grammar is docs/constraints.md:
  *
  *   constraints  constraint (',' constraint)*
- *   constraint   name op value unit          (spaces allowed between parts)
+ *   constraint   name ['[' output ']'] op value unit   (spaces allowed between parts)
  *   op           <  <=  >  >=
+ *
+ * `precision_loss[NAME]<0.5%` bounds one output of a model with several
+ * (its relative L2 error alone); without [NAME] precision_loss is over all
+ * outputs together. Only precision_loss takes an output; NAME is the
+ * output's name as the model gives it, without ']' or ','.
  *
  *   name            bound   units                           stored in
  *   memory          upper   B KB MB GB TB, KiB MiB GiB TiB  bytes
@@ -43,16 +48,20 @@ enum cp_constraint_op {
     CP_CONSTRAINT_GE,
 };
 
+#define CP_CONSTRAINT_OUTPUT_MAX 128 /* an output name's bytes, NUL included */
+#define CP_CONSTRAINTS_MAX       16  /* constraints in one list */
+
 struct cp_constraint {
     enum cp_constraint_kind kind;
     enum cp_constraint_op op;
     double value; /* base units: bytes, percent, seconds, items per second */
+    char output[CP_CONSTRAINT_OUTPUT_MAX]; /* precision_loss of one output; "" all of them */
 };
 
-/* At most one constraint per kind, in the order given. */
+/* At most one constraint per kind and output, in the order given. */
 struct cp_constraints {
     size_t n;
-    struct cp_constraint items[CP_CONSTRAINT_KIND_COUNT];
+    struct cp_constraint items[CP_CONSTRAINTS_MAX];
 };
 
 /* No constraints. */
@@ -83,9 +92,19 @@ enum cp_status cp_constraints_parse(const char *text, struct cp_constraints *out
 enum cp_status cp_constraints_parse_from(const char *origin, const char *text,
                                          struct cp_constraints *out, struct cp_diag *d);
 
-/* The constraint on `kind`, or NULL when there is none. Owned by `c`. */
+/* The constraint on `kind` (for precision_loss: over all outputs), or NULL
+ * when there is none. Owned by `c`. */
 const struct cp_constraint *cp_constraints_find(const struct cp_constraints *c,
                                                 enum cp_constraint_kind kind);
+
+/* The constraint on `kind` for output `output` ("" as cp_constraints_find),
+ * or NULL. */
+const struct cp_constraint *cp_constraints_find_output(const struct cp_constraints *c,
+                                                       enum cp_constraint_kind kind,
+                                                       const char *output);
+
+/* How many precision_loss constraints name an output. */
+size_t cp_constraints_n_outputs(const struct cp_constraints *c);
 
 /* Whether `value` (base units, as in struct cp_constraint) satisfies `k`.
  * NaN never does; +inf satisfies only a lower bound. */
@@ -103,7 +122,8 @@ enum cp_status cp_constraints_check(const struct cp_constraints *c, const char *
 /* Append the canonical text of `c` to `out`: the constraints in the order
  * given, joined by ',', each value in the unit that prints it shortest
  * ("memory<3GB", "memory<=2GiB", "precision_loss<1%", "latency<20ms",
- * "throughput>=200/s"). Parsing it gives back the same constraints. Nothing
+ * "throughput>=200/s", "precision_loss[logits]<0.5%"). Parsing it gives
+ * back the same constraints. Nothing
  * is appended when there are none. */
 void cp_constraints_format(const struct cp_constraints *c, struct cp_buf *out);
 

@@ -343,3 +343,40 @@ Test(constraints, junk_never_crashes)
     }
     cr_expect_gt(n_ok, 100, "only %d parsed", n_ok);
 }
+
+Test(constraints, precision_loss_may_bound_one_output)
+{
+    struct cp_constraints c =
+        parse_ok("precision_loss[logits] < 0.5%, precision_loss<1%, precision_loss[ box ]<=2%");
+    cr_assert_eq(c.n, 3);
+    cr_expect_str_eq(c.items[0].output, "logits");
+    cr_expect_eq(c.items[0].value, 0.5);
+    cr_expect_str_eq(c.items[1].output, "", "no name: every output together");
+    cr_expect_str_eq(c.items[2].output, "box", "blanks around the name are dropped");
+    cr_expect_eq(c.items[2].op, CP_CONSTRAINT_LE);
+    /* find: the whole-model bound, and each output's */
+    cr_expect_eq(cp_constraints_find(&c, CP_CONSTRAINT_PRECISION_LOSS), &c.items[1]);
+    cr_expect_eq(cp_constraints_find_output(&c, CP_CONSTRAINT_PRECISION_LOSS, "logits"),
+                 &c.items[0]);
+    cr_expect_null(cp_constraints_find_output(&c, CP_CONSTRAINT_PRECISION_LOSS, "other"));
+    cr_expect_eq(cp_constraints_n_outputs(&c), 2);
+    char *text = format(&c);
+    cr_expect_str_eq(text, "precision_loss[logits]<0.5%,precision_loss<1%,precision_loss[box]<=2%");
+    struct cp_constraints back = parse_ok(text);
+    cr_expect_eq(back.n, 3);
+    cr_expect_str_eq(back.items[2].output, "box");
+    free(text);
+
+    expect_error("precision_loss[logits]<1%,precision_loss[logits]<2%",
+                 "--constraints: 'precision_loss[logits]<2%': precision_loss[logits] is "
+                 "constrained twice (also 'precision_loss[logits]<1%'); give one bound");
+    expect_error("memory[logits]<3GB",
+                 "--constraints: 'memory[logits]<3GB': only precision_loss names an output "
+                 "([NAME]); memory is the model's");
+    expect_error("precision_loss[]<1%",
+                 "--constraints: 'precision_loss[]<1%': an empty output name: write "
+                 "precision_loss[NAME]<0.5%");
+    expect_error("precision_loss[logits<1%",
+                 "--constraints: 'precision_loss[logits<1%': '[' opens an output name that no "
+                 "']' closes");
+}
