@@ -26,7 +26,8 @@ static const struct cp_opt own[] = {
     {"batch", 0, CP_OPT_VALUE, OPT_BATCH, "LIST.txt|DIR",
      "tune many models: one path per line, or every .onnx of a folder"},
     {"fresh", 0, CP_OPT_FLAG, OPT_FRESH, NULL, "start a new session instead of resuming"},
-    {"jobs", 'j', CP_OPT_VALUE, OPT_JOBS, "N", "with --batch: N worker processes (default 1)"},
+    {"jobs", 'j', CP_OPT_VALUE, OPT_JOBS, "N",
+     "with --batch: N worker processes, each pinned to CPUs of its own (default 1)"},
     {"keep", 0, CP_OPT_VALUE, OPT_KEEP, "best|all", "candidate .om files to keep (default all)"},
     {"no-kb-strategies", 0, CP_OPT_FLAG, OPT_NO_KB, NULL,
      "do not try what won on similar models first"},
@@ -48,7 +49,7 @@ static const struct cp_opt_use shared[] = {
     {CP_SO_SEED, "seed of random inputs (default 0)"},
     {CP_SO_TARGET, NULL},
     {CP_SO_TEST, "acceptance test: mann-whitney (default), welch, t-test, bootstrap"},
-    {CP_SO_THREADS, "the baseline's threads (default: all cores)"},
+    {CP_SO_THREADS, "the baseline's threads (default: all cores; with --batch, the job's CPUs)"},
     {CP_SO_THRESHOLD, "smallest gain worth accepting (default 2%)"},
     {CP_SO_WARMUP, "warm-up rounds per evaluation (default 5)"},
 };
@@ -153,11 +154,19 @@ static bool constraints_met(const struct cp_tune_opts *o, const struct cp_tune_r
            (!mc || cp_constraint_holds(mc, row->best_memory_bytes));
 }
 
+/* "0" or "0-1": the CPUs of the job that tuned model i. */
+static void job_cpus(const struct cp_tune_batch_plan *plan, size_t i, struct cp_buf *out)
+{
+    size_t n = 0;
+    const int *cpus = cp_tune_batch_plan_job_cpus(plan, i, &n);
+    cp_tune_cpus_format(cpus, n, out);
+}
+
 static void print_row(const char *name, const struct cp_tune_batch_result *res,
-                      const struct cp_tune_opts *o, const char *error)
+                      const struct cp_tune_opts *o, const char *cpus, const char *error)
 {
     if (error) {
-        printf("| %s | - | - | - | error: %s | - |\n", name, error);
+        printf("| %s | - | - | - | error: %s | - | %s | - |\n", name, error, cpus);
         return;
     }
     const struct cp_tune_report_row *row = &res->row;
@@ -165,16 +174,16 @@ static void print_row(const char *name, const struct cp_tune_batch_result *res,
     cp_buf_init(&changes);
     for (size_t k = 0; k < row->n_accepted; k++)
         cp_buf_printf(&changes, "%s`%s`", k ? ", " : "", row->accepted[k]);
-    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", name, row->baseline_ms, row->best_ms,
-           100 * (row->best_ms / row->baseline_ms - 1),
+    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s | %s | %d of %d |\n", name, row->baseline_ms,
+           row->best_ms, 100 * (row->best_ms / row->baseline_ms - 1),
            changes.len && cp_buf_status(&changes) == CP_OK ? changes.data : "none",
-           constraints_met(o, row) ? "met" : "NOT met");
+           constraints_met(o, row) ? "met" : "NOT met", cpus, row->inconclusive, row->verdicts);
     cp_buf_release(&changes);
 }
 
 static json_t *row_json(const char *name, const char *model, const char *out_root,
                         const struct cp_tune_batch_result *res, const struct cp_tune_opts *o,
-                        const char *error)
+                        const char *cpus, int threads, const char *error)
 {
     json_t *j = json_object();
     json_object_set_new(j, "name", cp_json_str(name));
@@ -182,6 +191,8 @@ static json_t *row_json(const char *name, const char *model, const char *out_roo
     char dir[2048];
     snprintf(dir, sizeof dir, "%s/%s", out_root, name);
     json_object_set_new(j, "out_dir", cp_json_str(dir));
+    json_object_set_new(j, "cpus", cp_json_str(cpus));
+    json_object_set_new(j, "threads", json_integer(threads));
     if (error) {
         json_object_set_new(j, "status", json_string("error"));
         json_object_set_new(j, "error", cp_json_str(error));
@@ -197,7 +208,29 @@ static json_t *row_json(const char *name, const char *model, const char *out_roo
         json_array_append_new(acc, cp_json_str(row->accepted[k]));
     json_object_set_new(j, "accepted", acc);
     json_object_set_new(j, "constraints_met", cp_json_bool(constraints_met(o, row)));
+    json_object_set_new(j, "verdicts", json_integer(row->verdicts));
+    json_object_set_new(j, "inconclusive", json_integer(row->inconclusive));
     return j;
+}
+
+/* How the jobs share this process's CPUs; false after printing why not. */
+static bool plan_jobs(const struct cp_tune_batch *b, int jobs, int threads,
+                      struct cp_tune_batch_plan *plan, int *rc)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    int *cpus = NULL;
+    size_t n = 0;
+    enum cp_status st = cp_tune_affinity(&cpus, &n, &d);
+    if (st == CP_OK)
+        st = cp_tune_batch_plan_cpus(cpus, n, jobs, threads, b->n, plan, &d);
+    free(cpus);
+    if (st != CP_OK) {
+        cp_cli_error("tune", d.msg);
+        *rc = cp_status_exit_code(st);
+        return false;
+    }
+    return true;
 }
 
 static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, bool json)
@@ -209,19 +242,33 @@ static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, bool js
         cp_cli_error("tune", d.msg);
         return cp_status_exit_code(d.status);
     }
-    int workers = jobs > (int)b.n ? (int)b.n : jobs;
-    fprintf(stderr, "cannprof tune: %zu model%s, %d worker%s, artifacts in %s\n", b.n,
-            b.n == 1 ? "" : "s", workers, workers == 1 ? "" : "s", o->out_dir);
+    struct cp_tune_batch_plan plan;
     int rc = 0;
-    if (cp_tune_batch_run(o, &b, jobs, o->out_dir, &d) != CP_OK) {
+    if (!plan_jobs(&b, jobs, o->threads, &plan, &rc)) {
+        cp_tune_batch_release(&b);
+        return rc;
+    }
+    fprintf(stderr, "cannprof tune: %zu model%s, %d worker%s, artifacts in %s\n", b.n,
+            b.n == 1 ? "" : "s", plan.workers, plan.workers == 1 ? "" : "s", o->out_dir);
+    const char *bind = cp_tune_batch_binding_env();
+    if (bind)
+        fprintf(stderr,
+                "cannprof tune: %s is set: OpenMP binds threads to CPUs of its own choosing "
+                "(this process already to the CPUs below), and a job's threads may leave the "
+                "CPUs given to it; unset it to give every job CPUs of its own\n",
+                bind);
+    fprintf(stderr, "cannprof tune: %s\n", plan.note);
+    if (cp_tune_batch_run(o, &b, &plan, o->out_dir, &d) != CP_OK) {
         cp_cli_error("tune", d.msg);
         rc = 3;
     }
     if (!json)
-        printf("| model | baseline ms | best ms | change | accepted changes | constraints |\n"
-               "|---|---:|---:|---:|---|---|\n");
+        printf("| model | baseline ms | best ms | change | accepted changes | constraints | cpus | "
+               "inconclusive |\n"
+               "|---|---:|---:|---:|---|---|---|---:|\n");
     json_t *arr = json ? json_array() : NULL;
     enum cp_status worst = CP_OK;
+    long verdicts = 0, inconclusive = 0;
     for (size_t i = 0; i < b.n; i++) {
         struct cp_tune_batch_result res;
         cp_diag_init(&d);
@@ -235,18 +282,32 @@ static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, bool js
             if (worst == CP_OK)
                 worst = st;
         }
+        if (!error) {
+            verdicts += res.row.verdicts;
+            inconclusive += res.row.inconclusive;
+        }
+        struct cp_buf cpus;
+        cp_buf_init(&cpus);
+        job_cpus(&plan, i, &cpus);
+        const char *c = cp_buf_status(&cpus) == CP_OK && cpus.data ? cpus.data : "-";
         if (arr)
-            json_array_append_new(arr,
-                                  row_json(b.dirs[i], b.models[i], o->out_dir, &res, o, error));
+            json_array_append_new(
+                arr, row_json(b.dirs[i], b.models[i], o->out_dir, &res, o, c, plan.threads, error));
         else
-            print_row(b.dirs[i], &res, o, error);
+            print_row(b.dirs[i], &res, o, c, error);
+        cp_buf_release(&cpus);
         cp_tune_batch_result_release(&res);
     }
+    if (!json)
+        printf("\n%ld of %ld verdict%s inconclusive (not significant although the change "
+               "reached the threshold: measured too noisily to tell)\n",
+               inconclusive, verdicts, verdicts == 1 ? "" : "s");
     if (arr && cp_out_json(arr, "tune") != 0 && !rc)
         rc = 3;
     json_decref(arr);
     bool interrupted = b.interrupted, failures = b.failures;
     cp_tune_batch_release(&b);
+    cp_tune_batch_plan_release(&plan);
     if (interrupted) {
         fprintf(stderr, "cannprof tune: interrupted; run the same command again to resume\n");
         return 130;

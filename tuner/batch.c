@@ -1,13 +1,18 @@
 /* Tuning many models (tuner.h, "many models"): the list, a distinct
- * folder per model, worker processes, and each model's outcome read back
- * from its folder. */
+ * folder per model, how the jobs share the CPUs, worker processes pinned
+ * to their CPUs, and each model's outcome read back from its folder. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_ALLOC */
 #include "tuner/tuner.h"
+
+#include "rules/calibrate.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -226,15 +231,248 @@ static char *batch_path(const char *out_root, const char *dir, const char *file)
     return cp_buf_steal(&p);
 }
 
-/* A worker: tune models[i] for i = worker, worker + jobs, ... each into
- * <out>/<its folder>; a failure is written to error.txt there. */
-static int worker(struct cp_tune_opts base, const struct cp_tune_batch *b, int worker_id, int jobs,
-                  const char *out_root)
+/* ---- how the jobs share the CPUs ------------------------------------------------- */
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static const char *plural(size_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
+void cp_tune_cpus_format(const int *cpus, size_t n, struct cp_buf *out)
+{
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && cpus[j + 1] == cpus[j] + 1)
+            j++;
+        cp_buf_printf(out, "%s%d", i ? "," : "", cpus[i]);
+        if (j > i)
+            cp_buf_printf(out, "-%d", cpus[j]);
+        i = j + 1;
+    }
+}
+
+/* "CPU 3" or "CPUs 0-1" */
+static void cpus_phrase(const int *cpus, size_t n, struct cp_buf *out)
+{
+    cp_buf_puts(out, n == 1 ? "CPU " : "CPUs ");
+    cp_tune_cpus_format(cpus, n, out);
+}
+
+void cp_tune_batch_plan_release(struct cp_tune_batch_plan *p)
+{
+    if (!p)
+        return;
+    free(p->cpus);
+    free(p->note);
+    memset(p, 0, sizeof *p);
+}
+
+/* The note of a plan whose jobs, CPUs and threads are set: why fewer jobs
+ * run at once than wanted, then which CPUs each job has. */
+static void plan_note(const struct cp_tune_batch_plan *p, int jobs, int threads, size_t want,
+                      struct cp_buf *b)
+{
+    size_t n = p->n_cpus, w = (size_t)p->workers;
+    if (p->reduced) {
+        if ((size_t)jobs == want)
+            cp_buf_printf(b, "--jobs %d", jobs);
+        else
+            cp_buf_printf(b, "--jobs %d for %zu models", jobs, want);
+        if (threads == 0)
+            cp_buf_printf(b, " on %zu CPU%s", n, plural(n));
+        else if ((size_t)threads > n)
+            cp_buf_printf(b, " with --threads %d needs %d CPUs per job, %zu available", threads,
+                          threads, n);
+        else
+            cp_buf_printf(b, " with --threads %d needs %zu CPUs, %zu available", threads,
+                          want * (size_t)threads, n);
+        cp_buf_printf(b, ": running %zu job%s at a time; ", w, plural(w));
+    }
+    if (w == 1) {
+        cp_buf_puts(b, "1 job on ");
+        cpus_phrase(p->cpus, p->per_job, b);
+        cp_buf_printf(b, " with %d tuning thread%s", p->threads, plural((size_t)p->threads));
+    } else {
+        cp_buf_printf(b, "%zu jobs, each pinned to %zu CPU%s with %d tuning thread%s: ", w,
+                      p->per_job, plural(p->per_job), p->threads, plural((size_t)p->threads));
+        for (size_t j = 0; j < w; j++) {
+            cp_buf_printf(b, "%sjob %zu on ", j ? ", " : "", j + 1);
+            cpus_phrase(p->cpus + j * p->per_job, p->per_job, b);
+        }
+    }
+    if ((size_t)p->threads > p->per_job)
+        cp_buf_printf(b, " (its %d threads share %zu CPU%s)", p->threads, p->per_job,
+                      plural(p->per_job));
+    size_t used = w * p->per_job;
+    if (used < n) {
+        cp_buf_puts(b, "; ");
+        cpus_phrase(p->cpus + used, n - used, b);
+        cp_buf_puts(b, " left idle so that every job gets as many");
+    }
+}
+
+enum cp_status cp_tune_batch_plan_cpus(const int *cpus, size_t n_cpus, int jobs, int threads,
+                                       size_t n_models, struct cp_tune_batch_plan *out,
+                                       struct cp_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    if (!cpus || n_cpus == 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "tune: no CPUs to run the jobs on");
+    if (jobs < 1 || jobs > CP_TUNE_MAX_JOBS)
+        return cp_diag_set(d, CP_ERR_INVALID, "tune: %d jobs (1 to %d)", jobs, CP_TUNE_MAX_JOBS);
+    if (threads < 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "tune: %d threads (0 for all the job's CPUs)",
+                           threads);
+    if (n_models == 0)
+        return cp_diag_set(d, CP_ERR_INVALID, "tune: no models to plan jobs for");
+    for (size_t i = 0; i < n_cpus; i++)
+        if (cpus[i] < 0)
+            return cp_diag_set(d, CP_ERR_INVALID, "tune: %d is not a CPU number", cpus[i]);
+    int *set = cp_calloc(n_cpus, sizeof *set);
+    if (!set)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory planning the jobs");
+    memcpy(set, cpus, n_cpus * sizeof *set);
+    qsort(set, n_cpus, sizeof *set, cmp_int);
+    size_t n = 1;
+    for (size_t i = 1; i < n_cpus; i++)
+        if (set[i] != set[n - 1])
+            set[n++] = set[i];
+    size_t want = (size_t)jobs < n_models ? (size_t)jobs : n_models, w;
+    if (threads == 0)
+        w = want < n ? want : n;
+    else if ((size_t)threads > n)
+        w = 1;
+    else
+        w = want < n / (size_t)threads ? want : n / (size_t)threads;
+    out->cpus = set;
+    out->n_cpus = n;
+    out->workers = (int)w;
+    out->per_job = n / w;
+    out->threads = threads ? threads : (int)(out->per_job < 4096 ? out->per_job : 4096);
+    out->reduced = w < want;
+    struct cp_buf note;
+    cp_buf_init(&note);
+    plan_note(out, jobs, threads, want, &note);
+    if (cp_buf_status(&note) != CP_OK || !(out->note = cp_buf_steal(&note))) {
+        cp_buf_release(&note);
+        cp_tune_batch_plan_release(out);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory planning the jobs");
+    }
+    return CP_OK;
+}
+
+const int *cp_tune_batch_plan_job_cpus(const struct cp_tune_batch_plan *p, size_t model, size_t *n)
+{
+    size_t w = p->workers > 0 ? model % (size_t)p->workers : 0;
+    *n = p->per_job;
+    return p->cpus + w * p->per_job;
+}
+
+enum cp_status cp_tune_affinity(int **cpus, size_t *n, struct cp_diag *d)
+{
+    *cpus = NULL;
+    *n = 0;
+    /* The kernel's mask may be larger than a cpu_set_t: grow until it fits. */
+    for (int max = CPU_SETSIZE; max <= (1 << 20); max *= 2) {
+        cpu_set_t *set = CPU_ALLOC(max);
+        if (!set)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading the CPU affinity");
+        size_t size = CPU_ALLOC_SIZE(max);
+        CPU_ZERO_S(size, set);
+        if (sched_getaffinity(0, size, set) != 0) {
+            int e = errno;
+            CPU_FREE(set);
+            if (e == EINVAL)
+                continue;
+            return cp_diag_set(d, CP_ERR_INTERNAL,
+                               "cannot read which CPUs this process may use: %s", strerror(e));
+        }
+        int count = CPU_COUNT_S(size, set);
+        int *v = count > 0 ? cp_calloc((size_t)count, sizeof *v) : NULL;
+        if (!v) {
+            CPU_FREE(set);
+            return count > 0
+                       ? cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading the CPU affinity")
+                       : cp_diag_set(d, CP_ERR_INTERNAL, "this process may run on no CPU");
+        }
+        size_t k = 0;
+        for (int c = 0; c < max && k < (size_t)count; c++)
+            if (CPU_ISSET_S(c, size, set))
+                v[k++] = c;
+        CPU_FREE(set);
+        *cpus = v;
+        *n = k;
+        return CP_OK;
+    }
+    return cp_diag_set(d, CP_ERR_INTERNAL, "cannot read which CPUs this process may use: %s",
+                       strerror(EINVAL));
+}
+
+const char *cp_tune_batch_binding_env(void)
+{
+    static const char *const names[] = {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY",
+                                        "KMP_AFFINITY"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v && !(i == 0 && strcasecmp(v, "false") == 0))
+            return names[i];
+    }
+    return NULL;
+}
+
+/* ---- worker processes -------------------------------------------------------------- */
+
+/* Restrict this process (a worker, still single-threaded: every thread
+ * it starts, OpenMP's and oneDNN's, inherits the mask) to `cpus`. */
+static enum cp_status pin(const int *cpus, size_t n, struct cp_diag *d)
+{
+    int max = 0;
+    for (size_t i = 0; i < n; i++)
+        max = cpus[i] > max ? cpus[i] : max;
+    cpu_set_t *set = CPU_ALLOC(max + 1);
+    if (!set)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    size_t size = CPU_ALLOC_SIZE(max + 1);
+    CPU_ZERO_S(size, set);
+    for (size_t i = 0; i < n; i++)
+        CPU_SET_S(cpus[i], size, set);
+    enum cp_status st = CP_OK;
+    if (sched_setaffinity(0, size, set) != 0)
+        st = cp_diag_set(d, CP_ERR_INTERNAL, "%s", strerror(errno));
+    CPU_FREE(set);
+    return st;
+}
+
+/* A worker: tune models[i] for i = worker, worker + workers, ... each into
+ * <out>/<its folder> on the worker's CPUs; a failure is written to
+ * error.txt there. */
+static int worker(struct cp_tune_opts base, const struct cp_tune_batch *b,
+                  const struct cp_tune_batch_plan *plan, int worker_id, const char *out_root)
 {
     int failures = 0;
+    size_t n_cpus = 0;
+    const int *cpus = cp_tune_batch_plan_job_cpus(plan, (size_t)worker_id, &n_cpus);
+    struct cp_buf where;
+    cp_buf_init(&where);
+    cpus_phrase(cpus, n_cpus, &where);
+    const char *on = cp_buf_status(&where) == CP_OK && where.data ? where.data : "its CPUs";
+    struct cp_diag pd;
+    cp_diag_init(&pd);
+    bool pinned = pin(cpus, n_cpus, &pd) == CP_OK;
+    if (!pinned)
+        fprintf(stderr,
+                "cannprof tune: job %d: cannot pin it to %s: %s; its models are not tuned\n",
+                worker_id + 1, on, pd.msg);
+    base.threads = plan->threads;
     cp_mkdir_p(out_root, 0755, NULL);
     for (size_t i = (size_t)worker_id; i < b->n && !(base.interrupt && *base.interrupt);
-         i += (size_t)jobs) {
+         i += (size_t)plan->workers) {
         char *dir = batch_path(out_root, b->dirs[i], NULL);
         char *errp = batch_path(out_root, b->dirs[i], "error.txt");
         if (!dir || !errp) {
@@ -250,6 +488,20 @@ static int worker(struct cp_tune_opts base, const struct cp_tune_batch *b, int w
         cp_mkdir_p(dir, 0755, NULL);
         struct cp_diag d;
         cp_diag_init(&d);
+        if (!pinned) {
+            /* unpinned, it would share CPUs with another job: measured so,
+             * its verdicts would not be worth the time */
+            failures++;
+            cp_diag_set(&d, CP_ERR_INTERNAL, "not tuned: its job could not be pinned to %s: %s", on,
+                        pd.msg);
+            cp_file_write_atomic(errp, d.msg, strlen(d.msg), NULL);
+            free(dir);
+            free(errp);
+            continue;
+        }
+        if (base.progress)
+            fprintf(base.progress, "cannprof tune: job %d (%s): %s\n", worker_id + 1, on,
+                    b->models[i]);
         struct cp_tune_result r;
         if (cp_tune(&o, &r, &d) != CP_OK) {
             failures++;
@@ -261,19 +513,59 @@ static int worker(struct cp_tune_opts base, const struct cp_tune_batch *b, int w
         free(dir);
         free(errp);
     }
+    cp_buf_release(&where);
     return failures ? 1 : 0;
 }
 
-enum cp_status cp_tune_batch_run(const struct cp_tune_opts *base, struct cp_tune_batch *b, int jobs,
-                                 const char *out_root, struct cp_diag *d)
+/* Wait for a child, through signals; true when it exited with 0. */
+static bool child_ok(pid_t pid)
+{
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* The machine's calibration (the diagnosis reads its all-core peaks),
+ * measured now on every CPU when it is not cached, in a process of its
+ * own: a pinned job would measure "all cores" on its own few, and cache
+ * that for every later run. A child, because the parent must not start
+ * OpenMP threads before it forks the jobs. A failure costs only the
+ * time: the jobs' diagnosis tries again and says why it could not. */
+static void calibrate_first(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct cp_machine m;
+        struct cp_diag d;
+        cp_diag_init(&d);
+        if (cp_calibrate(NULL, false, &m, &d) != CP_OK) {
+            fprintf(stderr, "cannprof tune: calibrating this machine before the jobs: %s\n", d.msg);
+            _exit(1);
+        }
+        _exit(0);
+    }
+    if (pid > 0)
+        (void)child_ok(pid);
+}
+
+enum cp_status cp_tune_batch_run(const struct cp_tune_opts *base, struct cp_tune_batch *b,
+                                 const struct cp_tune_batch_plan *plan, const char *out_root,
+                                 struct cp_diag *d)
 {
     b->interrupted = false;
     b->failures = false;
-    if (jobs < 1 || jobs > CP_TUNE_MAX_JOBS)
-        return cp_diag_set(d, CP_ERR_INVALID, "tune: %d worker processes (1 to %d)", jobs,
-                           CP_TUNE_MAX_JOBS);
+    int jobs = plan->workers;
+    if (jobs < 1 || jobs > CP_TUNE_MAX_JOBS || !plan->cpus || plan->per_job < 1 ||
+        (size_t)jobs * plan->per_job > plan->n_cpus)
+        return cp_diag_set(d, CP_ERR_INVALID, "tune: a CPU plan of %d jobs on %zu CPUs", jobs,
+                           plan->n_cpus);
     if (jobs > (int)b->n)
         jobs = (int)b->n;
+    if (plan->per_job < plan->n_cpus && !(base->interrupt && *base->interrupt))
+        calibrate_first();
     pid_t pids[CP_TUNE_MAX_JOBS];
     int started = 0;
     enum cp_status st = CP_OK;
@@ -281,7 +573,7 @@ enum cp_status cp_tune_batch_run(const struct cp_tune_opts *base, struct cp_tune
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0)
-            _exit(worker(*base, b, w, jobs, out_root));
+            _exit(worker(*base, b, plan, w, out_root));
         if (pid < 0) {
             st = cp_diag_set(d, CP_ERR_INTERNAL, "tune: cannot start a worker process: %s",
                              strerror(errno));
@@ -289,13 +581,9 @@ enum cp_status cp_tune_batch_run(const struct cp_tune_opts *base, struct cp_tune
         }
         pids[started++] = pid;
     }
-    for (int w = 0; w < started; w++) {
-        int status = 0;
-        while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR)
-            ;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    for (int w = 0; w < started; w++)
+        if (!child_ok(pids[w]))
             b->failures = true;
-    }
     b->interrupted = base->interrupt && *base->interrupt;
     return st;
 }

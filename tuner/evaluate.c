@@ -167,9 +167,65 @@ enum cp_status cp_tune_precision(struct cp_tune_ctx *c, const struct cp_tune_poi
         st = cp_tensor_compare(&ref->out[i], &got[i], 1e-3, 1e-5, &diffs[i], d);
     if (st == CP_OK)
         *loss = cp_precision_loss(diffs, n);
+    const struct cp_constraints *k = &c->o->constraints;
+    for (size_t i = 0; st == CP_OK && i < k->n; i++) {
+        c->con_loss[i] = *loss;
+        if (k->items[i].kind != CP_CONSTRAINT_PRECISION_LOSS || !k->items[i].output[0])
+            continue;
+        size_t o = 0;
+        while (o < n && strcmp(ref->out[o].name, k->items[i].output) != 0)
+            o++;
+        if (o < n) {
+            c->con_loss[i] = cp_precision_loss(&diffs[o], 1);
+            continue;
+        }
+        struct cp_buf names;
+        cp_buf_init(&names);
+        for (size_t j = 0; j < n; j++)
+            cp_buf_printf(&names, "%s%s", j ? ", " : "", ref->out[j].name);
+        st = cp_diag_set(d, CP_ERR_USAGE,
+                         "--constraints: precision_loss[%s]: the model has no output '%s' (its "
+                         "outputs: %s)",
+                         k->items[i].output, k->items[i].output, names.data ? names.data : "");
+        cp_buf_release(&names);
+    }
     free(diffs);
     outputs_release(got, n);
     return st;
+}
+
+bool cp_tune_precision_breaks(const struct cp_tune_ctx *c, char *why, size_t n)
+{
+    const struct cp_constraints *k = &c->o->constraints;
+    for (size_t i = 0; i < k->n; i++) {
+        const struct cp_constraint *one = &k->items[i];
+        if (one->kind != CP_CONSTRAINT_PRECISION_LOSS || !isfinite(c->con_loss[i]) ||
+            cp_constraint_holds(one, c->con_loss[i]))
+            continue;
+        char v[48], lim[48], what[CP_CONSTRAINT_OUTPUT_MAX + 32];
+        cp_constraint_format_value(one->kind, c->con_loss[i], v);
+        cp_constraint_format_value(one->kind, one->value, lim);
+        snprintf(what, sizeof what, "precision_loss%s%s%s", one->output[0] ? "[" : "", one->output,
+                 one->output[0] ? "]" : "");
+        snprintf(why, n, "%s %s breaks %s%s%s", what, v, what, cp_constraint_op_text(one->op), lim);
+        return true;
+    }
+    return false;
+}
+
+double cp_tune_precision_share(const struct cp_tune_ctx *c)
+{
+    const struct cp_constraints *k = &c->o->constraints;
+    double share = NAN;
+    for (size_t i = 0; i < k->n; i++) {
+        if (k->items[i].kind != CP_CONSTRAINT_PRECISION_LOSS)
+            continue;
+        double s = k->items[i].value > 0 ? c->con_loss[i] / k->items[i].value : INFINITY;
+        if (isnan(s))
+            s = INFINITY;
+        share = isnan(share) || s > share ? s : share;
+    }
+    return share;
 }
 
 /* The measurement policy of every tuning evaluation: the engine's, with
@@ -266,9 +322,112 @@ static enum cp_status judge(const struct cp_tune_opts *o, const struct cp_measur
     return st;
 }
 
+enum cp_tune_why_not cp_tune_why_not(const struct cp_tune_opts *o, const struct cp_tune_step *s)
+{
+    bool significant = s->p < o->verdict.alpha && !(s->ci_lo <= 0 && s->ci_hi >= 0);
+    bool large = fabs(100 * s->measured_gain) >= o->verdict.threshold_pct;
+    if (significant && large && s->measured_gain < 0)
+        return CP_WHY_NOT_WORSE;
+    if (significant)
+        return CP_WHY_NOT_BELOW_THRESHOLD;
+    if (s->stopped_early)
+        return CP_WHY_NOT_CANNOT_WIN;
+    return large ? CP_WHY_NOT_INCONCLUSIVE : CP_WHY_NOT_NO_CHANGE;
+}
+
+const char *cp_tune_why_not_text(enum cp_tune_why_not w)
+{
+    static const char *const text[] = {"significantly worse", "it cannot reach the threshold",
+                                       "a real change, but below the threshold",
+                                       "not significant (inconclusive)", "no significant change"};
+    return (unsigned)w < sizeof text / sizeof *text ? text[w] : "?";
+}
+
+/* ---- sequential looks ------------------------------------------------------------ */
+
+bool cp_tune_futile(struct cp_tune_futility *f, const struct cp_measurement *so_far)
+{
+    if (f->target == CP_TARGET_MEMORY || f->looks >= f->looks_max)
+        return false;
+    f->looks++;
+    if (so_far->n_subjects != 2 || so_far->n_undisturbed < CP_TUNE_LOOK_MIN_ROUNDS)
+        return false; /* the look is spent all the same: the bound stays honest */
+    struct cp_verdict_opts vo = f->verdict;
+    vo.boot.level = 1 - 2 * CP_TUNE_FUTILITY_BETA / f->looks_max;
+    struct cp_comparison c;
+    struct cp_diag ignored;
+    cp_diag_init(&ignored);
+    bool thr = f->target == CP_TARGET_THROUGHPUT;
+    if (cp_measurement_compare(so_far, 0, 1, thr ? f->items[0] : 0, thr ? f->items[1] : 0, &vo, &c,
+                               NULL, &ignored) != CP_OK ||
+        !isfinite(c.ci_lo_pct) || !isfinite(c.ci_hi_pct))
+        return false;
+    /* the gain's optimistic end: latency saved at the interval's low delta,
+     * throughput won at its high one */
+    f->upper = thr ? c.ci_hi_pct / 100 : -c.ci_lo_pct / 100;
+    if (f->upper < vo.threshold_pct / 100) {
+        f->stopped_at = (int64_t)so_far->n;
+        return true;
+    }
+    return false;
+}
+
+static bool look_adapter(void *ctx, const struct cp_measurement *so_far)
+{
+    return cp_tune_futile(ctx, so_far);
+}
+
+static void futility_init(const struct cp_tune_ctx *c, struct cp_tune_futility *f)
+{
+    memset(f, 0, sizeof *f);
+    f->target = c->o->target;
+    f->verdict = c->o->verdict;
+    f->looks_max = CP_TUNE_LOOK_BLOCKS - 1;
+    f->upper = NAN;
+}
+
+static int64_t look_every(const struct cp_tune_ctx *c)
+{
+    int64_t b = c->o->rounds / CP_TUNE_LOOK_BLOCKS;
+    return b < 10 ? 10 : b;
+}
+
+/* The looks on given rounds (o->measure): each block's prefix, as the
+ * engine would have shown it; a futile look cuts the rounds there. */
+static enum cp_status looks_on_given(const struct cp_tune_ctx *c, struct cp_measurement *m,
+                                     struct cp_tune_futility *f, struct cp_diag *d)
+{
+    int64_t every = look_every(c);
+    for (int64_t n = every; n < (int64_t)m->n && f->looks < f->looks_max; n += every) {
+        struct cp_measurement view = *m;
+        view.n = (size_t)n;
+        view.n_undisturbed = 0;
+        for (size_t r = 0; r < view.n; r++)
+            view.n_undisturbed += !m->undisturbed || m->undisturbed[r];
+        bool *flags = NULL;
+        if (!m->undisturbed) {
+            if (!(flags = cp_calloc(view.n, sizeof *flags)))
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            for (size_t r = 0; r < view.n; r++)
+                flags[r] = true;
+            view.undisturbed = flags;
+        }
+        bool stop = cp_tune_futile(f, &view);
+        free(flags);
+        if (stop) {
+            m->n = (size_t)n;
+            m->n_undisturbed = view.n_undisturbed;
+            m->stop = CP_MEASURE_STOP_EARLY;
+            break;
+        }
+    }
+    return CP_OK;
+}
+
 /* The engine's measurement (runner/bench.h). */
-static enum cp_status ab_measured(struct cp_tune_ctx *c, const struct cp_tune_point *a,
-                                  const char *a_om, const struct cp_tune_point *b, const char *b_om,
+static enum cp_status ab_measured(struct cp_tune_ctx *c, enum cp_tune_ab_kind kind,
+                                  const struct cp_tune_point *a, const char *a_om,
+                                  const struct cp_tune_point *b, const char *b_om,
                                   const char *trace_path, struct cp_tune_step *step, int64_t *b_run,
                                   bool *improved, struct cp_measurement *res, struct cp_diag *d)
 {
@@ -276,6 +435,16 @@ static enum cp_status ab_measured(struct cp_tune_ctx *c, const struct cp_tune_po
     struct cp_bench_request q;
     cp_bench_request_init(&q);
     policy(c, &q);
+    struct cp_tune_futility fut;
+    futility_init(c, &fut);
+    if (kind == CP_TUNE_AB_CANDIDATE) {
+        /* items per run are known once the plans are open: batch or 1 */
+        fut.items[0] = a->batch > 0 ? a->batch : 1;
+        fut.items[1] = b->batch > 0 ? b->batch : 1;
+        q.policy.look_fn = look_adapter;
+        q.policy.look_ctx = &fut;
+        q.policy.look_every = look_every(c);
+    }
     q.models[0] = a_om;
     q.models[1] = b_om;
     session_of(a, &q.session[0]);
@@ -291,6 +460,9 @@ static enum cp_status ab_measured(struct cp_tune_ctx *c, const struct cp_tune_po
     if (st == CP_OK)
         st = judge(o, &r.m, &r.cmp, r.items, step, improved, d);
     if (st == CP_OK) {
+        step->rounds = (int64_t)r.m.n;
+        step->stopped_early = r.m.stop == CP_MEASURE_STOP_EARLY;
+        step->upper = fut.upper;
         step->memory_bytes = r.mem[1].weight_bytes + r.mem[1].arena_bytes;
         *b_run = r.run_ids[1];
         *res = r.m; /* the paired samples go to the knowledge base */
@@ -346,6 +518,13 @@ static enum cp_status ab_given(struct cp_tune_ctx *c, enum cp_tune_ab_kind kind,
     enum cp_status st = o->measure(o->measure_ctx, &q, &m, d);
     if (st == CP_OK)
         st = check_given(&m, d);
+    struct cp_tune_futility fut;
+    futility_init(c, &fut);
+    if (st == CP_OK && kind == CP_TUNE_AB_CANDIDATE) {
+        fut.items[0] = a->batch > 0 ? a->batch : 1;
+        fut.items[1] = b->batch > 0 ? b->batch : 1;
+        st = looks_on_given(c, &m, &fut, d);
+    }
     for (size_t i = 0; i < 2 && st == CP_OK; i++) {
         struct cp_session_opts so = {.model_path = oms[i]};
         session_of(pts[i], &so);
@@ -371,6 +550,9 @@ static enum cp_status ab_given(struct cp_tune_ctx *c, enum cp_tune_ab_kind kind,
         *b_run = runs[1];
     }
     if (st == CP_OK) {
+        step->rounds = (int64_t)m.n;
+        step->stopped_early = m.stop == CP_MEASURE_STOP_EARLY;
+        step->upper = fut.upper;
         step->memory_bytes = cp_tune_memory(&s[1]);
         *res = m;
         memset(&m, 0, sizeof m);
@@ -392,5 +574,5 @@ enum cp_status cp_tune_ab(struct cp_tune_ctx *c, enum cp_tune_ab_kind kind,
     memset(res, 0, sizeof *res);
     if (c->o->measure)
         return ab_given(c, kind, a, a_om, b, b_om, trace_path, step, b_run, improved, res, d);
-    return ab_measured(c, a, a_om, b, b_om, trace_path, step, b_run, improved, res, d);
+    return ab_measured(c, kind, a, a_om, b, b_om, trace_path, step, b_run, improved, res, d);
 }

@@ -480,8 +480,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         set_reason(&s, CP_STEP_FAILED, "precision check: %s", ed.msg);
         goto record;
     }
-    if (breaks(&c->o->constraints, CP_CONSTRAINT_PRECISION_LOSS, s.precision_loss, why,
-               sizeof why)) {
+    if (cp_tune_precision_breaks(c, why, sizeof why)) {
         set_reason(&s, CP_STEP_REJECTED, "%s", why);
         goto record;
     }
@@ -492,6 +491,8 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         goto record;
     }
     r->latency_evals++;
+    r->rounds_spent += s.rounds;
+    r->early_stops += s.stopped_early;
     if (improved && c->o->target != CP_TARGET_MEMORY) {
         /* An acceptance changes everything after it, and a burst of load
          * from elsewhere during one measurement can fake a win (a
@@ -510,6 +511,7 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
             goto record;
         }
         r->confirmations++;
+        r->rounds_spent += again.rounds;
         if (!improved2) {
             improved = false;
             s.measured_gain = again.measured_gain;
@@ -546,14 +548,16 @@ static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_propo
         double sign = c->o->target == CP_TARGET_THROUGHPUT ? 1 : -1;
         double ch = sign * s.measured_gain, lo = sign * (sign > 0 ? s.ci_lo : s.ci_hi),
                hi = sign * (sign > 0 ? s.ci_hi : s.ci_lo);
-        bool significant = s.p < c->o->verdict.alpha && !(s.ci_lo <= 0 && s.ci_hi >= 0);
-        bool large = fabs(100 * s.measured_gain) >= c->o->verdict.threshold_pct;
-        const char *why_not = significant && large && s.measured_gain < 0 ? "significantly worse"
-                              : significant ? "a real change, but below the threshold"
-                              : large       ? "not significant (inconclusive)"
-                                            : "no significant change";
+        const char *why_not = cp_tune_why_not_text(cp_tune_why_not(c->o, &s));
         set_reason(&s, CP_STEP_REJECTED, "%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g: %s", what,
                    100 * ch, 100 * lo, 100 * hi, s.p, why_not);
+        if (s.stopped_early) {
+            size_t len = strlen(s.reason);
+            snprintf(s.reason + len, sizeof s.reason - len,
+                     "; stopped after %lld rounds: even its optimistic gain, %+.1f%%, is below "
+                     "the %.3g%% threshold",
+                     (long long)s.rounds, 100 * s.upper, c->o->verdict.threshold_pct);
+        }
     } else if (breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.after_ns / 1e9, why,
                       sizeof why) &&
                !breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.before_ns / 1e9, why,

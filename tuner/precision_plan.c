@@ -160,6 +160,7 @@ struct plan_ctx {
     struct prec_node *nodes;
     size_t n;
     const char *name; /* artifact name of the checks */
+    bool recording;   /* the bisection's checks: keep each one's precision_loss */
 };
 
 static void nodes_free(struct prec_node *v, size_t n)
@@ -237,18 +238,27 @@ static enum cp_status loss_of(struct cp_tune_ctx *c, const struct cp_tune_point 
     return st;
 }
 
-static enum cp_status check_assignment(void *ctx, const bool *in_bf16, size_t n, double *loss,
+/* A check in the plan's own figure: the largest share of its bound any
+ * precision_loss constraint uses (per output where one is named), so that
+ * one budget of 1 stands for all of them. */
+static enum cp_status check_assignment(void *ctx, const bool *in_bf16, size_t n, double *share,
                                        struct cp_diag *d)
 {
     struct plan_ctx *pc = ctx;
     struct cp_tune_point p = pc->all;
+    struct cp_tune_prec_report *rep = &pc->c->r->prec;
     (void)n;
+    double loss = NAN;
     enum cp_status st = keep_list(pc, in_bf16, p.cfg.keep_dtype, sizeof p.cfg.keep_dtype, d);
     if (st == CP_OK)
-        st = loss_of(pc->c, &p, pc->name, loss, d);
-    if (st == CP_OK)
-        pc->c->r->prec.checks++;
-    return st;
+        st = loss_of(pc->c, &p, pc->name, &loss, d);
+    if (st != CP_OK)
+        return st;
+    rep->checks++;
+    *share = cp_tune_precision_share(pc->c);
+    if (pc->recording && rep->n_trials < CP_PREC_MAX_TRIALS)
+        rep->trial_loss[rep->n_trials++] = loss;
+    return CP_OK;
 }
 
 /* Each node's time per execution in one run of a trace, by node name. */
@@ -368,17 +378,24 @@ static enum cp_status profile(struct cp_tune_ctx *c, const struct plan_ctx *pc, 
     return st;
 }
 
-/* Whether the plan applies to the current best: a precision budget, bf16
- * arithmetic, the best computing in fp32 with no list, and a target that
- * latency decides. */
-static bool applies(const struct cp_tune_ctx *c, const struct cp_constraint **pc)
+/* Whether the plan applies to the current best: a precision budget (over
+ * all outputs or per output), bf16 arithmetic, the best computing in fp32
+ * with no list, and a target that latency decides. OUT: *strict, whether
+ * some bound is strict (<). */
+static bool applies(const struct cp_tune_ctx *c, bool *strict)
 {
-    *pc = cp_constraints_find(&c->o->constraints, CP_CONSTRAINT_PRECISION_LOSS);
+    const struct cp_constraints *k = &c->o->constraints;
+    bool any = false;
+    *strict = false;
+    for (size_t i = 0; i < k->n; i++)
+        if (k->items[i].kind == CP_CONSTRAINT_PRECISION_LOSS) {
+            any = true;
+            *strict = *strict || k->items[i].op == CP_CONSTRAINT_LT;
+        }
     const struct cp_convert_config *cfg = &c->r->best.cfg;
     struct cp_host h;
     cp_host_detect(&h);
-    return *pc && ((*pc)->op == CP_CONSTRAINT_LT || (*pc)->op == CP_CONSTRAINT_LE) && h.has_bf16 &&
-           c->o->target != CP_TARGET_MEMORY &&
+    return any && h.has_bf16 && c->o->target != CP_TARGET_MEMORY &&
            (cfg->precision_mode == CP_PREC_FORCE_FP32 ||
             cfg->precision_mode == CP_PREC_MUST_KEEP_ORIGIN_DTYPE) &&
            !cfg->keep_dtype[0];
@@ -394,22 +411,81 @@ static void summarise(struct cp_tune_prec_report *rep, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The precision bounds as text: "precision_loss<0.5%,precision_loss[y]<1%". */
+static void bounds_text(const struct cp_constraints *k, struct cp_buf *b)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        const struct cp_constraint *one = &k->items[i];
+        char v[48];
+        if (one->kind != CP_CONSTRAINT_PRECISION_LOSS)
+            continue;
+        cp_constraint_format_value(one->kind, one->value, v);
+        cp_buf_printf(b, "%sprecision_loss%s%s%s%s%s", b->len ? "," : "", one->output[0] ? "[" : "",
+                      one->output, one->output[0] ? "]" : "", cp_constraint_op_text(one->op), v);
+    }
+}
+
+/* The plan's proposal: its list in plan-precision.keep_dtype, and the delta
+ * that applies it. */
+static enum cp_status make_proposal(struct plan_ctx *pc, const struct cp_prec_plan *plan,
+                                    struct cp_tune_proposal *out, struct cp_diag *d)
+{
+    struct cp_tune_ctx *c = pc->c;
+    struct cp_tune_prec_report *rep = &c->r->prec;
+    bool *in = cp_calloc(pc->n ? pc->n : 1, sizeof *in);
+    struct cp_tune_point p = pc->all;
+    char path[1100];
+    snprintf(path, sizeof path, "%.1000s/plan-precision.keep_dtype", c->o->out_dir);
+    if (!in)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < plan->k; i++)
+        in[plan->order[i]] = true;
+    enum cp_status st = keep_list(pc, in, p.cfg.keep_dtype, sizeof p.cfg.keep_dtype, d);
+    free(in);
+    struct cp_buf text;
+    cp_buf_init(&text);
+    cp_buf_printf(&text, "%s\n", p.cfg.keep_dtype);
+    if (st == CP_OK)
+        st = cp_buf_status(&text) == CP_OK ? cp_file_write_atomic(path, text.data, text.len, d)
+                                           : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    cp_buf_release(&text);
+    memset(out, 0, sizeof *out);
+    out->expected_gain = rep->fp32_ns > 0 ? plan->gain_ns / rep->fp32_ns : NAN;
+    snprintf(out->source, sizeof out->source, "plan:precision");
+    snprintf(out->title, sizeof out->title,
+             "%zu of %zu nodes in bf16, %zu kept fp32 (precision_loss %.4f%%)", plan->k, pc->n,
+             pc->n - plan->k, rep->loss_plan);
+    if (st == CP_OK)
+        st = cp_delta_parse("precision_mode=allow_mix_precision_bf16", &out->delta, d);
+    if (st == CP_OK && strlen(path) >= sizeof out->delta.items[0].value)
+        st = cp_diag_set(d, CP_ERR_INVALID, "%s: the path is too long", path);
+    if (st == CP_OK) {
+        struct cp_delta_item *it = &out->delta.items[out->delta.n++];
+        snprintf(it->key, sizeof it->key, "keep_dtype");
+        snprintf(it->value, sizeof it->value, "%s", path);
+    }
+    return st;
+}
+
 enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_proposal *out,
                                       bool *made, struct cp_diag *d)
 {
     *made = false;
-    const struct cp_constraint *con = NULL;
-    if (!applies(c, &con))
+    bool strict = false;
+    if (!applies(c, &strict))
         return CP_OK;
     struct cp_tune_prec_report *rep = &c->r->prec;
     memset(rep, 0, sizeof *rep);
     rep->ran = true;
     rep->loss_all = rep->loss_plan = rep->fp32_ns = rep->bf16_ns = rep->predicted_ns = NAN;
-    bool strict = con->op == CP_CONSTRAINT_LT;
+    struct cp_buf bounds;
+    cp_buf_init(&bounds);
+    bounds_text(&c->o->constraints, &bounds);
+    const char *budget = bounds.data ? bounds.data : "";
     struct plan_ctx pc = {.c = c, .all = c->r->best, .name = "plan-check"};
     pc.all.cfg.precision_mode = CP_PREC_ALLOW_MIX_PRECISION_BF16;
     /* 1. the whole model in bf16: if it fits, the plain mode is the answer */
-    char all_om[1100];
+    char all_om[1100], key[48], why[256];
     enum cp_status st = cp_tune_convert(c, &pc.all, "plan-bf16", all_om, d);
     struct cp_session s;
     if (st == CP_OK && (st = cp_tune_open(c, &pc.all, all_om, NULL, &s, d)) == CP_OK) {
@@ -417,21 +493,18 @@ enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_prop
         cp_session_close(&s);
         rep->checks++;
     }
-    if (st != CP_OK)
-        return st;
-    char key[48];
     cp_tune_point_key(&pc.all, key);
-    if (within(rep->loss_all, con->value, strict)) {
-        summarise(rep,
-                  "the whole model in bf16 loses %.4f%%, within precision_loss%s%g%%: no "
-                  "per-node plan needed",
-                  rep->loss_all, cp_constraint_op_text(con->op), con->value);
+    if (st == CP_OK && !cp_tune_precision_breaks(c, why, sizeof why)) {
+        summarise(rep, "the whole model in bf16 loses %.4f%%, within %s: no per-node plan needed",
+                  rep->loss_all, budget);
+        cp_buf_release(&bounds);
         return CP_OK;
     }
     /* the whole-model point is known to break the budget: no step for it */
-    if ((st = cp_tune_mark_seen(c, key, d)) != CP_OK)
-        return st;
-    st = bf16_nodes(all_om, &pc.nodes, &pc.n, d);
+    if (st == CP_OK)
+        st = cp_tune_mark_seen(c, key, d);
+    if (st == CP_OK)
+        st = bf16_nodes(all_om, &pc.nodes, &pc.n, d);
     struct cp_prec_item *items = st == CP_OK ? cp_calloc(pc.n ? pc.n : 1, sizeof *items) : NULL;
     if (st == CP_OK && !items)
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -455,70 +528,41 @@ enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_prop
             st = cp_diag_set(d, CP_ERR_INVALID, "interrupted during the precision plan");
     }
     free(one);
-    /* 4. assemble and verify */
+    /* 4. assemble and verify, in shares of the bounds (1: at the tightest) */
     struct cp_prec_plan plan;
     memset(&plan, 0, sizeof plan);
     pc.name = "plan-check";
+    pc.recording = true;
+    rep->n_trials = 0;
     if (st == CP_OK)
-        st = cp_prec_plan_select(items, pc.n, con->value, strict, check_assignment, &pc, &plan, d);
+        st = cp_prec_plan_select(items, pc.n, 1.0, strict, check_assignment, &pc, &plan, d);
     if (st == CP_OK) {
         rep->candidates = plan.n_order;
         rep->chosen = plan.k;
-        rep->loss_plan = plan.loss;
         rep->n_trials = plan.n_trials;
         memcpy(rep->trials, plan.trials, sizeof plan.trials);
+        for (size_t t = 0; t < plan.n_trials; t++)
+            if (plan.trials[t].k == plan.k && plan.trials[t].fits)
+                rep->loss_plan = rep->trial_loss[t];
         rep->predicted_ns = rep->fp32_ns - plan.gain_ns;
     }
     if (st == CP_OK && plan.k == 0)
         summarise(rep,
-                  "no node fits precision_loss%s%g%% in bf16 with a gain (%zu nodes, %zu "
-                  "faster in bf16 and within the budget alone)",
-                  cp_constraint_op_text(con->op), con->value, pc.n, plan.n_order);
-    if (st == CP_OK && plan.k > 0) {
-        /* the proposal: the plan's list in a file of the session */
-        bool *in = cp_calloc(pc.n ? pc.n : 1, sizeof *in);
-        struct cp_tune_point p = pc.all;
-        char path[1100];
-        snprintf(path, sizeof path, "%.1000s/plan-precision.keep_dtype", c->o->out_dir);
-        if (!in)
-            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; in && i < plan.k; i++)
-            in[plan.order[i]] = true;
-        if (st == CP_OK)
-            st = keep_list(&pc, in, p.cfg.keep_dtype, sizeof p.cfg.keep_dtype, d);
-        struct cp_buf text;
-        cp_buf_init(&text);
-        cp_buf_printf(&text, "%s\n", p.cfg.keep_dtype);
-        if (st == CP_OK)
-            st = cp_buf_status(&text) == CP_OK ? cp_file_write_atomic(path, text.data, text.len, d)
-                                               : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        cp_buf_release(&text);
-        free(in);
-        memset(out, 0, sizeof *out);
-        out->expected_gain = rep->fp32_ns > 0 ? plan.gain_ns / rep->fp32_ns : NAN;
-        snprintf(out->source, sizeof out->source, "plan:precision");
-        snprintf(out->title, sizeof out->title,
-                 "%zu of %zu nodes in bf16, %zu kept fp32 (precision_loss %.4f%%)", plan.k, pc.n,
-                 pc.n - plan.k, plan.loss);
-        if (st == CP_OK)
-            st = cp_delta_parse("precision_mode=allow_mix_precision_bf16", &out->delta, d);
-        if (st == CP_OK && strlen(path) >= sizeof out->delta.items[0].value)
-            st = cp_diag_set(d, CP_ERR_INVALID, "%s: the path is too long", path);
-        if (st == CP_OK) {
-            struct cp_delta_item *it = &out->delta.items[out->delta.n++];
-            snprintf(it->key, sizeof it->key, "keep_dtype");
-            snprintf(it->value, sizeof it->value, "%s", path);
-            *made = true;
-            summarise(rep,
-                      "%zu of %zu nodes in bf16 (the rest fp32): precision_loss %.4f%% against "
-                      "%.4f%% for the whole model; the latency model predicts %.3f ms from "
-                      "%.3f ms",
-                      plan.k, pc.n, plan.loss, rep->loss_all, rep->predicted_ns / 1e6,
-                      rep->fp32_ns / 1e6);
-        }
+                  "no node fits %s in bf16 with a gain (%zu nodes, %zu faster in bf16 and within "
+                  "the budget alone)",
+                  budget, pc.n, plan.n_order);
+    if (st == CP_OK && plan.k > 0 && (st = make_proposal(&pc, &plan, out, d)) == CP_OK) {
+        *made = true;
+        summarise(rep,
+                  "%zu of %zu nodes in bf16 (the rest fp32) within %s: precision_loss %.4f%% "
+                  "against %.4f%% for the whole model; the latency model predicts %.3f ms from "
+                  "%.3f ms",
+                  plan.k, pc.n, budget, rep->loss_plan, rep->loss_all, rep->predicted_ns / 1e6,
+                  rep->fp32_ns / 1e6);
     }
     cp_prec_plan_release(&plan);
     free(items);
     nodes_free(pc.nodes, pc.n);
+    cp_buf_release(&bounds);
     return st;
 }

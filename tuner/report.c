@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,8 @@ static json_t *step_json(const struct cp_tune_step *s)
         cp_json_set_num(o, "precision_loss_pct", s->precision_loss) &&
         cp_json_set_int(o, "memory_bytes", (int64_t)s->memory_bytes) &&
         cp_json_set_num(o, "median_ms", s->after_ns / 1e6) &&
+        cp_json_set_int(o, "rounds", s->rounds) &&
+        cp_json_set_bool(o, "stopped_early", s->stopped_early) &&
         cp_json_set_str(o, "om", s->om_path) && cp_json_set_str(o, "trace", s->trace_path))
         return o;
     json_decref(o);
@@ -186,7 +189,8 @@ static json_t *prec_json(const struct cp_tune_prec_report *p)
     for (size_t i = 0; ok && i < p->n_trials; i++) {
         json_t *t = json_object();
         ok = t && cp_json_set_int(t, "bf16_nodes", (int64_t)p->trials[i].k) &&
-             cp_json_set_num(t, "precision_loss_pct", p->trials[i].loss) &&
+             cp_json_set_num(t, "precision_loss_pct", p->trial_loss[i]) &&
+             cp_json_set_num(t, "share_of_bound", p->trials[i].loss) &&
              cp_json_set_num(t, "predicted_ms", (p->fp32_ns - p->trials[i].gain_ns) / 1e6) &&
              cp_json_set_bool(t, "fits", p->trials[i].fits) && cp_json_push(trials, t);
     }
@@ -211,6 +215,73 @@ static json_t *prec_json(const struct cp_tune_prec_report *p)
     return NULL;
 }
 
+/* report.json's format: 2 added "report_version", "verdicts",
+ * "inconclusive", "inconclusive_steps" and "cpus" (a report without
+ * "report_version" is of format 1). */
+#define CP_TUNE_REPORT_VERSION 2
+
+/* A candidate measured against the best: it has a verdict. */
+static bool step_has_verdict(const struct cp_tune_step *s)
+{
+    return (s->status == CP_STEP_ACCEPTED || s->status == CP_STEP_REJECTED) &&
+           isfinite(s->measured_gain);
+}
+
+/* A candidate rejected because its verdict was inconclusive: not
+ * significant although the estimated change reached the threshold, the
+ * case loop.c's evaluate() words "not significant (inconclusive)" (the one
+ * rule of cp_tune_why_not, on the step's figures, which after a failed
+ * confirmation are the second measurement's). A candidate a look stopped
+ * could not win, which is a verdict. The memory target judges latency only
+ * for "not worse", never inconclusive. */
+static bool step_inconclusive(const struct cp_tune_opts *o, const struct cp_tune_step *s)
+{
+    if (o->target == CP_TARGET_MEMORY || s->status != CP_STEP_REJECTED || !step_has_verdict(s))
+        return false;
+    return cp_tune_why_not(o, s) == CP_WHY_NOT_INCONCLUSIVE;
+}
+
+/* "verdicts", "inconclusive" and "inconclusive_steps" (the step numbers)
+ * into j; false when out of memory. */
+static bool verdict_counts(const struct cp_tune_opts *o, const struct cp_tune_result *r, json_t *j)
+{
+    json_t *steps = json_array();
+    int verdicts = 0, inconclusive = 0;
+    bool ok = steps != NULL;
+    for (size_t i = 0; ok && i < r->n_steps; i++) {
+        verdicts += step_has_verdict(&r->steps[i]);
+        if (step_inconclusive(o, &r->steps[i])) {
+            inconclusive++;
+            ok = cp_json_push(steps, json_integer(r->steps[i].step));
+        }
+    }
+    ok = ok && cp_json_set_int(j, "verdicts", verdicts) &&
+         cp_json_set_int(j, "inconclusive", inconclusive);
+    if (ok) {
+        ok = cp_json_set(j, "inconclusive_steps", steps);
+        steps = NULL;
+    }
+    json_decref(steps);
+    return ok;
+}
+
+/* The CPUs this process may run on when it writes the report (a --batch
+ * job's own, "0"); null when the kernel does not say. */
+static json_t *cpus_json(void)
+{
+    int *cpus = NULL;
+    size_t n = 0;
+    if (cp_tune_affinity(&cpus, &n, NULL) != CP_OK)
+        return json_null();
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_tune_cpus_format(cpus, n, &b);
+    free(cpus);
+    json_t *v = cp_buf_status(&b) == CP_OK && b.data ? cp_json_str(b.data) : NULL;
+    cp_buf_release(&b);
+    return v;
+}
+
 /* report.json's object; NULL when out of memory. */
 static json_t *report_json(const struct cp_tune_opts *o, const struct cp_tune_result *r,
                            const char *cmd)
@@ -230,8 +301,8 @@ static json_t *report_json(const struct cp_tune_opts *o, const struct cp_tune_re
                          100 * (r->best_items_s / r->baseline_items_s - 1)) &&
          cp_json_set(best, "against_baseline", against_json(o, r)) &&
          cp_json_set_str(best, "om", r->best_om) && cp_json_set_str(best, "convert_command", cmd);
-    ok = ok && cp_json_set_str(j, "model", o->model) &&
-         cp_json_set_int(j, "session", r->session_id) &&
+    ok = ok && cp_json_set_int(j, "report_version", CP_TUNE_REPORT_VERSION) &&
+         cp_json_set_str(j, "model", o->model) && cp_json_set_int(j, "session", r->session_id) &&
          cp_json_set_str(j, "target", cp_target_name(o->target)) &&
          cp_json_set_str(j, "constraints", ct.data ? ct.data : "") &&
          cp_json_set_int(j, "budget", o->budget) &&
@@ -240,10 +311,13 @@ static json_t *report_json(const struct cp_tune_opts *o, const struct cp_tune_re
          cp_json_set_int(j, "confirmations", r->confirmations) &&
          cp_json_set_int(j, "precision_checks", r->precision_checks) &&
          cp_json_set_int(j, "profile_runs", r->profile_runs) &&
+         cp_json_set_int(j, "early_stops", r->early_stops) &&
+         cp_json_set_int(j, "rounds", r->rounds_spent) &&
          cp_json_set(j, "precision_plan", r->prec.ran ? prec_json(&r->prec) : json_null()) &&
          cp_json_set_str(j, "stop_reason", r->stop_reason) &&
          cp_json_set_bool(j, "resumed", r->resumed) &&
-         cp_json_set_bool(j, "interrupted", r->interrupted) &&
+         cp_json_set_bool(j, "interrupted", r->interrupted) && verdict_counts(o, r, j) &&
+         cp_json_set(j, "cpus", cpus_json()) &&
          cp_json_set(j, "baseline",
                      side_json(&r->baseline, r->baseline_ns, r->baseline_items_s,
                                r->baseline_memory, r->baseline_precision_loss));
@@ -300,12 +374,12 @@ static void prec_md(const struct cp_tune_result *r, struct cp_buf *b)
                   p->checks);
     if (!p->n_trials)
         return;
-    cp_buf_puts(b, "\n| check | nodes in bf16 | precision_loss | predicted ms | fits |\n"
-                   "|---:|---:|---:|---:|---|\n");
+    cp_buf_puts(b, "\n| check | nodes in bf16 | precision_loss | share of the tightest bound | "
+                   "predicted ms | fits |\n|---:|---:|---:|---:|---:|---|\n");
     for (size_t i = 0; i < p->n_trials; i++)
-        cp_buf_printf(b, "| %zu | %zu | %.4f%% | %.3f | %s |\n", i + 1, p->trials[i].k,
-                      p->trials[i].loss, (p->fp32_ns - p->trials[i].gain_ns) / 1e6,
-                      p->trials[i].fits ? "yes" : "no");
+        cp_buf_printf(b, "| %zu | %zu | %.4f%% | %.3f | %.3f | %s |\n", i + 1, p->trials[i].k,
+                      p->trial_loss[i], p->trials[i].loss,
+                      (p->fp32_ns - p->trials[i].gain_ns) / 1e6, p->trials[i].fits ? "yes" : "no");
 }
 
 /* The measured points no other measured point beats in latency,
@@ -346,10 +420,12 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
                   r->evaluations);
     cp_buf_release(&ct);
     cp_buf_printf(b,
-                  "Spent: %d latency evaluations (interleaved A/B against the best), %d "
-                  "confirmations, %d precision checks (deterministic runs against the fp32 "
-                  "reference), %d profiling runs.\n\n",
-                  r->latency_evals, r->confirmations, r->precision_checks, r->profile_runs);
+                  "Spent: %d latency evaluations (interleaved A/B against the best; %d stopped "
+                  "early as clear losers), %d confirmations, %lld interleaved rounds in all, %d "
+                  "precision checks (deterministic runs against the fp32 reference), %d "
+                  "profiling runs.\n\n",
+                  r->latency_evals, r->early_stops, r->confirmations, (long long)r->rounds_spent,
+                  r->precision_checks, r->profile_runs);
     cp_buf_puts(b, "## Result\n\n| | baseline | best | change |\n|---|---:|---:|---:|\n");
     cp_buf_printf(b, "| latency (median, ms) | %.3f | %.3f | %+.1f%% |\n", r->baseline_ns / 1e6,
                   r->best_ns / 1e6, 100 * (r->best_ns / r->baseline_ns - 1));
@@ -532,6 +608,35 @@ static bool figure(const json_t *o, const char *key, double *out)
     return true;
 }
 
+/* o[key] as a whole number in [lo, hi]. */
+static bool whole(const json_t *o, const char *key, json_int_t lo, json_int_t hi, json_int_t *out)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return false;
+    *out = json_integer_value(v);
+    return true;
+}
+
+/* The verdict counts of a report of format 2 or later; a report without
+ * "report_version" predates them and counts none. */
+static enum cp_status read_counts(const char *path, const json_t *j, struct cp_tune_report_row *out,
+                                  struct cp_diag *d)
+{
+    json_int_t version = 1, verdicts = 0, inconclusive = 0;
+    if (json_object_get(j, "report_version") && !whole(j, "report_version", 1, INT32_MAX, &version))
+        return not_a_report(path, "report_version", "a whole number from 1", d);
+    if (version >= 2) {
+        if (!whole(j, "verdicts", 0, INT32_MAX, &verdicts))
+            return not_a_report(path, "verdicts", "a whole number from 0", d);
+        if (!whole(j, "inconclusive", 0, verdicts, &inconclusive))
+            return not_a_report(path, "inconclusive", "a whole number from 0 to 'verdicts'", d);
+    }
+    out->verdicts = (int)verdicts;
+    out->inconclusive = (int)inconclusive;
+    return CP_OK;
+}
+
 static enum cp_status read_row(const char *path, const json_t *j, struct cp_tune_report_row *out,
                                struct cp_diag *d)
 {
@@ -551,6 +656,9 @@ static enum cp_status read_row(const char *path, const json_t *j, struct cp_tune
         return not_a_report(path, "best.memory_bytes", "a number", d);
     if (!json_is_array(steps))
         return not_a_report(path, "steps", "an array", d);
+    enum cp_status cst = read_counts(path, j, out, d);
+    if (cst != CP_OK)
+        return cst;
     if (!(out->model = cp_strdup(json_string_value(model))))
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);
     out->accepted = cp_calloc(json_array_size(steps) + 1, sizeof *out->accepted);

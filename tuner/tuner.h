@@ -224,7 +224,11 @@ struct cp_tune_prec_report {
     double loss_plan;        /* of the plan; NaN when none */
     double fp32_ns, bf16_ns; /* the profile's medians: the best, and it all in bf16 */
     double predicted_ns;     /* the latency model's figure for the plan */
+    /* the bisection's checks: trials[].loss is the share of the tightest
+     * precision bound used (1: at it; several bounds when outputs have
+     * their own), trial_loss the precision_loss over all outputs */
     struct cp_prec_trial trials[CP_PREC_MAX_TRIALS];
+    double trial_loss[CP_PREC_MAX_TRIALS];
     size_t n_trials;
     int checks; /* precision checks the plan spent */
 };
@@ -273,6 +277,37 @@ struct cp_tune_opts {
  * 5 warm-up rounds, cp_verdict_opts_init, KB strategies on. */
 void cp_tune_opts_init(struct cp_tune_opts *o);
 
+/* ---- sequential looks: dropping clear losers early ---------------------------
+ *
+ * A candidate's rounds run in CP_TUNE_LOOK_BLOCKS blocks. After each block
+ * but the last, a look asks whether even the optimistic end of the gain's
+ * confidence interval is below the threshold; if so the candidate cannot be
+ * accepted and its measurement stops there (futility). The interval's level
+ * spends CP_TUNE_FUTILITY_BETA over the looks (Bonferroni: each look at
+ * 1 - 2 beta / looks two-sided), so a candidate truly better by the
+ * threshold is dropped with probability at most beta over all of them.
+ * Only losers stop: an acceptance still needs every round and the
+ * confirmation, so looking never raises the false-acceptance rate. Not for
+ * the memory target, whose candidates are accepted when latency holds. */
+#define CP_TUNE_LOOK_BLOCKS     4
+#define CP_TUNE_FUTILITY_BETA   0.05
+#define CP_TUNE_LOOK_MIN_ROUNDS 8 /* undisturbed rounds a look needs to judge */
+
+struct cp_tune_futility {
+    enum cp_target target;
+    struct cp_verdict_opts verdict; /* the step's test and threshold */
+    int64_t items[2];               /* items per run of each side (throughput) */
+    int looks_max;                  /* CP_TUNE_LOOK_BLOCKS - 1 */
+    int looks;                      /* made so far */
+    double upper;                   /* the last judged look's optimistic gain bound; NaN */
+    int64_t stopped_at;             /* rounds when it stopped; 0: it did not */
+};
+
+/* One look at the rounds so far (subject 0 the best, 1 the candidate):
+ * true when the candidate cannot be better by the threshold. Counts the
+ * look; after looks_max looks it always says false. */
+bool cp_tune_futile(struct cp_tune_futility *f, const struct cp_measurement *so_far);
+
 /* One evaluated proposal. */
 struct cp_tune_step {
     int step;
@@ -286,6 +321,9 @@ struct cp_tune_step {
     uint64_t memory_bytes;
     double before_ns, after_ns; /* medians of the current best and the candidate */
     char om_path[1100], trace_path[1100];
+    int64_t rounds;     /* rounds of its interleaved measurement; 0: not measured */
+    bool stopped_early; /* a look found it could not win (futility) */
+    double upper;       /* then: the optimistic gain bound it stopped on */
 };
 
 struct cp_tune_result {
@@ -304,6 +342,8 @@ struct cp_tune_result {
     int confirmations;    /* second measurements of an improvement */
     int precision_checks; /* deterministic precision runs (this process; not resumed) */
     int profile_runs;     /* traced measurements for the latency model (the plan's) */
+    int early_stops;      /* latency evaluations a look stopped (futility) */
+    int64_t rounds_spent; /* interleaved rounds of every latency evaluation */
     struct cp_tune_prec_report prec;
     char stop_reason[256];
     /* The best against the baseline, measured interleaved at the end (the
@@ -340,6 +380,11 @@ struct cp_tune_report_row {
     double best_memory_bytes;    /* the best's memory */
     char **accepted;             /* the deltas of the accepted steps, in order */
     size_t n_accepted;
+    /* Candidates measured against the best (a verdict each), and those of
+     * them rejected because the verdict was inconclusive: not significant
+     * although the estimated change reached the threshold. Both 0 for a
+     * report written before they were counted (no "report_version"). */
+    int verdicts, inconclusive;
 };
 
 /* Read back a report.json that cp_tune_write_report wrote. The file is read
@@ -350,6 +395,54 @@ struct cp_tune_report_row {
 enum cp_status cp_tune_report_read(const char *path, struct cp_tune_report_row *out,
                                    struct cp_diag *d);
 void cp_tune_report_row_release(struct cp_tune_report_row *r); /* NULL ok; leaves it zeroed */
+
+/* ---- what-if (whatif.c) ------------------------------------------------------
+ *
+ * A rule's expected gain is a prior: a speed-up typical of its kind of
+ * change, scaled by the time share it touches. A what-if replaces it by a
+ * measurement on the configuration the change will be applied to: the
+ * diagnosed run's own .om (A) against its recorded config with the change
+ * (B), converted and measured interleaved for a few rounds on the run's
+ * threads and batch (B's own when the change sets them). Seconds, not a
+ * tuning step; the gain and its 95% CI are what `suggest --measure` and
+ * callers report. */
+
+struct cp_whatif_opts {
+    int rounds;                       /* interleaved rounds; default 30 */
+    int warmup;                       /* default 3 */
+    enum cp_target target;            /* latency (default) or throughput */
+    struct cp_verdict_opts verdict;   /* the test and its alpha */
+    const char *work_dir;             /* where B is converted; NULL: a temporary folder */
+    volatile sig_atomic_t *interrupt; /* Ctrl-C: stop, keep the prior */
+};
+
+void cp_whatif_opts_init(struct cp_whatif_opts *o);
+
+struct cp_whatif {
+    bool measured;
+    char note[256];         /* why not, when !measured: no config in the trace, the model
+                             * is gone, the change does not convert, ... */
+    double gain, lo, hi, p; /* latency saved (throughput won), fraction, with its 95% CI */
+    double before_ns, after_ns;
+    int64_t rounds;
+    double seconds;                        /* conversion and measurement */
+    double prior_gain, prior_lo, prior_hi; /* what the rule expected */
+};
+
+/* Measure `change` on the run `run` describes (trace/trace.h). A change
+ * that cannot be applied, converted or measured is not an error: w->note
+ * says why and w->measured is false. Errors: a temporary folder that
+ * cannot be made (CP_ERR_IO). */
+enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_change *change,
+                              const struct cp_whatif_opts *o, struct cp_whatif *w,
+                              struct cp_diag *d);
+
+/* Measure every finding of a diagnosis that proposes a change, replace its
+ * gain and interval by the measured ones, and rank the findings again
+ * (constraint-respecting first, then by gain). OUT: *out, one what-if per
+ * finding in the new order (caller frees). */
+enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_whatif_opts *o,
+                                       struct cp_whatif **out, struct cp_diag *d);
 
 /* ---- a model's fingerprint (fingerprint.c) ---------------------------------- */
 
@@ -394,14 +487,75 @@ struct cp_tune_batch {
 enum cp_status cp_tune_batch_list(const char *src, struct cp_tune_batch *b, struct cp_diag *d);
 void cp_tune_batch_release(struct cp_tune_batch *b);
 
-/* Tune every model of b into <out_root>/<its folder> with `jobs` worker
- * processes (1 .. CP_TUNE_MAX_JOBS; fewer when there are fewer models),
- * each model with `base` (its model and out_dir set per model). A model
- * that fails leaves its message in error.txt in its folder. Sets
- * b->interrupted and b->failures. CP_ERR_INTERNAL when a worker cannot be
- * started. */
-enum cp_status cp_tune_batch_run(const struct cp_tune_opts *base, struct cp_tune_batch *b, int jobs,
-                                 const char *out_root, struct cp_diag *d);
+/* How the jobs of a batch share the CPUs: each job that runs at once is
+ * pinned to a set of CPUs of its own, so that no job's measurements are
+ * disturbed by another's (a job's interference probe sees only its own
+ * CPUs). Every job gets the same number of CPUs, so that no model's result
+ * depends on which job tuned it; CPUs left over stay idle. */
+struct cp_tune_batch_plan {
+    int workers;    /* jobs that run at once, 1 .. CP_TUNE_MAX_JOBS */
+    int threads;    /* each job's tuning threads (cp_tune_opts.threads) */
+    size_t per_job; /* CPUs each job is pinned to */
+    int *cpus;      /* the n_cpus CPUs available, ascending; job w is pinned to
+                     * cpus[w * per_job .. (w + 1) * per_job) */
+    size_t n_cpus;
+    bool reduced; /* fewer jobs run at once than min(jobs, models) */
+    char *note;   /* one line for people: how the CPUs are shared, and why
+                   * fewer jobs run at once than asked */
+};
+
+/* Plan `jobs` jobs (1 .. CP_TUNE_MAX_JOBS) for `n_models` models (>= 1) on
+ * the CPUs `cpus` (n_cpus >= 1 CPU numbers >= 0, any order, repeats
+ * ignored); `threads` is the --threads given, 0 for none. A pure function
+ * of its arguments: W = min(jobs, n_models) jobs are wanted.
+ *   threads 0: min(W, CPUs) jobs, the CPUs split evenly between them
+ *     (floor(CPUs / jobs) each, the rest idle: 4 CPUs and 3 jobs give one
+ *     CPU each), each job's threads the size of its set;
+ *   threads T <= CPUs: min(W, floor(CPUs / T)) jobs, so that jobs x T never
+ *     exceeds the CPUs, each on floor(CPUs / jobs) CPUs with T threads;
+ *   threads T > CPUs: one job at a time on every CPU, with its T threads.
+ * When fewer than W jobs run at once, `reduced` is set and the note says
+ * why ("--jobs 2 with --threads 2 needs 4 CPUs, 2 available: running 1 job
+ * at a time"). Errors: CP_ERR_INVALID for arguments out of range.
+ * OUT: *out (release with cp_tune_batch_plan_release; zeroed on failure). */
+enum cp_status cp_tune_batch_plan_cpus(const int *cpus, size_t n_cpus, int jobs, int threads,
+                                       size_t n_models, struct cp_tune_batch_plan *out,
+                                       struct cp_diag *d);
+void cp_tune_batch_plan_release(struct cp_tune_batch_plan *p); /* NULL ok; leaves it zeroed */
+
+/* The CPUs of the job that tunes model i (models go to the jobs in turn:
+ * model i to job i mod workers). OUT: *n. The pointer is into p->cpus. */
+const int *cp_tune_batch_plan_job_cpus(const struct cp_tune_batch_plan *p, size_t model, size_t *n);
+
+/* The CPUs this process may run on (sched_getaffinity: what taskset and
+ * cgroup cpusets leave it), ascending. OUT: *cpus (caller frees), *n.
+ * CP_ERR_INTERNAL when the kernel does not say. */
+enum cp_status cp_tune_affinity(int **cpus, size_t *n, struct cp_diag *d);
+
+/* A CPU list as Linux writes one ("0-3,8,10-11"), appended to `out`. */
+void cp_tune_cpus_format(const int *cpus, size_t n, struct cp_buf *out);
+
+/* The environment variable that has the OpenMP runtime bind threads to
+ * CPUs of its own choosing (OMP_PROC_BIND but "false", OMP_PLACES,
+ * GOMP_CPU_AFFINITY, KMP_AFFINITY), or NULL. libgomp reads it when the
+ * program loads: it has bound this process to its first place already, and
+ * binds a job's threads to places outside the job's CPUs. */
+const char *cp_tune_batch_binding_env(void);
+
+/* Tune every model of b into <out_root>/<its folder> by the jobs of
+ * `plan` (cp_tune_batch_plan_cpus for b->n models): plan->workers worker
+ * processes, each pinned to its CPUs (sched_setaffinity) before it tunes,
+ * its models with `base` and plan->threads threads (its model and out_dir
+ * set per model). Before pinned jobs start, a process on every CPU
+ * calibrates the machine (rules/calibrate.h) unless it is cached, so that
+ * no job measures the all-core figures on its own few CPUs. A model that
+ * fails leaves its message in error.txt in its folder; so does every model
+ * of a job that could not be pinned. Sets b->interrupted and b->failures.
+ * CP_ERR_INVALID when the plan has no jobs; CP_ERR_INTERNAL when a worker
+ * cannot be started. */
+enum cp_status cp_tune_batch_run(const struct cp_tune_opts *base, struct cp_tune_batch *b,
+                                 const struct cp_tune_batch_plan *plan, const char *out_root,
+                                 struct cp_diag *d);
 
 enum cp_tune_batch_kind {
     CP_TUNE_BATCH_DONE = 0,  /* report.json read: row */

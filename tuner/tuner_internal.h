@@ -42,6 +42,9 @@ struct cp_tune_ctx {
     int cores;
     uint64_t t0; /* monotonic start, for the time limit and progress */
     struct cp_tune_ref refs[8];
+    /* the last precision check's loss for each constraint of
+     * o->constraints (precision_loss ones; per output where one is named) */
+    double con_loss[CP_CONSTRAINTS_MAX];
     size_t n_refs;
     char (*seen)[48]; /* keys of points evaluated (or the baseline) */
     size_t n_seen, cap_seen;
@@ -88,6 +91,28 @@ enum cp_status cp_tune_open(struct cp_tune_ctx *c, const struct cp_tune_point *p
  * its batch (computed on first use). The session's plan is run once. */
 enum cp_status cp_tune_precision(struct cp_tune_ctx *c, const struct cp_tune_point *p,
                                  struct cp_session *s, double *loss, struct cp_diag *d);
+
+/* Whether the last precision check breaks a precision_loss constraint
+ * (over all outputs, or of one output); the reason when it does. */
+bool cp_tune_precision_breaks(const struct cp_tune_ctx *c, char *why, size_t n);
+
+/* The last precision check as the largest share of its bound any
+ * precision_loss constraint uses (1: at the bound); NaN without one. */
+double cp_tune_precision_share(const struct cp_tune_ctx *c);
+
+/* Why a measured candidate was not an improvement, in the words its reason
+ * and the reports use. */
+enum cp_tune_why_not {
+    CP_WHY_NOT_WORSE = 0,       /* "significantly worse" */
+    CP_WHY_NOT_CANNOT_WIN,      /* a look stopped it: its optimistic gain misses the threshold */
+    CP_WHY_NOT_BELOW_THRESHOLD, /* "a real change, but below the threshold" */
+    CP_WHY_NOT_INCONCLUSIVE,    /* "not significant (inconclusive)": large, not significant */
+    CP_WHY_NOT_NO_CHANGE,       /* "no significant change" */
+};
+
+/* The case of step s (measured, not improved) under o's verdict options. */
+enum cp_tune_why_not cp_tune_why_not(const struct cp_tune_opts *o, const struct cp_tune_step *s);
+const char *cp_tune_why_not_text(enum cp_tune_why_not w);
 
 /* Weights + activation arena of a session's plan. */
 uint64_t cp_tune_memory(const struct cp_session *s);

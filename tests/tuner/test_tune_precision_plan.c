@@ -311,3 +311,53 @@ Test(prec_plan_session, a_mix_within_the_budget_is_found_and_reproducible)
     cp_tune_result_release(&r);
     opts_release(&o);
 }
+
+Test(prec_plan_session, a_bound_on_one_output_is_planned_for_and_a_wrong_name_refused)
+{
+    char cpu[256];
+    if (!cp_t_host_has_bf16(cpu, sizeof cpu))
+        cr_skip_test("this CPU (%s) has no bf16 arithmetic: no precision plan", cpu);
+    struct cp_tune_opts o;
+    char buf[1024];
+    quick_opts(&o, cp_example_model(buf, sizeof buf, "sd_unet_tiny"), "wrong");
+    o.rounds = 20;
+    o.warmup = 1;
+    o.budget = 1;
+    o.measure = replay;
+    char *rules = cp_t_path("none.yaml");
+    ct_write_text(rules, "pack: none\nversion: 1\nrules: []\n");
+    o.rule_paths = (const char *const *)&rules;
+    o.n_rule_paths = 1;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_constraints_parse("precision_loss[nope]<1%", &o.constraints, &d), CP_OK);
+    struct cp_tune_result r;
+    cr_expect_eq(cp_tune(&o, &r, &d), CP_ERR_USAGE, "%s", d.msg);
+    cr_expect_not_null(strstr(d.msg, "no output 'nope'"), "%s", d.msg);
+    cr_expect_not_null(strstr(d.msg, "noise_pred"), "the message lists the outputs: %s", d.msg);
+    cp_tune_result_release(&r);
+    opts_release(&o);
+
+    quick_opts(&o, buf, "output");
+    o.rounds = 20;
+    o.warmup = 1;
+    o.budget = 1;
+    o.measure = replay;
+    o.rule_paths = (const char *const *)&rules;
+    o.n_rule_paths = 1;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_constraints_parse("precision_loss[noise_pred]<0.5%", &o.constraints, &d),
+                 CP_OK);
+    cr_assert_eq(cp_tune(&o, &r, &d), CP_OK, "%s", d.msg);
+    cr_assert(r.prec.ran);
+    cr_assert_gt(r.prec.chosen, 0, "%s", r.prec.summary);
+    cr_expect_lt(r.prec.loss_plan, 0.5, "the only output carries the whole loss");
+    cr_expect_not_null(strstr(r.prec.summary, "precision_loss[noise_pred]<0.5%"), "%s",
+                       r.prec.summary);
+    for (size_t t = 0; t < r.prec.n_trials; t++)
+        cr_expect_eq(r.prec.trials[t].fits, r.prec.trials[t].loss < 1.0, "check %zu", t);
+    cr_assert_geq(r.n_steps, 2);
+    cr_expect_str_eq(cp_step_status_name(r.steps[1].status), "accepted", "%s", r.steps[1].reason);
+    cp_tune_result_release(&r);
+    opts_release(&o);
+}

@@ -9,7 +9,8 @@
  *     by a second measurement, with its gain, CI and p in the step, the
  *     knowledge base (raw samples included), the report, the step's trace
  *     and the final check against the baseline;
- *   - one replayed 3x slower is rejected as significantly worse;
+ *   - one replayed 3x slower is rejected as significantly worse, after the
+ *     first look of its measurement (10 of 20 rounds);
  *   - one that is faster only the first time is rejected, "not reproduced";
  *   - a real improvement below the threshold is not accepted;
  *   - for the throughput target the verdict is on items per second: a
@@ -249,7 +250,12 @@ Test(tune_replayed, a_candidate_replayed_three_times_slower_is_rejected_as_signi
     cr_expect(strstr(s->reason, "significantly worse") != NULL, "%s", s->reason);
     cr_expect(strstr(s->reason, "latency +") != NULL, "%s", s->reason);
     expect_near(s->measured_gain, -2.0, 0.04, "latency saved");
-    cr_expect_lt(s->p, 1e-6);
+    /* a clear loser stops at the first look (tuner.h, "sequential looks") */
+    cr_expect(s->stopped_early, "%s", s->reason);
+    cr_expect_eq(s->rounds, 10, "stopped after %lld rounds", (long long)s->rounds);
+    cr_expect(strstr(s->reason, "stopped after 10 rounds") != NULL, "%s", s->reason);
+    cr_expect_lt(s->p, 1e-3);
+    cr_expect_geq(r.early_stops, 1);
     cr_expect_eq(rp.confirms_of_step[s->step], 0, "a rejection is not measured again");
     cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_AUTO);
     cr_expect_eq(rp.calls[CP_TUNE_AB_FINAL], 0, "the best is the baseline: nothing to check");
@@ -309,6 +315,7 @@ Test(tune_replayed, an_improvement_below_the_threshold_is_not_accepted)
     cr_expect(strstr(s->reason, "a real change, but below the threshold") != NULL, "%s", s->reason);
     expect_near(s->measured_gain, 0.01, 0.002, "latency saved");
     cr_expect_lt(s->p, 0.05, "significant");
+    cr_expect(s->stopped_early, "1%% cannot reach the 2%% threshold: the first look stops it");
     cr_expect_eq(rp.confirms_of_step[s->step], 0);
     cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_AUTO);
     cp_tune_result_release(&r);
