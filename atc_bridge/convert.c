@@ -92,6 +92,33 @@ static enum cp_status check_keep_dtype(const struct cp_convert_config *c, const 
     return CP_OK;
 }
 
+/* --layout_regions against the imported model: every node named exists,
+ * and the policy forms regions. */
+static enum cp_status check_layout_regions(const struct cp_convert_config *c,
+                                           const struct cp_graph *g, struct cp_diag *d)
+{
+    if (!c->layout_regions[0])
+        return CP_OK;
+    if (c->layout_policy == CP_LAYOUT_POLICY_NCHW)
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--layout_regions needs --layout_policy auto, blocked or nhwc: nchw "
+                           "forms no conv regions");
+    for (const char *p = c->layout_regions; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char entry[1024];
+        snprintf(entry, sizeof entry, "%.*s", (int)len, p);
+        char *colon = strrchr(entry, ':');
+        if (colon)
+            *colon = '\0';
+        if (!graph_has_node(g, entry, NULL))
+            return cp_diag_set(d, CP_ERR_USAGE, "--layout_regions: %s has no node named '%s'",
+                               c->model, entry);
+        p = nl ? nl + 1 : p + len;
+    }
+    return CP_OK;
+}
+
 /* Passes that ran, or that changed the graph; the closing sweep is the
  * manager's, not a pass of its own, and is not counted. */
 static size_t count_passes(const struct cp_pass_report *r, bool changed)
@@ -136,7 +163,8 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
     st = cp_onnx_import(cfg->model, cfg->input_shapes, cfg->n_input_shapes, &g, hash, d);
     if (st != CP_OK)
         goto out_free_cfg;
-    if ((st = check_keep_dtype(cfg, g, &log, d)) != CP_OK)
+    if ((st = check_keep_dtype(cfg, g, &log, d)) != CP_OK ||
+        (st = check_layout_regions(cfg, g, d)) != CP_OK)
         goto out_free_graph;
     size_t nodes_in = cp_graph_n_live_nodes(g);
     if ((st = apply_input_shape_check(cfg, g, d)) != CP_OK)

@@ -15,6 +15,7 @@ enum {
     OPT_INPUT_FORMAT,
     OPT_KEEP_DTYPE,
     OPT_LAYOUT_POLICY,
+    OPT_LAYOUT_REGIONS,
     OPT_LIST_PASSES,
     OPT_LOG,
     OPT_MODEL,
@@ -40,6 +41,9 @@ static const struct cp_opt own[] = {
     {"layout_policy", 0, CP_OPT_VALUE, OPT_LAYOUT_POLICY, "POLICY",
      "conv-region activations: auto (default; per region NHWC or blocked, whichever the CPU's "
      "kernels run faster), blocked (nChw16c/8c), nhwc, nchw"},
+    {"layout_regions", 0, CP_OPT_VALUE, OPT_LAYOUT_REGIONS, "\"NODE:POLICY;...\"",
+     "the conv region holding ONNX node NODE gets POLICY (nchw, nhwc or blocked) over "
+     "--layout_policy"},
     {"list-passes", 0, CP_OPT_FLAG, OPT_LIST_PASSES, NULL,
      "list every conversion pass (name, switch group, what it does) and exit; with "
      "--fusion_switch_file, show which are on"},

@@ -257,6 +257,16 @@ static void config_lines(const struct cp_convert_config *c, struct cp_buf *b)
         }
         cp_buf_puts(b, ")\n");
     }
+    if (c->layout_regions[0]) {
+        cp_buf_puts(b, "  layout_regions      ");
+        for (const char *p = c->layout_regions; *p;) {
+            const char *nl = strchr(p, '\n');
+            int len = nl ? (int)(nl - p) : (int)strlen(p);
+            cp_buf_printf(b, " %.*s", len, p);
+            p += len + (nl ? 1 : 0);
+        }
+        cp_buf_puts(b, "\n");
+    }
     cp_buf_puts(b, "  dynamic_batch_size   ");
     if (!c->n_dynamic_batch)
         cp_buf_puts(b, "(none)");

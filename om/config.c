@@ -305,6 +305,8 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
         c->fusion_switches[0] = '\0';
         return copy_str(c->fusion_switch_file, sizeof c->fusion_switch_file, flag, value, d);
     }
+    if (strcmp(flag, "layout_regions") == 0)
+        return cp_layout_regions_parse(value, c->layout_regions, sizeof c->layout_regions, d);
     if (strcmp(flag, "keep_dtype") == 0) {
         if (!value[0])
             return cp_diag_set(d, CP_ERR_USAGE, "--keep_dtype: empty path");
@@ -454,6 +456,14 @@ void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf 
         flag(out, "input_format", cp_input_format_name(c->input_format));
     if (c->layout_policy != CP_LAYOUT_POLICY_AUTO)
         flag(out, "layout_policy", cp_layout_policy_name(c->layout_policy));
+    if (c->layout_regions[0]) {
+        char joined[sizeof c->layout_regions];
+        snprintf(joined, sizeof joined, "%s", c->layout_regions);
+        for (char *p = joined; *p; p++)
+            if (*p == '\n')
+                *p = ';';
+        flag(out, "layout_regions", joined);
+    }
     if (c->precision_mode != CP_PREC_FORCE_FP32)
         flag(out, "precision_mode", cp_precision_mode_name(c->precision_mode));
     if (c->fusion_switch_file[0])
@@ -509,6 +519,8 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
         json_object_set_new(o, "keep_dtype_file", json_string(c->keep_dtype_file));
     if (c->keep_dtype[0])
         json_object_set_new(o, "keep_dtype", json_string(c->keep_dtype));
+    if (c->layout_regions[0])
+        json_object_set_new(o, "layout_regions", json_string(c->layout_regions));
     json_t *batch = json_array();
     for (size_t i = 0; i < c->n_dynamic_batch; i++)
         json_array_append_new(batch, json_integer(c->dynamic_batch[i]));
@@ -606,6 +618,7 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
         (st = json_str(o, "fusion_switches", c->fusion_switches, sizeof c->fusion_switches, d)) ||
         (st = json_str(o, "keep_dtype_file", c->keep_dtype_file, sizeof c->keep_dtype_file, d)) ||
         (st = json_str(o, "keep_dtype", c->keep_dtype, sizeof c->keep_dtype, d)) ||
+        (st = json_str(o, "layout_regions", c->layout_regions, sizeof c->layout_regions, d)) ||
         (st = json_str(o, "soc_version", c->soc_version, sizeof c->soc_version, d)) ||
         (st = json_shapes(o, c, d)))
         goto out;
@@ -692,6 +705,7 @@ const char *cp_convert_flag_pass(const char *key)
         {"precision_mode", "PrecisionModePass"},    {"op_select_implmode", "ImplModePass"},
         {"layout_policy", "LayoutTransformPass"},   {"input_format", "LayoutTransformPass"},
         {"dynamic_batch_size", "DynamicBatchPass"}, {"keep_dtype", "PrecisionModePass"},
+        {"layout_regions", "LayoutTransformPass"},
     };
     for (size_t i = 0; key && i < sizeof via / sizeof *via; i++)
         if (strcmp(via[i].key, key) == 0)
@@ -812,4 +826,80 @@ bool cp_keep_dtype_has(const char *canon, const char *entry)
         p = nl ? nl + 1 : NULL;
     }
     return false;
+}
+
+/* ---- --layout_regions ------------------------------------------------------------- */
+
+enum cp_status cp_layout_regions_parse(const char *value, char *out, size_t cap, struct cp_diag *d)
+{
+    static const char *const policies[] = {"nchw", "nhwc", "blocked"};
+    if (cap)
+        out[0] = '\0';
+    char *copy = cp_strdup(value ? value : "");
+    char **entries = NULL;
+    size_t n = 0;
+    enum cp_status st = copy ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ";", &save) : NULL; st == CP_OK && t;
+         t = strtok_r(NULL, ";", &save)) {
+        while (*t == ' ' || *t == '\t')
+            t++;
+        char *e = t + strlen(t);
+        while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        if (!*t)
+            continue;
+        char *colon = strrchr(t, ':');
+        if (!colon || colon == t) {
+            st = cp_diag_set(d, CP_ERR_USAGE,
+                             "--layout_regions: '%s' is not NODE:POLICY (e.g. "
+                             "/layer1/conv1/Conv:nhwc)",
+                             t);
+            break;
+        }
+        bool known = false;
+        for (size_t k = 0; k < sizeof policies / sizeof *policies; k++)
+            known = known || strcmp(colon + 1, policies[k]) == 0;
+        if (!known) {
+            st = cp_diag_set(d, CP_ERR_USAGE,
+                             "--layout_regions: '%s': '%s' is not a region layout; use nchw, nhwc "
+                             "or blocked",
+                             t, colon + 1);
+            break;
+        }
+        char **g = cp_realloc_array(entries, n + 1, sizeof *g);
+        if (!g) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        entries = g;
+        entries[n++] = t;
+    }
+    if (st == CP_OK && n)
+        qsort(entries, n, sizeof *entries, cmp_entry);
+    size_t at = 0;
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        size_t node_len = (size_t)(strrchr(entries[i], ':') - entries[i]);
+        if (i && strncmp(entries[i], entries[i - 1], node_len) == 0 &&
+            entries[i - 1][node_len] == ':' &&
+            (size_t)(strrchr(entries[i - 1], ':') - entries[i - 1]) == node_len) {
+            st = cp_diag_set(d, CP_ERR_USAGE, "--layout_regions: node '%.*s' is given twice",
+                             (int)node_len, entries[i]);
+            break;
+        }
+        size_t k = strlen(entries[i]);
+        if (at + (at ? 1 : 0) + k + 1 > cap) {
+            st = cp_diag_set(d, CP_ERR_USAGE, "--layout_regions: the list is longer than %zu bytes",
+                             cap ? cap - 1 : 0);
+            break;
+        }
+        if (at)
+            out[at++] = '\n';
+        memcpy(out + at, entries[i], k + 1);
+        at += k;
+    }
+    if (st != CP_OK && cap)
+        out[0] = '\0';
+    free(entries);
+    free(copy);
+    return st;
 }

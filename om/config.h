@@ -25,6 +25,7 @@
 #define CP_MAX_DYN_BATCH       100
 #define CP_FUSION_SWITCHES_MAX 4096
 #define CP_KEEP_DTYPE_MAX      8192
+#define CP_LAYOUT_REGIONS_MAX  4096
 
 enum cp_precision_mode {
     CP_PREC_FORCE_FP32 = 0, /* the CPU target's default */
@@ -106,6 +107,11 @@ struct cp_convert_config {
      * file by cp_convert_config_load_keep_dtype (and at conversion time),
      * recorded in the .om and part of the config id, as fusion_switches. */
     char keep_dtype[CP_KEEP_DTYPE_MAX];
+    /* --layout_regions (cannprof's own knob): the layout of single conv
+     * regions over --layout_policy, canonical "NODE:POLICY" lines sorted by
+     * node ("" when none). NODE is an ONNX node of the region, POLICY nchw
+     * (the region stays plain), nhwc or blocked. */
+    char layout_regions[CP_LAYOUT_REGIONS_MAX];
     int64_t dynamic_batch[CP_MAX_DYN_BATCH];
     size_t n_dynamic_batch;
     enum cp_buffer_opt buffer_optimize;
@@ -189,6 +195,22 @@ enum cp_status cp_convert_config_load_keep_dtype(struct cp_convert_config *c, st
 
 /* Whether the canonical list `canon` holds `entry` as one of its lines. */
 bool cp_keep_dtype_has(const char *canon, const char *entry);
+
+/* ---- --layout_regions --------------------------------------------------------
+ *
+ * "NODE:POLICY;NODE:POLICY": the conv region (LayoutTransformPass's
+ * connected set of layout-aware ops) that holds ONNX node NODE (by origin,
+ * through fusion) gets POLICY instead of --layout_policy's choice: nchw
+ * leaves it plain (no TransData around it), nhwc or blocked lay its
+ * activations out so (TransData where it meets other layouts). The
+ * separator of a NODE and its POLICY is the last ':'; NODE cannot contain
+ * ';'. Needs --layout_policy auto, blocked or nhwc (nchw forms no
+ * regions). */
+
+/* Parse the flag's value into canonical lines in out[cap]. Errors
+ * (CP_ERR_USAGE) name the entry: no ':', an empty node, a policy other than
+ * nchw/nhwc/blocked, a node given twice, a list longer than cap - 1. */
+enum cp_status cp_layout_regions_parse(const char *value, char *out, size_t cap, struct cp_diag *d);
 
 /* Whether the effective switch set of `c` turns pass `name` off. */
 bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name);

@@ -327,6 +327,7 @@ struct lt_state {
     int32_t *parent; /* union-find over nodes */
     bool *in_region; /* per node, after the keep decision */
     uint8_t *nhwc;   /* per node: its blocked region runs NHWC */
+    uint8_t *force;  /* per node: --layout_regions' layout for its region (FORCE_*) */
     /* conversions made: src tensor read as layout -> dst tensor */
     struct lt_conv {
         int32_t src, dst;
@@ -412,10 +413,76 @@ static void choose_nhwc_regions(struct lt_state *s, int32_t *mark)
     }
 }
 
+enum { FORCE_NONE = 0, FORCE_NHWC, FORCE_BLOCKED };
+
 /* The layout node i's region gives activation t. */
 static enum cp_layout region_layout(const struct lt_state *s, int32_t i, const struct cp_tensor *t)
 {
+    if (s->force[i] == FORCE_NHWC)
+        return policy_layout(t, CP_LAYOUT_POLICY_NHWC, s->vector_floats);
+    if (s->force[i] == FORCE_BLOCKED)
+        return policy_layout(t, CP_LAYOUT_POLICY_BLOCKED, s->vector_floats);
     return policy_layout(t, s->nhwc[i] ? CP_LAYOUT_POLICY_NHWC : s->pol, s->vector_floats);
+}
+
+/* Whether node n stands for ONNX node `name`. */
+static bool stands_for(const struct cp_node *n, const char *name)
+{
+    if (strcmp(n->name, name) == 0)
+        return true;
+    for (size_t k = 0; k < n->n_origins; k++)
+        if (strcmp(n->origins[k], name) == 0)
+            return true;
+    return false;
+}
+
+/* --layout_regions: the region holding each named node takes the layout
+ * given (nchw: it is no region). A node in no region is an error: the
+ * knob would do nothing. A channel selection runs NHWC only, so its region
+ * cannot be made blocked. */
+static enum cp_status apply_region_overrides(struct lt_state *s, const char *list)
+{
+    const struct cp_graph *g = s->l->g;
+    for (const char *p = list; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char entry[1024];
+        snprintf(entry, sizeof entry, "%.*s", (int)len, p);
+        p = nl ? nl + 1 : p + len;
+        char *colon = strrchr(entry, ':');
+        if (!colon)
+            continue;
+        *colon = '\0';
+        const char *pol = colon + 1;
+        int32_t root = -1;
+        for (size_t i = 0; i < s->n_nodes && root < 0; i++)
+            if (s->in_region[i] && stands_for(cp_graph_node(g, (int32_t)i), entry))
+                root = uf_find(s->parent, (int32_t)i);
+        if (root < 0)
+            return cp_diag_set(s->l->d, CP_ERR_USAGE,
+                               "--layout_regions: node '%s' is in no conv region under "
+                               "--layout_policy=%s (regions form around Conv and pooling)",
+                               entry, cp_layout_policy_name(s->pol));
+        for (size_t i = 0; i < s->n_nodes; i++) {
+            if (!s->in_region[i] || uf_find(s->parent, (int32_t)i) != root)
+                continue;
+            const struct cp_node *n = cp_graph_node(g, (int32_t)i);
+            if (strcmp(pol, "blocked") == 0 && (n->op == CP_OP_GATHER || n->op == CP_OP_SLICE))
+                return cp_diag_set(s->l->d, CP_ERR_USAGE,
+                                   "--layout_regions: the region of '%s' holds the channel "
+                                   "selection '%s', which runs NHWC only; make it nhwc or nchw",
+                                   entry, n->name);
+        }
+        for (size_t i = 0; i < s->n_nodes; i++) {
+            if (!s->in_region[i] || uf_find(s->parent, (int32_t)i) != root)
+                continue;
+            if (strcmp(pol, "nchw") == 0)
+                s->in_region[i] = false;
+            else
+                s->force[i] = strcmp(pol, "nhwc") == 0 ? FORCE_NHWC : FORCE_BLOCKED;
+        }
+    }
+    return CP_OK;
 }
 
 /* Connect region candidates through the activations they pass, then keep
@@ -625,11 +692,15 @@ enum cp_status cp_layout_transform_run(struct cp_pass_ctx *ctx, bool *changed)
     s.parent = calloc(s.n_nodes + 1, sizeof *s.parent);
     s.in_region = calloc(s.n_nodes + 1, sizeof *s.in_region);
     s.nhwc = calloc(s.n_nodes + 1, sizeof *s.nhwc);
-    if (!s.role || !s.parent || !s.in_region || !s.nhwc) {
+    s.force = calloc(s.n_nodes + 1, sizeof *s.force);
+    if (!s.role || !s.parent || !s.in_region || !s.nhwc || !s.force) {
         st = cp_diag_set(ctx->d, CP_ERR_NOMEM, "out of memory in a layout pass");
         goto out;
     }
     if (s.pol != CP_LAYOUT_POLICY_NCHW && (st = find_regions(&s)) != CP_OK)
+        goto out;
+    if (s.pol != CP_LAYOUT_POLICY_NCHW && ctx->config &&
+        (st = apply_region_overrides(&s, ctx->config->layout_regions)) != CP_OK)
         goto out;
     for (size_t i = 0; i < s.n_nodes && st == CP_OK; i++)
         if (s.in_region[i]) {
@@ -647,6 +718,7 @@ out:
     free(s.parent);
     free(s.in_region);
     free(s.nhwc);
+    free(s.force);
     free(s.conv);
     cp_lay_release(&l);
     return st;
