@@ -9,8 +9,9 @@
 #include <string.h>
 
 /* The convert flags a delta may turn. */
-static const char *const convert_keys[] = {"buffer_optimize",    "keep_dtype",     "layout_policy",
-                                           "op_select_implmode", "precision_mode", NULL};
+static const char *const convert_keys[] = {
+    "buffer_optimize", "keep_dtype", "layout_policy", "layout_regions", "op_select_implmode",
+    "precision_mode",  NULL};
 
 static bool is_convert_key(const char *k)
 {
@@ -69,7 +70,7 @@ enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_
             return cp_diag_set(d, CP_ERR_INVALID,
                                "delta item '%s=%s': unknown knob '%s' (known: layout_policy, "
                                "precision_mode, buffer_optimize, op_select_implmode, "
-                               "keep_dtype, switch:<Pass>, threads, batch)",
+                               "keep_dtype, layout_regions, switch:<Pass>, threads, batch)",
                                item, eq + 1, item);
         enum cp_status st = put(out, item, eq + 1, d);
         if (st != CP_OK)
@@ -208,6 +209,8 @@ enum cp_status cp_delta_apply(const struct cp_tune_point *p, const struct cp_del
         enum cp_status st = CP_OK;
         if (strcmp(k, "keep_dtype") == 0)
             st = set_keep_dtype(&out->cfg, v, d);
+        else if (strcmp(k, "layout_regions") == 0 && strcmp(v, "-") == 0)
+            out->cfg.layout_regions[0] = '\0';
         else if (is_convert_key(k))
             st = cp_convert_config_set(&out->cfg, k, v, d);
         else if (strncmp(k, "switch:", 7) == 0) {
@@ -241,6 +244,14 @@ void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point 
         put(out, "buffer_optimize", cp_buffer_opt_name(b->cfg.buffer_optimize), NULL);
     if (a->cfg.implmode != b->cfg.implmode)
         put(out, "op_select_implmode", cp_implmode_name(b->cfg.implmode), NULL);
+    if (strcmp(a->cfg.layout_regions, b->cfg.layout_regions) != 0) {
+        char v[sizeof b->cfg.layout_regions];
+        snprintf(v, sizeof v, "%s", b->cfg.layout_regions[0] ? b->cfg.layout_regions : "-");
+        for (char *q = v; *q; q++)
+            if (*q == '\n')
+                *q = ';';
+        put(out, "layout_regions", v, NULL);
+    }
     if (strcmp(a->cfg.keep_dtype, b->cfg.keep_dtype) != 0)
         put(out, "keep_dtype",
             !b->cfg.keep_dtype[0]       ? "-"

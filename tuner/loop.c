@@ -1,4 +1,5 @@
 /* The tuning loop: baseline, proposals, evaluation, acceptance, resume. */
+#define _GNU_SOURCE /* memrchr */
 #include "tuner/tuner_internal.h"
 
 #include <errno.h>
@@ -294,6 +295,69 @@ static void precision_proposal(struct cp_tune_ctx *c, struct proposals *ps,
                      c->prec_proposal.expected_gain, c->prec_proposal.title, best);
 }
 
+/* best's --layout_regions with region `name` given layout `pol`, as the
+ * flag's text ("a:nhwc;b:nchw"). */
+static void region_value(const struct cp_tune_point *best, const char *name, const char *pol,
+                         char *out, size_t n)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    for (const char *p = best->cfg.layout_regions; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        const char *colon = memrchr(p, ':', len);
+        if (!colon || (size_t)(colon - p) != strlen(name) || strncmp(p, name, strlen(name)) != 0)
+            cp_buf_printf(&b, "%.*s;", (int)len, p);
+        p = nl ? nl + 1 : p + len;
+    }
+    cp_buf_printf(&b, "%s:%s", name, pol);
+    snprintf(out, n, "%s", cp_buf_status(&b) == CP_OK && b.data ? b.data : "");
+    cp_buf_release(&b);
+}
+
+/* Per-region layouts (--layout_regions): with two regions or more, the
+ * three largest each get the other layout and plain NCHW. With one region
+ * the layout policy's neighbours already are these. */
+static void region_proposals(struct cp_tune_ctx *c, struct proposals *ps,
+                             const struct cp_tune_point *best)
+{
+    struct cp_tune_region *r = NULL;
+    size_t n = 0;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (best->cfg.layout_policy == CP_LAYOUT_POLICY_NCHW ||
+        cp_tune_conv_regions(c->best_om, &r, &n, &d) != CP_OK || n < 2) {
+        free(r);
+        return;
+    }
+    for (int pick = 0; pick < 3; pick++) {
+        size_t top = n;
+        for (size_t i = 0; i < n; i++)
+            if (r[i].nodes > 0 && strchr(r[i].name, ' ') == NULL &&
+                strchr(r[i].name, ';') == NULL && (top == n || r[i].nodes > r[top].nodes))
+                top = i;
+        if (top == n)
+            break;
+        const char *alts[2] = {r[top].nhwc ? "blocked" : "nhwc", "nchw"};
+        for (int a = 0; a < 2; a++) {
+            char v[sizeof best->cfg.layout_regions];
+            region_value(best, r[top].name, alts[a], v, sizeof v);
+            struct cp_delta dl;
+            if (cp_delta_parse("", &dl, &d) != CP_OK || strlen(v) >= sizeof dl.items[0].value)
+                continue;
+            snprintf(dl.items[0].key, sizeof dl.items[0].key, "layout_regions");
+            snprintf(dl.items[0].value, sizeof dl.items[0].value, "%s", v);
+            dl.n = 1;
+            char title[160];
+            snprintf(title, sizeof title, "the conv region of %.100s (%zu nodes) in %s",
+                     r[top].name, r[top].nodes, alts[a]);
+            add_proposal(c, ps, &dl, "space", NAN, title, best);
+        }
+        r[top].nodes = 0; /* taken */
+    }
+    free(r);
+}
+
 static void space_proposals(struct cp_tune_ctx *c, struct proposals *ps,
                             const struct cp_tune_point *best)
 {
@@ -304,6 +368,7 @@ static void space_proposals(struct cp_tune_ctx *c, struct proposals *ps,
     for (size_t i = 0; i < n; i++)
         add_proposal(c, ps, &list[i], "space", NAN, "a neighbour in the knob space", best);
     free(list);
+    region_proposals(c, ps, best);
 }
 
 /* ---- constraints -------------------------------------------------------------------- */

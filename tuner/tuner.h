@@ -72,7 +72,8 @@ struct cp_delta {
 /* Parse "k=v k=v ..." (blank-separated; "" is the empty delta). Keys: the
  * convert flags layout_policy, precision_mode, buffer_optimize,
  * op_select_implmode, keep_dtype (a --keep_dtype file, read by
- * cp_delta_apply; "" is written "-" and means no list); switch:<Pass>
+ * cp_delta_apply; "" is written "-" and means no list), layout_regions
+ * ("NODE:POLICY;..." as --layout_regions takes it; "-" for none); switch:<Pass>
  * (on/off; switch:ALL=on clears every off switch); threads; batch. Values
  * are checked by cp_delta_apply. Errors name the item. */
 enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_diag *d);

@@ -65,6 +65,23 @@ struct cp_tune_ctx {
 /* Record a point's key as evaluated (or known), so no step is spent on it. */
 enum cp_status cp_tune_mark_seen(struct cp_tune_ctx *c, const char *key, struct cp_diag *d);
 
+/* ---- regions.c ---- */
+
+/* A conv region of a converted model (LayoutTransformPass's): the nodes
+ * that keep their activations NHWC or blocked, connected. */
+struct cp_tune_region {
+    char name[256]; /* the ONNX node of its first convolution (else first node) */
+    bool nhwc;      /* its first node writes NHWC (else a blocked layout) */
+    bool has_conv;
+    size_t nodes;
+    int32_t root; /* internal */
+};
+
+/* The conv regions of `om`, in the order of their first node. OUT: *out
+ * (caller frees), *n. */
+enum cp_status cp_tune_conv_regions(const char *om, struct cp_tune_region **out, size_t *n,
+                                    struct cp_diag *d);
+
 /* ---- precision_plan.c ---- */
 
 /* Plan per-node precision for the current best when a precision_loss
