@@ -13,11 +13,15 @@
 #include <string.h>
 
 enum {
-    OPT_NO_CALIBRATE = 1,
+    OPT_MEASURE = 1,
+    OPT_NO_CALIBRATE,
     OPT_OUTPUT,
 };
 
 static const struct cp_opt own[] = {
+    {"measure", 0, CP_OPT_FLAG, OPT_MEASURE, NULL,
+     "replace each expected gain by a quick interleaved measurement of the change on the run's "
+     "own model (-n rounds, default 30) and rank by it"},
     {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL, "skip the machine's roofline"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.json|.html",
      "write the report there (format by extension; default: Markdown on stdout)"},
@@ -26,6 +30,7 @@ static const struct cp_opt own[] = {
 static const struct cp_opt_use shared[] = {
     {CP_SO_CONSTRAINTS, NULL},
     {CP_SO_HELP, NULL},
+    {CP_SO_ITERATIONS, "with --measure: interleaved rounds per finding (default 30)"},
     {CP_SO_JSON, "print the report as JSON on stdout; with -o, what was written"},
     {CP_SO_RULES, NULL},
     {CP_SO_RUN, NULL},
@@ -48,7 +53,11 @@ static const struct cp_command_opts OPTS = {
         "interval, and the risks. A change whose risk breaks a constraint is marked and\n"
         "ranked below the others. --json prints the report as JSON (the form -o FILE.json\n"
         "writes); with -o it prints what was written: trace, run, output, format,\n"
-        "findings.\n",
+        "findings.\n\n"
+        "A rule's expected gain is a prior. --measure replaces it: each change is converted\n"
+        "from the run's recorded config and measured against the run's own .om, interleaved\n"
+        "(-n rounds, default 30; seconds per finding), and the findings are ranked by the\n"
+        "measured gain and its 95% CI. The prior stays in the report beside it.\n",
     .exit_codes = "0 reported, 2 bad usage or input (a trace, rule pack or constraint that cannot "
                   "be read), 3 environment failure (FILE cannot be written)",
 };
@@ -135,8 +144,24 @@ static void fmt_risk(const struct cp_finding *f, char *out, size_t n)
 
 /* ---- Markdown --------------------------------------------------------------------- */
 
+/* What --measure found for a finding, as a line for people. */
+static void fmt_measured(const struct cp_whatif *w, enum cp_target t, char *out, size_t n)
+{
+    const char *what = t == CP_TARGET_THROUGHPUT ? "throughput" : "latency";
+    if (w->measured)
+        snprintf(out, n,
+                 "%.1f%% %s, 95%% CI [%.1f%%, %.1f%%], in %lld interleaved rounds (p = %.3g, "
+                 "%.1f s); expect [%.1f%%, %.1f%%] from a later measurement, drift between runs "
+                 "included; the rule's prior was %.1f%% [%.1f%%, %.1f%%]",
+                 100 * w->gain, what, 100 * w->lo, 100 * w->hi, (long long)w->rounds, w->p,
+                 w->seconds, 100 * w->expect_lo, 100 * w->expect_hi, 100 * w->prior_gain,
+                 100 * w->prior_lo, 100 * w->prior_hi);
+    else
+        snprintf(out, n, "not measured (%s); the rule's prior stands", w->note);
+}
+
 static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                      const char *constraints, struct cp_buf *b)
+                      const char *constraints, const struct cp_whatif *w, struct cp_buf *b)
 {
     const struct cp_analysis *a = &dg->analysis;
     cp_buf_printf(b, "# cannprof suggest: %s\n\n", trace);
@@ -157,8 +182,9 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
         char g[96], r[128];
         fmt_gain(f, t, g, sizeof g);
         fmt_risk(f, r, sizeof r);
-        cp_buf_printf(b, "| %zu | %s | %s | %s | %s | %s | %s |\n", i + 1, f->bottleneck_type,
-                      f->root_cause, cp_confidence_name(f->confidence), g, r,
+        cp_buf_printf(b, "| %zu | %s | %s | %s | %s%s | %s | %s |\n", i + 1, f->bottleneck_type,
+                      f->root_cause, cp_confidence_name(f->confidence), g,
+                      w && w[i].measured ? " (measured)" : "", r,
                       f->violates ? "**breaks**" : "ok");
     }
     for (size_t i = 0; i < a->n; i++) {
@@ -180,6 +206,11 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
         cp_buf_printf(b, "- **Where:** %.1f%% of the iteration; ONNX nodes %s\n",
                       100 * f->time_share, f->nodes_json);
         cp_buf_printf(b, "- **Expected gain:** %s\n- **Risks:** %s\n", g, r);
+        if (w) {
+            char m[600];
+            fmt_measured(&w[i], t, m, sizeof m);
+            cp_buf_printf(b, "- **Measured:** %s\n", m);
+        }
         cp_buf_printf(b, "- **Change:** %s\n\n", f->change.summary);
         struct applied ap;
         applied_init(&ap);
@@ -204,7 +235,7 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
 /* ---- HTML -------------------------------------------------------------------------- */
 
 static void render_html(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                        const char *constraints, struct cp_buf *b)
+                        const char *constraints, const struct cp_whatif *w, struct cp_buf *b)
 {
     const struct cp_analysis *a = &dg->analysis;
     cp_buf_puts(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>cannprof "
@@ -248,8 +279,15 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
         }
         cp_buf_puts(b, "<p>Where: ONNX nodes <code>");
         cp_buf_markup(b, f->nodes_json);
-        cp_buf_printf(b,
-                      "</code> (%.1f%% of the iteration).</p>\n<p>Change: ", 100 * f->time_share);
+        cp_buf_printf(b, "</code> (%.1f%% of the iteration).</p>\n", 100 * f->time_share);
+        if (w) {
+            char m[600];
+            fmt_measured(&w[i], t, m, sizeof m);
+            cp_buf_puts(b, "<p>Measured: ");
+            cp_buf_markup(b, m);
+            cp_buf_puts(b, "</p>\n");
+        }
+        cp_buf_puts(b, "<p>Change: ");
         cp_buf_markup(b, f->change.summary);
         cp_buf_puts(b, "</p>\n");
         struct applied ap;
@@ -284,8 +322,37 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
 /* The report as JSON: trace, model, run, target, constraints, the
  * findings and, for each, the commands that apply it. NULL when out of
  * memory. */
+/* --measure's results, one per finding. NULL when out of memory. */
+static json_t *measured_json(const struct cp_whatif *w, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *o = json_object(), *ci = json_array(), *prior = json_array(),
+               *expect = json_array();
+        bool ok = o && ci && prior && expect && cp_json_push(expect, cp_json_num(w[i].expect_lo)) &&
+                  cp_json_push(expect, cp_json_num(w[i].expect_hi)) &&
+                  cp_json_push(ci, cp_json_num(w[i].lo)) &&
+                  cp_json_push(ci, cp_json_num(w[i].hi)) &&
+                  cp_json_push(prior, cp_json_num(w[i].prior_lo)) &&
+                  cp_json_push(prior, cp_json_num(w[i].prior_hi)) &&
+                  cp_json_set_bool(o, "measured", w[i].measured) &&
+                  cp_json_set_str(o, "note", w[i].note) && cp_json_set_num(o, "gain", w[i].gain) &&
+                  cp_json_set(o, "ci", ci) && cp_json_set(o, "expect", expect) &&
+                  cp_json_set_num(o, "p", w[i].p) && cp_json_set_int(o, "rounds", w[i].rounds) &&
+                  cp_json_set_num(o, "seconds", w[i].seconds) &&
+                  cp_json_set_num(o, "prior_gain", w[i].prior_gain) &&
+                  cp_json_set(o, "prior_interval", prior) && cp_json_push(a, o);
+        if (!ok) {
+            json_decref(o);
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 static json_t *report_json(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                           const char *constraints)
+                           const char *constraints, const struct cp_whatif *w)
 {
     json_t *j = json_object(), *cmds = json_array();
     bool ok = j && cmds;
@@ -311,7 +378,8 @@ static json_t *report_json(const struct cp_diagnosis *dg, const char *trace, enu
          cp_json_set_int(j, "run", dg->run.run_id) &&
          cp_json_set_str(j, "target", cp_target_name(t)) &&
          cp_json_set_str(j, "constraints", constraints ? constraints : "") &&
-         cp_json_set(j, "findings", cp_analysis_to_json(&dg->analysis));
+         cp_json_set(j, "findings", cp_analysis_to_json(&dg->analysis)) &&
+         cp_json_set(j, "measured", w ? measured_json(w, dg->analysis.n) : json_null());
     if (ok) {
         ok = cp_json_set(j, "commands", cmds);
         cmds = NULL;
@@ -341,12 +409,13 @@ enum report_format { MD, JSON, HTML };
 /* Write the report to `out` (stdout when NULL). 0, or the exit code after
  * saying what failed. */
 static int write_report(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                        const char *constraints, enum report_format fmt, const char *out)
+                        const char *constraints, const struct cp_whatif *w, enum report_format fmt,
+                        const char *out)
 {
     struct cp_diag d;
     cp_diag_init(&d);
     if (fmt == JSON) {
-        json_t *j = report_json(dg, trace, t, constraints);
+        json_t *j = report_json(dg, trace, t, constraints, w);
         int rc;
         if (!out)
             rc = cp_out_json(j, "suggest");
@@ -364,9 +433,9 @@ static int write_report(const struct cp_diagnosis *dg, const char *trace, enum c
     struct cp_buf b;
     cp_buf_init(&b);
     if (fmt == HTML)
-        render_html(dg, trace, t, constraints, &b);
+        render_html(dg, trace, t, constraints, w, &b);
     else
-        render_md(dg, trace, t, constraints, &b);
+        render_md(dg, trace, t, constraints, w, &b);
     int rc = 0;
     if (cp_buf_status(&b) != CP_OK) {
         cp_cli_error("suggest", "out of memory");
@@ -433,7 +502,21 @@ int cp_cmd_suggest(int argc, char **argv)
         cp_diagnosis_release(&dg);
         return cp_status_exit_code(d.status);
     }
-    int rc = write_report(&dg, trace, o.analysis.target, ctext, fmt, out);
+    struct cp_whatif *w = NULL;
+    if (cp_args_has(&args, OPT_MEASURE)) {
+        struct cp_whatif_opts wo;
+        cp_whatif_opts_init(&wo);
+        wo.rounds = (int)cp_args_int(&args, CP_SO_ITERATIONS, wo.rounds);
+        wo.target =
+            o.analysis.target == CP_TARGET_THROUGHPUT ? CP_TARGET_THROUGHPUT : CP_TARGET_LATENCY;
+        if (cp_tune_whatif_analysis(&dg, &wo, &w, &d) != CP_OK) {
+            cp_cli_error("suggest", d.msg);
+            cp_diagnosis_release(&dg);
+            return cp_status_exit_code(d.status);
+        }
+    }
+    int rc = write_report(&dg, trace, o.analysis.target, ctext, w, fmt, out);
+    free(w);
     if (rc == 0 && out) {
         static const char *const names[] = {"markdown", "json", "html"};
         if (json) {

@@ -419,11 +419,21 @@ struct cp_whatif_opts {
 
 void cp_whatif_opts_init(struct cp_whatif_opts *o);
 
+/* What a separate measurement of the same change may differ by beyond the
+ * what-if's own CI: the drift between runs on a shared machine
+ * (docs/validation.md measured A/A differences up to about 1.3% between
+ * interleaved runs): the larger of 2 percentage points and 10% of the
+ * gain. */
+#define CP_WHATIF_DRIFT_POINTS   0.02
+#define CP_WHATIF_DRIFT_RELATIVE 0.10
+
 struct cp_whatif {
     bool measured;
-    char note[256];         /* why not, when !measured: no config in the trace, the model
-                             * is gone, the change does not convert, ... */
-    double gain, lo, hi, p; /* latency saved (throughput won), fraction, with its 95% CI */
+    char note[256];              /* why not, when !measured: no config in the trace, the model
+                                  * is gone, the change does not convert, ... */
+    double gain, lo, hi, p;      /* latency saved (throughput won), fraction, with its 95% CI */
+    double expect_lo, expect_hi; /* the interval a later measurement should fall in: the CI
+                                  * widened by the drift between runs (above) */
     double before_ns, after_ns;
     int64_t rounds;
     double seconds;                        /* conversion and measurement */
