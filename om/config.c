@@ -725,6 +725,20 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Append `entry` as a line of the canonical list out[cap] (*at bytes so
+ * far); false when it does not fit. */
+static bool append_line(char *out, size_t cap, size_t *at, const char *entry)
+{
+    size_t k = strlen(entry);
+    if (*at + (*at ? 1 : 0) + k + 1 > cap)
+        return false;
+    if (*at)
+        out[(*at)++] = '\n';
+    memcpy(out + *at, entry, k + 1);
+    *at += k;
+    return true;
+}
+
 enum cp_status cp_keep_dtype_parse(const char *path, const char *text, size_t len, char *out,
                                    size_t cap, struct cp_diag *d)
 {
@@ -778,18 +792,13 @@ enum cp_status cp_keep_dtype_parse(const char *path, const char *text, size_t le
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         if (i && strcmp(entries[i], entries[i - 1]) == 0)
             continue;
-        size_t k = strlen(entries[i]);
-        if (at + (at ? 1 : 0) + k + 1 > cap) {
+        if (!append_line(out, cap, &at, entries[i])) {
             st = cp_diag_set(d, CP_ERR_USAGE,
                              "--keep_dtype=%s: the list is longer than %zu bytes; list op types "
                              "(OpType::X) instead of single nodes",
                              path, cap - 1);
             break;
         }
-        if (at)
-            out[at++] = '\n';
-        memcpy(out + at, entries[i], k + 1);
-        at += k;
     }
     if (st != CP_OK && cap)
         out[0] = '\0';
@@ -886,16 +895,11 @@ enum cp_status cp_layout_regions_parse(const char *value, char *out, size_t cap,
                              (int)node_len, entries[i]);
             break;
         }
-        size_t k = strlen(entries[i]);
-        if (at + (at ? 1 : 0) + k + 1 > cap) {
+        if (!append_line(out, cap, &at, entries[i])) {
             st = cp_diag_set(d, CP_ERR_USAGE, "--layout_regions: the list is longer than %zu bytes",
                              cap ? cap - 1 : 0);
             break;
         }
-        if (at)
-            out[at++] = '\n';
-        memcpy(out + at, entries[i], k + 1);
-        at += k;
     }
     if (st != CP_OK && cap)
         out[0] = '\0';

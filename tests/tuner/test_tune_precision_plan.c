@@ -196,26 +196,17 @@ TestSuite(prec_plan_session, .init = cp_t_scratch_calibrated_setup, .fini = cp_t
 
 /* A machine on which bf16 at any share of nodes takes 0.6 of fp32's time,
  * and every other change nothing. */
+static double bf16_faster(const struct cp_tune_point *p)
+{
+    return p->cfg.precision_mode == CP_PREC_ALLOW_MIX_PRECISION_BF16 ? 0.6e6 : 1e6;
+}
+
 static enum cp_status replay(void *ctx, const struct cp_tune_ab_request *q,
                              struct cp_measurement *out, struct cp_diag *d)
 {
     (void)ctx;
     (void)d;
-    size_t n = (size_t)q->rounds;
-    out->n_subjects = 2;
-    out->n = n;
-    out->warmup = q->warmup;
-    out->target = q->rounds;
-    out->stop = CP_MEASURE_STOP_COUNT;
-    const struct cp_tune_point *pts[2] = {q->a, q->b};
-    for (size_t s = 0; s < 2; s++) {
-        out->ns[s] = malloc(n * sizeof *out->ns[s]);
-        cr_assert_not_null(out->ns[s]);
-        double mean = pts[s]->cfg.precision_mode == CP_PREC_ALLOW_MIX_PRECISION_BF16 ? 0.6e6 : 1e6;
-        for (size_t i = 0; i < n; i++)
-            out->ns[s][i] = (uint64_t)(mean * (1 + 0.003 * (double)((i * 7 + s) % 5)));
-    }
-    return CP_OK;
+    return tt_replay(q, out, bf16_faster);
 }
 
 Test(prec_plan_session, a_mix_within_the_budget_is_found_and_reproducible)
@@ -225,15 +216,7 @@ Test(prec_plan_session, a_mix_within_the_budget_is_found_and_reproducible)
         cr_skip_test("this CPU (%s) has no bf16 arithmetic: no precision plan", cpu);
     struct cp_tune_opts o;
     char buf[1024];
-    quick_opts(&o, cp_example_model(buf, sizeof buf, "sd_unet_tiny"), "plan");
-    o.rounds = 20;
-    o.warmup = 1;
-    o.budget = 2;
-    o.measure = replay;
-    char *rules = cp_t_path("none.yaml");
-    ct_write_text(rules, "pack: none\nversion: 1\nrules: []\n");
-    o.rule_paths = (const char *const *)&rules;
-    o.n_rule_paths = 1;
+    replayed_quick_opts(&o, cp_example_model(buf, sizeof buf, "sd_unet_tiny"), "plan", 2, replay);
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_constraints_parse("precision_loss<0.5%", &o.constraints, &d), CP_OK);
@@ -319,15 +302,7 @@ Test(prec_plan_session, a_bound_on_one_output_is_planned_for_and_a_wrong_name_re
         cr_skip_test("this CPU (%s) has no bf16 arithmetic: no precision plan", cpu);
     struct cp_tune_opts o;
     char buf[1024];
-    quick_opts(&o, cp_example_model(buf, sizeof buf, "sd_unet_tiny"), "wrong");
-    o.rounds = 20;
-    o.warmup = 1;
-    o.budget = 1;
-    o.measure = replay;
-    char *rules = cp_t_path("none.yaml");
-    ct_write_text(rules, "pack: none\nversion: 1\nrules: []\n");
-    o.rule_paths = (const char *const *)&rules;
-    o.n_rule_paths = 1;
+    replayed_quick_opts(&o, cp_example_model(buf, sizeof buf, "sd_unet_tiny"), "wrong", 1, replay);
     struct cp_diag d;
     cp_diag_init(&d);
     cr_assert_eq(cp_constraints_parse("precision_loss[nope]<1%", &o.constraints, &d), CP_OK);
@@ -338,13 +313,7 @@ Test(prec_plan_session, a_bound_on_one_output_is_planned_for_and_a_wrong_name_re
     cp_tune_result_release(&r);
     opts_release(&o);
 
-    quick_opts(&o, buf, "output");
-    o.rounds = 20;
-    o.warmup = 1;
-    o.budget = 1;
-    o.measure = replay;
-    o.rule_paths = (const char *const *)&rules;
-    o.n_rule_paths = 1;
+    replayed_quick_opts(&o, buf, "output", 1, replay);
     cp_diag_init(&d);
     cr_assert_eq(cp_constraints_parse("precision_loss[noise_pred]<0.5%", &o.constraints, &d),
                  CP_OK);

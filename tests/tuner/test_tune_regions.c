@@ -57,26 +57,17 @@ TestSuite(tune_regions_session, .init = cp_t_scratch_calibrated_setup, .fini = c
 
 /* A machine on which a region made NHWC saves a fifth, and nothing else
  * changes anything. */
+static double nhwc_region_faster(const struct cp_tune_point *p)
+{
+    return strstr(p->cfg.layout_regions, ":nhwc") ? 0.8e6 : 1e6;
+}
+
 static enum cp_status replay(void *ctx, const struct cp_tune_ab_request *q,
                              struct cp_measurement *out, struct cp_diag *d)
 {
     (void)ctx;
     (void)d;
-    size_t n = (size_t)q->rounds;
-    out->n_subjects = 2;
-    out->n = n;
-    out->warmup = q->warmup;
-    out->target = q->rounds;
-    out->stop = CP_MEASURE_STOP_COUNT;
-    const struct cp_tune_point *pts[2] = {q->a, q->b};
-    for (size_t s = 0; s < 2; s++) {
-        out->ns[s] = malloc(n * sizeof *out->ns[s]);
-        cr_assert_not_null(out->ns[s]);
-        double mean = strstr(pts[s]->cfg.layout_regions, ":nhwc") ? 0.8e6 : 1e6;
-        for (size_t i = 0; i < n; i++)
-            out->ns[s][i] = (uint64_t)(mean * (1 + 0.003 * (double)((i * 7 + s) % 5)));
-    }
-    return CP_OK;
+    return tt_replay(q, out, nhwc_region_faster);
 }
 
 /* x -> Conv -> Relu -> Softmax(axis 1) -> Conv -> Relu -> y, 16 channels
@@ -113,15 +104,7 @@ Test(tune_regions_session, a_faster_region_layout_is_found_and_reproduced)
 {
     struct cp_tune_opts o;
     char *model = two_regions_model();
-    quick_opts(&o, model, "regions");
-    o.rounds = 20;
-    o.warmup = 1;
-    o.budget = 12;
-    o.measure = replay;
-    char *rules = cp_t_path("none.yaml");
-    ct_write_text(rules, "pack: none\nversion: 1\nrules: []\n");
-    o.rule_paths = (const char *const *)&rules;
-    o.n_rule_paths = 1;
+    replayed_quick_opts(&o, model, "regions", 12, replay);
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_tune_result r;
