@@ -237,7 +237,8 @@ static void config_lines(const struct cp_convert_config *c, struct cp_buf *b)
     cp_buf_printf(b, "  input_format         %s\n", cp_input_format_name(c->input_format));
     cp_buf_printf(b, "  layout_policy        %s\n", cp_layout_policy_name(c->layout_policy));
     cp_buf_printf(b, "  buffer_optimize      %s\n", cp_buffer_opt_name(c->buffer_optimize));
-    cp_buf_printf(b, "  op_select_implmode   %s\n", cp_implmode_name(c->implmode));
+    cp_buf_printf(b, "  op_select_implmode   %s%s%s\n", cp_implmode_name(c->implmode),
+                  c->optypelist_for_implmode[0] ? " for " : "", c->optypelist_for_implmode);
     cp_buf_printf(b, "  fusion_switch_file   %s\n",
                   c->fusion_switch_file[0] ? c->fusion_switch_file : "(none)");
     if (c->fusion_switch_file[0])

@@ -128,6 +128,46 @@ static enum cp_status copy_str(char *dst, size_t cap, const char *flag, const ch
     return CP_OK;
 }
 
+/* --optypelist_for_implmode: the op types with a fast and an exact
+ * implementation (ImplModePass), in their ONNX spelling; ATC's SoftmaxV2
+ * reads as Softmax. Sorted, without repeats, joined by ','. */
+static enum cp_status parse_optypelist(const char *value, char *out, size_t cap, struct cp_diag *d)
+{
+    static const char *const known[] = {"Erf", "FusedAttention", "Gelu", "Softmax"};
+    bool on[sizeof known / sizeof *known] = {false};
+    char copy[512];
+    if (strlen(value) >= sizeof copy)
+        return cp_diag_set(d, CP_ERR_USAGE, "--optypelist_for_implmode: the list is too long");
+    snprintf(copy, sizeof copy, "%s", value);
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        char *e = t + strlen(t);
+        while (e > t && e[-1] == ' ')
+            *--e = '\0';
+        if (strcmp(t, "SoftmaxV2") == 0)
+            t = "Softmax";
+        size_t k = 0;
+        while (k < sizeof known / sizeof *known && strcmp(known[k], t) != 0)
+            k++;
+        if (k == sizeof known / sizeof *known)
+            return cp_diag_set(d, CP_ERR_USAGE,
+                               "--optypelist_for_implmode: '%s' has no implementation choice; "
+                               "the op types that have one: Erf, FusedAttention, Gelu, Softmax "
+                               "(SoftmaxV2)",
+                               t);
+        on[k] = true;
+    }
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t k = 0; k < sizeof known / sizeof *known; k++)
+        if (on[k])
+            at += (size_t)snprintf(out + at, cap - at, "%s%s", at ? "," : "", known[k]);
+    if (!out[0])
+        return cp_diag_set(d, CP_ERR_USAGE, "--optypelist_for_implmode: no op type given");
+    return CP_OK;
+}
+
 /* "name:1,3,224,224;name2:-1,77" */
 static enum cp_status parse_input_shape(struct cp_convert_config *c, const char *value,
                                         struct cp_diag *d)
@@ -305,6 +345,9 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
         c->fusion_switches[0] = '\0';
         return copy_str(c->fusion_switch_file, sizeof c->fusion_switch_file, flag, value, d);
     }
+    if (strcmp(flag, "optypelist_for_implmode") == 0)
+        return parse_optypelist(value, c->optypelist_for_implmode,
+                                sizeof c->optypelist_for_implmode, d);
     if (strcmp(flag, "layout_regions") == 0)
         return cp_layout_regions_parse(value, c->layout_regions, sizeof c->layout_regions, d);
     if (strcmp(flag, "keep_dtype") == 0) {
@@ -362,6 +405,12 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
 
 enum cp_status cp_convert_config_validate(const struct cp_convert_config *c, struct cp_diag *d)
 {
+    if (c->optypelist_for_implmode[0] && c->implmode != CP_IMPL_HIGH_PRECISION &&
+        c->implmode != CP_IMPL_HIGH_PERFORMANCE)
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--optypelist_for_implmode goes with --op_select_implmode="
+                           "high_precision or high_performance, as with ATC; %s sets every op",
+                           cp_implmode_name(c->implmode));
     if (!c->model[0])
         return cp_diag_set(d, CP_ERR_USAGE, "--model is required (the ONNX file to convert)");
     if (!c->output[0])
@@ -479,6 +528,8 @@ void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf 
         flag(out, "buffer_optimize", cp_buffer_opt_name(c->buffer_optimize));
     if (c->implmode != CP_IMPL_HIGH_PERFORMANCE)
         flag(out, "op_select_implmode", cp_implmode_name(c->implmode));
+    if (c->optypelist_for_implmode[0])
+        flag(out, "optypelist_for_implmode", c->optypelist_for_implmode);
     flag(out, "soc_version", c->soc_version);
     if (c->log != CP_LOG_NULL)
         flag(out, "log", cp_log_level_name(c->log));
@@ -521,6 +572,8 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
         json_object_set_new(o, "keep_dtype", json_string(c->keep_dtype));
     if (c->layout_regions[0])
         json_object_set_new(o, "layout_regions", json_string(c->layout_regions));
+    if (c->optypelist_for_implmode[0])
+        json_object_set_new(o, "optypelist_for_implmode", json_string(c->optypelist_for_implmode));
     json_t *batch = json_array();
     for (size_t i = 0; i < c->n_dynamic_batch; i++)
         json_array_append_new(batch, json_integer(c->dynamic_batch[i]));
@@ -619,6 +672,8 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
         (st = json_str(o, "keep_dtype_file", c->keep_dtype_file, sizeof c->keep_dtype_file, d)) ||
         (st = json_str(o, "keep_dtype", c->keep_dtype, sizeof c->keep_dtype, d)) ||
         (st = json_str(o, "layout_regions", c->layout_regions, sizeof c->layout_regions, d)) ||
+        (st = json_str(o, "optypelist_for_implmode", c->optypelist_for_implmode,
+                       sizeof c->optypelist_for_implmode, d)) ||
         (st = json_str(o, "soc_version", c->soc_version, sizeof c->soc_version, d)) ||
         (st = json_shapes(o, c, d)))
         goto out;
@@ -705,7 +760,7 @@ const char *cp_convert_flag_pass(const char *key)
         {"precision_mode", "PrecisionModePass"},    {"op_select_implmode", "ImplModePass"},
         {"layout_policy", "LayoutTransformPass"},   {"input_format", "LayoutTransformPass"},
         {"dynamic_batch_size", "DynamicBatchPass"}, {"keep_dtype", "PrecisionModePass"},
-        {"layout_regions", "LayoutTransformPass"},
+        {"layout_regions", "LayoutTransformPass"},  {"optypelist_for_implmode", "ImplModePass"},
     };
     for (size_t i = 0; key && i < sizeof via / sizeof *via; i++)
         if (strcmp(via[i].key, key) == 0)

@@ -112,6 +112,10 @@ struct cp_convert_config {
      * node ("" when none). NODE is an ONNX node of the region, POLICY nchw
      * (the region stays plain), nhwc or blocked. */
     char layout_regions[CP_LAYOUT_REGIONS_MAX];
+    /* --optypelist_for_implmode (ATC's flag): the op types that
+     * --op_select_implmode applies to, canonical "Gelu,Softmax" (sorted,
+     * ONNX spelling; ATC's SoftmaxV2 reads as Softmax); "" for every op. */
+    char optypelist_for_implmode[256];
     int64_t dynamic_batch[CP_MAX_DYN_BATCH];
     size_t n_dynamic_batch;
     enum cp_buffer_opt buffer_optimize;

@@ -199,19 +199,38 @@ static bool has_impl_choice(enum cp_op op)
            op == CP_OP_ERF;
 }
 
+/* Whether `type` is one of the comma-separated list's entries. */
+static bool listed_type(const char *list, const char *type)
+{
+    size_t k = strlen(type);
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == k && strncmp(p, type, k) == 0)
+            return true;
+        p += len + (comma ? 1 : 0);
+    }
+    return false;
+}
+
 static enum cp_status impl_mode_run(struct cp_pass_ctx *ctx, bool *changed)
 {
     *changed = false;
     enum cp_implmode m = ctx->config ? ctx->config->implmode : CP_IMPL_HIGH_PERFORMANCE;
     bool exact = m == CP_IMPL_HIGH_PRECISION || m == CP_IMPL_HIGH_PRECISION_FOR_ALL;
     bool tanh_gelu = m == CP_IMPL_HIGH_PERFORMANCE_FOR_ALL;
+    /* --optypelist_for_implmode: the mode for the listed types only, the
+     * default (fast) for the others */
+    const char *only = ctx->config ? ctx->config->optypelist_for_implmode : "";
     for (size_t i = 0; i < cp_graph_n_nodes(ctx->g); i++) {
         const struct cp_node *n = cp_graph_node(ctx->g, (int32_t)i);
         if (n->dead)
             continue;
         enum cp_status st = CP_OK;
+        bool listed = !only[0] || listed_type(only, cp_op_name(n->op)) ||
+                      (n->op == CP_OP_FUSED_ATTENTION && listed_type(only, "Softmax"));
         if (has_impl_choice(n->op))
-            st = mark(ctx, (int32_t)i, "impl", exact ? "exact" : "fast", changed);
+            st = mark(ctx, (int32_t)i, "impl", exact && listed ? "exact" : "fast", changed);
         if (st == CP_OK && tanh_gelu && n->op == CP_OP_GELU)
             st = mark(ctx, (int32_t)i, "approximate", "tanh", changed);
         if (st == CP_OK && tanh_gelu &&

@@ -289,6 +289,42 @@ Test(precision_pass, high_performance_for_all_switches_gelu_to_tanh)
     cp_graph_free(g);
 }
 
+Test(precision_pass, optypelist_for_implmode_limits_the_mode_to_the_listed_types)
+{
+    struct cp_graph *g = zoo();
+    struct cp_convert_config c = with_impl(CP_IMPL_HIGH_PRECISION);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_convert_config_set(&c, "optypelist_for_implmode", "Gelu, SoftmaxV2, Gelu", &d),
+                 CP_OK, "%s", d.msg);
+    cr_expect_str_eq(c.optypelist_for_implmode, "Gelu,Softmax", "sorted, once, ONNX spelling");
+    cr_assert_eq(cp_convert_config_set(&c, "optypelist_for_implmode", "Gelu", &d), CP_OK);
+    struct outcome o = run_pass(g, "ImplModePass", &c, true, false);
+    cr_assert_eq(o.st, CP_OK, "%s", o.msg);
+    expect_attr(g, "gelu", "impl", "exact");
+    expect_attr(g, "softmax", "impl", "fast");
+    expect_attr(g, "erf", "impl", "fast");
+    cp_graph_free(g);
+
+    /* bad input: a type without a choice, and a _for_all mode (ATC refuses it) */
+    cp_diag_init(&d);
+    cr_expect_eq(cp_convert_config_set(&c, "optypelist_for_implmode", "Conv", &d), CP_ERR_USAGE);
+    cr_expect_not_null(strstr(d.msg, "'Conv' has no implementation choice"), "%s", d.msg);
+    struct cp_convert_config all = with_impl(CP_IMPL_HIGH_PRECISION_FOR_ALL);
+    cr_assert_eq(cp_convert_config_set(&all, "optypelist_for_implmode", "Erf", &d), CP_OK);
+    snprintf(all.model, sizeof all.model, "m.onnx");
+    snprintf(all.output, sizeof all.output, "m");
+    cp_diag_init(&d);
+    cr_expect_eq(cp_convert_config_validate(&all, &d), CP_ERR_USAGE);
+    cr_expect_not_null(strstr(d.msg, "high_precision_for_all sets every op"), "%s", d.msg);
+    struct cp_buf cmd;
+    cp_buf_init(&cmd);
+    cp_convert_config_cmdline(&c, &cmd);
+    cr_expect_not_null(strstr(cmd.data, "--optypelist_for_implmode=Gelu"), "%s", cmd.data);
+    cp_buf_release(&cmd);
+    cr_expect_str_eq(cp_convert_flag_pass("optypelist_for_implmode"), "ImplModePass");
+}
+
 /* ---- end to end ----------------------------------------------------------------------------- */
 
 /* Convert `name` with `c` and run it on test_data_set_0; the relative L2
