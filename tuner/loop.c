@@ -346,7 +346,7 @@ static void region_proposals(struct cp_tune_ctx *c, struct proposals *ps,
             if (cp_delta_parse("", &dl, &d) != CP_OK || strlen(v) >= sizeof dl.items[0].value)
                 continue;
             snprintf(dl.items[0].key, sizeof dl.items[0].key, "layout_regions");
-            snprintf(dl.items[0].value, sizeof dl.items[0].value, "%s", v);
+            memcpy(dl.items[0].value, v, strlen(v) + 1); /* fits: checked above */
             dl.n = 1;
             char title[160];
             snprintf(title, sizeof title, "the conv region of %.100s (%zu nodes) in %s",
