@@ -25,3 +25,12 @@ sed -n '/^## Steps/,$p' "$out/tune/report.md"
 echo
 echo "== what the knowledge base learned (cannprof kb card)"
 build/cannprof kb card --model "$model" --kb "$kb"
+# A tighter budget that whole-model bf16 (0.69% here) breaks: the tuner's
+# per-node precision plan keeps the sensitive nodes in fp32 (--keep_dtype).
+echo
+echo "== cannprof tune $model --target latency --constraints \"precision_loss<0.5%\""
+build/cannprof tune "$model" --target latency --constraints "precision_loss<0.5%" \
+    --kb "$kb" --out "$out/tune-0.5"
+echo
+echo "== its per-node precision plan: $out/tune-0.5/report.md"
+sed -n '/^## Per-node precision plan/,/^## Pareto/p' "$out/tune-0.5/report.md" | sed '$d'
