@@ -73,12 +73,19 @@ precision_loss bound in %):
    with a fresh knowledge base. Then, quiet (hogs stopped, 2 s pause), the
    tuner's DIR/best.om and the grid's best are each measured against the
    anchor with CONFIRM_ROUNDS interleaved rounds, one right after the other
-   (which of the two goes first alternates by run), so both see the same
-   machine state; regret = ratio_tuner / ratio_gridbest - 1. Negative
-   regret means the tuner beat the grid (its per-node plan is finer than 5
-   groups). From report.json: latency_evaluations (the interleaved A/B
-   against the best; bar <= 12). The constraint is checked apart from the
-   tuner: `cannprof compare MODEL.onnx DIR/best.om --json` must give a loss
+   (which of the two goes first alternates by run), and "regret via
+   anchor" = ratio_tuner / ratio_gridbest - 1, as the issue's method asks.
+   That did not hold up: two processes a few seconds apart still saw
+   different machine states on this shared machine (one run gave the grid
+   best 0.967 x the anchor right after measurements of 0.90, which turned a
+   real +10.8% into +3.3%). So the tuner's best is then also measured
+   directly against the grid's best, interleaved in one process: `cannprof
+   bench GRIDBEST.om --vs DIR/best.om -n CONFIRM_ROUNDS --json`, and
+   regret = its after/before - 1; this is the figure the bar is judged on,
+   and both are printed. Negative regret means the tuner beat the grid
+   (its per-node plan is finer than 5 groups). From report.json:
+   latency_evaluations (the interleaved A/B against the best; bar <= 12).
+   The constraint is checked apart from the tuner: `cannprof compare MODEL.onnx DIR/best.om --json` must give a loss
    below the bound. If the tuner's best chose another thread count than all
    cores (bench --vs runs both sides on one thread count), the tuner's best
    (on its threads) and the grid's best (all cores) are benched in separate
@@ -101,15 +108,16 @@ precision_loss bound in %):
    tuner's acceptance threshold), and stops when 12 evaluations are spent or
    a cycle evaluates nothing new. Each is repeated 200 times with different
    seeds; regret = ratio_result / ratio_gridbest - 1, reported as median
-   and worst. The simulation sees the table without noise, which favours
-   these two baselines over a real run.
+   and worst. A simulated method picks by the same table values it is
+   scored by, so no measurement noise can mislead it the way it can
+   mislead a real run: this favours the two baselines.
 
 5. Output (Markdown on stdout): the machine load (uptime) before and after;
    per model the groups, the grid summary (points, feasible points, the
    anchor measured against itself, the 10 re-measured points, the best
    point with its ratio and CI), the per-run table of the tuner and a table
-   method x median regret, worst regret, latency evaluations (median, max),
-   constraint violations; then the bar per model and tuner condition:
+   method x median regret, worst regret (and, for the tuner, the regret via
+   anchor), latency evaluations (median, max), constraint violations; then the bar per model and tuner condition:
    median regret <= 3%, worst <= 5%, at most 12 latency evaluations, no
    constraint violated: met or MISSED.
 
@@ -648,7 +656,7 @@ def tune_run(args, m, g, hogs, rep, cores):
         res.update({"mode": "cross-run", "ratio_tuner": None, "ratio_grid": None,
                     "regret": (statistics.mean(tt) / statistics.mean(tg) - 1) * 100})
         return res
-    log(f"{m.name}: anchor --vs tuner best and anchor --vs grid best, "
+    log(f"{m.name}: anchor --vs tuner best, anchor --vs grid best, grid best --vs tuner best, "
         f"{args.confirm_rounds} rounds each ...")
     if rep % 2 == 1:
         at = ab(m.cli, m.anchor, best, args.confirm_rounds)
@@ -656,8 +664,10 @@ def tune_run(args, m, g, hogs, rep, cores):
     else:
         ag = ab(m.cli, m.anchor, grid_om, args.confirm_rounds)
         at = ab(m.cli, m.anchor, best, args.confirm_rounds)
-    res.update({"mode": "interleaved", "ratio_tuner": at, "ratio_grid": ag,
-                "regret": (at["ratio"] / ag["ratio"] - 1) * 100})
+    direct = ab(m.cli, grid_om, best, args.confirm_rounds)
+    res.update({"mode": "interleaved", "ratio_tuner": at, "ratio_grid": ag, "direct": direct,
+                "regret_anchor": (at["ratio"] / ag["ratio"] - 1) * 100,
+                "regret": (direct["ratio"] - 1) * 100})
     return res
 
 
@@ -778,8 +788,8 @@ def do_model(args, wd, name, bound, cli_sha, cores, bars, errors):
     if os.path.exists(rpath):
         with open(rpath) as f:
             rcache = json.load(f)
-    rid = {"version": CACHE_VERSION, "cli_sha256": cli_sha, "bound": bound, "grid_best": gb,
-           "confirm_rounds": args.confirm_rounds}
+    rid = {"version": CACHE_VERSION, "runs_method": 2, "cli_sha256": cli_sha, "bound": bound,
+           "grid_best": gb, "confirm_rounds": args.confirm_rounds}
     if rcache.get("ident") != rid:
         rcache = {"ident": rid, "runs": {}}
     runs = []
@@ -803,21 +813,25 @@ def do_model(args, wd, name, bound, cli_sha, cores, bars, errors):
     print("### Tuner runs\n")
     print(f"`cannprof tune MODEL --target latency --constraints \"precision_loss<{bound:g}%\" "
           f"--budget {BUDGET} --kb FRESH --out DIR --json --quiet`; then, quiet, "
-          f"`bench ANCHOR --vs DIR/best.om` and `bench ANCHOR --vs GRIDBEST`, "
-          f"{args.confirm_rounds} rounds each, back to back.\n")
+          f"`bench ANCHOR --vs DIR/best.om` and `bench ANCHOR --vs GRIDBEST` back to back "
+          f"(regret via anchor = the ratio of the two), then `bench GRIDBEST --vs DIR/best.om` "
+          f"(regret = its ratio - 1), {args.confirm_rounds} rounds each.\n")
     rows = []
     for r in runs:
-        rt, rg = r.get("ratio_tuner"), r.get("ratio_grid")
+        rt, rg, dr = r.get("ratio_tuner"), r.get("ratio_grid"), r.get("direct")
         rows.append([cond_name(r["hogs"]), r["rep"], f"{r['tune_seconds']:.0f}",
                      r["latency_evaluations"], r["evaluations"], r["precision_checks"],
                      fmt_loss(r["loss"]), "yes" if r["loss"] < bound else "**NO**",
                      "-" if not rt else f"{rt['ratio']:.3f} {ci_str(rt)}",
                      "-" if not rg else f"{rg['ratio']:.3f} {ci_str(rg)}",
+                     pct(r.get("regret_anchor")),
+                     "-" if not dr else f"{dr['ratio']:.3f} {ci_str(dr)}",
                      pct(r["regret"]) + (" (cross-run)" if r["mode"] != "interleaved" else ""),
                      "; ".join("`" + short_delta(d) + "`" for d in r["accepted"]) or "(none)"])
     table(["condition", "run", "tune s", "latency evals", "evaluations", "precision checks",
            "precision_loss (compare)", "within bound", "tuner best / anchor [95% CI]",
-           "grid best / anchor [95% CI]", "regret", "accepted"], rows)
+           "grid best / anchor [95% CI]", "regret via anchor",
+           "tuner best / grid best, direct [95% CI]", "regret", "accepted"], rows)
 
     print(f"### Regret against the grid best ({m.describe(gb)})\n")
     rows = []
@@ -825,23 +839,26 @@ def do_model(args, wd, name, bound, cli_sha, cores, bars, errors):
         rs = [r for r in runs if r["hogs"] == h]
         label = f"tuner, {cond_name(h)}"
         if not rs:
-            rows.append([label, 0, "-", "-", "-", "-"])
+            rows.append([label, 0, "-", "-", "-", "-", "-"])
             bars.append((name, label, "no run finished", False))
             continue
         reg = [r["regret"] for r in rs]
         ev = [r["latency_evaluations"] for r in rs]
         viol = sum(1 for r in rs if not r["loss"] < bound)
         med, worst = statistics.median(reg), max(reg)
+        ra = [r["regret_anchor"] for r in rs if r.get("regret_anchor") is not None]
         rows.append([label, len(rs), pct(med), pct(worst),
+                     f"{pct(statistics.median(ra))}, {pct(max(ra))}" if ra else "-",
                      f"{statistics.median(ev):g}, {max(ev)}", viol])
         met = (med <= BAR_MEDIAN and worst <= BAR_WORST and max(ev) <= BUDGET and viol == 0
                and len(rs) == args.reps)
         bars.append((name, label, f"median {pct(med)}, worst {pct(worst)}, latency evals max "
                      f"{max(ev)}, violations {viol}, {len(rs)} of {args.reps} runs", met))
     for label, (reg, ev) in sims.items():
-        rows.append([label, SIM_REPS, pct(statistics.median(reg)), pct(max(reg)),
+        rows.append([label, SIM_REPS, pct(statistics.median(reg)), pct(max(reg)), "-",
                      f"{statistics.median(ev):g}, {max(ev)}", "0 (feasible points only)"])
-    table(["method", "runs", "median regret", "worst regret", "latency evals (median, max)",
+    table(["method", "runs", "median regret", "worst regret",
+           "regret via anchor (median, worst)", "latency evals (median, max)",
            "constraint violations"], rows)
     sys.stdout.flush()
 
