@@ -58,9 +58,33 @@ static bool graph_has_node(const struct cp_graph *g, const char *name, const cha
     return false;
 }
 
-/* --keep_dtype against the imported model: a node name the model does not
- * have is a mistake (ATC warns that such an entry silently does nothing);
- * an op type it lacks, or a list under an fp32 mode, only does nothing. */
+/* A node list (--keep_dtype, --int8_nodes) against the imported model: a
+ * node name the model does not have is a mistake (ATC warns that such an
+ * entry silently does nothing); an op type it lacks only does nothing. */
+static enum cp_status check_node_list(const char *flag, const char *file, const char *canon,
+                                      const struct cp_convert_config *c, const struct cp_graph *g,
+                                      const struct cp_log *log, struct cp_diag *d)
+{
+    for (const char *p = canon; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char entry[1024];
+        snprintf(entry, sizeof entry, "%.*s", (int)len, p);
+        bool type = strncmp(entry, "OpType::", 8) == 0;
+        if (!graph_has_node(g, entry, type ? entry + 8 : NULL)) {
+            if (!type)
+                return cp_diag_set(d, CP_ERR_USAGE,
+                                   "--%s=%s: %s has no node named '%s' (list the ONNX "
+                                   "node names of the source model, or OpType::TYPE)",
+                                   flag, file, c->model, entry);
+            cp_log_msg(log, CP_LOG_WARNING, "--%s=%s: %s has no node of type %s", flag, file,
+                       c->model, entry + 8);
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    return CP_OK;
+}
+
 static enum cp_status check_keep_dtype(const struct cp_convert_config *c, const struct cp_graph *g,
                                        const struct cp_log *log, struct cp_diag *d)
 {
@@ -72,24 +96,22 @@ static enum cp_status check_keep_dtype(const struct cp_convert_config *c, const 
                    "--keep_dtype=%s: --precision_mode=%s computes every node in fp32 already; "
                    "the list changes nothing",
                    c->keep_dtype_file, cp_precision_mode_name(c->precision_mode));
-    for (const char *p = c->keep_dtype; *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        char entry[1024];
-        snprintf(entry, sizeof entry, "%.*s", (int)len, p);
-        bool type = strncmp(entry, "OpType::", 8) == 0;
-        if (!graph_has_node(g, entry, type ? entry + 8 : NULL)) {
-            if (!type)
-                return cp_diag_set(d, CP_ERR_USAGE,
-                                   "--keep_dtype=%s: %s has no node named '%s' (list the ONNX "
-                                   "node names of the source model, or OpType::TYPE)",
-                                   c->keep_dtype_file, c->model, entry);
-            cp_log_msg(log, CP_LOG_WARNING, "--keep_dtype=%s: %s has no node of type %s",
-                       c->keep_dtype_file, c->model, entry + 8);
-        }
-        p = nl ? nl + 1 : p + len;
-    }
-    return CP_OK;
+    return check_node_list("keep_dtype", c->keep_dtype_file, c->keep_dtype, c, g, log, d);
+}
+
+/* --int8_nodes: the names exist, and there are ranges to quantize with. */
+static enum cp_status check_int8_nodes(const struct cp_convert_config *c, const struct cp_graph *g,
+                                       const struct cp_log *log, struct cp_diag *d)
+{
+    if (!c->int8_nodes[0])
+        return CP_OK;
+    if (!c->quant_ranges[0])
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--int8_nodes=%s needs activation ranges: give --quant_ranges=FILE, or "
+                           "convert with `cannprof convert`, which calibrates (--calibration_data "
+                           "DIR, else seeded random inputs)",
+                           c->int8_nodes_file);
+    return check_node_list("int8_nodes", c->int8_nodes_file, c->int8_nodes, c, g, log, d);
 }
 
 /* --layout_regions against the imported model: every node named exists,
@@ -158,12 +180,15 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
      * would hide a switch file's mistakes. */
     struct cp_log log = {cfg->log == CP_LOG_NULL ? CP_LOG_WARNING : cfg->log, NULL};
     if ((st = cp_convert_config_load_fusion_switches(cfg, &log, d)) != CP_OK ||
-        (st = cp_convert_config_load_keep_dtype(cfg, d)) != CP_OK)
+        (st = cp_convert_config_load_keep_dtype(cfg, d)) != CP_OK ||
+        (st = cp_convert_config_load_int8_nodes(cfg, d)) != CP_OK ||
+        (st = cp_convert_config_load_quant_ranges(cfg, d)) != CP_OK)
         goto out_free_cfg;
     st = cp_onnx_import(cfg->model, cfg->input_shapes, cfg->n_input_shapes, &g, hash, d);
     if (st != CP_OK)
         goto out_free_cfg;
     if ((st = check_keep_dtype(cfg, g, &log, d)) != CP_OK ||
+        (st = check_int8_nodes(cfg, g, &log, d)) != CP_OK ||
         (st = check_layout_regions(cfg, g, d)) != CP_OK)
         goto out_free_graph;
     size_t nodes_in = cp_graph_n_live_nodes(g);

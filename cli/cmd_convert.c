@@ -1,6 +1,7 @@
 /* cannprof convert: ONNX -> CPU .om, with ATC's flag syntax. */
 #include "atc_bridge/convert.h"
 #include "cli/commands.h"
+#include "tuner/tuner.h"
 #include "cli/options.h"
 #include "cli/output.h"
 
@@ -9,10 +10,16 @@
 
 enum {
     OPT_BUFFER_OPTIMIZE = 1,
+    OPT_CALIBRATION_DATA,
+    OPT_CALIBRATION_DATA_ALIAS,
+    OPT_CALIBRATION_METHOD,
+    OPT_CALIBRATION_PERCENTILE,
+    OPT_CALIBRATION_SAMPLES,
     OPT_DYNAMIC_BATCH_SIZE,
     OPT_FRAMEWORK,
     OPT_FUSION_SWITCH_FILE,
     OPT_INPUT_FORMAT,
+    OPT_INT8_NODES,
     OPT_KEEP_DTYPE,
     OPT_LAYOUT_POLICY,
     OPT_LAYOUT_REGIONS,
@@ -23,6 +30,7 @@ enum {
     OPT_OPTYPELIST_FOR_IMPLMODE,
     OPT_OUTPUT,
     OPT_PRECISION_MODE,
+    OPT_QUANT_RANGES,
     OPT_SOC_VERSION,
 };
 
@@ -30,12 +38,26 @@ enum {
 static const struct cp_opt own[] = {
     {"buffer_optimize", 0, CP_OPT_VALUE, OPT_BUFFER_OPTIMIZE, "MODE",
      "l2_optimize (default: reuse memory), l1_optimize, off_optimize"},
+    {"calibration-data", 0, CP_OPT_VALUE, OPT_CALIBRATION_DATA_ALIAS, "DIR",
+     "the same as --calibration_data"},
+    {"calibration_data", 0, CP_OPT_VALUE, OPT_CALIBRATION_DATA, "DIR",
+     "int8 calibration inputs: one folder a sample holding NAME.pb/.npy per input (one input: "
+     "one file a sample); default: 8 seeded random inputs, with a warning"},
+    {"calibration_method", 0, CP_OPT_VALUE, OPT_CALIBRATION_METHOD, "METHOD",
+     "activation ranges: minmax (default), percentile, entropy"},
+    {"calibration_percentile", 0, CP_OPT_VALUE, OPT_CALIBRATION_PERCENTILE, "P",
+     "percentile calibration clips both tails at P (default 99.999)"},
+    {"calibration_samples", 0, CP_OPT_VALUE, OPT_CALIBRATION_SAMPLES, "N",
+     "calibrate on at most N samples (random inputs: N of them)"},
     {"dynamic_batch_size", 0, CP_OPT_VALUE, OPT_DYNAMIC_BATCH_SIZE, "\"1,2,4,8\"",
      "batch profiles (needs -1 as batch in --input_shape)"},
     {"framework", 0, CP_OPT_VALUE, OPT_FRAMEWORK, "5", "source framework: 5 = ONNX (required)"},
     {"fusion_switch_file", 0, CP_OPT_VALUE, OPT_FUSION_SWITCH_FILE, "FILE",
      "ATC fusion switch file (JSON or PassName:off lines)"},
     {"input_format", 0, CP_OPT_VALUE, OPT_INPUT_FORMAT, "FMT", "NCHW (default), NCDHW, ND, NHWC"},
+    {"int8_nodes", 0, CP_OPT_VALUE, OPT_INT8_NODES, "FILE",
+     "ONNX node names or OpType::TYPE lines (as --keep_dtype) whose Conv/MatMul/Gemm compute "
+     "in int8: per-channel weights, calibrated activations"},
     {"keep_dtype", 0, CP_OPT_VALUE, OPT_KEEP_DTYPE, "FILE",
      "ONNX node names (one a line) or OpType::TYPE lines whose nodes keep fp32 under a bf16 "
      "--precision_mode"},
@@ -58,6 +80,8 @@ static const struct cp_opt own[] = {
      "output path without suffix; .om is added (required)"},
     {"precision_mode", 0, CP_OPT_VALUE, OPT_PRECISION_MODE, "MODE",
      "force_fp32 (cpu default), allow_fp32_to_bf16, allow_mix_precision_bf16, ..."},
+    {"quant_ranges", 0, CP_OPT_VALUE, OPT_QUANT_RANGES, "FILE",
+     "int8 activation ranges ('TENSOR MIN MAX' lines) instead of calibrating"},
     {"soc_version", 0, CP_OPT_VALUE, OPT_SOC_VERSION, "SOC", "target: cpu (default)"},
 };
 
@@ -188,7 +212,9 @@ int cp_cmd_convert(int argc, char **argv)
         int id = args.opts[i].id;
         if (id == CP_SO_HELP || id == CP_SO_JSON || id == OPT_LIST_PASSES)
             continue;
-        if (cp_convert_config_set(&cfg, args.opts[i].name, args.opts[i].value, &d) != CP_OK) {
+        const char *flag =
+            id == OPT_CALIBRATION_DATA_ALIAS ? "calibration_data" : args.opts[i].name;
+        if (cp_convert_config_set(&cfg, flag, args.opts[i].value, &d) != CP_OK) {
             cp_cli_error("convert", d.msg);
             return cp_status_exit_code(d.status);
         }
@@ -204,9 +230,31 @@ int cp_cmd_convert(int argc, char **argv)
      * cp_convert reads it again and gives the warnings. */
     struct cp_log quiet = {CP_LOG_ERROR, NULL};
     if (cfg.model[0] && (cp_convert_config_load_fusion_switches(&cfg, &quiet, &d) != CP_OK ||
-                         cp_convert_config_load_keep_dtype(&cfg, &d) != CP_OK)) {
+                         cp_convert_config_load_keep_dtype(&cfg, &d) != CP_OK ||
+                         cp_convert_config_load_int8_nodes(&cfg, &d) != CP_OK ||
+                         cp_convert_config_load_quant_ranges(&cfg, &d) != CP_OK)) {
         cp_cli_error("convert", d.msg);
         return cp_status_exit_code(d.status);
+    }
+    bool calib_flags = cp_args_has(&args, OPT_CALIBRATION_DATA) ||
+                       cp_args_has(&args, OPT_CALIBRATION_DATA_ALIAS) ||
+                       cp_args_has(&args, OPT_CALIBRATION_METHOD) ||
+                       cp_args_has(&args, OPT_CALIBRATION_PERCENTILE) ||
+                       cp_args_has(&args, OPT_CALIBRATION_SAMPLES);
+    if (calib_flags && (!cfg.int8_nodes_file[0] || cfg.quant_ranges_file[0])) {
+        cp_cli_error("convert", cfg.quant_ranges_file[0]
+                                    ? "the --calibration_* flags measure ranges; --quant_ranges "
+                                      "gives them already: use one or the other"
+                                    : "the --calibration_* flags go with --int8_nodes");
+        return 2;
+    }
+    if (cfg.model[0] && cfg.int8_nodes[0] && !cfg.quant_ranges_file[0]) {
+        struct cp_log warn = {cfg.log == CP_LOG_NULL ? CP_LOG_WARNING : cfg.log, NULL};
+        struct cp_calib_opts co = {.threads = 0, .seed = 1, .log = &warn};
+        if (cp_tune_calibrate(&cfg, &co, &d) != CP_OK) {
+            cp_cli_error("convert", d.msg);
+            return cp_status_exit_code(d.status);
+        }
     }
     struct cp_convert_result res;
     if (cp_convert(&cfg, &res, &d) != CP_OK) {

@@ -4,6 +4,7 @@
 #include "om/config.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ _Static_assert(sizeof layout_policy_names / sizeof *layout_policy_names == CP_LA
                "layout policy");
 
 static const char *const log_names[] = {"debug", "info", "warning", "error", "null"};
+static const char *const calib_names[] = {"minmax", "percentile", "entropy"};
 
 const char *cp_precision_mode_name(enum cp_precision_mode m)
 {
@@ -85,6 +87,11 @@ const char *cp_log_level_name(enum cp_log_level l)
     return (unsigned)l <= CP_LOG_NULL ? log_names[l] : "?";
 }
 
+const char *cp_calib_method_name(enum cp_calib_method m)
+{
+    return (unsigned)m < CP_CALIB_COUNT ? calib_names[m] : "?";
+}
+
 void cp_convert_config_init(struct cp_convert_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -96,6 +103,21 @@ void cp_convert_config_init(struct cp_convert_config *c)
     c->implmode = CP_IMPL_HIGH_PERFORMANCE;
     snprintf(c->soc_version, sizeof c->soc_version, "cpu");
     c->log = CP_LOG_NULL;
+    c->calibration_method = CP_CALIB_MINMAX;
+    c->calibration_percentile = 99.999;
+}
+
+/* A whole string as a finite double. */
+static bool parse_f64(const char *s, double *out)
+{
+    char *end = NULL;
+    if (!s || !*s)
+        return false;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
 }
 
 /* Find `value` in a name table; on failure list the accepted names. */
@@ -356,6 +378,48 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
         c->keep_dtype[0] = '\0'; /* read from the file later, as the switches */
         return copy_str(c->keep_dtype_file, sizeof c->keep_dtype_file, flag, value, d);
     }
+    if (strcmp(flag, "int8_nodes") == 0) {
+        if (!value[0])
+            return cp_diag_set(d, CP_ERR_USAGE, "--int8_nodes: empty path");
+        c->int8_nodes[0] = '\0';
+        return copy_str(c->int8_nodes_file, sizeof c->int8_nodes_file, flag, value, d);
+    }
+    if (strcmp(flag, "quant_ranges") == 0) {
+        if (!value[0])
+            return cp_diag_set(d, CP_ERR_USAGE, "--quant_ranges: empty path");
+        c->quant_ranges[0] = '\0';
+        return copy_str(c->quant_ranges_file, sizeof c->quant_ranges_file, flag, value, d);
+    }
+    if (strcmp(flag, "calibration_data") == 0) {
+        if (!value[0])
+            return cp_diag_set(d, CP_ERR_USAGE, "--calibration_data: empty path");
+        return copy_str(c->calibration_data, sizeof c->calibration_data, flag, value, d);
+    }
+    if (strcmp(flag, "calibration_method") == 0) {
+        st = pick(calib_names, CP_CALIB_COUNT, flag, value, &v, d);
+        if (st == CP_OK)
+            c->calibration_method = (enum cp_calib_method)v;
+        return st;
+    }
+    if (strcmp(flag, "calibration_percentile") == 0) {
+        double p;
+        if (!parse_f64(value, &p) || p < 50 || p > 100)
+            return cp_diag_set(d, CP_ERR_USAGE,
+                               "--calibration_percentile: '%s' is not a percentile from 50 to "
+                               "100 (e.g. 99.99)",
+                               value);
+        c->calibration_percentile = p;
+        return CP_OK;
+    }
+    if (strcmp(flag, "calibration_samples") == 0) {
+        int64_t n;
+        if (!cp_parse_i64(value, &n) || n < 1 || n > 100000)
+            return cp_diag_set(d, CP_ERR_USAGE,
+                               "--calibration_samples: '%s' is not a sample count (1..100000)",
+                               value);
+        c->calibration_samples = (int)n;
+        return CP_OK;
+    }
     if (strcmp(flag, "soc_version") == 0) {
         if (strcmp(value, "cpu") != 0)
             return cp_diag_set(d, CP_ERR_USAGE,
@@ -519,6 +583,28 @@ void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf 
         flag(out, "fusion_switch_file", c->fusion_switch_file);
     if (c->keep_dtype_file[0])
         flag(out, "keep_dtype", c->keep_dtype_file);
+    if (c->int8_nodes_file[0]) {
+        flag(out, "int8_nodes", c->int8_nodes_file);
+        if (c->quant_ranges_file[0]) {
+            flag(out, "quant_ranges", c->quant_ranges_file);
+        } else {
+            if (c->calibration_data[0])
+                flag(out, "calibration_data", c->calibration_data);
+            if (c->calibration_method != CP_CALIB_MINMAX)
+                flag(out, "calibration_method", cp_calib_method_name(c->calibration_method));
+            if (c->calibration_method == CP_CALIB_PERCENTILE &&
+                c->calibration_percentile != 99.999) {
+                char num[32];
+                snprintf(num, sizeof num, "%.9g", c->calibration_percentile);
+                flag(out, "calibration_percentile", num);
+            }
+            if (c->calibration_samples) {
+                char num[32];
+                snprintf(num, sizeof num, "%d", c->calibration_samples);
+                flag(out, "calibration_samples", num);
+            }
+        }
+    }
     if (c->n_dynamic_batch) {
         batch_text(c, &t);
         flag(out, "dynamic_batch_size", t.data);
@@ -572,6 +658,19 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
         json_object_set_new(o, "keep_dtype", json_string(c->keep_dtype));
     if (c->layout_regions[0])
         json_object_set_new(o, "layout_regions", json_string(c->layout_regions));
+    if (c->int8_nodes[0] || c->int8_nodes_file[0]) {
+        if (with_paths) {
+            json_object_set_new(o, "int8_nodes_file", json_string(c->int8_nodes_file));
+            json_object_set_new(o, "quant_ranges_file", json_string(c->quant_ranges_file));
+            json_object_set_new(o, "calibration_data", json_string(c->calibration_data));
+            json_object_set_new(o, "calibration_samples", json_integer(c->calibration_samples));
+        }
+        json_object_set_new(o, "int8_nodes", json_string(c->int8_nodes));
+        json_object_set_new(o, "quant_ranges", json_string(c->quant_ranges));
+        json_object_set_new(o, "calibration_method",
+                            json_string(cp_calib_method_name(c->calibration_method)));
+        json_object_set_new(o, "calibration_percentile", json_real(c->calibration_percentile));
+    }
     if (c->optypelist_for_implmode[0])
         json_object_set_new(o, "optypelist_for_implmode", json_string(c->optypelist_for_implmode));
     json_t *batch = json_array();
@@ -672,6 +771,13 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
         (st = json_str(o, "keep_dtype_file", c->keep_dtype_file, sizeof c->keep_dtype_file, d)) ||
         (st = json_str(o, "keep_dtype", c->keep_dtype, sizeof c->keep_dtype, d)) ||
         (st = json_str(o, "layout_regions", c->layout_regions, sizeof c->layout_regions, d)) ||
+        (st = json_str(o, "int8_nodes_file", c->int8_nodes_file, sizeof c->int8_nodes_file, d)) ||
+        (st = json_str(o, "int8_nodes", c->int8_nodes, sizeof c->int8_nodes, d)) ||
+        (st = json_str(o, "quant_ranges_file", c->quant_ranges_file, sizeof c->quant_ranges_file,
+                       d)) ||
+        (st = json_str(o, "quant_ranges", c->quant_ranges, sizeof c->quant_ranges, d)) ||
+        (st =
+             json_str(o, "calibration_data", c->calibration_data, sizeof c->calibration_data, d)) ||
         (st = json_str(o, "optypelist_for_implmode", c->optypelist_for_implmode,
                        sizeof c->optypelist_for_implmode, d)) ||
         (st = json_str(o, "soc_version", c->soc_version, sizeof c->soc_version, d)) ||
@@ -708,6 +814,27 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
     if ((st = json_pick(o, "log", log_names, CP_LOG_NULL + 1, &v, d)))
         goto out;
     c->log = (enum cp_log_level)v;
+    v = c->calibration_method;
+    if ((st = json_pick(o, "calibration_method", calib_names, CP_CALIB_COUNT, &v, d)))
+        goto out;
+    c->calibration_method = (enum cp_calib_method)v;
+    json_t *pct = json_object_get(o, "calibration_percentile");
+    if (pct) {
+        if (!json_is_number(pct) ||
+            !(json_number_value(pct) >= 50 && json_number_value(pct) <= 100)) {
+            st = cp_diag_set(d, CP_ERR_CORRUPT, "config: bad 'calibration_percentile'");
+            goto out;
+        }
+        c->calibration_percentile = json_number_value(pct);
+    }
+    json_t *ns = json_object_get(o, "calibration_samples");
+    if (ns) {
+        if (!json_is_integer(ns) || json_integer_value(ns) < 0 || json_integer_value(ns) > 100000) {
+            st = cp_diag_set(d, CP_ERR_CORRUPT, "config: bad 'calibration_samples'");
+            goto out;
+        }
+        c->calibration_samples = (int)json_integer_value(ns);
+    }
     json_t *batch = json_object_get(o, "dynamic_batch_size");
     if (batch) {
         if (!json_is_array(batch) || json_array_size(batch) > CP_MAX_DYN_BATCH) {
@@ -757,10 +884,11 @@ const char *cp_convert_flag_pass(const char *key)
     static const struct {
         const char *key, *pass;
     } via[] = {
-        {"precision_mode", "PrecisionModePass"},    {"op_select_implmode", "ImplModePass"},
-        {"layout_policy", "LayoutTransformPass"},   {"input_format", "LayoutTransformPass"},
-        {"dynamic_batch_size", "DynamicBatchPass"}, {"keep_dtype", "PrecisionModePass"},
-        {"layout_regions", "LayoutTransformPass"},  {"optypelist_for_implmode", "ImplModePass"},
+        {"precision_mode", "PrecisionModePass"},     {"op_select_implmode", "ImplModePass"},
+        {"layout_policy", "LayoutTransformPass"},    {"input_format", "LayoutTransformPass"},
+        {"dynamic_batch_size", "DynamicBatchPass"},  {"keep_dtype", "PrecisionModePass"},
+        {"int8_nodes", "Int8QuantizationPass"},      {"layout_regions", "LayoutTransformPass"},
+        {"optypelist_for_implmode", "ImplModePass"},
     };
     for (size_t i = 0; key && i < sizeof via / sizeof *via; i++)
         if (strcmp(via[i].key, key) == 0)
@@ -797,10 +925,16 @@ static bool append_line(char *out, size_t cap, size_t *at, const char *entry)
 enum cp_status cp_keep_dtype_parse(const char *path, const char *text, size_t len, char *out,
                                    size_t cap, struct cp_diag *d)
 {
+    return cp_node_list_parse("keep_dtype", path, text, len, out, cap, d);
+}
+
+enum cp_status cp_node_list_parse(const char *flag, const char *path, const char *text, size_t len,
+                                  char *out, size_t cap, struct cp_diag *d)
+{
     if (cap)
         out[0] = '\0';
     if (memchr(text, '\0', len))
-        return cp_diag_set(d, CP_ERR_USAGE, "--keep_dtype=%s: a NUL byte at offset %zu", path,
+        return cp_diag_set(d, CP_ERR_USAGE, "--%s=%s: a NUL byte at offset %zu", flag, path,
                            (size_t)((const char *)memchr(text, '\0', len) - text));
     char *copy = malloc(len + 1);
     char **entries = NULL;
@@ -822,12 +956,12 @@ enum cp_status cp_keep_dtype_parse(const char *path, const char *text, size_t le
             p++;
         if (*p && *p != '#') {
             if (strcmp(p, "OpType::") == 0)
-                st = cp_diag_set(d, CP_ERR_USAGE, "--keep_dtype=%s:%d: 'OpType::' names no op type",
+                st = cp_diag_set(d, CP_ERR_USAGE, "--%s=%s:%d: 'OpType::' names no op type", flag,
                                  path, line);
             else if (strlen(p) >= 1024)
-                st = cp_diag_set(d, CP_ERR_USAGE,
-                                 "--keep_dtype=%s:%d: an entry of %zu bytes (at most 1023)", path,
-                                 line, strlen(p));
+                st =
+                    cp_diag_set(d, CP_ERR_USAGE, "--%s=%s:%d: an entry of %zu bytes (at most 1023)",
+                                flag, path, line, strlen(p));
             else if (n == n_cap) {
                 n_cap = n_cap ? 2 * n_cap : 32;
                 char **g = cp_realloc_array(entries, n_cap, sizeof *g);
@@ -849,9 +983,9 @@ enum cp_status cp_keep_dtype_parse(const char *path, const char *text, size_t le
             continue;
         if (!append_line(out, cap, &at, entries[i])) {
             st = cp_diag_set(d, CP_ERR_USAGE,
-                             "--keep_dtype=%s: the list is longer than %zu bytes; list op types "
+                             "--%s=%s: the list is longer than %zu bytes; list op types "
                              "(OpType::X) instead of single nodes",
-                             path, cap - 1);
+                             flag, path, cap - 1);
             break;
         }
     }
@@ -890,6 +1024,177 @@ bool cp_keep_dtype_has(const char *canon, const char *entry)
         p = nl ? nl + 1 : NULL;
     }
     return false;
+}
+
+/* ---- int8: --int8_nodes and --quant_ranges ----------------------------------------- */
+
+enum cp_status cp_convert_config_load_int8_nodes(struct cp_convert_config *c, struct cp_diag *d)
+{
+    c->int8_nodes[0] = '\0';
+    if (!c->int8_nodes_file[0])
+        return CP_OK;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    struct cp_diag local;
+    cp_diag_init(&local);
+    if (cp_file_read(c->int8_nodes_file, &data, &len, &local) != CP_OK)
+        return cp_diag_set(d, CP_ERR_USAGE, "--int8_nodes: %s", local.msg);
+    enum cp_status st =
+        cp_node_list_parse("int8_nodes", c->int8_nodes_file, data ? (const char *)data : "", len,
+                           c->int8_nodes, sizeof c->int8_nodes, d);
+    free(data);
+    return st;
+}
+
+struct range_line {
+    char *name;
+    double lo, hi;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+    return strcmp(((const struct range_line *)a)->name, ((const struct range_line *)b)->name);
+}
+
+/* Split the next blank-separated field off *p; NULL when none is left. */
+static char *next_field(char **p)
+{
+    char *s = *p;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (!*s)
+        return NULL;
+    char *e = s;
+    while (*e && *e != ' ' && *e != '\t')
+        e++;
+    if (*e)
+        *e++ = '\0';
+    *p = e;
+    return s;
+}
+
+enum cp_status cp_quant_ranges_parse(const char *path, const char *text, size_t len, char *out,
+                                     size_t cap, struct cp_diag *d)
+{
+    if (cap)
+        out[0] = '\0';
+    if (memchr(text, '\0', len))
+        return cp_diag_set(d, CP_ERR_USAGE, "--quant_ranges=%s: a NUL byte at offset %zu", path,
+                           (size_t)((const char *)memchr(text, '\0', len) - text));
+    char *copy = malloc(len + 1);
+    struct range_line *lines = NULL;
+    size_t n = 0, n_cap = 0;
+    enum cp_status st = copy ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (copy) {
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+    }
+    char *p = copy;
+    for (int line = 1; st == CP_OK && p && *p; line++) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = '\0';
+        char *e = p + strlen(p);
+        if (e > p && e[-1] == '\r')
+            *--e = '\0';
+        char *cur = p;
+        char *name = next_field(&cur);
+        if (name && name[0] != '#') {
+            char *a = next_field(&cur), *b = next_field(&cur), *extra = next_field(&cur);
+            double lo = 0, hi = 0;
+            if (!a || !b || extra)
+                st = cp_diag_set(d, CP_ERR_USAGE,
+                                 "--quant_ranges=%s:%d: expected 'TENSOR MIN MAX', three fields",
+                                 path, line);
+            else if (!parse_f64(a, &lo) || !parse_f64(b, &hi))
+                st = cp_diag_set(d, CP_ERR_USAGE,
+                                 "--quant_ranges=%s:%d: '%s %s' are not two finite numbers", path,
+                                 line, a, b);
+            else if (lo > hi)
+                st = cp_diag_set(d, CP_ERR_USAGE,
+                                 "--quant_ranges=%s:%d: tensor '%s': MIN %g is above MAX %g", path,
+                                 line, name, lo, hi);
+            else if (strlen(name) >= 1024)
+                st = cp_diag_set(d, CP_ERR_USAGE,
+                                 "--quant_ranges=%s:%d: a tensor name of %zu bytes (at most 1023)",
+                                 path, line, strlen(name));
+            else if (n == n_cap) {
+                n_cap = n_cap ? 2 * n_cap : 64;
+                struct range_line *g = cp_realloc_array(lines, n_cap, sizeof *g);
+                if (!g)
+                    st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+                else
+                    lines = g;
+            }
+            if (st == CP_OK)
+                lines[n++] = (struct range_line){name, lo, hi};
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    if (st == CP_OK && n)
+        qsort(lines, n, sizeof *lines, cmp_range);
+    size_t at = 0;
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        if (i && strcmp(lines[i].name, lines[i - 1].name) == 0) {
+            st = cp_diag_set(d, CP_ERR_USAGE, "--quant_ranges=%s: tensor '%s' is given twice", path,
+                             lines[i].name);
+            break;
+        }
+        char entry[1100];
+        snprintf(entry, sizeof entry, "%s %.9g %.9g", lines[i].name, lines[i].lo, lines[i].hi);
+        if (!append_line(out, cap, &at, entry))
+            st = cp_diag_set(d, CP_ERR_USAGE,
+                             "--quant_ranges=%s: the table is longer than %zu bytes; quantize "
+                             "fewer nodes",
+                             path, cap - 1);
+    }
+    if (st != CP_OK && cap)
+        out[0] = '\0';
+    free(lines);
+    free(copy);
+    return st;
+}
+
+enum cp_status cp_convert_config_load_quant_ranges(struct cp_convert_config *c, struct cp_diag *d)
+{
+    if (!c->quant_ranges_file[0])
+        return CP_OK;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    struct cp_diag local;
+    cp_diag_init(&local);
+    if (cp_file_read(c->quant_ranges_file, &data, &len, &local) != CP_OK)
+        return cp_diag_set(d, CP_ERR_USAGE, "--quant_ranges: %s", local.msg);
+    enum cp_status st = cp_quant_ranges_parse(c->quant_ranges_file, data ? (const char *)data : "",
+                                              len, c->quant_ranges, sizeof c->quant_ranges, d);
+    free(data);
+    return st;
+}
+
+bool cp_quant_ranges_find(const char *canon, const char *tensor, double *lo, double *hi)
+{
+    size_t k = strlen(tensor);
+    for (const char *p = canon; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        if (strncmp(p, tensor, k) == 0 && p[k] == ' ') {
+            char *end = NULL;
+            *lo = strtod(p + k + 1, &end);
+            *hi = strtod(end, NULL);
+            return true;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return false;
+}
+
+size_t cp_quant_ranges_count(const char *canon)
+{
+    size_t n = 0;
+    for (const char *p = canon; p && *p; n++) {
+        const char *nl = strchr(p, '\n');
+        p = nl ? nl + 1 : NULL;
+    }
+    return n;
 }
 
 /* ---- --layout_regions ------------------------------------------------------------- */

@@ -26,6 +26,7 @@
 #define CP_FUSION_SWITCHES_MAX 4096
 #define CP_KEEP_DTYPE_MAX      8192
 #define CP_LAYOUT_REGIONS_MAX  4096
+#define CP_QUANT_RANGES_MAX    65536
 
 enum cp_precision_mode {
     CP_PREC_FORCE_FP32 = 0, /* the CPU target's default */
@@ -75,6 +76,15 @@ enum cp_layout_policy {
     CP_LAYOUT_POLICY_COUNT
 };
 
+/* How int8 activation ranges are taken from the calibration runs
+ * (docs/layout-and-precision.md "int8"). */
+enum cp_calib_method {
+    CP_CALIB_MINMAX = 0, /* the observed minimum and maximum (default, as ONNX Runtime's) */
+    CP_CALIB_PERCENTILE, /* clip both tails at --calibration_percentile */
+    CP_CALIB_ENTROPY,    /* the clip that loses least information (KL divergence) */
+    CP_CALIB_COUNT
+};
+
 /* One `name:d0,d1,...` entry of --input_shape; -1 marks a dynamic dimension. */
 struct cp_input_shape {
     char name[128];
@@ -116,6 +126,24 @@ struct cp_convert_config {
      * --op_select_implmode applies to, canonical "Gelu,Softmax" (sorted,
      * ONNX spelling; ATC's SoftmaxV2 reads as Softmax); "" for every op. */
     char optypelist_for_implmode[256];
+    /* --int8_nodes (cannprof's own knob; AMCT's analogue): a file of ONNX
+     * node names and `OpType::X` lines, the syntax of --keep_dtype, whose
+     * Conv/MatMul/Gemm compute in int8 (post-training quantization). ""
+     * when none; int8_nodes is its canonical content, as keep_dtype. */
+    char int8_nodes_file[1024];
+    char int8_nodes[CP_KEEP_DTYPE_MAX];
+    /* The activation ranges int8 quantizes with, canonical "TENSOR MIN MAX"
+     * lines sorted by tensor (%.9g): from --quant_ranges=FILE, or measured
+     * by calibration (`cannprof convert` runs it when --int8_nodes has no
+     * ranges file). Recorded in the .om and part of the config id. */
+    char quant_ranges_file[1024];
+    char quant_ranges[CP_QUANT_RANGES_MAX];
+    /* How the ranges were measured: the inputs ("" = seeded random), the
+     * method, its percentile, how many samples were run. */
+    char calibration_data[1024];
+    enum cp_calib_method calibration_method;
+    double calibration_percentile; /* default 99.999 */
+    int calibration_samples;       /* 0: every sample of calibration_data, 8 random */
     int64_t dynamic_batch[CP_MAX_DYN_BATCH];
     size_t n_dynamic_batch;
     enum cp_buffer_opt buffer_optimize;
@@ -135,6 +163,7 @@ const char *cp_buffer_opt_name(enum cp_buffer_opt b);
 const char *cp_input_format_name(enum cp_input_format f);
 const char *cp_layout_policy_name(enum cp_layout_policy p);
 const char *cp_log_level_name(enum cp_log_level l);
+const char *cp_calib_method_name(enum cp_calib_method m);
 
 /* Set one knob from its ATC flag name (without dashes) and value text,
  * validating against ATC's allowed values. Errors name the flag and list
@@ -193,12 +222,44 @@ const char *cp_convert_flag_pass(const char *key);
 enum cp_status cp_keep_dtype_parse(const char *path, const char *text, size_t len, char *out,
                                    size_t cap, struct cp_diag *d);
 
+/* The same for any flag taking such a node list (--int8_nodes): errors
+ * say "--FLAG=PATH:LINE". */
+enum cp_status cp_node_list_parse(const char *flag, const char *path, const char *text, size_t len,
+                                  char *out, size_t cap, struct cp_diag *d);
+
 /* Read c->keep_dtype_file into c->keep_dtype; with no file, clear it.
  * Errors name the file (CP_ERR_USAGE). */
 enum cp_status cp_convert_config_load_keep_dtype(struct cp_convert_config *c, struct cp_diag *d);
 
 /* Whether the canonical list `canon` holds `entry` as one of its lines. */
 bool cp_keep_dtype_has(const char *canon, const char *entry);
+
+/* ---- int8: --int8_nodes and --quant_ranges -----------------------------------
+ *
+ * A ranges file (what calibration writes, what --quant_ranges reads; as
+ * TensorRT's calibration cache) holds one tensor a line: "TENSOR MIN MAX",
+ * the tensor's ONNX name and the range of values int8 is to represent
+ * (MIN <= MAX, finite). Blank lines and '#' lines are skipped; a tensor
+ * named twice is an error. */
+
+/* Read c->int8_nodes_file into c->int8_nodes; with no file, clear it. */
+enum cp_status cp_convert_config_load_int8_nodes(struct cp_convert_config *c, struct cp_diag *d);
+
+/* Parse a ranges file's text into canonical lines in out[cap]. Errors
+ * (CP_ERR_USAGE) name `path` and the line: fewer or more than 3 fields, a
+ * number that is not finite, MIN > MAX, a tensor given twice, a NUL byte,
+ * a table longer than cap - 1 bytes. */
+enum cp_status cp_quant_ranges_parse(const char *path, const char *text, size_t len, char *out,
+                                     size_t cap, struct cp_diag *d);
+
+/* Read c->quant_ranges_file into c->quant_ranges (no file: unchanged). */
+enum cp_status cp_convert_config_load_quant_ranges(struct cp_convert_config *c, struct cp_diag *d);
+
+/* The range of `tensor` in the canonical table `canon`. */
+bool cp_quant_ranges_find(const char *canon, const char *tensor, double *lo, double *hi);
+
+/* The number of tensors in the canonical table. */
+size_t cp_quant_ranges_count(const char *canon);
 
 /* ---- --layout_regions --------------------------------------------------------
  *

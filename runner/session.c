@@ -19,6 +19,19 @@ static enum cp_status open_onnx(struct cp_session *s, const struct cp_session_op
         st = cp_graph_compact(g, d);
     if (st == CP_OK)
         st = cp_graph_infer(g, d);
+    for (size_t i = 0; st == CP_OK && i < o->n_extra_outputs; i++) {
+        int32_t t = cp_graph_find_tensor(g, o->extra_outputs[i]);
+        if (t < 0) {
+            st = cp_diag_set(d, CP_ERR_USAGE, "%s has no tensor named '%s'", o->model_path,
+                             o->extra_outputs[i]);
+            break;
+        }
+        bool listed = cp_graph_tensor(g, t)->kind != CP_TENSOR_INTERMEDIATE;
+        for (size_t k = 0; !listed && k < cp_graph_n_outputs(g); k++)
+            listed = cp_graph_output(g, k) == t;
+        if (!listed && (st = cp_graph_add_output(g, t)) != CP_OK)
+            cp_diag_set(d, st, "out of memory adding output '%s'", o->extra_outputs[i]);
+    }
     if (st != CP_OK) {
         cp_graph_free(g);
         return st;

@@ -23,6 +23,12 @@ struct cp_session_opts {
     int threads;             /* 0: all cores */
     int buffer_optimize;     /* -1: the model's */
     struct cp_trace_recorder *trace;
+    /* An .onnx only: intermediate tensors to copy out after each run, as
+     * extra outputs after the model's own (calibration reads activations
+     * so). A name the graph lacks is an error; a graph input or output is
+     * not added again. */
+    const char *const *extra_outputs;
+    size_t n_extra_outputs;
 };
 
 /* Open the model and build the plan. Errors go to `d`. */

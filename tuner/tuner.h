@@ -234,6 +234,28 @@ struct cp_tune_prec_report {
     int checks; /* precision checks the plan spent */
 };
 
+/* ---- int8 calibration (calibrate.c) --------------------------------------- */
+
+struct cp_calib_opts {
+    int threads;         /* 0: all cores */
+    uint64_t seed;       /* of random inputs */
+    bool all_candidates; /* every Conv/MatMul/Gemm, not only c->int8_nodes' */
+    const struct cp_log *log;
+};
+
+/* Measure the activation ranges int8 quantization needs and store them in
+ * c->quant_ranges (c->calibration_samples: how many samples ran). The
+ * source model c->model runs unconverted in fp32 on the samples of
+ * c->calibration_data (one sub-folder a sample holding NAME.pb/.npy per
+ * input, or, for one input, one file a sample; at most
+ * c->calibration_samples of them when set), or on c->calibration_samples
+ * (default 8) seeded random inputs, with a warning that they are not
+ * representative. The range of each tensor an int8 node reads or writes is
+ * taken by c->calibration_method. Errors name the folder, sample or input
+ * (CP_ERR_USAGE). */
+enum cp_status cp_tune_calibrate(struct cp_convert_config *c, const struct cp_calib_opts *o,
+                                 struct cp_diag *d);
+
 /* ---- the loop ------------------------------------------------------------- */
 
 struct cp_tune_opts {

@@ -13,6 +13,37 @@
  * default is longer: runner/measure.h). */
 #define CP_TUNE_MIN_TIME_LIMIT_S 2.0
 
+/* ---- int8 calibration (calibrate.c) --------------------------------------- */
+
+#define CP_CALIB_BINS 2048
+
+/* What calibration keeps of one tensor: its extent (pass 0) and a
+ * histogram over it (pass 1; of |x| over [0, max |x|] for entropy). */
+struct cp_calib_acc {
+    double min, max;
+    int64_t count;
+    int64_t hist[CP_CALIB_BINS];
+};
+
+/* Add n values to a in pass 0 or 1 (non-finite values are skipped). */
+void cp_calib_acc_add(struct cp_calib_acc *a, const float *v, int64_t n, int pass,
+                      enum cp_calib_method m);
+
+/* The range [lo, hi] method m takes from a (percentile in %, e.g. 99.999):
+ * minmax the extent; percentile both tails clipped at 100 - p and p;
+ * entropy the threshold T of least KL divergence between the |x|
+ * histogram and its 8-bit quantization, [0, T] for a tensor without
+ * negative values, else [-T, T]. */
+void cp_calib_range(const struct cp_calib_acc *a, enum cp_calib_method m, double percentile,
+                    double *lo, double *hi);
+
+/* The tensor names to calibrate in source graph g: input 0 and output 0 of
+ * every Conv/MatMul/Gemm `canon` lists (NULL: all), and the names the
+ * conversion may give them (a folded Pad's input, a folded
+ * BatchNormalization's output). OUT: *out (n malloc'ed strings). */
+enum cp_status cp_calib_tensors(const struct cp_graph *g, const char *canon, char ***out, size_t *n,
+                                struct cp_diag *d);
+
 /* Reference outputs of the unconverted model at one batch. */
 struct cp_tune_ref {
     int batch;

@@ -18,9 +18,10 @@ static const struct {
     const char *name;
     const struct cp_pass *table;
 } families[] = {
-    {"cleanup", cp_cleanup_passes}, {"batch", cp_batch_passes},
-    {"fusion", cp_fusion_passes},   {"attention", cp_attention_passes},
-    {"layout", cp_layout_passes},   {"precision", cp_precision_passes},
+    {"cleanup", cp_cleanup_passes},     {"batch", cp_batch_passes},
+    {"quant", cp_quant_passes},         {"fusion", cp_fusion_passes},
+    {"attention", cp_attention_passes}, {"layout", cp_layout_passes},
+    {"precision", cp_precision_passes},
 };
 #define N_FAMILIES (sizeof families / sizeof *families)
 
@@ -63,7 +64,8 @@ bool cp_pass_describe(size_t i, struct cp_pass_desc *out)
 
 bool cp_pass_family_is_fusion(const char *family)
 {
-    return family && strcmp(family, "layout") != 0 && strcmp(family, "precision") != 0;
+    return family && strcmp(family, "layout") != 0 && strcmp(family, "precision") != 0 &&
+           strcmp(family, "quant") != 0;
 }
 
 int cp_pass_index(const char *name)
@@ -93,6 +95,7 @@ void cp_pass_target_detect(struct cp_pass_target *t)
     cp_host_detect(h);
     t->has_bf16 = h->has_bf16;
     t->has_fp16 = h->has_fp16;
+    t->has_vnni = cp_host_has_flag(h, "avx512_vnni");
     t->vector_floats = cp_host_has_flag(h, "avx512f") ? 16 : 8;
     snprintf(t->cpu_model, sizeof t->cpu_model, "%s", h->cpu_model);
     free(h);
@@ -241,6 +244,7 @@ static void ctx_init(struct cp_pass_ctx *ctx, struct cp_graph *g, const struct c
     ctx->log = log;
     ctx->has_bf16 = target->has_bf16;
     ctx->has_fp16 = target->has_fp16;
+    ctx->has_vnni = target->has_vnni;
     ctx->vector_floats = target->vector_floats;
     ctx->cpu_model = target->cpu_model;
 }

@@ -41,6 +41,7 @@ struct cp_pass_ctx {
     /* What the target can do (from the CPU's ISA flags). */
     bool has_bf16;         /* avx512_bf16 or amx_bf16 */
     bool has_fp16;         /* avx512_fp16 */
+    bool has_vnni;         /* avx512_vnni: int8 weights may use all 8 bits */
     int vector_floats;     /* f32 lanes of a vector: 16 with avx512f, 8 else; 0: 16 */
     const char *cpu_model; /* for messages: "AMD EPYC" */
     /* g is an If branch or a Loop/Scan body: the cleanup passes fold only
@@ -60,6 +61,7 @@ struct cp_pass {
 
 extern const struct cp_pass cp_cleanup_passes[];
 extern const struct cp_pass cp_batch_passes[];
+extern const struct cp_pass cp_quant_passes[];
 extern const struct cp_pass cp_fusion_passes[];
 extern const struct cp_pass cp_attention_passes[];
 extern const struct cp_pass cp_layout_passes[];
@@ -71,6 +73,7 @@ extern const struct cp_pass cp_precision_passes[];
 struct cp_pass_target {
     bool has_bf16;
     bool has_fp16;
+    bool has_vnni;
     int vector_floats; /* 16 with avx512f, else 8 */
     char cpu_model[256];
 };
