@@ -34,8 +34,9 @@ size_t cp_pass_count(void);
 bool cp_pass_describe(size_t i, struct cp_pass_desc *out);
 
 /* Whether passes of `family` are fusion passes, the ones a fusion switch
- * file's "ALL" covers: every family but layout and precision, whose
- * passes carry knobs of their own (--layout_policy, --precision_mode). */
+ * file's "ALL" covers: every family but quant, layout and precision, whose
+ * passes carry knobs of their own (--int8_nodes, --layout_policy,
+ * --precision_mode). */
 bool cp_pass_family_is_fusion(const char *family);
 
 /* Run-order index of the pass called `name` (exact, case-sensitive), or -1. */

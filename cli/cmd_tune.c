@@ -14,7 +14,10 @@
 
 enum {
     OPT_BATCH = 1,
+    OPT_CALIBRATION_DATA,
+    OPT_CALIBRATION_METHOD,
     OPT_FRESH,
+    OPT_INT8,
     OPT_JOBS,
     OPT_KEEP,
     OPT_NO_KB,
@@ -25,7 +28,15 @@ enum {
 static const struct cp_opt own[] = {
     {"batch", 0, CP_OPT_VALUE, OPT_BATCH, "LIST.txt|DIR",
      "tune many models: one path per line, or every .onnx of a folder"},
+    {"calibration-data", 0, CP_OPT_VALUE, OPT_CALIBRATION_DATA, "DIR",
+     "int8 calibration inputs (implies --int8): one folder a sample holding NAME.pb/.npy per "
+     "input, or one file a sample for one input"},
+    {"calibration-method", 0, CP_OPT_VALUE, OPT_CALIBRATION_METHOD, "METHOD",
+     "int8 activation ranges: minmax (default), percentile, entropy"},
     {"fresh", 0, CP_OPT_FLAG, OPT_FRESH, NULL, "start a new session instead of resuming"},
+    {"int8", 0, CP_OPT_FLAG, OPT_INT8, NULL,
+     "let the plan put Conv/MatMul/Gemm into int8 under the precision_loss bound (calibrated; "
+     "without --calibration-data on seeded random inputs, with a warning)"},
     {"jobs", 'j', CP_OPT_VALUE, OPT_JOBS, "N",
      "with --batch: N worker processes, each pinned to CPUs of its own (default 1)"},
     {"keep", 0, CP_OPT_VALUE, OPT_KEEP, "best|all", "candidate .om files to keep (default all)"},
@@ -353,6 +364,21 @@ static bool parse_opts(const struct cp_args *a, struct cp_tune_opts *o, struct c
             return cp_diag_set(d, CP_ERR_USAGE, "--keep: best or all, not '%s'", v), false;
         o->keep_all = strcmp(v, "all") == 0;
     }
+    o->int8 = cp_args_has(a, OPT_INT8) || cp_args_has(a, OPT_CALIBRATION_DATA);
+    o->calibration_data = cp_args_get(a, OPT_CALIBRATION_DATA);
+    if ((v = cp_args_get(a, OPT_CALIBRATION_METHOD))) {
+        struct cp_convert_config tmp;
+        cp_convert_config_init(&tmp);
+        if (cp_convert_config_set(&tmp, "calibration_method", v, d) != CP_OK)
+            return false;
+        o->calibration_method = tmp.calibration_method;
+        o->int8 = true;
+    }
+    if (o->int8 && !cp_constraints_find(&o->constraints, CP_CONSTRAINT_PRECISION_LOSS))
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--int8 needs a precision budget: add precision_loss<X%% to "
+                           "--constraints, e.g. --constraints \"precision_loss<1%%\""),
+               false;
     o->fresh = cp_args_has(a, OPT_FRESH);
     o->use_kb_strategies = !cp_args_has(a, OPT_NO_KB);
     o->kb_path = cp_args_get(a, CP_SO_KB);

@@ -422,6 +422,41 @@ enum cp_status cp_calib_tensors(const struct cp_graph *g, const char *canon, cha
     return st;
 }
 
+void cp_calib_names_free(char **v, size_t n)
+{
+    free_list(v, n);
+}
+
+enum cp_status cp_calib_nodes(const struct cp_convert_config *c, char ***out, size_t *n,
+                              struct cp_diag *d)
+{
+    *out = NULL;
+    *n = 0;
+    struct cp_graph *g = NULL;
+    char hash[33];
+    size_t cap = 0;
+    enum cp_status st = cp_onnx_import(c->model, c->input_shapes, c->n_input_shapes, &g, hash, d);
+    if (st == CP_OK)
+        st = cp_graph_verify(g, d);
+    if (st == CP_OK)
+        st = cp_graph_compact(g, d);
+    if (st == CP_OK)
+        st = cp_graph_infer(g, d);
+    for (size_t i = 0; st == CP_OK && i < cp_graph_n_nodes(g); i++) {
+        const struct cp_node *nd = cp_graph_node(g, (int32_t)i);
+        if (!nd->dead && nd->op_type && is_int8_op(nd->op_type) && nd->n_inputs > 1 &&
+            cp_graph_tensor(g, nd->inputs[0])->dtype == CP_DTYPE_F32)
+            st = add_name(out, n, &cap, nd->name, d);
+    }
+    cp_graph_free(g);
+    if (st != CP_OK) {
+        free_list(*out, *n);
+        *out = NULL;
+        *n = 0;
+    }
+    return st;
+}
+
 /* ---- the run --------------------------------------------------------------------- */
 
 static void shapes_text(const struct cp_convert_config *c, struct cp_buf *b)

@@ -10,8 +10,9 @@
 
 /* The convert flags a delta may turn. */
 static const char *const convert_keys[] = {
-    "buffer_optimize", "keep_dtype", "layout_policy", "layout_regions", "op_select_implmode",
-    "precision_mode",  NULL};
+    "buffer_optimize", "int8_nodes",     "keep_dtype",
+    "layout_policy",   "layout_regions", "op_select_implmode",
+    "precision_mode",  "quant_ranges",   NULL};
 
 static bool is_convert_key(const char *k)
 {
@@ -70,7 +71,8 @@ enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_
             return cp_diag_set(d, CP_ERR_INVALID,
                                "delta item '%s=%s': unknown knob '%s' (known: layout_policy, "
                                "precision_mode, buffer_optimize, op_select_implmode, "
-                               "keep_dtype, layout_regions, switch:<Pass>, threads, batch)",
+                               "keep_dtype, int8_nodes, quant_ranges, layout_regions, "
+                               "switch:<Pass>, threads, batch)",
                                item, eq + 1, item);
         enum cp_status st = put(out, item, eq + 1, d);
         if (st != CP_OK)
@@ -191,6 +193,27 @@ static enum cp_status set_keep_dtype(struct cp_convert_config *c, const char *v,
     return st;
 }
 
+/* int8_nodes=FILE and quant_ranges=FILE: likewise the content; "-"
+ * clears. */
+static enum cp_status set_int8(struct cp_convert_config *c, const char *k, const char *v,
+                               struct cp_diag *d)
+{
+    bool nodes = strcmp(k, "int8_nodes") == 0;
+    char *file = nodes ? c->int8_nodes_file : c->quant_ranges_file;
+    char *canon = nodes ? c->int8_nodes : c->quant_ranges;
+    if (strcmp(v, "-") == 0) {
+        file[0] = canon[0] = '\0';
+        return CP_OK;
+    }
+    enum cp_status st = cp_convert_config_set(c, k, v, d);
+    if (st == CP_OK)
+        st = nodes ? cp_convert_config_load_int8_nodes(c, d)
+                   : cp_convert_config_load_quant_ranges(c, d);
+    if (st != CP_OK)
+        file[0] = canon[0] = '\0';
+    return st;
+}
+
 static bool parse_int(const char *s, int lo, int hi, int *out)
 {
     int64_t v;
@@ -209,6 +232,8 @@ enum cp_status cp_delta_apply(const struct cp_tune_point *p, const struct cp_del
         enum cp_status st = CP_OK;
         if (strcmp(k, "keep_dtype") == 0)
             st = set_keep_dtype(&out->cfg, v, d);
+        else if (strcmp(k, "int8_nodes") == 0 || strcmp(k, "quant_ranges") == 0)
+            st = set_int8(&out->cfg, k, v, d);
         else if (strcmp(k, "layout_regions") == 0 && strcmp(v, "-") == 0)
             out->cfg.layout_regions[0] = '\0';
         else if (is_convert_key(k))
@@ -258,6 +283,18 @@ void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point 
             : b->cfg.keep_dtype_file[0] ? b->cfg.keep_dtype_file
                                         : "(list without a file)",
             NULL);
+    if (strcmp(a->cfg.quant_ranges, b->cfg.quant_ranges) != 0)
+        put(out, "quant_ranges",
+            !b->cfg.quant_ranges[0]       ? "-"
+            : b->cfg.quant_ranges_file[0] ? b->cfg.quant_ranges_file
+                                          : "(ranges without a file)",
+            NULL);
+    if (strcmp(a->cfg.int8_nodes, b->cfg.int8_nodes) != 0)
+        put(out, "int8_nodes",
+            !b->cfg.int8_nodes[0]       ? "-"
+            : b->cfg.int8_nodes_file[0] ? b->cfg.int8_nodes_file
+                                        : "(list without a file)",
+            NULL);
     if (strcmp(a->cfg.fusion_switches, b->cfg.fusion_switches) != 0) {
         /* passes off in b but not in a, and on in b but off in a */
         for (size_t i = 0; i < cp_pass_count(); i++) {
@@ -289,6 +326,8 @@ void cp_tune_point_key(const struct cp_tune_point *p, char out[48])
     struct cp_convert_config c = p->cfg;
     c.fusion_switch_file[0] = '\0'; /* the switches themselves are in the id */
     c.keep_dtype_file[0] = '\0';    /* and so is the list */
+    c.int8_nodes_file[0] = c.quant_ranges_file[0] = c.calibration_data[0] = '\0';
+    c.calibration_samples = 0;
     char id[17];
     cp_convert_config_id(&c, id);
     snprintf(out, 48, "%s/t%d/b%d", id, p->threads, p->batch);

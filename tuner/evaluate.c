@@ -34,16 +34,28 @@ enum cp_status cp_tune_convert(struct cp_tune_ctx *c, const struct cp_tune_point
         if (st != CP_OK)
             return st;
     }
-    cfg.keep_dtype_file[0] = '\0';
-    if (cfg.keep_dtype[0]) {
-        /* likewise --keep_dtype: the point's list, one entry a line */
-        snprintf(cfg.keep_dtype_file, sizeof cfg.keep_dtype_file, "%s/%s.keep_dtype", c->o->out_dir,
-                 name);
+    /* likewise --keep_dtype, --int8_nodes and --quant_ranges: the point's
+     * lists, one entry a line */
+    struct {
+        char *file;
+        size_t cap;
+        const char *canon, *suffix;
+    } lists[] = {
+        {cfg.keep_dtype_file, sizeof cfg.keep_dtype_file, cfg.keep_dtype, "keep_dtype"},
+        {cfg.int8_nodes_file, sizeof cfg.int8_nodes_file, cfg.int8_nodes, "int8_nodes"},
+        {cfg.quant_ranges_file, sizeof cfg.quant_ranges_file, cfg.quant_ranges, "quant_ranges"},
+    };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        lists[i].file[0] = '\0';
+        if (!lists[i].canon[0] || (i == 2 && !cfg.int8_nodes[0]))
+            continue;
+        snprintf(lists[i].file, lists[i].cap, "%.1000s/%.40s.%s", c->o->out_dir, name,
+                 lists[i].suffix);
         struct cp_buf text;
         cp_buf_init(&text);
-        cp_buf_printf(&text, "%s\n", cfg.keep_dtype);
+        cp_buf_printf(&text, "%s\n", lists[i].canon);
         enum cp_status st = cp_buf_status(&text) == CP_OK
-                                ? cp_file_write_atomic(cfg.keep_dtype_file, text.data, text.len, d)
+                                ? cp_file_write_atomic(lists[i].file, text.data, text.len, d)
                                 : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         cp_buf_release(&text);
         if (st != CP_OK)

@@ -217,7 +217,8 @@ static void kb_proposals(struct cp_tune_ctx *c, struct proposals *ps,
         return;
     for (size_t i = 0; i < n; i++) {
         struct cp_delta dl;
-        if (cp_delta_parse(hits[i].delta, &dl, &d) != CP_OK || delta_has(&dl, "keep_dtype"))
+        if (cp_delta_parse(hits[i].delta, &dl, &d) != CP_OK || delta_has(&dl, "keep_dtype") ||
+            delta_has(&dl, "int8_nodes"))
             continue; /* a node list names another model's nodes */
         char title[160];
         snprintf(title, sizeof title, "held %d of %d times on %s (similarity %.2f)", hits[i].count,
@@ -293,6 +294,31 @@ static void precision_proposal(struct cp_tune_ctx *c, struct proposals *ps,
     if (c->have_prec_proposal)
         add_proposal(c, ps, &c->prec_proposal.delta, c->prec_proposal.source,
                      c->prec_proposal.expected_gain, c->prec_proposal.title, best);
+    else if (c->r->prec.ran && c->r->prec.whole_fits &&
+             best->cfg.precision_mode == CP_PREC_FORCE_FP32) {
+        /* the whole model in bf16 fits: measured first, so that what int8
+         * adds on top of it is a step of its own */
+        struct cp_delta dl;
+        char title[160];
+        snprintf(title, sizeof title, "the whole model in bf16 (precision_loss %.4f%%)",
+                 c->r->prec.loss_all);
+        if (cp_delta_parse("precision_mode=allow_mix_precision_bf16", &dl, NULL) == CP_OK)
+            add_proposal(c, ps, &dl, "plan:precision", NAN, title, best);
+    }
+    /* int8 on top of what the precision plan concluded (tune --int8) */
+    if (!c->int8_planned) {
+        c->int8_planned = true;
+        struct cp_diag d;
+        cp_diag_init(&d);
+        if (cp_tune_int8_plan(c, &c->int8_proposal, &c->have_int8_proposal, &d) != CP_OK) {
+            cp_tune_progress_note(c, "int8 plan failed, continuing without it: %s", d.msg);
+            c->have_int8_proposal = false;
+        } else if (c->r->int8.ran)
+            cp_tune_progress_note(c, "int8 plan: %s", c->r->int8.summary);
+    }
+    if (c->have_int8_proposal)
+        add_proposal(c, ps, &c->int8_proposal.delta, c->int8_proposal.source,
+                     c->int8_proposal.expected_gain, c->int8_proposal.title, best);
 }
 
 /* best's --layout_regions with region `name` given layout `pol`, as the
@@ -443,8 +469,8 @@ static enum cp_status record_candidate(struct cp_tune_ctx *c, const struct cp_tu
         .b_ns = res ? res->ns[1] : NULL,
         .n = res ? res->n : 0,
         /* a node list is this model's own: no strategy for other models */
-        .record_strategy =
-            s->step > 0 && s->status != CP_STEP_FAILED && !strstr(s->delta, "keep_dtype="),
+        .record_strategy = s->step > 0 && s->status != CP_STEP_FAILED &&
+                           !strstr(s->delta, "keep_dtype=") && !strstr(s->delta, "int8_nodes="),
         .model_id = c->model_id,
         .hw_id = c->hw_id,
         .held = s->status == CP_STEP_ACCEPTED,

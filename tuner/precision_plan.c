@@ -8,6 +8,7 @@
 #include "om/om.h"
 #include "trace/query.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -224,9 +225,8 @@ static enum cp_status keep_list(const struct plan_ctx *pc, const bool *in_bf16, 
     return st;
 }
 
-/* precision_loss of point p, converted as `name`. */
-static enum cp_status loss_of(struct cp_tune_ctx *c, const struct cp_tune_point *p,
-                              const char *name, double *loss, struct cp_diag *d)
+enum cp_status cp_tune_loss_of(struct cp_tune_ctx *c, const struct cp_tune_point *p,
+                               const char *name, double *loss, struct cp_diag *d)
 {
     char om[1100];
     struct cp_session s;
@@ -251,7 +251,7 @@ static enum cp_status check_assignment(void *ctx, const bool *in_bf16, size_t n,
     double loss = NAN;
     enum cp_status st = keep_list(pc, in_bf16, p.cfg.keep_dtype, sizeof p.cfg.keep_dtype, d);
     if (st == CP_OK)
-        st = loss_of(pc->c, &p, pc->name, &loss, d);
+        st = cp_tune_loss_of(pc->c, &p, pc->name, &loss, d);
     if (st != CP_OK)
         return st;
     rep->checks++;
@@ -261,41 +261,54 @@ static enum cp_status check_assignment(void *ctx, const bool *in_bf16, size_t n,
     return CP_OK;
 }
 
-/* Each node's time per execution in one run of a trace, by node name. */
-struct node_time {
-    const char *node;
-    double ns;
-};
-
 static int cmp_node_time(const void *a, const void *b)
 {
-    return strcmp(((const struct node_time *)a)->node, ((const struct node_time *)b)->node);
+    return strcmp(((const struct cp_tune_node_time *)a)->node,
+                  ((const struct cp_tune_node_time *)b)->node);
+}
+
+/* The first name of a kernel's origins (a JSON array), or its node. */
+static char *first_origin(const struct cp_trace_kernel_desc *k)
+{
+    json_t *j = json_loads(k->origins ? k->origins : "", 0, NULL);
+    const char *o =
+        json_is_array(j) && json_array_size(j) > 0 && json_is_string(json_array_get(j, 0))
+            ? json_string_value(json_array_get(j, 0))
+            : k->node;
+    char *r = strdup(o);
+    json_decref(j);
+    return r;
 }
 
 static enum cp_status run_times(struct cp_trace_store *s, int64_t run,
-                                struct cp_trace_kernel_desc **k, size_t *nk, struct node_time **out,
-                                size_t *n, struct cp_diag *d)
+                                struct cp_tune_node_time **out, size_t *n, struct cp_diag *d)
 {
     struct cp_trace_kernel_time *t = NULL;
-    size_t nt = 0;
+    struct cp_trace_kernel_desc *k = NULL;
+    size_t nt = 0, nk = 0;
     *out = NULL;
     *n = 0;
-    enum cp_status st = cp_trace_query_kernels(s, run, k, nk, d);
+    enum cp_status st = cp_trace_query_kernels(s, run, &k, &nk, d);
     if (st == CP_OK)
         st = cp_trace_query_kernel_times(s, run, NULL, 0, &t, &nt, d);
-    struct node_time *v = st == CP_OK ? cp_calloc(nt ? nt : 1, sizeof *v) : NULL;
+    struct cp_tune_node_time *v = st == CP_OK ? cp_calloc(nt ? nt : 1, sizeof *v) : NULL;
     if (st == CP_OK && !v)
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     size_t m = 0;
     for (size_t i = 0; st == CP_OK && i < nt; i++)
-        for (size_t j = 0; j < *nk; j++)
-            if ((*k)[j].idx == t[i].kernel_idx && t[i].events > 0) {
-                v[m++] = (struct node_time){(*k)[j].node, t[i].total_ns / (double)t[i].events};
+        for (size_t j = 0; j < nk; j++)
+            if (k[j].idx == t[i].kernel_idx && t[i].events > 0) {
+                v[m].node = strdup(k[j].node);
+                v[m].origin = first_origin(&k[j]);
+                v[m].ns = t[i].total_ns / (double)t[i].events;
+                if (!v[m].node || !v[m++].origin)
+                    st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
                 break;
             }
     free(t);
+    cp_trace_kernels_free(k, nk);
     if (st != CP_OK) {
-        free(v);
+        cp_tune_node_times_free(v, m);
         return st;
     }
     qsort(v, m, sizeof *v, cmp_node_time);
@@ -304,27 +317,36 @@ static enum cp_status run_times(struct cp_trace_store *s, int64_t run,
     return CP_OK;
 }
 
-/* A node's time: the sum over its kernels (a node may run as several). */
-static double time_of(const struct node_time *v, size_t n, const char *node)
+void cp_tune_node_times_free(struct cp_tune_node_time *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) {
+        free(v[i].node);
+        free(v[i].origin);
+    }
+    free(v);
+}
+
+double cp_tune_node_time_of(const struct cp_tune_node_time *v, size_t n, const char *name,
+                            bool by_origin)
 {
     double sum = 0;
     bool found = false;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(v[i].node, node) == 0) {
+        if (strcmp(by_origin ? v[i].origin : v[i].node, name) == 0) {
             sum += v[i].ns;
             found = true;
         }
     return found ? sum : NAN;
 }
 
-/* The latency model: the best and `all` measured interleaved with a trace
- * (tuner/tuner.h, step 1). OUT: items[i].gain_ns, the two medians. */
-static enum cp_status profile(struct cp_tune_ctx *c, const struct plan_ctx *pc, const char *all_om,
-                              struct cp_prec_item *items, struct cp_diag *d)
+enum cp_status cp_tune_profile_pair(struct cp_tune_ctx *c, const char *om_a,
+                                    const struct cp_tune_point *pa, const char *om_b,
+                                    const char *trace_name, struct cp_tune_pair_profile *out,
+                                    struct cp_diag *d)
 {
-    struct cp_tune_prec_report *rep = &c->r->prec;
+    memset(out, 0, sizeof *out);
     char trace[1100];
-    snprintf(trace, sizeof trace, "%.1000s/plan-profile.db", c->o->out_dir);
+    snprintf(trace, sizeof trace, "%.1000s/%s.db", c->o->out_dir, trace_name);
     unlink(trace);
     struct cp_bench_request q;
     cp_bench_request_init(&q);
@@ -335,10 +357,10 @@ static enum cp_status profile(struct cp_tune_ctx *c, const struct plan_ctx *pc, 
     q.inputs = c->o->inputs;
     q.n_inputs = c->o->n_inputs;
     q.seed = c->o->seed;
-    q.models[0] = c->best_om;
-    q.models[1] = all_om;
-    q.session[0].threads = c->r->best.threads;
-    q.session[0].batch = c->r->best.batch;
+    q.models[0] = om_a;
+    q.models[1] = om_b;
+    q.session[0].threads = pa->threads;
+    q.session[0].batch = pa->batch;
     q.session[0].buffer_optimize = -1;
     q.session[1] = q.session[0];
     q.same_inputs = false;
@@ -350,32 +372,51 @@ static enum cp_status profile(struct cp_tune_ctx *c, const struct plan_ctx *pc, 
         st = cp_diag_set(d, CP_ERR_INVALID, "interrupted during the profile");
     c->r->profile_runs++;
     struct cp_trace_store *s = NULL;
-    struct cp_trace_kernel_desc *k[2] = {NULL, NULL};
-    size_t nk[2] = {0, 0}, nt[2] = {0, 0};
-    struct node_time *t[2] = {NULL, NULL};
     if (st == CP_OK) {
         for (int side = 0; side < 2; side++) {
             const struct cp_summary *sm =
                 r.undisturbed[side].n ? &r.undisturbed[side] : &r.all[side];
-            (side ? &rep->bf16_ns : &rep->fp32_ns)[0] = sm->median;
+            out->median_ns[side] = sm->median;
         }
         st = cp_trace_store_open(trace, &s, d);
     }
     for (int side = 0; side < 2 && st == CP_OK; side++)
-        st = run_times(s, r.run_ids[side], &k[side], &nk[side], &t[side], &nt[side], d);
-    for (size_t i = 0; st == CP_OK && i < pc->n; i++) {
-        double a = time_of(t[0], nt[0], pc->nodes[i].name);
-        double b = time_of(t[1], nt[1], pc->nodes[i].name);
+        st = run_times(s, r.run_ids[side], &out->t[side], &out->n[side], d);
+    cp_trace_store_close(s);
+    cp_bench_result_release(&r);
+    if (st != CP_OK)
+        cp_tune_pair_profile_release(out);
+    return st;
+}
+
+void cp_tune_pair_profile_release(struct cp_tune_pair_profile *p)
+{
+    for (int side = 0; side < 2; side++)
+        cp_tune_node_times_free(p->t[side], p->n[side]);
+    memset(p, 0, sizeof *p);
+}
+
+/* The latency model: the best and `all` measured interleaved with a trace
+ * (tuner/tuner.h, step 1). OUT: items[i].gain_ns, the two medians. */
+static enum cp_status profile(struct cp_tune_ctx *c, const struct plan_ctx *pc, const char *all_om,
+                              struct cp_prec_item *items, struct cp_diag *d)
+{
+    struct cp_tune_prec_report *rep = &c->r->prec;
+    struct cp_tune_pair_profile pp;
+    enum cp_status st =
+        cp_tune_profile_pair(c, c->best_om, &c->r->best, all_om, "plan-profile", &pp, d);
+    if (st != CP_OK)
+        return st;
+    rep->fp32_ns = pp.median_ns[0];
+    rep->bf16_ns = pp.median_ns[1];
+    for (size_t i = 0; i < pc->n; i++) {
+        double a = cp_tune_node_time_of(pp.t[0], pp.n[0], pc->nodes[i].name, false);
+        double b = cp_tune_node_time_of(pp.t[1], pp.n[1], pc->nodes[i].name, false);
         /* no evidence either way: not worth a precision check */
         items[i].gain_ns = isfinite(a) && isfinite(b) ? a - b : 0;
     }
-    for (int side = 0; side < 2; side++) {
-        free(t[side]);
-        cp_trace_kernels_free(k[side], nk[side]);
-    }
-    cp_trace_store_close(s);
-    cp_bench_result_release(&r);
-    return st;
+    cp_tune_pair_profile_release(&pp);
+    return CP_OK;
 }
 
 /* Whether the plan applies to the current best: a precision budget (over
@@ -497,6 +538,7 @@ enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_prop
     if (st == CP_OK && !cp_tune_precision_breaks(c, why, sizeof why)) {
         summarise(rep, "the whole model in bf16 loses %.4f%%, within %s: no per-node plan needed",
                   rep->loss_all, budget);
+        rep->whole_fits = true;
         cp_buf_release(&bounds);
         return CP_OK;
     }

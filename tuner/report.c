@@ -79,6 +79,13 @@ static void convert_command(const struct cp_tune_opts *o, const struct cp_tune_p
                  o->out_dir);
     else
         cfg.keep_dtype_file[0] = '\0';
+    cfg.int8_nodes_file[0] = cfg.quant_ranges_file[0] = '\0';
+    if (cfg.int8_nodes[0]) {
+        snprintf(cfg.int8_nodes_file, sizeof cfg.int8_nodes_file, "%.990s/best.int8_nodes",
+                 o->out_dir);
+        snprintf(cfg.quant_ranges_file, sizeof cfg.quant_ranges_file, "%.990s/best.quant_ranges",
+                 o->out_dir);
+    }
     cp_convert_config_cmdline(&cfg, out);
 }
 
@@ -180,6 +187,25 @@ static size_t *pareto(const struct cp_tune_result *r, size_t *n)
             v[(*n)++] = i;
     }
     return v;
+}
+
+static json_t *int8_json(const struct cp_tune_int8_report *p)
+{
+    json_t *o = json_object();
+    if (o && cp_json_set_str(o, "summary", p->summary) && cp_json_set_str(o, "base", p->base) &&
+        cp_json_set_str(o, "calibration", p->calibration) &&
+        cp_json_set_int(o, "nodes", (int64_t)p->nodes) &&
+        cp_json_set_int(o, "candidates", (int64_t)p->candidates) &&
+        cp_json_set_int(o, "int8_nodes", (int64_t)p->chosen) &&
+        cp_json_set_num(o, "all_int8_loss_pct", p->loss_all) &&
+        cp_json_set_num(o, "plan_loss_pct", p->loss_plan) &&
+        cp_json_set_num(o, "profile_base_ms", p->base_ns / 1e6) &&
+        cp_json_set_num(o, "profile_int8_ms", p->int8_ns / 1e6) &&
+        cp_json_set_num(o, "predicted_ms", p->predicted_ns / 1e6) &&
+        cp_json_set_int(o, "precision_checks", p->checks))
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
 static json_t *prec_json(const struct cp_tune_prec_report *p)
@@ -314,6 +340,7 @@ static json_t *report_json(const struct cp_tune_opts *o, const struct cp_tune_re
          cp_json_set_int(j, "early_stops", r->early_stops) &&
          cp_json_set_int(j, "rounds", r->rounds_spent) &&
          cp_json_set(j, "precision_plan", r->prec.ran ? prec_json(&r->prec) : json_null()) &&
+         cp_json_set(j, "int8_plan", r->int8.ran ? int8_json(&r->int8) : json_null()) &&
          cp_json_set_str(j, "stop_reason", r->stop_reason) &&
          cp_json_set_bool(j, "resumed", r->resumed) &&
          cp_json_set_bool(j, "interrupted", r->interrupted) && verdict_counts(o, r, j) &&
@@ -357,6 +384,20 @@ static void pct(struct cp_buf *b, double v)
         cp_buf_printf(b, "%+.1f%%", 100 * v);
     else
         cp_buf_puts(b, "-");
+}
+
+static void int8_md(const struct cp_tune_result *r, struct cp_buf *b)
+{
+    const struct cp_tune_int8_report *p = &r->int8;
+    if (!p->ran)
+        return;
+    cp_buf_printf(b,
+                  "\n## int8 plan\n\n%s.\n\nCalibration: %s. On %s, %zu Conv/MatMul/Gemm; with "
+                  "all of them in int8 the traced profile gave %.3f ms against %.3f ms and "
+                  "precision_loss %.4f%%; %zu are faster in int8 and within the budget alone. "
+                  "%d precision checks.\n",
+                  p->summary, p->calibration[0] ? p->calibration : "(none)", p->base, p->nodes,
+                  p->int8_ns / 1e6, p->base_ns / 1e6, p->loss_all, p->candidates, p->checks);
 }
 
 /* The per-node precision plan: what it measured and each check of its
@@ -463,6 +504,13 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
                       "\nwith `%s/best.keep_dtype` holding the ONNX nodes that keep fp32, one a "
                       "line:\n\n```\n%s\n```\n",
                       o->out_dir, r->best.cfg.keep_dtype);
+    if (r->best.cfg.int8_nodes[0])
+        cp_buf_printf(b,
+                      "\nwith `%s/best.int8_nodes` holding the ONNX nodes computed in int8, one a "
+                      "line:\n\n```\n%s\n```\n\nand `%s/best.quant_ranges` their calibrated "
+                      "activation ranges (%zu tensors).\n",
+                      o->out_dir, r->best.cfg.int8_nodes, o->out_dir,
+                      cp_quant_ranges_count(r->best.cfg.quant_ranges));
     if (r->best.threads > 0 || r->best.batch > 0) {
         struct cp_buf rf;
         cp_buf_init(&rf);
@@ -502,6 +550,7 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
         cp_buf_printf(b, " | **%s**: %s |\n", cp_step_status_name(s->status), s->reason);
     }
     prec_md(r, b);
+    int8_md(r, b);
     pareto_md(r, b);
     cp_buf_puts(b, "\nGains are the share of latency saved (throughput won for the throughput "
                    "target) against the best at that step, measured interleaved "
@@ -531,14 +580,23 @@ enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune
     snprintf(copy, sizeof copy, "%s", r->best.cfg.fusion_switches);
     for (char *save = NULL, *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save))
         cp_buf_printf(&sw, "%s\n", t);
-    if (r->best.cfg.keep_dtype[0]) {
+    const struct {
+        const char *name, *canon;
+    } lists[] = {
+        {"best.keep_dtype", r->best.cfg.keep_dtype},
+        {"best.int8_nodes", r->best.cfg.int8_nodes},
+        {"best.quant_ranges", r->best.cfg.int8_nodes[0] ? r->best.cfg.quant_ranges : ""},
+    };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        if (!lists[i].canon[0])
+            continue;
         char kp[1100];
-        snprintf(kp, sizeof kp, "%.1000s/best.keep_dtype", o->out_dir);
-        size_t kl = strlen(r->best.cfg.keep_dtype);
+        snprintf(kp, sizeof kp, "%.1000s/%s", o->out_dir, lists[i].name);
+        size_t kl = strlen(lists[i].canon);
         char *text = malloc(kl + 2);
         enum cp_status kst = text ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         if (text) {
-            memcpy(text, r->best.cfg.keep_dtype, kl);
+            memcpy(text, lists[i].canon, kl);
             text[kl] = '\n';
             kst = cp_file_write_atomic(kp, text, kl + 1, d);
             free(text);

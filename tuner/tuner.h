@@ -222,6 +222,7 @@ struct cp_tune_prec_report {
     size_t candidates;       /* of which faster in bf16 and within the budget alone */
     size_t chosen;           /* in bf16 in the plan */
     double loss_all;         /* precision_loss (%) of the whole model in bf16 */
+    bool whole_fits;         /* which is within every bound: no plan needed */
     double loss_plan;        /* of the plan; NaN when none */
     double fp32_ns, bf16_ns; /* the profile's medians: the best, and it all in bf16 */
     double predicted_ns;     /* the latency model's figure for the plan */
@@ -232,6 +233,21 @@ struct cp_tune_prec_report {
     double trial_loss[CP_PREC_MAX_TRIALS];
     size_t n_trials;
     int checks; /* precision checks the plan spent */
+};
+
+/* What the int8 plan found in a session (int8_plan.c), for the report. */
+struct cp_tune_int8_report {
+    bool ran;
+    char summary[384];     /* what it concluded, or why it made no proposal */
+    char base[160];        /* the float point it quantizes on top of */
+    char calibration[256]; /* method, samples, where from */
+    size_t nodes;          /* Conv/MatMul/Gemm the pass quantized with all listed */
+    size_t candidates;     /* of which faster in int8 and within the budget alone */
+    size_t chosen;         /* in int8 in the plan */
+    double loss_all;       /* precision_loss (%) with every candidate node in int8 */
+    double loss_plan;      /* of the plan; NaN when none */
+    double base_ns, int8_ns, predicted_ns; /* the profile's medians, the model's figure */
+    int checks;
 };
 
 /* ---- int8 calibration (calibrate.c) --------------------------------------- */
@@ -279,6 +295,13 @@ struct cp_tune_opts {
     bool use_kb_strategies;        /* try strategies from similar models first (default true) */
     const char *const *rule_paths; /* rule packs; none: the defaults */
     size_t n_rule_paths;
+    /* int8 post-training quantization as a knob (int8_plan.c): with a
+     * precision_loss bound, the plan puts the Conv/MatMul/Gemm that gain
+     * and fit into int8, calibrated on calibration_data (NULL: seeded
+     * random inputs, with a warning) by calibration_method. */
+    bool int8;
+    const char *calibration_data;
+    enum cp_calib_method calibration_method;
     FILE *progress;                   /* progress lines; NULL: none */
     bool progress_tty;                /* progress goes to a terminal */
     volatile sig_atomic_t *interrupt; /* set asynchronously to stop after this measurement */
@@ -368,6 +391,7 @@ struct cp_tune_result {
     int early_stops;      /* latency evaluations a look stopped (futility) */
     int64_t rounds_spent; /* interleaved rounds of every latency evaluation */
     struct cp_tune_prec_report prec;
+    struct cp_tune_int8_report int8;
     char stop_reason[256];
     /* The best against the baseline, measured interleaved at the end (the
      * figure to quote): gain in the target's metric (latency saved, or

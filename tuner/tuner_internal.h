@@ -44,6 +44,13 @@ void cp_calib_range(const struct cp_calib_acc *a, enum cp_calib_method m, double
 enum cp_status cp_calib_tensors(const struct cp_graph *g, const char *canon, char ***out, size_t *n,
                                 struct cp_diag *d);
 
+/* The Conv/MatMul/Gemm nodes of the source model c->model with an f32
+ * input (input shapes from c), by ONNX name. OUT: *out (n malloc'ed
+ * strings; free with cp_calib_names_free). */
+enum cp_status cp_calib_nodes(const struct cp_convert_config *c, char ***out, size_t *n,
+                              struct cp_diag *d);
+void cp_calib_names_free(char **v, size_t n);
+
 /* Reference outputs of the unconverted model at one batch. */
 struct cp_tune_ref {
     int batch;
@@ -89,7 +96,39 @@ struct cp_tune_ctx {
     bool prec_planned; /* the per-node precision plan ran (once a session) */
     bool have_prec_proposal;
     struct cp_tune_proposal prec_proposal; /* its proposal, offered until evaluated */
+    bool int8_planned;                     /* the int8 plan ran (once a session) */
+    bool have_int8_proposal;
+    struct cp_tune_proposal int8_proposal;
 };
+
+/* ---- precision_plan.c: the latency model's profile ---- */
+
+/* One kernel's time per execution: its node and the first ONNX node it
+ * stands for (its first origin). */
+struct cp_tune_node_time {
+    char *node, *origin;
+    double ns;
+};
+
+/* Two models measured interleaved with a trace (out_dir/TRACE_NAME.db):
+ * the medians and every kernel's time, side 0 and side 1. */
+struct cp_tune_pair_profile {
+    double median_ns[2];
+    struct cp_tune_node_time *t[2];
+    size_t n[2];
+};
+
+enum cp_status cp_tune_profile_pair(struct cp_tune_ctx *c, const char *om_a,
+                                    const struct cp_tune_point *pa, const char *om_b,
+                                    const char *trace_name, struct cp_tune_pair_profile *out,
+                                    struct cp_diag *d);
+void cp_tune_pair_profile_release(struct cp_tune_pair_profile *p);
+void cp_tune_node_times_free(struct cp_tune_node_time *v, size_t n);
+
+/* The summed time of the kernels of node `name` (or, by_origin, of the
+ * kernels standing first for ONNX node `name`); NaN when none. */
+double cp_tune_node_time_of(const struct cp_tune_node_time *v, size_t n, const char *name,
+                            bool by_origin);
 
 /* ---- loop.c ---- */
 
@@ -121,6 +160,20 @@ enum cp_status cp_tune_conv_regions(const char *om, struct cp_tune_region **out,
  * The whole-model bf16 point is marked seen when it breaks the budget. */
 enum cp_status cp_tune_precision_plan(struct cp_tune_ctx *c, struct cp_tune_proposal *out,
                                       bool *made, struct cp_diag *d);
+
+/* precision_loss of point p, converted as <out>/<name>.om (a precision
+ * check; cp_tune_precision_share then gives its share of the bounds). */
+enum cp_status cp_tune_loss_of(struct cp_tune_ctx *c, const struct cp_tune_point *p,
+                               const char *name, double *loss, struct cp_diag *d);
+
+/* ---- int8_plan.c ---- */
+
+/* Plan int8 nodes on top of the best float point when o->int8 is set and a
+ * precision_loss bound is given: calibrate, check every candidate in int8,
+ * profile, assemble and verify as the precision plan does. Fills c->r->int8;
+ * when some nodes fit with a gain, *made and *out (source "plan:int8"). */
+enum cp_status cp_tune_int8_plan(struct cp_tune_ctx *c, struct cp_tune_proposal *out, bool *made,
+                                 struct cp_diag *d);
 
 /* ---- evaluate.c ---- */
 

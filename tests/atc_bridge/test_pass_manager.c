@@ -37,7 +37,7 @@ Test(pass_manager, every_pass_has_a_unique_name_a_group_and_a_one_line_descripti
 
 Test(pass_manager, families_run_in_their_fixed_order_starting_with_cleanup)
 {
-    static const char *const order[] = {"cleanup",   "batch",  "fusion",
+    static const char *const order[] = {"cleanup",   "batch",  "quant",    "fusion",
                                         "attention", "layout", "precision"};
     struct cp_pass_desc p;
     cr_assert(cp_pass_describe(0, &p));
@@ -45,7 +45,7 @@ Test(pass_manager, families_run_in_their_fixed_order_starting_with_cleanup)
     int last = 0;
     for (size_t i = 0; cp_pass_describe(i, &p); i++) {
         int f = -1;
-        for (int k = 0; k < 6; k++)
+        for (int k = 0; k < 7; k++)
             if (strcmp(order[k], p.family) == 0)
                 f = k;
         cr_assert_geq(f, 0, "%s: unknown family %s", p.name, p.family);
