@@ -34,3 +34,10 @@ build/cannprof tune "$model" --target latency --constraints "precision_loss<0.5%
 echo
 echo "== its per-node precision plan: $out/tune-0.5/report.md"
 sed -n '/^## Per-node precision plan/,/^## Pareto/p' "$out/tune-0.5/report.md" | sed '$d'
+echo
+echo "== cannprof tune $model --target latency --constraints \"precision_loss<1%\" --int8"
+build/cannprof tune "$model" --target latency --constraints "precision_loss<1%" --int8 \
+    --kb "$kb" --out "$out/tune-int8"
+echo
+echo "== its int8 plan (calibrated on seeded random inputs here): $out/tune-int8/report.md"
+sed -n '/^## int8 plan/,/^## Pareto/p' "$out/tune-int8/report.md" | sed '$d'

@@ -83,8 +83,12 @@ static double entropy_threshold(const struct cp_calib_acc *a, int levels)
             tail -= (double)a->hist[i];
         if (!(total > 0))
             continue;
-        /* q: the first i bins merged into `levels` groups, each group's mass
-         * spread over its non-empty bins */
+        /* q: the first i bins, without the clipped tail, merged into
+         * `levels` groups, each group's mass spread over its non-empty
+         * bins: what `levels` quantization levels over [0, T] can tell
+         * apart. The tail is in p only, so clipping is what a small T
+         * pays for (at i == levels, q is the bins themselves). */
+        double qtotal = 0;
         for (int g = 0; g < levels; g++) {
             int b0 = (int)((int64_t)g * i / levels), b1 = (int)((int64_t)(g + 1) * i / levels);
             double mass = 0;
@@ -93,23 +97,20 @@ static double entropy_threshold(const struct cp_calib_acc *a, int levels)
                 mass += (double)a->hist[k];
                 nz += a->hist[k] != 0;
             }
-            if (g == levels - 1) {
-                /* the clipped tail belongs to the last group */
-                mass += p[i - 1] - (double)a->hist[i - 1];
-                if (a->hist[i - 1] == 0 && p[i - 1] > 0)
-                    nz++;
-            }
-            for (int k = b0; k < b1; k++) {
-                bool nonzero = k == i - 1 ? p[k] > 0 : a->hist[k] != 0;
-                q[k] = nonzero && nz ? mass / nz : 0;
-            }
+            for (int k = b0; k < b1; k++)
+                q[k] = a->hist[k] != 0 && nz ? mass / nz : 0;
+            qtotal += mass;
         }
+        if (!(qtotal > 0))
+            continue;
         double kl = 0;
         for (int k = 0; k < i; k++) {
             if (p[k] <= 0)
                 continue;
-            double pk = p[k] / total, qk = q[k] / total;
-            kl += pk * log(pk / (qk > 0 ? qk : 1e-12 / total));
+            double pk = p[k] / total, qk = q[k] / qtotal;
+            /* a bin p has and q lacks (the last, holding the tail): a
+             * large but finite penalty, as TensorRT's smoothing gives */
+            kl += pk * log(pk / (qk > 0 ? qk : 1e-4 / i));
         }
         if (kl < best_kl) {
             best_kl = kl;

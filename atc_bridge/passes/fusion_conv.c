@@ -124,6 +124,7 @@ static enum cp_status fuse_matmul(struct cp_fuse *f, int32_t mi, bool *changed)
                               "_fused", &idx)) != CP_OK)
         return st;
     if ((own && (st = cp_fuse_copy_attrs(f, idx, mm)) != CP_OK) ||
+        (!own && (st = cp_fuse_copy_int8(f, idx, cp_graph_node(f->g, mi))) != CP_OK) ||
         (st = cp_fuse_set_tail(f, idx, &m.tail)) != CP_OK)
         return st;
     *changed = true;
@@ -170,7 +171,8 @@ static enum cp_status fuse_gemm(struct cp_fuse *f, int32_t gi, bool *changed)
         return st;
     if ((ta && cp_node_set_int(f->g, idx, "transA", 1) != CP_OK) ||
         (tb && cp_node_set_int(f->g, idx, "transB", 1) != CP_OK) ||
-        (alpha != 1.0f && cp_node_set_float(f->g, idx, "alpha", alpha) != CP_OK))
+        (alpha != 1.0f && cp_node_set_float(f->g, idx, "alpha", alpha) != CP_OK) ||
+        cp_fuse_copy_int8(f, idx, cp_graph_node(f->g, gi)) != CP_OK)
         return cp_diag_set(f->d, CP_ERR_NOMEM, "out of memory fusing node '%s'", gm->name);
     if ((st = cp_fuse_set_tail(f, idx, &m.tail)) != CP_OK)
         return st;

@@ -61,6 +61,9 @@ enum cp_status cp_fuse_replace(struct cp_fuse *f, const int32_t *dead, size_t n_
 /* Copy every attribute of node `from` onto node `to` (Conv's geometry onto
  * a FusedConv). */
 enum cp_status cp_fuse_copy_attrs(struct cp_fuse *f, int32_t to, const struct cp_node *from);
+/* Copy only the int8 mark of `from` (compute_precision "int8" and the
+ * int8_* scales of Int8QuantizationPass), if it has one. */
+enum cp_status cp_fuse_copy_int8(struct cp_fuse *f, int32_t to, const struct cp_node *from);
 
 /* Mark a node dead when none of its outputs is read any more (e.g. the
  * Shape feeding a swallowed Reshape). */

@@ -176,6 +176,23 @@ enum cp_status cp_fuse_set_activation(struct cp_fuse *f, int32_t node,
     return CP_OK;
 }
 
+enum cp_status cp_fuse_copy_int8(struct cp_fuse *f, int32_t to, const struct cp_node *from)
+{
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; i < from->n_attrs && st == CP_OK; i++) {
+        const struct cp_attr *a = &from->attrs[i];
+        if (strncmp(a->name, "int8_", 5) == 0 ||
+            (strcmp(a->name, "compute_precision") == 0 && a->type == CP_ATTR_STRING &&
+             strcmp(a->s, "int8") == 0)) {
+            struct cp_node one = *from;
+            one.attrs = (struct cp_attr *)a;
+            one.n_attrs = 1;
+            st = cp_fuse_copy_attrs(f, to, &one);
+        }
+    }
+    return st;
+}
+
 enum cp_status cp_fuse_copy_attrs(struct cp_fuse *f, int32_t to, const struct cp_node *from)
 {
     enum cp_status st = CP_OK;

@@ -168,8 +168,8 @@ static enum cp_status precision_mode_run(struct cp_pass_ctx *ctx, bool *changed)
     size_t kept = 0;
     for (size_t i = 0; i < cp_graph_n_nodes(ctx->g); i++) {
         const struct cp_node *n = cp_graph_node(ctx->g, (int32_t)i);
-        if (n->dead)
-            continue;
+        if (n->dead || strcmp(cp_node_attr_string(n, "compute_precision", ""), "int8") == 0)
+            continue; /* int8 nodes (Int8QuantizationPass) keep their mark */
         /* --keep_dtype: listed nodes keep fp32, marked so that the trace
          * says which ones they are */
         bool keep_fp32 = is_bf16_op(n->op) && cp_keep_dtype_covers(keep, n);

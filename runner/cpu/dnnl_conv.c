@@ -43,6 +43,7 @@
 #include "runner/cpu/fused_act.h"
 #include "runner/cpu/layout.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Whether the node asks for bf16 compute; false for unknown values too
@@ -55,7 +56,7 @@ static bool wants_bf16(const struct cp_node *n)
 static bool precision_ok(const struct cp_node *n)
 {
     const char *p = cp_node_attr_string(n, "compute_precision", "fp32");
-    return strcmp(p, "fp32") == 0 || strcmp(p, "bf16") == 0;
+    return strcmp(p, "fp32") == 0 || strcmp(p, "bf16") == 0 || strcmp(p, "int8") == 0;
 }
 
 /* A tensor oneDNN can describe as laid out: plain at any rank, NHWC and
@@ -92,6 +93,11 @@ static bool conv_supports_common(const struct cp_graph *g, const struct cp_node 
               cp_shape_numel(&b->shape) != M))
         return false;
     if (fused && cp_act_of(n).kind == CP_ACT_BAD)
+        return false;
+    /* int8: constant weights, one scale per output channel (not transposed) */
+    struct cp_dk_int8 q8;
+    if (!cp_dk_int8_of(n, &q8) || (q8.on && (transpose || w->kind != CP_TENSOR_INITIALIZER ||
+                                             !w->data || q8.n_w != (size_t)M)))
         return false;
     /* The residual is read as the destination is laid out. */
     return !r || (r->dtype == CP_DTYPE_F32 && cp_shape_equal(&r->shape, &y->shape) &&
@@ -190,6 +196,8 @@ struct pd_args {
     bool no_act; /* leave the activation out of the post-ops (split_act below) */
     const dnnl_memory_desc_t *w_md, *b_md;
     const struct cp_conv_geom *gm;
+    const float *oscales; /* int8: x_scale * w_scales[c], n_oscales of them; else NULL */
+    int64_t n_oscales;
 };
 
 static dnnl_status_t make_pd(const struct pd_args *a, const dnnl_memory_desc_t *x_md,
@@ -224,7 +232,9 @@ static dnnl_status_t make_pd(const struct pd_args *a, const dnnl_memory_desc_t *
     dnnl_post_ops_t po = NULL;
     if (!attr)
         return dnnl_out_of_memory;
-    if (a->fused)
+    if (a->oscales)
+        s = dnnl_primitive_attr_set_output_scales(attr, a->n_oscales, 1 << 1, a->oscales);
+    if (s == dnnl_success && a->fused)
         s = fused_post_ops(a->k, a->residual, a->no_act, &po);
     if (s == dnnl_success && po)
         s = dnnl_primitive_attr_set_post_ops(attr, po);
@@ -340,28 +350,55 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     if (!p)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
     bool bf16 = wants_bf16(k->node);
-    dnnl_data_type_t cdt = bf16 ? dnnl_bf16 : dnnl_f32; /* compute type of src and weights */
+    struct cp_dk_int8 q8;
+    cp_dk_int8_of(k->node, &q8);
+    /* compute types of src and weights */
+    dnnl_data_type_t cdt = bf16 ? dnnl_bf16 : dnnl_f32, xdt = cdt, wdt = cdt;
+    if (q8.on) {
+        xdt = q8.x_signed ? dnnl_s8 : dnnl_u8;
+        wdt = dnnl_s8;
+    }
     dnnl_dims_t yd;
     cp_fk_dims(y, yd);
     dnnl_memory_desc_t x_user, x_md, y_md, w_user, w_any, b_md, r_md;
-    if (!cp_dk_md_tensor(&x_user, x, dnnl_f32) || !cp_dk_md_tensor(&x_md, x, cdt) ||
+    if (!cp_dk_md_tensor(&x_user, x, dnnl_f32) || !cp_dk_md_tensor(&x_md, x, xdt) ||
         !cp_dk_md_tensor(&y_md, y, dnnl_f32) || !weights_md(&w_user, w, gm.group, transpose) ||
         (res && !cp_dk_md_tensor(&r_md, res, dnnl_f32)))
         return cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
-    dnnl_memory_desc_init_by_tag(&w_any, w_user.ndims, w_user.dims, cdt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&w_any, w_user.ndims, w_user.dims, wdt, dnnl_format_tag_any);
     if (bias) {
         dnnl_dims_t bd = {yd[1]};
         dnnl_memory_desc_init_by_tag(&b_md, 1, bd, dnnl_f32, dnnl_x);
     }
+    /* int8: the output scales, and the bias in accumulator units (oneDNN 2
+     * adds the bias to the s32 sum before scaling) */
+    float *oscales = NULL;
+    int bm_int8 = -1;
+    if (q8.on) {
+        oscales = malloc((size_t)yd[1] * sizeof *oscales);
+        if (!oscales)
+            return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+        for (int64_t c = 0; c < yd[1]; c++)
+            oscales[c] = q8.x_scale * q8.w_scales[c];
+        void *bh = NULL;
+        if (bias && ((bm_int8 = cp_dk_mem_owned(p, &b_md)) < 0 ||
+                     dnnl_memory_get_data_handle(p->mems[bm_int8], &bh) != dnnl_success || !bh)) {
+            free(oscales);
+            return cp_dk_fail(k, d, "memory", dnnl_out_of_memory);
+        }
+        for (int64_t c = 0; bias && c < yd[1]; c++)
+            ((float *)bh)[c] = ((const float *)k->in_data[2])[c] / oscales[c];
+    }
     dnnl_primitive_desc_t pd = NULL;
-    struct pd_args a = {k, transpose, fused, res != NULL, false, &w_any, bias ? &b_md : NULL, &gm};
+    struct pd_args a = {k,      transpose,           fused, res != NULL, false,
+                        &w_any, bias ? &b_md : NULL, &gm,   oscales,     q8.on ? yd[1] : 0};
     dnnl_status_t s = make_pd(&a, &x_md, &y_md, p->engine, &pd);
     if (s == dnnl_success && is_reference_impl(pd)) {
         /* The tags as given only have oneDNN's reference implementation
          * (e.g. blocked in, plain out with few channels): let the primitive
          * choose and reorder around it rather than run the slow loop. */
         dnnl_memory_desc_t x_any, y_any;
-        dnnl_memory_desc_init_by_tag(&x_any, x_md.ndims, x_md.dims, cdt, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&x_any, x_md.ndims, x_md.dims, xdt, dnnl_format_tag_any);
         dnnl_memory_desc_init_by_tag(&y_any, y_md.ndims, y_md.dims, dnnl_f32, dnnl_format_tag_any);
         replace_pd(&a, &x_any, &y_any, p->engine, &pd);
     }
@@ -392,13 +429,28 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
         a2.no_act = true;
         split_act = replace_pd(&a2, &x_md, &y_md, p->engine, &pd);
     }
-    if (s != dnnl_success)
+    if (s != dnnl_success) {
+        free(oscales);
         return cp_dk_fail(k, d, "convolution primitive descriptor", s);
+    }
     enum cp_status st = CP_ERR_INTERNAL;
     const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    /* Weights: packed once if constant, else reordered each run. */
+    /* Weights: packed once if constant, else reordered each run; int8
+     * weights are quantized first, into memory the program owns. */
     int wm_user = cp_dk_mem_user(p, &w_user, k->in_data[1]), wm;
     bool w_const = w->kind == CP_TENSOR_INITIALIZER;
+    if (q8.on) {
+        dnnl_memory_desc_t w_s8 = w_user;
+        w_s8.data_type = dnnl_s8;
+        void *wh = NULL;
+        int64_t wn = cp_shape_numel(&w->shape), m = yd[1];
+        wm_user = cp_dk_mem_owned(p, &w_s8);
+        if (wm_user < 0 || dnnl_memory_get_data_handle(p->mems[wm_user], &wh) != dnnl_success ||
+            !wh)
+            goto out;
+        cp_dk_quantize_weights(k->in_data[1], wh, wn, q8.w_scales, m, wn / m);
+        w_user = w_s8;
+    }
     if (dnnl_memory_desc_equal(w_md, &w_user)) {
         wm = wm_user;
     } else if (w_const) {
@@ -417,7 +469,9 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     int xm = cp_dk_mem_user(p, &x_user, k->in_data[0]);
     if (!dnnl_memory_desc_equal(xq, &x_user)) {
         int xb = cp_dk_mem_scratch(p, xq);
-        if ((st = bf16 ? cp_dk_step_to_bf16(p, xm, xb) : cp_dk_step_reorder(p, xm, xb)) != CP_OK)
+        if ((st = q8.on  ? cp_dk_step_quantize(p, xm, xb, 1.0f / q8.x_scale)
+                  : bf16 ? cp_dk_step_to_bf16(p, xm, xb)
+                         : cp_dk_step_reorder(p, xm, xb)) != CP_OK)
             goto out;
         xm = xb;
     }
@@ -434,7 +488,7 @@ static enum cp_status conv_prepare_common(struct cp_kexec *k, struct cp_diag *d,
     int nargs = 3;
     if (bias) {
         ids[nargs] = DNNL_ARG_BIAS;
-        mems[nargs++] = cp_dk_mem_user(p, &b_md, k->in_data[2]);
+        mems[nargs++] = q8.on ? bm_int8 : cp_dk_mem_user(p, &b_md, k->in_data[2]);
     }
     if ((st = cp_dk_step_add(p, pd, nargs, ids, mems)) != CP_OK)
         goto out;
@@ -455,9 +509,15 @@ out_built:
         k->scratch_bytes = cp_dk_prog_scratch_bytes(p);
 out:
     dnnl_primitive_desc_destroy(pd);
+    free(oscales);
     if (st != CP_OK)
         return cp_diag_set(d, st, "node '%s' (%s): could not build the oneDNN program",
                            k->node->name, cp_op_name(k->node->op));
+    if (q8.on)
+        k->impl = k->impl && strcmp(k->impl, "onednn:fused_conv+eltwise") == 0
+                      ? "onednn:fused_conv+eltwise:int8"
+                  : fused ? "onednn:fused_conv:int8"
+                          : "onednn:conv:int8";
     return CP_OK;
 }
 

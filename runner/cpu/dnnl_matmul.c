@@ -35,6 +35,7 @@
 #include "runner/cpu/layout.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Dims and strides of a 2-D-or-more operand. */
@@ -61,7 +62,25 @@ static bool wants_bf16(const struct cp_node *n)
 static bool precision_ok(const struct cp_node *n)
 {
     const char *p = cp_node_attr_string(n, "compute_precision", "fp32");
-    return strcmp(p, "fp32") == 0 || strcmp(p, "bf16") == 0;
+    return strcmp(p, "fp32") == 0 || strcmp(p, "bf16") == 0 || strcmp(p, "int8") == 0;
+}
+
+/* An int8 node (cp_dk_int8_of): a constant 2-D B and one weight scale per
+ * output column; true for other nodes. */
+static bool int8_ok(const struct cp_graph *g, const struct cp_node *n, const struct mm_operand *B,
+                    const struct mm_operand *Y)
+{
+    struct cp_dk_int8 q8;
+    if (!cp_dk_int8_of(n, &q8))
+        return false;
+    const struct cp_tensor *b = cp_fk_in(g, n, 1);
+    if (!q8.on)
+        return true;
+    for (int i = 0; i + 2 < B->nd; i++)
+        if (B->dims[i] != 1)
+            return false; /* one matrix, broadcast over A's batch */
+    return b->kind == CP_TENSOR_INITIALIZER && b->data && B->nd >= 2 &&
+           q8.n_w == (size_t)Y->dims[Y->nd - 1];
 }
 
 /* Shapes of a MatMul node promoted to a common rank. False if they do not
@@ -123,7 +142,7 @@ static bool matmul_supports(const struct cp_graph *g, const struct cp_node *n)
     for (int i = 0; i < Y.nd; i++)
         if (Y.dims[i] == 0)
             return false; /* empty products: left to the reference */
-    return true;
+    return int8_ok(g, n, &B, &Y);
 }
 
 /* What to add to the product (Gemm's C). */
@@ -142,6 +161,7 @@ struct mm_spec {
     struct mm_addend add; /* added after the scale */
     float final_scale;    /* a linear post-op after that (Gemm's beta) */
     bool bf16;
+    struct cp_dk_int8 q8; /* int8 compute (cp_dk_int8_of) */
     /* FusedMatMul's activation and residual (res_data NULL: none). */
     struct cp_act act;
     void *res_data;
@@ -186,29 +206,65 @@ static dnnl_status_t mm_post_ops(const struct mm_spec *sp, const dnnl_memory_des
     return s;
 }
 
-/* Build the program: [convert A,] [convert or reorder B,] matmul. */
-static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const struct mm_spec *sp)
+/* The s8 copy of a constant B, one [K, N] matrix (strides as given), quantized with one
+ * scale per column n, into memory the program owns. OUT: *bm. */
+static enum cp_status quantize_b(struct cp_dk_prog *p, const struct mm_spec *sp,
+                                 const dnnl_memory_desc_t *b_user, int *bm)
 {
+    const struct mm_operand *B = sp->B;
+    dnnl_memory_desc_t b_s8 = *b_user;
+    b_s8.data_type = dnnl_s8;
+    void *h = NULL;
+    *bm = cp_dk_mem_owned(p, &b_s8);
+    if (*bm < 0 || dnnl_memory_get_data_handle(p->mems[*bm], &h) != dnnl_success || !h)
+        return CP_ERR_NOMEM;
+    const float *b = sp->b_data;
+    int8_t *q = h;
+    int r = B->nd - 2; /* the leading dims are 1 (int8_ok) */
+    for (int64_t kk = 0; kk < B->dims[r]; kk++)
+        for (int64_t n = 0; n < B->dims[r + 1]; n++) {
+            int64_t at = kk * B->strides[r] + n * B->strides[r + 1];
+            float v = nearbyintf(b[at] / sp->q8.w_scales[n]);
+            q[at] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : v);
+        }
+    return CP_OK;
+}
+
+/* Build the program: [convert A,] [convert or reorder B,] matmul. */
+static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const struct mm_spec *spec)
+{
+    /* int8: the bias goes after the scales, as a post-op (the product is
+     * an s32 sum until the output scales) */
+    struct mm_spec local = *spec;
+    const struct mm_spec *sp = &local;
+    if (local.q8.on && local.add.kind == 1)
+        local.add.kind = 2;
     const struct mm_operand *A = sp->A, *B = sp->B, *Y = sp->Y;
     struct cp_dk_prog *p = cp_dk_kernel_prog(k);
     if (!p)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
     dnnl_data_type_t cdt = sp->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t adt = cdt, bdt = cdt;
+    if (sp->q8.on) {
+        adt = sp->q8.x_signed ? dnnl_s8 : dnnl_u8;
+        bdt = dnnl_s8;
+    }
     dnnl_memory_desc_t a_user, a_md, b_user, b_md, y_md;
     if (dnnl_memory_desc_init_by_strides(&a_user, A->nd, A->dims, dnnl_f32, A->strides) ||
         dnnl_memory_desc_init_by_strides(&b_user, B->nd, B->dims, dnnl_f32, B->strides) ||
         dnnl_memory_desc_init_by_strides(&y_md, Y->nd, Y->dims, dnnl_f32, Y->strides))
         return cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
     a_md = a_user;
-    if (sp->bf16 && dnnl_memory_desc_init_by_tag(&a_md, A->nd, A->dims, dnnl_bf16,
-                                                 A->nd == 2   ? dnnl_ab
-                                                 : A->nd == 3 ? dnnl_abc
-                                                 : A->nd == 4 ? dnnl_abcd
-                                                 : A->nd == 5 ? dnnl_abcde
-                                                              : dnnl_abcdef) != dnnl_success)
+    if ((sp->bf16 || sp->q8.on) &&
+        dnnl_memory_desc_init_by_tag(&a_md, A->nd, A->dims, adt,
+                                     A->nd == 2   ? dnnl_ab
+                                     : A->nd == 3 ? dnnl_abc
+                                     : A->nd == 4 ? dnnl_abcd
+                                     : A->nd == 5 ? dnnl_abcde
+                                                  : dnnl_abcdef) != dnnl_success)
         return cp_dk_fail(k, d, "memory descriptor", dnnl_invalid_arguments);
     if (sp->b_const)
-        dnnl_memory_desc_init_by_tag(&b_md, B->nd, B->dims, cdt, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&b_md, B->nd, B->dims, bdt, dnnl_format_tag_any);
     else if (sp->bf16)
         dnnl_memory_desc_init_by_tag(&b_md, B->nd, B->dims, cdt,
                                      B->nd == 2   ? dnnl_ab
@@ -228,8 +284,20 @@ static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const stru
     int bin_add, bin_res;
     if (!attr)
         return cp_dk_fail(k, d, "attribute", dnnl_out_of_memory);
-    if (sp->out_scale != 1.0f)
+    float *oscales = NULL;
+    if (sp->q8.on) {
+        int64_t nn = Y->dims[Y->nd - 1];
+        oscales = malloc((size_t)nn * sizeof *oscales);
+        if (!oscales) {
+            dnnl_primitive_attr_destroy(attr);
+            return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+        }
+        for (int64_t n = 0; n < nn; n++)
+            oscales[n] = sp->out_scale * sp->q8.x_scale * sp->q8.w_scales[n];
+        s = dnnl_primitive_attr_set_output_scales(attr, nn, 1 << (Y->nd - 1), oscales);
+    } else if (sp->out_scale != 1.0f) {
         s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &sp->out_scale);
+    }
     if (s == dnnl_success)
         s = mm_post_ops(sp, &y_md, &po, &bin_add, &bin_res);
     if (s == dnnl_success && po)
@@ -239,10 +307,16 @@ static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const stru
         s = dnnl_primitive_desc_create(&pd, &md, attr, p->engine, NULL);
     dnnl_post_ops_destroy(po);
     dnnl_primitive_attr_destroy(attr);
+    free(oscales);
     if (s != dnnl_success)
         return cp_dk_fail(k, d, "matmul primitive descriptor", s);
     enum cp_status st = CP_ERR_INTERNAL;
     int bm = cp_dk_mem_user(p, &b_user, sp->b_data);
+    if (sp->q8.on) {
+        if ((st = quantize_b(p, sp, &b_user, &bm)) != CP_OK)
+            goto out;
+        b_user.data_type = dnnl_s8;
+    }
     if (sp->b_const) {
         const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         if (!dnnl_memory_desc_equal(want, &b_user)) {
@@ -258,9 +332,10 @@ static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const stru
         bm = bb;
     }
     int am = cp_dk_mem_user(p, &a_user, sp->a_data);
-    if (sp->bf16) {
+    if (sp->bf16 || sp->q8.on) {
         int ab = cp_dk_mem_scratch(p, &a_md);
-        if ((st = cp_dk_step_to_bf16(p, am, ab)) != CP_OK)
+        if ((st = sp->q8.on ? cp_dk_step_quantize(p, am, ab, 1.0f / sp->q8.x_scale)
+                            : cp_dk_step_to_bf16(p, am, ab)) != CP_OK)
             goto out;
         am = ab;
     }
@@ -281,6 +356,10 @@ static enum cp_status mm_build(struct cp_kexec *k, struct cp_diag *d, const stru
     if ((st = cp_dk_step_add(p, pd, nargs, ids, mems)) != CP_OK)
         goto out;
     k->scratch_bytes = cp_dk_prog_scratch_bytes(p);
+    if (sp->q8.on)
+        k->impl = k->node->op == CP_OP_FUSED_MATMUL ? "onednn:fused_matmul:int8"
+                  : k->node->op == CP_OP_GEMM       ? "onednn:gemm:int8"
+                                                    : "onednn:matmul:int8";
 out:
     dnnl_primitive_desc_destroy(pd);
     if (st != CP_OK)
@@ -304,6 +383,7 @@ static enum cp_status matmul_prepare(struct cp_kexec *k, struct cp_diag *d)
                          .out_scale = 1.0f,
                          .final_scale = 1.0f,
                          .bf16 = wants_bf16(k->node)};
+    cp_dk_int8_of(k->node, &sp.q8);
     return mm_build(k, d, &sp);
 }
 
@@ -368,7 +448,8 @@ static bool gemm_supports(const struct cp_graph *g, const struct cp_node *n)
         return false;
     struct gemm_geom gm;
     return gemm_geom(n, cp_fk_in(g, n, 0), cp_fk_in(g, n, 1), cp_fk_in(g, n, 2), cp_fk_out(g, n, 0),
-                     &gm);
+                     &gm) &&
+           int8_ok(g, n, &gm.B, &gm.Y);
 }
 
 static enum cp_status gemm_prepare(struct cp_kexec *k, struct cp_diag *d)
@@ -402,6 +483,7 @@ static enum cp_status gemm_prepare(struct cp_kexec *k, struct cp_diag *d)
     sp.out_scale = out_scale;
     sp.add = add;
     sp.final_scale = final_scale;
+    cp_dk_int8_of(k->node, &sp.q8);
     return mm_build(k, d, &sp);
 }
 
@@ -471,7 +553,8 @@ static bool fmm_supports(const struct cp_graph *g, const struct cp_node *n)
         if (!cp_tensor_is_plain(cp_fk_in(g, n, i)))
             return false;
     struct mm_operand A, B, Y;
-    if (!fmm_shapes(n, cp_fk_in(g, n, 0), cp_fk_in(g, n, 1), y, &A, &B, &Y))
+    if (!fmm_shapes(n, cp_fk_in(g, n, 0), cp_fk_in(g, n, 1), y, &A, &B, &Y) ||
+        !int8_ok(g, n, &B, &Y))
         return false;
     if (bias && (!cp_fk_in_is(g, n, 2, CP_DTYPE_F32) || bias->shape.rank != 1 ||
                  bias->shape.dims[0].value != Y.dims[Y.nd - 1]))
@@ -510,6 +593,7 @@ static enum cp_status fmm_prepare(struct cp_kexec *k, struct cp_diag *d)
     }
     if (k->node->n_inputs > 3 && k->in[3])
         sp.res_data = k->in_data[3];
+    cp_dk_int8_of(k->node, &sp.q8);
     return mm_build(k, d, &sp);
 }
 

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #define ALIGN 64
@@ -185,6 +186,8 @@ to_bf16(const float *x, uint16_t *y, int64_t n)
     }
 }
 
+static void quantize(const float *x, void *y, int64_t n, float mul, bool u8);
+
 /* Run a conversion step: the elements split in 32-aligned chunks over at
  * most p->threads threads, one per 16 Ki elements. */
 static enum cp_status run_to_bf16(const struct cp_dk_prog *p, const struct cp_dk_step *s)
@@ -200,10 +203,117 @@ static enum cp_status run_to_bf16(const struct cp_dk_prog *p, const struct cp_dk
     {
         int64_t b, e;
         cp_fk_split(n, 32, &b, &e);
-        if (e > b)
+        if (e > b && s->cvt_kind == 0)
             to_bf16((const float *)src + b, (uint16_t *)dst + b, e - b);
+        else if (e > b)
+            quantize((const float *)src + b, (int8_t *)dst + b, e - b, s->cvt_scale,
+                     s->cvt_kind == 1);
     }
     return CP_OK;
+}
+
+/* A reorder with an output scale: the quantization's fallback. */
+static enum cp_status step_reorder_scaled(struct cp_dk_prog *p, int src, int dst, float mul)
+{
+    const dnnl_memory_desc_t *smd, *dmd;
+    if (dnnl_memory_get_memory_desc(p->mems[src], &smd) != dnnl_success ||
+        dnnl_memory_get_memory_desc(p->mems[dst], &dmd) != dnnl_success)
+        return CP_ERR_INTERNAL;
+    dnnl_primitive_attr_t attr = cp_dk_attr_create();
+    if (!attr)
+        return CP_ERR_INTERNAL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &mul);
+    if (s == dnnl_success)
+        s = dnnl_reorder_primitive_desc_create(&pd, smd, p->engine, dmd, p->engine, attr);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success)
+        return CP_ERR_UNSUPPORTED;
+    int ids[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
+    int mems[2] = {src, dst};
+    enum cp_status st = cp_dk_step_add(p, pd, 2, ids, mems);
+    dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+static bool has_avx512bw(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+
+enum cp_status cp_dk_step_quantize(struct cp_dk_prog *p, int src, int dst, float mul)
+{
+    const dnnl_memory_desc_t *smd, *dmd;
+    if (src < 0 || dst < 0 || dnnl_memory_get_memory_desc(p->mems[src], &smd) != dnnl_success ||
+        dnnl_memory_get_memory_desc(p->mems[dst], &dmd) != dnnl_success)
+        return CP_ERR_INTERNAL;
+    dnnl_memory_desc_t as_f32 = *dmd;
+    as_f32.data_type = dnnl_f32;
+    size_t n = 1;
+    for (int i = 0; i < smd->ndims; i++)
+        n *= (size_t)smd->dims[i];
+    bool u8 = dmd->data_type == dnnl_u8;
+    if (smd->data_type != dnnl_f32 || (!u8 && dmd->data_type != dnnl_s8) ||
+        !dnnl_memory_desc_equal(&as_f32, smd) || dnnl_memory_desc_get_size(smd) != n * 4 ||
+        dnnl_memory_desc_get_size(dmd) != n || !has_avx512bw())
+        return step_reorder_scaled(p, src, dst, mul);
+    if (p->nsteps >= CP_DK_MAX_STEPS)
+        return CP_ERR_INTERNAL;
+    struct cp_dk_step *s = &p->steps[p->nsteps++];
+    memset(s, 0, sizeof *s);
+    s->scratchpad_mem = -1;
+    s->cvt_src = src;
+    s->cvt_dst = dst;
+    s->cvt_n = n;
+    s->cvt_kind = u8 ? 1 : 2;
+    s->cvt_scale = mul;
+    return CP_OK;
+}
+
+/* y = saturate(round(x * mul)): _mm512_cvtps_epi32 rounds to nearest even
+ * (the default MXCSR mode), then the packs saturate to u8 or s8. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+quantize(const float *x, void *y, int64_t n, float mul, bool u8)
+{
+    const __m512 m = _mm512_set1_ps(mul);
+    int64_t i = 0;
+    for (; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), m));
+        __m128i q = u8 ? _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()))
+                       : _mm512_cvtsepi32_epi8(v);
+        _mm_mask_storeu_epi8((int8_t *)y + i, k, q);
+    }
+}
+
+bool cp_dk_int8_of(const struct cp_node *n, struct cp_dk_int8 *q)
+{
+    memset(q, 0, sizeof *q);
+    if (strcmp(cp_node_attr_string(n, "compute_precision", ""), "int8") != 0)
+        return true;
+    q->on = true;
+    q->x_scale = cp_node_attr_float(n, "int8_x_scale", 0.0f);
+    q->x_signed = cp_node_attr_int(n, "int8_x_signed", 0) != 0;
+    const struct cp_attr *a = cp_node_attr(n, "int8_w_scales");
+    if (!a || a->type != CP_ATTR_FLOATS || a->n == 0 || !(q->x_scale > 0) || !isfinite(q->x_scale))
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (!(a->floats[i] > 0) || !isfinite(a->floats[i]))
+            return false;
+    q->w_scales = a->floats;
+    q->n_w = a->n;
+    return true;
+}
+
+void cp_dk_quantize_weights(const float *w, int8_t *dst, int64_t n, const float *scales,
+                            int64_t channels, int64_t inner)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = nearbyintf(w[i] / scales[(i / inner) % channels]);
+        dst[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : v);
+    }
 }
 
 enum cp_status cp_dk_reorder_now(struct cp_dk_prog *p, int src, int dst)

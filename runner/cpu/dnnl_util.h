@@ -33,9 +33,13 @@ struct cp_dk_step {
     int nargs;
     dnnl_exec_arg_t args[CP_DK_MAX_ARGS];
     int scratchpad_mem; /* index into mems of its scratchpad, -1 if none */
-    /* A conversion step (cp_dk_step_to_bf16): memory indices and elements. */
+    /* A conversion step (cp_dk_step_to_bf16, cp_dk_step_quantize): memory
+     * indices and elements; cvt_kind 0 bf16, 1 u8, 2 s8, with the
+     * multiplier cvt_scale for the int8 kinds. */
     int cvt_src, cvt_dst;
     size_t cvt_n;
+    int cvt_kind;
+    float cvt_scale;
 };
 
 struct cp_dk_prog {
@@ -85,6 +89,12 @@ enum cp_status cp_dk_step_reorder(struct cp_dk_prog *p, int src, int dst);
  * CPU lacks AVX512_BF16. */
 enum cp_status cp_dk_step_to_bf16(struct cp_dk_prog *p, int src, int dst);
 
+/* Append the quantization of the f32 memory `src` into the u8 or s8 memory
+ * `dst`: dst = saturate(round_half_even(src * mul)). The same layout: a
+ * flat, parallel AVX-512 loop; other layouts or CPUs: a oneDNN reorder
+ * with `mul` as its output scale (which rounds the same way). */
+enum cp_status cp_dk_step_quantize(struct cp_dk_prog *p, int src, int dst, float mul);
+
 /* Reorder memory `src` into memory `dst` right now (prepare-time packing of
  * weights); both must be user or owned memories. */
 enum cp_status cp_dk_reorder_now(struct cp_dk_prog *p, int src, int dst);
@@ -121,6 +131,30 @@ struct cp_dk_prog *cp_dk_kernel_prog(struct cp_kexec *k);
  * the conv and matmul kernels: those features for a node with
  * compute_precision "bf16", NULL (none) otherwise. */
 const char *cp_dk_isa_bf16(const struct cp_graph *g, const struct cp_node *n);
+
+/* The int8 mark of a node (atc_bridge's Int8QuantizationPass):
+ * compute_precision "int8", the input's scale and sign, one weight scale
+ * per output channel. The conv and matmul kernels quantize the input at
+ * run time and the constant weights once, accumulate in s32 and scale to
+ * f32 (x_scale * w_scales[c]) before the bias and post-ops. */
+struct cp_dk_int8 {
+    bool on;
+    float x_scale;
+    bool x_signed;
+    const float *w_scales;
+    size_t n_w;
+};
+
+/* Read the mark: false when compute_precision is "int8" and its scales
+ * are missing or not finite and positive (a kernel then refuses the node);
+ * q->on false for other nodes. */
+bool cp_dk_int8_of(const struct cp_node *n, struct cp_dk_int8 *q);
+
+/* The quantized copy of constant f32 weights into the s8 memory `dst`
+ * (same layout): w / scale[c], rounded to nearest even and saturated to
+ * +-127, where c = (element index / inner) % channels. */
+void cp_dk_quantize_weights(const float *w, int8_t *dst, int64_t n, const float *scales,
+                            int64_t channels, int64_t inner);
 
 /* Report a oneDNN failure in prepare: names the node and the call. */
 enum cp_status cp_dk_fail(struct cp_kexec *k, struct cp_diag *d, const char *what, dnnl_status_t s);

@@ -303,6 +303,14 @@ static enum cp_status select_kernel(const struct cp_plan *p, const int32_t *orde
     if (!k)
         return cp_diag_set(d, CP_ERR_UNSUPPORTED, "%s: no kernel for node '%s' (%s)", p->m->name,
                            n->name, n->op_type);
+    if (!reference_only && k == cp_kernel_reference(n->op) &&
+        strcmp(cp_node_attr_string(n, "compute_precision", ""), "int8") == 0)
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED,
+                           "%s: node '%s' (%s) computes in int8 (compute_precision=int8) but no "
+                           "int8 kernel takes it (its scales or inputs do not fit), and the "
+                           "reference kernel computes in fp32; convert it without it in "
+                           "--int8_nodes",
+                           p->m->name, n->name, n->op_type);
     if (lost_bf16(n, k, &passed)) {
         size_t more = count_lost_bf16(p, order, is_view, at, n_order);
         char also[64] = "";
