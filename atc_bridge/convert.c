@@ -141,6 +141,27 @@ static enum cp_status check_layout_regions(const struct cp_convert_config *c,
     return CP_OK;
 }
 
+/* --op_kernels against the imported model: every node named exists (the
+ * kernel names are the runtime's, checked when a plan is made). */
+static enum cp_status check_op_kernels(const struct cp_convert_config *c, const struct cp_graph *g,
+                                       struct cp_diag *d)
+{
+    for (const char *p = c->op_kernels; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char entry[1024];
+        snprintf(entry, sizeof entry, "%.*s", (int)len, p);
+        char *eq = strrchr(entry, '=');
+        if (eq)
+            *eq = '\0';
+        if (!graph_has_node(g, entry, NULL))
+            return cp_diag_set(d, CP_ERR_USAGE, "--op_kernels: %s has no node named '%s'", c->model,
+                               entry);
+        p = nl ? nl + 1 : p + len;
+    }
+    return CP_OK;
+}
+
 /* Passes that ran, or that changed the graph; the closing sweep is the
  * manager's, not a pass of its own, and is not counted. */
 static size_t count_passes(const struct cp_pass_report *r, bool changed)
@@ -189,7 +210,8 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
         goto out_free_cfg;
     if ((st = check_keep_dtype(cfg, g, &log, d)) != CP_OK ||
         (st = check_int8_nodes(cfg, g, &log, d)) != CP_OK ||
-        (st = check_layout_regions(cfg, g, d)) != CP_OK)
+        (st = check_layout_regions(cfg, g, d)) != CP_OK ||
+        (st = check_op_kernels(cfg, g, d)) != CP_OK)
         goto out_free_graph;
     size_t nodes_in = cp_graph_n_live_nodes(g);
     if ((st = apply_input_shape_check(cfg, g, d)) != CP_OK)

@@ -26,6 +26,7 @@ enum {
     OPT_LIST_PASSES,
     OPT_LOG,
     OPT_MODEL,
+    OPT_OP_KERNELS,
     OPT_OP_SELECT_IMPLMODE,
     OPT_OPTYPELIST_FOR_IMPLMODE,
     OPT_OUTPUT,
@@ -72,6 +73,9 @@ static const struct cp_opt own[] = {
      "--fusion_switch_file, show which are on"},
     {"log", 0, CP_OPT_VALUE, OPT_LOG, "LEVEL", "debug, info, warning, error, null (default)"},
     {"model", 0, CP_OPT_VALUE, OPT_MODEL, "FILE", "the ONNX model to convert (required)"},
+    {"op_kernels", 0, CP_OPT_VALUE, OPT_OP_KERNELS, "\"NODE=KERNEL;...\"",
+     "run ONNX node NODE (through fusion) with runtime kernel KERNEL, as traces name it "
+     "(onednn:conv, c:dw_conv, ref, ...); a kernel that cannot run it is refused"},
     {"op_select_implmode", 0, CP_OPT_VALUE, OPT_OP_SELECT_IMPLMODE, "MODE",
      "high_performance (default), high_precision, ..._for_all"},
     {"optypelist_for_implmode", 0, CP_OPT_VALUE, OPT_OPTYPELIST_FOR_IMPLMODE, "Softmax,Gelu",

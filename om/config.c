@@ -372,6 +372,8 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
                                 sizeof c->optypelist_for_implmode, d);
     if (strcmp(flag, "layout_regions") == 0)
         return cp_layout_regions_parse(value, c->layout_regions, sizeof c->layout_regions, d);
+    if (strcmp(flag, "op_kernels") == 0)
+        return cp_op_kernels_parse(value, c->op_kernels, sizeof c->op_kernels, d);
     if (strcmp(flag, "keep_dtype") == 0) {
         if (!value[0])
             return cp_diag_set(d, CP_ERR_USAGE, "--keep_dtype: empty path");
@@ -577,6 +579,14 @@ void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf 
                 *p = ';';
         flag(out, "layout_regions", joined);
     }
+    if (c->op_kernels[0]) {
+        char joined[sizeof c->op_kernels];
+        snprintf(joined, sizeof joined, "%s", c->op_kernels);
+        for (char *p = joined; *p; p++)
+            if (*p == '\n')
+                *p = ';';
+        flag(out, "op_kernels", joined);
+    }
     if (c->precision_mode != CP_PREC_FORCE_FP32)
         flag(out, "precision_mode", cp_precision_mode_name(c->precision_mode));
     if (c->fusion_switch_file[0])
@@ -658,6 +668,8 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
         json_object_set_new(o, "keep_dtype", json_string(c->keep_dtype));
     if (c->layout_regions[0])
         json_object_set_new(o, "layout_regions", json_string(c->layout_regions));
+    if (c->op_kernels[0])
+        json_object_set_new(o, "op_kernels", json_string(c->op_kernels));
     if (c->int8_nodes[0] || c->int8_nodes_file[0]) {
         if (with_paths) {
             json_object_set_new(o, "int8_nodes_file", json_string(c->int8_nodes_file));
@@ -771,6 +783,7 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
         (st = json_str(o, "keep_dtype_file", c->keep_dtype_file, sizeof c->keep_dtype_file, d)) ||
         (st = json_str(o, "keep_dtype", c->keep_dtype, sizeof c->keep_dtype, d)) ||
         (st = json_str(o, "layout_regions", c->layout_regions, sizeof c->layout_regions, d)) ||
+        (st = json_str(o, "op_kernels", c->op_kernels, sizeof c->op_kernels, d)) ||
         (st = json_str(o, "int8_nodes_file", c->int8_nodes_file, sizeof c->int8_nodes_file, d)) ||
         (st = json_str(o, "int8_nodes", c->int8_nodes, sizeof c->int8_nodes, d)) ||
         (st = json_str(o, "quant_ranges_file", c->quant_ranges_file, sizeof c->quant_ranges_file,
@@ -884,10 +897,20 @@ const char *cp_convert_flag_pass(const char *key)
     static const struct {
         const char *key, *pass;
     } via[] = {
-        {"precision_mode", "PrecisionModePass"},     {"op_select_implmode", "ImplModePass"},
-        {"layout_policy", "LayoutTransformPass"},    {"input_format", "LayoutTransformPass"},
-        {"dynamic_batch_size", "DynamicBatchPass"},  {"keep_dtype", "PrecisionModePass"},
-        {"int8_nodes", "Int8QuantizationPass"},      {"layout_regions", "LayoutTransformPass"},
+        {"precision_mode", "PrecisionModePass"},
+        {"op_select_implmode", "ImplModePass"},
+        {"layout_policy", "LayoutTransformPass"},
+        {"input_format", "LayoutTransformPass"},
+        {"dynamic_batch_size", "DynamicBatchPass"},
+        {"keep_dtype", "PrecisionModePass"},
+        {"int8_nodes", "Int8QuantizationPass"},
+        {"op_kernels", "KernelSelectionPass"},
+        {"quant_ranges", "Int8QuantizationPass"},
+        {"calibration_data", "Int8QuantizationPass"},
+        {"calibration_method", "Int8QuantizationPass"},
+        {"calibration_percentile", "Int8QuantizationPass"},
+        {"calibration_samples", "Int8QuantizationPass"},
+        {"layout_regions", "LayoutTransformPass"},
         {"optypelist_for_implmode", "ImplModePass"},
     };
     for (size_t i = 0; key && i < sizeof via / sizeof *via; i++)
@@ -1049,6 +1072,7 @@ enum cp_status cp_convert_config_load_int8_nodes(struct cp_convert_config *c, st
 struct range_line {
     char *name;
     double lo, hi;
+    int line;
 };
 
 static int cmp_range(const void *a, const void *b)
@@ -1127,7 +1151,7 @@ enum cp_status cp_quant_ranges_parse(const char *path, const char *text, size_t 
                     lines = g;
             }
             if (st == CP_OK)
-                lines[n++] = (struct range_line){name, lo, hi};
+                lines[n++] = (struct range_line){name, lo, hi, line};
         }
         p = nl ? nl + 1 : NULL;
     }
@@ -1198,6 +1222,63 @@ size_t cp_quant_ranges_count(const char *canon)
 }
 
 /* ---- --layout_regions ------------------------------------------------------------- */
+
+enum cp_status cp_op_kernels_parse(const char *value, char *out, size_t cap, struct cp_diag *d)
+{
+    if (cap)
+        out[0] = '\0';
+    char *copy = cp_strdup(value ? value : "");
+    char **entries = NULL;
+    size_t n = 0;
+    enum cp_status st = copy ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ";", &save) : NULL; st == CP_OK && t;
+         t = strtok_r(NULL, ";", &save)) {
+        while (*t == ' ' || *t == '\t')
+            t++;
+        char *e = t + strlen(t);
+        while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        if (!*t)
+            continue;
+        char *eq = strrchr(t, '=');
+        if (!eq || eq == t || !eq[1] || strchr(eq + 1, ' ')) {
+            st = cp_diag_set(d, CP_ERR_USAGE,
+                             "--op_kernels: '%s' is not NODE=KERNEL (e.g. "
+                             "/conv1/Conv=onednn:conv, a kernel name as traces show it)",
+                             t);
+            break;
+        }
+        char **g = cp_realloc_array(entries, n + 1, sizeof *g);
+        if (!g) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        entries = g;
+        entries[n++] = t;
+    }
+    if (st == CP_OK && n)
+        qsort(entries, n, sizeof *entries, cmp_entry);
+    size_t at = 0;
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        size_t node_len = (size_t)(strrchr(entries[i], '=') - entries[i]);
+        if (i && strncmp(entries[i], entries[i - 1], node_len) == 0 &&
+            (size_t)(strrchr(entries[i - 1], '=') - entries[i - 1]) == node_len) {
+            st = cp_diag_set(d, CP_ERR_USAGE, "--op_kernels: node '%.*s' is given twice",
+                             (int)node_len, entries[i]);
+            break;
+        }
+        if (!append_line(out, cap, &at, entries[i])) {
+            st = cp_diag_set(d, CP_ERR_USAGE, "--op_kernels: the list is longer than %zu bytes",
+                             cap ? cap - 1 : 0);
+            break;
+        }
+    }
+    if (st != CP_OK && cap)
+        out[0] = '\0';
+    free(entries);
+    free(copy);
+    return st;
+}
 
 enum cp_status cp_layout_regions_parse(const char *value, char *out, size_t cap, struct cp_diag *d)
 {

@@ -122,6 +122,12 @@ struct cp_convert_config {
      * node ("" when none). NODE is an ONNX node of the region, POLICY nchw
      * (the region stays plain), nhwc or blocked. */
     char layout_regions[CP_LAYOUT_REGIONS_MAX];
+    /* --op_kernels (cannprof's own knob): the runtime kernel of single
+     * nodes, canonical "NODE=KERNEL" lines sorted by node ("" when none).
+     * NODE is an ONNX node (by origin, through fusion), KERNEL a kernel name
+     * as traces show it ("onednn:conv", "c:dw_conv", "ref"); the plan
+     * refuses a kernel that cannot run the node. */
+    char op_kernels[CP_LAYOUT_REGIONS_MAX];
     /* --optypelist_for_implmode (ATC's flag): the op types that
      * --op_select_implmode applies to, canonical "Gelu,Softmax" (sorted,
      * ONNX spelling; ATC's SoftmaxV2 reads as Softmax); "" for every op. */
@@ -276,6 +282,11 @@ size_t cp_quant_ranges_count(const char *canon);
  * (CP_ERR_USAGE) name the entry: no ':', an empty node, a policy other than
  * nchw/nhwc/blocked, a node given twice, a list longer than cap - 1. */
 enum cp_status cp_layout_regions_parse(const char *value, char *out, size_t cap, struct cp_diag *d);
+
+/* Parse --op_kernels' value ("NODE=KERNEL;...") into canonical lines in
+ * out[cap]. Errors (CP_ERR_USAGE) name the entry: no '=', an empty node or
+ * kernel, a node given twice, a list longer than cap - 1. */
+enum cp_status cp_op_kernels_parse(const char *value, char *out, size_t cap, struct cp_diag *d);
 
 /* Whether the effective switch set of `c` turns pass `name` off. */
 bool cp_convert_config_pass_is_off(const struct cp_convert_config *c, const char *name);

@@ -152,6 +152,14 @@ enum cp_status cp_plan_run(struct cp_plan *p, int32_t iteration, struct cp_diag 
 enum cp_status cp_plan_get_output(struct cp_plan *p, size_t i, struct cp_host_tensor *t,
                                   struct cp_diag *d);
 
+/* The kernels that can run node `node` of the plan (its name in the
+ * converted graph) on this CPU, in the order the plan prefers them, the
+ * reference last: their names (static strings) into out[cap]. Returns how
+ * many there are; 0 for a node the plan lacks. What --op_kernels may pin it
+ * to. */
+size_t cp_plan_kernel_choices(const struct cp_plan *p, const char *node, const char **out,
+                              size_t cap);
+
 /* The plan's kernels as a trace kernel table (strings owned by the plan). */
 size_t cp_plan_n_kernels(const struct cp_plan *p);
 const struct cp_trace_kernel *cp_plan_kernels(const struct cp_plan *p);

@@ -282,6 +282,10 @@ static enum cp_status find_samples(const char *dir, const struct cp_plan *plan, 
     enum cp_status st = list_dir(dir, &ents, &n_ents, d);
     if (st != CP_OK)
         goto out;
+    if (n_ents == 0) {
+        st = cp_diag_set(d, CP_ERR_USAGE, "--calibration_data=%s: the folder is empty", dir);
+        goto out;
+    }
     size_t n_dirs = 0;
     for (size_t i = 0; i < n_ents; i++)
         n_dirs += is_dir(ents[i]);
@@ -297,10 +301,6 @@ static enum cp_status find_samples(const char *dir, const struct cp_plan *plan, 
                          "--calibration_data=%s: the model has %zu inputs; give one folder a "
                          "sample, holding a NAME.pb or NAME.npy file per input",
                          dir, s->n_inputs);
-        goto out;
-    }
-    if (n_ents == 0) {
-        st = cp_diag_set(d, CP_ERR_USAGE, "--calibration_data=%s: the folder is empty", dir);
         goto out;
     }
     s->args = calloc(n_ents * s->n_inputs, sizeof *s->args);
@@ -319,13 +319,18 @@ static enum cp_status find_samples(const char *dir, const struct cp_plan *plan, 
         size_t n_files = 0;
         if ((st = list_dir(ents[k], &files, &n_files, d)) != CP_OK)
             break;
+        /* by name when any file names an input, else by position */
+        bool named = false;
+        for (size_t i = 0; i < s->n_inputs && !named; i++)
+            for (size_t f = 0; f < n_files && !named; f++)
+                named = stem_is(files[f], cp_plan_input(plan, i)->name);
         for (size_t i = 0; i < s->n_inputs && st == CP_OK; i++) {
             const char *name = cp_plan_input(plan, i)->name;
             const char *file = NULL;
             for (size_t f = 0; f < n_files && !file; f++)
                 if (stem_is(files[f], name))
                     file = files[f];
-            if (!file && n_files == s->n_inputs)
+            if (!file && !named && n_files == s->n_inputs)
                 file = files[i];
             if (!file)
                 st = cp_diag_set(d, CP_ERR_USAGE,
@@ -515,6 +520,22 @@ enum cp_status cp_tune_calibrate(struct cp_convert_config *c, const struct cp_ca
         st = cp_graph_compact(g, d);
     if (st == CP_OK)
         st = cp_graph_infer(g, d);
+    for (const char *p = o->all_candidates ? "" : c->int8_nodes; st == CP_OK && *p;) {
+        /* a node the model lacks is named before any sample runs */
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        bool found = len >= 8 && strncmp(p, "OpType::", 8) == 0;
+        for (size_t i = 0; !found && i < cp_graph_n_nodes(g); i++) {
+            const char *nm = cp_graph_node(g, (int32_t)i)->name;
+            found = strlen(nm) == len && strncmp(nm, p, len) == 0;
+        }
+        if (!found)
+            st = cp_diag_set(d, CP_ERR_USAGE,
+                             "--int8_nodes=%s: %s has no node named '%.*s' (list the ONNX node "
+                             "names of the source model, or OpType::TYPE)",
+                             c->int8_nodes_file, c->model, (int)len, p);
+        p = nl ? nl + 1 : p + len;
+    }
     if (st == CP_OK)
         st = cp_calib_tensors(g, o->all_candidates ? NULL : c->int8_nodes, &names, &n_names, d);
     cp_graph_free(g);
@@ -603,7 +624,8 @@ enum cp_status cp_tune_calibrate(struct cp_convert_config *c, const struct cp_ca
     }
     st = cp_quant_ranges_parse("(calibration)", table.data, table.len, c->quant_ranges,
                                sizeof c->quant_ranges, d);
-    c->calibration_samples = (int)n_samples;
+    if (st == CP_OK)
+        c->calibration_samples = (int)n_samples;
 out:
     cp_session_close(&s);
     samples_release(&smp);

@@ -71,7 +71,7 @@ enum cp_status cp_delta_parse(const char *text, struct cp_delta *out, struct cp_
             return cp_diag_set(d, CP_ERR_INVALID,
                                "delta item '%s=%s': unknown knob '%s' (known: layout_policy, "
                                "precision_mode, buffer_optimize, op_select_implmode, "
-                               "keep_dtype, int8_nodes, quant_ranges, layout_regions, "
+                               "keep_dtype, int8_nodes, quant_ranges, layout_regions, op_kernels, "
                                "switch:<Pass>, threads, batch)",
                                item, eq + 1, item);
         enum cp_status st = put(out, item, eq + 1, d);
@@ -236,6 +236,8 @@ enum cp_status cp_delta_apply(const struct cp_tune_point *p, const struct cp_del
             st = set_int8(&out->cfg, k, v, d);
         else if (strcmp(k, "layout_regions") == 0 && strcmp(v, "-") == 0)
             out->cfg.layout_regions[0] = '\0';
+        else if (strcmp(k, "op_kernels") == 0 && strcmp(v, "-") == 0)
+            out->cfg.op_kernels[0] = '\0';
         else if (is_convert_key(k))
             st = cp_convert_config_set(&out->cfg, k, v, d);
         else if (strncmp(k, "switch:", 7) == 0) {
@@ -276,6 +278,14 @@ void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point 
             if (*q == '\n')
                 *q = ';';
         put(out, "layout_regions", v, NULL);
+    }
+    if (strcmp(a->cfg.op_kernels, b->cfg.op_kernels) != 0) {
+        char v[sizeof b->cfg.op_kernels];
+        snprintf(v, sizeof v, "%s", b->cfg.op_kernels[0] ? b->cfg.op_kernels : "-");
+        for (char *q = v; *q; q++)
+            if (*q == '\n')
+                *q = ';';
+        put(out, "op_kernels", v, NULL);
     }
     if (strcmp(a->cfg.keep_dtype, b->cfg.keep_dtype) != 0)
         put(out, "keep_dtype",

@@ -384,6 +384,86 @@ static void region_proposals(struct cp_tune_ctx *c, struct proposals *ps,
     free(r);
 }
 
+static int cmp_time_desc(const void *a, const void *b)
+{
+    double x = ((const struct cp_tune_node_time *)a)->ns,
+           y = ((const struct cp_tune_node_time *)b)->ns;
+    return (x < y) - (x > y);
+}
+
+/* best's --op_kernels with ONNX node `node` run by `kernel`, as the flag's
+ * text ("a=k1;b=k2"). */
+static void pin_value(const struct cp_tune_point *best, const char *node, const char *kernel,
+                      char *out, size_t n)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    for (const char *p = best->cfg.op_kernels; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        const char *eq = memrchr(p, '=', len);
+        if (!eq || (size_t)(eq - p) != strlen(node) || strncmp(p, node, strlen(node)) != 0)
+            cp_buf_printf(&b, "%.*s;", (int)len, p);
+        p = nl ? nl + 1 : p + len;
+    }
+    cp_buf_printf(&b, "%s=%s", node, kernel);
+    snprintf(out, n, "%s", cp_buf_status(&b) == CP_OK && b.data ? b.data : "");
+    cp_buf_release(&b);
+}
+
+/* Per-node kernels (--op_kernels): the four slowest nodes of the best's
+ * trace each get every other kernel that can run them (not the reference
+ * loop), as local moves. */
+static void kernel_proposals(struct cp_tune_ctx *c, struct proposals *ps,
+                             const struct cp_tune_point *best)
+{
+    struct cp_tune_node_time *t = NULL;
+    size_t nt = 0;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (!c->best_trace[0] ||
+        cp_tune_trace_node_times(c->best_trace, c->best_run, &t, &nt, &d) != CP_OK)
+        return;
+    struct cp_session s;
+    if (cp_tune_open(c, best, c->best_om, NULL, &s, &d) != CP_OK) {
+        cp_tune_node_times_free(t, nt);
+        return;
+    }
+    qsort(t, nt, sizeof *t, cmp_time_desc);
+    size_t nk = cp_plan_n_kernels(s.plan);
+    const struct cp_trace_kernel *kt = cp_plan_kernels(s.plan);
+    int nodes = 0;
+    for (size_t i = 0; i < nt && nodes < 4; i++) {
+        const char *choices[8];
+        size_t nc = cp_plan_kernel_choices(s.plan, t[i].node, choices, 8);
+        const char *now = "";
+        for (size_t k = 0; k < nk; k++)
+            if (kt[k].node && strcmp(kt[k].node, t[i].node) == 0 && kt[k].impl)
+                now = kt[k].impl;
+        bool any = false;
+        for (size_t j = 0; j < nc && j < 8; j++) {
+            if (strcmp(choices[j], "ref") == 0 || strncmp(now, choices[j], strlen(choices[j])) == 0)
+                continue;
+            char v[sizeof best->cfg.op_kernels], title[160];
+            pin_value(best, t[i].origin, choices[j], v, sizeof v);
+            struct cp_delta dl;
+            memset(&dl, 0, sizeof dl);
+            if (strlen(v) >= sizeof dl.items[0].value)
+                continue;
+            snprintf(dl.items[0].key, sizeof dl.items[0].key, "op_kernels");
+            snprintf(dl.items[0].value, sizeof dl.items[0].value, "%s", v);
+            dl.n = 1;
+            snprintf(title, sizeof title, "run %.60s with %s instead of %s (%.3f ms a run)",
+                     t[i].origin, choices[j], now, t[i].ns / 1e6);
+            add_proposal(c, ps, &dl, "space:kernel", NAN, title, best);
+            any = true;
+        }
+        nodes += any;
+    }
+    cp_session_close(&s);
+    cp_tune_node_times_free(t, nt);
+}
+
 static void space_proposals(struct cp_tune_ctx *c, struct proposals *ps,
                             const struct cp_tune_point *best)
 {
@@ -395,6 +475,7 @@ static void space_proposals(struct cp_tune_ctx *c, struct proposals *ps,
         add_proposal(c, ps, &list[i], "space", NAN, "a neighbour in the knob space", best);
     free(list);
     region_proposals(c, ps, best);
+    kernel_proposals(c, ps, best);
 }
 
 /* ---- constraints -------------------------------------------------------------------- */

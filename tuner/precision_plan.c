@@ -317,6 +317,18 @@ static enum cp_status run_times(struct cp_trace_store *s, int64_t run,
     return CP_OK;
 }
 
+enum cp_status cp_tune_trace_node_times(const char *trace, int64_t run,
+                                        struct cp_tune_node_time **out, size_t *n,
+                                        struct cp_diag *d)
+{
+    struct cp_trace_store *s = NULL;
+    enum cp_status st = cp_trace_store_open(trace, &s, d);
+    if (st == CP_OK)
+        st = run_times(s, run, out, n, d);
+    cp_trace_store_close(s);
+    return st;
+}
+
 void cp_tune_node_times_free(struct cp_tune_node_time *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++) {

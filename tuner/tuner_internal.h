@@ -123,6 +123,10 @@ enum cp_status cp_tune_profile_pair(struct cp_tune_ctx *c, const char *om_a,
                                     const char *trace_name, struct cp_tune_pair_profile *out,
                                     struct cp_diag *d);
 void cp_tune_pair_profile_release(struct cp_tune_pair_profile *p);
+/* Every kernel's time in run `run` (< 0: the last) of a trace store. */
+enum cp_status cp_tune_trace_node_times(const char *trace, int64_t run,
+                                        struct cp_tune_node_time **out, size_t *n,
+                                        struct cp_diag *d);
 void cp_tune_node_times_free(struct cp_tune_node_time *v, size_t n);
 
 /* The summed time of the kernels of node `name` (or, by_origin, of the

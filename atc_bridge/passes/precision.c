@@ -244,6 +244,61 @@ static enum cp_status impl_mode_run(struct cp_pass_ctx *ctx, bool *changed)
     return CP_OK;
 }
 
+/* ---- KernelSelectionPass ------------------------------------------------------------ */
+
+/* Whether node n stands for ONNX node `name` (by name or origin). */
+static bool stands_for(const struct cp_node *n, const char *name, size_t len)
+{
+    if (strlen(n->name) == len && strncmp(n->name, name, len) == 0)
+        return true;
+    for (size_t k = 0; k < n->n_origins; k++)
+        if (strlen(n->origins[k]) == len && strncmp(n->origins[k], name, len) == 0)
+            return true;
+    return false;
+}
+
+/* --op_kernels: each converted node standing for a listed ONNX node gets
+ * the attribute `kernel`, which the runtime's kernel selection obeys (or
+ * refuses, naming the kernels that can run the node). Two entries that
+ * land on one fused node with different kernels are refused. */
+static enum cp_status kernel_select_run(struct cp_pass_ctx *ctx, bool *changed)
+{
+    const char *list = ctx->config ? ctx->config->op_kernels : "";
+    *changed = false;
+    for (const char *p = list; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        const char *eq = NULL;
+        for (const char *q = p; q < p + len; q++)
+            if (*q == '=')
+                eq = q;
+        char kernel[128];
+        size_t klen = eq ? len - (size_t)(eq - p) - 1 : 0;
+        if (!eq || klen >= sizeof kernel)
+            return cp_diag_set(ctx->d, CP_ERR_USAGE, "--op_kernels: '%.*s' is not NODE=KERNEL",
+                               (int)len, p);
+        memcpy(kernel, eq + 1, klen);
+        kernel[klen] = '\0';
+        size_t nlen = (size_t)(eq - p);
+        for (size_t i = 0; i < cp_graph_n_nodes(ctx->g); i++) {
+            const struct cp_node *n = cp_graph_node(ctx->g, (int32_t)i);
+            if (n->dead || !stands_for(n, p, nlen))
+                continue;
+            const char *had = cp_node_attr_string(n, "kernel", "");
+            if (had[0] && strcmp(had, kernel) != 0)
+                return cp_diag_set(ctx->d, CP_ERR_USAGE,
+                                   "--op_kernels: node '%s' stands for several listed nodes, "
+                                   "pinned to both '%s' and '%s'",
+                                   n->name, had, kernel);
+            enum cp_status st = mark(ctx, (int32_t)i, "kernel", kernel, changed);
+            if (st != CP_OK)
+                return st;
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    return CP_OK;
+}
+
 const struct cp_pass cp_precision_passes[] = {
     {"PrecisionModePass", "GraphFusion",
      "--precision_mode: marks conv, matmul and attention for bf16 compute (fp16 modes refused "
@@ -253,5 +308,8 @@ const struct cp_pass cp_precision_passes[] = {
      "--op_select_implmode: exact (libm) or fast (vectorised) exp/erf in softmax, attention, "
      "GELU; tanh GELU with high_performance_for_all",
      impl_mode_run},
+    {"KernelSelectionPass", "GraphFusion",
+     "--op_kernels: pins single nodes to a runtime kernel (by ONNX node, through fusion)",
+     kernel_select_run},
     {NULL, NULL, NULL, NULL},
 };

@@ -114,6 +114,14 @@ const struct cp_kernel *cp_kernel_select(const struct cp_graph *g, const struct 
                                          const struct cp_host *host, bool reference_only,
                                          struct cp_kernel_passed *passed);
 
+/* The kernels that can run node n on `host`, in preference order (the
+ * reference last): up to cap of them in out; returns how many there are.
+ * A node attribute `kernel` (--op_kernels, set by KernelSelectionPass)
+ * makes cp_kernel_select take that one, or none: NULL with
+ * passed->missing saying why (passed->kernel NULL). */
+size_t cp_kernel_choices(const struct cp_graph *g, const struct cp_node *n,
+                         const struct cp_host *host, const struct cp_kernel **out, size_t cap);
+
 /* The reference kernel of an op, or NULL. */
 const struct cp_kernel *cp_kernel_reference(enum cp_op op);
 

@@ -300,6 +300,24 @@ static enum cp_status select_kernel(const struct cp_plan *p, const int32_t *orde
     const struct cp_node *n = cp_graph_node(p->g, order[at]);
     struct cp_kernel_passed passed;
     const struct cp_kernel *k = cp_kernel_select(p->g, n, &p->rt->host, reference_only, &passed);
+    const char *pin = cp_node_attr_string(n, "kernel", "");
+    if (!k && pin[0] && !reference_only) {
+        const struct cp_kernel *ch[8];
+        size_t nc = cp_kernel_choices(p->g, n, &p->rt->host, ch, 8);
+        char list[400] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < nc && i < 8; i++) {
+            int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", ch[i]->name);
+            if (w < 0 || (size_t)w >= sizeof list - used)
+                break;
+            used += (size_t)w;
+        }
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "%s: node '%s' (%s) is pinned to kernel '%s' (--op_kernels), which "
+                           "cannot run it: %s; kernels that can: %s",
+                           p->m->name, n->name, n->op_type, pin, passed.missing,
+                           list[0] ? list : "(none)");
+    }
     if (!k)
         return cp_diag_set(d, CP_ERR_UNSUPPORTED, "%s: no kernel for node '%s' (%s)", p->m->name,
                            n->name, n->op_type);
@@ -597,4 +615,20 @@ enum cp_status cp_plan_run_nested(struct cp_plan *p)
 void *cp_plan_data(const struct cp_plan *p, int32_t t)
 {
     return t >= 0 && (size_t)t < cp_graph_n_tensors(p->g) ? p->ptr[t] : NULL;
+}
+
+size_t cp_plan_kernel_choices(const struct cp_plan *p, const char *node, const char **out,
+                              size_t cap)
+{
+    for (size_t i = 0; i < cp_graph_n_nodes(p->g); i++) {
+        const struct cp_node *n = cp_graph_node(p->g, (int32_t)i);
+        if (n->dead || strcmp(n->name, node) != 0)
+            continue;
+        const struct cp_kernel *k[16];
+        size_t nk = cp_kernel_choices(p->g, n, &p->rt->host, k, 16);
+        for (size_t j = 0; j < nk && j < 16 && j < cap; j++)
+            out[j] = k[j]->name;
+        return nk;
+    }
+    return 0;
 }

@@ -46,6 +46,60 @@ bool cp_kernel_runs_on(const struct cp_kernel *k, const struct cp_graph *g, cons
     return ok;
 }
 
+size_t cp_kernel_choices(const struct cp_graph *g, const struct cp_node *n,
+                         const struct cp_host *host, const struct cp_kernel **out, size_t cap)
+{
+    size_t k = 0;
+    if (n->op == CP_OP_UNKNOWN)
+        return 0;
+    for (size_t i = 0; cp_fast_kernels[i]; i++) {
+        const struct cp_kernel *f = cp_fast_kernels[i];
+        if (f->op == n->op && (!f->supports || f->supports(g, n)) &&
+            cp_kernel_runs_on(f, g, n, host, NULL, 0)) {
+            if (k < cap)
+                out[k] = f;
+            k++;
+        }
+    }
+    const struct cp_kernel *r = cp_kernel_reference(n->op);
+    if (r && (!r->supports || r->supports(g, n))) {
+        if (k < cap)
+            out[k] = r;
+        k++;
+    }
+    return k;
+}
+
+/* The kernel --op_kernels pins node n to (its `kernel` attribute), or NULL
+ * when that kernel does not exist for the op, does not take the node or
+ * cannot run on this CPU (*why says which). */
+static const struct cp_kernel *pinned(const struct cp_graph *g, const struct cp_node *n,
+                                      const struct cp_host *host, const char *name,
+                                      struct cp_kernel_passed *passed)
+{
+    const struct cp_kernel *k = NULL;
+    for (size_t i = 0; cp_fast_kernels[i] && !k; i++)
+        if (cp_fast_kernels[i]->op == n->op && strcmp(cp_fast_kernels[i]->name, name) == 0)
+            k = cp_fast_kernels[i];
+    const struct cp_kernel *r = cp_kernel_reference(n->op);
+    if (!k && r && strcmp(r->name, name) == 0)
+        k = r;
+    const char *why = NULL;
+    if (!k)
+        why = "no such kernel for this op";
+    else if (k->supports && !k->supports(g, n))
+        why = "it does not take this node";
+    else if (!cp_kernel_runs_on(k, g, n, host, NULL, 0))
+        why = "this CPU lacks what it needs";
+    if (!why)
+        return k;
+    if (passed) {
+        passed->kernel = NULL;
+        snprintf(passed->missing, sizeof passed->missing, "%s", why);
+    }
+    return NULL;
+}
+
 const struct cp_kernel *cp_kernel_select(const struct cp_graph *g, const struct cp_node *n,
                                          const struct cp_host *host, bool reference_only,
                                          struct cp_kernel_passed *passed)
@@ -56,6 +110,9 @@ const struct cp_kernel *cp_kernel_select(const struct cp_graph *g, const struct 
     }
     if (n->op == CP_OP_UNKNOWN)
         return NULL;
+    const char *pin = cp_node_attr_string(n, "kernel", "");
+    if (pin[0] && !reference_only)
+        return pinned(g, n, host, pin, passed);
     if (!reference_only)
         for (size_t i = 0; cp_fast_kernels[i]; i++) {
             const struct cp_kernel *k = cp_fast_kernels[i];
