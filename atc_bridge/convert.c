@@ -99,6 +99,54 @@ static enum cp_status check_keep_dtype(const struct cp_convert_config *c, const 
     return check_node_list("keep_dtype", c->keep_dtype_file, c->keep_dtype, c, g, log, d);
 }
 
+/* --modify_mixlist / --customize_dtypes against the model: a node name it
+ * lacks is refused; an op type with no bf16 kernel (everything but Conv,
+ * MatMul, Gemm and attention computes in fp32 on this target) changes
+ * nothing, which the conversion says. */
+static enum cp_status check_overrides(const struct cp_convert_config *c, const struct cp_graph *g,
+                                      const struct cp_log *log, struct cp_diag *d)
+{
+    static const char *const lowered[] = {"Conv",      "MatMul",      "Gemm",
+                                          "FusedConv", "FusedMatMul", "FusedAttention"};
+    for (const char *p = c->precision_overrides; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char entry[1024];
+        snprintf(entry, sizeof entry, "%.*s", (int)len, p);
+        char *eq = strrchr(entry, '=');
+        bool none = eq && strcmp(eq + 1, "none") == 0;
+        if (eq)
+            *eq = '\0';
+        bool type = strncmp(entry, "OpType::", 8) == 0;
+        const char *name = type ? entry + 8 : entry;
+        if (none) {
+            cp_log_msg(log, CP_LOG_WARNING,
+                       "--modify_mixlist: the change to %s (a gray-list entry, or a removal from "
+                       "the black list) changes nothing on the cpu target: only Conv, MatMul, Gemm "
+                       "and attention have bf16 kernels",
+                       name);
+            p = nl ? nl + 1 : p + len;
+            continue;
+        }
+        bool known = false;
+        for (size_t k = 0; type && k < sizeof lowered / sizeof *lowered; k++)
+            known = known || strcmp(lowered[k], name) == 0;
+        if (!type && !graph_has_node(g, entry, NULL))
+            return cp_diag_set(d, CP_ERR_USAGE,
+                               "--customize_dtypes=%s: %s has no node named '%s' (the ONNX node "
+                               "names of the source model, or OpType::TYPE)",
+                               c->customize_dtypes_file, c->model, entry);
+        if (type && !known)
+            cp_log_msg(log, CP_LOG_WARNING,
+                       "%s: op type %s computes in fp32 on the cpu target whatever the list says "
+                       "(bf16 kernels: Conv, MatMul, Gemm, attention)",
+                       c->customize_dtypes_file[0] ? "--customize_dtypes" : "--modify_mixlist",
+                       name);
+        p = nl ? nl + 1 : p + len;
+    }
+    return CP_OK;
+}
+
 /* --int8_nodes: the names exist, and there are ranges to quantize with. */
 static enum cp_status check_int8_nodes(const struct cp_convert_config *c, const struct cp_graph *g,
                                        const struct cp_log *log, struct cp_diag *d)
@@ -203,6 +251,7 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
     if ((st = cp_convert_config_load_fusion_switches(cfg, &log, d)) != CP_OK ||
         (st = cp_convert_config_load_keep_dtype(cfg, d)) != CP_OK ||
         (st = cp_convert_config_load_int8_nodes(cfg, d)) != CP_OK ||
+        (st = cp_convert_config_load_precision_overrides(cfg, d)) != CP_OK ||
         (st = cp_convert_config_load_quant_ranges(cfg, d)) != CP_OK)
         goto out_free_cfg;
     st = cp_onnx_import(cfg->model, cfg->input_shapes, cfg->n_input_shapes, &g, hash, d);
@@ -210,6 +259,7 @@ enum cp_status cp_convert(const struct cp_convert_config *config, struct cp_conv
         goto out_free_cfg;
     if ((st = check_keep_dtype(cfg, g, &log, d)) != CP_OK ||
         (st = check_int8_nodes(cfg, g, &log, d)) != CP_OK ||
+        (st = check_overrides(cfg, g, &log, d)) != CP_OK ||
         (st = check_layout_regions(cfg, g, d)) != CP_OK ||
         (st = check_op_kernels(cfg, g, d)) != CP_OK)
         goto out_free_graph;

@@ -15,6 +15,7 @@ enum {
     OPT_CALIBRATION_METHOD,
     OPT_CALIBRATION_PERCENTILE,
     OPT_CALIBRATION_SAMPLES,
+    OPT_CUSTOMIZE_DTYPES,
     OPT_DYNAMIC_BATCH_SIZE,
     OPT_FRAMEWORK,
     OPT_FUSION_SWITCH_FILE,
@@ -26,6 +27,7 @@ enum {
     OPT_LIST_PASSES,
     OPT_LOG,
     OPT_MODEL,
+    OPT_MODIFY_MIXLIST,
     OPT_OP_KERNELS,
     OPT_OP_SELECT_IMPLMODE,
     OPT_OPTYPELIST_FOR_IMPLMODE,
@@ -50,6 +52,9 @@ static const struct cp_opt own[] = {
      "percentile calibration clips both tails at P (default 99.999)"},
     {"calibration_samples", 0, CP_OPT_VALUE, OPT_CALIBRATION_SAMPLES, "N",
      "calibrate on at most N samples (random inputs: N of them)"},
+    {"customize_dtypes", 0, CP_OPT_VALUE, OPT_CUSTOMIZE_DTYPES, "FILE",
+     "ATC's per-node dtypes: Opname::NAME:InputDtype:...;OutputDtype:... or OpType::TYPE:... "
+     "lines (float32, bfloat16)"},
     {"dynamic_batch_size", 0, CP_OPT_VALUE, OPT_DYNAMIC_BATCH_SIZE, "\"1,2,4,8\"",
      "batch profiles (needs -1 as batch in --input_shape)"},
     {"framework", 0, CP_OPT_VALUE, OPT_FRAMEWORK, "5", "source framework: 5 = ONNX (required)"},
@@ -73,6 +78,8 @@ static const struct cp_opt own[] = {
      "--fusion_switch_file, show which are on"},
     {"log", 0, CP_OPT_VALUE, OPT_LOG, "LEVEL", "debug, info, warning, error, null (default)"},
     {"model", 0, CP_OPT_VALUE, OPT_MODEL, "FILE", "the ONNX model to convert (required)"},
+    {"modify_mixlist", 0, CP_OPT_VALUE, OPT_MODIFY_MIXLIST, "FILE",
+     "ATC's JSON of black/white/gray-list changes (op types) for the mixed precision mode"},
     {"op_kernels", 0, CP_OPT_VALUE, OPT_OP_KERNELS, "\"NODE=KERNEL;...\"",
      "run ONNX node NODE (through fusion) with runtime kernel KERNEL, as traces name it "
      "(onednn:conv, c:dw_conv, ref, ...); a kernel that cannot run it is refused"},
@@ -235,6 +242,7 @@ int cp_cmd_convert(int argc, char **argv)
     struct cp_log quiet = {CP_LOG_ERROR, NULL};
     if (cfg.model[0] && (cp_convert_config_load_fusion_switches(&cfg, &quiet, &d) != CP_OK ||
                          cp_convert_config_load_keep_dtype(&cfg, &d) != CP_OK ||
+                         cp_convert_config_load_precision_overrides(&cfg, &d) != CP_OK ||
                          cp_convert_config_load_int8_nodes(&cfg, &d) != CP_OK ||
                          cp_convert_config_load_quant_ranges(&cfg, &d) != CP_OK)) {
         cp_cli_error("convert", d.msg);

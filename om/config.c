@@ -380,6 +380,15 @@ enum cp_status cp_convert_config_set(struct cp_convert_config *c, const char *fl
         c->keep_dtype[0] = '\0'; /* read from the file later, as the switches */
         return copy_str(c->keep_dtype_file, sizeof c->keep_dtype_file, flag, value, d);
     }
+    if (strcmp(flag, "modify_mixlist") == 0 || strcmp(flag, "customize_dtypes") == 0) {
+        if (!value[0])
+            return cp_diag_set(d, CP_ERR_USAGE, "--%s: empty path", flag);
+        c->precision_overrides[0] = '\0'; /* read from the files later */
+        bool mix = flag[0] == 'm';
+        return copy_str(mix ? c->modify_mixlist_file : c->customize_dtypes_file,
+                        mix ? sizeof c->modify_mixlist_file : sizeof c->customize_dtypes_file, flag,
+                        value, d);
+    }
     if (strcmp(flag, "int8_nodes") == 0) {
         if (!value[0])
             return cp_diag_set(d, CP_ERR_USAGE, "--int8_nodes: empty path");
@@ -477,6 +486,13 @@ enum cp_status cp_convert_config_validate(const struct cp_convert_config *c, str
                            "--optypelist_for_implmode goes with --op_select_implmode="
                            "high_precision or high_performance, as with ATC; %s sets every op",
                            cp_implmode_name(c->implmode));
+    if (c->modify_mixlist_file[0] && c->precision_mode != CP_PREC_ALLOW_MIX_PRECISION &&
+        c->precision_mode != CP_PREC_ALLOW_MIX_PRECISION_BF16 &&
+        c->precision_mode != CP_PREC_ALLOW_MIX_PRECISION_FP16)
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--modify_mixlist goes with a mixed precision mode, as with ATC: add "
+                           "--precision_mode=allow_mix_precision_bf16 (now %s)",
+                           cp_precision_mode_name(c->precision_mode));
     if (!c->model[0])
         return cp_diag_set(d, CP_ERR_USAGE, "--model is required (the ONNX file to convert)");
     if (!c->output[0])
@@ -593,6 +609,10 @@ void cp_convert_config_cmdline(const struct cp_convert_config *c, struct cp_buf 
         flag(out, "fusion_switch_file", c->fusion_switch_file);
     if (c->keep_dtype_file[0])
         flag(out, "keep_dtype", c->keep_dtype_file);
+    if (c->modify_mixlist_file[0])
+        flag(out, "modify_mixlist", c->modify_mixlist_file);
+    if (c->customize_dtypes_file[0])
+        flag(out, "customize_dtypes", c->customize_dtypes_file);
     if (c->int8_nodes_file[0]) {
         flag(out, "int8_nodes", c->int8_nodes_file);
         if (c->quant_ranges_file[0]) {
@@ -666,6 +686,12 @@ static json_t *config_to_json(const struct cp_convert_config *c, bool with_paths
         json_object_set_new(o, "keep_dtype_file", json_string(c->keep_dtype_file));
     if (c->keep_dtype[0])
         json_object_set_new(o, "keep_dtype", json_string(c->keep_dtype));
+    if (with_paths && c->modify_mixlist_file[0])
+        json_object_set_new(o, "modify_mixlist_file", json_string(c->modify_mixlist_file));
+    if (with_paths && c->customize_dtypes_file[0])
+        json_object_set_new(o, "customize_dtypes_file", json_string(c->customize_dtypes_file));
+    if (c->precision_overrides[0])
+        json_object_set_new(o, "precision_overrides", json_string(c->precision_overrides));
     if (c->layout_regions[0])
         json_object_set_new(o, "layout_regions", json_string(c->layout_regions));
     if (c->op_kernels[0])
@@ -782,6 +808,12 @@ enum cp_status cp_convert_config_from_json(struct cp_convert_config *c, const ch
         (st = json_str(o, "fusion_switches", c->fusion_switches, sizeof c->fusion_switches, d)) ||
         (st = json_str(o, "keep_dtype_file", c->keep_dtype_file, sizeof c->keep_dtype_file, d)) ||
         (st = json_str(o, "keep_dtype", c->keep_dtype, sizeof c->keep_dtype, d)) ||
+        (st = json_str(o, "modify_mixlist_file", c->modify_mixlist_file,
+                       sizeof c->modify_mixlist_file, d)) ||
+        (st = json_str(o, "customize_dtypes_file", c->customize_dtypes_file,
+                       sizeof c->customize_dtypes_file, d)) ||
+        (st = json_str(o, "precision_overrides", c->precision_overrides,
+                       sizeof c->precision_overrides, d)) ||
         (st = json_str(o, "layout_regions", c->layout_regions, sizeof c->layout_regions, d)) ||
         (st = json_str(o, "op_kernels", c->op_kernels, sizeof c->op_kernels, d)) ||
         (st = json_str(o, "int8_nodes_file", c->int8_nodes_file, sizeof c->int8_nodes_file, d)) ||
@@ -905,6 +937,8 @@ const char *cp_convert_flag_pass(const char *key)
         {"keep_dtype", "PrecisionModePass"},
         {"int8_nodes", "Int8QuantizationPass"},
         {"op_kernels", "KernelSelectionPass"},
+        {"modify_mixlist", "PrecisionModePass"},
+        {"customize_dtypes", "PrecisionModePass"},
         {"quant_ranges", "Int8QuantizationPass"},
         {"calibration_data", "Int8QuantizationPass"},
         {"calibration_method", "Int8QuantizationPass"},
@@ -1047,6 +1081,295 @@ bool cp_keep_dtype_has(const char *canon, const char *entry)
         p = nl ? nl + 1 : NULL;
     }
     return false;
+}
+
+/* ---- --modify_mixlist and --customize_dtypes ---------------------------------------- */
+
+/* An op type as ONNX spells it (Ascend's names of the same ops mapped). */
+static const char *onnx_type(const char *t)
+{
+    static const struct {
+        const char *ascend, *onnx;
+    } alias[] = {{"Conv2D", "Conv"},
+                 {"MatMulV2", "MatMul"},
+                 {"BatchMatMul", "MatMul"},
+                 {"BatchMatMulV2", "MatMul"},
+                 {"SoftmaxV2", "Softmax"}};
+    for (size_t i = 0; i < sizeof alias / sizeof *alias; i++)
+        if (strcmp(alias[i].ascend, t) == 0)
+            return alias[i].onnx;
+    return t;
+}
+
+/* Entries "KEY=VALUE" collected before sorting; a later put of the same
+ * key replaces the value when `override`, else conflicts. */
+struct overrides {
+    char **v;
+    size_t n;
+};
+
+static void overrides_free(struct overrides *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        free(o->v[i]);
+    free(o->v);
+    memset(o, 0, sizeof *o);
+}
+
+static enum cp_status overrides_put(struct overrides *o, const char *key, const char *value,
+                                    bool override, const char *where, struct cp_diag *d)
+{
+    size_t k = strlen(key);
+    for (size_t i = 0; i < o->n; i++)
+        if (strncmp(o->v[i], key, k) == 0 && o->v[i][k] == '=') {
+            if (strcmp(o->v[i] + k + 1, value) == 0)
+                return CP_OK;
+            if (!override)
+                return cp_diag_set(d, CP_ERR_USAGE, "%s: '%s' is given both %s and %s", where, key,
+                                   o->v[i] + k + 1, value);
+            free(o->v[i]);
+            struct cp_buf b;
+            cp_buf_init(&b);
+            cp_buf_printf(&b, "%s=%s", key, value);
+            o->v[i] = b.data;
+            return b.data ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        }
+    char **g = cp_realloc_array(o->v, o->n + 1, sizeof *g);
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    o->v = g;
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_printf(&b, "%s=%s", key, value);
+    if (!b.data)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    o->v[o->n++] = b.data;
+    return CP_OK;
+}
+
+static enum cp_status load_mixlist(const char *path, struct overrides *o, struct cp_diag *d)
+{
+    json_error_t err;
+    json_t *j = json_load_file(path, 0, &err);
+    if (!j)
+        return cp_diag_set(d, CP_ERR_USAGE, "--modify_mixlist=%s: %s (line %d, column %d)", path,
+                           err.text, err.line, err.column);
+    enum cp_status st = CP_OK;
+    if (!json_is_object(j))
+        st = cp_diag_set(d, CP_ERR_USAGE,
+                         "--modify_mixlist=%s: expected an object {\"black-list\": {\"to-add\": "
+                         "[...], \"to-remove\": [...]}, \"white-list\": {...}, \"gray-list\": "
+                         "{...}}",
+                         path);
+    const char *list;
+    json_t *lv;
+    json_object_foreach(j, list, lv)
+    {
+        if (st != CP_OK)
+            break;
+        bool black = strcmp(list, "black-list") == 0, white = strcmp(list, "white-list") == 0;
+        if (!black && !white && strcmp(list, "gray-list") != 0) {
+            st = cp_diag_set(d, CP_ERR_USAGE,
+                             "--modify_mixlist=%s: unknown key '%s' (black-list, white-list, "
+                             "gray-list)",
+                             path, list);
+            break;
+        }
+        if (!json_is_object(lv)) {
+            st = cp_diag_set(d, CP_ERR_USAGE, "--modify_mixlist=%s: '%s' is not an object", path,
+                             list);
+            break;
+        }
+        const char *op;
+        json_t *arr;
+        json_object_foreach(lv, op, arr)
+        {
+            bool add = strcmp(op, "to-add") == 0;
+            if (!add && strcmp(op, "to-remove") != 0) {
+                st = cp_diag_set(d, CP_ERR_USAGE,
+                                 "--modify_mixlist=%s: '%s' has unknown key '%s' (to-add, "
+                                 "to-remove)",
+                                 path, list, op);
+                break;
+            }
+            if (!json_is_array(arr)) {
+                st = cp_diag_set(d, CP_ERR_USAGE, "--modify_mixlist=%s: '%s.%s' is not an array",
+                                 path, list, op);
+                break;
+            }
+            for (size_t i = 0; st == CP_OK && i < json_array_size(arr); i++) {
+                json_t *t = json_array_get(arr, i);
+                if (!json_is_string(t) || !json_string_value(t)[0] ||
+                    strlen(json_string_value(t)) > 100) {
+                    st = cp_diag_set(d, CP_ERR_USAGE,
+                                     "--modify_mixlist=%s: '%s.%s'[%zu] is not an op type", path,
+                                     list, op, i);
+                    break;
+                }
+                /* black+ and white- keep fp32, white+ lowers; the rest
+                 * changes nothing on this target ("none": the conversion
+                 * says so) */
+                const char *value = black && add ? "fp32"
+                                    : white      ? (add ? "bf16" : "fp32")
+                                                 : "none";
+                char key[128];
+                snprintf(key, sizeof key, "OpType::%s", onnx_type(json_string_value(t)));
+                char where[1100];
+                snprintf(where, sizeof where, "--modify_mixlist=%s", path);
+                st = overrides_put(o, key, value, false, where, d);
+            }
+        }
+    }
+    json_decref(j);
+    return st;
+}
+
+/* One dtype name of --customize_dtypes: 0 float32, 1 bfloat16, -1 refused
+ * (*what: why). */
+static int dtype_kind(const char *t, const char **what)
+{
+    if (strcmp(t, "float32") == 0 || strcmp(t, "float") == 0 || strcmp(t, "fp32") == 0)
+        return 0;
+    if (strcmp(t, "bfloat16") == 0 || strcmp(t, "bf16") == 0)
+        return 1;
+    if (strcmp(t, "float16") == 0 || strcmp(t, "fp16") == 0 || strcmp(t, "half") == 0)
+        *what = "float16 has no arithmetic on the cpu target; use bfloat16";
+    else if (strncmp(t, "int", 3) == 0 || strncmp(t, "uint", 4) == 0)
+        *what = "integer compute is --int8_nodes' (calibrated), not a dtype list's";
+    else
+        *what = "not a dtype (float32, bfloat16)";
+    return -1;
+}
+
+static enum cp_status load_customize(const char *path, struct overrides *o, struct cp_diag *d)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    struct cp_diag local;
+    cp_diag_init(&local);
+    if (cp_file_read(path, &data, &len, &local) != CP_OK)
+        return cp_diag_set(d, CP_ERR_USAGE, "--customize_dtypes: %s", local.msg);
+    char *text = malloc(len + 1);
+    if (!text) {
+        free(data);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    memcpy(text, data ? data : (uint8_t *)"", len);
+    text[len] = '\0';
+    free(data);
+    enum cp_status st = CP_OK;
+    if (strlen(text) != len)
+        st = cp_diag_set(d, CP_ERR_USAGE, "--customize_dtypes=%s: a NUL byte at offset %zu", path,
+                         strlen(text));
+    char *p = text;
+    for (int line = 1; st == CP_OK && p && *p; line++) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = '\0';
+        char *e = p + strlen(p);
+        while (e > p && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p && *p != '#') {
+            char key[1100];
+            const char *rest = NULL;
+            if (strncmp(p, "Opname::", 8) == 0 || strncmp(p, "OpType::", 8) == 0) {
+                char *in = strstr(p + 8, ":InputDtype:");
+                if (in && (size_t)(in - (p + 8)) < 1000) {
+                    bool type = p[2] == 'T';
+                    snprintf(key, sizeof key, "%s%.*s", type ? "OpType::" : "", (int)(in - (p + 8)),
+                             p + 8);
+                    if (type)
+                        snprintf(key, sizeof key, "OpType::%s", onnx_type(key + 8));
+                    rest = in + 12;
+                }
+            }
+            if (!rest || !key[0] || strcmp(key, "OpType::") == 0) {
+                st = cp_diag_set(d, CP_ERR_USAGE,
+                                 "--customize_dtypes=%s:%d: expected "
+                                 "'Opname::NAME:InputDtype:d1,...;OutputDtype:d1,...' or "
+                                 "'OpType::TYPE:InputDtype:...;OutputDtype:...'",
+                                 path, line);
+                break;
+            }
+            char *out = strstr(rest, "OutputDtype:");
+            char ins[512] = "", outs[512] = "";
+            snprintf(ins, sizeof ins, "%.*s", (int)(out ? (size_t)(out - rest) : strlen(rest)),
+                     rest);
+            if (out)
+                snprintf(outs, sizeof outs, "%s", out + 12);
+            int kind = 0;
+            const char *what = NULL;
+            for (char *sv = NULL, *t = strtok_r(ins, ",;", &sv); t && st == CP_OK;
+                 t = strtok_r(NULL, ",;", &sv)) {
+                int k = dtype_kind(t, &what);
+                if (k < 0)
+                    st = cp_diag_set(d, CP_ERR_USAGE,
+                                     "--customize_dtypes=%s:%d: InputDtype '%s': %s", path, line, t,
+                                     what);
+                else if (k > kind)
+                    kind = k;
+            }
+            for (char *sv = NULL, *t = strtok_r(outs, ",;", &sv); t && st == CP_OK;
+                 t = strtok_r(NULL, ",;", &sv))
+                if (dtype_kind(t, &what) != 0)
+                    st = cp_diag_set(d, CP_ERR_USAGE,
+                                     "--customize_dtypes=%s:%d: OutputDtype '%s': the cpu target "
+                                     "keeps float32 at a node's boundary",
+                                     path, line, t);
+            char where[1100];
+            snprintf(where, sizeof where, "--customize_dtypes=%s:%d", path, line);
+            if (st == CP_OK)
+                st = overrides_put(o, key, kind ? "bf16" : "fp32", true, where, d);
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    return st;
+}
+
+enum cp_status cp_convert_config_load_precision_overrides(struct cp_convert_config *c,
+                                                          struct cp_diag *d)
+{
+    c->precision_overrides[0] = '\0';
+    if (!c->modify_mixlist_file[0] && !c->customize_dtypes_file[0])
+        return CP_OK;
+    struct overrides o = {0};
+    enum cp_status st = CP_OK;
+    if (c->modify_mixlist_file[0])
+        st = load_mixlist(c->modify_mixlist_file, &o, d);
+    /* customize_dtypes wins over the mix list, as with ATC */
+    if (st == CP_OK && c->customize_dtypes_file[0])
+        st = load_customize(c->customize_dtypes_file, &o, d);
+    if (st == CP_OK && o.n)
+        qsort(o.v, o.n, sizeof *o.v, cmp_entry);
+    size_t at = 0;
+    for (size_t i = 0; st == CP_OK && i < o.n; i++)
+        if (!append_line(c->precision_overrides, sizeof c->precision_overrides, &at, o.v[i]))
+            st = cp_diag_set(d, CP_ERR_USAGE,
+                             "--modify_mixlist/--customize_dtypes: more than %zu bytes of "
+                             "entries; name op types instead of single nodes",
+                             sizeof c->precision_overrides - 1);
+    if (st != CP_OK)
+        c->precision_overrides[0] = '\0';
+    overrides_free(&o);
+    return st;
+}
+
+const char *cp_precision_override(const char *canon, const char *entry)
+{
+    size_t k = strlen(entry);
+    for (const char *p = canon; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len == k + 5 && strncmp(p, entry, k) == 0 && p[k] == '=')
+            return strncmp(p + k + 1, "bf16", 4) == 0   ? "bf16"
+                   : strncmp(p + k + 1, "fp32", 4) == 0 ? "fp32"
+                                                        : NULL;
+        p = nl ? nl + 1 : NULL;
+    }
+    return NULL;
 }
 
 /* ---- int8: --int8_nodes and --quant_ranges ----------------------------------------- */

@@ -117,6 +117,15 @@ struct cp_convert_config {
      * file by cp_convert_config_load_keep_dtype (and at conversion time),
      * recorded in the .om and part of the config id, as fusion_switches. */
     char keep_dtype[CP_KEEP_DTYPE_MAX];
+    /* --modify_mixlist (ATC's JSON of black/white/gray list changes) and
+     * --customize_dtypes (ATC's per-node or per-op-type dtypes): "" when
+     * none. Both become `precision_overrides`: canonical "ENTRY=fp32" or
+     * "ENTRY=bf16" lines sorted by ENTRY (an ONNX node name or OpType::X),
+     * customize_dtypes winning where both name an entry; recorded in the
+     * .om and part of the id. */
+    char modify_mixlist_file[1024];
+    char customize_dtypes_file[1024];
+    char precision_overrides[CP_KEEP_DTYPE_MAX];
     /* --layout_regions (cannprof's own knob): the layout of single conv
      * regions over --layout_policy, canonical "NODE:POLICY" lines sorted by
      * node ("" when none). NODE is an ONNX node of the region, POLICY nchw
@@ -236,6 +245,37 @@ enum cp_status cp_node_list_parse(const char *flag, const char *path, const char
 /* Read c->keep_dtype_file into c->keep_dtype; with no file, clear it.
  * Errors name the file (CP_ERR_USAGE). */
 enum cp_status cp_convert_config_load_keep_dtype(struct cp_convert_config *c, struct cp_diag *d);
+
+/* ---- --modify_mixlist and --customize_dtypes ------------------------------
+ *
+ * --modify_mixlist=FILE, ATC's JSON: {"black-list": {"to-add": [...],
+ * "to-remove": [...]}, "white-list": {...}, "gray-list": {...}} of op
+ * types (ONNX names; Ascend's Conv2D, MatMulV2, BatchMatMul(V2) and
+ * SoftmaxV2 are read as Conv, MatMul, MatMul, Softmax). On the cpu target
+ * the white list is what computes in bf16 (Conv, MatMul, Gemm and their
+ * fused forms, FusedAttention) and the black list what keeps fp32: a type
+ * added to the black list or removed from the white list keeps fp32
+ * ("OpType::X=fp32"), one added to the white list computes in bf16
+ * ("=bf16"). Gray-list changes and removals from the black list change
+ * nothing here (every other op computes in fp32): they are kept as
+ * "OpType::X=none" and the conversion warns.
+ * Needs a mixed precision mode, as with ATC.
+ *
+ * --customize_dtypes=FILE, ATC's lines "Opname::NAME:InputDtype:d1,d2,...
+ * ;OutputDtype:d1,..." and "OpType::TYPE:InputDtype:...;OutputDtype:..."
+ * (',' before OutputDtype accepted too; '#' comments): the node computes in
+ * bf16 when an input dtype is bfloat16, in fp32 when they are all float32;
+ * float16 is refused (no fp16 arithmetic on this target), as are output
+ * dtypes other than float32 (tensors stay f32 at a node's boundary). */
+
+/* Read both files into c->precision_overrides (cleared without files).
+ * Errors name the file and the line or key (CP_ERR_USAGE). */
+enum cp_status cp_convert_config_load_precision_overrides(struct cp_convert_config *c,
+                                                          struct cp_diag *d);
+
+/* The override for an entry ("NAME" or "OpType::X") in the canonical list:
+ * "fp32", "bf16" or NULL (none, or "none"). */
+const char *cp_precision_override(const char *canon, const char *entry);
 
 /* Whether the canonical list `canon` holds `entry` as one of its lines. */
 bool cp_keep_dtype_has(const char *canon, const char *entry);

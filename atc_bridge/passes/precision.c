@@ -147,9 +147,65 @@ static enum cp_status mark(struct cp_pass_ctx *ctx, int32_t node, const char *at
     return CP_OK;
 }
 
+/* The --modify_mixlist / --customize_dtypes override of node n: by its
+ * name or an origin first, then by its op type (fused forms as
+ * cp_keep_dtype_covers treats them). NULL when none. */
+static const char *override_of(const char *canon, const struct cp_node *n)
+{
+    const char *v = cp_precision_override(canon, n->name);
+    for (size_t i = 0; !v && i < n->n_origins; i++)
+        v = cp_precision_override(canon, n->origins[i]);
+    const char *types[3] = {n->op_type ? n->op_type : cp_op_name(n->op), NULL, NULL};
+    if (n->op == CP_OP_FUSED_CONV)
+        types[1] = "Conv";
+    else if (n->op == CP_OP_FUSED_MATMUL)
+        types[1] = "MatMul", types[2] = "Gemm";
+    else if (n->op == CP_OP_FUSED_ATTENTION)
+        types[1] = "MatMul";
+    for (int k = 0; !v && k < 3 && types[k]; k++) {
+        char entry[160];
+        snprintf(entry, sizeof entry, "OpType::%s", types[k]);
+        v = cp_precision_override(canon, entry);
+    }
+    return v;
+}
+
+/* The overrides win over the mode and --keep_dtype, as with ATC; only ops
+ * with bf16 kernels change (the conversion warns about the others). */
+static enum cp_status apply_overrides(struct cp_pass_ctx *ctx, bool *changed)
+{
+    const char *canon = ctx->config ? ctx->config->precision_overrides : "";
+    for (size_t i = 0; canon[0] && i < cp_graph_n_nodes(ctx->g); i++) {
+        const struct cp_node *n = cp_graph_node(ctx->g, (int32_t)i);
+        if (n->dead || !is_bf16_op(n->op) ||
+            strcmp(cp_node_attr_string(n, "compute_precision", ""), "int8") == 0)
+            continue;
+        const char *v = override_of(canon, n);
+        if (!v)
+            continue;
+        if (strcmp(v, "bf16") == 0 && !ctx->has_bf16)
+            return cp_diag_set(ctx->d, CP_ERR_UNSUPPORTED,
+                               "node '%s': --customize_dtypes/--modify_mixlist ask for bf16, which "
+                               "this CPU (%s) has no arithmetic for",
+                               n->name, ctx->cpu_model ? ctx->cpu_model : "?");
+        enum cp_status st = mark(ctx, (int32_t)i, "compute_precision", v, changed);
+        if (st != CP_OK)
+            return st;
+    }
+    return CP_OK;
+}
+
+static enum cp_status mode_marks(struct cp_pass_ctx *ctx, bool *changed);
+
 static enum cp_status precision_mode_run(struct cp_pass_ctx *ctx, bool *changed)
 {
     *changed = false;
+    enum cp_status st = mode_marks(ctx, changed);
+    return st == CP_OK ? apply_overrides(ctx, changed) : st;
+}
+
+static enum cp_status mode_marks(struct cp_pass_ctx *ctx, bool *changed)
+{
     enum cp_precision_mode m = ctx->config ? ctx->config->precision_mode : CP_PREC_FORCE_FP32;
     if (m == CP_PREC_MUST_KEEP_ORIGIN_DTYPE)
         return CP_OK;
