@@ -273,6 +273,15 @@ enum cp_status cp_stats_bootstrap_quantile_ratio(const double *x, size_t nx, con
 enum cp_status cp_stats_hodges_lehmann(const double *x, size_t nx, const double *y, size_t ny,
                                        double *out, struct cp_diag *d);
 
+/* Holm's step-down procedure: which of n hypotheses, with p-values p[i],
+ * to reject so that the chance of rejecting any true one stays at most
+ * alpha (family-wise). Sorted ascending, the k-th smallest (k from 0) is
+ * rejected while p <= alpha / (n - k); the first that is not stops the
+ * rest. NaN p-values are never rejected (and count in n). alpha in (0, 1),
+ * n >= 1. OUT: reject[0..n-1]. */
+enum cp_status cp_stats_holm(const double *p, size_t n, double alpha, bool *reject,
+                             struct cp_diag *d);
+
 /* ===== power.c: how many samples does a verdict need? ==================== */
 
 /* The minimum detectable effect of a two-sided two-sample test at level

@@ -271,3 +271,41 @@ enum cp_status cp_stats_mann_whitney(const double *x, size_t nx, const double *y
     out->ties = rk.ties;
     return CP_OK;
 }
+
+struct holm_item {
+    double p;
+    size_t i;
+};
+
+static int cmp_holm(const void *a, const void *b)
+{
+    double x = ((const struct holm_item *)a)->p, y = ((const struct holm_item *)b)->p;
+    bool nx = isnan(x), ny = isnan(y);
+    if (nx || ny)
+        return nx - ny; /* NaN last */
+    return (x > y) - (x < y);
+}
+
+enum cp_status cp_stats_holm(const double *p, size_t n, double alpha, bool *reject,
+                             struct cp_diag *d)
+{
+    if (n < 1)
+        return cp_diag_set(d, CP_ERR_INVALID, "Holm's procedure needs at least 1 p-value");
+    if (!(alpha > 0 && alpha < 1))
+        return cp_diag_set(d, CP_ERR_INVALID, "alpha %g is not in (0, 1)", alpha);
+    struct holm_item *v = malloc(n * sizeof *v);
+    if (!v)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        v[i] = (struct holm_item){p[i], i};
+        reject[i] = false;
+    }
+    qsort(v, n, sizeof *v, cmp_holm);
+    for (size_t k = 0; k < n; k++) {
+        if (isnan(v[k].p) || v[k].p > alpha / (double)(n - k))
+            break;
+        reject[v[k].i] = true;
+    }
+    free(v);
+    return CP_OK;
+}

@@ -455,7 +455,10 @@ static void kernel_proposals(struct cp_tune_ctx *c, struct proposals *ps,
             dl.n = 1;
             snprintf(title, sizeof title, "run %.60s with %s instead of %s (%.3f ms a run)",
                      t[i].origin, choices[j], now, t[i].ns / 1e6);
+            size_t before = ps->n;
             add_proposal(c, ps, &dl, "space:kernel", NAN, title, best);
+            if (ps->n > before)
+                snprintf(ps->p[ps->n - 1].race, sizeof ps->p[0].race, "kernel:%.150s", t[i].origin);
             any = true;
         }
         nodes += any;
@@ -471,8 +474,14 @@ static void space_proposals(struct cp_tune_ctx *c, struct proposals *ps,
     size_t n = 0;
     if (cp_tune_neighbours(best, c->o->target, c->cores, &list, &n, NULL) != CP_OK)
         return;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        size_t before = ps->n;
         add_proposal(c, ps, &list[i], "space", NAN, "a neighbour in the knob space", best);
+        const char *k = list[i].n == 1 ? list[i].items[0].key : "";
+        if (ps->n > before && (strcmp(k, "layout_policy") == 0 || strcmp(k, "threads") == 0 ||
+                               strcmp(k, "batch") == 0))
+            snprintf(ps->p[ps->n - 1].race, sizeof ps->p[0].race, "%s", k);
+    }
     free(list);
     region_proposals(c, ps, best);
     kernel_proposals(c, ps, best);
@@ -593,180 +602,290 @@ static void set_reason(struct cp_tune_step *s, enum cp_step_status status, const
     va_end(ap);
 }
 
-static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_proposal *pr,
-                               struct cp_diag *d)
+/* One candidate on its way through an evaluation. */
+struct slot {
+    const struct cp_tune_proposal *pr;
+    struct cp_tune_step s;
+    struct cp_tune_point cand;
+    struct cp_measurement res;
+    int64_t b_run;
+    bool improved;
+    bool measured; /* it reached the interleaved measurement */
+    char name[32];
+};
+
+/* Convert, check memory and precision, and measure a candidate against the
+ * best (with the futility looks). Stops short of a verdict: *sl holds what
+ * was measured, or the reason it was not. An error status only for what
+ * stops the session. */
+static enum cp_status measure_slot(struct cp_tune_ctx *c, const struct cp_tune_proposal *pr,
+                                   struct slot *sl, struct cp_diag *d)
 {
     struct cp_tune_result *r = c->r;
-    struct cp_tune_step s;
-    memset(&s, 0, sizeof s);
-    s.step = ++c->next_step;
-    s.measured_gain = s.ci_lo = s.ci_hi = s.p = s.precision_loss = NAN;
-    s.before_ns = s.after_ns = NAN;
-    s.expected_gain = pr->expected_gain;
-    snprintf(s.source, sizeof s.source, "%s", pr->source);
+    memset(sl, 0, sizeof *sl);
+    sl->pr = pr;
+    struct cp_tune_step *s = &sl->s;
+    s->step = ++c->next_step;
+    s->measured_gain = s->ci_lo = s->ci_hi = s->p = s->precision_loss = NAN;
+    s->before_ns = s->after_ns = NAN;
+    s->expected_gain = pr->expected_gain;
+    snprintf(s->source, sizeof s->source, "%s", pr->source);
     struct cp_buf db;
     cp_buf_init(&db);
     cp_delta_format(&pr->delta, &db);
-    snprintf(s.delta, sizeof s.delta, "%s", db.data ? db.data : "");
+    snprintf(s->delta, sizeof s->delta, "%s", db.data ? db.data : "");
     cp_buf_release(&db);
 
-    struct cp_tune_point cand;
-    char name[32], key[48];
-    snprintf(name, sizeof name, "cand-%02d", s.step);
-    snprintf(s.trace_path, sizeof s.trace_path, "%s/%s.db", c->o->out_dir, name);
+    char key[48];
+    snprintf(sl->name, sizeof sl->name, "cand-%02d", s->step);
+    snprintf(s->trace_path, sizeof s->trace_path, "%s/%s.db", c->o->out_dir, sl->name);
     struct cp_diag ed;
     cp_diag_init(&ed);
-    struct cp_measurement res = {0};
-    int64_t b_run = 0;
-    bool improved = false;
     struct cp_session cs;
     memset(&cs, 0, sizeof cs);
     char why[256];
-    if (cp_delta_apply(&r->best, &pr->delta, &cand, &ed) != CP_OK) {
-        set_reason(&s, CP_STEP_FAILED, "%s", ed.msg);
-        goto record;
+    if (cp_delta_apply(&r->best, &pr->delta, &sl->cand, &ed) != CP_OK) {
+        set_reason(s, CP_STEP_FAILED, "%s", ed.msg);
+        return CP_OK;
     }
-    cp_tune_point_key(&cand, key);
+    cp_tune_point_key(&sl->cand, key);
     if (cp_tune_mark_seen(c, key, d) != CP_OK)
         return d->status;
-    unlink(s.trace_path); /* a stale trace of an interrupted earlier attempt */
-    if (cp_tune_convert(c, &cand, name, s.om_path, &ed) != CP_OK) {
-        set_reason(&s, CP_STEP_FAILED, "%s", ed.msg);
-        goto record;
+    unlink(s->trace_path); /* a stale trace of an interrupted earlier attempt */
+    if (cp_tune_convert(c, &sl->cand, sl->name, s->om_path, &ed) != CP_OK) {
+        set_reason(s, CP_STEP_FAILED, "%s", ed.msg);
+        return CP_OK;
     }
-    if (cp_tune_open(c, &cand, s.om_path, NULL, &cs, &ed) != CP_OK) {
-        set_reason(&s, CP_STEP_FAILED, "%s", ed.msg);
-        if (cand.batch != r->best.batch) {
+    if (cp_tune_open(c, &sl->cand, s->om_path, NULL, &cs, &ed) != CP_OK) {
+        set_reason(s, CP_STEP_FAILED, "%s", ed.msg);
+        if (sl->cand.batch != r->best.batch) {
             c->batch_failed = true;
-            snprintf(s.reason + strlen(s.reason), sizeof s.reason - strlen(s.reason),
+            snprintf(s->reason + strlen(s->reason), sizeof s->reason - strlen(s->reason),
                      "; no other batch is tried");
         }
-        goto record;
+        return CP_OK;
     }
-    s.memory_bytes = cp_tune_memory(&cs);
-    if (breaks(&c->o->constraints, CP_CONSTRAINT_MEMORY, (double)s.memory_bytes, why, sizeof why)) {
-        set_reason(&s, CP_STEP_REJECTED, "%s", why);
-        goto record;
+    s->memory_bytes = cp_tune_memory(&cs);
+    if (breaks(&c->o->constraints, CP_CONSTRAINT_MEMORY, (double)s->memory_bytes, why,
+               sizeof why)) {
+        set_reason(s, CP_STEP_REJECTED, "%s", why);
+        cp_session_close(&cs);
+        return CP_OK;
     }
-    if (cp_tune_precision(c, &cand, &cs, &s.precision_loss, &ed) != CP_OK) {
-        set_reason(&s, CP_STEP_FAILED, "precision check: %s", ed.msg);
-        goto record;
-    }
-    if (cp_tune_precision_breaks(c, why, sizeof why)) {
-        set_reason(&s, CP_STEP_REJECTED, "%s", why);
-        goto record;
+    if (cp_tune_precision(c, &sl->cand, &cs, &s->precision_loss, &ed) != CP_OK) {
+        set_reason(s, CP_STEP_FAILED, "precision check: %s", ed.msg);
+        cp_session_close(&cs);
+        return CP_OK;
     }
     cp_session_close(&cs);
-    if (cp_tune_ab(c, CP_TUNE_AB_CANDIDATE, &r->best, c->best_om, &cand, s.om_path, s.trace_path,
-                   &s, &b_run, &improved, &res, &ed) != CP_OK) {
-        set_reason(&s, CP_STEP_FAILED, "measurement: %s", ed.msg);
-        goto record;
+    if (cp_tune_precision_breaks(c, why, sizeof why)) {
+        set_reason(s, CP_STEP_REJECTED, "%s", why);
+        return CP_OK;
+    }
+    if (cp_tune_ab(c, CP_TUNE_AB_CANDIDATE, &r->best, c->best_om, &sl->cand, s->om_path,
+                   s->trace_path, s, &sl->b_run, &sl->improved, &sl->res, &ed) != CP_OK) {
+        set_reason(s, CP_STEP_FAILED, "measurement: %s", ed.msg);
+        return CP_OK;
     }
     r->latency_evals++;
-    r->rounds_spent += s.rounds;
-    r->early_stops += s.stopped_early;
+    r->rounds_spent += s->rounds;
+    r->early_stops += s->stopped_early;
+    sl->measured = true;
+    return CP_OK;
+}
+
+/* The verdict on a measured candidate: a confirmation of an improvement,
+ * then accepted or rejected with the reason. */
+static void judge_slot(struct cp_tune_ctx *c, struct slot *sl)
+{
+    struct cp_tune_result *r = c->r;
+    struct cp_tune_step *s = &sl->s;
+    const struct cp_tune_proposal *pr = sl->pr;
+    struct cp_diag ed;
+    cp_diag_init(&ed);
+    char why[256];
+    bool improved = sl->improved;
     if (improved && c->o->target != CP_TARGET_MEMORY) {
         /* An acceptance changes everything after it, and a burst of load
          * from elsewhere during one measurement can fake a win (a
          * two-thread run starved while a one-thread run is not). Measure
          * again; both must agree, and the second is the one reported. */
-        struct cp_tune_step again = s;
+        struct cp_tune_step again = *s;
         struct cp_measurement res2;
         int64_t run2;
         bool improved2 = false;
         snprintf(again.trace_path, sizeof again.trace_path, "%s/%s-confirm.db", c->o->out_dir,
-                 name);
+                 sl->name);
         unlink(again.trace_path);
-        if (cp_tune_ab(c, CP_TUNE_AB_CONFIRM, &r->best, c->best_om, &cand, s.om_path,
+        if (cp_tune_ab(c, CP_TUNE_AB_CONFIRM, &r->best, c->best_om, &sl->cand, s->om_path,
                        again.trace_path, &again, &run2, &improved2, &res2, &ed) != CP_OK) {
-            set_reason(&s, CP_STEP_FAILED, "confirmation measurement: %s", ed.msg);
-            goto record;
+            set_reason(s, CP_STEP_FAILED, "confirmation measurement: %s", ed.msg);
+            return;
         }
         r->confirmations++;
         r->rounds_spent += again.rounds;
         if (!improved2) {
             improved = false;
-            s.measured_gain = again.measured_gain;
-            s.ci_lo = again.ci_lo;
-            s.ci_hi = again.ci_hi;
-            s.p = again.p;
+            s->measured_gain = again.measured_gain;
+            s->ci_lo = again.ci_lo;
+            s->ci_hi = again.ci_hi;
+            s->p = again.p;
             snprintf(why, sizeof why, "not reproduced: a second measurement gave %+.1f%%",
                      100 * again.measured_gain);
         } else {
-            cp_measurement_release(&res);
-            res = res2;
+            cp_measurement_release(&sl->res);
+            sl->res = res2;
             memset(&res2, 0, sizeof res2);
-            s = again;
-            b_run = run2;
+            *s = again;
+            sl->b_run = run2;
         }
         cp_measurement_release(&res2);
         if (!improved) {
-            set_reason(&s, CP_STEP_REJECTED, "%s", why);
-            goto record;
+            set_reason(s, CP_STEP_REJECTED, "%s", why);
+            return;
         }
     }
     const char *what = c->o->target == CP_TARGET_THROUGHPUT ? "throughput" : "latency";
     if (c->o->target == CP_TARGET_MEMORY) {
-        double saved = 1.0 - (double)s.memory_bytes / (double)r->best_memory;
+        double saved = 1.0 - (double)s->memory_bytes / (double)r->best_memory;
         if (!improved)
-            set_reason(&s, CP_STEP_REJECTED, "latency regressed (%+.1f%%)", -100 * s.measured_gain);
+            set_reason(s, CP_STEP_REJECTED, "latency regressed (%+.1f%%)", -100 * s->measured_gain);
         else if (saved * 100 < c->o->verdict.threshold_pct)
-            set_reason(&s, CP_STEP_REJECTED, "memory %+.1f%%: not below the %.3g%% threshold",
+            set_reason(s, CP_STEP_REJECTED, "memory %+.1f%%: not below the %.3g%% threshold",
                        -100 * saved, c->o->verdict.threshold_pct);
         else
-            set_reason(&s, CP_STEP_ACCEPTED, "memory %+.1f%%, latency not worse", -100 * saved);
+            set_reason(s, CP_STEP_ACCEPTED, "memory %+.1f%%, latency not worse", -100 * saved);
     } else if (!improved) {
         /* in the metric's own direction: latency falls, throughput rises */
         double sign = c->o->target == CP_TARGET_THROUGHPUT ? 1 : -1;
-        double ch = sign * s.measured_gain, lo = sign * (sign > 0 ? s.ci_lo : s.ci_hi),
-               hi = sign * (sign > 0 ? s.ci_hi : s.ci_lo);
-        const char *why_not = cp_tune_why_not_text(cp_tune_why_not(c->o, &s));
-        set_reason(&s, CP_STEP_REJECTED, "%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g: %s", what,
-                   100 * ch, 100 * lo, 100 * hi, s.p, why_not);
-        if (s.stopped_early) {
-            size_t len = strlen(s.reason);
-            snprintf(s.reason + len, sizeof s.reason - len,
+        double ch = sign * s->measured_gain, lo = sign * (sign > 0 ? s->ci_lo : s->ci_hi),
+               hi = sign * (sign > 0 ? s->ci_hi : s->ci_lo);
+        const char *why_not = cp_tune_why_not_text(cp_tune_why_not(c->o, s));
+        set_reason(s, CP_STEP_REJECTED, "%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g: %s", what, 100 * ch,
+                   100 * lo, 100 * hi, s->p, why_not);
+        if (s->stopped_early) {
+            size_t len = strlen(s->reason);
+            snprintf(s->reason + len, sizeof s->reason - len,
                      "; stopped after %lld rounds: even its optimistic gain, %+.1f%%, is below "
                      "the %.3g%% threshold",
-                     (long long)s.rounds, 100 * s.upper, c->o->verdict.threshold_pct);
+                     (long long)s->rounds, 100 * s->upper, c->o->verdict.threshold_pct);
         }
-    } else if (breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.after_ns / 1e9, why,
+    } else if (breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s->after_ns / 1e9, why,
                       sizeof why) &&
-               !breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s.before_ns / 1e9, why,
+               !breaks(&c->o->constraints, CP_CONSTRAINT_LATENCY, s->before_ns / 1e9, why,
                        sizeof why))
-        set_reason(&s, CP_STEP_REJECTED, "%s", why);
+        set_reason(s, CP_STEP_REJECTED, "%s", why);
     else if (c->o->target == CP_TARGET_THROUGHPUT)
-        set_reason(&s, CP_STEP_ACCEPTED, "%s%sthroughput %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g",
-                   pr->title, pr->title[0] ? ": " : "", 100 * s.measured_gain, 100 * s.ci_lo,
-                   100 * s.ci_hi, s.p);
+        set_reason(s, CP_STEP_ACCEPTED, "%s%sthroughput %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g",
+                   pr->title, pr->title[0] ? ": " : "", 100 * s->measured_gain, 100 * s->ci_lo,
+                   100 * s->ci_hi, s->p);
     else
-        set_reason(&s, CP_STEP_ACCEPTED, "%s%slatency %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g",
-                   pr->title, pr->title[0] ? ": " : "", -100 * s.measured_gain, -100 * s.ci_hi,
-                   -100 * s.ci_lo, s.p);
-record:
-    cp_session_close(&cs);
+        set_reason(s, CP_STEP_ACCEPTED, "%s%slatency %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g", pr->title,
+                   pr->title[0] ? ": " : "", -100 * s->measured_gain, -100 * s->ci_hi,
+                   -100 * s->ci_lo, s->p);
+}
+
+/* Record a judged candidate: the knowledge base, the best when accepted,
+ * the report's steps and the session. */
+static enum cp_status record_slot(struct cp_tune_ctx *c, struct slot *sl, struct cp_diag *d)
+{
+    struct cp_tune_result *r = c->r;
+    struct cp_tune_step *s = &sl->s;
     r->evaluations++;
     int64_t id = 0;
-    enum cp_status st = record_candidate(c, &s, &cand, &res, &id, d);
-    cp_measurement_release(&res);
+    enum cp_status st = record_candidate(c, s, &sl->cand, &sl->res, &id, d);
+    cp_measurement_release(&sl->res);
     if (st != CP_OK)
         return st;
-    if (s.status == CP_STEP_ACCEPTED) {
-        r->best = cand;
-        r->best_ns = s.after_ns;
-        r->best_memory = s.memory_bytes;
-        r->best_precision_loss = s.precision_loss;
-        r->best_items_s = isfinite(s.after_ns) && s.after_ns > 0
-                              ? (double)(cand.batch > 0 ? cand.batch : 1) * 1e9 / s.after_ns
-                              : NAN;
-        snprintf(c->best_om, sizeof c->best_om, "%s", s.om_path);
-        snprintf(c->best_trace, sizeof c->best_trace, "%s", s.trace_path);
-        c->best_run = b_run;
+    if (s->status == CP_STEP_ACCEPTED) {
+        r->best = sl->cand;
+        r->best_ns = s->after_ns;
+        r->best_memory = s->memory_bytes;
+        r->best_precision_loss = s->precision_loss;
+        r->best_items_s =
+            isfinite(s->after_ns) && s->after_ns > 0
+                ? (double)(sl->cand.batch > 0 ? sl->cand.batch : 1) * 1e9 / s->after_ns
+                : NAN;
+        snprintf(c->best_om, sizeof c->best_om, "%s", s->om_path);
+        snprintf(c->best_trace, sizeof c->best_trace, "%s", s->trace_path);
+        c->best_run = sl->b_run;
         c->best_candidate_id = id;
     }
-    cp_tune_progress_step(c, &s);
-    if ((st = push_step(r, &s, d)) == CP_OK)
+    cp_tune_progress_step(c, s);
+    if ((st = push_step(r, s, d)) == CP_OK)
         st = save_session(c, "running", d);
+    return st;
+}
+
+static enum cp_status evaluate(struct cp_tune_ctx *c, const struct cp_tune_proposal *pr,
+                               struct cp_diag *d)
+{
+    struct slot sl;
+    enum cp_status st = measure_slot(c, pr, &sl, d);
+    if (st != CP_OK) {
+        cp_measurement_release(&sl.res);
+        return st;
+    }
+    if (sl.measured)
+        judge_slot(c, &sl);
+    return record_slot(c, &sl, d);
+}
+
+/* A race (tuner/tuner.h): alternatives of one knob measured against the
+ * same best, each with its futility looks, the improvements kept only when
+ * Holm's procedure across the whole race rejects at --alpha, and of those
+ * the largest gain judged (confirmed) and accepted; the rest are rejected
+ * with the race's reason. */
+static enum cp_status race(struct cp_tune_ctx *c, const struct cp_tune_proposal *const *prs,
+                           size_t k, struct cp_diag *d)
+{
+    struct slot sl[CP_TUNE_RACE_MAX];
+    size_t n = 0;
+    enum cp_status st = CP_OK;
+    for (; n < k && st == CP_OK; n++)
+        st = measure_slot(c, prs[n], &sl[n], d);
+    if (st != CP_OK) {
+        for (size_t i = 0; i < n; i++)
+            cp_measurement_release(&sl[i].res);
+        return st;
+    }
+    c->r->races++;
+    double p[CP_TUNE_RACE_MAX];
+    bool reject[CP_TUNE_RACE_MAX] = {false};
+    for (size_t i = 0; i < k; i++)
+        p[i] = sl[i].measured ? sl[i].s.p : NAN;
+    struct cp_diag hd;
+    cp_diag_init(&hd);
+    cp_stats_holm(p, k, c->o->verdict.alpha, reject, &hd);
+    double sign = c->o->target == CP_TARGET_THROUGHPUT ? 1 : -1;
+    int win = -1;
+    for (size_t i = 0; i < k; i++)
+        if (sl[i].measured && sl[i].improved && reject[i] &&
+            (win < 0 || sl[i].s.measured_gain > sl[win].s.measured_gain))
+            win = (int)i;
+    for (size_t i = 0; i < k; i++) {
+        if (!sl[i].measured)
+            continue;
+        struct cp_tune_step *s = &sl[i].s;
+        if ((int)i == win || !sl[i].improved) {
+            judge_slot(c, &sl[i]);
+        } else if (!reject[i]) {
+            set_reason(s, CP_STEP_REJECTED,
+                       "%s %+.1f%%, p=%.3g: not significant after Holm's correction across "
+                       "the %zu raced",
+                       sign > 0 ? "throughput" : "latency", 100 * sign * s->measured_gain, s->p, k);
+        } else {
+            set_reason(s, CP_STEP_REJECTED, "raced: %s gained more (%+.1f%% against %+.1f%%)",
+                       sl[win].s.delta, 100 * sign * sl[win].s.measured_gain,
+                       100 * sign * s->measured_gain);
+        }
+        size_t len = strlen(s->reason);
+        snprintf(s->reason + len, sizeof s->reason - len, " [race of %zu]", k);
+    }
+    for (size_t i = 0; i < k && st == CP_OK; i++)
+        st = record_slot(c, &sl[i], d);
+    for (size_t i = 0; i < k; i++)
+        cp_measurement_release(&sl[i].res);
     return st;
 }
 
@@ -1094,7 +1213,17 @@ enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, s
             stop_because(r, "no proposal left");
             break;
         }
-        st = evaluate(&c, &ps.p[next++], d);
+        /* alternatives of one knob that follow it are raced with it */
+        const struct cp_tune_proposal *group[CP_TUNE_RACE_MAX] = {&ps.p[next]};
+        size_t k = 1;
+        const char *rk = ps.p[next].race;
+        for (size_t j = next + 1;
+             rk[0] && j < ps.n && k < CP_TUNE_RACE_MAX && r->evaluations + (int)k < o->budget; j++)
+            if (strcmp(ps.p[j].race, rk) == 0 && !knob_blocked(&c, &ps.p[j].delta) &&
+                !point_seen(&c, &r->best, &ps.p[j].delta))
+                group[k++] = &ps.p[j];
+        next++;
+        st = k > 1 ? race(&c, group, k, d) : evaluate(&c, group[0], d);
     }
     free(ps.p);
     if (st == CP_OK && !r->interrupted)

@@ -372,6 +372,13 @@ struct cp_tune_step {
     double upper;       /* then: the optimistic gain bound it stopped on */
 };
 
+/* Alternatives of one knob (the layout policies, thread counts, the other
+ * kernels of one node) are raced: up to CP_TUNE_RACE_MAX of them measured
+ * against the same best, each with its futility looks, an improvement kept
+ * only when Holm's procedure across the race rejects at --alpha, the
+ * largest of those confirmed and accepted (docs/tuning.md). */
+#define CP_TUNE_RACE_MAX 3
+
 struct cp_tune_result {
     int64_t session_id;
     bool resumed;
@@ -389,6 +396,7 @@ struct cp_tune_result {
     int precision_checks; /* deterministic precision runs (this process; not resumed) */
     int profile_runs;     /* traced measurements for the latency model (the plan's) */
     int early_stops;      /* latency evaluations a look stopped (futility) */
+    int races;            /* groups of alternatives raced (each candidate is an evaluation) */
     int64_t rounds_spent; /* interleaved rounds of every latency evaluation */
     struct cp_tune_prec_report prec;
     struct cp_tune_int8_report int8;

@@ -64,6 +64,10 @@ struct cp_tune_proposal {
     char source[96];
     double expected_gain; /* NaN unknown */
     char title[160];      /* what the finding said, for the report */
+    /* Alternatives of one knob share a race key ("layout_policy",
+     * "threads", "kernel:NODE"): consecutive ones are raced (loop.c). ""
+     * for a proposal raced with none. */
+    char race[160];
 };
 
 struct cp_tune_ctx {

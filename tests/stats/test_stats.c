@@ -661,3 +661,25 @@ Test(stats_errors, parameters_out_of_range_are_refused)
     cr_expect(strstr(d.msg, "more than") != NULL, "%s", d.msg);
     cr_expect_eq(cp_stats_n_for_relative(-2.0, 1.0, 100.0, 0.05, 0.8, &n, NULL), CP_ERR_INVALID);
 }
+
+Test(stats, holm_rejects_step_down_and_stops_at_the_first_kept)
+{
+    /* alpha 0.05, 3 hypotheses: 0.01 <= 0.05/3; 0.03 > 0.05/2 stops, so
+     * 0.04 is kept too although it is below alpha */
+    double p[3] = {0.04, 0.01, 0.03};
+    bool r[3];
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_stats_holm(p, 3, 0.05, r, &d), CP_OK, "%s", d.msg);
+    cr_expect(!r[0] && r[1] && !r[2]);
+    double q[3] = {0.001, 0.02, 0.049};
+    cr_assert_eq(cp_stats_holm(q, 3, 0.05, r, &d), CP_OK);
+    cr_expect(r[0] && r[1] && r[2], "0.001 <= 0.0167, 0.02 <= 0.025, 0.049 <= 0.05");
+    double w[2] = {NAN, 0.001};
+    cr_assert_eq(cp_stats_holm(w, 2, 0.05, r, &d), CP_OK);
+    cr_expect(!r[0] && r[1], "a NaN is never rejected, and still counts");
+    cr_expect_eq(cp_stats_holm(w, 0, 0.05, r, &d), CP_ERR_INVALID);
+    cp_diag_init(&d);
+    cr_expect_eq(cp_stats_holm(w, 2, 1.5, r, &d), CP_ERR_INVALID);
+    cr_expect_not_null(strstr(d.msg, "alpha"), "%s", d.msg);
+}
