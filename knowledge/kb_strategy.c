@@ -341,3 +341,56 @@ enum cp_status cp_kb_rule_history(struct cp_kb *kb, const char *source, double *
     sqlite3_finalize(st);
     return ret;
 }
+
+enum cp_status cp_kb_rule_history_near(struct cp_kb *kb, const char *source,
+                                       const struct cp_kb_fingerprint *fp,
+                                       const struct cp_kb_hardware *hw, double min_sim,
+                                       double *mean_gain, int *count, double *best_sim,
+                                       struct cp_diag *d)
+{
+    *mean_gain = NAN;
+    *count = 0;
+    *best_sim = 0;
+    sqlite3_stmt *st = NULL;
+    enum cp_status ret = cp_kb_prepare(
+        kb,
+        "SELECT c.measured_gain, m.structure_hash, m.source_hash, m.name, m.model_class, m.params, "
+        "m.flops, m.n_nodes, m.op_histogram, m.inputs, m.has_attention, m.has_conv, "
+        "m.has_layernorm, m.has_groupnorm, m.has_batchnorm, m.has_gelu FROM candidates c "
+        "JOIN sessions s ON s.id = c.session_id JOIN models m ON m.id = s.model_id "
+        "JOIN hardware h ON h.id = s.hw_id WHERE c.source = ?1 AND c.measured_gain IS NOT NULL "
+        "AND (?2 IS NULL OR h.signature = ?2) ORDER BY c.id",
+        &st, "reading a rule's history on similar models", d);
+    if (ret != CP_OK)
+        return ret;
+    cp_kb_bind_text(st, 1, source ? source : "");
+    cp_kb_bind_text(st, 2, hw ? hw->signature : NULL);
+    double wsum = 0, sum = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct cp_kb_fingerprint other;
+        if ((ret = cp_kb_model_read_row(kb, st, 1, &other, d)) != CP_OK)
+            break;
+        double sim = cp_kb_similarity(fp, &other);
+        cp_kb_fingerprint_release(&other);
+        double g = sqlite3_column_double(st, 0);
+        if (!(sim >= min_sim) || !isfinite(g))
+            continue;
+        wsum += sim;
+        sum += sim * g;
+        (*count)++;
+        if (sim > *best_sim)
+            *best_sim = sim;
+    }
+    if (ret == CP_OK && rc != SQLITE_DONE)
+        ret = cp_kb_db_error(kb, d, "reading a rule's history on similar models");
+    sqlite3_finalize(st);
+    if (ret != CP_OK) {
+        *count = 0;
+        *best_sim = 0;
+        return ret;
+    }
+    if (*count > 0 && wsum > 0)
+        *mean_gain = sum / wsum;
+    return CP_OK;
+}

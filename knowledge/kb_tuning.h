@@ -320,6 +320,17 @@ void cp_kb_strategy_hits_free(struct cp_kb_strategy_hit *h, size_t n);
 enum cp_status cp_kb_rule_history(struct cp_kb *kb, const char *source, double *mean_gain,
                                   int *count, struct cp_diag *d);
 
+/* The same record conditioned on the model and the hardware: over the
+ * candidates of `source` measured in sessions on hardware with hw's
+ * signature (NULL: any) whose model has similarity >= min_sim to fp, the
+ * mean gain weighted by that similarity, how many there were, and the
+ * largest similarity among them (0, NaN, 0 when none). */
+enum cp_status cp_kb_rule_history_near(struct cp_kb *kb, const char *source,
+                                       const struct cp_kb_fingerprint *fp,
+                                       const struct cp_kb_hardware *hw, double min_sim,
+                                       double *mean_gain, int *count, double *best_sim,
+                                       struct cp_diag *d);
+
 /* ---- cards --------------------------------------------------------------- */
 
 /* Append a Markdown card for a session to `out`: "## Scenario" (model,

@@ -256,11 +256,14 @@ static void rule_proposals(struct cp_tune_ctx *c, struct proposals *ps,
             continue;
         char source[96];
         snprintf(source, sizeof source, "rule:%s", f->rule);
-        double mean = NAN, expected = f->gain;
+        /* the rule's measured record on similar models (similarity >= 0.5)
+         * on this hardware, weighted by similarity; the prior counts once */
+        double mean = NAN, expected = f->gain, sim = 0;
         int count = 0;
-        if (cp_kb_rule_history(c->kb, source, &mean, &count, &d) == CP_OK && count > 0 &&
-            isfinite(mean))
-            expected = (f->gain + mean * count) / (1 + count); /* the prior counts once */
+        if (cp_kb_rule_history_near(c->kb, source, &c->fp, &c->hw, 0.5, &mean, &count, &sim, &d) ==
+                CP_OK &&
+            count > 0 && isfinite(mean))
+            expected = (f->gain + mean * count) / (1 + count);
         char title[160];
         snprintf(title, sizeof title, "%s%s", f->violates ? "[risk breaks a constraint] " : "",
                  f->title);

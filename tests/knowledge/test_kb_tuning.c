@@ -394,6 +394,57 @@ Test(kb_tuning, sessions_candidates_and_measurements_round_trip)
     free(path);
 }
 
+Test(kb_tuning, a_rules_record_is_conditioned_on_similar_models_and_the_hardware)
+{
+    char *path = cp_t_path("kb.sqlite");
+    struct cp_kb *kb = open_kb(path);
+    struct cp_kb_fingerprint sd, lb;
+    fingerprint("sd_unet_tiny", &sd);
+    fingerprint("launch_bound_tiny", &lb);
+    struct cp_kb_hardware hw, other;
+    int64_t m_sd = model_row(kb, &sd), m_lb = model_row(kb, &lb);
+    int64_t h = hw_row(kb, "cpu", &hw), h2 = hw_row(kb, "Ascend310P3", &other);
+    /* sd on this hardware: 2 of 4 held at 0.1, 2 at -0.01 (fill_session);
+     * the same rule on a dissimilar model and on other hardware: 5
+     * candidates each, which must not count */
+    fill_session(kb, m_sd, h, "near", 4, NULL);
+    fill_session(kb, m_lb, h, "far-model", 5, NULL);
+    fill_session(kb, m_sd, h2, "far-hw", 5, NULL);
+    double sim_self = cp_kb_similarity(&sd, &sd), sim_lb = cp_kb_similarity(&sd, &lb);
+    cr_assert_lt(sim_lb, 0.9, "the two examples differ (similarity %g)", sim_lb);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    double mean = 0, best = 0;
+    int count = 0;
+    cr_assert_eq(
+        cp_kb_rule_history_near(kb, "rule:attention", &sd, &hw, 0.9, &mean, &count, &best, &d),
+        CP_OK, "%s", d.msg);
+    cr_expect_eq(count, 4, "only the similar model on this hardware");
+    cr_expect_float_eq(mean, (2 * 0.1 + 2 * -0.01) / 4, 1e-9);
+    cr_expect_float_eq(best, sim_self, 1e-12);
+    /* any hardware: the other session counts too */
+    cr_assert_eq(
+        cp_kb_rule_history_near(kb, "rule:attention", &sd, NULL, 0.9, &mean, &count, &best, &d),
+        CP_OK);
+    cr_expect_eq(count, 9);
+    /* a low bar takes the dissimilar model in, weighted by its similarity */
+    cr_assert_eq(
+        cp_kb_rule_history_near(kb, "rule:attention", &sd, &hw, 0.0, &mean, &count, &best, &d),
+        CP_OK);
+    cr_expect_eq(count, 9);
+    double g_lb = (2 * 0.1 + 3 * -0.01) / 5;
+    cr_expect_float_eq(mean, (sim_self * 0.18 + sim_lb * 5 * g_lb) / (4 * sim_self + 5 * sim_lb),
+                       1e-9);
+    cr_assert_eq(cp_kb_rule_history_near(kb, "rule:none", &sd, &hw, 0.0, &mean, &count, &best, &d),
+                 CP_OK);
+    cr_expect_eq(count, 0);
+    cr_expect(isnan(mean));
+    cp_kb_fingerprint_release(&sd);
+    cp_kb_fingerprint_release(&lb);
+    cp_kb_close(kb);
+    free(path);
+}
+
 /* ---- several processes ----------------------------------------------------- */
 
 static void child_tunes(const char *path, const char *key)
