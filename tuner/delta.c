@@ -135,6 +135,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Switch pass `name` on (remove it from the off set) or off (add it). */
+/* switch:PASS=on|off for a whole pass, switch:PASS@NODE=off|on for one
+ * instance ("Pass@NODE:off" in the canonical text, after the passes). */
 static enum cp_status set_switch(struct cp_convert_config *c, const char *name, bool on,
                                  struct cp_diag *d)
 {
@@ -144,30 +146,53 @@ static enum cp_status set_switch(struct cp_convert_config *c, const char *name, 
         c->fusion_switches[0] = '\0';
         return CP_OK;
     }
-    if (cp_pass_index(name) < 0)
+    const char *at = strchr(name, '@');
+    char pass[128];
+    snprintf(pass, sizeof pass, "%.*s", (int)(at ? (size_t)(at - name) : strlen(name)), name);
+    if (cp_pass_index(pass) < 0 || (at && !at[1]))
         return cp_diag_set(d, CP_ERR_INVALID,
                            "switch:%s: no such pass (cannprof convert "
                            "--list-passes lists them)",
                            name);
-    char *names[64];
-    size_t n = 0;
+    char *whole[64], *inst[64];
+    size_t nw = 0, ni = 0;
     char copy[sizeof c->fusion_switches];
     snprintf(copy, sizeof copy, "%s", c->fusion_switches);
-    for (char *save = NULL, *t = strtok_r(copy, ";", &save); t && n < 63;
+    char want[256];
+    snprintf(want, sizeof want, "%s:off", name);
+    for (char *save = NULL, *t = strtok_r(copy, ";", &save); t && nw < 63 && ni < 63;
          t = strtok_r(NULL, ";", &save)) {
+        if (strchr(t, '@')) {
+            if (strcmp(t, want) != 0)
+                inst[ni++] = t;
+            continue;
+        }
         char *colon = strrchr(t, ':');
         if (colon)
             *colon = '\0';
-        if (strcmp(t, name) != 0)
-            names[n++] = t;
+        if (at || strcmp(t, name) != 0)
+            whole[nw++] = t;
     }
-    if (!on)
-        names[n++] = (char *)name;
-    qsort(names, n, sizeof *names, cmp_str);
+    if (!on && at)
+        inst[ni++] = want;
+    else if (!on)
+        whole[nw++] = (char *)name;
+    qsort(whole, nw, sizeof *whole, cmp_str);
+    qsort(inst, ni, sizeof *inst, cmp_str);
     struct cp_buf b;
     cp_buf_init(&b);
-    for (size_t i = 0; i < n; i++)
-        cp_buf_printf(&b, "%s%s:off", i ? ";" : "", names[i]);
+    for (size_t i = 0; i < nw; i++)
+        cp_buf_printf(&b, "%s%s:off", i ? ";" : "", whole[i]);
+    for (size_t i = 0; i < ni; i++) {
+        /* an instance of a pass switched off as a whole says nothing */
+        const char *ip = inst[i];
+        size_t pl = (size_t)(strchr(ip, '@') - ip);
+        bool covered = false;
+        for (size_t k = 0; k < nw && !covered; k++)
+            covered = strlen(whole[k]) == pl && strncmp(whole[k], ip, pl) == 0;
+        if (!covered)
+            cp_buf_printf(&b, "%s%s", b.len ? ";" : "", ip);
+    }
     enum cp_status st = CP_OK;
     if (cp_buf_status(&b) != CP_OK || b.len >= sizeof c->fusion_switches)
         st = cp_diag_set(d, CP_ERR_INVALID, "too many switches");
@@ -306,6 +331,29 @@ void cp_delta_between(const struct cp_tune_point *a, const struct cp_tune_point 
                                         : "(list without a file)",
             NULL);
     if (strcmp(a->cfg.fusion_switches, b->cfg.fusion_switches) != 0) {
+        /* instances off in one and not the other ("Pass@NODE:off") */
+        for (int side = 0; side < 2; side++) {
+            const char *from = side ? a->cfg.fusion_switches : b->cfg.fusion_switches;
+            const char *other = side ? b->cfg.fusion_switches : a->cfg.fusion_switches;
+            for (const char *p = from; *p;) {
+                const char *end = strchr(p, ';');
+                size_t len = end ? (size_t)(end - p) : strlen(p);
+                const char *at = memchr(p, '@', len);
+                bool in_other = false;
+                for (const char *q = other; at && *q && !in_other;) {
+                    const char *qe = strchr(q, ';');
+                    size_t ql = qe ? (size_t)(qe - q) : strlen(q);
+                    in_other = ql == len && strncmp(q, p, len) == 0;
+                    q += ql + (qe ? 1 : 0);
+                }
+                if (at && !in_other && len > 4 && len < 90) {
+                    char key[96];
+                    snprintf(key, sizeof key, "switch:%.*s", (int)(len - 4), p);
+                    put(out, key, side ? "on" : "off", NULL);
+                }
+                p += len + (end ? 1 : 0);
+            }
+        }
         /* passes off in b but not in a, and on in b but off in a */
         for (size_t i = 0; i < cp_pass_count(); i++) {
             struct cp_pass_desc pd;

@@ -414,6 +414,23 @@ static void pin_value(const struct cp_tune_point *best, const char *node, const 
     cp_buf_release(&b);
 }
 
+/* The fusion pass that makes a node of op type `op`, when it can be
+ * switched off for one instance; NULL otherwise. */
+static const char *fusion_pass_of(const char *op)
+{
+    if (strcmp(op, "FusedConv") == 0)
+        return "ConvBiasActivationFusionPass";
+    if (strcmp(op, "FusedMatMul") == 0)
+        return "MatMulBiasActivationFusionPass";
+    if (strcmp(op, "GroupNormalization") == 0)
+        return "GroupNormFusionPass";
+    if (strcmp(op, "LayerNormalization") == 0)
+        return "LayerNormFusionPass";
+    if (strcmp(op, "Gelu") == 0)
+        return "GeluFusionPass";
+    return NULL;
+}
+
 /* Per-node kernels (--op_kernels): the four slowest nodes of the best's
  * trace each get every other kernel that can run them (not the reference
  * loop), as local moves. */
@@ -439,10 +456,12 @@ static void kernel_proposals(struct cp_tune_ctx *c, struct proposals *ps,
     for (size_t i = 0; i < nt && nodes < 4; i++) {
         const char *choices[8];
         size_t nc = cp_plan_kernel_choices(s.plan, t[i].node, choices, 8);
-        const char *now = "";
+        const char *now = "", *op = "";
         for (size_t k = 0; k < nk; k++)
-            if (kt[k].node && strcmp(kt[k].node, t[i].node) == 0 && kt[k].impl)
+            if (kt[k].node && strcmp(kt[k].node, t[i].node) == 0 && kt[k].impl) {
                 now = kt[k].impl;
+                op = kt[k].op_type ? kt[k].op_type : "";
+            }
         bool any = false;
         for (size_t j = 0; j < nc && j < 8; j++) {
             if (strcmp(choices[j], "ref") == 0 || strncmp(now, choices[j], strlen(choices[j])) == 0)
@@ -462,6 +481,27 @@ static void kernel_proposals(struct cp_tune_ctx *c, struct proposals *ps,
             add_proposal(c, ps, &dl, "space:kernel", NAN, title, best);
             if (ps->n > before)
                 snprintf(ps->p[ps->n - 1].race, sizeof ps->p[0].race, "kernel:%.150s", t[i].origin);
+            any = true;
+        }
+        /* the fused node unfused: raced with its kernels, so a fusion that
+         * runs slower than its parts loses to them */
+        const char *pass = fusion_pass_of(op);
+        char key[96];
+        if (pass && strcmp(t[i].node, t[i].origin) != 0 &&
+            (size_t)snprintf(key, sizeof key, "switch:%s@%s", pass, t[i].origin) < sizeof key) {
+            struct cp_delta dl;
+            memset(&dl, 0, sizeof dl);
+            snprintf(dl.items[0].key, sizeof dl.items[0].key, "%s", key);
+            snprintf(dl.items[0].value, sizeof dl.items[0].value, "off");
+            dl.n = 1;
+            char title[160];
+            snprintf(title, sizeof title, "leave %.60s unfused (%s, %.3f ms a run)", t[i].origin,
+                     op, t[i].ns / 1e6);
+            size_t before = ps->n;
+            add_proposal(c, ps, &dl, "space:fusion", NAN, title, best);
+            if (ps->n > before)
+                snprintf(ps->p[ps->n - 1].race, sizeof ps->p[0].race, "kernel:%.150s",
+                         t[i].origin);
             any = true;
         }
         nodes += any;

@@ -81,6 +81,8 @@ static enum cp_status fuse_conv(struct cp_fuse *f, int32_t ci, bool *changed)
     if ((st = cp_fuse_replace(f, m.nodes, m.n_nodes, "FusedConv", CP_DOMAIN, ins, nin, m.tail.out,
                               "_fused", &idx)) != CP_OK)
         return st;
+    if (idx < 0)
+        return CP_OK; /* switched off for this instance */
     if ((st = cp_fuse_copy_attrs(f, idx, c)) != CP_OK ||
         (st = cp_fuse_set_tail(f, idx, &m.tail)) != CP_OK)
         return st;
@@ -123,6 +125,8 @@ static enum cp_status fuse_matmul(struct cp_fuse *f, int32_t mi, bool *changed)
     if ((st = cp_fuse_replace(f, m.nodes, m.n_nodes, "FusedMatMul", CP_DOMAIN, ins, nin, m.tail.out,
                               "_fused", &idx)) != CP_OK)
         return st;
+    if (idx < 0)
+        return CP_OK; /* switched off for this instance */
     if ((own && (st = cp_fuse_copy_attrs(f, idx, mm)) != CP_OK) ||
         (!own && (st = cp_fuse_copy_int8(f, idx, cp_graph_node(f->g, mi))) != CP_OK) ||
         (st = cp_fuse_set_tail(f, idx, &m.tail)) != CP_OK)
@@ -169,6 +173,8 @@ static enum cp_status fuse_gemm(struct cp_fuse *f, int32_t gi, bool *changed)
     if ((st = cp_fuse_replace(f, m.nodes, m.n_nodes, "FusedMatMul", CP_DOMAIN, ins, nin, m.tail.out,
                               "_fused", &idx)) != CP_OK)
         return st;
+    if (idx < 0)
+        return CP_OK; /* switched off for this instance */
     if ((ta && cp_node_set_int(f->g, idx, "transA", 1) != CP_OK) ||
         (tb && cp_node_set_int(f->g, idx, "transB", 1) != CP_OK) ||
         (alpha != 1.0f && cp_node_set_float(f->g, idx, "alpha", alpha) != CP_OK) ||

@@ -26,12 +26,16 @@
 struct cp_fuse {
     struct cp_graph *g;
     struct cp_diag *d;
+    /* The running pass and the config's switches: instances switched off
+     * ("Pass@NODE:off") are declined by cp_fuse_replace. */
+    const char *pass;
+    const char *switches;
     /* The graph as graph/pattern.h's matchers see it (pg.view). */
     struct cp_pattern_graph pg;
 };
 
-/* Start a pass run on ctx->g. OUT: f (release with cp_fuse_release, also
- * after a failure). CP_ERR_NOMEM into ctx->d. */
+/* Start a pass run on ctx->g (and its pass name and switches). OUT: f (release with
+ * cp_fuse_release, also after a failure). CP_ERR_NOMEM into ctx->d. */
 enum cp_status cp_fuse_init(struct cp_fuse *f, struct cp_pass_ctx *ctx);
 void cp_fuse_release(struct cp_fuse *f);
 /* Update the view after the graph changed (new tensors included).
@@ -53,7 +57,9 @@ enum cp_status cp_fuse_new_weight(struct cp_fuse *f, const char *base, const flo
 /* Replace the nodes `dead[0..n_dead)` with one node `op_type` of `domain`
  * (CP_DOMAIN or "") that writes `out` (a tensor one of them produced). The
  * new node's origins are the union of theirs, in the order of `dead`; its
- * name is the last dead node's name with `suffix`. OUT: *idx. */
+ * name is the last dead node's name with `suffix`. OUT: *idx; -1 when the
+ * running pass is switched off for one of the nodes ("Pass@NODE:off"):
+ * then nothing changed and the caller leaves the pattern as it is. */
 enum cp_status cp_fuse_replace(struct cp_fuse *f, const int32_t *dead, size_t n_dead,
                                const char *op_type, const char *domain, const int32_t *ins,
                                size_t n_ins, int32_t out, const char *suffix, int32_t *idx);

@@ -93,6 +93,8 @@ static enum cp_status fuse_layernorm(struct cp_fuse *f, int32_t ri, bool *change
     if ((st = cp_fuse_replace(f, m.nodes, m.n_nodes, "LayerNormalization", "", ins, 3, m.out,
                               "_layernorm", &idx)) != CP_OK)
         return st;
+    if (idx < 0)
+        return CP_OK; /* switched off for this instance */
     if (cp_node_set_int(f->g, idx, "axis", -1) != CP_OK ||
         cp_node_set_float(f->g, idx, "epsilon", eps) != CP_OK)
         return cp_diag_set(f->d, CP_ERR_NOMEM, "out of memory fusing node '%s'", rm->name);
@@ -132,6 +134,8 @@ static enum cp_status fuse_groupnorm(struct cp_fuse *f, int32_t ii, bool *change
     if ((st = cp_fuse_replace(f, m.nodes, m.n_nodes, "GroupNormalization", CP_DOMAIN, ins, 3, m.out,
                               "_groupnorm", &idx)) != CP_OK)
         return st;
+    if (idx < 0)
+        return CP_OK; /* switched off for this instance */
     if (cp_node_set_int(f->g, idx, "num_groups", m.groups) != CP_OK ||
         cp_node_set_float(f->g, idx, "epsilon", eps) != CP_OK)
         return cp_diag_set(f->d, CP_ERR_NOMEM, "out of memory fusing node '%s'", in->name);
@@ -171,6 +175,8 @@ static enum cp_status fuse_gelu(struct cp_fuse *f, int32_t ei, bool *changed)
     int32_t idx;
     enum cp_status st =
         cp_fuse_replace(f, a.nodes, a.n_nodes, "Gelu", CP_DOMAIN, &x, 1, a.out, "_gelu", &idx);
+    if (st == CP_OK && idx < 0)
+        return CP_OK; /* switched off for this instance */
     if (st == CP_OK && cp_node_set_string(f->g, idx, "approximate", "none") != CP_OK)
         st = cp_diag_set(f->d, CP_ERR_NOMEM, "out of memory fusing node '%s'", e->name);
     if (st == CP_OK)

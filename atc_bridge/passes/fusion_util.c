@@ -18,6 +18,8 @@ enum cp_status cp_fuse_init(struct cp_fuse *f, struct cp_pass_ctx *ctx)
     memset(f, 0, sizeof *f);
     f->g = ctx->g;
     f->d = ctx->d;
+    f->pass = ctx->pass_name;
+    f->switches = ctx->config ? ctx->config->fusion_switches : NULL;
     if (cp_pattern_graph_init(&f->pg, ctx->g) != CP_OK)
         return cp_diag_set(f->d, CP_ERR_NOMEM, "out of memory in a fusion pass");
     return CP_OK;
@@ -97,10 +99,31 @@ static bool node_name_taken(const struct cp_graph *g, const char *name)
     return false;
 }
 
+/* Whether the running pass is switched off for any node of `dead` (by its
+ * name or an origin). */
+static bool declined(const struct cp_fuse *f, const int32_t *dead, size_t n_dead)
+{
+    if (!f->pass || !f->switches || !strchr(f->switches, '@'))
+        return false;
+    for (size_t i = 0; i < n_dead; i++) {
+        const struct cp_node *n = cp_graph_node(f->g, dead[i]);
+        if (cp_fusion_switch_instance_off(f->switches, f->pass, n->name))
+            return true;
+        for (size_t j = 0; j < n->n_origins; j++)
+            if (cp_fusion_switch_instance_off(f->switches, f->pass, n->origins[j]))
+                return true;
+    }
+    return false;
+}
+
 enum cp_status cp_fuse_replace(struct cp_fuse *f, const int32_t *dead, size_t n_dead,
                                const char *op_type, const char *domain, const int32_t *ins,
                                size_t n_ins, int32_t out, const char *suffix, int32_t *idx)
 {
+    if (declined(f, dead, n_dead)) {
+        *idx = -1; /* the graph is left as it was */
+        return CP_OK;
+    }
     size_t n_orig = 0;
     for (size_t i = 0; i < n_dead; i++)
         n_orig += cp_graph_node(f->g, dead[i])->n_origins;

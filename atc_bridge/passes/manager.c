@@ -159,6 +159,7 @@ static enum cp_status run_pass(struct cp_pass_ctx *ctx, const struct cp_pass *p,
     cp_diag_init(&local);
     ctx->d = &local;
     *changed = false;
+    ctx->pass_name = p->name;
     enum cp_status st = p->run(ctx, changed);
     ctx->d = d;
     if (st != CP_OK)

@@ -38,6 +38,8 @@ struct cp_pass_ctx {
     const struct cp_convert_config *config;
     struct cp_diag *d;
     const struct cp_log *log;
+    /* The pass running (its table name), for per-instance switches. */
+    const char *pass_name;
     /* What the target can do (from the CPU's ISA flags). */
     bool has_bf16;         /* avx512_bf16 or amx_bf16 */
     bool has_fp16;         /* avx512_fp16 */
@@ -131,6 +133,10 @@ enum cp_status cp_pass_run_one(struct cp_graph *g, const char *name,
 enum cp_status cp_fusion_switches_parse(const char *path, const char *text, size_t len,
                                         const struct cp_log *log, char *out, size_t cap,
                                         struct cp_diag *d);
+
+/* Whether canonical switch text switches pass `pass` off for the nodes
+ * standing for ONNX node `node` ("Pass@NODE:off"). */
+bool cp_fusion_switch_instance_off(const char *switches, const char *pass, const char *node);
 
 /* Decide each pass from canonical switch text: off[i] for run-order index
  * i (cp_pass_count() entries). CP_ERR_USAGE naming an unknown pass or a

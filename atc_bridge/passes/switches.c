@@ -16,9 +16,18 @@
  * it), with a warning. A name that is no pass is an error listing the valid
  * names. Passes are on unless switched off.
  *
- * The result is canonical text, the passes switched off, sorted by name:
- * "PassA:off;PassB:off". It is what the config records and hashes, so the
- * same effective switches give the same config id whatever file said them. */
+ * One pattern instance (line form only): "PassName@NODE:off" keeps the
+ * fusion of that pass from taking the nodes standing for ONNX node NODE
+ * (by name or origin); the pattern is left as it was, everywhere else the
+ * pass runs. Only the fusion passes that build their fused node through
+ * the shared replacement (cp_fuse_replace: the Conv/MatMul/Gemm epilogue
+ * fusions, LayerNorm, GroupNorm, GELU) take instances; an instance of a
+ * pass switched off as a whole is dropped.
+ *
+ * The result is canonical text, the passes switched off, sorted by name,
+ * then the instances, sorted: "PassA:off;PassB:off;PassC@/n1:off". It is
+ * what the config records and hashes, so the same effective switches give
+ * the same config id whatever file said them. */
 #include "atc_bridge/passes/pass.h"
 
 #include <ctype.h>
@@ -94,8 +103,39 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(((const struct named_off *)a)->name, ((const struct named_off *)b)->name);
 }
 
-static enum cp_status canonical(const bool *off, const char *path, char *out, size_t cap,
-                                struct cp_diag *d)
+/* The passes that take single instances (cp_fuse_replace's callers). */
+static bool takes_instances(const char *pass)
+{
+    static const char *const names[] = {"ConvBiasActivationFusionPass",
+                                        "MatMulBiasActivationFusionPass", "LayerNormFusionPass",
+                                        "GroupNormFusionPass", "GeluFusionPass"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(names[i], pass) == 0)
+            return true;
+    return false;
+}
+
+/* Instance entries "Pass@NODE:off" collected from a file. */
+struct instances {
+    char **v;
+    size_t n;
+};
+
+static void instances_free(struct instances *in)
+{
+    for (size_t i = 0; i < in->n; i++)
+        free(in->v[i]);
+    free(in->v);
+    memset(in, 0, sizeof *in);
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static enum cp_status canonical(const bool *off, const struct instances *in, const char *path,
+                                char *out, size_t cap, struct cp_diag *d)
 {
     size_t n = cp_pass_count(), k = 0;
     struct named_off *v = cp_calloc(n + 1, sizeof *v);
@@ -112,6 +152,17 @@ static enum cp_status canonical(const bool *off, const char *path, char *out, si
     for (size_t i = 0; i < k; i++)
         cp_buf_printf(&b, "%s%s:off", i ? ";" : "", v[i].name);
     free(v);
+    if (in && in->n)
+        qsort(in->v, in->n, sizeof *in->v, cmp_cstr);
+    for (size_t i = 0; in && i < in->n; i++) {
+        const char *at = strchr(in->v[i], '@');
+        char pass[128];
+        snprintf(pass, sizeof pass, "%.*s", (int)(at - in->v[i]), in->v[i]);
+        int pi = cp_pass_index(pass);
+        if ((pi >= 0 && off[pi]) || (i && strcmp(in->v[i], in->v[i - 1]) == 0))
+            continue; /* the whole pass is off, or said twice */
+        cp_buf_printf(&b, "%s%s", b.len ? ";" : "", in->v[i]);
+    }
     enum cp_status st = cp_buf_status(&b);
     if (st != CP_OK)
         st = cp_diag_set(d, st, "out of memory reading %s", path);
@@ -234,7 +285,7 @@ static char *trim(char *s)
 
 static enum cp_status parse_lines(const char *path, const char *text, size_t len,
                                   const struct cp_log *log, enum sw *named, enum sw *all,
-                                  struct cp_diag *d)
+                                  struct instances *in, struct cp_diag *d)
 {
     enum cp_status st = CP_OK;
     size_t lineno = 0, pos = 0;
@@ -269,6 +320,36 @@ static enum cp_status parse_lines(const char *path, const char *text, size_t len
                                lineno);
         char where[512];
         snprintf(where, sizeof where, "%s:%zu", path, lineno);
+        char *at = strchr(name, '@');
+        if (at) {
+            *at = '\0';
+            const char *node = at + 1;
+            if (cp_pass_index(name) < 0)
+                return unknown_pass(where, name, d);
+            if (!takes_instances(name))
+                return cp_diag_set(d, CP_ERR_USAGE,
+                                   "%s: %s cannot be switched off for one instance; the passes "
+                                   "that can: ConvBiasActivationFusionPass, "
+                                   "MatMulBiasActivationFusionPass, LayerNormFusionPass, "
+                                   "GroupNormFusionPass, GeluFusionPass",
+                                   where, name);
+            if (!*node || v != SW_OFF)
+                return cp_diag_set(d, CP_ERR_USAGE,
+                                   "%s: expected PassName@NODE:off (an instance can only be "
+                                   "switched off)",
+                                   where);
+            char **g = cp_realloc_array(in->v, in->n + 1, sizeof *g);
+            if (!g)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading %s", path);
+            in->v = g;
+            struct cp_buf e;
+            cp_buf_init(&e);
+            cp_buf_printf(&e, "%s@%s:off", name, node);
+            if (!e.data)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading %s", path);
+            in->v[in->n++] = e.data;
+            continue;
+        }
         if (strcmp(name, "ALL") == 0) {
             for (int g = 0; g < N_GROUPS; g++)
                 all[g] = (enum sw)v;
@@ -298,6 +379,7 @@ enum cp_status cp_fusion_switches_parse(const char *path, const char *text, size
     enum sw *named = cp_calloc(n + 1, sizeof *named);
     bool *off = cp_calloc(n + 1, sizeof *off);
     enum sw all[N_GROUPS] = {SW_UNSET, SW_UNSET};
+    struct instances in = {0};
     enum cp_status st;
     if (!named || !off) {
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory reading %s", path);
@@ -314,12 +396,13 @@ enum cp_status cp_fusion_switches_parse(const char *path, const char *text, size
     if (i < len && text[i] == '{')
         st = parse_json(path, text, len, log, named, all, d);
     else
-        st = parse_lines(path, text, len, log, named, all, d);
+        st = parse_lines(path, text, len, log, named, all, &in, d);
     if (st != CP_OK)
         goto out;
     resolve(named, all, off);
-    st = canonical(off, path, out, cap, d);
+    st = canonical(off, &in, path, out, cap, d);
 out:
+    instances_free(&in);
     free(named);
     free(off);
     return st;
@@ -339,8 +422,8 @@ enum cp_status cp_fusion_switches_decide(const char *text, bool *off, struct cp_
         memcpy(item, p, len);
         item[len] = '\0';
         p += len + (end ? 1 : 0);
-        if (!item[0])
-            continue;
+        if (!item[0] || strchr(item, '@'))
+            continue; /* an instance (cp_fusion_switch_instance_off) */
         char *colon = strrchr(item, ':');
         int v = colon ? parse_onoff(colon + 1) : SW_UNSET;
         if (v == SW_UNSET)
@@ -380,4 +463,18 @@ enum cp_status cp_convert_config_load_fusion_switches(struct cp_convert_config *
     free(text);
     free(data);
     return st;
+}
+
+bool cp_fusion_switch_instance_off(const char *switches, const char *pass, const char *node)
+{
+    size_t pl = strlen(pass), nl = strlen(node);
+    for (const char *p = switches; p && *p;) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == pl + 1 + nl + 4 && strncmp(p, pass, pl) == 0 && p[pl] == '@' &&
+            strncmp(p + pl + 1, node, nl) == 0 && strncmp(p + pl + 1 + nl, ":off", 4) == 0)
+            return true;
+        p += len + (end ? 1 : 0);
+    }
+    return false;
 }
