@@ -500,8 +500,7 @@ static void kernel_proposals(struct cp_tune_ctx *c, struct proposals *ps,
             size_t before = ps->n;
             add_proposal(c, ps, &dl, "space:fusion", NAN, title, best);
             if (ps->n > before)
-                snprintf(ps->p[ps->n - 1].race, sizeof ps->p[0].race, "kernel:%.150s",
-                         t[i].origin);
+                snprintf(ps->p[ps->n - 1].race, sizeof ps->p[0].race, "kernel:%.150s", t[i].origin);
             any = true;
         }
         nodes += any;
