@@ -473,9 +473,9 @@ static void kernel_proposals(struct cp_tune_ctx *c, struct proposals *ps,
             if (strlen(v) >= sizeof dl.items[0].value)
                 continue;
             snprintf(dl.items[0].key, sizeof dl.items[0].key, "op_kernels");
-            snprintf(dl.items[0].value, sizeof dl.items[0].value, "%s", v);
+            memcpy(dl.items[0].value, v, strlen(v) + 1); /* checked to fit above */
             dl.n = 1;
-            snprintf(title, sizeof title, "run %.60s with %s instead of %s (%.3f ms a run)",
+            snprintf(title, sizeof title, "run %.60s with %.30s instead of %.30s (%.3f ms a run)",
                      t[i].origin, choices[j], now, t[i].ns / 1e6);
             size_t before = ps->n;
             add_proposal(c, ps, &dl, "space:kernel", NAN, title, best);
