@@ -5,7 +5,8 @@
 # priors and for `suggest --measure`. Method in bench/suggest_calibration.py.
 #
 # usage: bench/suggest_calibration.sh [--models a,b] [--layouts auto,nchw]
-#                                     [--whatif-rounds R] [--rounds N] [--keep DIR]
+#                                     [--whatif-rounds R] [--rounds N] [--processes P]
+#                                     [--keep DIR]
 # The cannprof binary is $CANNPROF, else build/cannprof (built here).
 set -euo pipefail
 CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
