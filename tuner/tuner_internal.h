@@ -140,6 +140,32 @@ double cp_tune_node_time_of(const struct cp_tune_node_time *v, size_t n, const c
 
 /* ---- loop.c ---- */
 
+/* Whether a point's key was evaluated (or is the baseline). */
+bool cp_tune_is_seen(const struct cp_tune_ctx *c, const char *key);
+
+/* ---- proposals.c ---- */
+
+struct cp_tune_proposals {
+    struct cp_tune_proposal *p;
+    size_t n, cap;
+};
+
+/* A knob that failed for structural reasons: no step is spent on it. */
+bool cp_tune_knob_blocked(const struct cp_tune_ctx *c, const struct cp_delta *dl);
+/* Whether `dl` applied to `best` gives a point evaluated already. */
+bool cp_tune_point_seen(const struct cp_tune_ctx *c, const struct cp_tune_point *best,
+                        const struct cp_delta *dl);
+/* Append the proposals of each source for the current best, in the
+ * loop's order: the plans, the knowledge base, the rules, the space. */
+void cp_tune_propose_plans(struct cp_tune_ctx *c, struct cp_tune_proposals *ps,
+                           const struct cp_tune_point *best);
+void cp_tune_propose_kb(struct cp_tune_ctx *c, struct cp_tune_proposals *ps,
+                        const struct cp_tune_point *best);
+void cp_tune_propose_rules(struct cp_tune_ctx *c, struct cp_tune_proposals *ps,
+                           const struct cp_tune_point *best);
+void cp_tune_propose_space(struct cp_tune_ctx *c, struct cp_tune_proposals *ps,
+                           const struct cp_tune_point *best);
+
 /* Record a point's key as evaluated (or known), so no step is spent on it. */
 enum cp_status cp_tune_mark_seen(struct cp_tune_ctx *c, const char *key, struct cp_diag *d);
 
