@@ -302,9 +302,24 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
 /* The verdict on b against a from their paired rounds m, in the target's
  * metric, into step (cp_tune_ab). lat: the latency comparison; items:
  * what one run of each processes. */
-static enum cp_status judge(const struct cp_tune_opts *o, const struct cp_measurement *m,
-                            const struct cp_comparison *lat, const int64_t items[2],
-                            struct cp_tune_step *step, bool *improved, struct cp_diag *d)
+/* A thread-count win on a mostly disturbed measurement is held back
+ * (CP_TUNE_LOADED_SHARE). */
+static void hold_back_loaded(const struct cp_tune_point *a, const struct cp_tune_point *b,
+                             const struct cp_measurement *m, struct cp_tune_step *step,
+                             bool *improved)
+{
+    step->loaded = false;
+    step->undisturbed_share = m->probed && m->n ? (double)m->n_undisturbed / (double)m->n : NAN;
+    if (*improved && a->threads != b->threads && step->undisturbed_share < CP_TUNE_LOADED_SHARE) {
+        *improved = false;
+        step->loaded = true;
+    }
+}
+
+/* The verdict on the change itself, in the target's direction. */
+static enum cp_status judge_change(const struct cp_tune_opts *o, const struct cp_measurement *m,
+                                   const struct cp_comparison *lat, const int64_t items[2],
+                                   struct cp_tune_step *step, bool *improved, struct cp_diag *d)
 {
     step->before_ns = lat->before;
     step->after_ns = lat->after;
@@ -334,8 +349,21 @@ static enum cp_status judge(const struct cp_tune_opts *o, const struct cp_measur
     return st;
 }
 
+static enum cp_status judge(const struct cp_tune_opts *o, const struct cp_tune_point *a,
+                            const struct cp_tune_point *b, const struct cp_measurement *m,
+                            const struct cp_comparison *lat, const int64_t items[2],
+                            struct cp_tune_step *step, bool *improved, struct cp_diag *d)
+{
+    enum cp_status st = judge_change(o, m, lat, items, step, improved, d);
+    if (st == CP_OK)
+        hold_back_loaded(a, b, m, step, improved);
+    return st;
+}
+
 enum cp_tune_why_not cp_tune_why_not(const struct cp_tune_opts *o, const struct cp_tune_step *s)
 {
+    if (s->loaded)
+        return CP_WHY_NOT_LOADED;
     bool significant = s->p < o->verdict.alpha && !(s->ci_lo <= 0 && s->ci_hi >= 0);
     bool large = fabs(100 * s->measured_gain) >= o->verdict.threshold_pct;
     if (significant && large && s->measured_gain < 0)
@@ -351,7 +379,9 @@ const char *cp_tune_why_not_text(enum cp_tune_why_not w)
 {
     static const char *const text[] = {"significantly worse", "it cannot reach the threshold",
                                        "a real change, but below the threshold",
-                                       "not significant (inconclusive)", "no significant change"};
+                                       "not significant (inconclusive)", "no significant change",
+                                   "a thread-count win on a loaded machine (most rounds were "
+                                   "disturbed): it would not carry over, so it is not taken"};
     return (unsigned)w < sizeof text / sizeof *text ? text[w] : "?";
 }
 
@@ -470,7 +500,7 @@ static enum cp_status ab_measured(struct cp_tune_ctx *c, enum cp_tune_ab_kind ki
     if (st == CP_OK)
         st = check_interrupt(&r, d);
     if (st == CP_OK)
-        st = judge(o, &r.m, &r.cmp, r.items, step, improved, d);
+        st = judge(o, a, b, &r.m, &r.cmp, r.items, step, improved, d);
     if (st == CP_OK) {
         step->rounds = (int64_t)r.m.n;
         step->stopped_early = r.m.stop == CP_MEASURE_STOP_EARLY;
@@ -549,7 +579,7 @@ static enum cp_status ab_given(struct cp_tune_ctx *c, enum cp_tune_ab_kind kind,
     for (size_t i = 0; i < 2 && st == CP_OK; i++)
         items[i] = cp_session_items_per_run(s[i].plan, pts[i]->batch);
     if (st == CP_OK)
-        st = judge(o, &m, &lat, items, step, improved, d);
+        st = judge(o, a, b, &m, &lat, items, step, improved, d);
     if (st == CP_OK)
         st = cp_trace_store_open(trace_path, &store, d);
     if (st == CP_OK) {

@@ -122,6 +122,8 @@ static json_t *step_json(const struct cp_tune_step *s)
         cp_json_set_num(o, "median_ms", s->after_ns / 1e6) &&
         cp_json_set_int(o, "rounds", s->rounds) &&
         cp_json_set_bool(o, "stopped_early", s->stopped_early) &&
+        cp_json_set_bool(o, "held_back_loaded", s->loaded) &&
+        cp_json_set_num(o, "undisturbed_share", s->rounds > 0 ? s->undisturbed_share : NAN) &&
         cp_json_set_str(o, "om", s->om_path) && cp_json_set_str(o, "trace", s->trace_path))
         return o;
     json_decref(o);

@@ -370,6 +370,8 @@ struct cp_tune_step {
     int64_t rounds;     /* rounds of its interleaved measurement; 0: not measured */
     bool stopped_early; /* a look found it could not win (futility) */
     double upper;       /* then: the optimistic gain bound it stopped on */
+    bool loaded;        /* a thread-count win held back: most rounds were disturbed */
+    double undisturbed_share; /* of its measurement's rounds; NaN without the probe */
 };
 
 /* Alternatives of one knob (the layout policies, thread counts, the other

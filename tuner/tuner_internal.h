@@ -243,7 +243,14 @@ enum cp_tune_why_not {
     CP_WHY_NOT_BELOW_THRESHOLD, /* "a real change, but below the threshold" */
     CP_WHY_NOT_INCONCLUSIVE,    /* "not significant (inconclusive)": large, not significant */
     CP_WHY_NOT_NO_CHANGE,       /* "no significant change" */
+    CP_WHY_NOT_LOADED,          /* a thread count that won on a loaded machine */
 };
+
+/* A candidate that changes the thread count is not accepted on a
+ * measurement whose rounds were mostly disturbed: on a loaded machine
+ * fewer threads win because the others are taken, and that verdict does
+ * not carry over to the machine the model will run on. */
+#define CP_TUNE_LOADED_SHARE 0.5
 
 /* The case of step s (measured, not improved) under o's verdict options. */
 enum cp_tune_why_not cp_tune_why_not(const struct cp_tune_opts *o, const struct cp_tune_step *s);
