@@ -15,6 +15,7 @@
 enum {
     OPT_MEASURE = 1,
     OPT_NO_CALIBRATE,
+    OPT_NO_HISTORY,
     OPT_OUTPUT,
 };
 
@@ -23,6 +24,8 @@ static const struct cp_opt own[] = {
      "replace each expected gain by a quick interleaved measurement of the change on the run's "
      "own model (-n rounds, default 30) and rank by it"},
     {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL, "skip the machine's roofline"},
+    {"no-history", 0, CP_OPT_FLAG, OPT_NO_HISTORY, NULL,
+     "keep the rules' priors: do not refine them by the knowledge base's measured history"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.json|.html",
      "write the report there (format by extension; default: Markdown on stdout)"},
 };
@@ -32,6 +35,8 @@ static const struct cp_opt_use shared[] = {
     {CP_SO_HELP, NULL},
     {CP_SO_ITERATIONS, "with --measure: interleaved rounds per finding (default 30)"},
     {CP_SO_JSON, "print the report as JSON on stdout; with -o, what was written"},
+    {CP_SO_KB, "knowledge base whose measured history refines the priors (default "
+               "$XDG_DATA_HOME/cannprof/kb.sqlite; one that does not exist is not created)"},
     {CP_SO_RULES, NULL},
     {CP_SO_RUN, NULL},
     {CP_SO_TARGET, NULL},
@@ -54,10 +59,14 @@ static const struct cp_command_opts OPTS = {
         "ranked below the others. --json prints the report as JSON (the form -o FILE.json\n"
         "writes); with -o it prints what was written: trace, run, output, format,\n"
         "findings.\n\n"
-        "A rule's expected gain is a prior. --measure replaces it: each change is converted\n"
-        "from the run's recorded config and measured against the run's own .om, interleaved\n"
-        "(-n rounds, default 30; seconds per finding), and the findings are ranked by the\n"
-        "measured gain and its 95% CI. The prior stays in the report beside it.\n",
+        "A rule's expected gain is a prior. Where the knowledge base (--kb) holds what the\n"
+        "rule's change gained when `tune` measured it on similar models (similarity >= 0.5)\n"
+        "on this hardware, the prior is refined by it, counting as one measurement, and the\n"
+        "report says so (--no-history keeps the priors). --measure replaces the gain: each\n"
+        "change is converted from the run's recorded config and measured against the run's\n"
+        "own .om, interleaved (-n rounds, default 30; seconds per finding), and the\n"
+        "findings are ranked by the measured gain and its 95% CI. The prior stays in the\n"
+        "report beside it.\n",
     .exit_codes = "0 reported, 2 bad usage or input (a trace, rule pack or constraint that cannot "
                   "be read), 3 environment failure (FILE cannot be written)",
 };
@@ -142,6 +151,17 @@ static void fmt_risk(const struct cp_finding *f, char *out, size_t n)
     snprintf(out, n, "%s%s%s", a, a[0] && b[0] ? ", " : "", a[0] || b[0] ? b : "none stated");
 }
 
+/* What the knowledge base's history did to a finding's prior. */
+static void fmt_history(const struct cp_finding *f, char *out, size_t n)
+{
+    snprintf(out, n,
+             "`tune` measured this rule's change %d time%s on similar models on this hardware "
+             "(similarity up to %.2f): %.1f%% on average; the rule's prior of %.1f%% is refined "
+             "to %.1f%%",
+             f->history_runs, f->history_runs == 1 ? "" : "s", f->history_similarity,
+             100 * f->history_gain, 100 * f->prior_gain, 100 * f->gain);
+}
+
 /* ---- Markdown --------------------------------------------------------------------- */
 
 /* What --measure found for a finding, as a line for people. */
@@ -161,7 +181,8 @@ static void fmt_measured(const struct cp_whatif *w, enum cp_target t, char *out,
 }
 
 static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                      const char *constraints, const struct cp_whatif *w, struct cp_buf *b)
+                      const char *constraints, const struct cp_whatif *w, const char *history,
+                      struct cp_buf *b)
 {
     const struct cp_analysis *a = &dg->analysis;
     cp_buf_printf(b, "# cannprof suggest: %s\n\n", trace);
@@ -171,6 +192,8 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
                   dg->run.model_path, (long long)dg->run.run_id, cp_target_name(t),
                   constraints ? constraints : "none", a->n, a->rules_evaluated,
                   a->already_applied ? " (changes the run already has are left out)" : "");
+    if (history)
+        cp_buf_printf(b, "Knowledge base: %s.\n\n", history);
     if (a->n == 0) {
         cp_buf_puts(b, "No rule fired and no hotspot stands out: nothing to suggest.\n");
         return;
@@ -206,6 +229,11 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
         cp_buf_printf(b, "- **Where:** %.1f%% of the iteration; ONNX nodes %s\n",
                       100 * f->time_share, f->nodes_json);
         cp_buf_printf(b, "- **Expected gain:** %s\n- **Risks:** %s\n", g, r);
+        if (f->history_runs > 0) {
+            char h[256];
+            fmt_history(f, h, sizeof h);
+            cp_buf_printf(b, "- **History:** %s\n", h);
+        }
         if (w) {
             char m[600];
             fmt_measured(&w[i], t, m, sizeof m);
@@ -235,7 +263,8 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
 /* ---- HTML -------------------------------------------------------------------------- */
 
 static void render_html(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                        const char *constraints, const struct cp_whatif *w, struct cp_buf *b)
+                        const char *constraints, const struct cp_whatif *w, const char *history,
+                        struct cp_buf *b)
 {
     const struct cp_analysis *a = &dg->analysis;
     cp_buf_puts(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>cannprof "
@@ -248,8 +277,13 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
     cp_buf_markup(b, dg->run.model_path);
     cp_buf_printf(b, "</code>, target <b>%s</b>, constraints <code>", cp_target_name(t));
     cp_buf_markup(b, constraints ? constraints : "none");
+    cp_buf_puts(b, "</code>");
+    if (history) {
+        cp_buf_puts(b, "; knowledge base: ");
+        cp_buf_markup(b, history);
+    }
     cp_buf_printf(b,
-                  "</code>; %zu findings.</p>\n<table><tr><th>#</th><th>finding</th>"
+                  "; %zu findings.</p>\n<table><tr><th>#</th><th>finding</th>"
                   "<th>root cause</th><th>confidence</th><th>expected gain</th><th>risks</th>"
                   "<th>constraints</th></tr>\n",
                   a->n);
@@ -280,6 +314,13 @@ static void render_html(const struct cp_diagnosis *dg, const char *trace, enum c
         cp_buf_puts(b, "<p>Where: ONNX nodes <code>");
         cp_buf_markup(b, f->nodes_json);
         cp_buf_printf(b, "</code> (%.1f%% of the iteration).</p>\n", 100 * f->time_share);
+        if (f->history_runs > 0) {
+            char h[256];
+            fmt_history(f, h, sizeof h);
+            cp_buf_puts(b, "<p>History: ");
+            cp_buf_markup(b, h);
+            cp_buf_puts(b, "</p>\n");
+        }
         if (w) {
             char m[600];
             fmt_measured(&w[i], t, m, sizeof m);
@@ -352,7 +393,7 @@ static json_t *measured_json(const struct cp_whatif *w, size_t n)
 }
 
 static json_t *report_json(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                           const char *constraints, const struct cp_whatif *w)
+                           const char *constraints, const struct cp_whatif *w, const char *history)
 {
     json_t *j = json_object(), *cmds = json_array();
     bool ok = j && cmds;
@@ -378,6 +419,7 @@ static json_t *report_json(const struct cp_diagnosis *dg, const char *trace, enu
          cp_json_set_int(j, "run", dg->run.run_id) &&
          cp_json_set_str(j, "target", cp_target_name(t)) &&
          cp_json_set_str(j, "constraints", constraints ? constraints : "") &&
+         cp_json_set(j, "knowledge_base", history ? cp_json_str(history) : json_null()) &&
          cp_json_set(j, "findings", cp_analysis_to_json(&dg->analysis)) &&
          cp_json_set(j, "measured", w ? measured_json(w, dg->analysis.n) : json_null());
     if (ok) {
@@ -409,13 +451,13 @@ enum report_format { MD, JSON, HTML };
 /* Write the report to `out` (stdout when NULL). 0, or the exit code after
  * saying what failed. */
 static int write_report(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                        const char *constraints, const struct cp_whatif *w, enum report_format fmt,
-                        const char *out)
+                        const char *constraints, const struct cp_whatif *w, const char *history,
+                        enum report_format fmt, const char *out)
 {
     struct cp_diag d;
     cp_diag_init(&d);
     if (fmt == JSON) {
-        json_t *j = report_json(dg, trace, t, constraints, w);
+        json_t *j = report_json(dg, trace, t, constraints, w, history);
         int rc;
         if (!out)
             rc = cp_out_json(j, "suggest");
@@ -433,9 +475,9 @@ static int write_report(const struct cp_diagnosis *dg, const char *trace, enum c
     struct cp_buf b;
     cp_buf_init(&b);
     if (fmt == HTML)
-        render_html(dg, trace, t, constraints, w, &b);
+        render_html(dg, trace, t, constraints, w, history, &b);
     else
-        render_md(dg, trace, t, constraints, w, &b);
+        render_md(dg, trace, t, constraints, w, history, &b);
     int rc = 0;
     if (cp_buf_status(&b) != CP_OK) {
         cp_cli_error("suggest", "out of memory");
@@ -502,6 +544,15 @@ int cp_cmd_suggest(int argc, char **argv)
         cp_diagnosis_release(&dg);
         return cp_status_exit_code(d.status);
     }
+    char history[1400];
+    bool use_history = !cp_args_has(&args, OPT_NO_HISTORY);
+    if (use_history &&
+        cp_tune_history_refine(&dg.analysis, dg.run.model_path, cp_args_get(&args, CP_SO_KB),
+                               history, sizeof history, &d) != CP_OK) {
+        cp_cli_error("suggest", d.msg);
+        cp_diagnosis_release(&dg);
+        return cp_status_exit_code(d.status);
+    }
     struct cp_whatif *w = NULL;
     if (cp_args_has(&args, OPT_MEASURE)) {
         struct cp_whatif_opts wo;
@@ -515,7 +566,8 @@ int cp_cmd_suggest(int argc, char **argv)
             return cp_status_exit_code(d.status);
         }
     }
-    int rc = write_report(&dg, trace, o.analysis.target, ctext, w, fmt, out);
+    int rc = write_report(&dg, trace, o.analysis.target, ctext, w, use_history ? history : NULL,
+                          fmt, out);
     free(w);
     if (rc == 0 && out) {
         static const char *const names[] = {"markdown", "json", "html"};

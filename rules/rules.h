@@ -109,6 +109,14 @@ struct cp_finding {
     bool violates;              /* a risk breaks a constraint */
     char *violation;            /* why, "" when none */
     bool unclassified;          /* the "unclassified hotspot" finding */
+    /* The knowledge base's record, when one refined the gain
+     * (tuner/tuner.h, cp_tune_history_refine): the rule's measured gains
+     * on similar models on this hardware. history_runs 0: none; then gain
+     * is the rule's own prior. */
+    int history_runs;
+    double history_gain;       /* their similarity-weighted mean */
+    double history_similarity; /* of the most similar model */
+    double prior_gain;         /* the rule's gain before refinement */
 };
 
 struct cp_analysis {
@@ -144,10 +152,17 @@ void cp_rules_skeleton(const struct cp_finding *f, const struct cp_features *fea
 /* The findings as a JSON array (core/json.h), best first: rank, rule,
  * bottleneck_type, root_cause, title, confidence, score, time_share,
  * expected_gain, nodes, kernels, change, risks, violates_constraints,
- * violation, missing_features, evidence, unclassified; a number that is
+ * violation, missing_features, evidence, unclassified, and history
+ * ({runs, mean_gain, similarity, prior_gain}) when the knowledge base
+ * refined the gain; a number that is
  * not finite is null. A new reference the caller releases with
  * json_decref; NULL when out of memory. */
 json_t *cp_analysis_to_json(const struct cp_analysis *a);
+
+/* Sort the findings as cp_rules_analyze does: constraint-respecting first,
+ * then by expected gain, then by score and rule name. For callers that
+ * changed the gains (the knowledge base's refinement). */
+void cp_analysis_sort(struct cp_analysis *a);
 
 /* ---- the whole diagnosis of one run, as analyze, suggest and the tuner
  * need it ------------------------------------------------------------------- */

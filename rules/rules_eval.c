@@ -711,8 +711,13 @@ enum cp_status cp_rules_analyze(const struct cp_rule_set *rs, const struct cp_fe
         cp_analysis_release(out);
         return st;
     }
-    if (out->n > 1) /* no findings: findings is NULL, which qsort must not get */
-        qsort(out->findings, out->n, sizeof *out->findings, cmp_finding);
+    cp_analysis_sort(out);
     merge_same_changes(out);
     return CP_OK;
+}
+
+void cp_analysis_sort(struct cp_analysis *a)
+{
+    if (a->n > 1) /* no findings: findings is NULL, which qsort must not get */
+        qsort(a->findings, a->n, sizeof *a->findings, cmp_finding);
 }

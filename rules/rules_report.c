@@ -61,6 +61,18 @@ static json_t *finding_json(const struct cp_finding *f, size_t rank)
         ok = cp_json_set(o, "risks", risks);
         risks = NULL;
     }
+    if (ok && f->history_runs > 0) {
+        json_t *h = json_object();
+        if (h && cp_json_set_int(h, "runs", f->history_runs) &&
+            cp_json_set_num(h, "mean_gain", f->history_gain) &&
+            cp_json_set_num(h, "similarity", f->history_similarity) &&
+            cp_json_set_num(h, "prior_gain", f->prior_gain))
+            ok = cp_json_set(o, "history", h); /* steals h */
+        else {
+            json_decref(h);
+            ok = false;
+        }
+    }
     ok = ok && cp_json_set_bool(o, "violates_constraints", f->violates) &&
          cp_json_set_str(o, "violation", f->violation) &&
          cp_json_set_str(o, "missing_features", f->missing) &&

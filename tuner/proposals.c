@@ -137,12 +137,9 @@ void cp_tune_propose_rules(struct cp_tune_ctx *c, struct cp_tune_proposals *ps,
         snprintf(source, sizeof source, "rule:%s", f->rule);
         /* the rule's measured record on similar models (similarity >= 0.5)
          * on this hardware, weighted by similarity; the prior counts once */
-        double mean = NAN, expected = f->gain, sim = 0;
-        int count = 0;
-        if (cp_kb_rule_history_near(c->kb, source, &c->fp, &c->hw, 0.5, &mean, &count, &sim, &d) ==
-                CP_OK &&
-            count > 0 && isfinite(mean))
-            expected = (f->gain + mean * count) / (1 + count);
+        struct cp_tune_rule_history h;
+        cp_tune_rule_history(c->kb, &c->fp, &c->hw, f->rule, f->gain, &h);
+        double expected = h.refined;
         char title[160];
         snprintf(title, sizeof title, "%s%s", f->violates ? "[risk breaks a constraint] " : "",
                  f->title);

@@ -511,6 +511,37 @@ enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_
 enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_whatif_opts *o,
                                        struct cp_whatif **out, struct cp_diag *d);
 
+/* ---- the rules' measured history (history.c) --------------------------------- */
+
+/* A rule's history counts on models at least this similar (knowledge/). */
+#define CP_TUNE_HISTORY_MIN_SIMILARITY 0.5
+
+/* What the knowledge base measured of a rule's change ("rule:NAME"
+ * candidates) on models similar to fp on hardware hw (NULL: any), and the
+ * prior refined by it: (prior + mean * runs) / (1 + runs), the prior
+ * counting as one measurement. runs 0 (no KB, no history, an error): the
+ * prior stands. */
+struct cp_tune_rule_history {
+    int runs;          /* measured candidates counted */
+    double mean;       /* their similarity-weighted mean gain; NaN: none */
+    double similarity; /* of the most similar model counted */
+    double refined;    /* the prior, refined */
+};
+void cp_tune_rule_history(struct cp_kb *kb, const struct cp_kb_fingerprint *fp,
+                          const struct cp_kb_hardware *hw, const char *rule, double prior,
+                          struct cp_tune_rule_history *h);
+
+/* Refine every finding's expected gain (and shift its interval) by its
+ * rule's history for the run's model (model_path, an .om or .onnx) on this
+ * hardware, record it in the finding (history_*, prior_gain), and rank the
+ * findings again. The knowledge base is kb_path, else the default; one
+ * that does not exist is not created, and a model that cannot be
+ * fingerprinted leaves the priors as they are: `note` says which happened.
+ * Errors: a knowledge base that cannot be opened. */
+enum cp_status cp_tune_history_refine(struct cp_analysis *a, const char *model_path,
+                                      const char *kb_path, char *note, size_t note_size,
+                                      struct cp_diag *d);
+
 /* ---- a model's fingerprint (fingerprint.c) ---------------------------------- */
 
 /* Fingerprint an ONNX file as the tuner does: import (no input shape
