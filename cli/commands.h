@@ -11,6 +11,7 @@ int cp_cmd_calibrate(int argc, char **argv);
 int cp_cmd_compare(int argc, char **argv);
 int cp_cmd_convert(int argc, char **argv);
 int cp_cmd_export(int argc, char **argv);
+int cp_cmd_import(int argc, char **argv);
 int cp_cmd_info(int argc, char **argv);
 int cp_cmd_kb(int argc, char **argv);
 int cp_cmd_run(int argc, char **argv);

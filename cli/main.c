@@ -24,6 +24,8 @@ static const struct command commands[] = {
      "compare two models' outputs on the same inputs: errors, precision_loss"},
     {"convert", cp_cmd_convert, "convert an ONNX model into a CPU offline model (.om), ATC flags"},
     {"export", cp_cmd_export, "export a trace store as Chrome trace JSON or folded stacks"},
+    {"import", cp_cmd_import,
+     "import a profile (Kineto, torch_npu, msprof, ONNX Runtime) into a trace store"},
     {"info", cp_cmd_info, "describe an .onnx or .om file: I/O, ops, parameters, FLOPs, config"},
     {"kb", cp_cmd_kb, "query, show and share the knowledge base: strategies, sessions, cards"},
     {"run", cp_cmd_run, "run a model once; inputs from .pb/.npy or seeded random; .npy out"},

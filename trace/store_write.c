@@ -560,3 +560,79 @@ enum cp_status cp_trace_store_add_counter_series(struct cp_trace_store *s, int64
     }
     return commit(s, what, d);
 }
+
+enum cp_status cp_trace_store_add_counters(struct cp_trace_store *s, int64_t run_id,
+                                           const struct cp_trace_counter_value *v, size_t n,
+                                           struct cp_diag *d)
+{
+    enum cp_status ret = check_run(s, run_id, d);
+    if (ret != CP_OK || n == 0)
+        return ret;
+    for (size_t i = 0; i < n; i++)
+        if (!v[i].name)
+            return cp_diag_set(d, CP_ERR_INVALID, "%s: counter %zu of %zu has no name", s->path, i,
+                               n);
+    const char *what = "adding counters";
+    sqlite3_stmt *st = NULL;
+    if ((ret = begin(s, what, d)) != CP_OK)
+        return ret;
+    ret = prepare(s,
+                  "INSERT INTO counters(run_id, iteration, name, value, ts_ns) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5)",
+                  &st, what, d);
+    if (ret != CP_OK) {
+        rollback(s);
+        return ret;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    for (size_t i = 0; i < n && ret == CP_OK; i++) {
+        sqlite3_bind_int(st, 2, v[i].iteration < 0 ? -1 : v[i].iteration);
+        sqlite3_bind_text(st, 3, v[i].name, -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 4, v[i].value);
+        sqlite3_bind_int64(st, 5, u64_to_db(v[i].ts_ns));
+        if (sqlite3_step(st) != SQLITE_DONE)
+            ret = cp_trace_store_db_error(s, d, what);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    if (ret != CP_OK) {
+        rollback(s);
+        return ret;
+    }
+    return commit(s, what, d);
+}
+
+/* ---- removing a run ---------------------------------------------------------- */
+
+enum cp_status cp_trace_store_delete_run(struct cp_trace_store *s, int64_t run_id,
+                                         struct cp_diag *d)
+{
+    enum cp_status ret = check_run(s, run_id, d);
+    if (ret != CP_OK)
+        return ret;
+    static const char *const sql[] = {
+        "DELETE FROM events WHERE run_id = ?1",
+        "DELETE FROM counters WHERE run_id = ?1",
+        "DELETE FROM samples WHERE run_id = ?1",
+        "DELETE FROM kernels WHERE run_id = ?1",
+        "DELETE FROM meta WHERE key GLOB 'run.' || ?1 || '.*'",
+        "DELETE FROM runs WHERE id = ?1",
+    };
+    const char *what = "removing a run";
+    if ((ret = begin(s, what, d)) != CP_OK)
+        return ret;
+    for (size_t i = 0; i < sizeof sql / sizeof *sql && ret == CP_OK; i++) {
+        sqlite3_stmt *st = NULL;
+        if ((ret = prepare(s, sql[i], &st, what, d)) != CP_OK)
+            break;
+        sqlite3_bind_int64(st, 1, run_id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            ret = cp_trace_store_db_error(s, d, what);
+        sqlite3_finalize(st);
+    }
+    if (ret != CP_OK) {
+        rollback(s);
+        return ret;
+    }
+    return commit(s, what, d);
+}

@@ -254,6 +254,26 @@ enum cp_status cp_trace_store_add_counter_series(struct cp_trace_store *s, int64
                                                  const char *name, int32_t first_iteration,
                                                  const double *v, size_t n, struct cp_diag *d);
 
+/* One counter value of a batch (cp_trace_store_add_counters). */
+struct cp_trace_counter_value {
+    int32_t iteration; /* -1: the whole run */
+    const char *name;
+    double value;
+    uint64_t ts_ns; /* 0: no time */
+};
+
+/* Many counters in one transaction (an importer's thousands). */
+enum cp_status cp_trace_store_add_counters(struct cp_trace_store *s, int64_t run_id,
+                                           const struct cp_trace_counter_value *v, size_t n,
+                                           struct cp_diag *d);
+
+/* Remove run `run_id` and everything stored of it (events, counters,
+ * samples, kernels, and the meta keys "run.<run_id>.*" that describe one
+ * run), in one transaction: what an import that failed part
+ * way does, so that no partial run presents itself as complete. */
+enum cp_status cp_trace_store_delete_run(struct cp_trace_store *s, int64_t run_id,
+                                         struct cp_diag *d);
+
 /* Read back the latency samples of a run (or of the last run when run_id
  * < 0), in iteration order. A run without samples gives *n = 0 and
  * *ns = NULL. OUT: *ns (caller frees), *n, and optionally *used_run (may be

@@ -556,6 +556,10 @@ static bool alternated(const struct cp_validate_side *b, const struct cp_validat
  * has none (an .onnx run unconverted), the model file's name does. */
 static bool same_model(const struct cp_run_metrics *a, const struct cp_run_metrics *b)
 {
+    /* an imported profile names its file, not a model: two profiles of one
+     * workload have different names (torch_npu stamps the time in them) */
+    if ((a->kind && strcmp(a->kind, "import") == 0) || (b->kind && strcmp(b->kind, "import") == 0))
+        return true;
     if (a->model_hash[0] && b->model_hash[0])
         return strcmp(a->model_hash, b->model_hash) == 0;
     const char *na = strrchr(a->model_path, '/'), *nb = strrchr(b->model_path, '/');

@@ -1,0 +1,741 @@
+#define _GNU_SOURCE /* memrchr */
+/* The Chrome trace-event dialects onto the trace's layers (docs/import.md).
+ *
+ * Two passes over the file. The first finds what the second needs before
+ * it writes anything: the process names (torch_npu names its device track
+ * "Ascend Hardware"), the steps (ProfilerStep#N, ONNX Runtime's model_run),
+ * the earliest time (the run's zero) and the dialect. The second maps each
+ * event to a layer, stamps it with its step and writes it. */
+#include "import/import_internal.h"
+#include "core/json.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct step {
+    int64_t start, end; /* ns, absolute as in the file */
+    int64_t number;     /* N of ProfilerStep#N; the index for model_run */
+};
+
+struct votes {
+    size_t kineto, ascend, ort;
+};
+
+/* The phase as one character, 0 when it is not one. */
+static char phase(const struct cp_imp_event *e)
+{
+    return e->ph.s && e->ph.len == 1 ? e->ph.s[0] : 0;
+}
+
+/* ---- the first pass ---------------------------------------------------------------- */
+
+struct scan {
+    struct cp_imp_pool pool;
+    struct cp_strmap pname; /* pid text -> index into pool: its process_name */
+    struct step *steps;
+    size_t n_steps, cap_steps;
+    bool steps_are_model_run;
+    int64_t min_ts, max_end;
+    bool have_ts;
+    struct votes v;
+    bool top_object; /* traceEvents, deviceProperties, schemaVersion, ... */
+    size_t metadata;
+    bool string_ts;
+};
+
+static bool has_prefix(const struct cp_imp_val *v, const char *p)
+{
+    size_t n = strlen(p);
+    return v->s && v->len >= n && memcmp(v->s, p, n) == 0;
+}
+
+static bool has_suffix(const struct cp_imp_val *v, const char *p)
+{
+    size_t n = strlen(p);
+    return v->s && v->len >= n && memcmp(v->s + v->len - n, p, n) == 0;
+}
+
+/* "ProfilerStep#12" -> 12 */
+static bool profiler_step(const struct cp_imp_val *name, int64_t *n)
+{
+    if (!has_prefix(name, "ProfilerStep#") || name->len == 13 || name->len > 13 + 18)
+        return false;
+    int64_t x = 0;
+    for (size_t i = 13; i < name->len; i++) {
+        if (!isdigit((unsigned char)name->s[i]))
+            return false;
+        x = x * 10 + (name->s[i] - '0');
+    }
+    *n = x;
+    return true;
+}
+
+static void vote(struct votes *v, const struct cp_imp_event *e)
+{
+    static const char *const kineto[] = {"kernel", "cuda_runtime",    "cuda_driver",
+                                         "cpu_op", "gpu_memcpy",      "gpu_memset",
+                                         "ac2g",   "python_function", "user_annotation"};
+    for (size_t i = 0; i < sizeof kineto / sizeof *kineto; i++)
+        if (cp_imp_val_is(&e->cat, kineto[i]))
+            v->kineto++;
+    if (cp_imp_val_is(&e->cat, "Node") || cp_imp_val_is(&e->cat, "Session") ||
+        cp_imp_val_is(&e->cat, "Api"))
+        v->ort++;
+    if (e->ts.s && !e->ts.number)
+        v->ascend++; /* torch_npu and msprof write ts as a string */
+}
+
+static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct cp_diag *d)
+{
+    struct scan *s = u;
+    vote(&s->v, e);
+    char ph = phase(e);
+    if (ph == 'M') {
+        s->metadata++;
+        const struct cp_imp_val *nm = cp_imp_arg(e, "name");
+        if (cp_imp_val_is(&e->name, "process_name") && nm && nm->s && e->pid.s &&
+            cp_strmap_get(&s->pname, e->pid.s, e->pid.len, -1) < 0) {
+            const char *key = cp_imp_pool_add(&s->pool, e->pid.s, e->pid.len);
+            const char *val = cp_imp_pool_add(&s->pool, nm->s, nm->len);
+            if (!key || !val ||
+                cp_strmap_add(&s->pname, key, e->pid.len, (int64_t)s->pool.n - 1, NULL, NULL) !=
+                    CP_OK)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            if (cp_imp_val_is(nm, "Ascend Hardware") || cp_imp_val_is(nm, "CANN"))
+                s->v.ascend += 1000;
+        }
+        return CP_OK;
+    }
+    int64_t ts;
+    if (!e->ts.s || !cp_imp_us_to_ns(&e->ts, &ts))
+        return CP_OK;
+    if (!e->ts.number)
+        s->string_ts = true;
+    int64_t dur = 0;
+    if (e->dur.s && !cp_imp_us_to_ns(&e->dur, &dur))
+        dur = 0;
+    if (!s->have_ts || ts < s->min_ts)
+        s->min_ts = ts;
+    if (!s->have_ts || ts + dur > s->max_end)
+        s->max_end = ts + dur;
+    s->have_ts = true;
+    int64_t n;
+    bool step = ph == 'X' && profiler_step(&e->name, &n);
+    bool run =
+        ph == 'X' && cp_imp_val_is(&e->name, "model_run") && cp_imp_val_is(&e->cat, "Session");
+    if (step || run) {
+        if (s->n_steps == s->cap_steps) {
+            size_t nc = s->cap_steps ? s->cap_steps * 2 : 64;
+            struct step *g = cp_realloc_array(s->steps, nc, sizeof *g);
+            if (!g)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            s->steps = g;
+            s->cap_steps = nc;
+        }
+        s->steps[s->n_steps++] = (struct step){ts, ts + (dur > 0 ? dur : 0), step ? n : -1};
+        if (run)
+            s->steps_are_model_run = true;
+    }
+    return CP_OK;
+}
+
+static enum cp_status scan_top(void *u, const char *key, const struct cp_imp_val *v,
+                               struct cp_diag *d)
+{
+    (void)v;
+    (void)d;
+    struct scan *s = u;
+    if (strcmp(key, "schemaVersion") == 0 || strncmp(key, "deviceProperties", 16) == 0 ||
+        strncmp(key, "distributedInfo", 15) == 0 || strcmp(key, "displayTimeUnit") == 0)
+        s->top_object = true;
+    return CP_OK;
+}
+
+static int cmp_step(const void *pa, const void *pb)
+{
+    const struct step *a = pa, *b = pb;
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* ---- the second pass ----------------------------------------------------------------- */
+
+/* An open B event of one thread. */
+struct open_b {
+    int64_t ts;
+    char *name;
+    int thread;
+    enum cp_trace_layer layer;
+    int32_t kernel;
+};
+
+struct write {
+    const struct scan *s;
+    struct cp_imp_sink *k;
+    struct cp_import_result *r;
+    enum cp_import_format format;
+    /* device arguments per (iteration, key) */
+    struct cp_imp_pool pool;
+    struct cp_strmap acc_ix;
+    struct arg_acc *acc;
+    size_t n_acc, cap_acc;
+    /* B/E pairs: a stack per thread */
+    struct open_b **stack;
+    size_t *depth, *cap;
+    size_t n_threads;
+};
+
+/* The step an event starting at ts (absolute ns) belongs to: the one
+ * whose interval holds it; for device work, which runs after the host
+ * launched it, also the last step begun before it when it starts within
+ * that step's length after its end. -1 before the first step or in a gap. */
+static int32_t step_of(const struct scan *s, int64_t ts, bool device)
+{
+    if (s->n_steps == 0)
+        return 0; /* the whole profile is one iteration */
+    size_t lo = 0, hi = s->n_steps;
+    while (lo < hi) { /* the first step starting after ts */
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->steps[mid].start <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const struct step *st = &s->steps[lo - 1];
+    if (ts < st->end)
+        return (int32_t)(lo - 1);
+    if (device && ts < st->end + (st->end - st->start))
+        return (int32_t)(lo - 1);
+    return -1;
+}
+
+static const char *process_name(const struct scan *s, const struct cp_imp_val *pid)
+{
+    if (!pid->s)
+        return NULL;
+    int64_t i = cp_strmap_get(&s->pname, pid->s, pid->len, -1);
+    return i >= 0 ? s->pool.s[i] : NULL;
+}
+
+static bool cat_is(const struct cp_imp_val *cat, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (cat->s && cat->len == strlen(names[i]) && strncasecmp(cat->s, names[i], cat->len) == 0)
+            return true;
+    return false;
+}
+
+/* torch_npu's kernel names: "aclnnMatmul_MatMulCommon_MatMulV2" names its
+ * op last, "trans_TransData_0" in the middle before an index. */
+static void ascend_op_type(const struct cp_imp_val *name, char *out, size_t n)
+{
+    const char *s = name->s;
+    size_t len = name->len;
+    size_t parts = 1;
+    for (size_t i = 0; i < len; i++)
+        parts += s[i] == '_';
+    const char *last = memrchr(s, '_', len);
+    if (parts >= 3 && last) {
+        size_t tail = len - (size_t)(last - s) - 1;
+        bool index = tail > 0;
+        for (size_t i = 0; i < tail; i++)
+            index = index && isdigit((unsigned char)last[1 + i]);
+        if (index) { /* the part before the index */
+            const char *prev = memrchr(s, '_', (size_t)(last - s));
+            if (prev) {
+                snprintf(out, n, "%.*s", (int)(last - prev - 1), prev + 1);
+                return;
+            }
+        } else {
+            snprintf(out, n, "%.*s", (int)tail, last + 1);
+            return;
+        }
+    }
+    snprintf(out, n, "%.*s", (int)(len > 200 ? 200 : len), s);
+}
+
+/* Where an interval goes: its layer, and for device work its kernel's
+ * name, op type and implementation. false: skipped (*why says why). */
+struct placed {
+    enum cp_trace_layer layer;
+    const char *kname;
+    size_t klen;
+    char op_type[256];
+    char impl[128];
+    char origins[600];
+};
+
+static bool place(const struct write *w, const struct cp_imp_event *e, struct placed *p,
+                  enum cp_import_skip *why)
+{
+    static const char *const device_cats[] = {"kernel", "gpu_memcpy", "gpu_memset",
+                                              "memcpy", "memset",     "Kernel"};
+    static const char *const runtime_cats[] = {"cuda_runtime", "cuda_driver", "runtime",
+                                               "cuda_sync", "mtia_runtime"};
+    memset(p, 0, sizeof *p);
+    p->layer = CP_LAYER_APP;
+    p->kname = e->name.s ? e->name.s : "";
+    p->klen = e->name.s ? e->name.len : 0;
+    if (w->format == CP_IMPORT_ORT) {
+        if (cp_imp_val_is(&e->cat, "Node")) {
+            if (has_suffix(&e->name, "_fence_before") || has_suffix(&e->name, "_fence_after")) {
+                *why = CP_SKIP_FENCE;
+                return false;
+            }
+            p->layer = CP_LAYER_DEVICE;
+            if (has_suffix(&e->name, "_kernel_time"))
+                p->klen -= strlen("_kernel_time");
+            const struct cp_imp_val *op = cp_imp_arg(e, "op_name");
+            const struct cp_imp_val *prov = cp_imp_arg(e, "provider");
+            snprintf(p->op_type, sizeof p->op_type, "%.*s", op && op->s ? (int)op->len : 1,
+                     op && op->s ? op->s : "?");
+            if (prov && prov->s)
+                snprintf(p->impl, sizeof p->impl, "%.*s", (int)prov->len, prov->s);
+            /* the node is the ONNX node: its own origin */
+            json_t *a = json_array();
+            if (a && json_array_append_new(a, cp_json_strn(p->kname, p->klen)) == 0) {
+                char *t = json_dumps(a, JSON_COMPACT);
+                if (t && strlen(t) < sizeof p->origins)
+                    memcpy(p->origins, t, strlen(t) + 1);
+                free(t);
+            }
+            json_decref(a);
+            return true;
+        }
+        if (cp_imp_val_is(&e->cat, "Kernel")) {
+            p->layer = CP_LAYER_DEVICE;
+            snprintf(p->op_type, sizeof p->op_type, "kernel");
+            return true;
+        }
+        if (cp_imp_val_is(&e->cat, "Session") && !cp_imp_val_is(&e->name, "model_run"))
+            p->layer = CP_LAYER_RUNTIME;
+        else if (cp_imp_val_is(&e->cat, "Api"))
+            p->layer = CP_LAYER_RUNTIME;
+        return true;
+    }
+    if (w->format == CP_IMPORT_ASCEND) {
+        const char *pn = process_name(w->s, &e->pid);
+        if (pn && strcmp(pn, "Overlap Analysis") == 0) {
+            *why = CP_SKIP_DERIVED;
+            return false;
+        }
+        if (pn && (strcmp(pn, "Ascend Hardware") == 0 || strcmp(pn, "HCCL") == 0)) {
+            p->layer = CP_LAYER_DEVICE;
+            const struct cp_imp_val *tt = cp_imp_arg(e, "Task Type");
+            if (strcmp(pn, "HCCL") == 0)
+                snprintf(p->op_type, sizeof p->op_type, "HCCL");
+            else
+                ascend_op_type(&e->name, p->op_type, sizeof p->op_type);
+            if (tt && tt->s)
+                snprintf(p->impl, sizeof p->impl, "%.*s", (int)tt->len, tt->s);
+            return true;
+        }
+        if (pn && strcmp(pn, "CANN") == 0)
+            p->layer = CP_LAYER_RUNTIME;
+        return true;
+    }
+    /* Kineto, and Chrome traces in general */
+    if (cat_is(&e->cat, device_cats, sizeof device_cats / sizeof *device_cats)) {
+        p->layer = CP_LAYER_DEVICE;
+        const char *c =
+            cat_is(&e->cat, device_cats + 1, 1) || cat_is(&e->cat, device_cats + 3, 1)   ? "Memcpy"
+            : cat_is(&e->cat, device_cats + 2, 1) || cat_is(&e->cat, device_cats + 4, 1) ? "Memset"
+                                                                                         : "Kernel";
+        snprintf(p->op_type, sizeof p->op_type, "%s", c);
+        return true;
+    }
+    if (cat_is(&e->cat, runtime_cats, sizeof runtime_cats / sizeof *runtime_cats))
+        p->layer = CP_LAYER_RUNTIME;
+    return true;
+}
+
+/* Keys of device arguments that are identities, not measurements. */
+static bool id_like(const char *key)
+{
+    static const char *const ids[] = {
+        "External id", "external id",     "correlation",   "Record function id",
+        "Ev Idx",      "Sequence number", "connection_id", "Task Id",
+        "Model Id",    "Batch Id",        "Subtask Id",    "Physic Stream Id",
+        "stream",      "device",          "context",       "queued",
+        "node_index",  "exec_plan_index", "graph_index",   "Fwd thread id",
+        "Python id",   "Python parent id"};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        if (strcmp(key, ids[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A device argument summed up over one iteration: sizes add up, the rest
+ * (occupancy, blocks per SM, pipe ratios) are means weighted by the
+ * events' durations, as profilers' own summaries weigh them. */
+struct arg_acc {
+    int32_t iteration;
+    const char *key; /* pool */
+    bool additive;
+    double sum, weight;
+};
+
+static bool additive_key(const char *key)
+{
+    size_t n = strlen(key);
+    return strstr(key, "bytes") != NULL || (n > 5 && strcmp(key + n - 5, "_size") == 0) ||
+           strcmp(key, "size(Byte)") == 0;
+}
+
+static enum cp_status device_counters(struct write *w, const struct cp_imp_event *e,
+                                      int32_t iteration, int64_t dur, struct cp_diag *d)
+{
+    double weight = dur > 0 ? (double)dur : 1.0;
+    for (size_t i = 0; i < e->n_args; i++) {
+        double x;
+        if (id_like(e->args[i].key) || !cp_imp_val_num(&e->args[i].v, &x))
+            continue;
+        char key[200];
+        int kl = snprintf(key, sizeof key, "%d\x1f%s", iteration, e->args[i].key);
+        if (kl < 0 || (size_t)kl >= sizeof key)
+            continue;
+        int64_t at = cp_strmap_get(&w->acc_ix, key, (size_t)kl, -1);
+        if (at < 0) {
+            if (w->n_acc == w->cap_acc) {
+                size_t nc = w->cap_acc ? w->cap_acc * 2 : 64;
+                struct arg_acc *g = cp_realloc_array(w->acc, nc, sizeof *g);
+                if (!g)
+                    return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+                w->acc = g;
+                w->cap_acc = nc;
+            }
+            const char *k = cp_imp_pool_add(&w->pool, key, (size_t)kl);
+            if (!k ||
+                cp_strmap_add(&w->acc_ix, k, (size_t)kl, (int64_t)w->n_acc, NULL, NULL) != CP_OK)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            const char *name = strchr(k, '\x1f') + 1;
+            w->acc[w->n_acc] = (struct arg_acc){iteration, name, additive_key(name), 0, 0};
+            at = (int64_t)w->n_acc++;
+        }
+        struct arg_acc *a = &w->acc[at];
+        if (a->additive) {
+            a->sum += x;
+        } else {
+            a->sum += x * weight;
+            a->weight += weight;
+        }
+    }
+    return CP_OK;
+}
+
+static enum cp_status flush_arg_counters(struct write *w, struct cp_diag *d)
+{
+    for (size_t i = 0; i < w->n_acc; i++) {
+        const struct arg_acc *a = &w->acc[i];
+        char name[220];
+        snprintf(name, sizeof name, "arg.%s", a->key);
+        double v = a->additive ? a->sum : a->sum / a->weight;
+        enum cp_status st = cp_imp_sink_counter(w->k, a->iteration, name, v, 0, d);
+        if (st != CP_OK)
+            return st;
+    }
+    return CP_OK;
+}
+
+static enum cp_status interval(struct write *w, const struct cp_imp_event *e,
+                               const struct placed *p, int64_t ts, int64_t dur, int thread,
+                               struct cp_diag *d)
+{
+    const struct scan *s = w->s;
+    int64_t rel = ts - s->min_ts;
+    if (rel < 0)
+        rel = 0;
+    if (dur < 0)
+        dur = 0;
+    int32_t it = step_of(s, ts, p->layer == CP_LAYER_DEVICE);
+    int32_t kernel = -1;
+    enum cp_status st = CP_OK;
+    if (p->layer == CP_LAYER_DEVICE) {
+        st = cp_imp_sink_kernel(w->k, p->kname, p->klen, p->op_type[0] ? p->op_type : "Kernel",
+                                p->impl[0] ? p->impl : NULL, p->origins[0] ? p->origins : NULL,
+                                &kernel, d);
+        if (st == CP_OK)
+            st = device_counters(w, e, it, dur, d);
+    }
+    if (st == CP_OK)
+        st = cp_imp_sink_event(w->k, p->layer, e->name.s ? e->name.s : "",
+                               e->name.s ? e->name.len : 0, kernel, it, (uint64_t)rel,
+                               (uint64_t)(rel + dur), thread, d);
+    return st;
+}
+
+static enum cp_status grow_thread(struct write *w, int thread, struct cp_diag *d)
+{
+    size_t need = (size_t)thread + 1;
+    if (need <= w->n_threads)
+        return CP_OK;
+    struct open_b **st = cp_realloc_array(w->stack, need, sizeof *st);
+    if (!st)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    w->stack = st;
+    size_t *dp = cp_realloc_array(w->depth, need, sizeof *dp);
+    if (!dp)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    w->depth = dp;
+    size_t *cp = cp_realloc_array(w->cap, need, sizeof *cp);
+    if (!cp)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    w->cap = cp;
+    for (size_t i = w->n_threads; i < need; i++) {
+        w->stack[i] = NULL;
+        w->depth[i] = w->cap[i] = 0;
+    }
+    w->n_threads = need;
+    return CP_OK;
+}
+
+static enum cp_status begin_end(struct write *w, const struct cp_imp_event *e, bool begin,
+                                const struct placed *p, int64_t ts, int thread, struct cp_diag *d)
+{
+    enum cp_status st = grow_thread(w, thread, d);
+    if (st != CP_OK)
+        return st;
+    if (begin) {
+        if (w->depth[thread] == w->cap[thread]) {
+            size_t nc = w->cap[thread] ? w->cap[thread] * 2 : 8;
+            struct open_b *g = cp_realloc_array(w->stack[thread], nc, sizeof *g);
+            if (!g)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            w->stack[thread] = g;
+            w->cap[thread] = nc;
+        }
+        char *nm = malloc(e->name.len + 1);
+        if (!nm)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        memcpy(nm, e->name.s ? e->name.s : "", e->name.s ? e->name.len : 0);
+        nm[e->name.s ? e->name.len : 0] = '\0';
+        w->stack[thread][w->depth[thread]++] = (struct open_b){ts, nm, thread, p->layer, -1};
+        return CP_OK;
+    }
+    if (w->depth[thread] == 0) {
+        w->r->skipped[CP_SKIP_UNPAIRED]++;
+        return CP_OK;
+    }
+    struct open_b b = w->stack[thread][--w->depth[thread]];
+    struct cp_imp_event be = *e;
+    be.name = (struct cp_imp_val){b.name, strlen(b.name), false};
+    struct placed bp = *p;
+    bp.layer = b.layer;
+    bp.kname = b.name;
+    bp.klen = strlen(b.name);
+    st = interval(w, &be, &bp, b.ts, ts - b.ts, thread, d);
+    free(b.name);
+    return st;
+}
+
+static enum cp_status write_event(void *u, const struct cp_imp_event *e, struct cp_diag *d)
+{
+    struct write *w = u;
+    struct cp_import_result *r = w->r;
+    char ph = phase(e);
+    if (ph == 'M')
+        return CP_OK;
+    if (ph == 's' || ph == 't' || ph == 'f') {
+        r->skipped[CP_SKIP_FLOW]++;
+        return CP_OK;
+    }
+    if (ph == 'i' || ph == 'I' || ph == 'R') {
+        r->skipped[CP_SKIP_INSTANT]++;
+        return CP_OK;
+    }
+    bool x = ph == 'X', b = ph == 'B', en = ph == 'E', c = ph == 'C';
+    if (!x && !b && !en && !c) {
+        r->skipped[CP_SKIP_OTHER_PHASE]++;
+        return CP_OK;
+    }
+    int64_t ts;
+    if (!e->ts.s || !cp_imp_us_to_ns(&e->ts, &ts)) {
+        r->skipped[CP_SKIP_NO_TIME]++;
+        return CP_OK;
+    }
+    if (c) {
+        int64_t rel = ts - w->s->min_ts;
+        int32_t it = step_of(w->s, ts, false);
+        for (size_t i = 0; i < e->n_args; i++) {
+            double v;
+            if (!cp_imp_val_num(&e->args[i].v, &v))
+                continue;
+            char name[300];
+            snprintf(name, sizeof name, "%.*s.%s", e->name.s ? (int)e->name.len : 7,
+                     e->name.s ? e->name.s : "counter", e->args[i].key);
+            enum cp_status st =
+                cp_imp_sink_counter(w->k, it, name, v, rel > 0 ? (uint64_t)rel : 0, d);
+            if (st != CP_OK)
+                return st;
+        }
+        return CP_OK;
+    }
+    struct placed p;
+    enum cp_import_skip why = CP_SKIP_OTHER_PHASE;
+    if (!place(w, e, &p, &why)) {
+        r->skipped[why]++;
+        return CP_OK;
+    }
+    int thread = 0;
+    enum cp_status st = cp_imp_sink_thread(w->k, &e->pid, &e->tid, &thread, d);
+    if (st != CP_OK)
+        return st;
+    if (b || en)
+        return begin_end(w, e, b, &p, ts, thread, d);
+    int64_t dur = 0;
+    if (e->dur.s && !cp_imp_us_to_ns(&e->dur, &dur))
+        dur = 0;
+    return interval(w, e, &p, ts, dur, thread, d);
+}
+
+static enum cp_status write_top(void *u, const char *key, const struct cp_imp_val *v,
+                                struct cp_diag *d)
+{
+    struct write *w = u;
+    char val[256], k[200];
+    snprintf(val, sizeof val, "%.*s", (int)(v->len > 255 ? 255 : v->len), v->s);
+    snprintf(k, sizeof k, "profile.%s", key);
+    return cp_imp_sink_meta(w->k, k, val, d);
+}
+
+static void release_write(struct write *w)
+{
+    for (size_t t = 0; t < w->n_threads; t++) {
+        for (size_t i = 0; i < w->depth[t]; i++)
+            free(w->stack[t][i].name);
+        free(w->stack[t]);
+    }
+    free(w->stack);
+    free(w->depth);
+    free(w->cap);
+    free(w->acc);
+    cp_strmap_release(&w->acc_ix);
+    cp_imp_pool_release(&w->pool);
+}
+
+static enum cp_import_format decide(const struct scan *s)
+{
+    if (s->v.ascend > s->v.kineto && s->v.ascend >= s->v.ort)
+        return CP_IMPORT_ASCEND;
+    if (s->v.ort > s->v.kineto)
+        return CP_IMPORT_ORT;
+    if (s->v.kineto > 0 || s->top_object)
+        return CP_IMPORT_KINETO;
+    return CP_IMPORT_CHROME;
+}
+
+static enum cp_status record_summary(struct cp_imp_sink *k, const struct cp_import_result *r,
+                                     const struct cp_imp_read_info *info, struct cp_diag *d)
+{
+    json_t *j = json_object(), *sk = json_object();
+    bool ok = j && sk;
+    for (int i = 0; ok && i < CP_SKIP_N; i++)
+        ok = cp_json_set_int(sk, cp_import_skip_name((enum cp_import_skip)i),
+                             (int64_t)r->skipped[i]);
+    ok = ok && cp_json_set_str(j, "format", cp_import_format_name(r->format)) &&
+         cp_json_set_str(j, "source", r->source) &&
+         cp_json_set_int(j, "bytes", (int64_t)info->bytes) &&
+         cp_json_set_int(j, "application_events", (int64_t)r->events[0]) &&
+         cp_json_set_int(j, "runtime_events", (int64_t)r->events[1]) &&
+         cp_json_set_int(j, "device_events", (int64_t)r->events[2]) &&
+         cp_json_set_int(j, "control_bytes_repaired", (int64_t)info->control_bytes) &&
+         cp_json_set_str(j, "steps", r->step_source);
+    if (ok) {
+        ok = cp_json_set(j, "skipped", sk);
+        sk = NULL;
+    }
+    char *text = ok ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    json_decref(sk);
+    if (!text)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    enum cp_status st = cp_imp_sink_meta(k, "summary", text, d);
+    free(text);
+    return st;
+}
+
+enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format format,
+                             const char *trace_path, struct cp_import_result *r, struct cp_diag *d)
+{
+    struct scan s;
+    memset(&s, 0, sizeof s);
+    cp_strmap_init(&s.pname);
+    struct cp_imp_handler h1 = {scan_event, scan_top, &s};
+    struct cp_imp_read_info info;
+    enum cp_status st = cp_imp_read_chrome(src, &h1, &info, d);
+    if (st == CP_OK && !info.found_events)
+        st = cp_diag_set(d, CP_ERR_INVALID,
+                         "%s: JSON, but not a trace: neither an array of events nor an object "
+                         "with \"traceEvents\"",
+                         src->name);
+    if (st == CP_OK && !s.have_ts)
+        st = cp_diag_set(d, CP_ERR_INVALID, "%s: no event with a time (\"ts\") in %llu bytes",
+                         src->name, (unsigned long long)info.bytes);
+    struct cp_imp_sink k;
+    memset(&k, 0, sizeof k);
+    k.run = -1;
+    uint64_t *samples = NULL;
+    struct write w;
+    memset(&w, 0, sizeof w);
+    if (st != CP_OK)
+        goto out;
+    r->format = format == CP_IMPORT_AUTO ? decide(&s) : format;
+    r->metadata = s.metadata;
+    qsort(s.steps, s.n_steps, sizeof *s.steps, cmp_step);
+    /* model_run indexes; ProfilerStep keeps the profiler's numbers */
+    for (size_t i = 0; i < s.n_steps; i++)
+        if (s.steps[i].number < 0)
+            s.steps[i].number = (int64_t)i;
+    snprintf(r->step_source, sizeof r->step_source, "%s",
+             s.n_steps == 0          ? "window"
+             : s.steps_are_model_run ? "model_run"
+                                     : "ProfilerStep");
+    if ((st = cp_imp_sink_open(&k, trace_path, r->source, cp_import_format_name(r->format), r,
+                               d)) != CP_OK)
+        goto out;
+    w = (struct write){.s = &s, .k = &k, .r = r, .format = r->format};
+    struct cp_imp_handler h2 = {write_event, write_top, &w};
+    struct cp_imp_read_info info2;
+    if ((st = cp_imp_read_chrome(src, &h2, &info2, d)) != CP_OK)
+        goto out;
+    for (size_t t = 0; t < w.n_threads; t++)
+        r->skipped[CP_SKIP_UNPAIRED] += w.depth[t];
+    if ((st = flush_arg_counters(&w, d)) != CP_OK)
+        goto out;
+    /* the samples: each step's length; without steps, the whole window */
+    size_t n = s.n_steps ? s.n_steps : 1;
+    samples = cp_calloc(n, sizeof *samples);
+    if (!samples) {
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        samples[i] = s.n_steps ? (uint64_t)(s.steps[i].end - s.steps[i].start)
+                               : (uint64_t)(s.max_end - s.min_ts);
+    r->iterations = s.n_steps;
+    for (size_t i = 0; st == CP_OK && i < s.n_steps; i++)
+        st = cp_imp_sink_counter(&k, (int32_t)i, "step.number", (double)s.steps[i].number, 0, d);
+    char base[32];
+    snprintf(base, sizeof base, "%lld", (long long)s.min_ts);
+    if (st == CP_OK)
+        st = cp_imp_sink_meta(&k, "time_base_ns", base, d);
+    r->bytes = info2.bytes;
+    if (st == CP_OK)
+        st = record_summary(&k, r, &info2, d);
+    if (st == CP_OK)
+        st = cp_imp_sink_finish(&k, samples, n, d);
+out:
+    if (st != CP_OK)
+        cp_imp_sink_abort(&k);
+    release_write(&w);
+    free(samples);
+    free(s.steps);
+    cp_strmap_release(&s.pname);
+    cp_imp_pool_release(&s.pool);
+    return st;
+}

@@ -1,0 +1,145 @@
+/* Inside import/: the streaming reader of Chrome trace-event JSON
+ * (chrome_json.c), the writer of an imported run (sink.c) and the mapping
+ * of each dialect onto the trace's layers (chrome_import.c). */
+#ifndef CP_IMPORT_INTERNAL_H
+#define CP_IMPORT_INTERNAL_H
+
+#include "core/hashmap.h"
+#include "import/import.h"
+#include "trace/trace.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- where the bytes come from ------------------------------------------------ */
+
+/* A file (plain or gzip: zlib reads both) or a buffer in memory. */
+struct cp_imp_src {
+    const char *name; /* for messages */
+    const char *path; /* NULL: the buffer */
+    const void *data;
+    size_t size;
+};
+
+/* ---- one event of a Chrome trace ---------------------------------------------- */
+
+#define CP_IMP_MAX_ARGS 64
+
+/* A scalar as the file spelled it: numbers keep their digits (ids beyond
+ * 2^53, timestamps to the nanosecond), strings their text. */
+struct cp_imp_val {
+    const char *s; /* NULL: absent */
+    size_t len;
+    bool number; /* a JSON number (not a string holding one) */
+};
+
+struct cp_imp_arg {
+    const char *key;
+    struct cp_imp_val v;
+};
+
+struct cp_imp_event {
+    struct cp_imp_val name, cat, ph, ts, dur, pid, tid, id;
+    struct cp_imp_arg args[CP_IMP_MAX_ARGS];
+    size_t n_args;
+    size_t args_dropped; /* beyond CP_IMP_MAX_ARGS, or nested (arrays, objects) */
+    uint64_t offset;     /* the start of the chunk (1 MiB) the event ended in */
+    uint64_t index;      /* 0, 1, ... in file order */
+};
+
+/* Called for each complete event, and for each scalar of the top-level
+ * object outside traceEvents ("schemaVersion", "distributedInfo.rank",
+ * "deviceProperties.0.numSms"). A non-OK status stops the read with it. */
+struct cp_imp_handler {
+    enum cp_status (*event)(void *u, const struct cp_imp_event *e, struct cp_diag *d);
+    enum cp_status (*top)(void *u, const char *key, const struct cp_imp_val *v, struct cp_diag *d);
+    void *u;
+};
+
+/* What reading a file found, besides the events. */
+struct cp_imp_read_info {
+    uint64_t bytes;         /* read (decompressed) */
+    bool root_array;        /* the events are the top-level array */
+    bool found_events;      /* an events array was found */
+    uint64_t control_bytes; /* raw control characters inside strings, read as spaces */
+};
+
+/* Read the source once, calling h. Errors: I/O (CP_ERR_IO), JSON that is
+ * not well formed or ends early (CP_ERR_INVALID with the byte offset), or
+ * the handler's. */
+enum cp_status cp_imp_read_chrome(const struct cp_imp_src *src, const struct cp_imp_handler *h,
+                                  struct cp_imp_read_info *info, struct cp_diag *d);
+
+/* Helpers on values. */
+bool cp_imp_val_is(const struct cp_imp_val *v, const char *s);
+/* A time in microseconds ("1736408883688177.930", "1.5e3", "\t 12 ") as
+ * nanoseconds, rounded; false when it is not a number or out of range. */
+bool cp_imp_us_to_ns(const struct cp_imp_val *v, int64_t *ns);
+/* A number (or a string holding one) as a double; false otherwise. */
+bool cp_imp_val_num(const struct cp_imp_val *v, double *out);
+/* The value of args[key], or NULL. */
+const struct cp_imp_val *cp_imp_arg(const struct cp_imp_event *e, const char *key);
+
+/* ---- writing the run ------------------------------------------------------------ */
+
+/* Owned strings, for keys of a cp_strmap (which borrows them). */
+struct cp_imp_pool {
+    char **s;
+    size_t n, cap;
+};
+/* A copy of s[0..len) kept until cp_imp_pool_release; NULL on OOM. */
+const char *cp_imp_pool_add(struct cp_imp_pool *p, const char *s, size_t len);
+void cp_imp_pool_release(struct cp_imp_pool *p);
+
+struct cp_imp_sink {
+    struct cp_trace_store *store;
+    int64_t run;
+    struct cp_trace_recorder *rec;
+    struct cp_imp_pool pool;
+    struct cp_strmap kernel_ix; /* kernel name -> index */
+    struct cp_trace_kernel *kernels;
+    size_t n_kernels, cap_kernels;
+    struct cp_strmap thread_ix; /* "pid/tid" -> thread number */
+    size_t n_threads;
+    struct cp_strmap counter_ix; /* counter name -> its index in pool */
+    struct cp_trace_counter_value *counters;
+    size_t n_counters, cap_counters;
+    struct cp_import_result *r;
+};
+
+/* Open the store and begin a run of kind "import" for `source` in
+ * `format`. */
+enum cp_status cp_imp_sink_open(struct cp_imp_sink *k, const char *trace_path, const char *source,
+                                const char *format, struct cp_import_result *r, struct cp_diag *d);
+/* The kernel index of (name, op_type, impl, origins), added on first sight. */
+enum cp_status cp_imp_sink_kernel(struct cp_imp_sink *k, const char *name, size_t len,
+                                  const char *op_type, const char *impl, const char *origins,
+                                  int32_t *idx, struct cp_diag *d);
+/* The thread number of a (pid, tid) pair, numbered in order of first
+ * sight (0 .. 32767; beyond that they share the last). */
+enum cp_status cp_imp_sink_thread(struct cp_imp_sink *k, const struct cp_imp_val *pid,
+                                  const struct cp_imp_val *tid, int *thread, struct cp_diag *d);
+/* One interval. */
+enum cp_status cp_imp_sink_event(struct cp_imp_sink *k, enum cp_trace_layer layer, const char *name,
+                                 size_t len, int32_t kernel, int32_t iteration, uint64_t start_ns,
+                                 uint64_t end_ns, int thread, struct cp_diag *d);
+/* One counter value (the name is copied into the pool). */
+enum cp_status cp_imp_sink_counter(struct cp_imp_sink *k, int32_t iteration, const char *name,
+                                   double value, uint64_t ts_ns, struct cp_diag *d);
+/* Set the run's meta "run.<run>.import.<key>". */
+enum cp_status cp_imp_sink_meta(struct cp_imp_sink *k, const char *key, const char *value,
+                                struct cp_diag *d);
+/* Write what is buffered, the kernel table and the samples (one per
+ * iteration, in order), and close. */
+enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples, size_t n,
+                                  struct cp_diag *d);
+/* On failure: remove the run, close. Safe after finish (then a no-op). */
+void cp_imp_sink_abort(struct cp_imp_sink *k);
+
+/* ---- the Chrome dialects ------------------------------------------------------- */
+
+enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format format,
+                             const char *trace_path, struct cp_import_result *r, struct cp_diag *d);
+
+#endif

@@ -1,0 +1,265 @@
+/* Writing an imported run: events through a recorder flushed every
+ * FLUSH_EVENTS (so memory holds one batch, not the profile), the kernel
+ * table built on first sight of each kernel, threads numbered by
+ * (pid, tid), counters in batches, and the samples at the end. A failure
+ * removes the run (cp_imp_sink_abort). */
+#include "import/import_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FLUSH_EVENTS   65536
+#define FLUSH_COUNTERS 65536
+
+const char *cp_imp_pool_add(struct cp_imp_pool *p, const char *s, size_t len)
+{
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 256;
+        char **g = cp_realloc_array(p->s, nc, sizeof *g);
+        if (!g)
+            return NULL;
+        p->s = g;
+        p->cap = nc;
+    }
+    char *c = malloc(len + 1);
+    if (!c)
+        return NULL;
+    memcpy(c, s, len);
+    c[len] = '\0';
+    p->s[p->n++] = c;
+    return c;
+}
+
+void cp_imp_pool_release(struct cp_imp_pool *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        free(p->s[i]);
+    free(p->s);
+    memset(p, 0, sizeof *p);
+}
+
+enum cp_status cp_imp_sink_open(struct cp_imp_sink *k, const char *trace_path, const char *source,
+                                const char *format, struct cp_import_result *r, struct cp_diag *d)
+{
+    memset(k, 0, sizeof *k);
+    k->r = r;
+    k->run = -1;
+    cp_strmap_init(&k->kernel_ix);
+    cp_strmap_init(&k->thread_ix);
+    cp_strmap_init(&k->counter_ix);
+    k->rec = cp_trace_recorder_create(FLUSH_EVENTS);
+    if (!k->rec)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    enum cp_status st = cp_trace_store_open(trace_path, &k->store, d);
+    if (st == CP_OK)
+        st = cp_trace_store_set_host_meta(k->store, d);
+    struct cp_trace_run_info info = {
+        .kind = "import",
+        .model_path = source,
+        .target = format,
+    };
+    if (st == CP_OK)
+        st = cp_trace_store_begin_run(k->store, &info, &k->run, d);
+    if (st != CP_OK) {
+        cp_imp_sink_abort(k);
+        return st;
+    }
+    r->run_id = k->run;
+    return CP_OK;
+}
+
+enum cp_status cp_imp_sink_kernel(struct cp_imp_sink *k, const char *name, size_t len,
+                                  const char *op_type, const char *impl, const char *origins,
+                                  int32_t *idx, struct cp_diag *d)
+{
+    int64_t have = cp_strmap_get(&k->kernel_ix, name, len, -1);
+    if (have >= 0) {
+        *idx = (int32_t)have;
+        return CP_OK;
+    }
+    if (k->n_kernels >= INT32_MAX)
+        return cp_diag_set(d, CP_ERR_INVALID, "more than %d distinct kernels", INT32_MAX);
+    if (k->n_kernels == k->cap_kernels) {
+        size_t nc = k->cap_kernels ? k->cap_kernels * 2 : 64;
+        struct cp_trace_kernel *g = cp_realloc_array(k->kernels, nc, sizeof *g);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        k->kernels = g;
+        k->cap_kernels = nc;
+    }
+    const char *n = cp_imp_pool_add(&k->pool, name, len);
+    const char *op = cp_imp_pool_add(&k->pool, op_type, strlen(op_type));
+    const char *im = impl ? cp_imp_pool_add(&k->pool, impl, strlen(impl)) : NULL;
+    const char *org =
+        cp_imp_pool_add(&k->pool, origins ? origins : "[]", strlen(origins ? origins : "[]"));
+    if (!n || !op || (impl && !im) || !org ||
+        cp_strmap_add(&k->kernel_ix, n, len, (int64_t)k->n_kernels, NULL, NULL) != CP_OK)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    k->kernels[k->n_kernels] = (struct cp_trace_kernel){
+        .node = n, .op_type = op, .impl = im, .origins = org, .inputs = "[]", .outputs = "[]"};
+    *idx = (int32_t)k->n_kernels++;
+    return CP_OK;
+}
+
+enum cp_status cp_imp_sink_thread(struct cp_imp_sink *k, const struct cp_imp_val *pid,
+                                  const struct cp_imp_val *tid, int *thread, struct cp_diag *d)
+{
+    char key[160];
+    int n = snprintf(key, sizeof key, "%.*s/%.*s",
+                     pid->s ? (int)(pid->len > 70 ? 70 : pid->len) : 0, pid->s ? pid->s : "",
+                     tid->s ? (int)(tid->len > 70 ? 70 : tid->len) : 0, tid->s ? tid->s : "");
+    if (n < 0)
+        n = 0;
+    int64_t have = cp_strmap_get(&k->thread_ix, key, (size_t)n, -1);
+    if (have >= 0) {
+        *thread = (int)have;
+        return CP_OK;
+    }
+    int t = k->n_threads < 32767 ? (int)k->n_threads : 32767;
+    const char *kk = cp_imp_pool_add(&k->pool, key, (size_t)n);
+    if (!kk || cp_strmap_add(&k->thread_ix, kk, (size_t)n, t, NULL, NULL) != CP_OK)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    k->n_threads++;
+    *thread = t;
+    /* which (pid, tid) a thread number stands for */
+    char mk[64];
+    snprintf(mk, sizeof mk, "thread.%d", t);
+    return cp_imp_sink_meta(k, mk, kk, d);
+}
+
+static enum cp_status flush_events(struct cp_imp_sink *k, struct cp_diag *d)
+{
+    if (cp_trace_n_events(k->rec) == 0)
+        return CP_OK;
+    enum cp_status st = cp_trace_store_add_events(k->store, k->run, k->rec, d);
+    cp_trace_clear(k->rec);
+    return st;
+}
+
+static enum cp_status flush_counters(struct cp_imp_sink *k, struct cp_diag *d)
+{
+    if (k->n_counters == 0)
+        return CP_OK;
+    enum cp_status st =
+        cp_trace_store_add_counters(k->store, k->run, k->counters, k->n_counters, d);
+    k->r->counters += k->n_counters;
+    k->n_counters = 0;
+    return st;
+}
+
+enum cp_status cp_imp_sink_event(struct cp_imp_sink *k, enum cp_trace_layer layer, const char *name,
+                                 size_t len, int32_t kernel, int32_t iteration, uint64_t start_ns,
+                                 uint64_t end_ns, int thread, struct cp_diag *d)
+{
+    if (cp_trace_n_events(k->rec) >= FLUSH_EVENTS) {
+        enum cp_status st = flush_events(k, d);
+        if (st != CP_OK)
+            return st;
+    }
+    /* interned strings stay with the recorder across flushes; a name is
+     * interned by its text, so the copy below is made once per name */
+    char small[512];
+    char *tmp = len < sizeof small ? small : malloc(len + 1);
+    if (!tmp)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    memcpy(tmp, name, len);
+    tmp[len] = '\0';
+    int32_t id = cp_trace_intern(k->rec, tmp);
+    if (tmp != small)
+        free(tmp);
+    if (id < 0)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    size_t before = cp_trace_n_events(k->rec);
+    cp_trace_record(k->rec, layer, id, kernel, iteration, start_ns, end_ns, thread);
+    if (cp_trace_n_events(k->rec) == before)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory recording an event");
+    k->r->events[layer]++;
+    return CP_OK;
+}
+
+enum cp_status cp_imp_sink_counter(struct cp_imp_sink *k, int32_t iteration, const char *name,
+                                   double value, uint64_t ts_ns, struct cp_diag *d)
+{
+    if (k->n_counters == FLUSH_COUNTERS) {
+        enum cp_status st = flush_counters(k, d);
+        if (st != CP_OK)
+            return st;
+    }
+    if (k->n_counters == k->cap_counters) {
+        size_t nc = k->cap_counters ? k->cap_counters * 2 : 1024;
+        struct cp_trace_counter_value *g = cp_realloc_array(k->counters, nc, sizeof *g);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        k->counters = g;
+        k->cap_counters = nc;
+    }
+    /* counter names repeat: one copy of each */
+    size_t len = strlen(name);
+    int64_t at = cp_strmap_get(&k->counter_ix, name, len, -1);
+    const char *kept = at >= 0 ? k->pool.s[at] : cp_imp_pool_add(&k->pool, name, len);
+    if (!kept || (at < 0 && cp_strmap_add(&k->counter_ix, kept, len, (int64_t)k->pool.n - 1, NULL,
+                                          NULL) != CP_OK))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    k->counters[k->n_counters++] = (struct cp_trace_counter_value){
+        .iteration = iteration, .name = kept, .value = value, .ts_ns = ts_ns};
+    return CP_OK;
+}
+
+enum cp_status cp_imp_sink_meta(struct cp_imp_sink *k, const char *key, const char *value,
+                                struct cp_diag *d)
+{
+    char full[256];
+    snprintf(full, sizeof full, "run.%lld.import.%s", (long long)k->run, key);
+    return cp_trace_store_set_meta(k->store, full, value, d);
+}
+
+enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples, size_t n,
+                                  struct cp_diag *d)
+{
+    enum cp_status st = flush_events(k, d);
+    if (st == CP_OK)
+        st = flush_counters(k, d);
+    if (st == CP_OK && k->n_kernels)
+        st = cp_trace_store_add_kernels(k->store, k->run, k->kernels, k->n_kernels, d);
+    if (st == CP_OK && n)
+        st = cp_trace_store_add_samples(k->store, k->run, 0, samples, n, d);
+    if (st != CP_OK)
+        return st;
+    k->r->kernels = k->n_kernels;
+    cp_trace_store_close(k->store);
+    k->store = NULL;
+    cp_trace_recorder_free(k->rec);
+    k->rec = NULL;
+    cp_strmap_release(&k->kernel_ix);
+    cp_strmap_release(&k->thread_ix);
+    cp_strmap_release(&k->counter_ix);
+    cp_imp_pool_release(&k->pool);
+    free(k->kernels);
+    free(k->counters);
+    k->kernels = NULL;
+    k->counters = NULL;
+    return CP_OK;
+}
+
+void cp_imp_sink_abort(struct cp_imp_sink *k)
+{
+    if (k->store && k->run >= 0) {
+        struct cp_diag ignored;
+        cp_diag_init(&ignored);
+        (void)cp_trace_store_delete_run(k->store, k->run, &ignored);
+    }
+    cp_trace_store_close(k->store);
+    k->store = NULL;
+    cp_trace_recorder_free(k->rec);
+    k->rec = NULL;
+    cp_strmap_release(&k->kernel_ix);
+    cp_strmap_release(&k->thread_ix);
+    cp_strmap_release(&k->counter_ix);
+    cp_imp_pool_release(&k->pool);
+    free(k->kernels);
+    free(k->counters);
+    k->kernels = NULL;
+    k->counters = NULL;
+    k->run = -1;
+}

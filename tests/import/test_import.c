@@ -1,0 +1,402 @@
+/* `cannprof import` (import/import.h) on profiles written here from the
+ * documented formats (tests/import/fixtures, docs/import.md): each family
+ * lands on the right layers with its steps as iterations, its kernels and
+ * its counters; what is not imported is counted; the imported trace is
+ * analysed, exported and validated like a measured one; bad input exits 2
+ * naming the file and the byte, and leaves no run behind. */
+#include "core/core.h"
+#include "support/cli.h"
+#include "support/run.h"
+
+#include "cli/cli_test.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <zlib.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(import, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 300);
+
+static void mkdirs(const char *path)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_mkdir_p(path, 0755, &d), CP_OK, "%s", d.msg);
+}
+
+static char *fixture(const char *name)
+{
+    return cp_t_fmt("%s/tests/import/fixtures/%s", CP_SOURCE_DIR, name);
+}
+
+/* Import `profile` into `db`; the --json result. */
+static json_t *import_ok(const char *profile, const char *db)
+{
+    struct cp_run r;
+    cp_run_cli(&r, "import", profile, "-o", db, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "import %s: %s", profile, r.err);
+    json_t *j = ct_json(r.out);
+    cp_run_release(&r);
+    return j;
+}
+
+static int64_t num(json_t *j, const char *path)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s", path);
+    json_t *cur = j;
+    for (char *save = NULL, *t = strtok_r(p, ".", &save); t; t = strtok_r(NULL, ".", &save))
+        cur = json_object_get(cur, t);
+    cr_assert(json_is_integer(cur), "%s is not an integer", path);
+    return json_integer_value(cur);
+}
+
+static int64_t q_int(const char *db, const char *sql)
+{
+    sqlite3 *s = NULL;
+    cr_assert_eq(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(s));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+    return v;
+}
+
+static char *q_text(const char *db, const char *sql)
+{
+    sqlite3 *s = NULL;
+    cr_assert_eq(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(s));
+    char *v = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        v = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+    return v;
+}
+
+/* ---- the families ---------------------------------------------------------------- */
+
+static void expect_kineto(json_t *j, const char *db)
+{
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "kineto");
+    cr_expect_eq(num(j, "events_by_layer.application"), 4, "2 steps, aten::mm, aten::relu");
+    cr_expect_eq(num(j, "events_by_layer.runtime"), 2, "the two launches");
+    cr_expect_eq(num(j, "events_by_layer.device"), 5, "4 kernels and a memcpy");
+    cr_expect_eq(num(j, "kernels"), 4);
+    cr_expect_eq(num(j, "iterations"), 2);
+    cr_expect_eq(num(j, "skipped.flow"), 2);
+    cr_expect_eq(num(j, "skipped.instant"), 1);
+    /* the steps' lengths are the samples, in order */
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples WHERE iteration = 0"), 1000000);
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples WHERE iteration = 1"), 1500000);
+    /* the sgemm of step 8 ran inside it; the late kernel after the step's
+     * end, within the step's length: step 8's too */
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM events WHERE layer = 2 AND iteration = 1"), 3);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM events WHERE layer = 2 AND iteration = 0"), 2);
+    /* times from the earliest event, to the nanosecond */
+    cr_expect_eq(q_int(db, "SELECT e.dur_ns FROM events e JOIN strings s ON s.id = e.name_id "
+                           "WHERE s.value = 'cudaLaunchKernel' AND e.iteration = 0"),
+                 5250);
+    cr_expect_eq(q_int(db, "SELECT min(e.start_ns) FROM events e JOIN strings s ON "
+                           "s.id = e.name_id WHERE s.value = 'ampere_sgemm_64x64_nn'"),
+                 200000);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE op_type = 'Memcpy'"), 1);
+    /* a device argument that measures something is a counter per step
+     * (weighted by the kernels' durations; sizes summed); ids are not */
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name = 'arg.blocks per SM'"), 2);
+    cr_expect_eq(q_int(db, "SELECT CAST(round(value * 1e6) AS INTEGER) FROM counters WHERE name "
+                           "= 'arg.blocks per SM' AND iteration = 1"),
+                 (int64_t)llround((0.25 * 200 + 1.5 * 200.5) / 400.5 * 1e6));
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'arg.bytes'"), 1048576);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name = 'arg.correlation'"), 0);
+    char *numsms = q_text(db, "SELECT value FROM meta WHERE key = "
+                              "'run.1.import.profile.deviceProperties.0.numSms'");
+    cr_expect_str_eq(numsms ? numsms : "(none)", "108");
+    free(numsms);
+}
+
+Test(import, a_kineto_trace_lands_on_three_layers_with_its_steps)
+{
+    char *f = fixture("kineto_gpu.json"), *db = cp_t_path("k.db");
+    json_t *j = import_ok(f, db);
+    expect_kineto(j, db);
+    json_decref(j);
+    free(db);
+    free(f);
+}
+
+/* The same trace gzip-compressed reads the same. */
+Test(import, a_gzipped_kineto_trace_reads_the_same)
+{
+    char *f = fixture("kineto_gpu.json"), *gzp = cp_t_path("kineto_gpu.json.gz"),
+         *db = cp_t_path("kz.db");
+    char *text = ct_read_text(f);
+    gzFile gz = gzopen(gzp, "wb");
+    cr_assert_not_null(gz);
+    cr_assert_eq(gzwrite(gz, text, (unsigned)strlen(text)), (int)strlen(text));
+    cr_assert_eq(gzclose(gz), Z_OK);
+    json_t *j = import_ok(gzp, db);
+    expect_kineto(j, db);
+    cr_expect_eq(num(j, "bytes"), (int64_t)strlen(text), "the decompressed size");
+    json_decref(j);
+    free(text);
+    free(db);
+    free(gzp);
+    free(f);
+}
+
+Test(import, a_torch_npu_trace_view_with_string_timestamps)
+{
+    char *dir = cp_t_path("rank0_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    char *src = fixture("trace_view.json"), *dst = cp_t_fmt("%s/trace_view.json", out);
+    char *text = ct_read_text(src);
+    ct_write_text(dst, text);
+    char *db = cp_t_path("npu.db");
+    /* the run folder is enough: its trace_view.json is found */
+    json_t *j = import_ok(dir, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ascend");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "source")), dst);
+    cr_expect_eq(num(j, "events_by_layer.application"), 3);
+    cr_expect_eq(num(j, "events_by_layer.runtime"), 1, "the CANN call");
+    cr_expect_eq(num(j, "events_by_layer.device"), 3);
+    cr_expect_eq(num(j, "kernels"), 2);
+    cr_expect_eq(num(j, "iterations"), 2);
+    cr_expect_eq(num(j, "skipped.derived"), 1, "Overlap Analysis is derived");
+    cr_expect_eq(num(j, "skipped.flow"), 2, "flows with ids beyond 2^53");
+    /* "dur":"1500.000\t": a string with a tab, read as 1.5 ms */
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples WHERE iteration = 1"), 1500000);
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples WHERE iteration = 0"), 2000000);
+    /* 1736408883688400.500 - 1736408883688177.930 us, exactly */
+    cr_expect_eq(q_int(db, "SELECT e.start_ns FROM events e JOIN strings s ON s.id = e.name_id "
+                           "WHERE s.value = 'aclnnMatmul_MatMulCommon_MatMulV2'"),
+                 222570);
+    cr_expect_eq(q_int(db, "SELECT e.dur_ns FROM events e JOIN strings s ON s.id = e.name_id "
+                           "WHERE s.value = 'aclnnMatmul_MatMulCommon_MatMulV2'"),
+                 53741);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE op_type = 'MatMulV2' AND "
+                           "impl = 'AI_CORE'"),
+                 1);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE op_type = 'TransData'"), 1);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name = 'AI Core Freq.MHz' AND "
+                           "value = 1800"),
+                 1);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name = 'arg.aic_mac_ratio'"), 1);
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'step.number' AND "
+                           "iteration = 1"),
+                 51, "the profiler's own step numbers");
+    json_decref(j);
+    free(db);
+    free(text);
+    free(dst);
+    free(src);
+    free(out);
+    free(dir);
+}
+
+Test(import, an_onnx_runtime_profile_in_end_time_order)
+{
+    char *f = fixture("ort_profile.json"), *db = cp_t_path("ort.db");
+    json_t *j = import_ok(f, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ort");
+    cr_expect_eq(num(j, "iterations"), 3, "one per model_run");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "steps")), "model_run");
+    cr_expect_eq(num(j, "events_by_layer.device"), 6, "the nodes' kernel times");
+    cr_expect_eq(num(j, "events_by_layer.runtime"), 5, "loading, initialization, executors");
+    cr_expect_eq(num(j, "events_by_layer.application"), 3, "the runs");
+    cr_expect_eq(num(j, "skipped.fence"), 2);
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples WHERE iteration = 1"), 460000);
+    /* the node is its own ONNX origin, with its op type and provider */
+    char *origins = q_text(db, "SELECT origins FROM kernels WHERE op_type = 'Conv'");
+    cr_expect_str_eq(origins ? origins : "(none)", "[\"conv1\"]");
+    free(origins);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE impl = 'CPUExecutionProvider'"), 2);
+    /* sizes written as strings are numbers */
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'arg.activation_size'"),
+                 602112);
+    json_decref(j);
+    free(db);
+    free(f);
+}
+
+/* ---- what the other commands make of an import -------------------------------------- */
+
+Test(import, analyze_suggest_and_export_work_on_an_import)
+{
+    char *f = fixture("ort_profile.json"), *db = cp_t_path("a.db"), *ch = cp_t_path("a.json");
+    json_decref(import_ok(f, db));
+    struct cp_run r;
+    cp_run_cli(&r, "analyze", db, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    ct_assert_mentions(r.out, "\"Conv takes", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "suggest", db, "--no-calibrate", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "export", db, "--format", "chrome", "-o", ch, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *e = ct_json(r.out);
+    cr_expect_eq(num(e, "events"), 14);
+    json_decref(e);
+    cp_run_release(&r);
+    json_t *chrome = cp_t_json_file(ch);
+    cr_expect_not_null(chrome, "the export is JSON");
+    json_decref(chrome);
+    free(ch);
+    free(db);
+    free(f);
+}
+
+/* A Kineto-like trace of n steps of about `step_us` each (a seeded
+ * scatter of +-2%), each with one kernel of 60% of the step. */
+static char *steps_trace(const char *name, int n, double step_us, unsigned seed)
+{
+    char *path = cp_t_path(name);
+    FILE *fp = fopen(path, "w");
+    cr_assert_not_null(fp);
+    fprintf(fp, "{\"schemaVersion\": 1, \"traceEvents\": [\n");
+    double t = 1.7e9;
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        double len = step_us * (0.98 + 0.04 * (double)((seed >> 16) % 1000) / 1000.0);
+        fprintf(fp,
+                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                "\"pid\":1,\"tid\":1,\"ts\":%.3f,\"dur\":%.3f},\n"
+                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,"
+                "\"ts\":%.3f,\"dur\":%.3f},\n",
+                i, t, len, t + 1, 0.6 * len);
+        t += len + 5;
+    }
+    fprintf(fp, "{\"ph\":\"i\",\"name\":\"end\",\"pid\":1,\"tid\":1,\"ts\":%.3f}]}\n", t);
+    fclose(fp);
+    return path;
+}
+
+Test(import, validate_tells_a_slower_import_from_the_same)
+{
+    char *a = steps_trace("a.json", 40, 1000, 1), *b = steps_trace("b.json", 40, 1250, 2),
+         *a2 = steps_trace("a2.json", 40, 1000, 3);
+    char *da = cp_t_path("a.db"), *db = cp_t_path("b.db"), *da2 = cp_t_path("a2.db");
+    json_decref(import_ok(a, da));
+    json_decref(import_ok(b, db));
+    json_decref(import_ok(a2, da2));
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", da, "--after", db, "--json", NULL);
+    cr_assert_eq(r.exit_code, 1, "a 25%% slower profile is a regression: %s %s", r.out, r.err);
+    ct_assert_mentions(r.out, "\"regressed\"", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--before", da, "--after", da2, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "the same profile again is no regression: %s %s", r.out, r.err);
+    cp_run_release(&r);
+    free(a);
+    free(b);
+    free(a2);
+    free(da);
+    free(db);
+    free(da2);
+}
+
+/* ---- bad input ------------------------------------------------------------------------ */
+
+static void expect_refused(const char *profile, const char *db, const char *what)
+{
+    struct cp_run r;
+    cp_run_cli(&r, "import", profile, "-o", db, NULL);
+    cr_expect_eq(r.exit_code, 2, "%s: %s", profile, r.err);
+    cr_expect(strstr(r.err, what) != NULL, "'%s' not in: %s", what, r.err);
+    cp_run_release(&r);
+    if (cp_path_exists(db))
+        cr_expect_eq(q_int(db, "SELECT count(*) FROM runs"), 0, "no run left behind: %s", profile);
+}
+
+Test(import, bad_input_exits_2_naming_the_file_and_leaves_no_run)
+{
+    char *db = cp_t_path("bad.db");
+    /* truncated in the middle of an event, after events were written */
+    char *f = fixture("kineto_gpu.json");
+    char *text = ct_read_text(f);
+    char *cut = cp_t_path("cut.json");
+    text[strlen(text) * 2 / 3] = '\0';
+    ct_write_text(cut, text);
+    expect_refused(cut, db, "ends early");
+    expect_refused(cut, db, "cut.json");
+    /* garbage inside: the byte offset */
+    char *junk = cp_t_path("junk.json");
+    ct_write_text(junk, "[{\"ph\":\"X\",\"ts\":1,\"dur\":2,\"name\":\"a\"},\n{\"ph\": X}]");
+    expect_refused(junk, db, "byte ");
+    /* JSON that is not a trace */
+    char *obj = cp_t_path("obj.json");
+    ct_write_text(obj, "{\"hello\": [1, 2, 3]}");
+    expect_refused(obj, db, "not a trace");
+    /* not JSON at all, a SQLite file, a missing path, an empty folder */
+    char *csv = cp_t_path("kernel_details.csv");
+    ct_write_text(csv, "Name,Type\r\nMatMul,MatMul\r\n");
+    expect_refused(csv, db, "not a JSON trace");
+    char *good = cp_t_path("good.db");
+    json_decref(import_ok(f, good));
+    expect_refused(good, db, "SQLite profiles");
+    free(good);
+    char *missing = cp_t_path("missing.json");
+    struct cp_run r;
+    cp_run_cli(&r, "import", missing, "-o", db, NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "no such file", NULL);
+    cp_run_release(&r);
+    char *empty = cp_t_path("empty");
+    mkdirs(empty);
+    expect_refused(empty, db, "no profile found");
+    /* an unknown --format */
+    cp_run_cli(&r, "import", f, "-o", db, "--format", "pdf", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "--format pdf", NULL);
+    cp_run_release(&r);
+    /* and a good import into the same store still works */
+    json_t *j = import_ok(f, db);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM runs"), 1);
+    json_decref(j);
+    free(empty);
+    free(missing);
+    free(csv);
+    free(obj);
+    free(junk);
+    free(cut);
+    free(text);
+    free(f);
+    free(db);
+}
+
+/* Raw control characters inside names (which some profilers write) are
+ * read as spaces, and B/E pairs become intervals. */
+Test(import, control_characters_and_begin_end_pairs)
+{
+    char *p = cp_t_path("ctl.json"), *db = cp_t_path("ctl.db");
+    ct_write_text(p, "[{\"ph\":\"B\",\"name\":\"outer\x01name\",\"pid\":1,\"tid\":2,\"ts\":10},\n"
+                     "{\"ph\":\"B\",\"name\":\"inner\",\"pid\":1,\"tid\":2,\"ts\":12},\n"
+                     "{\"ph\":\"E\",\"pid\":1,\"tid\":2,\"ts\":15},\n"
+                     "{\"ph\":\"E\",\"pid\":1,\"tid\":2,\"ts\":30},\n"
+                     "{\"ph\":\"E\",\"pid\":1,\"tid\":2,\"ts\":31}]\n");
+    json_t *j = import_ok(p, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "chrome");
+    cr_expect_eq(num(j, "events_by_layer.application"), 2);
+    cr_expect_eq(num(j, "skipped.unpaired"), 1);
+    cr_expect_eq(q_int(db, "SELECT e.dur_ns FROM events e JOIN strings s ON s.id = e.name_id "
+                           "WHERE s.value = 'outer name'"),
+                 20000);
+    cr_expect_eq(q_int(db, "SELECT e.dur_ns FROM events e JOIN strings s ON s.id = e.name_id "
+                           "WHERE s.value = 'inner'"),
+                 3000);
+    json_decref(j);
+    free(db);
+    free(p);
+}
