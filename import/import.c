@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-static const char *const FORMAT_NAMES[CP_IMPORT_N_FORMATS] = {"auto", "kineto", "ascend", "ort",
-                                                              "chrome"};
+static const char *const FORMAT_NAMES[CP_IMPORT_N_FORMATS] = {"auto", "kineto", "ascend",
+                                                              "ort",  "chrome", "ascend-csv"};
 
 const char *cp_import_format_name(enum cp_import_format f)
 {
@@ -123,15 +123,25 @@ static enum cp_status resolve_dir(const char *dir, char *out, size_t n, struct c
                            "%s: %zu JSON files and no trace_view.json or msprof_*.json among "
                            "them: name the one to import",
                            dir, found);
-    snprintf(p, sizeof p, "%s/ASCEND_PROFILER_OUTPUT/kernel_details.csv", dir);
-    if (is_file(p))
-        return cp_diag_set(d, CP_ERR_INVALID,
-                           "%s: this torch_npu run has no trace_view.json; its CSV files "
-                           "(kernel_details.csv, ...) are not imported yet",
-                           dir);
+    /* no timeline: the task table */
+    static const char *const csvs[] = {"ASCEND_PROFILER_OUTPUT/kernel_details.csv",
+                                       "kernel_details.csv"};
+    for (size_t i = 0; i < sizeof csvs / sizeof *csvs; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, csvs[i]);
+        if (is_file(p)) {
+            snprintf(out, n, "%s", p);
+            return CP_OK;
+        }
+    }
+    snprintf(p, sizeof p, "%s/mindstudio_profiler_output", dir);
+    if (is_dir(p) && first_match(p, "op_summary_", ".csv", out, n))
+        return CP_OK;
+    if (first_match(dir, "op_summary_", ".csv", out, n))
+        return CP_OK;
     return cp_diag_set(d, CP_ERR_INVALID,
                        "%s: no profile found (looked for ASCEND_PROFILER_OUTPUT/trace_view.json, "
-                       "trace_view.json, msprof_*.json and a single *.json or *.json.gz)",
+                       "trace_view.json, msprof_*.json, a single *.json or *.json.gz, "
+                       "kernel_details.csv and op_summary_*.csv)",
                        dir);
 }
 
@@ -201,6 +211,14 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
     } else {
         return cp_diag_set(d, CP_ERR_IO, "%s: no such file or folder", o->path);
     }
+    snprintf(r->source, sizeof r->source, "%s", file);
+    if (o->format == CP_IMPORT_ASCEND_CSV ||
+        (o->format == CP_IMPORT_AUTO && (ends_with(file, ".csv") || ends_with(file, ".csv.gz")))) {
+        uint64_t t0 = cp_clock_ns();
+        enum cp_status st = cp_imp_ascend_csv(file, o->trace_path, r, d);
+        r->seconds = (double)(cp_clock_ns() - t0) / 1e9;
+        return st;
+    }
     char head[64];
     size_t got = 0;
     enum cp_status st = sniff(file, head, sizeof head, &got, d);
@@ -208,7 +226,6 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
         st = check_json(file, head, got, d);
     if (st != CP_OK)
         return st;
-    snprintf(r->source, sizeof r->source, "%s", file);
     struct cp_imp_src src = {.name = file, .path = file};
     return run_import(&src, o->format, o->trace_path, r, d);
 }

@@ -35,14 +35,15 @@
 
 enum cp_import_format {
     CP_IMPORT_AUTO = 0,
-    CP_IMPORT_KINETO, /* torch.profiler / Kineto Chrome trace */
-    CP_IMPORT_ASCEND, /* torch_npu trace_view.json, msprof_*.json */
-    CP_IMPORT_ORT,    /* ONNX Runtime enable_profiling JSON */
-    CP_IMPORT_CHROME, /* any other Chrome trace-event JSON */
+    CP_IMPORT_KINETO,     /* torch.profiler / Kineto Chrome trace */
+    CP_IMPORT_ASCEND,     /* torch_npu trace_view.json, msprof_*.json */
+    CP_IMPORT_ORT,        /* ONNX Runtime enable_profiling JSON */
+    CP_IMPORT_CHROME,     /* any other Chrome trace-event JSON */
+    CP_IMPORT_ASCEND_CSV, /* torch_npu kernel_details.csv, msprof op_summary_*.csv */
     CP_IMPORT_N_FORMATS
 };
 
-/* "auto", "kineto", "ascend", "ort", "chrome" <-> enum. parse: false for
+/* "auto", "kineto", "ascend", "ort", "chrome", "ascend-csv" <-> enum. parse: false for
  * an unknown name. */
 const char *cp_import_format_name(enum cp_import_format f);
 bool cp_import_format_parse(const char *name, enum cp_import_format *out);

@@ -137,6 +137,11 @@ enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples
 /* On failure: remove the run, close. Safe after finish (then a no-op). */
 void cp_imp_sink_abort(struct cp_imp_sink *k);
 
+/* ---- torch_npu's and msprof's task CSVs (csv_ascend.c) --------------------------- */
+
+enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
+                                 struct cp_import_result *r, struct cp_diag *d);
+
 /* ---- the Chrome dialects ------------------------------------------------------- */
 
 enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format format,

@@ -9,7 +9,7 @@ CP_PACKAGES=(
     cmake make gcc pkg-config
     libyaml-dev libsqlite3-dev libgsl-dev libcurl4-openssl-dev libssl-dev
     libcriterion-dev libdnnl-dev libprotobuf-c-dev protobuf-c-compiler
-    libonnx-dev libjansson-dev libxxhash-dev libyajl-dev zlib1g-dev
+    libonnx-dev libjansson-dev libxxhash-dev libyajl-dev zlib1g-dev libcsv-dev
     libonnx-testdata
 )
 

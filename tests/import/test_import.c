@@ -342,7 +342,11 @@ Test(import, bad_input_exits_2_naming_the_file_and_leaves_no_run)
     /* not JSON at all, a SQLite file, a missing path, an empty folder */
     char *csv = cp_t_path("kernel_details.csv");
     ct_write_text(csv, "Name,Type\r\nMatMul,MatMul\r\n");
-    expect_refused(csv, db, "not a JSON trace");
+    expect_refused(csv, db, "lacks Start Time(us)");
+    char *txt = cp_t_path("notes.txt");
+    ct_write_text(txt, "hello\n");
+    expect_refused(txt, db, "byte 0: not a JSON trace");
+    free(txt);
     char *good = cp_t_path("good.db");
     json_decref(import_ok(f, good));
     expect_refused(good, db, "SQLite profiles");
@@ -399,4 +403,109 @@ Test(import, control_characters_and_begin_end_pairs)
     json_decref(j);
     free(db);
     free(p);
+}
+
+/* ---- torch_npu's and msprof's task tables ---------------------------------------------- */
+
+static double q_num(const char *db, const char *sql)
+{
+    sqlite3 *s = NULL;
+    cr_assert_eq(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(s));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    double v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+    return v;
+}
+
+/* A torch_npu run folder without trace_view.json: kernel_details.csv
+ * (CRLF, Device_id, timestamps with a trailing tab quoted and not, N/A,
+ * shapes in doubled quotes) with step_trace_time.csv beside it. */
+Test(import, a_torch_npu_kernel_details_table_with_its_step_times)
+{
+    char *dir = cp_t_path("csv_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    static const char *const files[] = {"kernel_details.csv", "step_trace_time.csv"};
+    for (size_t i = 0; i < 2; i++) {
+        char *src = fixture(files[i]), *dst = cp_t_fmt("%s/%s", out, files[i]);
+        char *text = ct_read_text(src);
+        ct_write_text(dst, text);
+        free(text);
+        free(dst);
+        free(src);
+    }
+    char *db = cp_t_path("csv.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ascend-csv");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "steps")), "step_trace_time");
+    cr_expect_eq(num(j, "events_by_layer.device"), 4);
+    cr_expect_eq(num(j, "kernels"), 3);
+    cr_expect_eq(num(j, "iterations"), 2);
+    /* the steps' lengths: Computing + Communication(Not Overlapped) + Free */
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples WHERE iteration = 0"), 2000000);
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples WHERE iteration = 1"), 1500000);
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'step.number' AND "
+                           "iteration = 1"),
+                 51);
+    /* columns by name: type, core; a start time with a tab, exactly */
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE op_type = 'MatMulV2' AND "
+                           "impl = 'AI_CORE'"),
+                 1);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE impl = 'HCCL'"), 1);
+    cr_expect_eq(q_int(db, "SELECT e.start_ns FROM events e JOIN strings s ON s.id = e.name_id "
+                           "WHERE s.value = 'trans_TransData_0' AND e.iteration = 0"),
+                 99500);
+    /* the other numeric columns per step, weighted by the tasks' durations;
+     * N/A is absent, not zero */
+    double mac = (0.61 * 53741 + 0 * 20000) / (53741 + 20000.0);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'col.aic_mac_ratio' "
+                                 "AND iteration = 0"),
+                       mac, 1e-9);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'col.aiv_vec_ratio' "
+                                 "AND iteration = 1"),
+                       0.55, 1e-12, "the HCCL row's N/A does not count");
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name = 'col.Task ID'"), 0,
+                 "identities are not measurements");
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'ascend.op_state.dynamic' "
+                           "AND iteration = 0"),
+                 1);
+    json_decref(j);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+/* msprof's op_summary of 2023: other header names, no steps, one-decimal
+ * timestamps, LF. */
+Test(import, an_msprof_op_summary_without_steps_is_one_window)
+{
+    char *f = fixture("op_summary_20231109105342.csv"), *db = cp_t_path("ops.db");
+    json_t *j = import_ok(f, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ascend-csv");
+    cr_expect_eq(num(j, "iterations"), 0);
+    cr_expect_eq(num(j, "events_by_layer.device"), 3);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM samples"), 1);
+    /* from the first start to the last end: 755.0 + 45.0 - 614.8 us */
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples"), 185200);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE impl = 'AI_CPU'"), 1);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM events WHERE iteration = 0"), 3);
+    json_decref(j);
+    free(db);
+    free(f);
+}
+
+Test(import, a_broken_task_table_exits_2_naming_the_row)
+{
+    char *db = cp_t_path("badcsv.db");
+    char *p = cp_t_path("kernel_details.csv");
+    ct_write_text(p, "Name,Type,Start Time(us),Duration(us)\nA,MatMul,10,5\nB,Add,20,5,extra\n");
+    expect_refused(p, db, "row 3: 5 fields where the header has 4");
+    ct_write_text(p, "Name,Type,Start Time(us),Duration(us)\nA,MatMul,10,5\n\"B,Add,20,5\n");
+    expect_refused(p, db, "ends inside a quoted field");
+    ct_write_text(p, "Op,Kind\nA,B\n");
+    expect_refused(p, db, "lacks Name");
+    free(p);
+    free(db);
 }

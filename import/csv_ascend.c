@@ -1,0 +1,591 @@
+/* torch_npu's kernel_details.csv and msprof's op_summary_*.csv: one row
+ * per device task, read with libcsv (quoting, doubled quotes, CRLF and
+ * fields spanning lines are its business) over zlib. Columns are found by
+ * their header names, never their positions (docs/import.md lists the
+ * aliases); every other numeric column is kept as a counter per step.
+ *
+ * Two passes, as for the JSON dialects: the first finds the earliest start
+ * and the steps, the second writes. The steps' lengths come from
+ * step_trace_time.csv beside the file when there is one (Computing +
+ * Communication(Not Overlapped) + Free, which is the step by the file's own
+ * definition), else from the span of each step's tasks. */
+#include "import/import_internal.h"
+
+#include <csv.h>
+#include <zlib.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK (1 << 20)
+
+/* ---- rows ------------------------------------------------------------------------ */
+
+struct row {
+    const char **f; /* NUL-terminated fields */
+    size_t *len;
+    size_t n;
+    uint64_t number; /* 1 = the header */
+};
+
+typedef enum cp_status (*row_fn)(void *u, const struct row *r, struct cp_diag *d);
+
+struct csv_state {
+    char *buf; /* the row's fields, back to back */
+    size_t used, cap;
+    size_t *off, *len;
+    size_t n, cap_f;
+    const char **ptr;
+    uint64_t rows;
+    row_fn fn;
+    void *u;
+    struct cp_diag *d;
+    enum cp_status st;
+    bool oom;
+};
+
+static void on_field(void *s, size_t len, void *data)
+{
+    struct csv_state *c = data;
+    if (c->st != CP_OK || c->oom)
+        return;
+    if (c->n == c->cap_f) {
+        size_t nc = c->cap_f ? c->cap_f * 2 : 64;
+        size_t *o = cp_realloc_array(c->off, nc, sizeof *o);
+        if (o)
+            c->off = o;
+        size_t *l = o ? cp_realloc_array(c->len, nc, sizeof *l) : NULL;
+        if (l)
+            c->len = l;
+        const char **p = l ? cp_realloc_array(c->ptr, nc, sizeof *p) : NULL;
+        if (!o || !l || !p) {
+            c->oom = true;
+            return;
+        }
+        c->ptr = p;
+        c->cap_f = nc;
+    }
+    if (c->used + len + 1 > c->cap) {
+        size_t nc = c->cap ? c->cap : 4096;
+        while (nc < c->used + len + 1)
+            nc *= 2;
+        char *b = realloc(c->buf, nc);
+        if (!b) {
+            c->oom = true;
+            return;
+        }
+        c->buf = b;
+        c->cap = nc;
+    }
+    if (len)
+        memcpy(c->buf + c->used, s, len);
+    c->buf[c->used + len] = '\0';
+    c->off[c->n] = c->used;
+    c->len[c->n] = len;
+    c->n++;
+    c->used += len + 1;
+}
+
+static void on_row(int ch, void *data)
+{
+    (void)ch;
+    struct csv_state *c = data;
+    if (c->st == CP_OK && !c->oom) {
+        for (size_t i = 0; i < c->n; i++)
+            c->ptr[i] = c->buf + c->off[i];
+        struct row r = {c->ptr, c->len, c->n, ++c->rows};
+        c->st = c->fn(c->u, &r, c->d);
+    }
+    c->n = 0;
+    c->used = 0;
+}
+
+/* Call fn for every row of the file, the header first. */
+static enum cp_status read_csv(const char *path, row_fn fn, void *u, uint64_t *bytes,
+                               struct cp_diag *d)
+{
+    gzFile gz = gzopen(path, "rb");
+    if (!gz)
+        return cp_diag_set(d, CP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    gzbuffer(gz, CHUNK);
+    char *chunk = malloc(CHUNK);
+    struct csv_parser p;
+    struct csv_state c = {.fn = fn, .u = u, .d = d};
+    enum cp_status st = CP_OK;
+    if (!chunk || csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0) {
+        free(chunk);
+        gzclose(gz);
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    uint64_t total = 0;
+    for (;;) {
+        int got = gzread(gz, chunk, CHUNK);
+        if (got < 0) {
+            int zerr = 0;
+            const char *m = gzerror(gz, &zerr);
+            st = cp_diag_set(d, zerr == Z_DATA_ERROR ? CP_ERR_INVALID : CP_ERR_IO,
+                             "%s: after %llu bytes: %s", path, (unsigned long long)total,
+                             m ? m : "read error");
+            break;
+        }
+        if (got == 0)
+            break;
+        size_t done = csv_parse(&p, chunk, (size_t)got, on_field, on_row, &c);
+        if (c.st != CP_OK) {
+            st = c.st;
+            break;
+        }
+        if (c.oom) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        if (done != (size_t)got) {
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s: byte %llu, row %llu: malformed CSV (%s)", path,
+                             (unsigned long long)(total + done), (unsigned long long)c.rows + 1,
+                             csv_strerror(csv_error(&p)));
+            break;
+        }
+        total += (uint64_t)got;
+    }
+    if (st == CP_OK && csv_fini(&p, on_field, on_row, &c) != 0)
+        st = cp_diag_set(d, CP_ERR_INVALID,
+                         "%s: the file ends inside a quoted field (row %llu): a truncated file",
+                         path, (unsigned long long)c.rows + 1);
+    if (st == CP_OK && c.st != CP_OK)
+        st = c.st;
+    if (st == CP_OK && c.oom)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", path);
+    csv_free(&p);
+    gzclose(gz);
+    free(chunk);
+    free(c.buf);
+    free(c.off);
+    free(c.len);
+    free(c.ptr);
+    *bytes = total;
+    return st;
+}
+
+/* ---- columns ---------------------------------------------------------------------- */
+
+enum col { C_NAME, C_TYPE, C_CORE, C_START, C_DUR, C_STEP, C_STATE, C_STREAM, C_N };
+
+/* Header names by version (docs/import.md): torch_npu's, then msprof's. */
+static const char *const ALIASES[C_N][3] = {
+    [C_NAME] = {"Name", "Op Name", NULL},
+    [C_TYPE] = {"Type", "OP Type", NULL},
+    [C_CORE] = {"Accelerator Core", "Task Type", NULL},
+    [C_START] = {"Start Time(us)", "Task Start Time(us)", NULL},
+    [C_DUR] = {"Duration(us)", "Task Duration(us)", NULL},
+    [C_STEP] = {"Step Id", NULL, NULL},
+    [C_STATE] = {"OP State", NULL, NULL},
+    [C_STREAM] = {"Stream ID", "Stream Id", NULL},
+};
+
+/* Columns that name or number things rather than measure them. */
+static bool identity_column(const char *h)
+{
+    static const char *const ids[] = {"Device_id",  "Model ID",  "Task ID",
+                                      "Stream ID",  "Stream Id", "Task Id",
+                                      "Context ID", "Infer ID",  "Model Name"};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        if (strcmp(h, ids[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A cell as a value: blanks (and the trailing tab of torch_npu's
+ * timestamps) trimmed, N/A and empty as absent. */
+static struct cp_imp_val cell(const struct row *r, int i)
+{
+    struct cp_imp_val v = {NULL, 0, false};
+    if (i < 0 || (size_t)i >= r->n)
+        return v;
+    v.s = r->f[i];
+    v.len = r->len[i];
+    while (v.len && (v.s[0] == ' ' || v.s[0] == '\t')) {
+        v.s++;
+        v.len--;
+    }
+    while (v.len && (v.s[v.len - 1] == ' ' || v.s[v.len - 1] == '\t' || v.s[v.len - 1] == '\r'))
+        v.len--;
+    if (v.len == 0 || (v.len == 3 && memcmp(v.s, "N/A", 3) == 0))
+        v.s = NULL;
+    return v;
+}
+
+struct step_span {
+    char id[32];
+    int64_t start, end;
+    double length_us; /* from step_trace_time.csv; NaN: none */
+};
+
+struct csv_import {
+    const char *path;
+    int col[C_N];
+    char **header;
+    size_t n_header;
+    bool counter_col[512];
+    /* pass 1 */
+    int64_t min_start, max_end;
+    bool have_start;
+    struct step_span *steps;
+    size_t n_steps, cap_steps;
+    struct cp_imp_pool pool;
+    struct cp_strmap step_ix; /* step id text -> index */
+    /* pass 2 */
+    struct cp_imp_sink *k;
+    struct cp_import_result *res;
+    struct cp_strmap acc_ix;
+    struct {
+        int32_t it;
+        const char *name;
+        double sum, w;
+    } * acc;
+    size_t n_acc, cap_acc;
+    size_t rows_skipped;
+};
+
+static enum cp_status header_row(struct csv_import *c, const struct row *r, struct cp_diag *d)
+{
+    for (int i = 0; i < C_N; i++)
+        c->col[i] = -1;
+    c->header = cp_calloc(r->n ? r->n : 1, sizeof *c->header);
+    if (!c->header)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    c->n_header = r->n;
+    for (size_t i = 0; i < r->n; i++) {
+        struct cp_imp_val v = {r->f[i], r->len[i], false};
+        /* a UTF-8 byte order mark on the first name */
+        if (i == 0 && v.len >= 3 && memcmp(v.s, "\xef\xbb\xbf", 3) == 0) {
+            v.s += 3;
+            v.len -= 3;
+        }
+        const char *h = cp_imp_pool_add(&c->pool, v.s, v.len);
+        if (!h)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        c->header[i] = (char *)h;
+        bool known = false;
+        for (int k = 0; k < C_N; k++)
+            for (int a = 0; a < 3 && ALIASES[k][a]; a++)
+                if (strcmp(h, ALIASES[k][a]) == 0 && c->col[k] < 0) {
+                    c->col[k] = (int)i;
+                    known = true;
+                }
+        if (i < sizeof c->counter_col)
+            c->counter_col[i] = !known && !identity_column(h);
+    }
+    if (c->col[C_NAME] < 0 || c->col[C_START] < 0 || c->col[C_DUR] < 0)
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: row 1: not a kernel_details / op_summary header: it lacks %s",
+                           c->path,
+                           c->col[C_NAME] < 0    ? "Name (or Op Name)"
+                           : c->col[C_START] < 0 ? "Start Time(us) (or Task Start Time(us))"
+                                                 : "Duration(us) (or Task Duration(us))");
+    return CP_OK;
+}
+
+static enum cp_status step_of_row(struct csv_import *c, const struct row *r, int64_t start,
+                                  int64_t end, bool add, int32_t *it, struct cp_diag *d)
+{
+    struct cp_imp_val s = cell(r, c->col[C_STEP]);
+    *it = c->col[C_STEP] < 0 ? 0 : -1; /* no Step Id column: one window */
+    if (!s.s)
+        return CP_OK;
+    int64_t at = cp_strmap_get(&c->step_ix, s.s, s.len, -1);
+    if (at < 0) {
+        if (!add)
+            return CP_OK;
+        if (s.len >= sizeof c->steps[0].id)
+            return CP_OK;
+        if (c->n_steps == c->cap_steps) {
+            size_t nc = c->cap_steps ? c->cap_steps * 2 : 32;
+            struct step_span *g = cp_realloc_array(c->steps, nc, sizeof *g);
+            if (!g)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            c->steps = g;
+            c->cap_steps = nc;
+        }
+        struct step_span *sp = &c->steps[c->n_steps];
+        memcpy(sp->id, s.s, s.len);
+        sp->id[s.len] = '\0';
+        sp->start = start;
+        sp->end = end;
+        sp->length_us = NAN;
+        if (cp_strmap_add(&c->step_ix, sp->id, s.len, (int64_t)c->n_steps, NULL, NULL) != CP_OK)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        at = (int64_t)c->n_steps++;
+    } else if (add) {
+        struct step_span *sp = &c->steps[at];
+        if (start < sp->start)
+            sp->start = start;
+        if (end > sp->end)
+            sp->end = end;
+    }
+    *it = (int32_t)at;
+    return CP_OK;
+}
+
+/* A row's start and duration in ns; false when either is unusable. */
+static bool row_times(const struct csv_import *c, const struct row *r, int64_t *start, int64_t *dur)
+{
+    struct cp_imp_val s = cell(r, c->col[C_START]), u = cell(r, c->col[C_DUR]);
+    return s.s && u.s && cp_imp_us_to_ns(&s, start) && cp_imp_us_to_ns(&u, dur);
+}
+
+static enum cp_status scan_row(void *u, const struct row *r, struct cp_diag *d)
+{
+    struct csv_import *c = u;
+    if (r->number == 1)
+        return header_row(c, r, d);
+    int64_t start, dur;
+    if (!row_times(c, r, &start, &dur))
+        return CP_OK;
+    if (!c->have_start || start < c->min_start)
+        c->min_start = start;
+    if (!c->have_start || start + dur > c->max_end)
+        c->max_end = start + dur;
+    c->have_start = true;
+    int32_t it;
+    return step_of_row(c, r, start, start + (dur > 0 ? dur : 0), true, &it, d);
+}
+
+static enum cp_status add_acc(struct csv_import *c, int32_t it, const char *col, double x, double w,
+                              struct cp_diag *d)
+{
+    char key[300];
+    int kl = snprintf(key, sizeof key, "%d\x1f%s", it, col);
+    if (kl < 0 || (size_t)kl >= sizeof key)
+        return CP_OK;
+    int64_t at = cp_strmap_get(&c->acc_ix, key, (size_t)kl, -1);
+    if (at < 0) {
+        if (c->n_acc == c->cap_acc) {
+            size_t nc = c->cap_acc ? c->cap_acc * 2 : 64;
+            void *g = cp_realloc_array(c->acc, nc, sizeof *c->acc);
+            if (!g)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            c->acc = g;
+            c->cap_acc = nc;
+        }
+        const char *k = cp_imp_pool_add(&c->pool, key, (size_t)kl);
+        if (!k || cp_strmap_add(&c->acc_ix, k, (size_t)kl, (int64_t)c->n_acc, NULL, NULL) != CP_OK)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        c->acc[c->n_acc].it = it;
+        c->acc[c->n_acc].name = strchr(k, '\x1f') + 1;
+        c->acc[c->n_acc].sum = c->acc[c->n_acc].w = 0;
+        at = (int64_t)c->n_acc++;
+    }
+    c->acc[at].sum += x * w;
+    c->acc[at].w += w;
+    return CP_OK;
+}
+
+static enum cp_status write_row(void *u, const struct row *r, struct cp_diag *d)
+{
+    struct csv_import *c = u;
+    if (r->number == 1)
+        return CP_OK;
+    if (r->n != c->n_header && !(r->n == 1 && r->len[0] == 0))
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: row %llu: %zu fields where the header has %zu",
+                           c->path, (unsigned long long)r->number, r->n, c->n_header);
+    int64_t start, dur;
+    if (!row_times(c, r, &start, &dur)) {
+        c->rows_skipped++;
+        return CP_OK;
+    }
+    if (dur < 0)
+        dur = 0;
+    int32_t it;
+    enum cp_status st = step_of_row(c, r, start, start + dur, false, &it, d);
+    if (st != CP_OK)
+        return st;
+    struct cp_imp_val name = cell(r, c->col[C_NAME]), type = cell(r, c->col[C_TYPE]),
+                      core = cell(r, c->col[C_CORE]), state = cell(r, c->col[C_STATE]);
+    char op[200], impl[100];
+    snprintf(op, sizeof op, "%.*s", type.s ? (int)type.len : 6, type.s ? type.s : "Kernel");
+    snprintf(impl, sizeof impl, "%.*s", core.s ? (int)core.len : 0, core.s ? core.s : "");
+    int32_t kernel;
+    st = cp_imp_sink_kernel(c->k, name.s ? name.s : "?", name.s ? name.len : 1, op,
+                            impl[0] ? impl : NULL, NULL, &kernel, d);
+    struct cp_imp_val stream = cell(r, c->col[C_STREAM]);
+    struct cp_imp_val dev = {"device", 6, false};
+    int thread = 0;
+    if (st == CP_OK)
+        st = cp_imp_sink_thread(c->k, &dev, &stream, &thread, d);
+    uint64_t rel = (uint64_t)(start - c->min_start);
+    if (st == CP_OK)
+        st = cp_imp_sink_event(c->k, CP_LAYER_DEVICE, name.s ? name.s : "?", name.s ? name.len : 1,
+                               kernel, it, rel, rel + (uint64_t)dur, thread, d);
+    /* the other numeric columns, weighted by the task's duration */
+    double w = dur > 0 ? (double)dur : 1.0;
+    for (size_t i = 0; st == CP_OK && i < r->n && i < sizeof c->counter_col; i++) {
+        if (!c->counter_col[i])
+            continue;
+        struct cp_imp_val v = cell(r, (int)i);
+        double x;
+        if (v.s && cp_imp_val_num(&v, &x))
+            st = add_acc(c, it, c->header[i], x, w, d);
+    }
+    if (st == CP_OK && state.s) {
+        bool dyn = state.len == 7 && memcmp(state.s, "dynamic", 7) == 0;
+        st = add_acc(c, it, dyn ? "op_state.dynamic" : "op_state.static", 1, 1, d);
+    }
+    return st;
+}
+
+/* step_trace_time.csv beside the file: each step's length. */
+struct steps_file {
+    struct csv_import *c;
+    int step, comp, comm, free_;
+};
+
+static enum cp_status step_row(void *u, const struct row *r, struct cp_diag *d)
+{
+    (void)d;
+    struct steps_file *s = u;
+    if (r->number == 1) {
+        s->step = s->comp = s->comm = s->free_ = -1;
+        for (size_t i = 0; i < r->n; i++) {
+            const char *h = r->f[i];
+            if (i == 0 && strncmp(h, "\xef\xbb\xbf", 3) == 0)
+                h += 3;
+            if (strcmp(h, "Step") == 0)
+                s->step = (int)i;
+            else if (strcmp(h, "Computing") == 0)
+                s->comp = (int)i;
+            else if (strcmp(h, "Communication(Not Overlapped)") == 0)
+                s->comm = (int)i;
+            else if (strcmp(h, "Free") == 0)
+                s->free_ = (int)i;
+        }
+        return CP_OK;
+    }
+    if (s->step < 0 || s->comp < 0 || s->free_ < 0)
+        return CP_OK;
+    struct cp_imp_val st = cell(r, s->step), a = cell(r, s->comp), b = cell(r, s->comm),
+                      f = cell(r, s->free_);
+    double x = 0, y = 0, z = 0;
+    if (!st.s || !cp_imp_val_num(&a, &x) || !cp_imp_val_num(&f, &z))
+        return CP_OK;
+    if (b.s)
+        (void)cp_imp_val_num(&b, &y);
+    int64_t at = cp_strmap_get(&s->c->step_ix, st.s, st.len, -1);
+    if (at >= 0)
+        s->c->steps[at].length_us = x + y + z;
+    return CP_OK;
+}
+
+static void release(struct csv_import *c)
+{
+    free(c->steps);
+    free(c->header);
+    free(c->acc);
+    cp_strmap_release(&c->step_ix);
+    cp_strmap_release(&c->acc_ix);
+    cp_imp_pool_release(&c->pool);
+}
+
+enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
+                                 struct cp_import_result *r, struct cp_diag *d)
+{
+    struct csv_import c;
+    memset(&c, 0, sizeof c);
+    c.path = path;
+    cp_strmap_init(&c.step_ix);
+    cp_strmap_init(&c.acc_ix);
+    uint64_t bytes = 0;
+    enum cp_status st = read_csv(path, scan_row, &c, &bytes, d);
+    if (st == CP_OK && !c.header)
+        st = cp_diag_set(d, CP_ERR_INVALID, "%s: empty: no header row", path);
+    if (st == CP_OK && !c.have_start)
+        st = cp_diag_set(d, CP_ERR_INVALID, "%s: no row with a start time and a duration", path);
+    if (st != CP_OK) {
+        release(&c);
+        return st;
+    }
+    /* the steps' own lengths, when the run has them */
+    char dir[1100], steps_path[1200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    snprintf(steps_path, sizeof steps_path, "%s/step_trace_time.csv", dir);
+    bool step_file = false;
+    if (c.n_steps && cp_path_exists(steps_path)) {
+        struct steps_file sf = {.c = &c};
+        uint64_t sb;
+        if ((st = read_csv(steps_path, step_row, &sf, &sb, d)) != CP_OK) {
+            release(&c);
+            return st;
+        }
+        step_file = true;
+    }
+    r->format = CP_IMPORT_ASCEND_CSV;
+    snprintf(r->step_source, sizeof r->step_source, "%s",
+             c.n_steps == 0 ? "window"
+             : step_file    ? "step_trace_time"
+                            : "Step Id");
+    struct cp_imp_sink k;
+    st = cp_imp_sink_open(&k, trace_path, r->source, cp_import_format_name(r->format), r, d);
+    if (st != CP_OK) {
+        release(&c);
+        return st;
+    }
+    c.k = &k;
+    c.res = r;
+    st = read_csv(path, write_row, &c, &bytes, d);
+    r->bytes = bytes;
+    for (size_t i = 0; st == CP_OK && i < c.n_acc; i++) {
+        char name[320];
+        bool count = strncmp(c.acc[i].name, "op_state.", 9) == 0;
+        snprintf(name, sizeof name, "%s%s", count ? "ascend." : "col.", c.acc[i].name);
+        st = cp_imp_sink_counter(&k, c.acc[i].it, name,
+                                 count ? c.acc[i].sum : c.acc[i].sum / c.acc[i].w, 0, d);
+    }
+    /* the samples: each step's length, or the window */
+    size_t n = c.n_steps ? c.n_steps : 1;
+    uint64_t *samples = cp_calloc(n, sizeof *samples);
+    if (st == CP_OK && !samples)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    int64_t lo = c.min_start, hi = c.max_end;
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        if (!c.n_steps) {
+            samples[i] = (uint64_t)(hi - lo);
+            continue;
+        }
+        const struct step_span *sp = &c.steps[i];
+        samples[i] = isfinite(sp->length_us) && sp->length_us > 0
+                         ? (uint64_t)llround(sp->length_us * 1000.0)
+                         : (uint64_t)(sp->end - sp->start);
+        struct cp_imp_val idv = {sp->id, strlen(sp->id), false};
+        double num;
+        if (cp_imp_val_num(&idv, &num))
+            st = cp_imp_sink_counter(&k, (int32_t)i, "step.number", num, 0, d);
+    }
+    r->iterations = c.n_steps;
+    char base[32];
+    snprintf(base, sizeof base, "%lld", (long long)c.min_start);
+    if (st == CP_OK)
+        st = cp_imp_sink_meta(&k, "time_base_ns", base, d);
+    char summary[512];
+    snprintf(summary, sizeof summary,
+             "{\"format\":\"%s\",\"bytes\":%llu,\"device_events\":%zu,\"rows_skipped\":%zu,"
+             "\"steps\":\"%s\"}",
+             cp_import_format_name(r->format), (unsigned long long)bytes, r->events[2],
+             c.rows_skipped, r->step_source);
+    if (st == CP_OK)
+        st = cp_imp_sink_meta(&k, "summary", summary, d);
+    r->skipped[CP_SKIP_NO_TIME] += c.rows_skipped;
+    if (st == CP_OK)
+        st = cp_imp_sink_finish(&k, samples, n, d);
+    if (st != CP_OK)
+        cp_imp_sink_abort(&k);
+    free(samples);
+    release(&c);
+    return st;
+}
