@@ -51,9 +51,8 @@ enum cp_status cp_imp_sink_open(struct cp_imp_sink *k, const char *trace_path, c
     k->rec = cp_trace_recorder_create(FLUSH_EVENTS);
     if (!k->rec)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    /* no host meta: this machine did not run the profile */
     enum cp_status st = cp_trace_store_open(trace_path, &k->store, d);
-    if (st == CP_OK)
-        st = cp_trace_store_set_host_meta(k->store, d);
     struct cp_trace_run_info info = {
         .kind = "import",
         .model_path = source,

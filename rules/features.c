@@ -280,9 +280,78 @@ static bool has_word(const char *flags, const char *w)
     return false;
 }
 
+/* Whether a kernel ran on Ascend's units (its implementation is the task's
+ * core: AI_CORE, AI_VECTOR_CORE, MIX_AIC, AI_CPU, ...). */
+static bool ascend_impl(const char *impl)
+{
+    return impl && (strncmp(impl, "AI_", 3) == 0 || strncmp(impl, "MIX_", 4) == 0);
+}
+
+/* Collective communication: Ascend's HCCL tasks, NCCL's kernels. */
+static bool communication_kernel(const struct cp_fk *k)
+{
+    return (k->impl && (strcmp(k->impl, "HCCL") == 0 || strcmp(k->impl, "COMMUNICATION") == 0)) ||
+           (k->op_type && strcmp(k->op_type, "HCCL") == 0) ||
+           (k->node && (strncmp(k->node, "nccl", 4) == 0 || strncmp(k->node, "hcom_", 5) == 0));
+}
+
+/* The features of profiles other tools wrote (docs/features.md, "Imported
+ * profiles"): the hardware's own counters, and shares of task kinds only
+ * those profiles have. Absent on cannprof's own runs. */
+static void imported_scalars(struct cp_features *f)
+{
+    const struct cp_fload *l = &f->priv->load;
+    static const char not_import[] = "not an imported profile";
+    bool import = l->kind && strcmp(l->kind, "import") == 0;
+    const struct {
+        int feat, imp;
+        double scale;
+        const char *missing;
+    } hw[] = {
+        {CP_FEAT_AIC_MAC_RATIO, CP_IMP_AIC_MAC, 1, "the profile has no aic_mac_ratio"},
+        {CP_FEAT_AIC_MTE2_RATIO, CP_IMP_AIC_MTE2, 1, "the profile has no aic_mte2_ratio"},
+        {CP_FEAT_AIV_VEC_RATIO, CP_IMP_AIV_VEC, 1, "the profile has no aiv_vec_ratio"},
+        {CP_FEAT_CUBE_UTILIZATION, CP_IMP_CUBE_UTIL, 0.01, "the profile has no cube_utilization"},
+        {CP_FEAT_ACHIEVED_OCCUPANCY, CP_IMP_OCCUPANCY, 0.01,
+         "the profile has no achieved occupancy"},
+        {CP_FEAT_BLOCKS_PER_SM, CP_IMP_BLOCKS_PER_SM, 1, "the profile has no blocks per SM"},
+    };
+    for (size_t i = 0; i < sizeof hw / sizeof *hw; i++)
+        set_or_absent(f, hw[i].feat, import && isfinite(l->imp[hw[i].imp]),
+                      l->imp[hw[i].imp] * hw[i].scale, import ? hw[i].missing : not_import);
+    double total = 0, aicpu = 0, comm = 0;
+    bool ascend = false;
+    for (size_t i = 0; i < l->n_k; i++) {
+        const struct cp_fk *k = &l->k[i];
+        total += k->sum_ns;
+        ascend = ascend || ascend_impl(k->impl);
+        if (k->impl && strcmp(k->impl, "AI_CPU") == 0)
+            aicpu += k->sum_ns;
+        if (communication_kernel(k))
+            comm += k->sum_ns;
+    }
+    set_or_absent(f, CP_FEAT_AI_CPU_SHARE, import && ascend && total > 0, aicpu / total,
+                  import ? "not an Ascend profile (no AI_CORE / AI_CPU tasks)" : not_import);
+    set_or_absent(f, CP_FEAT_COMMUNICATION_SHARE, import && total > 0, comm / total,
+                  import ? "the profile has no device time" : not_import);
+    double ops = l->dynamic_ops + l->static_ops;
+    set_or_absent(f, CP_FEAT_DYNAMIC_OP_SHARE, import && ops > 0, l->dynamic_ops / ops,
+                  import ? "the profile has no OP State column" : not_import);
+}
+
 static void host_scalars(struct cp_features *f, const struct cp_machine *m)
 {
     const struct cp_fload *l = &f->priv->load;
+    if (l->kind && strcmp(l->kind, "import") == 0) {
+        /* a profile another tool wrote: its machine is not this one */
+        static const char why[] = "an imported profile: the machine that ran it is not this one";
+        absent(f, CP_FEAT_BF16_CAPABLE, why);
+        absent(f, CP_FEAT_THREADS, why);
+        absent(f, CP_FEAT_BATCH, why);
+        absent(f, CP_FEAT_CORES, why);
+        absent(f, CP_FEAT_THREADS_PER_CORE, why);
+        return;
+    }
     if (l->isa_flags && *l->isa_flags && strcmp(l->isa_flags, "unknown") != 0)
         set(f, CP_FEAT_BF16_CAPABLE,
             has_word(l->isa_flags, "avx512_bf16") || has_word(l->isa_flags, "amx_bf16"));
@@ -582,6 +651,7 @@ enum cp_status cp_features_compute(struct cp_trace_store *s, int64_t run_id,
     kernel_time_scalars(f, &ks);
     host_scalars(f, m);
     perf_scalars(f);
+    imported_scalars(f);
     if ((rc = op_types(f, d)) != CP_OK || (rc = cp_patterns_find(f, d)) != CP_OK ||
         (rc = pattern_scalars(f, d)) != CP_OK)
         goto fail;
@@ -611,6 +681,40 @@ void cp_features_free(struct cp_features *f)
         free(f->priv);
     }
     free(f);
+}
+
+static const char *const PROFILE_NAMES[CP_PROFILE_N] = {"cannprof", "ascend", "gpu",
+                                                        "onnxruntime", "chrome"};
+
+const char *cp_profile_kind_name(enum cp_profile_kind k)
+{
+    return (unsigned)k < CP_PROFILE_N ? PROFILE_NAMES[k] : "?";
+}
+
+bool cp_profile_kind_parse(const char *name, enum cp_profile_kind *out)
+{
+    for (int i = 0; i < CP_PROFILE_N; i++)
+        if (strcmp(name, PROFILE_NAMES[i]) == 0) {
+            *out = (enum cp_profile_kind)i;
+            return true;
+        }
+    return false;
+}
+
+enum cp_profile_kind cp_features_profile(const struct cp_features *f)
+{
+    const struct cp_fload *l = &f->priv->load;
+    if (!l->kind || strcmp(l->kind, "import") != 0)
+        return CP_PROFILE_CANNPROF;
+    const char *t = l->target ? l->target : "";
+    /* import/'s format names (cp_import_format_name) */
+    if (strncmp(t, "ascend", 6) == 0)
+        return CP_PROFILE_ASCEND;
+    if (strcmp(t, "kineto") == 0)
+        return CP_PROFILE_GPU;
+    if (strcmp(t, "ort") == 0)
+        return CP_PROFILE_ONNXRUNTIME;
+    return CP_PROFILE_CHROME;
 }
 
 bool cp_features_get(const struct cp_features *f, const char *name, double *value)

@@ -129,6 +129,24 @@ void cp_features_free(struct cp_features *f); /* NULL is a no-op */
  * scalar exists (cp_features_is_known tells them apart); *value is then NaN. */
 bool cp_features_get(const struct cp_features *f, const char *name, double *value);
 
+/* What kind of run the features describe: cannprof's own (the CPU
+ * target), or a profile another tool wrote (import/), by the hardware it
+ * ran on. A rule pack says which kinds it covers (`profiles:`), so that a
+ * change for the CPU target is never proposed for an NPU's profile. */
+enum cp_profile_kind {
+    CP_PROFILE_CANNPROF = 0,
+    CP_PROFILE_ASCEND,      /* torch_npu, msprof */
+    CP_PROFILE_GPU,         /* Kineto */
+    CP_PROFILE_ONNXRUNTIME, /* ONNX Runtime's profiler */
+    CP_PROFILE_CHROME,      /* any other trace */
+    CP_PROFILE_N
+};
+/* "cannprof", "ascend", "gpu", "onnxruntime", "chrome" <-> enum; parse:
+ * false for an unknown name. */
+const char *cp_profile_kind_name(enum cp_profile_kind k);
+bool cp_profile_kind_parse(const char *name, enum cp_profile_kind *out);
+enum cp_profile_kind cp_features_profile(const struct cp_features *f);
+
 /* Whether `name` is a scalar feature (present or not). */
 bool cp_features_is_known(const char *name);
 

@@ -80,7 +80,16 @@
     X(MEMORY_BYTES, "memory_bytes")                                                                \
     X(CACHE_MISS_RATE, "cache_miss_rate")                                                          \
     X(IPC, "ipc")                                                                                  \
-    X(CPU_UTIL, "cpu_util")
+    X(CPU_UTIL, "cpu_util")                                                                        \
+    X(AIC_MAC_RATIO, "aic_mac_ratio")                                                              \
+    X(AIC_MTE2_RATIO, "aic_mte2_ratio")                                                            \
+    X(AIV_VEC_RATIO, "aiv_vec_ratio")                                                              \
+    X(CUBE_UTILIZATION, "cube_utilization")                                                        \
+    X(AI_CPU_SHARE, "ai_cpu_share")                                                                \
+    X(DYNAMIC_OP_SHARE, "dynamic_op_share")                                                        \
+    X(COMMUNICATION_SHARE, "communication_share")                                                  \
+    X(ACHIEVED_OCCUPANCY, "achieved_occupancy")                                                    \
+    X(BLOCKS_PER_SM, "blocks_per_sm")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -113,9 +122,21 @@ struct cp_fk {
     double small_ns;  /* their total duration */
 };
 
+/* The imported counters features read (features_load.c, IMPORTED). */
+enum {
+    CP_IMP_AIC_MAC,
+    CP_IMP_AIC_MTE2,
+    CP_IMP_AIV_VEC,
+    CP_IMP_CUBE_UTIL,
+    CP_IMP_OCCUPANCY,
+    CP_IMP_BLOCKS_PER_SM,
+    CP_FLOAD_N_IMPORTED
+};
+
 struct cp_fload {
     int64_t run_id;
     char *kind, *config_json;
+    char *target; /* the run's target; an import's: its format (import/) */
     double memory_bytes; /* weights + activation arena of the run; 0 when unrecorded */
     int threads, batch;
     double *lat_ns; /* samples, in iteration order (the undisturbed ones when filtered) */
@@ -147,6 +168,10 @@ struct cp_fload {
     int paranoid;                       /* < -1 when unknown */
     int host_cores;                     /* 0 when unknown */
     char *isa_flags;                    /* NULL when unknown */
+    /* An imported profile's hardware counters (import/): the mean over the
+     * measured iterations of each per-iteration counter, NaN when absent. */
+    double imp[CP_FLOAD_N_IMPORTED];
+    double dynamic_ops, static_ops; /* OP State counts, summed */
 };
 
 #define CP_FEATURES_MIN_UNDISTURBED 20

@@ -31,7 +31,8 @@ static enum cp_status read_run(struct cp_trace_store *s, struct cp_fload *l, str
         return rc;
     l->kind = r.kind;
     l->config_json = r.config_json;
-    r.kind = r.config_json = NULL;
+    l->target = r.target;
+    r.kind = r.config_json = r.target = NULL;
     l->threads = r.threads;
     l->batch = r.batch;
     l->memory_bytes = (double)(r.weight_bytes + r.arena_bytes);
@@ -368,6 +369,73 @@ static enum cp_status read_counters(struct cp_trace_store *s, struct cp_fload *l
     return CP_OK;
 }
 
+/* An imported profile's counters: the task table's columns (col.*) and the
+ * timeline's device arguments (arg.*) per iteration, as import/ names them
+ * (docs/import.md). */
+static const char *const IMPORTED[CP_FLOAD_N_IMPORTED][2] = {
+    [CP_IMP_AIC_MAC] = {"col.aic_mac_ratio", "arg.aic_mac_ratio"},
+    [CP_IMP_AIC_MTE2] = {"col.aic_mte2_ratio", "arg.aic_mte2_ratio"},
+    [CP_IMP_AIV_VEC] = {"col.aiv_vec_ratio", "arg.aiv_vec_ratio"},
+    [CP_IMP_CUBE_UTIL] = {"col.cube_utilization(%)", "arg.cube_utilization(%)"},
+    [CP_IMP_OCCUPANCY] = {"arg.est. achieved occupancy %", "arg.achieved occupancy %"},
+    [CP_IMP_BLOCKS_PER_SM] = {"arg.blocks per SM", NULL},
+};
+
+/* The mean over measured iterations of a per-iteration counter; NaN when
+ * none has it. */
+static enum cp_status iteration_mean(struct cp_trace_store *s, const struct cp_fload *l,
+                                     const char *name, double *mean, double *sum,
+                                     struct cp_diag *d)
+{
+    struct cp_trace_point *v = NULL;
+    size_t n = 0;
+    *mean = NAN;
+    *sum = 0;
+    enum cp_status rc = cp_trace_query_counter_series(s, l->run_id, name, &v, &n, d);
+    if (rc != CP_OK)
+        return rc;
+    double acc = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].iteration < 0 || !isfinite(v[i].value))
+            continue;
+        if (l->filtered) {
+            bool kept = false;
+            for (size_t j = 0; j < l->n_keep && !kept; j++)
+                kept = l->keep_it[j] == v[i].iteration;
+            if (!kept)
+                continue;
+        }
+        acc += v[i].value;
+        k++;
+    }
+    free(v);
+    *sum = acc;
+    if (k)
+        *mean = acc / (double)k;
+    return CP_OK;
+}
+
+static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l,
+                                    struct cp_diag *d)
+{
+    for (int i = 0; i < CP_FLOAD_N_IMPORTED; i++)
+        l->imp[i] = NAN;
+    if (!l->kind || strcmp(l->kind, "import") != 0)
+        return CP_OK;
+    enum cp_status rc = CP_OK;
+    double sum;
+    for (int i = 0; i < CP_FLOAD_N_IMPORTED && rc == CP_OK; i++)
+        for (int a = 0; a < 2 && IMPORTED[i][a] && rc == CP_OK && !isfinite(l->imp[i]); a++)
+            rc = iteration_mean(s, l, IMPORTED[i][a], &l->imp[i], &sum, d);
+    double mean;
+    if (rc == CP_OK)
+        rc = iteration_mean(s, l, "ascend.op_state.dynamic", &mean, &l->dynamic_ops, d);
+    if (rc == CP_OK)
+        rc = iteration_mean(s, l, "ascend.op_state.static", &mean, &l->static_ops, d);
+    return rc;
+}
+
 static enum cp_status read_host(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
     struct cp_trace_host h;
@@ -405,6 +473,8 @@ enum cp_status cp_fload_read(struct cp_trace_store *s, int64_t run_id, struct cp
         rc = read_counters(s, l, d);
     if (rc == CP_OK)
         rc = read_host(s, l, d);
+    if (rc == CP_OK)
+        rc = read_imported(s, l, d);
     free(sm);
     return rc;
 }
@@ -413,6 +483,7 @@ void cp_fload_release(struct cp_fload *l)
 {
     free(l->kind);
     free(l->config_json);
+    free(l->target);
     free(l->lat_ns);
     free(l->keep_it);
     for (size_t i = 0; l->k && i < l->n_k; i++) {

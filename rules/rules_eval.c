@@ -538,7 +538,10 @@ static enum cp_status eval_cause(const struct cp_rule *r, const struct cp_root_c
         finding_release(&fd);
         return st;
     }
-    if (change_is_noop(&fd.change, o->run)) {
+    /* advice for another tool's profile (a summary alone) is never in
+     * effect already: cannprof cannot tell */
+    bool advice = !fd.change.convert[0] && !fd.change.fusion_switches[0] && !fd.change.runtime[0];
+    if (!advice && change_is_noop(&fd.change, o->run)) {
         a->already_applied++;
         finding_release(&fd);
         return CP_OK;
@@ -630,8 +633,10 @@ static bool strv_eq(char *const *a, char *const *b)
 
 static bool same_change(const struct cp_change *a, const struct cp_change *b)
 {
+    bool stated = !a->convert[0] && !a->fusion_switches[0] && !a->runtime[0];
     return strv_eq(a->convert, b->convert) && strv_eq(a->fusion_switches, b->fusion_switches) &&
-           strv_eq(a->runtime, b->runtime);
+           strv_eq(a->runtime, b->runtime) &&
+           (!stated || strcmp(a->summary, b->summary) == 0); /* advice: by its words */
 }
 
 /* One change, one finding: when several rules propose the same change, keep
@@ -685,9 +690,10 @@ enum cp_status cp_rules_analyze(const struct cp_rule_set *rs, const struct cp_fe
     cp_features_env(f, &env);
     size_t cap = 0;
     enum cp_status st = CP_OK;
+    unsigned kind = 1u << cp_features_profile(f);
     for (size_t i = 0; i < rs->n && st == CP_OK; i++) {
         const struct cp_rule *r = &rs->rules[i];
-        if (!r->targets[o->target])
+        if (!r->targets[o->target] || !(r->profiles & kind))
             continue;
         out->rules_evaluated++;
         struct rule_eval re = {0};

@@ -32,6 +32,7 @@ struct cp_rule {
     char *file; /* where it was loaded from */
     int line;
     bool targets[3]; /* by enum cp_target */
+    unsigned profiles; /* bit per enum cp_profile_kind its pack covers */
     struct cp_expr **indicators;
     size_t n_indicators;
     struct cp_root_cause *causes;

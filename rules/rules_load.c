@@ -2,8 +2,10 @@
  * expression parsed and checked against the feature names on the way, every
  * error reported as FILE:LINE:COLUMN. */
 #include "rules/rules_internal.h"
+#include "rules/features.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <math.h>
@@ -87,6 +89,10 @@ struct loader {
     struct cp_diag *d;
     const uint8_t *data; /* the file, for the source text of scalars */
     size_t len;
+    /* The pack is only for profiles other tools wrote: its changes are
+     * for the user's code or conversion, stated, not applied, so a
+     * summary alone is a change. */
+    bool advice_only;
 };
 
 static enum cp_status at(struct loader *L, const yaml_node_t *n, const char *fmt, ...)
@@ -410,7 +416,7 @@ static enum cp_status load_change(struct loader *L, const yaml_node_t *ch, const
         st = get_strings(L, ch, what, "runtime", &c->runtime, &n3);
     if (st != CP_OK)
         return st;
-    if (n1 + n2 + n3 == 0)
+    if (n1 + n2 + n3 == 0 && !L->advice_only)
         return at(L, ch,
                   "%s: give at least one concrete change (convert, fusion_switches or "
                   "runtime)",
@@ -568,7 +574,7 @@ static bool has_rule(const struct cp_rule_set *rs, const char *name)
 static enum cp_status load_doc(struct loader *L, struct cp_rule_set *rs, struct cp_rule **out,
                                size_t *n_out)
 {
-    static const char *const top_keys[] = {"pack", "rules", "version", NULL};
+    static const char *const top_keys[] = {"pack", "profiles", "rules", "version", NULL};
     yaml_node_t *root = yaml_document_get_root_node(&L->doc);
     if (!root)
         return cp_diag_set(L->d, CP_ERR_PARSE,
@@ -578,6 +584,29 @@ static enum cp_status load_doc(struct loader *L, struct cp_rule_set *rs, struct 
     enum cp_status st = check_keys(L, root, "rule pack", top_keys);
     if (st != CP_OK)
         return st;
+    /* which runs the pack is for: cannprof's own by default */
+    unsigned profiles = 1u << CP_PROFILE_CANNPROF;
+    char **pv = NULL;
+    size_t npv = 0;
+    if ((st = get_strings(L, root, "rule pack", "profiles", &pv, &npv)) != CP_OK)
+        return st;
+    if (pv) {
+        profiles = 0;
+        for (size_t i = 0; i < npv && st == CP_OK; i++) {
+            enum cp_profile_kind k;
+            if (!cp_profile_kind_parse(pv[i], &k))
+                st = at(L, item(L, root, "profiles", i),
+                        "rule pack: profile '%s' is not one of cannprof, ascend, gpu, onnxruntime, "
+                        "chrome",
+                        pv[i]);
+            else
+                profiles |= 1u << k;
+        }
+        cp_strv_free(pv);
+        if (st != CP_OK)
+            return st;
+    }
+    L->advice_only = !(profiles & (1u << CP_PROFILE_CANNPROF));
     yaml_node_t *rules = get(L, root, "rules");
     if (!rules || rules->type != YAML_SEQUENCE_NODE)
         return at(L, rules ? rules : root, "rule pack: 'rules' must be a list of rules");
@@ -588,6 +617,7 @@ static enum cp_status load_doc(struct loader *L, struct cp_rule_set *rs, struct 
     for (size_t i = 0; i < n && st == CP_OK; i++) {
         yaml_node_t *rn = node(L, rules->data.sequence.items.start[i]);
         st = load_rule(L, rn, &list[i]);
+        list[i].profiles = profiles;
         if (st == CP_OK && !(list[i].file = cp_strdup(L->path)))
             st = cp_diag_set(L->d, CP_ERR_NOMEM, "out of memory");
         if (st != CP_OK)
@@ -665,33 +695,60 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-enum cp_status cp_rule_set_load_dir(struct cp_rule_set *rs, const char *dir, struct cp_diag *d)
+/* Add the *.yaml names of folder `dir` (prefixed with `sub/` when sub is
+ * not NULL) to names[n]; with sub NULL, also those of its subfolders one
+ * level down (rules/packs/ascend/, rules/packs/gpu/). */
+static enum cp_status list_packs(const char *dir, const char *sub, char ***names, size_t *n,
+                                 size_t *cap, struct cp_diag *d)
 {
-    DIR *dh = opendir(dir);
+    char path[1200];
+    snprintf(path, sizeof path, "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
+    DIR *dh = opendir(path);
     if (!dh)
-        return cp_diag_set(d, CP_ERR_IO, "%s: cannot open the rules folder", dir);
-    char **names = NULL;
-    size_t n = 0, cap = 0;
+        return cp_diag_set(d, CP_ERR_IO, "%s: cannot open the rules folder", path);
     enum cp_status st = CP_OK;
     for (struct dirent *e; (e = readdir(dh)) && st == CP_OK;) {
-        if (e->d_name[0] == '.' ||
-            !(cp_path_has_suffix(e->d_name, ".yaml") || cp_path_has_suffix(e->d_name, ".yml")))
+        if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **g = cp_realloc_array(names, cap, sizeof *g);
+        bool yaml = cp_path_has_suffix(e->d_name, ".yaml") || cp_path_has_suffix(e->d_name, ".yml");
+        if (!yaml) {
+            struct cp_buf child;
+            cp_buf_init(&child);
+            cp_buf_printf(&child, "%s/%s", path, e->d_name);
+            struct stat sb;
+            if (!sub && cp_buf_status(&child) == CP_OK && stat(child.data, &sb) == 0 &&
+                S_ISDIR(sb.st_mode))
+                st = list_packs(dir, e->d_name, names, n, cap, d);
+            cp_buf_release(&child);
+            continue;
+        }
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 16;
+            char **g = cp_realloc_array(*names, *cap, sizeof *g);
             if (!g) {
                 st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
                 break;
             }
-            names = g;
+            *names = g;
         }
-        if (!(names[n] = cp_strdup(e->d_name)))
+        struct cp_buf b;
+        cp_buf_init(&b);
+        cp_buf_printf(&b, "%s%s%s", sub ? sub : "", sub ? "/" : "", e->d_name);
+        if (cp_buf_status(&b) != CP_OK)
             st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         else
-            n++;
+            (*names)[(*n)++] = cp_buf_steal(&b);
+        cp_buf_release(&b);
     }
     closedir(dh);
+    return st;
+}
+
+enum cp_status cp_rule_set_load_dir(struct cp_rule_set *rs, const char *dir, struct cp_diag *d)
+{
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    enum cp_status st = list_packs(dir, NULL, &names, &n, &cap, d);
     if (st == CP_OK && n == 0)
         st = cp_diag_set(d, CP_ERR_INVALID, "%s: no rule packs (*.yaml) in the folder", dir);
     if (st == CP_OK)

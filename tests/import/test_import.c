@@ -509,3 +509,114 @@ Test(import, a_broken_task_table_exits_2_naming_the_row)
     free(p);
     free(db);
 }
+
+/* ---- planted findings, one per family ----------------------------------------------------- */
+
+/* The rules of `analyze --json` on db, as a list of their names. */
+static char *fired_rules(const char *db)
+{
+    struct cp_run r;
+    cp_run_cli(&r, "analyze", db, "--json", "--no-calibrate", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    /* analyze --json prints the findings document first */
+    json_error_t e;
+    json_t *j = json_loadb(r.out, strlen(r.out), JSON_DISABLE_EOF_CHECK, &e);
+    cr_assert_not_null(j, "analyze --json: %s", e.text);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    json_t *fs = json_object_get(j, "findings");
+    for (size_t i = 0; i < json_array_size(fs); i++)
+        cp_buf_printf(&b, "%s ", json_string_value(json_object_get(json_array_get(fs, i), "rule")));
+    json_decref(j);
+    cp_run_release(&r);
+    return cp_buf_steal(&b);
+}
+
+Test(import, a_planted_transdata_share_in_a_torch_npu_timeline)
+{
+    char *f = fixture("trace_view.json"), *db = cp_t_path("tv.db");
+    json_decref(import_ok(f, db));
+    char *rules = fired_rules(db);
+    cr_expect(strstr(rules, "ascend_transdata ") != NULL, "fired: %s", rules);
+    cr_expect(strstr(rules, "unfused") == NULL && strstr(rules, "launch_bound") == NULL,
+              "no rule for cannprof's own runs fires on a profile: %s", rules);
+    free(rules);
+    free(db);
+    free(f);
+}
+
+Test(import, a_planted_ai_cpu_operator_in_an_msprof_task_table)
+{
+    char *f = fixture("op_summary_20231109105342.csv"), *db = cp_t_path("aicpu.db");
+    json_decref(import_ok(f, db));
+    char *rules = fired_rules(db);
+    cr_expect(strstr(rules, "ascend_aicpu_operators ") != NULL, "fired: %s", rules);
+    free(rules);
+    /* the finding names the AI_CPU task as the time it acts on */
+    struct cp_run r;
+    cp_run_cli(&r, "suggest", db, "--no-calibrate", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    ct_assert_mentions(r.out, "Operators run on the AI CPU instead of the AI Core", "float64",
+                       NULL);
+    cp_run_release(&r);
+    free(db);
+    free(f);
+}
+
+/* A Kineto trace whose copies take half of the GPU time. */
+Test(import, a_planted_copy_share_in_a_kineto_trace)
+{
+    char *p = cp_t_path("copies.json"), *db = cp_t_path("copies.db");
+    FILE *fp = fopen(p, "w");
+    cr_assert_not_null(fp);
+    fprintf(fp, "{\"schemaVersion\": 1, \"traceEvents\": [\n");
+    double t = 1.7e9;
+    for (int i = 0; i < 10; i++, t += 1000)
+        fprintf(fp,
+                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                "\"pid\":1,\"tid\":1,\"ts\":%.3f,\"dur\":990},\n"
+                "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy HtoD (Pageable -> "
+                "Device)\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":400,\"args\":{\"bytes\":"
+                "4194304}},\n"
+                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,"
+                "\"ts\":%.3f,\"dur\":400,\"args\":{\"est. achieved occupancy %%\":60}},\n",
+                i, t, t + 10, t + 450);
+    fprintf(fp, "{\"ph\":\"i\",\"name\":\"end\",\"pid\":1,\"tid\":1,\"ts\":%.3f}]}\n", t);
+    fclose(fp);
+    json_decref(import_ok(p, db));
+    char *rules = fired_rules(db);
+    cr_expect(strstr(rules, "gpu_host_device_copies ") != NULL, "fired: %s", rules);
+    cr_expect(strstr(rules, "gpu_low_occupancy") == NULL, "60%% occupancy is fine: %s", rules);
+    cr_expect(strstr(rules, "ascend_") == NULL, "no Ascend rule on a GPU trace: %s", rules);
+    free(rules);
+    free(db);
+    free(p);
+}
+
+/* An ONNX Runtime profile whose Transposes take most of the time. */
+Test(import, a_planted_transpose_share_in_an_onnx_runtime_profile)
+{
+    char *p = cp_t_path("ort_t.json"), *db = cp_t_path("ort_t.db");
+    FILE *fp = fopen(p, "w");
+    cr_assert_not_null(fp);
+    fprintf(fp, "[\n");
+    for (int i = 0; i < 5; i++) {
+        int t0 = 1000 * i;
+        fprintf(fp,
+                "{\"cat\":\"Node\",\"pid\":1,\"tid\":1,\"dur\":300,\"ts\":%d,\"ph\":\"X\","
+                "\"name\":\"tr_kernel_time\",\"args\":{\"op_name\":\"Transpose\"}},\n"
+                "{\"cat\":\"Node\",\"pid\":1,\"tid\":1,\"dur\":200,\"ts\":%d,\"ph\":\"X\","
+                "\"name\":\"mm_kernel_time\",\"args\":{\"op_name\":\"MatMul\"}},\n"
+                "{\"cat\":\"Session\",\"pid\":1,\"tid\":1,\"dur\":600,\"ts\":%d,\"ph\":\"X\","
+                "\"name\":\"model_run\",\"args\":{}}%s\n",
+                t0 + 10, t0 + 320, t0, i == 4 ? "" : ",");
+    }
+    fprintf(fp, "]\n");
+    fclose(fp);
+    json_decref(import_ok(p, db));
+    char *rules = fired_rules(db);
+    cr_expect(strstr(rules, "ort_layout_transposes ") != NULL, "fired: %s", rules);
+    free(rules);
+    free(db);
+    free(p);
+}

@@ -134,7 +134,7 @@ Test(rules_load, unknown_keys_suggest_the_nearest_known_one)
     expect_variant_error("low: 1.5", "lo: 1.5", 16, 30, "unknown key 'lo' (did you mean 'low'?)");
     /* nothing close: the known keys are listed */
     expect_variant_error("version: 1", "colour_scheme: 1", 2, 1,
-                         "unknown key 'colour_scheme'; known: pack, rules, version");
+                         "unknown key 'colour_scheme'; known: pack, profiles, rules, version");
 }
 
 Test(rules_load, missing_required_keys_point_at_their_mapping)
@@ -269,6 +269,40 @@ Test(rules_load, bad_change_entries_point_at_the_entry)
                          "");
     expect_error_at(text, 14, 11, "give at least one concrete change");
     free(text);
+}
+
+/* `profiles:` names the runs a pack is for; a pack only for profiles
+ * other tools wrote states its changes (a summary is enough), since
+ * cannprof cannot apply them. */
+Test(rules_load, profiles_name_the_runs_and_advice_needs_only_a_summary)
+{
+    char *text = variant("version: 1\n", "version: 1\nprofiles: [ascend, tpu]\n");
+    expect_error_at(text, 3, 20, "profile 'tpu' is not one of cannprof, ascend, gpu");
+    free(text);
+    char *advice = variant("          convert: [\"--layout_policy=nchw\", "
+                           "\"--buffer_optimize=off_optimize\"]\n",
+                           "");
+    char *pack = cp_t_fmt("profiles: [gpu, onnxruntime]\n%s", advice);
+    char *path = write_file("advice.yaml", pack);
+    struct cp_rule_set *rs = cp_rule_set_create();
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_expect_eq(cp_rule_set_load_file(rs, path, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(cp_rule_set_count(rs), 1);
+    cp_rule_set_free(rs);
+    /* with cannprof's runs among them, a concrete change is needed again */
+    free(pack);
+    pack = cp_t_fmt("profiles: [gpu, cannprof]\n%s", advice);
+    free(path);
+    path = write_file("advice2.yaml", pack);
+    rs = cp_rule_set_create();
+    cp_diag_init(&d);
+    cr_expect_neq(cp_rule_set_load_file(rs, path, &d), CP_OK);
+    cr_expect(strstr(d.msg, "give at least one concrete change") != NULL, "%s", d.msg);
+    cp_rule_set_free(rs);
+    free(path);
+    free(pack);
+    free(advice);
 }
 
 Test(rules_load, gain_needs_1_le_low_le_speedup_le_high)
