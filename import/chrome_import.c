@@ -1,11 +1,13 @@
 #define _GNU_SOURCE /* memrchr */
 /* The Chrome trace-event dialects onto the trace's layers (docs/import.md).
  *
- * Two passes over the file. The first finds what the second needs before
- * it writes anything: the process names (torch_npu names its device track
- * "Ascend Hardware"), the steps (ProfilerStep#N, ONNX Runtime's model_run),
- * the earliest time (the run's zero) and the dialect. The second maps each
- * event to a layer, stamps it with its step and writes it. */
+ * The file is parsed once. While it is read, what the writing needs first
+ * is gathered: the process names (torch_npu names its device track
+ * "Ascend Hardware"; Kineto writes the names last), the steps
+ * (ProfilerStep#N, ONNX Runtime's model_run), the earliest time (the run's
+ * zero) and the dialect; and each event goes, parsed and compact, to a
+ * spill file (spill.c). Then the spill is read back: each event is mapped
+ * to a layer, stamped with its step and written. */
 #include "import/import_internal.h"
 #include "core/json.h"
 
@@ -25,11 +27,26 @@ struct votes {
     size_t kineto, ascend, ort;
 };
 
+/* Top-level facts kept (schemaVersion, distributedInfo.*, ...). */
+#define CP_IMP_MAX_TOP 64
+
 /* The phase as one character, 0 when it is not one. */
 static char phase(const struct cp_imp_event *e)
 {
     return e->ph.s && e->ph.len == 1 ? e->ph.s[0] : 0;
 }
+
+/* An event as the writing sees it: read back from the spill, times in ns. */
+struct ev {
+    char ph;
+    bool has_ts;
+    int64_t ts, dur;
+    struct cp_imp_val name, cat, pid, tid;
+    struct cp_imp_val op_name, provider, task_type; /* the arguments placement reads */
+    size_t n_num;
+    const char *num_key[CP_IMP_MAX_ARGS]; /* numeric arguments */
+    double num_val[CP_IMP_MAX_ARGS];
+};
 
 /* ---- the first pass ---------------------------------------------------------------- */
 
@@ -45,6 +62,12 @@ struct scan {
     bool top_object; /* traceEvents, deviceProperties, schemaVersion, ... */
     size_t metadata;
     bool string_ts;
+    struct cp_imp_spill *spill;
+    uint8_t *kinds; /* enum key_kind by the spill's string id */
+    size_t cap_kinds;
+    /* top-level facts, written with the run */
+    char *top_key[CP_IMP_MAX_TOP], *top_val[CP_IMP_MAX_TOP];
+    size_t n_top;
 };
 
 static bool has_prefix(const struct cp_imp_val *v, const char *p)
@@ -89,6 +112,104 @@ static void vote(struct votes *v, const struct cp_imp_event *e)
         v->ascend++; /* torch_npu and msprof write ts as a string */
 }
 
+/* Keys of device arguments that are identities, not measurements. */
+static bool id_like(const char *key, size_t n)
+{
+    static const char *const ids[] = {
+        "External id", "external id",     "correlation",   "Record function id",
+        "Ev Idx",      "Sequence number", "connection_id", "Task Id",
+        "Model Id",    "Batch Id",        "Subtask Id",    "Physic Stream Id",
+        "stream",      "device",          "context",       "queued",
+        "node_index",  "exec_plan_index", "graph_index",   "Fwd thread id",
+        "Python id",   "Python parent id"};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        if (strlen(ids[i]) == n && memcmp(key, ids[i], n) == 0)
+            return true;
+    return false;
+}
+
+/* What an argument's key is to the import, decided once per distinct key
+ * (keys are interned in the spill, and their ids index this). */
+enum key_kind {
+    KEY_UNSEEN = 0,
+    KEY_MEASURE, /* a number worth keeping */
+    KEY_ID,      /* an identity (id_like) */
+    KEY_OP_NAME,
+    KEY_PROVIDER,
+    KEY_TASK_TYPE,
+};
+
+static enum key_kind classify_key(const char *k, size_t n)
+{
+    if (n == 7 && memcmp(k, "op_name", 7) == 0)
+        return KEY_OP_NAME;
+    if (n == 8 && memcmp(k, "provider", 8) == 0)
+        return KEY_PROVIDER;
+    if (n == 9 && memcmp(k, "Task Type", 9) == 0)
+        return KEY_TASK_TYPE;
+    return id_like(k, n) ? KEY_ID : KEY_MEASURE;
+}
+
+static enum key_kind key_kind(struct scan *s, int32_t id, const char *k, size_t n)
+{
+    if (id < 0)
+        return KEY_ID;
+    if ((size_t)id >= s->cap_kinds) {
+        size_t nc = s->cap_kinds ? s->cap_kinds : 256;
+        while (nc <= (size_t)id)
+            nc *= 2;
+        uint8_t *g = realloc(s->kinds, nc);
+        if (!g)
+            return KEY_ID;
+        memset(g + s->cap_kinds, 0, nc - s->cap_kinds);
+        s->kinds = g;
+        s->cap_kinds = nc;
+    }
+    if (s->kinds[id] == KEY_UNSEEN)
+        s->kinds[id] = (uint8_t)classify_key(k, n);
+    return (enum key_kind)s->kinds[id];
+}
+
+/* The event, compact, into the spill: its strings as ids, its numeric
+ * arguments (identities left out) as numbers. */
+static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, char ph,
+                                  bool has_ts, int64_t ts, int64_t dur, struct cp_diag *d)
+{
+    struct cp_imp_rec r = {.ph = ph, .has_ts = has_ts, .ts = ts, .dur = dur};
+    struct cp_imp_spill *sp = s->spill;
+    r.name = cp_imp_spill_str(sp, &e->name);
+    r.cat = cp_imp_spill_str(sp, &e->cat);
+    r.pid = cp_imp_spill_str(sp, &e->pid);
+    r.tid = cp_imp_spill_str(sp, &e->tid);
+    r.op_name = r.provider = r.task_type = -1;
+    for (size_t i = 0; i < e->n_args; i++) {
+        const struct cp_imp_val *v = &e->args[i].v;
+        struct cp_imp_val kv = {e->args[i].key, strlen(e->args[i].key), false};
+        int32_t kid = cp_imp_spill_str(sp, &kv);
+        double x;
+        switch (key_kind(s, kid, kv.s, kv.len)) {
+        case KEY_OP_NAME:
+            r.op_name = cp_imp_spill_str(sp, v);
+            break;
+        case KEY_PROVIDER:
+            r.provider = cp_imp_spill_str(sp, v);
+            break;
+        case KEY_TASK_TYPE:
+            r.task_type = cp_imp_spill_str(sp, v);
+            break;
+        case KEY_MEASURE:
+            if (r.n_num < CP_IMP_MAX_ARGS && cp_imp_val_num(v, &x)) {
+                r.num_key[r.n_num] = kid;
+                r.num_val[r.n_num++] = x;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    return cp_imp_spill_put(sp, &r, d);
+}
+
 static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct cp_diag *d)
 {
     struct scan *s = u;
@@ -111,13 +232,15 @@ static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct c
         return CP_OK;
     }
     int64_t ts;
-    if (!e->ts.s || !cp_imp_us_to_ns(&e->ts, &ts))
-        return CP_OK;
-    if (!e->ts.number)
-        s->string_ts = true;
+    bool has_ts = e->ts.s && cp_imp_us_to_ns(&e->ts, &ts);
     int64_t dur = 0;
     if (e->dur.s && !cp_imp_us_to_ns(&e->dur, &dur))
         dur = 0;
+    enum cp_status st = spill_event(s, e, ph, has_ts, has_ts ? ts : 0, dur, d);
+    if (st != CP_OK || !has_ts)
+        return st;
+    if (!e->ts.number)
+        s->string_ts = true;
     if (!s->have_ts || ts < s->min_ts)
         s->min_ts = ts;
     if (!s->have_ts || ts + dur > s->max_end)
@@ -146,12 +269,23 @@ static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct c
 static enum cp_status scan_top(void *u, const char *key, const struct cp_imp_val *v,
                                struct cp_diag *d)
 {
-    (void)v;
-    (void)d;
     struct scan *s = u;
     if (strcmp(key, "schemaVersion") == 0 || strncmp(key, "deviceProperties", 16) == 0 ||
         strncmp(key, "distributedInfo", 15) == 0 || strcmp(key, "displayTimeUnit") == 0)
         s->top_object = true;
+    if (s->n_top == CP_IMP_MAX_TOP)
+        return CP_OK;
+    size_t vl = v->len > 255 ? 255 : v->len;
+    char *k = cp_strdup(key), *val = malloc(vl + 1);
+    if (!k || !val) {
+        free(k);
+        free(val);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    memcpy(val, v->s, vl);
+    val[vl] = '\0';
+    s->top_key[s->n_top] = k;
+    s->top_val[s->n_top++] = val;
     return CP_OK;
 }
 
@@ -270,7 +404,7 @@ struct placed {
     char origins[600];
 };
 
-static bool place(const struct write *w, const struct cp_imp_event *e, struct placed *p,
+static bool place(const struct write *w, const struct ev *e, struct placed *p,
                   enum cp_import_skip *why)
 {
     static const char *const device_cats[] = {"kernel", "gpu_memcpy", "gpu_memset",
@@ -290,11 +424,10 @@ static bool place(const struct write *w, const struct cp_imp_event *e, struct pl
             p->layer = CP_LAYER_DEVICE;
             if (has_suffix(&e->name, "_kernel_time"))
                 p->klen -= strlen("_kernel_time");
-            const struct cp_imp_val *op = cp_imp_arg(e, "op_name");
-            const struct cp_imp_val *prov = cp_imp_arg(e, "provider");
-            snprintf(p->op_type, sizeof p->op_type, "%.*s", op && op->s ? (int)op->len : 1,
-                     op && op->s ? op->s : "?");
-            if (prov && prov->s)
+            const struct cp_imp_val *op = &e->op_name, *prov = &e->provider;
+            snprintf(p->op_type, sizeof p->op_type, "%.*s", op->s ? (int)op->len : 1,
+                     op->s ? op->s : "?");
+            if (prov->s)
                 snprintf(p->impl, sizeof p->impl, "%.*s", (int)prov->len, prov->s);
             /* the node is the ONNX node: its own origin */
             json_t *a = json_array();
@@ -326,12 +459,12 @@ static bool place(const struct write *w, const struct cp_imp_event *e, struct pl
         }
         if (pn && (strcmp(pn, "Ascend Hardware") == 0 || strcmp(pn, "HCCL") == 0)) {
             p->layer = CP_LAYER_DEVICE;
-            const struct cp_imp_val *tt = cp_imp_arg(e, "Task Type");
+            const struct cp_imp_val *tt = &e->task_type;
             if (strcmp(pn, "HCCL") == 0)
                 snprintf(p->op_type, sizeof p->op_type, "HCCL");
             else
                 ascend_op_type(&e->name, p->op_type, sizeof p->op_type);
-            if (tt && tt->s)
+            if (tt->s)
                 snprintf(p->impl, sizeof p->impl, "%.*s", (int)tt->len, tt->s);
             return true;
         }
@@ -354,22 +487,6 @@ static bool place(const struct write *w, const struct cp_imp_event *e, struct pl
     return true;
 }
 
-/* Keys of device arguments that are identities, not measurements. */
-static bool id_like(const char *key)
-{
-    static const char *const ids[] = {
-        "External id", "external id",     "correlation",   "Record function id",
-        "Ev Idx",      "Sequence number", "connection_id", "Task Id",
-        "Model Id",    "Batch Id",        "Subtask Id",    "Physic Stream Id",
-        "stream",      "device",          "context",       "queued",
-        "node_index",  "exec_plan_index", "graph_index",   "Fwd thread id",
-        "Python id",   "Python parent id"};
-    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
-        if (strcmp(key, ids[i]) == 0)
-            return true;
-    return false;
-}
-
 /* A device argument summed up over one iteration: sizes add up, the rest
  * (occupancy, blocks per SM, pipe ratios) are means weighted by the
  * events' durations, as profilers' own summaries weigh them. */
@@ -387,16 +504,14 @@ static bool additive_key(const char *key)
            strcmp(key, "size(Byte)") == 0;
 }
 
-static enum cp_status device_counters(struct write *w, const struct cp_imp_event *e,
-                                      int32_t iteration, int64_t dur, struct cp_diag *d)
+static enum cp_status device_counters(struct write *w, const struct ev *e, int32_t iteration,
+                                      int64_t dur, struct cp_diag *d)
 {
     double weight = dur > 0 ? (double)dur : 1.0;
-    for (size_t i = 0; i < e->n_args; i++) {
-        double x;
-        if (id_like(e->args[i].key) || !cp_imp_val_num(&e->args[i].v, &x))
-            continue;
+    for (size_t i = 0; i < e->n_num; i++) {
+        double x = e->num_val[i];
         char key[200];
-        int kl = snprintf(key, sizeof key, "%d\x1f%s", iteration, e->args[i].key);
+        int kl = snprintf(key, sizeof key, "%d\x1f%s", iteration, e->num_key[i]);
         if (kl < 0 || (size_t)kl >= sizeof key)
             continue;
         int64_t at = cp_strmap_get(&w->acc_ix, key, (size_t)kl, -1);
@@ -442,9 +557,8 @@ static enum cp_status flush_arg_counters(struct write *w, struct cp_diag *d)
     return CP_OK;
 }
 
-static enum cp_status interval(struct write *w, const struct cp_imp_event *e,
-                               const struct placed *p, int64_t ts, int64_t dur, int thread,
-                               struct cp_diag *d)
+static enum cp_status interval(struct write *w, const struct ev *e, const struct placed *p,
+                               int64_t ts, int64_t dur, int thread, struct cp_diag *d)
 {
     const struct scan *s = w->s;
     int64_t rel = ts - s->min_ts;
@@ -494,7 +608,7 @@ static enum cp_status grow_thread(struct write *w, int thread, struct cp_diag *d
     return CP_OK;
 }
 
-static enum cp_status begin_end(struct write *w, const struct cp_imp_event *e, bool begin,
+static enum cp_status begin_end(struct write *w, const struct ev *e, bool begin,
                                 const struct placed *p, int64_t ts, int thread, struct cp_diag *d)
 {
     enum cp_status st = grow_thread(w, thread, d);
@@ -522,7 +636,7 @@ static enum cp_status begin_end(struct write *w, const struct cp_imp_event *e, b
         return CP_OK;
     }
     struct open_b b = w->stack[thread][--w->depth[thread]];
-    struct cp_imp_event be = *e;
+    struct ev be = *e;
     be.name = (struct cp_imp_val){b.name, strlen(b.name), false};
     struct placed bp = *p;
     bp.layer = b.layer;
@@ -533,11 +647,10 @@ static enum cp_status begin_end(struct write *w, const struct cp_imp_event *e, b
     return st;
 }
 
-static enum cp_status write_event(void *u, const struct cp_imp_event *e, struct cp_diag *d)
+static enum cp_status write_event(struct write *w, const struct ev *e, struct cp_diag *d)
 {
-    struct write *w = u;
     struct cp_import_result *r = w->r;
-    char ph = phase(e);
+    char ph = e->ph;
     if (ph == 'M')
         return CP_OK;
     if (ph == 's' || ph == 't' || ph == 'f') {
@@ -553,23 +666,20 @@ static enum cp_status write_event(void *u, const struct cp_imp_event *e, struct 
         r->skipped[CP_SKIP_OTHER_PHASE]++;
         return CP_OK;
     }
-    int64_t ts;
-    if (!e->ts.s || !cp_imp_us_to_ns(&e->ts, &ts)) {
+    if (!e->has_ts) {
         r->skipped[CP_SKIP_NO_TIME]++;
         return CP_OK;
     }
+    int64_t ts = e->ts;
     if (c) {
         int64_t rel = ts - w->s->min_ts;
         int32_t it = step_of(w->s, ts, false);
-        for (size_t i = 0; i < e->n_args; i++) {
-            double v;
-            if (!cp_imp_val_num(&e->args[i].v, &v))
-                continue;
+        for (size_t i = 0; i < e->n_num; i++) {
             char name[300];
             snprintf(name, sizeof name, "%.*s.%s", e->name.s ? (int)e->name.len : 7,
-                     e->name.s ? e->name.s : "counter", e->args[i].key);
+                     e->name.s ? e->name.s : "counter", e->num_key[i]);
             enum cp_status st =
-                cp_imp_sink_counter(w->k, it, name, v, rel > 0 ? (uint64_t)rel : 0, d);
+                cp_imp_sink_counter(w->k, it, name, e->num_val[i], rel > 0 ? (uint64_t)rel : 0, d);
             if (st != CP_OK)
                 return st;
         }
@@ -587,20 +697,36 @@ static enum cp_status write_event(void *u, const struct cp_imp_event *e, struct 
         return st;
     if (b || en)
         return begin_end(w, e, b, &p, ts, thread, d);
-    int64_t dur = 0;
-    if (e->dur.s && !cp_imp_us_to_ns(&e->dur, &dur))
-        dur = 0;
-    return interval(w, e, &p, ts, dur, thread, d);
+    return interval(w, e, &p, ts, e->dur, thread, d);
 }
 
-static enum cp_status write_top(void *u, const char *key, const struct cp_imp_val *v,
-                                struct cp_diag *d)
+/* Read the spill back, event by event, into the run. */
+static enum cp_status write_spill(struct write *w, struct cp_imp_spill *sp, struct cp_diag *d)
 {
-    struct write *w = u;
-    char val[256], k[200];
-    snprintf(val, sizeof val, "%.*s", (int)(v->len > 255 ? 255 : v->len), v->s);
-    snprintf(k, sizeof k, "profile.%s", key);
-    return cp_imp_sink_meta(w->k, k, val, d);
+    enum cp_status st = cp_imp_spill_rewind(sp, d);
+    struct cp_imp_rec r;
+    struct ev e;
+    bool more = false;
+    while (st == CP_OK && (st = cp_imp_spill_next(sp, &r, &more, d)) == CP_OK && more) {
+        e.ph = r.ph;
+        e.has_ts = r.has_ts;
+        e.ts = r.ts;
+        e.dur = r.dur;
+        e.name = cp_imp_spill_text(sp, r.name);
+        e.cat = cp_imp_spill_text(sp, r.cat);
+        e.pid = cp_imp_spill_text(sp, r.pid);
+        e.tid = cp_imp_spill_text(sp, r.tid);
+        e.op_name = cp_imp_spill_text(sp, r.op_name);
+        e.provider = cp_imp_spill_text(sp, r.provider);
+        e.task_type = cp_imp_spill_text(sp, r.task_type);
+        e.n_num = r.n_num;
+        for (size_t i = 0; i < r.n_num; i++) {
+            e.num_key[i] = cp_imp_spill_text(sp, r.num_key[i]).s;
+            e.num_val[i] = r.num_val[i];
+        }
+        st = write_event(w, &e, d);
+    }
+    return st;
 }
 
 static void release_write(struct write *w)
@@ -665,9 +791,18 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
     struct scan s;
     memset(&s, 0, sizeof s);
     cp_strmap_init(&s.pname);
-    struct cp_imp_handler h1 = {scan_event, scan_top, &s};
+    struct cp_imp_sink k;
+    memset(&k, 0, sizeof k);
+    k.run = -1;
+    uint64_t *samples = NULL;
+    struct write w;
+    memset(&w, 0, sizeof w);
     struct cp_imp_read_info info;
-    enum cp_status st = cp_imp_read_chrome(src, &h1, &info, d);
+    enum cp_status st = cp_imp_spill_open(&s.spill, d);
+    if (st != CP_OK)
+        goto out;
+    struct cp_imp_handler h1 = {scan_event, scan_top, &s};
+    st = cp_imp_read_chrome(src, &h1, &info, d);
     if (st == CP_OK && !info.found_events)
         st = cp_diag_set(d, CP_ERR_INVALID,
                          "%s: JSON, but not a trace: neither an array of events nor an object "
@@ -676,12 +811,6 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
     if (st == CP_OK && !s.have_ts)
         st = cp_diag_set(d, CP_ERR_INVALID, "%s: no event with a time (\"ts\") in %llu bytes",
                          src->name, (unsigned long long)info.bytes);
-    struct cp_imp_sink k;
-    memset(&k, 0, sizeof k);
-    k.run = -1;
-    uint64_t *samples = NULL;
-    struct write w;
-    memset(&w, 0, sizeof w);
     if (st != CP_OK)
         goto out;
     r->format = format == CP_IMPORT_AUTO ? decide(&s) : format;
@@ -698,10 +827,13 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
     if ((st = cp_imp_sink_open(&k, trace_path, r->source, cp_import_format_name(r->format), r,
                                d)) != CP_OK)
         goto out;
+    for (size_t i = 0; i < s.n_top && st == CP_OK; i++) {
+        char key[200];
+        snprintf(key, sizeof key, "profile.%.150s", s.top_key[i]);
+        st = cp_imp_sink_meta(&k, key, s.top_val[i], d);
+    }
     w = (struct write){.s = &s, .k = &k, .r = r, .format = r->format};
-    struct cp_imp_handler h2 = {write_event, write_top, &w};
-    struct cp_imp_read_info info2;
-    if ((st = cp_imp_read_chrome(src, &h2, &info2, d)) != CP_OK)
+    if (st != CP_OK || (st = write_spill(&w, s.spill, d)) != CP_OK)
         goto out;
     for (size_t t = 0; t < w.n_threads; t++)
         r->skipped[CP_SKIP_UNPAIRED] += w.depth[t];
@@ -724,9 +856,9 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
     snprintf(base, sizeof base, "%lld", (long long)s.min_ts);
     if (st == CP_OK)
         st = cp_imp_sink_meta(&k, "time_base_ns", base, d);
-    r->bytes = info2.bytes;
+    r->bytes = info.bytes;
     if (st == CP_OK)
-        st = record_summary(&k, r, &info2, d);
+        st = record_summary(&k, r, &info, d);
     if (st == CP_OK)
         st = cp_imp_sink_finish(&k, samples, n, d);
 out:
@@ -735,6 +867,12 @@ out:
     release_write(&w);
     free(samples);
     free(s.steps);
+    for (size_t i = 0; i < s.n_top; i++) {
+        free(s.top_key[i]);
+        free(s.top_val[i]);
+    }
+    cp_imp_spill_close(s.spill);
+    free(s.kinds);
     cp_strmap_release(&s.pname);
     cp_imp_pool_release(&s.pool);
     return st;

@@ -81,6 +81,38 @@ bool cp_imp_val_num(const struct cp_imp_val *v, double *out);
 /* The value of args[key], or NULL. */
 const struct cp_imp_val *cp_imp_arg(const struct cp_imp_event *e, const char *key);
 
+/* ---- the spill: events parsed once, kept compact on disk (spill.c) -------------- */
+
+/* One event as the parse left it: times in ns, strings as ids of the
+ * spill's string table (-1: absent), numeric arguments as numbers. */
+struct cp_imp_rec {
+    char ph;
+    bool has_ts;
+    int64_t ts, dur;
+    int32_t name, cat, pid, tid;
+    int32_t op_name, provider, task_type; /* the string arguments placement reads */
+    uint32_t n_num;
+    int32_t num_key[CP_IMP_MAX_ARGS];
+    double num_val[CP_IMP_MAX_ARGS];
+};
+
+struct cp_imp_spill;
+/* A spill in an unnamed temporary file (gone when closed or when the
+ * process ends). Errors: CP_ERR_IO when no temporary file can be made. */
+enum cp_status cp_imp_spill_open(struct cp_imp_spill **sp, struct cp_diag *d);
+void cp_imp_spill_close(struct cp_imp_spill *sp); /* NULL is a no-op */
+/* The id of a string (the same text, the same id); -1 for an absent value
+ * or when out of memory (then cp_imp_spill_put fails). */
+int32_t cp_imp_spill_str(struct cp_imp_spill *sp, const struct cp_imp_val *v);
+/* The text of an id; an absent value for -1. */
+struct cp_imp_val cp_imp_spill_text(const struct cp_imp_spill *sp, int32_t id);
+enum cp_status cp_imp_spill_put(struct cp_imp_spill *sp, const struct cp_imp_rec *r,
+                                struct cp_diag *d);
+/* Back to the first event, then each in turn; *more false after the last. */
+enum cp_status cp_imp_spill_rewind(struct cp_imp_spill *sp, struct cp_diag *d);
+enum cp_status cp_imp_spill_next(struct cp_imp_spill *sp, struct cp_imp_rec *r, bool *more,
+                                 struct cp_diag *d);
+
 /* ---- writing the run ------------------------------------------------------------ */
 
 /* Owned strings, for keys of a cp_strmap (which borrows them). */
