@@ -18,11 +18,6 @@
 #include <string.h>
 #include <strings.h>
 
-struct step {
-    int64_t start, end; /* ns, absolute as in the file */
-    int64_t number;     /* N of ProfilerStep#N; the index for model_run */
-};
-
 struct votes {
     size_t kineto, ascend, ort;
 };
@@ -53,8 +48,7 @@ struct ev {
 struct scan {
     struct cp_imp_pool pool;
     struct cp_strmap pname; /* pid text -> index into pool: its process_name */
-    struct step *steps;
-    size_t n_steps, cap_steps;
+    struct cp_imp_steps steps;
     bool steps_are_model_run;
     int64_t min_ts, max_end;
     bool have_ts;
@@ -251,15 +245,10 @@ static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct c
     bool run =
         ph == 'X' && cp_imp_val_is(&e->name, "model_run") && cp_imp_val_is(&e->cat, "Session");
     if (step || run) {
-        if (s->n_steps == s->cap_steps) {
-            size_t nc = s->cap_steps ? s->cap_steps * 2 : 64;
-            struct step *g = cp_realloc_array(s->steps, nc, sizeof *g);
-            if (!g)
-                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-            s->steps = g;
-            s->cap_steps = nc;
-        }
-        s->steps[s->n_steps++] = (struct step){ts, ts + (dur > 0 ? dur : 0), step ? n : -1};
+        enum cp_status sst =
+            cp_imp_steps_add(&s->steps, ts, ts + (dur > 0 ? dur : 0), step ? n : -1, d);
+        if (sst != CP_OK)
+            return sst;
         if (run)
             s->steps_are_model_run = true;
     }
@@ -289,12 +278,6 @@ static enum cp_status scan_top(void *u, const char *key, const struct cp_imp_val
     return CP_OK;
 }
 
-static int cmp_step(const void *pa, const void *pb)
-{
-    const struct step *a = pa, *b = pb;
-    return a->start < b->start ? -1 : a->start > b->start;
-}
-
 /* ---- the second pass ----------------------------------------------------------------- */
 
 /* An open B event of one thread. */
@@ -311,42 +294,11 @@ struct write {
     struct cp_imp_sink *k;
     struct cp_import_result *r;
     enum cp_import_format format;
-    /* device arguments per (iteration, key) */
-    struct cp_imp_pool pool;
-    struct cp_strmap acc_ix;
-    struct arg_acc *acc;
-    size_t n_acc, cap_acc;
     /* B/E pairs: a stack per thread */
     struct open_b **stack;
     size_t *depth, *cap;
     size_t n_threads;
 };
-
-/* The step an event starting at ts (absolute ns) belongs to: the one
- * whose interval holds it; for device work, which runs after the host
- * launched it, also the last step begun before it when it starts within
- * that step's length after its end. -1 before the first step or in a gap. */
-static int32_t step_of(const struct scan *s, int64_t ts, bool device)
-{
-    if (s->n_steps == 0)
-        return 0; /* the whole profile is one iteration */
-    size_t lo = 0, hi = s->n_steps;
-    while (lo < hi) { /* the first step starting after ts */
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->steps[mid].start <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
-        return -1;
-    const struct step *st = &s->steps[lo - 1];
-    if (ts < st->end)
-        return (int32_t)(lo - 1);
-    if (device && ts < st->end + (st->end - st->start))
-        return (int32_t)(lo - 1);
-    return -1;
-}
 
 static const char *process_name(const struct scan *s, const struct cp_imp_val *pid)
 {
@@ -487,16 +439,8 @@ static bool place(const struct write *w, const struct ev *e, struct placed *p,
     return true;
 }
 
-/* A device argument summed up over one iteration: sizes add up, the rest
- * (occupancy, blocks per SM, pipe ratios) are means weighted by the
- * events' durations, as profilers' own summaries weigh them. */
-struct arg_acc {
-    int32_t iteration;
-    const char *key; /* pool */
-    bool additive;
-    double sum, weight;
-};
-
+/* Sizes add up over a step; the rest (occupancy, blocks per SM, pipe
+ * ratios) are means weighted by the events' durations. */
 static bool additive_key(const char *key)
 {
     size_t n = strlen(key);
@@ -507,54 +451,14 @@ static bool additive_key(const char *key)
 static enum cp_status device_counters(struct write *w, const struct ev *e, int32_t iteration,
                                       int64_t dur, struct cp_diag *d)
 {
-    double weight = dur > 0 ? (double)dur : 1.0;
-    for (size_t i = 0; i < e->n_num; i++) {
-        double x = e->num_val[i];
-        char key[200];
-        int kl = snprintf(key, sizeof key, "%d\x1f%s", iteration, e->num_key[i]);
-        if (kl < 0 || (size_t)kl >= sizeof key)
-            continue;
-        int64_t at = cp_strmap_get(&w->acc_ix, key, (size_t)kl, -1);
-        if (at < 0) {
-            if (w->n_acc == w->cap_acc) {
-                size_t nc = w->cap_acc ? w->cap_acc * 2 : 64;
-                struct arg_acc *g = cp_realloc_array(w->acc, nc, sizeof *g);
-                if (!g)
-                    return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-                w->acc = g;
-                w->cap_acc = nc;
-            }
-            const char *k = cp_imp_pool_add(&w->pool, key, (size_t)kl);
-            if (!k ||
-                cp_strmap_add(&w->acc_ix, k, (size_t)kl, (int64_t)w->n_acc, NULL, NULL) != CP_OK)
-                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-            const char *name = strchr(k, '\x1f') + 1;
-            w->acc[w->n_acc] = (struct arg_acc){iteration, name, additive_key(name), 0, 0};
-            at = (int64_t)w->n_acc++;
-        }
-        struct arg_acc *a = &w->acc[at];
-        if (a->additive) {
-            a->sum += x;
-        } else {
-            a->sum += x * weight;
-            a->weight += weight;
-        }
-    }
-    return CP_OK;
-}
-
-static enum cp_status flush_arg_counters(struct write *w, struct cp_diag *d)
-{
-    for (size_t i = 0; i < w->n_acc; i++) {
-        const struct arg_acc *a = &w->acc[i];
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; st == CP_OK && i < e->n_num; i++) {
         char name[220];
-        snprintf(name, sizeof name, "arg.%s", a->key);
-        double v = a->additive ? a->sum : a->sum / a->weight;
-        enum cp_status st = cp_imp_sink_counter(w->k, a->iteration, name, v, 0, d);
-        if (st != CP_OK)
-            return st;
+        snprintf(name, sizeof name, "arg.%s", e->num_key[i]);
+        st = cp_imp_sink_acc(w->k, iteration, name, e->num_val[i], (double)dur,
+                             additive_key(e->num_key[i]), d);
     }
-    return CP_OK;
+    return st;
 }
 
 static enum cp_status interval(struct write *w, const struct ev *e, const struct placed *p,
@@ -566,7 +470,7 @@ static enum cp_status interval(struct write *w, const struct ev *e, const struct
         rel = 0;
     if (dur < 0)
         dur = 0;
-    int32_t it = step_of(s, ts, p->layer == CP_LAYER_DEVICE);
+    int32_t it = cp_imp_steps_of(&s->steps, ts, p->layer == CP_LAYER_DEVICE);
     int32_t kernel = -1;
     enum cp_status st = CP_OK;
     if (p->layer == CP_LAYER_DEVICE) {
@@ -673,7 +577,7 @@ static enum cp_status write_event(struct write *w, const struct ev *e, struct cp
     int64_t ts = e->ts;
     if (c) {
         int64_t rel = ts - w->s->min_ts;
-        int32_t it = step_of(w->s, ts, false);
+        int32_t it = cp_imp_steps_of(&w->s->steps, ts, false);
         for (size_t i = 0; i < e->n_num; i++) {
             char name[300];
             snprintf(name, sizeof name, "%.*s.%s", e->name.s ? (int)e->name.len : 7,
@@ -739,9 +643,6 @@ static void release_write(struct write *w)
     free(w->stack);
     free(w->depth);
     free(w->cap);
-    free(w->acc);
-    cp_strmap_release(&w->acc_ix);
-    cp_imp_pool_release(&w->pool);
 }
 
 static enum cp_import_format decide(const struct scan *s)
@@ -794,7 +695,6 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
     struct cp_imp_sink k;
     memset(&k, 0, sizeof k);
     k.run = -1;
-    uint64_t *samples = NULL;
     struct write w;
     memset(&w, 0, sizeof w);
     struct cp_imp_read_info info;
@@ -815,13 +715,10 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
         goto out;
     r->format = format == CP_IMPORT_AUTO ? decide(&s) : format;
     r->metadata = s.metadata;
-    qsort(s.steps, s.n_steps, sizeof *s.steps, cmp_step);
     /* model_run indexes; ProfilerStep keeps the profiler's numbers */
-    for (size_t i = 0; i < s.n_steps; i++)
-        if (s.steps[i].number < 0)
-            s.steps[i].number = (int64_t)i;
+    cp_imp_steps_sort(&s.steps);
     snprintf(r->step_source, sizeof r->step_source, "%s",
-             s.n_steps == 0          ? "window"
+             s.steps.n == 0          ? "window"
              : s.steps_are_model_run ? "model_run"
                                      : "ProfilerStep");
     if ((st = cp_imp_sink_open(&k, trace_path, r->source, cp_import_format_name(r->format), r,
@@ -837,36 +734,15 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
         goto out;
     for (size_t t = 0; t < w.n_threads; t++)
         r->skipped[CP_SKIP_UNPAIRED] += w.depth[t];
-    if ((st = flush_arg_counters(&w, d)) != CP_OK)
-        goto out;
-    /* the samples: each step's length; without steps, the whole window */
-    size_t n = s.n_steps ? s.n_steps : 1;
-    samples = cp_calloc(n, sizeof *samples);
-    if (!samples) {
-        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++)
-        samples[i] = s.n_steps ? (uint64_t)(s.steps[i].end - s.steps[i].start)
-                               : (uint64_t)(s.max_end - s.min_ts);
-    r->iterations = s.n_steps;
-    for (size_t i = 0; st == CP_OK && i < s.n_steps; i++)
-        st = cp_imp_sink_counter(&k, (int32_t)i, "step.number", (double)s.steps[i].number, 0, d);
-    char base[32];
-    snprintf(base, sizeof base, "%lld", (long long)s.min_ts);
-    if (st == CP_OK)
-        st = cp_imp_sink_meta(&k, "time_base_ns", base, d);
     r->bytes = info.bytes;
+    st = record_summary(&k, r, &info, d);
     if (st == CP_OK)
-        st = record_summary(&k, r, &info, d);
-    if (st == CP_OK)
-        st = cp_imp_sink_finish(&k, samples, n, d);
+        st = cp_imp_steps_finish(&s.steps, &k, s.min_ts, s.max_end, d);
 out:
     if (st != CP_OK)
         cp_imp_sink_abort(&k);
     release_write(&w);
-    free(samples);
-    free(s.steps);
+    cp_imp_steps_release(&s.steps);
     for (size_t i = 0; i < s.n_top; i++) {
         free(s.top_key[i]);
         free(s.top_val[i]);

@@ -227,6 +227,7 @@ struct csv_import {
     const char *path;
     int col[C_N];
     char **header;
+    char **col_name; /* "col.<header>": the counter of a numeric column */
     size_t n_header;
     bool counter_col[512];
     /* pass 1 */
@@ -254,7 +255,8 @@ static enum cp_status header_row(struct csv_import *c, const struct row *r, stru
     for (int i = 0; i < C_N; i++)
         c->col[i] = -1;
     c->header = cp_calloc(r->n ? r->n : 1, sizeof *c->header);
-    if (!c->header)
+    c->col_name = cp_calloc(r->n ? r->n : 1, sizeof *c->col_name);
+    if (!c->header || !c->col_name)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     c->n_header = r->n;
     for (size_t i = 0; i < r->n; i++) {
@@ -268,6 +270,10 @@ static enum cp_status header_row(struct csv_import *c, const struct row *r, stru
         if (!h)
             return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         c->header[i] = (char *)h;
+        char cn[300];
+        snprintf(cn, sizeof cn, "col.%s", h);
+        if (!(c->col_name[i] = (char *)cp_imp_pool_add(&c->pool, cn, strlen(cn))))
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         bool known = false;
         for (int k = 0; k < C_N; k++)
             for (int a = 0; a < 3 && ALIASES[k][a]; a++)
@@ -353,36 +359,6 @@ static enum cp_status scan_row(void *u, const struct row *r, struct cp_diag *d)
     return step_of_row(c, r, start, start + (dur > 0 ? dur : 0), true, &it, d);
 }
 
-static enum cp_status add_acc(struct csv_import *c, int32_t it, const char *col, double x, double w,
-                              struct cp_diag *d)
-{
-    char key[300];
-    int kl = snprintf(key, sizeof key, "%d\x1f%s", it, col);
-    if (kl < 0 || (size_t)kl >= sizeof key)
-        return CP_OK;
-    int64_t at = cp_strmap_get(&c->acc_ix, key, (size_t)kl, -1);
-    if (at < 0) {
-        if (c->n_acc == c->cap_acc) {
-            size_t nc = c->cap_acc ? c->cap_acc * 2 : 64;
-            void *g = cp_realloc_array(c->acc, nc, sizeof *c->acc);
-            if (!g)
-                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-            c->acc = g;
-            c->cap_acc = nc;
-        }
-        const char *k = cp_imp_pool_add(&c->pool, key, (size_t)kl);
-        if (!k || cp_strmap_add(&c->acc_ix, k, (size_t)kl, (int64_t)c->n_acc, NULL, NULL) != CP_OK)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        c->acc[c->n_acc].it = it;
-        c->acc[c->n_acc].name = strchr(k, '\x1f') + 1;
-        c->acc[c->n_acc].sum = c->acc[c->n_acc].w = 0;
-        at = (int64_t)c->n_acc++;
-    }
-    c->acc[at].sum += x * w;
-    c->acc[at].w += w;
-    return CP_OK;
-}
-
 static enum cp_status write_row(void *u, const struct row *r, struct cp_diag *d)
 {
     struct csv_import *c = u;
@@ -427,11 +403,12 @@ static enum cp_status write_row(void *u, const struct row *r, struct cp_diag *d)
         struct cp_imp_val v = cell(r, (int)i);
         double x;
         if (v.s && cp_imp_val_num(&v, &x))
-            st = add_acc(c, it, c->header[i], x, w, d);
+            st = cp_imp_sink_acc(c->k, it, c->col_name[i], x, w, false, d);
     }
     if (st == CP_OK && state.s) {
         bool dyn = state.len == 7 && memcmp(state.s, "dynamic", 7) == 0;
-        st = add_acc(c, it, dyn ? "op_state.dynamic" : "op_state.static", 1, 1, d);
+        st = cp_imp_sink_acc(c->k, it, dyn ? "ascend.op_state.dynamic" : "ascend.op_state.static",
+                             1, 1, true, d);
     }
     return st;
 }
@@ -482,9 +459,8 @@ static void release(struct csv_import *c)
 {
     free(c->steps);
     free(c->header);
-    free(c->acc);
+    free(c->col_name);
     cp_strmap_release(&c->step_ix);
-    cp_strmap_release(&c->acc_ix);
     cp_imp_pool_release(&c->pool);
 }
 
@@ -495,7 +471,6 @@ enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
     memset(&c, 0, sizeof c);
     c.path = path;
     cp_strmap_init(&c.step_ix);
-    cp_strmap_init(&c.acc_ix);
     uint64_t bytes = 0;
     enum cp_status st = read_csv(path, scan_row, &c, &bytes, d);
     if (st == CP_OK && !c.header)
@@ -540,13 +515,6 @@ enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
     c.res = r;
     st = read_csv(path, write_row, &c, &bytes, d);
     r->bytes = bytes;
-    for (size_t i = 0; st == CP_OK && i < c.n_acc; i++) {
-        char name[320];
-        bool count = strncmp(c.acc[i].name, "op_state.", 9) == 0;
-        snprintf(name, sizeof name, "%s%s", count ? "ascend." : "col.", c.acc[i].name);
-        st = cp_imp_sink_counter(&k, c.acc[i].it, name,
-                                 count ? c.acc[i].sum : c.acc[i].sum / c.acc[i].w, 0, d);
-    }
     /* the samples: each step's length, or the window */
     size_t n = c.n_steps ? c.n_steps : 1;
     uint64_t *samples = cp_calloc(n, sizeof *samples);

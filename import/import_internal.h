@@ -124,6 +124,13 @@ struct cp_imp_pool {
 const char *cp_imp_pool_add(struct cp_imp_pool *p, const char *s, size_t len);
 void cp_imp_pool_release(struct cp_imp_pool *p);
 
+struct cp_imp_acc {
+    int32_t iteration;
+    const char *name; /* pool */
+    bool additive;
+    double sum, weight;
+};
+
 struct cp_imp_sink {
     struct cp_trace_store *store;
     int64_t run;
@@ -135,6 +142,9 @@ struct cp_imp_sink {
     struct cp_strmap thread_ix; /* "pid/tid" -> thread number */
     size_t n_threads;
     struct cp_strmap counter_ix; /* counter name -> its index in pool */
+    struct cp_strmap acc_ix;     /* "iteration\x1fname" -> index into acc */
+    struct cp_imp_acc *acc;
+    size_t n_acc, cap_acc;
     struct cp_trace_counter_value *counters;
     size_t n_counters, cap_counters;
     struct cp_import_result *r;
@@ -159,6 +169,12 @@ enum cp_status cp_imp_sink_event(struct cp_imp_sink *k, enum cp_trace_layer laye
 /* One counter value (the name is copied into the pool). */
 enum cp_status cp_imp_sink_counter(struct cp_imp_sink *k, int32_t iteration, const char *name,
                                    double value, uint64_t ts_ns, struct cp_diag *d);
+/* A value summed up per (iteration, name) and written as one counter when
+ * the run finishes: additive ones add up (sizes, counts), the others are
+ * means weighted by `weight` (the task's duration), as profilers' own
+ * summaries weigh them. */
+enum cp_status cp_imp_sink_acc(struct cp_imp_sink *k, int32_t iteration, const char *name,
+                               double value, double weight, bool additive, struct cp_diag *d);
 /* Set the run's meta "run.<run>.import.<key>". */
 enum cp_status cp_imp_sink_meta(struct cp_imp_sink *k, const char *key, const char *value,
                                 struct cp_diag *d);
@@ -173,6 +189,35 @@ void cp_imp_sink_abort(struct cp_imp_sink *k);
 
 enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
                                  struct cp_import_result *r, struct cp_diag *d);
+
+/* ---- steps (steps.c) -------------------------------------------------------------- */
+
+struct cp_imp_step {
+    int64_t start, end; /* ns, as the profile gives them */
+    int64_t number;     /* the profiler's own number; -1: its index once sorted */
+};
+
+struct cp_imp_steps {
+    struct cp_imp_step *v;
+    size_t n, cap;
+};
+
+enum cp_status cp_imp_steps_add(struct cp_imp_steps *s, int64_t start, int64_t end, int64_t number,
+                                struct cp_diag *d);
+/* By start; a number of -1 becomes the step's index. */
+void cp_imp_steps_sort(struct cp_imp_steps *s);
+/* The step (iteration) an event starting at ts belongs to (sorted steps):
+ * the one whose interval holds it; for device work, which runs after the
+ * host launched it, also the last step begun before it when it starts
+ * within that step's length after its end. -1 before the first step or in
+ * a gap; 0 when there are no steps (the whole profile is one iteration). */
+int32_t cp_imp_steps_of(const struct cp_imp_steps *s, int64_t ts, bool device);
+/* Finish the run: one sample per step (its length), or one for the window
+ * [window_start, window_end) without steps; step.number per iteration;
+ * the time base; then cp_imp_sink_finish. */
+enum cp_status cp_imp_steps_finish(const struct cp_imp_steps *s, struct cp_imp_sink *k,
+                                   int64_t window_start, int64_t window_end, struct cp_diag *d);
+void cp_imp_steps_release(struct cp_imp_steps *s);
 
 /* ---- the Chrome dialects ------------------------------------------------------- */
 

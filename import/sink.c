@@ -48,6 +48,7 @@ enum cp_status cp_imp_sink_open(struct cp_imp_sink *k, const char *trace_path, c
     cp_strmap_init(&k->kernel_ix);
     cp_strmap_init(&k->thread_ix);
     cp_strmap_init(&k->counter_ix);
+    cp_strmap_init(&k->acc_ix);
     k->rec = cp_trace_recorder_create(FLUSH_EVENTS);
     if (!k->rec)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -205,6 +206,52 @@ enum cp_status cp_imp_sink_counter(struct cp_imp_sink *k, int32_t iteration, con
     return CP_OK;
 }
 
+enum cp_status cp_imp_sink_acc(struct cp_imp_sink *k, int32_t iteration, const char *name,
+                               double value, double weight, bool additive, struct cp_diag *d)
+{
+    char key[300];
+    int kl = snprintf(key, sizeof key, "%d\x1f%s", iteration, name);
+    if (kl < 0 || (size_t)kl >= sizeof key)
+        return CP_OK; /* a name that long is no counter anyone reads */
+    int64_t at = cp_strmap_get(&k->acc_ix, key, (size_t)kl, -1);
+    if (at < 0) {
+        if (k->n_acc == k->cap_acc) {
+            size_t nc = k->cap_acc ? k->cap_acc * 2 : 64;
+            struct cp_imp_acc *g = cp_realloc_array(k->acc, nc, sizeof *g);
+            if (!g)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            k->acc = g;
+            k->cap_acc = nc;
+        }
+        const char *kept = cp_imp_pool_add(&k->pool, key, (size_t)kl);
+        if (!kept ||
+            cp_strmap_add(&k->acc_ix, kept, (size_t)kl, (int64_t)k->n_acc, NULL, NULL) != CP_OK)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        k->acc[k->n_acc] = (struct cp_imp_acc){iteration, strchr(kept, '\x1f') + 1, additive, 0, 0};
+        at = (int64_t)k->n_acc++;
+    }
+    struct cp_imp_acc *a = &k->acc[at];
+    if (a->additive) {
+        a->sum += value;
+    } else {
+        double w = weight > 0 ? weight : 1.0;
+        a->sum += value * w;
+        a->weight += w;
+    }
+    return CP_OK;
+}
+
+static enum cp_status flush_acc(struct cp_imp_sink *k, struct cp_diag *d)
+{
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; st == CP_OK && i < k->n_acc; i++) {
+        const struct cp_imp_acc *a = &k->acc[i];
+        st = cp_imp_sink_counter(k, a->iteration, a->name,
+                                 a->additive ? a->sum : a->sum / a->weight, 0, d);
+    }
+    return st;
+}
+
 enum cp_status cp_imp_sink_meta(struct cp_imp_sink *k, const char *key, const char *value,
                                 struct cp_diag *d)
 {
@@ -216,7 +263,9 @@ enum cp_status cp_imp_sink_meta(struct cp_imp_sink *k, const char *key, const ch
 enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples, size_t n,
                                   struct cp_diag *d)
 {
-    enum cp_status st = flush_events(k, d);
+    enum cp_status st = flush_acc(k, d);
+    if (st == CP_OK)
+        st = flush_events(k, d);
     if (st == CP_OK)
         st = flush_counters(k, d);
     if (st == CP_OK && k->n_kernels)
@@ -233,6 +282,9 @@ enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples
     cp_strmap_release(&k->kernel_ix);
     cp_strmap_release(&k->thread_ix);
     cp_strmap_release(&k->counter_ix);
+    cp_strmap_release(&k->acc_ix);
+    free(k->acc);
+    k->acc = NULL;
     cp_imp_pool_release(&k->pool);
     free(k->kernels);
     free(k->counters);
@@ -255,6 +307,9 @@ void cp_imp_sink_abort(struct cp_imp_sink *k)
     cp_strmap_release(&k->kernel_ix);
     cp_strmap_release(&k->thread_ix);
     cp_strmap_release(&k->counter_ix);
+    cp_strmap_release(&k->acc_ix);
+    free(k->acc);
+    k->acc = NULL;
     cp_imp_pool_release(&k->pool);
     free(k->kernels);
     free(k->counters);
