@@ -13,7 +13,8 @@ enum { OPT_FORMAT = 1, OPT_OUTPUT };
 static const struct cp_opt own[] = {
     {"format", 0, CP_OPT_VALUE, OPT_FORMAT, "FMT",
      "kineto, ascend (torch_npu trace_view.json, msprof_*.json), ascend-csv (torch_npu "
-     "kernel_details.csv, msprof op_summary_*.csv), ort (ONNX Runtime), chrome (any other "
+     "kernel_details.csv, msprof op_summary_*.csv), ascend-db (torch_npu and msprof SQLite "
+     "exports), nsys (Nsight Systems SQLite export), ort (ONNX Runtime), chrome (any other "
      "trace-event JSON) or auto (default: detect)"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "TRACE.db",
      "the trace store to add the run to (default: PROFILE's name with .db; created if needed)"},
@@ -34,10 +35,12 @@ static const struct cp_command_opts OPTS = {
     .usage = "usage: cannprof import PROFILE [-o TRACE.db] [--format FMT] [--json]\n\n"
              "Read a profile another tool wrote into a trace store, as a new run of kind\n"
              "\"import\", so that analyze, suggest, export, validate and baseline work on it.\n"
-             "PROFILE is a file (.json, .json.gz, .csv) or a run folder: a torch_npu\n"
-             "*_ascend_pt folder (ASCEND_PROFILER_OUTPUT/trace_view.json, else its\n"
+             "PROFILE is a file (.json, .json.gz, .csv, or a SQLite export: torch_npu's,\n"
+             "msprof's, Nsight Systems') or a run folder: a torch_npu *_ascend_pt folder\n"
+             "(ASCEND_PROFILER_OUTPUT/trace_view.json, else its DB export, else its\n"
              "kernel_details.csv), an msprof PROF_* folder (mindstudio_profiler_output/\n"
-             "msprof_*.json, else op_summary_*.csv), or a folder holding one trace.\n"
+             "msprof_*.json, else msprof_*.db, else op_summary_*.csv), or a folder\n"
+             "holding one trace.\n"
              "Framework ops go on the application layer, runtime and driver API calls on the\n"
              "runtime layer, device tasks and kernels on the device layer; each step\n"
              "(ProfilerStep#N, ONNX Runtime's model_run) is an iteration with its length as\n"
@@ -127,7 +130,7 @@ int cp_cmd_import(int argc, char **argv)
     if (fmt && !cp_import_format_parse(fmt, &o.format)) {
         char msg[160];
         snprintf(msg, sizeof msg,
-                 "--format %.60s: use auto, kineto, ascend, ascend-csv, ort or chrome", fmt);
+                 "--format %.60s: use auto, kineto, ascend, ascend-csv, ascend-db, nsys, ort or chrome", fmt);
         cp_cli_error("import", msg);
         return 2;
     }

@@ -98,6 +98,8 @@ bool cp_imp_us_to_ns(const struct cp_imp_val *v, int64_t *ns)
         for (int k = frac_digits > 3 ? 3 : frac_digits; k < 3; k++)
             frac *= 10;
         int64_t v_ns = whole * 1000 + frac + round;
+        if (v_ns >= CP_IMP_MAX_NS)
+            return false;
         *ns = neg ? -v_ns : v_ns;
         return true;
     }
@@ -106,7 +108,7 @@ bool cp_imp_us_to_ns(const struct cp_imp_val *v, int64_t *ns)
     if (!cp_imp_val_num(v, &x))
         return false;
     x *= 1000.0;
-    if (!(fabs(x) < 9.0e18))
+    if (!(fabs(x) < (double)CP_IMP_MAX_NS))
         return false;
     *ns = (int64_t)llround(x);
     return true;

@@ -11,18 +11,22 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-static const char *const FORMAT_NAMES[CP_IMPORT_N_FORMATS] = {"auto", "kineto", "ascend",
-                                                              "ort",  "chrome", "ascend-csv"};
+static const char *const FORMAT_NAMES[CP_IMPORT_N_FORMATS] = {
+    [CP_IMPORT_AUTO] = "auto",           [CP_IMPORT_KINETO] = "kineto",
+    [CP_IMPORT_ASCEND] = "ascend",       [CP_IMPORT_ORT] = "ort",
+    [CP_IMPORT_CHROME] = "chrome",       [CP_IMPORT_ASCEND_CSV] = "ascend-csv",
+    [CP_IMPORT_ASCEND_DB] = "ascend-db", [CP_IMPORT_NSYS] = "nsys",
+};
 
 const char *cp_import_format_name(enum cp_import_format f)
 {
-    return (unsigned)f < CP_IMPORT_N_FORMATS ? FORMAT_NAMES[f] : "?";
+    return (unsigned)f < CP_IMPORT_N_FORMATS && FORMAT_NAMES[f] ? FORMAT_NAMES[f] : "?";
 }
 
 bool cp_import_format_parse(const char *name, enum cp_import_format *out)
 {
     for (int i = 0; i < CP_IMPORT_N_FORMATS; i++)
-        if (name && strcmp(name, FORMAT_NAMES[i]) == 0) {
+        if (name && FORMAT_NAMES[i] && strcmp(name, FORMAT_NAMES[i]) == 0) {
             *out = (enum cp_import_format)i;
             return true;
         }
@@ -123,7 +127,13 @@ static enum cp_status resolve_dir(const char *dir, char *out, size_t n, struct c
                            "%s: %zu JSON files and no trace_view.json or msprof_*.json among "
                            "them: name the one to import",
                            dir, found);
-    /* no timeline: the task table */
+    /* no JSON timeline: the DB export, then the task table */
+    snprintf(p, sizeof p, "%s/ASCEND_PROFILER_OUTPUT", dir);
+    if (is_dir(p) && first_match(p, "ascend_pytorch_profiler", ".db", out, n))
+        return CP_OK;
+    if (first_match(dir, "ascend_pytorch_profiler", ".db", out, n) ||
+        first_match(dir, "msprof_", ".db", out, n))
+        return CP_OK;
     static const char *const csvs[] = {"ASCEND_PROFILER_OUTPUT/kernel_details.csv",
                                        "kernel_details.csv"};
     for (size_t i = 0; i < sizeof csvs / sizeof *csvs; i++) {
@@ -169,11 +179,6 @@ static enum cp_status check_json(const char *name, const char *head, size_t n, s
         i = 3; /* a UTF-8 byte order mark */
     while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n'))
         i++;
-    if (n >= 16 && memcmp(head, "SQLite format 3", 15) == 0)
-        return cp_diag_set(d, CP_ERR_INVALID,
-                           "%s: a SQLite database; SQLite profiles (torch_npu's and msprof's .db, "
-                           "Nsight Systems exports) are not imported yet",
-                           name);
     if (i == n)
         return cp_diag_set(d, CP_ERR_INVALID, "%s: empty", name);
     if (head[i] != '[' && head[i] != '{')
@@ -222,9 +227,15 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
     char head[64];
     size_t got = 0;
     enum cp_status st = sniff(file, head, sizeof head, &got, d);
-    if (st == CP_OK)
-        st = check_json(file, head, got, d);
     if (st != CP_OK)
+        return st;
+    if (got >= 16 && memcmp(head, "SQLite format 3", 16) == 0) {
+        uint64_t t0 = cp_clock_ns();
+        st = cp_imp_sqlite(file, o->trace_path, r, d);
+        r->seconds = (double)(cp_clock_ns() - t0) / 1e9;
+        return st;
+    }
+    if ((st = check_json(file, head, got, d)) != CP_OK)
         return st;
     struct cp_imp_src src = {.name = file, .path = file};
     return run_import(&src, o->format, o->trace_path, r, d);

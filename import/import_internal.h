@@ -71,6 +71,10 @@ struct cp_imp_read_info {
 enum cp_status cp_imp_read_chrome(const struct cp_imp_src *src, const struct cp_imp_handler *h,
                                   struct cp_imp_read_info *info, struct cp_diag *d);
 
+/* Times beyond this many ns (146 years) are not times: sums and
+ * differences of two of them then never overflow. */
+#define CP_IMP_MAX_NS ((int64_t)1 << 62)
+
 /* Helpers on values. */
 bool cp_imp_val_is(const struct cp_imp_val *v, const char *s);
 /* A time in microseconds ("1736408883688177.930", "1.5e3", "\t 12 ") as
@@ -218,6 +222,11 @@ int32_t cp_imp_steps_of(const struct cp_imp_steps *s, int64_t ts, bool device);
 enum cp_status cp_imp_steps_finish(const struct cp_imp_steps *s, struct cp_imp_sink *k,
                                    int64_t window_start, int64_t window_end, struct cp_diag *d);
 void cp_imp_steps_release(struct cp_imp_steps *s);
+
+/* ---- SQLite profiles: torch_npu / msprof DBs, Nsight Systems (sqlite_profiles.c) -- */
+
+enum cp_status cp_imp_sqlite(const char *path, const char *trace_path, struct cp_import_result *r,
+                             struct cp_diag *d);
 
 /* ---- the Chrome dialects ------------------------------------------------------- */
 

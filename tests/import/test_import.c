@@ -349,7 +349,7 @@ Test(import, bad_input_exits_2_naming_the_file_and_leaves_no_run)
     free(txt);
     char *good = cp_t_path("good.db");
     json_decref(import_ok(f, good));
-    expect_refused(good, db, "SQLite profiles");
+    expect_refused(good, db, "a SQLite database, but neither a torch_npu");
     free(good);
     char *missing = cp_t_path("missing.json");
     struct cp_run r;
@@ -619,4 +619,123 @@ Test(import, a_planted_transpose_share_in_an_onnx_runtime_profile)
     free(rules);
     free(db);
     free(p);
+}
+
+/* ---- SQLite exports ------------------------------------------------------------------------ */
+
+/* The fixture's SQL run into a fresh database at `path`. */
+static void make_db(const char *sql_fixture, const char *path)
+{
+    char *f = fixture(sql_fixture);
+    char *sql = ct_read_text(f);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    char *err = NULL;
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &err), SQLITE_OK, "%s: %s", sql_fixture,
+                 err ? err : "?");
+    sqlite3_close(db);
+    free(sql);
+    free(f);
+}
+
+Test(import, a_torch_npu_db_export_in_its_run_folder)
+{
+    char *dir = cp_t_path("db_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    char *src = cp_t_fmt("%s/ascend_pytorch_profiler_0.db", out);
+    make_db("torch_npu_db.sql", src);
+    char *db = cp_t_path("npudb.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ascend-db");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "source")), src);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "steps")), "STEP_TIME");
+    cr_expect_eq(num(j, "events_by_layer.device"), 4);
+    cr_expect_eq(num(j, "events_by_layer.runtime"), 1, "CANN_API");
+    cr_expect_eq(num(j, "events_by_layer.application"), 1, "PYTORCH_API, times as TEXT");
+    cr_expect_eq(num(j, "kernels"), 4);
+    cr_expect_eq(q_int(db, "SELECT latency_ns FROM samples WHERE iteration = 1"), 2000000);
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'step.number' AND "
+                           "iteration = 1"),
+                 8);
+    /* names, op types and cores through the string table; a task without
+     * compute info by its task type */
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE op_type = 'MatMulV2' AND impl = "
+                           "'AI_CORE'"),
+                 1);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE node = 'MEMCPY_ASYNC'"), 1);
+    cr_expect_eq(q_int(db, "SELECT e.start_ns FROM events e JOIN strings s ON s.id = e.name_id "
+                           "WHERE s.value = 'aten::matmul'"),
+                 50000);
+    /* the PMU's long table, per step, weighted by the tasks' durations */
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'col.aic_mac_ratio' "
+                                 "AND iteration = 0"),
+                       0.7 * 200000 / 300000, 1e-9);
+    char *rules = fired_rules(db);
+    cr_expect(strstr(rules, "ascend_aicpu_operators ") != NULL, "fired: %s", rules);
+    cr_expect(strstr(rules, "ascend_cube_waits_on_memory") == NULL,
+              "no MTE2 ratio in the profile, no MTE2 finding: %s", rules);
+    free(rules);
+    json_decref(j);
+    free(db);
+    free(src);
+    free(out);
+    free(dir);
+}
+
+Test(import, nsight_systems_exports_of_two_schema_versions)
+{
+    char *a = cp_t_path("n22.sqlite"), *b = cp_t_path("n24.sqlite");
+    char *da = cp_t_path("n22.db"), *dbb = cp_t_path("n24.db");
+    make_db("nsys_2022.sql", a);
+    make_db("nsys_2024.sql", b);
+    json_t *j = import_ok(a, da);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "nsys");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "steps")), "NVTX");
+    cr_expect_eq(num(j, "iterations"), 2);
+    cr_expect_eq(num(j, "events_by_layer.device"), 4, "2 kernels, 2 copies");
+    cr_expect_eq(num(j, "events_by_layer.runtime"), 4);
+    cr_expect_eq(num(j, "events_by_layer.application"), 2, "the ranges; the mark has no end");
+    cr_expect_eq(q_int(da, "SELECT latency_ns FROM samples WHERE iteration = 0"), 1000000);
+    cr_expect_eq(q_int(da, "SELECT value FROM counters WHERE name = 'arg.bytes' AND "
+                           "iteration = 1"),
+                 4194304);
+    char *v = q_text(da, "SELECT value FROM meta WHERE key = "
+                         "'run.1.import.profile.version_table'");
+    cr_expect_str_eq(v ? v : "(none)", "EXPORT_META_DATA");
+    free(v);
+    char *rules = fired_rules(da);
+    cr_expect(strstr(rules, "gpu_host_device_copies ") != NULL, "fired: %s", rules);
+    free(rules);
+    json_decref(j);
+    /* 2024: META_DATA_EXPORT, a kernel named only by shortName, NVTX text
+     * by id, no steps */
+    j = import_ok(b, dbb);
+    cr_expect_eq(num(j, "iterations"), 0);
+    cr_expect_eq(q_int(dbb, "SELECT count(*) FROM kernels WHERE node = 'ampere_sgemm_64x64_nn'"),
+                 1);
+    cr_expect_eq(q_int(dbb, "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id "
+                            "WHERE s.value = 'forward' AND e.layer = 0"),
+                 1);
+    cr_expect_eq(q_int(dbb, "SELECT latency_ns FROM samples"), 1750, "the window");
+    v = q_text(dbb, "SELECT value FROM meta WHERE key = 'run.1.import.profile.version_table'");
+    cr_expect_str_eq(v ? v : "(none)", "META_DATA_EXPORT");
+    free(v);
+    json_decref(j);
+    /* a damaged export: its first pages only */
+    char *text = NULL;
+    size_t len = 0;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_file_read(a, (uint8_t **)&text, &len, &d), CP_OK);
+    char *cut = cp_t_path("cut.sqlite");
+    cr_assert_eq(cp_file_write_atomic(cut, text, len > 5000 ? 5000 : len / 2, &d), CP_OK);
+    char *dc = cp_t_path("cut.db");
+    expect_refused(cut, dc, "cut.sqlite");
+    free(dc);
+    free(cut);
+    free(text);
+    free(da);
+    free(dbb);
+    free(a);
+    free(b);
 }

@@ -1,0 +1,4 @@
+CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT);
+INSERT INTO STRING_IDS VALUES (1, 'k');
+CREATE TABLE TASK (startNs, endNs, streamId, globalTaskId, taskType);
+INSERT INTO TASK VALUES (10, 5, NULL, 1, 1), (NULL, 3, 1, 2, 99), ('x', 9e99, 2, 3, 1);
