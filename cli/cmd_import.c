@@ -14,7 +14,8 @@ static const struct cp_opt own[] = {
     {"format", 0, CP_OPT_VALUE, OPT_FORMAT, "FMT",
      "kineto, ascend (torch_npu trace_view.json, msprof_*.json), ascend-csv (torch_npu "
      "kernel_details.csv, msprof op_summary_*.csv), ascend-db (torch_npu and msprof SQLite "
-     "exports), nsys (Nsight Systems SQLite export), ort (ONNX Runtime), chrome (any other "
+     "exports), nsys (Nsight Systems SQLite export), trt (trtexec --exportTimes / "
+     "--exportProfile), ort (ONNX Runtime), chrome (any other "
      "trace-event JSON) or auto (default: detect)"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "TRACE.db",
      "the trace store to add the run to (default: PROFILE's name with .db; created if needed)"},
@@ -130,7 +131,7 @@ int cp_cmd_import(int argc, char **argv)
     if (fmt && !cp_import_format_parse(fmt, &o.format)) {
         char msg[160];
         snprintf(msg, sizeof msg,
-                 "--format %.60s: use auto, kineto, ascend, ascend-csv, ascend-db, nsys, ort or chrome", fmt);
+                 "--format %.60s: use auto, kineto, ascend, ascend-csv, ascend-db, nsys, trt, ort or chrome", fmt);
         cp_cli_error("import", msg);
         return 2;
     }

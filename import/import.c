@@ -12,10 +12,15 @@
 #include <zlib.h>
 
 static const char *const FORMAT_NAMES[CP_IMPORT_N_FORMATS] = {
-    [CP_IMPORT_AUTO] = "auto",           [CP_IMPORT_KINETO] = "kineto",
-    [CP_IMPORT_ASCEND] = "ascend",       [CP_IMPORT_ORT] = "ort",
-    [CP_IMPORT_CHROME] = "chrome",       [CP_IMPORT_ASCEND_CSV] = "ascend-csv",
-    [CP_IMPORT_ASCEND_DB] = "ascend-db", [CP_IMPORT_NSYS] = "nsys",
+    [CP_IMPORT_AUTO] = "auto",
+    [CP_IMPORT_KINETO] = "kineto",
+    [CP_IMPORT_ASCEND] = "ascend",
+    [CP_IMPORT_ORT] = "ort",
+    [CP_IMPORT_CHROME] = "chrome",
+    [CP_IMPORT_ASCEND_CSV] = "ascend-csv",
+    [CP_IMPORT_ASCEND_DB] = "ascend-db",
+    [CP_IMPORT_NSYS] = "nsys",
+    [CP_IMPORT_TRT] = "trt",
 };
 
 const char *cp_import_format_name(enum cp_import_format f)
@@ -224,7 +229,7 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
         r->seconds = (double)(cp_clock_ns() - t0) / 1e9;
         return st;
     }
-    char head[64];
+    char head[4096];
     size_t got = 0;
     enum cp_status st = sniff(file, head, sizeof head, &got, d);
     if (st != CP_OK)
@@ -237,6 +242,13 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
     }
     if ((st = check_json(file, head, got, d)) != CP_OK)
         return st;
+    if (o->format == CP_IMPORT_TRT ||
+        (o->format == CP_IMPORT_AUTO && cp_imp_trt_sniff(head, got))) {
+        uint64_t t0 = cp_clock_ns();
+        st = cp_imp_trt(file, o->trace_path, r, d);
+        r->seconds = (double)(cp_clock_ns() - t0) / 1e9;
+        return st;
+    }
     struct cp_imp_src src = {.name = file, .path = file};
     return run_import(&src, o->format, o->trace_path, r, d);
 }

@@ -42,11 +42,12 @@ enum cp_import_format {
     CP_IMPORT_ASCEND_CSV, /* torch_npu kernel_details.csv, msprof op_summary_*.csv */
     CP_IMPORT_ASCEND_DB,  /* torch_npu ascend_pytorch_profiler_*.db, msprof_*.db */
     CP_IMPORT_NSYS,       /* Nsight Systems `nsys export --type sqlite` */
+    CP_IMPORT_TRT,        /* TensorRT trtexec --exportTimes / --exportProfile JSON */
     CP_IMPORT_N_FORMATS
 };
 
 /* "auto", "kineto", "ascend", "ort", "chrome", "ascend-csv", "ascend-db",
- * "nsys" <-> enum. parse: false for
+ * "nsys", "trt" <-> enum. parse: false for
  * an unknown name. */
 const char *cp_import_format_name(enum cp_import_format f);
 bool cp_import_format_parse(const char *name, enum cp_import_format *out);

@@ -228,6 +228,13 @@ void cp_imp_steps_release(struct cp_imp_steps *s);
 enum cp_status cp_imp_sqlite(const char *path, const char *trace_path, struct cp_import_result *r,
                              struct cp_diag *d);
 
+/* ---- TensorRT's trtexec exports (trt.c) ---------------------------------------- */
+
+/* Whether the first bytes of a JSON file are a trtexec export's. */
+bool cp_imp_trt_sniff(const char *head, size_t n);
+enum cp_status cp_imp_trt(const char *path, const char *trace_path, struct cp_import_result *r,
+                          struct cp_diag *d);
+
 /* ---- the Chrome dialects ------------------------------------------------------- */
 
 enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format format,

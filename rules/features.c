@@ -710,7 +710,7 @@ enum cp_profile_kind cp_features_profile(const struct cp_features *f)
     /* import/'s format names (cp_import_format_name) */
     if (strncmp(t, "ascend", 6) == 0)
         return CP_PROFILE_ASCEND;
-    if (strcmp(t, "kineto") == 0 || strcmp(t, "nsys") == 0)
+    if (strcmp(t, "kineto") == 0 || strcmp(t, "nsys") == 0 || strcmp(t, "trt") == 0)
         return CP_PROFILE_GPU;
     if (strcmp(t, "ort") == 0)
         return CP_PROFILE_ONNXRUNTIME;

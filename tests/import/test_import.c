@@ -739,3 +739,43 @@ Test(import, nsight_systems_exports_of_two_schema_versions)
     free(a);
     free(b);
 }
+
+/* ---- TensorRT ------------------------------------------------------------------------------ */
+
+Test(import, trtexec_times_and_profile)
+{
+    char *t = fixture("resnet.timing.json"), *p = fixture("resnet.profile.json");
+    char *dt = cp_t_path("trt_t.db"), *dp = cp_t_path("trt_p.db");
+    json_t *j = import_ok(t, dt);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "trt");
+    cr_expect_eq(num(j, "iterations"), 3, "one per inference record");
+    cr_expect_eq(num(j, "events_by_layer.device"), 9, "H2D, compute, D2H each");
+    cr_expect_eq(num(j, "events_by_layer.runtime"), 3, "the enqueues");
+    cr_expect_eq(q_int(dt, "SELECT latency_ns FROM samples WHERE iteration = 1"), 750000,
+                 "trtexec's own latencyMs");
+    cr_expect_eq(q_int(dt, "SELECT e.start_ns FROM events e JOIN strings s ON s.id = e.name_id "
+                           "WHERE s.value = 'compute' AND e.iteration = 1"),
+                 1700000);
+    json_decref(j);
+    /* the profile: the layers' averages end to end, typed by the layer
+     * info beside it (resnet.graph.json) */
+    j = import_ok(p, dp);
+    cr_expect_eq(num(j, "events_by_layer.device"), 4);
+    cr_expect_eq(q_int(dp, "SELECT latency_ns FROM samples"), 500000);
+    cr_expect_eq(q_int(dp, "SELECT count(*) FROM kernels WHERE op_type = 'CaskConvolution'"), 2);
+    cr_expect_eq(q_int(dp, "SELECT value FROM counters WHERE name = 'trt.profiled_count'"), 200);
+    char *rules = fired_rules(dp);
+    cr_expect(strstr(rules, "trt_reformat_layers ") != NULL, "fired: %s", rules);
+    free(rules);
+    json_decref(j);
+    /* a profile whose first record is not the count */
+    char *bad = cp_t_path("bad.profile.json"), *dbad = cp_t_path("bad.db");
+    ct_write_text(bad, "[{\"name\": \"x\", \"averageMs\": 1, \"count\": 0}]");
+    expect_refused(bad, dbad, "is not {\"count\": N} with N > 0");
+    free(dbad);
+    free(bad);
+    free(dt);
+    free(dp);
+    free(t);
+    free(p);
+}
