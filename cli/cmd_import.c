@@ -74,6 +74,23 @@ static json_t *result_json(const char *trace, const struct cp_import_result *r)
          cp_json_set_int(j, "metadata", (int64_t)r->metadata) &&
          cp_json_set_int(j, "bytes", (int64_t)r->bytes) &&
          cp_json_set_num(j, "seconds", r->seconds);
+    json_t *ranks = json_array();
+    for (size_t i = 0; ok && ranks && i < r->n_ranks; i++) {
+        json_t *o = json_object();
+        if (o && cp_json_set_int(o, "rank", r->rank[i]) &&
+            cp_json_set_int(o, "run", r->rank_run[i]))
+            ok = cp_json_push(ranks, o); /* steals o */
+        else {
+            json_decref(o);
+            ok = false;
+        }
+    }
+    if (ok && ranks)
+        ok = cp_json_set(j, "ranks", ranks); /* steals ranks */
+    else {
+        json_decref(ranks);
+        ok = false;
+    }
     if (ok) {
         ok = cp_json_set(j, "events_by_layer", ev);
         ev = NULL;
@@ -131,7 +148,9 @@ int cp_cmd_import(int argc, char **argv)
     if (fmt && !cp_import_format_parse(fmt, &o.format)) {
         char msg[160];
         snprintf(msg, sizeof msg,
-                 "--format %.60s: use auto, kineto, ascend, ascend-csv, ascend-db, nsys, trt, ort or chrome", fmt);
+                 "--format %.60s: use auto, kineto, ascend, ascend-csv, ascend-db, nsys, trt, ort "
+                 "or chrome",
+                 fmt);
         cp_cli_error("import", msg);
         return 2;
     }
@@ -155,6 +174,9 @@ int cp_cmd_import(int argc, char **argv)
     size_t skipped = 0;
     for (int i = 0; i < CP_SKIP_N; i++)
         skipped += r.skipped[i];
+    if (r.n_ranks)
+        printf("import: %zu ranks of %s (runs %lld..%lld, one run group)\n", r.n_ranks, r.source,
+               (long long)r.rank_run[0], (long long)r.rank_run[r.n_ranks - 1]);
     printf("import: %s -> %s (run %lld, %s): %zu application, %zu runtime, %zu device events; "
            "%zu kernels; %zu iterations (%s); %zu counters; %zu events not imported",
            r.source, out, (long long)r.run_id, cp_import_format_name(r.format), r.events[0],

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+#include <jansson.h>
 
 static const char *const FORMAT_NAMES[CP_IMPORT_N_FORMATS] = {
     [CP_IMPORT_AUTO] = "auto",
@@ -204,6 +205,198 @@ static enum cp_status run_import(const struct cp_imp_src *src, enum cp_import_fo
     return st;
 }
 
+/* ---- a cluster: one folder per rank ------------------------------------------------ */
+
+/* Whether `dir` is a torch_npu / MindSpore rank folder. */
+static bool rank_folder(const char *parent, const char *name, char *path, size_t n)
+{
+    int k = snprintf(path, n, "%s/%s", parent, name);
+    char probe[1600];
+    if (k < 0 || (size_t)k >= n ||
+        (size_t)snprintf(probe, sizeof probe, "%s/ASCEND_PROFILER_OUTPUT", path) >= sizeof probe)
+        return false;
+    return is_dir(path) && (ends_with(name, "_ascend_pt") || ends_with(name, "_ascend_ms")) &&
+           is_dir(probe);
+}
+
+/* The rank of a rank folder: profiler_info_{rank}.json's rank_id (an int
+ * in older files, a string in newer ones), else the number in its
+ * profiler_info_{rank}.json name; -1 when neither says. */
+static int rank_of(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return -1;
+    int rank = -1;
+    struct dirent *de;
+    while ((de = readdir(dp)) && rank < 0) {
+        if (strncmp(de->d_name, "profiler_info", 13) != 0 || !ends_with(de->d_name, ".json"))
+            continue;
+        char p[1700];
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= sizeof p)
+            continue;
+        json_error_t e;
+        json_t *j = json_load_file(p, 0, &e);
+        json_t *v = json_object_get(j, "rank_id");
+        if (json_is_integer(v))
+            rank = (int)json_integer_value(v);
+        else if (json_is_string(v))
+            rank = atoi(json_string_value(v));
+        json_decref(j);
+        if (rank < 0 && de->d_name[13] == '_')
+            rank = atoi(de->d_name + 14);
+    }
+    closedir(dp);
+    return rank;
+}
+
+struct rank_dir {
+    char name[256];
+    int rank;
+};
+
+static int cmp_rank(const void *pa, const void *pb)
+{
+    const struct rank_dir *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* The rank folders of `dir`, by rank; n 0 when it is not a cluster. */
+static enum cp_status cluster_ranks(const char *dir, struct rank_dir **out, size_t *n,
+                                    struct cp_diag *d)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return CP_OK;
+    size_t cap = 0;
+    struct rank_dir *v = NULL;
+    struct dirent *de;
+    enum cp_status st = CP_OK;
+    while ((de = readdir(dp)) && st == CP_OK) {
+        char path[1400];
+        if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof v->name ||
+            !rank_folder(dir, de->d_name, path, sizeof path))
+            continue;
+        if (*n == CP_IMPORT_MAX_RANKS) {
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s: more than %d rank folders", dir,
+                             CP_IMPORT_MAX_RANKS);
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct rank_dir *g = cp_realloc_array(v, cap, sizeof *g);
+            if (!g) {
+                st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+                break;
+            }
+            v = g;
+        }
+        snprintf(v[*n].name, sizeof v[*n].name, "%s", de->d_name);
+        v[*n].rank = rank_of(path);
+        (*n)++;
+    }
+    closedir(dp);
+    if (st != CP_OK) {
+        free(v);
+        *n = 0;
+        return st;
+    }
+    /* a folder without its rank takes the next number after those known */
+    int next = 0;
+    for (size_t i = 0; i < *n; i++)
+        next = v[i].rank >= next ? v[i].rank + 1 : next;
+    if (*n > 1)
+        qsort(v, *n, sizeof *v, cmp_rank);
+    for (size_t i = 0; i < *n; i++)
+        if (v[i].rank < 0)
+            v[i].rank = next++;
+    for (size_t i = 1; i < *n; i++)
+        if (v[i].rank == v[i - 1].rank) {
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s: %s and %s both say they are rank %d", dir,
+                             v[i - 1].name, v[i].name, v[i].rank);
+            free(v);
+            *n = 0;
+            return st;
+        }
+    *out = v;
+    return CP_OK;
+}
+
+/* Remove runs (a cluster that failed part way). */
+static void remove_runs(const char *trace, const int64_t *runs, size_t n)
+{
+    struct cp_trace_store *s = NULL;
+    struct cp_diag ignored;
+    cp_diag_init(&ignored);
+    if (n == 0 || cp_trace_store_open(trace, &s, &ignored) != CP_OK)
+        return;
+    for (size_t i = 0; i < n; i++)
+        (void)cp_trace_store_delete_run(s, runs[i], &ignored);
+    cp_trace_store_close(s);
+}
+
+static enum cp_status import_cluster(const struct cp_import_opts *o, const struct rank_dir *v,
+                                     size_t n, struct cp_import_result *r, struct cp_diag *d)
+{
+    enum cp_status st = CP_OK;
+    uint64_t t0 = cp_clock_ns();
+    for (size_t i = 0; i < n && st == CP_OK; i++) {
+        char path[1400];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", o->path, v[i].name) >= sizeof path) {
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s/%s: the path is too long", o->path, v[i].name);
+            break;
+        }
+        struct cp_import_opts one = *o;
+        one.path = path;
+        struct cp_import_result ri;
+        if ((st = cp_import(&one, &ri, d)) != CP_OK) {
+            /* name the rank: the message already names its file */
+            struct cp_diag inner = *d;
+            cp_diag_init(d);
+            st = cp_diag_set(d, inner.status, "rank %d (%s): %s; no rank was imported", v[i].rank,
+                             v[i].name, inner.msg);
+            break;
+        }
+        r->rank_run[i] = ri.run_id;
+        r->rank[i] = v[i].rank;
+        r->n_ranks = i + 1;
+        r->run_id = ri.run_id;
+        r->format = ri.format;
+        r->bytes += ri.bytes;
+        r->kernels += ri.kernels;
+        r->counters += ri.counters;
+        r->iterations += ri.iterations;
+        r->metadata += ri.metadata;
+        for (int l = 0; l < 3; l++)
+            r->events[l] += ri.events[l];
+        for (int k = 0; k < CP_SKIP_N; k++)
+            r->skipped[k] += ri.skipped[k];
+        snprintf(r->step_source, sizeof r->step_source, "%s", ri.step_source);
+    }
+    /* one run group, each run with its rank */
+    struct cp_trace_store *s = NULL;
+    if (st == CP_OK)
+        st = cp_trace_store_open(o->trace_path, &s, d);
+    for (size_t i = 0; st == CP_OK && i < r->n_ranks; i++) {
+        st = cp_trace_store_set_run_group(s, r->rank_run[i], r->rank_run[0], (int64_t)i,
+                                          (int64_t)r->n_ranks, d);
+        if (st == CP_OK)
+            st = cp_trace_store_add_counter(s, r->rank_run[i], -1, "rank", r->rank[i], 0, d);
+    }
+    cp_trace_store_close(s);
+    if (st != CP_OK) {
+        remove_runs(o->trace_path, r->rank_run, r->n_ranks);
+        r->n_ranks = 0;
+    }
+    snprintf(r->source, sizeof r->source, "%s", o->path);
+    r->seconds = (double)(cp_clock_ns() - t0) / 1e9;
+    return st;
+}
+
 enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result *r,
                          struct cp_diag *d)
 {
@@ -213,7 +406,15 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
         return cp_diag_set(d, CP_ERR_INVALID, "import: no profile or no trace named");
     char file[1100];
     if (is_dir(o->path)) {
-        enum cp_status st = resolve_dir(o->path, file, sizeof file, d);
+        struct rank_dir *ranks = NULL;
+        size_t n = 0;
+        enum cp_status st = cluster_ranks(o->path, &ranks, &n, d);
+        if (st == CP_OK && n > 0)
+            st = import_cluster(o, ranks, n, r, d);
+        free(ranks);
+        if (st != CP_OK || n > 0)
+            return st;
+        st = resolve_dir(o->path, file, sizeof file, d);
         if (st != CP_OK)
             return st;
     } else if (is_file(o->path)) {

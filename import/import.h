@@ -71,8 +71,11 @@ enum cp_import_skip {
 };
 const char *cp_import_skip_name(enum cp_import_skip s);
 
+/* Ranks of a cluster folder imported at most (each a run). */
+#define CP_IMPORT_MAX_RANKS 1024
+
 struct cp_import_result {
-    int64_t run_id;
+    int64_t run_id; /* a cluster: the last rank's run */
     enum cp_import_format format;
     char source[1100]; /* the file read */
     uint64_t bytes;    /* read, decompressed */
@@ -84,9 +87,18 @@ struct cp_import_result {
     size_t metadata;      /* metadata events read (process and thread names) */
     char step_source[64]; /* "ProfilerStep", "model_run", "" */
     double seconds;       /* the import's wall time */
+    /* A cluster folder (one *_ascend_pt per rank): every rank a run of one
+     * run group, in rank order; n_ranks 0 for a single profile. The
+     * counts above are summed over the ranks. */
+    size_t n_ranks;
+    int64_t rank_run[CP_IMPORT_MAX_RANKS];
+    int rank[CP_IMPORT_MAX_RANKS];
 };
 
-/* Import o->path into o->trace_path as a new run of kind "import".
+/* Import o->path into o->trace_path as a new run of kind "import"; a
+ * cluster folder (several torch_npu rank folders) as one run per rank, tied
+ * by the run-group counters (trace/trace.h) with a counter "rank" each, all
+ * or none: a rank that fails removes the ranks imported before it.
  * Errors (nothing is left in the store): a path that does not exist or
  * cannot be read (CP_ERR_IO); a file that is not a profile of a known
  * format, a truncated or corrupt one (CP_ERR_INVALID, naming the file and

@@ -334,6 +334,13 @@ static void imported_scalars(struct cp_features *f)
                   import ? "not an Ascend profile (no AI_CORE / AI_CPU tasks)" : not_import);
     set_or_absent(f, CP_FEAT_COMMUNICATION_SHARE, import && total > 0, comm / total,
                   import ? "the profile has no device time" : not_import);
+    static const char no_cluster[] = "not a cluster (import a folder of rank folders)";
+    set_or_absent(f, CP_FEAT_RANK_COUNT, import && l->rank_count > 0, (double)l->rank_count,
+                  import ? no_cluster : not_import);
+    set_or_absent(f, CP_FEAT_RANK_STEP_SPREAD, import && l->rank_count > 0, l->rank_spread,
+                  import ? no_cluster : not_import);
+    set_or_absent(f, CP_FEAT_SLOWEST_RANK, import && l->rank_count > 0, l->slowest_rank,
+                  import ? no_cluster : not_import);
     double ops = l->dynamic_ops + l->static_ops;
     set_or_absent(f, CP_FEAT_DYNAMIC_OP_SHARE, import && ops > 0, l->dynamic_ops / ops,
                   import ? "the profile has no OP State column" : not_import);
@@ -683,8 +690,8 @@ void cp_features_free(struct cp_features *f)
     free(f);
 }
 
-static const char *const PROFILE_NAMES[CP_PROFILE_N] = {"cannprof", "ascend", "gpu",
-                                                        "onnxruntime", "chrome"};
+static const char *const PROFILE_NAMES[CP_PROFILE_N] = {"cannprof", "ascend", "gpu", "onnxruntime",
+                                                        "chrome"};
 
 const char *cp_profile_kind_name(enum cp_profile_kind k)
 {

@@ -89,7 +89,10 @@
     X(DYNAMIC_OP_SHARE, "dynamic_op_share")                                                        \
     X(COMMUNICATION_SHARE, "communication_share")                                                  \
     X(ACHIEVED_OCCUPANCY, "achieved_occupancy")                                                    \
-    X(BLOCKS_PER_SM, "blocks_per_sm")
+    X(BLOCKS_PER_SM, "blocks_per_sm")                                                              \
+    X(RANK_COUNT, "rank_count")                                                                    \
+    X(RANK_STEP_SPREAD, "rank_step_spread")                                                        \
+    X(SLOWEST_RANK, "slowest_rank")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -136,7 +139,7 @@ enum {
 struct cp_fload {
     int64_t run_id;
     char *kind, *config_json;
-    char *target; /* the run's target; an import's: its format (import/) */
+    char *target;        /* the run's target; an import's: its format (import/) */
     double memory_bytes; /* weights + activation arena of the run; 0 when unrecorded */
     int threads, batch;
     double *lat_ns; /* samples, in iteration order (the undisturbed ones when filtered) */
@@ -172,6 +175,12 @@ struct cp_fload {
      * measured iterations of each per-iteration counter, NaN when absent. */
     double imp[CP_FLOAD_N_IMPORTED];
     double dynamic_ops, static_ops; /* OP State counts, summed */
+    /* A cluster imported rank by rank (a run group with "rank" counters):
+     * how many ranks, the spread of their median step times ((max - min) /
+     * mean), the slowest rank; rank_count 0 otherwise. */
+    size_t rank_count;
+    double rank_spread;
+    int slowest_rank;
 };
 
 #define CP_FEATURES_MIN_UNDISTURBED 20

@@ -384,8 +384,7 @@ static const char *const IMPORTED[CP_FLOAD_N_IMPORTED][2] = {
 /* The mean over measured iterations of a per-iteration counter; NaN when
  * none has it. */
 static enum cp_status iteration_mean(struct cp_trace_store *s, const struct cp_fload *l,
-                                     const char *name, double *mean, double *sum,
-                                     struct cp_diag *d)
+                                     const char *name, double *mean, double *sum, struct cp_diag *d)
 {
     struct cp_trace_point *v = NULL;
     size_t n = 0;
@@ -416,8 +415,54 @@ static enum cp_status iteration_mean(struct cp_trace_store *s, const struct cp_f
     return CP_OK;
 }
 
-static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l,
-                                    struct cp_diag *d)
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The ranks of a cluster import: each rank's median step, their spread. */
+static enum cp_status read_ranks(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
+{
+    int64_t *ids = NULL;
+    size_t n = 0;
+    enum cp_status rc = cp_trace_store_run_group(s, l->run_id, &ids, &n, d);
+    if (rc != CP_OK || n < 2) {
+        free(ids);
+        return rc;
+    }
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n && rc == CP_OK; i++) {
+        uint64_t *ns = NULL;
+        size_t m = 0;
+        double rank = NAN;
+        rc = cp_trace_store_samples(s, ids[i], &ns, &m, NULL, d);
+        if (rc == CP_OK)
+            rc = cp_trace_query_counter(s, ids[i], "rank", &rank, d);
+        if (rc == CP_OK && m > 0 && isfinite(rank)) {
+            qsort(ns, m, sizeof *ns, cmp_u64);
+            double med =
+                m % 2 ? (double)ns[m / 2] : ((double)ns[m / 2 - 1] + (double)ns[m / 2]) / 2;
+            if (med > hi) {
+                hi = med;
+                l->slowest_rank = (int)rank;
+            }
+            lo = med < lo ? med : lo;
+            sum += med;
+            k++;
+        }
+        free(ns);
+    }
+    free(ids);
+    if (rc == CP_OK && k >= 2 && sum > 0) {
+        l->rank_count = k;
+        l->rank_spread = (hi - lo) / (sum / (double)k);
+    }
+    return rc;
+}
+
+static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
     for (int i = 0; i < CP_FLOAD_N_IMPORTED; i++)
         l->imp[i] = NAN;
@@ -433,6 +478,8 @@ static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l
         rc = iteration_mean(s, l, "ascend.op_state.dynamic", &mean, &l->dynamic_ops, d);
     if (rc == CP_OK)
         rc = iteration_mean(s, l, "ascend.op_state.static", &mean, &l->static_ops, d);
+    if (rc == CP_OK)
+        rc = read_ranks(s, l, d);
     return rc;
 }
 

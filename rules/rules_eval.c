@@ -513,7 +513,7 @@ static enum cp_status eval_cause(const struct cp_rule *r, const struct cp_root_c
         double saved = isfinite(c->risk_memory) && c->risk_memory < 0 ? -c->risk_memory : 0;
         fd.gain = fd.gain_lo = fd.gain_hi = saved;
     }
-    fd.change.summary = cp_strdup(c->change_summary);
+    fd.change.summary = expand(c->change_summary, f);
     fd.change.convert = strv_dup(c->convert, f);
     fd.change.fusion_switches = strv_dup(c->fusion_switches, f);
     fd.change.runtime = strv_dup(c->runtime, f);

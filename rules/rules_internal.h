@@ -31,7 +31,7 @@ struct cp_rule {
     char *title;
     char *file; /* where it was loaded from */
     int line;
-    bool targets[3]; /* by enum cp_target */
+    bool targets[3];   /* by enum cp_target */
     unsigned profiles; /* bit per enum cp_profile_kind its pack covers */
     struct cp_expr **indicators;
     size_t n_indicators;

@@ -779,3 +779,90 @@ Test(import, trtexec_times_and_profile)
     free(t);
     free(p);
 }
+
+/* ---- a cluster --------------------------------------------------------------------------------
+ */
+
+/* A folder of two torch_npu rank folders (rank_id an int in one
+ * profiler_info, a string in the other, as versions wrote it); rank 1's
+ * steps 20% and 27% longer. */
+static char *make_cluster(const char *name, bool break_rank1)
+{
+    char *root = cp_t_path(name), *src = fixture("trace_view.json");
+    char *text = ct_read_text(src);
+    for (int rank = 0; rank < 2; rank++) {
+        char *dir =
+            cp_t_fmt("%s/node%d_%d_ascend_pt/ASCEND_PROFILER_OUTPUT", root, rank, 100 + rank);
+        mkdirs(dir);
+        char *tv = cp_t_fmt("%s/trace_view.json", dir);
+        if (rank == 0) {
+            ct_write_text(tv, text);
+        } else {
+            /* ProfilerStep#50's 2000 us and #51's 1500 us, longer */
+            struct cp_buf b;
+            cp_buf_init(&b);
+            cp_buf_puts(&b, text);
+            char *slow = cp_buf_steal(&b);
+            char *p = strstr(slow, "\"dur\":2000.0");
+            cr_assert_not_null(p);
+            memcpy(p, "\"dur\":2400.0", 12);
+            p = strstr(slow, "\"dur\":\"1500.000");
+            cr_assert_not_null(p);
+            memcpy(p, "\"dur\":\"1900.000", 15);
+            if (break_rank1)
+                slow[strlen(slow) / 2] = '\0';
+            ct_write_text(tv, slow);
+            free(slow);
+        }
+        char *info =
+            cp_t_fmt("%s/node%d_%d_ascend_pt/profiler_info_%d.json", root, rank, 100 + rank, rank);
+        ct_write_text(info, rank == 0 ? "{\"rank_id\": 0}" : "{\"rank_id\": \"1\"}");
+        free(info);
+        free(tv);
+        free(dir);
+    }
+    free(text);
+    free(src);
+    return root;
+}
+
+Test(import, a_cluster_folder_is_a_run_per_rank_and_the_slow_rank_is_found)
+{
+    char *root = make_cluster("cluster", false), *db = cp_t_path("cluster.db");
+    json_t *j = import_ok(root, db);
+    json_t *ranks = json_object_get(j, "ranks");
+    cr_assert_eq(json_array_size(ranks), 2);
+    cr_expect_eq(json_integer_value(json_object_get(json_array_get(ranks, 1), "rank")), 1);
+    cr_expect_eq(num(j, "events_by_layer.device"), 6, "both ranks' tasks");
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM runs"), 2);
+    cr_expect_eq(q_int(db, "SELECT count(DISTINCT value) FROM counters WHERE name = 'run.group'"),
+                 1, "one run group");
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'rank' AND run_id = 2"), 1);
+    char *rules = fired_rules(db);
+    cr_expect(strstr(rules, "ascend_slow_rank ") != NULL, "fired: %s", rules);
+    free(rules);
+    struct cp_run r;
+    cp_run_cli(&r, "suggest", db, "--no-calibrate", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    ct_assert_mentions(r.out, "why rank 1 is slower", NULL);
+    cp_run_release(&r);
+    json_decref(j);
+    free(db);
+    free(root);
+}
+
+/* A rank that cannot be read fails the whole import, naming the rank, and
+ * leaves no run: no rank is silently dropped. */
+Test(import, a_broken_rank_fails_the_cluster_and_leaves_nothing)
+{
+    char *root = make_cluster("cluster_bad", true), *db = cp_t_path("cluster_bad.db");
+    struct cp_run r;
+    cp_run_cli(&r, "import", root, "-o", db, NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    ct_assert_mentions(r.err, "rank 1 (node1_101_ascend_pt)", "no rank was imported", NULL);
+    cp_run_release(&r);
+    if (cp_path_exists(db))
+        cr_expect_eq(q_int(db, "SELECT count(*) FROM runs"), 0);
+    free(db);
+    free(root);
+}
