@@ -22,6 +22,10 @@ struct votes {
     size_t kineto, ascend, ort;
 };
 
+struct link {
+    int64_t key, value;
+};
+
 /* Top-level facts kept (schemaVersion, distributedInfo.*, ...). */
 #define CP_IMP_MAX_TOP 64
 
@@ -38,6 +42,7 @@ struct ev {
     int64_t ts, dur;
     struct cp_imp_val name, cat, pid, tid;
     struct cp_imp_val op_name, provider, task_type; /* the arguments placement reads */
+    int64_t correlation, external;                  /* -1: none */
     size_t n_num;
     const char *num_key[CP_IMP_MAX_ARGS]; /* numeric arguments */
     double num_val[CP_IMP_MAX_ARGS];
@@ -59,6 +64,11 @@ struct scan {
     struct cp_imp_spill *spill;
     uint8_t *kinds; /* enum key_kind by the spill's string id */
     size_t cap_kinds;
+    /* Kineto's links from a kernel to the framework op that launched it:
+     * launch correlation -> External id, External id -> the op's name (a
+     * spill string id); sorted by key once read */
+    struct link *links, *ops;
+    size_t n_links, cap_links, n_ops, cap_ops;
     /* top-level facts, written with the run */
     char *top_key[CP_IMP_MAX_TOP], *top_val[CP_IMP_MAX_TOP];
     size_t n_top;
@@ -131,6 +141,8 @@ enum key_kind {
     KEY_OP_NAME,
     KEY_PROVIDER,
     KEY_TASK_TYPE,
+    KEY_CORRELATION, /* Kineto: a launch and the kernel it launched */
+    KEY_EXTERNAL,    /* Kineto: a framework op and the launches inside it */
 };
 
 static enum key_kind classify_key(const char *k, size_t n)
@@ -141,6 +153,10 @@ static enum key_kind classify_key(const char *k, size_t n)
         return KEY_PROVIDER;
     if (n == 9 && memcmp(k, "Task Type", 9) == 0)
         return KEY_TASK_TYPE;
+    if (n == 11 && memcmp(k, "correlation", 11) == 0)
+        return KEY_CORRELATION;
+    if (n == 11 && (memcmp(k, "External id", 11) == 0 || memcmp(k, "external id", 11) == 0))
+        return KEY_EXTERNAL;
     return id_like(k, n) ? KEY_ID : KEY_MEASURE;
 }
 
@@ -164,6 +180,44 @@ static enum key_kind key_kind(struct scan *s, int32_t id, const char *k, size_t 
     return (enum key_kind)s->kinds[id];
 }
 
+static enum cp_status add_link(struct link **v, size_t *n, size_t *cap, int64_t key, int64_t value,
+                               struct cp_diag *d)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 1024;
+        struct link *g = cp_realloc_array(*v, nc, sizeof *g);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        *v = g;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = (struct link){key, value};
+    return CP_OK;
+}
+
+static int cmp_link(const void *pa, const void *pb)
+{
+    const struct link *a = pa, *b = pb;
+    return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* The value of `key` in a sorted table (the first of equals); -1 when
+ * absent. */
+static int64_t find_link(const struct link *v, size_t n, int64_t key)
+{
+    if (key < 0)
+        return -1;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo].key == key ? v[lo].value : -1;
+}
+
 /* The event, compact, into the spill: its strings as ids, its numeric
  * arguments (identities left out) as numbers. */
 static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, char ph,
@@ -176,6 +230,7 @@ static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, 
     r.pid = cp_imp_spill_str(sp, &e->pid);
     r.tid = cp_imp_spill_str(sp, &e->tid);
     r.op_name = r.provider = r.task_type = -1;
+    r.correlation = r.external = -1;
     for (size_t i = 0; i < e->n_args; i++) {
         const struct cp_imp_val *v = &e->args[i].v;
         struct cp_imp_val kv = {e->args[i].key, strlen(e->args[i].key), false};
@@ -191,6 +246,12 @@ static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, 
         case KEY_TASK_TYPE:
             r.task_type = cp_imp_spill_str(sp, v);
             break;
+        case KEY_CORRELATION:
+        case KEY_EXTERNAL:
+            if (v->number && cp_imp_val_num(v, &x) && x >= 0 && x < 9.0e15)
+                *(key_kind(s, kid, kv.s, kv.len) == KEY_CORRELATION ? &r.correlation
+                                                                    : &r.external) = (int64_t)x;
+            break;
         case KEY_MEASURE:
             if (r.n_num < CP_IMP_MAX_ARGS && cp_imp_val_num(v, &x)) {
                 r.num_key[r.n_num] = kid;
@@ -201,7 +262,16 @@ static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, 
             break;
         }
     }
-    return cp_imp_spill_put(sp, &r, d);
+    enum cp_status st = cp_imp_spill_put(sp, &r, d);
+    /* a launch links its kernel (correlation) to its op (External id); an
+     * op names its External id */
+    bool launch = cp_imp_val_is(&e->cat, "cuda_runtime") || cp_imp_val_is(&e->cat, "cuda_driver");
+    bool op = cp_imp_val_is(&e->cat, "cpu_op") || cp_imp_val_is(&e->cat, "Operator");
+    if (st == CP_OK && launch && r.correlation >= 0 && r.external >= 0)
+        st = add_link(&s->links, &s->n_links, &s->cap_links, r.correlation, r.external, d);
+    if (st == CP_OK && op && r.external >= 0 && r.name >= 0)
+        st = add_link(&s->ops, &s->n_ops, &s->cap_ops, r.external, r.name, d);
+    return st;
 }
 
 static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct cp_diag *d)
@@ -356,6 +426,33 @@ struct placed {
     char origins[600];
 };
 
+/* A kernel's origin, as the JSON array the kernel table keeps. */
+static void set_origin(struct placed *p, const char *name, size_t len)
+{
+    json_t *a = json_array();
+    if (a && json_array_append_new(a, cp_json_strn(name, len)) == 0) {
+        char *t = json_dumps(a, JSON_COMPACT);
+        if (t && strlen(t) < sizeof p->origins)
+            memcpy(p->origins, t, strlen(t) + 1);
+        free(t);
+    }
+    json_decref(a);
+}
+
+/* Kineto: the framework op that launched a kernel, through its External
+ * id (or its launch's, by correlation). */
+static void kineto_origin(const struct write *w, const struct ev *e, struct placed *p)
+{
+    const struct scan *s = w->s;
+    int64_t ext = e->external >= 0 ? e->external : find_link(s->links, s->n_links, e->correlation);
+    int64_t name = find_link(s->ops, s->n_ops, ext);
+    if (name < 0 || name > INT32_MAX)
+        return;
+    struct cp_imp_val v = cp_imp_spill_text(s->spill, (int32_t)name);
+    if (v.s)
+        set_origin(p, v.s, v.len);
+}
+
 static bool place(const struct write *w, const struct ev *e, struct placed *p,
                   enum cp_import_skip *why)
 {
@@ -381,15 +478,7 @@ static bool place(const struct write *w, const struct ev *e, struct placed *p,
                      op->s ? op->s : "?");
             if (prov->s)
                 snprintf(p->impl, sizeof p->impl, "%.*s", (int)prov->len, prov->s);
-            /* the node is the ONNX node: its own origin */
-            json_t *a = json_array();
-            if (a && json_array_append_new(a, cp_json_strn(p->kname, p->klen)) == 0) {
-                char *t = json_dumps(a, JSON_COMPACT);
-                if (t && strlen(t) < sizeof p->origins)
-                    memcpy(p->origins, t, strlen(t) + 1);
-                free(t);
-            }
-            json_decref(a);
+            set_origin(p, p->kname, p->klen); /* the node is the ONNX node */
             return true;
         }
         if (cp_imp_val_is(&e->cat, "Kernel")) {
@@ -432,6 +521,7 @@ static bool place(const struct write *w, const struct ev *e, struct placed *p,
             : cat_is(&e->cat, device_cats + 2, 1) || cat_is(&e->cat, device_cats + 4, 1) ? "Memset"
                                                                                          : "Kernel";
         snprintf(p->op_type, sizeof p->op_type, "%s", c);
+        kineto_origin(w, e, p);
         return true;
     }
     if (cat_is(&e->cat, runtime_cats, sizeof runtime_cats / sizeof *runtime_cats))
@@ -623,6 +713,8 @@ static enum cp_status write_spill(struct write *w, struct cp_imp_spill *sp, stru
         e.op_name = cp_imp_spill_text(sp, r.op_name);
         e.provider = cp_imp_spill_text(sp, r.provider);
         e.task_type = cp_imp_spill_text(sp, r.task_type);
+        e.correlation = r.correlation;
+        e.external = r.external;
         e.n_num = r.n_num;
         for (size_t i = 0; i < r.n_num; i++) {
             e.num_key[i] = cp_imp_spill_text(sp, r.num_key[i]).s;
@@ -717,6 +809,10 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
     r->metadata = s.metadata;
     /* model_run indexes; ProfilerStep keeps the profiler's numbers */
     cp_imp_steps_sort(&s.steps);
+    if (s.n_links > 1)
+        qsort(s.links, s.n_links, sizeof *s.links, cmp_link);
+    if (s.n_ops > 1)
+        qsort(s.ops, s.n_ops, sizeof *s.ops, cmp_link);
     snprintf(r->step_source, sizeof r->step_source, "%s",
              s.steps.n == 0          ? "window"
              : s.steps_are_model_run ? "model_run"
@@ -749,6 +845,8 @@ out:
     }
     cp_imp_spill_close(s.spill);
     free(s.kinds);
+    free(s.links);
+    free(s.ops);
     cp_strmap_release(&s.pname);
     cp_imp_pool_release(&s.pool);
     return st;

@@ -95,7 +95,7 @@ struct cp_imp_val cp_imp_spill_text(const struct cp_imp_spill *sp, int32_t id)
 
 /* A record on disk: the fixed part, then n_num (key, value) pairs. */
 struct head {
-    int64_t ts, dur;
+    int64_t ts, dur, correlation, external;
     int32_t name, cat, pid, tid, op_name, provider, task_type;
     uint32_t n_num;
     char ph;
@@ -116,6 +116,8 @@ enum cp_status cp_imp_spill_put(struct cp_imp_spill *sp, const struct cp_imp_rec
     memset(&h, 0, sizeof h);
     h.ts = r->ts;
     h.dur = r->dur;
+    h.correlation = r->correlation;
+    h.external = r->external;
     h.name = r->name;
     h.cat = r->cat;
     h.pid = r->pid;
@@ -161,6 +163,8 @@ enum cp_status cp_imp_spill_next(struct cp_imp_spill *sp, struct cp_imp_rec *r, 
         return cp_diag_set(d, CP_ERR_IO, "the import's temporary file is damaged");
     r->ts = h.ts;
     r->dur = h.dur;
+    r->correlation = h.correlation;
+    r->external = h.external;
     r->name = h.name;
     r->cat = h.cat;
     r->pid = h.pid;

@@ -112,6 +112,14 @@ static void expect_kineto(json_t *j, const char *db)
                            "s.id = e.name_id WHERE s.value = 'ampere_sgemm_64x64_nn'"),
                  200000);
     cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE op_type = 'Memcpy'"), 1);
+    /* each kernel names the framework op that launched it: by its own
+     * External id, or its launch's through the correlation */
+    char *org = q_text(db, "SELECT origins FROM kernels WHERE node = 'ampere_sgemm_64x64_nn'");
+    cr_expect_str_eq(org ? org : "(none)", "[\"aten::mm\"]");
+    free(org);
+    org = q_text(db, "SELECT origins FROM kernels WHERE node LIKE 'void at::native::vector%'");
+    cr_expect_str_eq(org ? org : "(none)", "[\"aten::relu\"]");
+    free(org);
     /* a device argument that measures something is a counter per step
      * (weighted by the kernels' durations; sizes summed); ids are not */
     cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name = 'arg.blocks per SM'"), 2);
