@@ -10,6 +10,7 @@
  * Communication(Not Overlapped) + Free, which is the step by the file's own
  * definition), else from the span of each step's tasks. */
 #include "import/import_internal.h"
+#include "trace/query.h"
 
 #include <csv.h>
 #include <zlib.h>
@@ -248,6 +249,11 @@ struct csv_import {
     } * acc;
     size_t n_acc, cap_acc;
     size_t rows_skipped;
+    /* attached to a timeline's run (cp_imp_ascend_csv_counters): only the
+     * counters are written, each row in the timeline's step of its number */
+    bool attach;
+    struct cp_trace_point *tl_steps; /* iteration -> step.number */
+    size_t n_tl;
 };
 
 static enum cp_status header_row(struct csv_import *c, const struct row *r, struct cp_diag *d)
@@ -359,6 +365,48 @@ static enum cp_status scan_row(void *u, const struct row *r, struct cp_diag *d)
     return step_of_row(c, r, start, start + (dur > 0 ? dur : 0), true, &it, d);
 }
 
+/* The task as a device event of its kernel. */
+static enum cp_status write_task(struct csv_import *c, const struct row *r, int64_t start,
+                                 int64_t dur, int32_t it, struct cp_diag *d)
+{
+    struct cp_imp_val name = cell(r, c->col[C_NAME]), type = cell(r, c->col[C_TYPE]),
+                      core = cell(r, c->col[C_CORE]);
+    char op[200], impl[100];
+    snprintf(op, sizeof op, "%.*s", type.s ? (int)type.len : 6, type.s ? type.s : "Kernel");
+    snprintf(impl, sizeof impl, "%.*s", core.s ? (int)core.len : 0, core.s ? core.s : "");
+    int32_t kernel;
+    enum cp_status st = cp_imp_sink_kernel(c->k, name.s ? name.s : "?", name.s ? name.len : 1, op,
+                                           impl[0] ? impl : NULL, NULL, &kernel, d);
+    struct cp_imp_val stream = cell(r, c->col[C_STREAM]);
+    struct cp_imp_val dev = {"device", 6, false};
+    int thread = 0;
+    if (st == CP_OK)
+        st = cp_imp_sink_thread(c->k, &dev, &stream, &thread, d);
+    uint64_t rel = (uint64_t)(start - c->min_start);
+    if (st == CP_OK)
+        st = cp_imp_sink_event(c->k, CP_LAYER_DEVICE, name.s ? name.s : "?", name.s ? name.len : 1,
+                               kernel, it, rel, rel + (uint64_t)dur, thread, d);
+    return st;
+}
+
+/* Attached: the timeline's iteration whose step number is the row's Step
+ * Id; -1 when it has none (outside the profiled steps); 0 when the
+ * timeline is one window. */
+static enum cp_status timeline_step(const struct csv_import *c, const struct row *r, int32_t *it)
+{
+    *it = c->n_tl ? -1 : 0;
+    struct cp_imp_val s = cell(r, c->col[C_STEP]);
+    double x;
+    if (!c->n_tl || !s.s || !cp_imp_val_num(&s, &x))
+        return CP_OK;
+    for (size_t i = 0; i < c->n_tl; i++)
+        if (c->tl_steps[i].value == x && c->tl_steps[i].iteration <= INT32_MAX) {
+            *it = (int32_t)c->tl_steps[i].iteration;
+            break;
+        }
+    return CP_OK;
+}
+
 static enum cp_status write_row(void *u, const struct row *r, struct cp_diag *d)
 {
     struct csv_import *c = u;
@@ -375,26 +423,13 @@ static enum cp_status write_row(void *u, const struct row *r, struct cp_diag *d)
     if (dur < 0)
         dur = 0;
     int32_t it;
-    enum cp_status st = step_of_row(c, r, start, start + dur, false, &it, d);
+    enum cp_status st =
+        c->attach ? timeline_step(c, r, &it) : step_of_row(c, r, start, start + dur, false, &it, d);
     if (st != CP_OK)
         return st;
-    struct cp_imp_val name = cell(r, c->col[C_NAME]), type = cell(r, c->col[C_TYPE]),
-                      core = cell(r, c->col[C_CORE]), state = cell(r, c->col[C_STATE]);
-    char op[200], impl[100];
-    snprintf(op, sizeof op, "%.*s", type.s ? (int)type.len : 6, type.s ? type.s : "Kernel");
-    snprintf(impl, sizeof impl, "%.*s", core.s ? (int)core.len : 0, core.s ? core.s : "");
-    int32_t kernel;
-    st = cp_imp_sink_kernel(c->k, name.s ? name.s : "?", name.s ? name.len : 1, op,
-                            impl[0] ? impl : NULL, NULL, &kernel, d);
-    struct cp_imp_val stream = cell(r, c->col[C_STREAM]);
-    struct cp_imp_val dev = {"device", 6, false};
-    int thread = 0;
-    if (st == CP_OK)
-        st = cp_imp_sink_thread(c->k, &dev, &stream, &thread, d);
-    uint64_t rel = (uint64_t)(start - c->min_start);
-    if (st == CP_OK)
-        st = cp_imp_sink_event(c->k, CP_LAYER_DEVICE, name.s ? name.s : "?", name.s ? name.len : 1,
-                               kernel, it, rel, rel + (uint64_t)dur, thread, d);
+    struct cp_imp_val state = cell(r, c->col[C_STATE]);
+    if (!c->attach)
+        st = write_task(c, r, start, dur, it, d);
     /* the other numeric columns, weighted by the task's duration */
     double w = dur > 0 ? (double)dur : 1.0;
     for (size_t i = 0; st == CP_OK && i < r->n && i < sizeof c->counter_col; i++) {
@@ -554,6 +589,39 @@ enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
     if (st != CP_OK)
         cp_imp_sink_abort(&k);
     free(samples);
+    release(&c);
+    return st;
+}
+
+enum cp_status cp_imp_ascend_csv_counters(const char *path, const char *trace_path, int64_t run,
+                                          struct cp_import_result *r, struct cp_diag *d)
+{
+    struct csv_import c;
+    memset(&c, 0, sizeof c);
+    c.path = path;
+    c.attach = true;
+    cp_strmap_init(&c.step_ix);
+    uint64_t bytes = 0;
+    enum cp_status st = read_csv(path, scan_row, &c, &bytes, d);
+    if (st == CP_OK && !c.header)
+        st = cp_diag_set(d, CP_ERR_INVALID, "%s: empty: no header row", path);
+    struct cp_imp_sink k;
+    memset(&k, 0, sizeof k);
+    k.run = -1;
+    if (st == CP_OK)
+        st = cp_imp_sink_attach(&k, trace_path, run, r, d);
+    if (st == CP_OK)
+        st = cp_trace_query_counter_series(k.store, run, "step.number", &c.tl_steps, &c.n_tl, d);
+    c.k = &k;
+    if (st == CP_OK)
+        st = read_csv(path, write_row, &c, &bytes, d);
+    if (st == CP_OK)
+        st = cp_imp_sink_meta(&k, "task_table", path, d);
+    if (st == CP_OK)
+        st = cp_imp_sink_finish(&k, NULL, 0, d);
+    if (st != CP_OK)
+        cp_imp_sink_abort(&k);
+    free(c.tl_steps);
     release(&c);
     return st;
 }

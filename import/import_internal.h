@@ -159,6 +159,10 @@ struct cp_imp_sink {
  * `format`. */
 enum cp_status cp_imp_sink_open(struct cp_imp_sink *k, const char *trace_path, const char *source,
                                 const char *format, struct cp_import_result *r, struct cp_diag *d);
+/* Attach to run `run` of the store, already written: what is added then
+ * is counters (and meta); finish writes no kernels and no samples. */
+enum cp_status cp_imp_sink_attach(struct cp_imp_sink *k, const char *trace_path, int64_t run,
+                                  struct cp_import_result *r, struct cp_diag *d);
 /* The kernel index of (name, op_type, impl, origins), added on first sight. */
 enum cp_status cp_imp_sink_kernel(struct cp_imp_sink *k, const char *name, size_t len,
                                   const char *op_type, const char *impl, const char *origins,
@@ -194,6 +198,12 @@ void cp_imp_sink_abort(struct cp_imp_sink *k);
 
 enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
                                  struct cp_import_result *r, struct cp_diag *d);
+/* A task table's hardware columns as counters of a timeline's run (run):
+ * each row in the iteration whose step.number is its Step Id. Its tasks
+ * are the timeline's already, so no event is added. A failure removes the
+ * run (the import is all or nothing). */
+enum cp_status cp_imp_ascend_csv_counters(const char *path, const char *trace_path, int64_t run,
+                                          struct cp_import_result *r, struct cp_diag *d);
 
 /* ---- steps (steps.c) -------------------------------------------------------------- */
 

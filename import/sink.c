@@ -69,6 +69,31 @@ enum cp_status cp_imp_sink_open(struct cp_imp_sink *k, const char *trace_path, c
     return CP_OK;
 }
 
+enum cp_status cp_imp_sink_attach(struct cp_imp_sink *k, const char *trace_path, int64_t run,
+                                  struct cp_import_result *r, struct cp_diag *d)
+{
+    memset(k, 0, sizeof k[0]);
+    k->r = r;
+    k->run = -1;
+    cp_strmap_init(&k->kernel_ix);
+    cp_strmap_init(&k->thread_ix);
+    cp_strmap_init(&k->counter_ix);
+    cp_strmap_init(&k->acc_ix);
+    k->rec = cp_trace_recorder_create(16);
+    if (!k->rec)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    enum cp_status st = cp_trace_store_open(trace_path, &k->store, d);
+    int64_t used = -1;
+    if (st == CP_OK)
+        st = cp_trace_store_resolve_run(k->store, run, &used, d);
+    if (st != CP_OK) {
+        cp_imp_sink_abort(k);
+        return st;
+    }
+    k->run = used;
+    return CP_OK;
+}
+
 enum cp_status cp_imp_sink_kernel(struct cp_imp_sink *k, const char *name, size_t len,
                                   const char *op_type, const char *impl, const char *origins,
                                   int32_t *idx, struct cp_diag *d)
@@ -274,7 +299,7 @@ enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples
         st = cp_trace_store_add_samples(k->store, k->run, 0, samples, n, d);
     if (st != CP_OK)
         return st;
-    k->r->kernels = k->n_kernels;
+    k->r->kernels += k->n_kernels;
     cp_trace_store_close(k->store);
     k->store = NULL;
     cp_trace_recorder_free(k->rec);

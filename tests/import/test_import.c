@@ -874,3 +874,40 @@ Test(import, a_broken_rank_fails_the_cluster_and_leaves_nothing)
     free(db);
     free(root);
 }
+
+/* A torch_npu run folder with both its timeline and its task table: the
+ * events come from the timeline, the hardware columns from the table, in
+ * the timeline's steps by their numbers. */
+Test(import, the_task_table_beside_a_timeline_adds_its_hardware_columns)
+{
+    char *dir = cp_t_path("both_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    static const char *const files[] = {"trace_view.json", "kernel_details.csv"};
+    for (size_t i = 0; i < 2; i++) {
+        char *src = fixture(files[i]), *dst = cp_t_fmt("%s/%s", out, files[i]);
+        char *text = ct_read_text(src);
+        ct_write_text(dst, text);
+        free(text);
+        free(dst);
+        free(src);
+    }
+    char *db = cp_t_path("both.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ascend");
+    cr_expect_eq(num(j, "events_by_layer.device"), 3, "the timeline's tasks, not the table's too");
+    cr_expect_eq(num(j, "kernels"), 2);
+    double mac = (0.61 * 53741 + 0 * 20000) / (53741 + 20000.0);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'col.aic_mac_ratio' "
+                                 "AND iteration = 0"),
+                       mac, 1e-9, "Step Id 50 is the timeline's ProfilerStep#50");
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'ascend.op_state.dynamic' "
+                           "AND iteration = 1"),
+                 1);
+    char *rules = fired_rules(db);
+    cr_expect(strstr(rules, "ascend_dynamic_shapes ") != NULL, "fired: %s", rules);
+    free(rules);
+    json_decref(j);
+    free(db);
+    free(out);
+    free(dir);
+}
