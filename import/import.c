@@ -397,6 +397,27 @@ static enum cp_status import_cluster(const struct cp_import_opts *o, const struc
     return st;
 }
 
+/* An Ascend run's other files, beside the one imported (its folder). */
+static enum cp_status ascend_extras(const char *file, const char *trace, struct cp_import_result *r,
+                                    struct cp_diag *d)
+{
+    if (r->format != CP_IMPORT_ASCEND && r->format != CP_IMPORT_ASCEND_CSV &&
+        r->format != CP_IMPORT_ASCEND_DB)
+        return CP_OK;
+    char dir[1100];
+    const char *slash = strrchr(file, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - file), file);
+    uint64_t t0 = cp_clock_ns();
+    enum cp_status st = cp_imp_ascend_extras(dir, trace, r->run_id, r, d);
+    if (st != CP_OK)
+        remove_runs(trace, &r->run_id, 1);
+    r->seconds += (double)(cp_clock_ns() - t0) / 1e9;
+    return st;
+}
+
 enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result *r,
                          struct cp_diag *d)
 {
@@ -428,7 +449,7 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
         uint64_t t0 = cp_clock_ns();
         enum cp_status st = cp_imp_ascend_csv(file, o->trace_path, r, d);
         r->seconds = (double)(cp_clock_ns() - t0) / 1e9;
-        return st;
+        return st == CP_OK ? ascend_extras(file, o->trace_path, r, d) : st;
     }
     char head[4096];
     size_t got = 0;
@@ -439,7 +460,7 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
         uint64_t t0 = cp_clock_ns();
         st = cp_imp_sqlite(file, o->trace_path, r, d);
         r->seconds = (double)(cp_clock_ns() - t0) / 1e9;
-        return st;
+        return st == CP_OK ? ascend_extras(file, o->trace_path, r, d) : st;
     }
     if ((st = check_json(file, head, got, d)) != CP_OK)
         return st;
@@ -465,7 +486,7 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
             remove_runs(o->trace_path, &r->run_id, 1);
         r->seconds += (double)(cp_clock_ns() - t0) / 1e9;
     }
-    return st;
+    return st == CP_OK ? ascend_extras(file, o->trace_path, r, d) : st;
 }
 
 enum cp_status cp_import_buffer(const char *name, const void *data, size_t size,

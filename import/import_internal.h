@@ -234,6 +234,14 @@ enum cp_status cp_imp_steps_finish(const struct cp_imp_steps *s, struct cp_imp_s
                                    int64_t window_start, int64_t window_end, struct cp_diag *d);
 void cp_imp_steps_release(struct cp_imp_steps *s);
 
+/* ---- the other files of a torch_npu run folder (ascend_extras.c) ----------------- */
+
+/* communication.json and memory_record.csv of `dir` (an
+ * ASCEND_PROFILER_OUTPUT), when there, added to run `run`: per-step
+ * collective times (comm.*_ms), the memory peak. A failure removes the run. */
+enum cp_status cp_imp_ascend_extras(const char *dir, const char *trace_path, int64_t run,
+                                    struct cp_import_result *r, struct cp_diag *d);
+
 /* ---- SQLite profiles: torch_npu / msprof DBs, Nsight Systems (sqlite_profiles.c) -- */
 
 enum cp_status cp_imp_sqlite(const char *path, const char *trace_path, struct cp_import_result *r,

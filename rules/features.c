@@ -341,6 +341,9 @@ static void imported_scalars(struct cp_features *f)
                   import ? no_cluster : not_import);
     set_or_absent(f, CP_FEAT_SLOWEST_RANK, import && l->rank_count > 0, l->slowest_rank,
                   import ? no_cluster : not_import);
+    set_or_absent(f, CP_FEAT_COMM_WAIT_RATIO, import && l->comm_elapse_ms > 0,
+                  l->comm_wait_ms / l->comm_elapse_ms,
+                  import ? "the profile has no communication.json" : not_import);
     double ops = l->dynamic_ops + l->static_ops;
     set_or_absent(f, CP_FEAT_DYNAMIC_OP_SHARE, import && ops > 0, l->dynamic_ops / ops,
                   import ? "the profile has no OP State column" : not_import);

@@ -92,7 +92,8 @@
     X(BLOCKS_PER_SM, "blocks_per_sm")                                                              \
     X(RANK_COUNT, "rank_count")                                                                    \
     X(RANK_STEP_SPREAD, "rank_step_spread")                                                        \
-    X(SLOWEST_RANK, "slowest_rank")
+    X(SLOWEST_RANK, "slowest_rank")                                                                \
+    X(COMM_WAIT_RATIO, "comm_wait_ratio")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -178,6 +179,7 @@ struct cp_fload {
     /* A cluster imported rank by rank (a run group with "rank" counters):
      * how many ranks, the spread of their median step times ((max - min) /
      * mean), the slowest rank; rank_count 0 otherwise. */
+    double comm_wait_ms, comm_elapse_ms; /* communication.json, summed over steps */
     size_t rank_count;
     double rank_spread;
     int slowest_rank;

@@ -36,6 +36,8 @@ static enum cp_status read_run(struct cp_trace_store *s, struct cp_fload *l, str
     l->threads = r.threads;
     l->batch = r.batch;
     l->memory_bytes = (double)(r.weight_bytes + r.arena_bytes);
+    if (l->memory_bytes == 0 && r.peak_bytes > 0)
+        l->memory_bytes = (double)r.peak_bytes; /* an import: the profile's memory peak */
     cp_trace_run_release(&r);
     return CP_OK;
 }
@@ -478,6 +480,10 @@ static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l
         rc = iteration_mean(s, l, "ascend.op_state.dynamic", &mean, &l->dynamic_ops, d);
     if (rc == CP_OK)
         rc = iteration_mean(s, l, "ascend.op_state.static", &mean, &l->static_ops, d);
+    if (rc == CP_OK)
+        rc = iteration_mean(s, l, "comm.wait_ms", &mean, &l->comm_wait_ms, d);
+    if (rc == CP_OK)
+        rc = iteration_mean(s, l, "comm.elapse_ms", &mean, &l->comm_elapse_ms, d);
     if (rc == CP_OK)
         rc = read_ranks(s, l, d);
     return rc;

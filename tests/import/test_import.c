@@ -882,8 +882,9 @@ Test(import, the_task_table_beside_a_timeline_adds_its_hardware_columns)
 {
     char *dir = cp_t_path("both_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
     mkdirs(out);
-    static const char *const files[] = {"trace_view.json", "kernel_details.csv"};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const files[] = {"trace_view.json", "kernel_details.csv",
+                                        "communication.json", "memory_record.csv"};
+    for (size_t i = 0; i < 4; i++) {
         char *src = fixture(files[i]), *dst = cp_t_fmt("%s/%s", out, files[i]);
         char *text = ct_read_text(src);
         ct_write_text(dst, text);
@@ -906,6 +907,16 @@ Test(import, the_task_table_beside_a_timeline_adds_its_hardware_columns)
     char *rules = fired_rules(db);
     cr_expect(strstr(rules, "ascend_dynamic_shapes ") != NULL, "fired: %s", rules);
     free(rules);
+    /* communication.json: each step's collective times ("Total Op Info"
+     * where the file sums them itself, else the ops), in its step */
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'comm.wait_ms' AND "
+                                 "iteration = 1"),
+                       0.2, 1e-12);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'comm.elapse_ms' AND "
+                                 "iteration = 0"),
+                       0.1, 1e-12, "not counted twice with Total Op Info");
+    /* memory_record.csv: the framework's reserved peak is the run's memory */
+    cr_expect_eq(q_int(db, "SELECT peak_bytes FROM runs"), 768 * 1048576);
     json_decref(j);
     free(db);
     free(out);
