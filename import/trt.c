@@ -52,13 +52,20 @@ static enum cp_status times(const char *path, const json_t *a, const char *trace
     for (size_t i = 0; i < n && st == CP_OK; i++) {
         const json_t *o = json_array_get(a, i);
         int64_t s0, s1, lat;
-        if (!json_is_object(o))
-            return cp_diag_set(d, CP_ERR_INVALID, "%s: record %zu is not an object", path, i);
-        if (!ms_of(o, "startEnqMs", &s0) && !ms_of(o, "startH2dMs", &s0))
-            return cp_diag_set(d, CP_ERR_INVALID,
-                               "%s: record %zu has neither startEnqMs nor startH2dMs", path, i);
-        if (!ms_of(o, "latencyMs", &lat) || lat < 0)
-            return cp_diag_set(d, CP_ERR_INVALID, "%s: record %zu has no latencyMs", path, i);
+        /* a bad record ends the loop with the steps so far, released below */
+        if (!json_is_object(o)) {
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s: record %zu is not an object", path, i);
+            break;
+        }
+        if (!ms_of(o, "startEnqMs", &s0) && !ms_of(o, "startH2dMs", &s0)) {
+            st = cp_diag_set(d, CP_ERR_INVALID,
+                             "%s: record %zu has neither startEnqMs nor startH2dMs", path, i);
+            break;
+        }
+        if (!ms_of(o, "latencyMs", &lat) || lat < 0) {
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s: record %zu has no latencyMs", path, i);
+            break;
+        }
         if (!ms_of(o, "endD2hMs", &s1) || s1 < s0)
             s1 = s0 + lat;
         st = cp_imp_steps_add(&steps, s0, s1, (int64_t)i, d);

@@ -291,6 +291,39 @@ static char *steps_trace(const char *name, int n, double step_us, unsigned seed)
     return path;
 }
 
+/* A service profiled each night: one import is its baseline, a slower
+ * one the next night regresses against it; the folded export works too. */
+Test(import, a_baseline_of_an_import_and_a_regression_against_it)
+{
+    char *a = steps_trace("night1.json", 40, 1000, 7), *b = steps_trace("night2.json", 40, 1300, 8);
+    char *da = cp_t_path("night1.db"), *dbb = cp_t_path("night2.db"), *kb = cp_t_path("kb.sqlite");
+    char *folded = cp_t_path("night1.folded");
+    json_decref(import_ok(a, da));
+    json_decref(import_ok(b, dbb));
+    struct cp_run r;
+    cp_run_cli(&r, "baseline", "set", "--service", "nightly", "--trace", da, "--tag", "n1", "--kb",
+               kb, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--baseline", "n1", "--service", "nightly", "--trace", dbb, "--kb",
+               kb, "--json", NULL);
+    cr_expect_eq(r.exit_code, 1, "30%% slower than the baseline: %s %s", r.out, r.err);
+    ct_assert_mentions(r.out, "\"regressed\"", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "export", da, "--format", "folded", "-o", folded, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    char *text = ct_read_text(folded);
+    cr_expect(strstr(text, "gemm") != NULL, "the folded stacks name the kernel: %.200s", text);
+    free(text);
+    free(folded);
+    free(kb);
+    free(da);
+    free(dbb);
+    free(a);
+    free(b);
+}
+
 Test(import, validate_tells_a_slower_import_from_the_same)
 {
     char *a = steps_trace("a.json", 40, 1000, 1), *b = steps_trace("b.json", 40, 1250, 2),
@@ -486,7 +519,7 @@ Test(import, a_torch_npu_kernel_details_table_with_its_step_times)
 }
 
 /* msprof's op_summary of 2023: other header names, no steps, one-decimal
- * timestamps, LF. */
+ * timestamps, LF, a quoted shape list spanning two lines. */
 Test(import, an_msprof_op_summary_without_steps_is_one_window)
 {
     char *f = fixture("op_summary_20231109105342.csv"), *db = cp_t_path("ops.db");
