@@ -95,7 +95,7 @@ struct cp_imp_rec {
     int64_t ts, dur;
     int32_t name, cat, pid, tid;
     int32_t op_name, provider, task_type; /* the string arguments placement reads */
-    int64_t correlation, external;         /* Kineto's links; -1: none */
+    int64_t correlation, external;        /* Kineto's links; -1: none */
     uint32_t n_num;
     int32_t num_key[CP_IMP_MAX_ARGS];
     double num_val[CP_IMP_MAX_ARGS];

@@ -377,11 +377,13 @@ enum cp_tune_why_not cp_tune_why_not(const struct cp_tune_opts *o, const struct 
 
 const char *cp_tune_why_not_text(enum cp_tune_why_not w)
 {
-    static const char *const text[] = {"significantly worse", "it cannot reach the threshold",
+    static const char *const text[] = {"significantly worse",
+                                       "it cannot reach the threshold",
                                        "a real change, but below the threshold",
-                                       "not significant (inconclusive)", "no significant change",
-                                   "a thread-count win on a loaded machine (most rounds were "
-                                   "disturbed): it would not carry over, so it is not taken"};
+                                       "not significant (inconclusive)",
+                                       "no significant change",
+                                       "a thread-count win on a loaded machine (most rounds were "
+                                       "disturbed): it would not carry over, so it is not taken"};
     return (unsigned)w < sizeof text / sizeof *text ? text[w] : "?";
 }
 

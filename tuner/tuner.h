@@ -367,10 +367,10 @@ struct cp_tune_step {
     uint64_t memory_bytes;
     double before_ns, after_ns; /* medians of the current best and the candidate */
     char om_path[1100], trace_path[1100];
-    int64_t rounds;     /* rounds of its interleaved measurement; 0: not measured */
-    bool stopped_early; /* a look found it could not win (futility) */
-    double upper;       /* then: the optimistic gain bound it stopped on */
-    bool loaded;        /* a thread-count win held back: most rounds were disturbed */
+    int64_t rounds;           /* rounds of its interleaved measurement; 0: not measured */
+    bool stopped_early;       /* a look found it could not win (futility) */
+    double upper;             /* then: the optimistic gain bound it stopped on */
+    bool loaded;              /* a thread-count win held back: most rounds were disturbed */
     double undisturbed_share; /* of its measurement's rounds; NaN without the probe */
 };
 
