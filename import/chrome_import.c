@@ -69,6 +69,11 @@ struct scan {
      * spill string id); sorted by key once read */
     struct link *links, *ops;
     size_t n_links, cap_links, n_ops, cap_ops;
+    /* torch_npu's async_npu flows from a framework op to the device task it
+     * launched: flow start (hashed id -> the op's ts), flow end (the
+     * task's ts -> hashed id), and the ops by ts (-> name) */
+    struct link *flow_s, *flow_f, *op_at;
+    size_t n_flow_s, cap_flow_s, n_flow_f, cap_flow_f, n_op_at, cap_op_at;
     /* top-level facts, written with the run */
     char *top_key[CP_IMP_MAX_TOP], *top_val[CP_IMP_MAX_TOP];
     size_t n_top;
@@ -195,10 +200,13 @@ static enum cp_status add_link(struct link **v, size_t *n, size_t *cap, int64_t 
     return CP_OK;
 }
 
+/* By key, then value: the order of equal keys must not depend on qsort. */
 static int cmp_link(const void *pa, const void *pb)
 {
     const struct link *a = pa, *b = pb;
-    return a->key < b->key ? -1 : a->key > b->key;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return a->value < b->value ? -1 : a->value > b->value;
 }
 
 /* The value of `key` in a sorted table (the first of equals); -1 when
@@ -274,6 +282,24 @@ static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, 
     return st;
 }
 
+/* torch_npu: a flow async_npu runs from the framework op (its start at
+ * the op's ts) to the device task (its end at the task's ts). */
+static enum cp_status npu_links(struct scan *s, const struct cp_imp_event *e, char ph, int64_t ts,
+                                struct cp_diag *d)
+{
+    if ((ph == 's' || ph == 'f') && cp_imp_val_is(&e->cat, "async_npu") && e->id.s) {
+        int64_t id = (int64_t)(cp_hash64(e->id.s, e->id.len) >> 1);
+        return ph == 's' ? add_link(&s->flow_s, &s->n_flow_s, &s->cap_flow_s, id, ts, d)
+                         : add_link(&s->flow_f, &s->n_flow_f, &s->cap_flow_f, ts, id, d);
+    }
+    if (ph == 'X' && cp_imp_val_is(&e->cat, "cpu_op") && !has_prefix(&e->name, "ProfilerStep#")) {
+        int32_t name = cp_imp_spill_str(s->spill, &e->name);
+        if (name >= 0)
+            return add_link(&s->op_at, &s->n_op_at, &s->cap_op_at, ts, name, d);
+    }
+    return CP_OK;
+}
+
 static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct cp_diag *d)
 {
     struct scan *s = u;
@@ -302,6 +328,8 @@ static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct c
         dur = 0;
     enum cp_status st = spill_event(s, e, ph, has_ts, has_ts ? ts : 0, dur, d);
     if (st != CP_OK || !has_ts)
+        return st;
+    if ((st = npu_links(s, e, ph, ts, d)) != CP_OK)
         return st;
     if (!e->ts.number)
         s->string_ts = true;
@@ -439,6 +467,21 @@ static void set_origin(struct placed *p, const char *name, size_t len)
     json_decref(a);
 }
 
+/* torch_npu: the framework op that launched a device task, through the
+ * async_npu flow that ends at the task's start. */
+static void npu_origin(const struct write *w, const struct ev *e, struct placed *p)
+{
+    const struct scan *s = w->s;
+    int64_t id = find_link(s->flow_f, s->n_flow_f, e->ts);
+    int64_t at = id >= 0 ? find_link(s->flow_s, s->n_flow_s, id) : -1;
+    int64_t name = at >= 0 ? find_link(s->op_at, s->n_op_at, at) : -1;
+    if (name < 0 || name > INT32_MAX)
+        return;
+    struct cp_imp_val v = cp_imp_spill_text(s->spill, (int32_t)name);
+    if (v.s)
+        set_origin(p, v.s, v.len);
+}
+
 /* Kineto: the framework op that launched a kernel, through its External
  * id (or its launch's, by correlation). */
 static void kineto_origin(const struct write *w, const struct ev *e, struct placed *p)
@@ -507,6 +550,7 @@ static bool place(const struct write *w, const struct ev *e, struct placed *p,
                 ascend_op_type(&e->name, p->op_type, sizeof p->op_type);
             if (tt->s)
                 snprintf(p->impl, sizeof p->impl, "%.*s", (int)tt->len, tt->s);
+            npu_origin(w, e, p);
             return true;
         }
         if (pn && strcmp(pn, "CANN") == 0)
@@ -813,6 +857,11 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
         qsort(s.links, s.n_links, sizeof *s.links, cmp_link);
     if (s.n_ops > 1)
         qsort(s.ops, s.n_ops, sizeof *s.ops, cmp_link);
+    struct link **tables[] = {&s.flow_s, &s.flow_f, &s.op_at};
+    size_t counts[] = {s.n_flow_s, s.n_flow_f, s.n_op_at};
+    for (size_t i = 0; i < 3; i++)
+        if (counts[i] > 1)
+            qsort(*tables[i], counts[i], sizeof **tables[i], cmp_link);
     snprintf(r->step_source, sizeof r->step_source, "%s",
              s.steps.n == 0          ? "window"
              : s.steps_are_model_run ? "model_run"
@@ -847,6 +896,9 @@ out:
     free(s.kinds);
     free(s.links);
     free(s.ops);
+    free(s.flow_s);
+    free(s.flow_f);
+    free(s.op_at);
     cp_strmap_release(&s.pname);
     cp_imp_pool_release(&s.pool);
     return st;

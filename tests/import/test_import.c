@@ -197,6 +197,10 @@ Test(import, a_torch_npu_trace_view_with_string_timestamps)
                            "impl = 'AI_CORE'"),
                  1);
     cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE op_type = 'TransData'"), 1);
+    /* the framework op that launched a task, through the async_npu flow */
+    char *org = q_text(db, "SELECT origins FROM kernels WHERE op_type = 'MatMulV2'");
+    cr_expect_str_eq(org ? org : "(none)", "[\"aten::matmul\"]");
+    free(org);
     cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name = 'AI Core Freq.MHz' AND "
                            "value = 1800"),
                  1);
