@@ -418,8 +418,8 @@ static bool cat_is(const struct cp_imp_val *cat, const char *const *names, size_
  * op last, "trans_TransData_0" in the middle before an index. */
 static void ascend_op_type(const struct cp_imp_val *name, char *out, size_t n)
 {
-    const char *s = name->s;
-    size_t len = name->len;
+    const char *s = name->s ? name->s : ""; /* an event without a name */
+    size_t len = name->s ? name->len : 0;
     size_t parts = 1;
     for (size_t i = 0; i < len; i++)
         parts += s[i] == '_';

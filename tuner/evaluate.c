@@ -382,8 +382,9 @@ const char *cp_tune_why_not_text(enum cp_tune_why_not w)
                                        "a real change, but below the threshold",
                                        "not significant (inconclusive)",
                                        "no significant change",
-                                       "a thread-count win on a loaded machine (most rounds were "
-                                       "disturbed): it would not carry over, so it is not taken"};
+                                       ("a thread-count win on a loaded machine (most rounds "
+                                        "were disturbed): it would not carry over, so it is not "
+                                        "taken")};
     return (unsigned)w < sizeof text / sizeof *text ? text[w] : "?";
 }
 
