@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!fuzz_tmp_write(FUZZ_IMPORT_FILE, data, size, in, sizeof in) ||
         !fuzz_tmp_path("import.db", db, sizeof db))
         return 0;
-    fuzz_remove_db(db);
+    fuzz_tmp_remove_db(db);
     struct cp_import_opts o = {.path = in, .trace_path = db, .format = CP_IMPORT_AUTO};
     struct cp_import_result r;
     struct cp_diag d;

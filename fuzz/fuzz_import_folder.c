@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!fuzz_tmp_path("run", root, sizeof root) || !fuzz_tmp_path("import.db", db, sizeof db))
         return 0;
     fuzz_tmp_remove(root);
-    fuzz_remove_db(db);
+    fuzz_tmp_remove_db(db);
     if (cluster) {
         if (!rank_folder("run/node0_ascend_pt", dir, sizeof dir) ||
             !rank_folder("run/node1_ascend_pt", dir, sizeof dir))

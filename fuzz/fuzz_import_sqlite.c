@@ -22,8 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!fuzz_tmp_path("profile.sqlite", src, sizeof src) ||
         !fuzz_tmp_path("import.db", db, sizeof db))
         return 0;
-    fuzz_remove_db(src);
-    fuzz_remove_db(db);
+    fuzz_tmp_remove_db(src);
+    fuzz_tmp_remove_db(db);
     char *sql = fuzz_strdup(data, size);
     if (!sql)
         return 0;
@@ -58,6 +58,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cp_diag_init(&d);
     enum cp_status st = cp_import(&o, &r, &d);
     fuzz_import_check(db, st, &d);
-    fuzz_remove_db(src);
+    fuzz_tmp_remove_db(src);
     return 0;
 }

@@ -36,17 +36,6 @@ static struct cp_kb *fresh_kb(const char *name, char *path, size_t n)
     return kb;
 }
 
-static void remove_kb(const char *path)
-{
-    char side[1100];
-    static const char *const suffixes[] = {"-journal", "-wal", "-shm"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        snprintf(side, sizeof side, "%s%s", path, suffixes[i]);
-        fuzz_tmp_remove(side);
-    }
-    fuzz_tmp_remove(path);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char in[1024], kb_path[1024];
@@ -75,12 +64,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (cp_kb_import_jsonl(kb2, again, NULL, &d) != CP_OK)
             fuzz_fail("an export of imported records does not import: %s", d.msg);
         cp_kb_close(kb2);
-        remove_kb(kb2_path);
+        fuzz_tmp_remove_db(kb2_path);
         fuzz_tmp_remove(again);
         cp_buf_release(&out);
     }
     cp_kb_close(kb);
-    remove_kb(kb_path);
+    fuzz_tmp_remove_db(kb_path);
     fuzz_tmp_remove(in);
     return 0;
 }

@@ -108,3 +108,14 @@ void fuzz_expect_refusal(const char *what, enum cp_status st, const struct cp_di
         fuzz_fail("%s refused the input with status %d (exit code %d, not 2): %s", what, (int)st,
                   cp_status_exit_code(st), d->msg);
 }
+
+void fuzz_tmp_remove_db(const char *path)
+{
+    char side[1100];
+    static const char *const suffixes[] = {"-journal", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        snprintf(side, sizeof side, "%s%s", path, suffixes[i]);
+        fuzz_tmp_remove(side);
+    }
+    fuzz_tmp_remove(path);
+}

@@ -47,6 +47,10 @@ bool fuzz_tmp_write(const char *name, const uint8_t *data, size_t size, char *pa
  * fine). */
 void fuzz_tmp_remove(const char *path);
 
+/* fuzz_tmp_remove for a SQLite database and its -journal, -wal and -shm
+ * files. */
+void fuzz_tmp_remove_db(const char *path);
+
 /* The check every diag-taking target makes on the parser's answer: CP_OK,
  * or a refusal with a message and a status whose exit code is 2 (bad
  * input). Out of memory is allowed (the fuzzer's allocation limit).

@@ -12,17 +12,6 @@
 
 #include <stdio.h>
 
-static inline void fuzz_remove_db(const char *path)
-{
-    char side[1100];
-    static const char *const suffixes[] = {"-journal", "-wal", "-shm"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        snprintf(side, sizeof side, "%s%s", path, suffixes[i]);
-        fuzz_tmp_remove(side);
-    }
-    fuzz_tmp_remove(path);
-}
-
 static inline void fuzz_import_check(const char *db, enum cp_status st, const struct cp_diag *d0)
 {
     fuzz_expect_refusal("cp_import", st, d0);
@@ -48,7 +37,7 @@ static inline void fuzz_import_check(const char *db, enum cp_status st, const st
     } else if (st == CP_OK) {
         fuzz_fail("an import said it succeeded but its store does not open: %s", d.msg);
     }
-    fuzz_remove_db(db);
+    fuzz_tmp_remove_db(db);
 }
 
 #endif

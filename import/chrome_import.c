@@ -188,14 +188,10 @@ static enum key_kind key_kind(struct scan *s, int32_t id, const char *k, size_t 
 static enum cp_status add_link(struct link **v, size_t *n, size_t *cap, int64_t key, int64_t value,
                                struct cp_diag *d)
 {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 1024;
-        struct link *g = cp_realloc_array(*v, nc, sizeof *g);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        *v = g;
-        *cap = nc;
-    }
+    struct link *g = cp_imp_grow(*v, *n, cap, sizeof *g, 1024);
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    *v = g;
     (*v)[(*n)++] = (struct link){key, value};
     return CP_OK;
 }

@@ -313,14 +313,10 @@ static enum cp_status step_of_row(struct csv_import *c, const struct row *r, int
             return CP_OK;
         if (s.len >= sizeof c->steps[0].id)
             return CP_OK;
-        if (c->n_steps == c->cap_steps) {
-            size_t nc = c->cap_steps ? c->cap_steps * 2 : 32;
-            struct step_span *g = cp_realloc_array(c->steps, nc, sizeof *g);
-            if (!g)
-                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-            c->steps = g;
-            c->cap_steps = nc;
-        }
+        struct step_span *g = cp_imp_grow(c->steps, c->n_steps, &c->cap_steps, sizeof *g, 32);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        c->steps = g;
         struct step_span *sp = &c->steps[c->n_steps];
         memcpy(sp->id, s.s, s.len);
         sp->id[s.len] = '\0';

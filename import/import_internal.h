@@ -120,6 +120,11 @@ enum cp_status cp_imp_spill_next(struct cp_imp_spill *sp, struct cp_imp_rec *r, 
 
 /* ---- writing the run ------------------------------------------------------------ */
 
+/* The array v (n elements of `size` bytes used, *cap allocated) with room
+ * for one more: v itself, or v grown (doubling, from `first`); NULL when
+ * out of memory, v then unchanged. */
+void *cp_imp_grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
+
 /* Owned strings, for keys of a cp_strmap (which borrows them). */
 struct cp_imp_pool {
     char **s;

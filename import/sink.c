@@ -12,16 +12,23 @@
 #define FLUSH_EVENTS   65536
 #define FLUSH_COUNTERS 65536
 
+void *cp_imp_grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+    if (n < *cap)
+        return v;
+    size_t nc = *cap ? *cap * 2 : first;
+    void *g = cp_realloc_array(v, nc, size);
+    if (g)
+        *cap = nc;
+    return g;
+}
+
 const char *cp_imp_pool_add(struct cp_imp_pool *p, const char *s, size_t len)
 {
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 256;
-        char **g = cp_realloc_array(p->s, nc, sizeof *g);
-        if (!g)
-            return NULL;
-        p->s = g;
-        p->cap = nc;
-    }
+    char **g = cp_imp_grow(p->s, p->n, &p->cap, sizeof *g, 256);
+    if (!g)
+        return NULL;
+    p->s = g;
     char *c = malloc(len + 1);
     if (!c)
         return NULL;
@@ -105,14 +112,11 @@ enum cp_status cp_imp_sink_kernel(struct cp_imp_sink *k, const char *name, size_
     }
     if (k->n_kernels >= INT32_MAX)
         return cp_diag_set(d, CP_ERR_INVALID, "more than %d distinct kernels", INT32_MAX);
-    if (k->n_kernels == k->cap_kernels) {
-        size_t nc = k->cap_kernels ? k->cap_kernels * 2 : 64;
-        struct cp_trace_kernel *g = cp_realloc_array(k->kernels, nc, sizeof *g);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        k->kernels = g;
-        k->cap_kernels = nc;
-    }
+    struct cp_trace_kernel *g =
+        cp_imp_grow(k->kernels, k->n_kernels, &k->cap_kernels, sizeof *g, 64);
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    k->kernels = g;
     const char *n = cp_imp_pool_add(&k->pool, name, len);
     const char *op = cp_imp_pool_add(&k->pool, op_type, strlen(op_type));
     const char *im = impl ? cp_imp_pool_add(&k->pool, impl, strlen(impl)) : NULL;
@@ -211,14 +215,11 @@ enum cp_status cp_imp_sink_counter(struct cp_imp_sink *k, int32_t iteration, con
         if (st != CP_OK)
             return st;
     }
-    if (k->n_counters == k->cap_counters) {
-        size_t nc = k->cap_counters ? k->cap_counters * 2 : 1024;
-        struct cp_trace_counter_value *g = cp_realloc_array(k->counters, nc, sizeof *g);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        k->counters = g;
-        k->cap_counters = nc;
-    }
+    struct cp_trace_counter_value *g =
+        cp_imp_grow(k->counters, k->n_counters, &k->cap_counters, sizeof *g, 1024);
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    k->counters = g;
     /* counter names repeat: one copy of each */
     size_t len = strlen(name);
     int64_t at = cp_strmap_get(&k->counter_ix, name, len, -1);
@@ -240,14 +241,10 @@ enum cp_status cp_imp_sink_acc(struct cp_imp_sink *k, int32_t iteration, const c
         return CP_OK; /* a name that long is no counter anyone reads */
     int64_t at = cp_strmap_get(&k->acc_ix, key, (size_t)kl, -1);
     if (at < 0) {
-        if (k->n_acc == k->cap_acc) {
-            size_t nc = k->cap_acc ? k->cap_acc * 2 : 64;
-            struct cp_imp_acc *g = cp_realloc_array(k->acc, nc, sizeof *g);
-            if (!g)
-                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-            k->acc = g;
-            k->cap_acc = nc;
-        }
+        struct cp_imp_acc *g = cp_imp_grow(k->acc, k->n_acc, &k->cap_acc, sizeof *g, 64);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        k->acc = g;
         const char *kept = cp_imp_pool_add(&k->pool, key, (size_t)kl);
         if (!kept ||
             cp_strmap_add(&k->acc_ix, kept, (size_t)kl, (int64_t)k->n_acc, NULL, NULL) != CP_OK)
@@ -285,6 +282,27 @@ enum cp_status cp_imp_sink_meta(struct cp_imp_sink *k, const char *key, const ch
     return cp_trace_store_set_meta(k->store, full, value, d);
 }
 
+/* Close the store and free what the sink holds (a sink never finished or
+ * aborted twice is safe). */
+static void release(struct cp_imp_sink *k)
+{
+    cp_trace_store_close(k->store);
+    k->store = NULL;
+    cp_trace_recorder_free(k->rec);
+    k->rec = NULL;
+    cp_strmap_release(&k->kernel_ix);
+    cp_strmap_release(&k->thread_ix);
+    cp_strmap_release(&k->counter_ix);
+    cp_strmap_release(&k->acc_ix);
+    cp_imp_pool_release(&k->pool);
+    free(k->acc);
+    free(k->kernels);
+    free(k->counters);
+    k->acc = NULL;
+    k->kernels = NULL;
+    k->counters = NULL;
+}
+
 enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples, size_t n,
                                   struct cp_diag *d)
 {
@@ -300,21 +318,7 @@ enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples
     if (st != CP_OK)
         return st;
     k->r->kernels += k->n_kernels;
-    cp_trace_store_close(k->store);
-    k->store = NULL;
-    cp_trace_recorder_free(k->rec);
-    k->rec = NULL;
-    cp_strmap_release(&k->kernel_ix);
-    cp_strmap_release(&k->thread_ix);
-    cp_strmap_release(&k->counter_ix);
-    cp_strmap_release(&k->acc_ix);
-    free(k->acc);
-    k->acc = NULL;
-    cp_imp_pool_release(&k->pool);
-    free(k->kernels);
-    free(k->counters);
-    k->kernels = NULL;
-    k->counters = NULL;
+    release(k);
     return CP_OK;
 }
 
@@ -325,20 +329,6 @@ void cp_imp_sink_abort(struct cp_imp_sink *k)
         cp_diag_init(&ignored);
         (void)cp_trace_store_delete_run(k->store, k->run, &ignored);
     }
-    cp_trace_store_close(k->store);
-    k->store = NULL;
-    cp_trace_recorder_free(k->rec);
-    k->rec = NULL;
-    cp_strmap_release(&k->kernel_ix);
-    cp_strmap_release(&k->thread_ix);
-    cp_strmap_release(&k->counter_ix);
-    cp_strmap_release(&k->acc_ix);
-    free(k->acc);
-    k->acc = NULL;
-    cp_imp_pool_release(&k->pool);
-    free(k->kernels);
-    free(k->counters);
-    k->kernels = NULL;
-    k->counters = NULL;
+    release(k);
     k->run = -1;
 }

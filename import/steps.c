@@ -8,14 +8,10 @@
 enum cp_status cp_imp_steps_add(struct cp_imp_steps *s, int64_t start, int64_t end, int64_t number,
                                 struct cp_diag *d)
 {
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 64;
-        struct cp_imp_step *g = cp_realloc_array(s->v, nc, sizeof *g);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        s->v = g;
-        s->cap = nc;
-    }
+    struct cp_imp_step *g = cp_imp_grow(s->v, s->n, &s->cap, sizeof *g, 64);
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    s->v = g;
     s->v[s->n++] = (struct cp_imp_step){start, end > start ? end : start, number};
     return CP_OK;
 }

@@ -518,49 +518,6 @@ enum cp_status cp_trace_store_add_counter(struct cp_trace_store *s, int64_t run_
     return ret;
 }
 
-enum cp_status cp_trace_store_add_counter_series(struct cp_trace_store *s, int64_t run_id,
-                                                 const char *name, int32_t first_iteration,
-                                                 const double *v, size_t n, struct cp_diag *d)
-{
-    if (!name)
-        return cp_diag_set(d, CP_ERR_INVALID, "%s: counter name is NULL", s->path);
-    enum cp_status ret = check_run(s, run_id, d);
-    if (ret != CP_OK || n == 0)
-        return ret;
-    if (first_iteration < 0 || n - 1 > (size_t)(INT32_MAX - first_iteration))
-        return cp_diag_set(d, CP_ERR_INVALID,
-                           "%s: counter '%.100s' iterations %d..+%zu out of range", s->path, name,
-                           first_iteration, n);
-    char what[160];
-    snprintf(what, sizeof what, "adding counter '%.100s'", name);
-    sqlite3_stmt *st = NULL;
-    if ((ret = begin(s, what, d)) != CP_OK)
-        return ret;
-    ret = prepare(s,
-                  "INSERT INTO counters(run_id, iteration, name, value, ts_ns) "
-                  "VALUES (?1, ?2, ?3, ?4, 0)",
-                  &st, what, d);
-    if (ret != CP_OK) {
-        rollback(s);
-        return ret;
-    }
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
-    for (size_t i = 0; i < n && ret == CP_OK; i++) {
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)first_iteration + (sqlite3_int64)i);
-        sqlite3_bind_double(st, 4, v[i]);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            ret = cp_trace_store_db_error(s, d, what);
-        sqlite3_reset(st);
-    }
-    sqlite3_finalize(st);
-    if (ret != CP_OK) {
-        rollback(s);
-        return ret;
-    }
-    return commit(s, what, d);
-}
-
 enum cp_status cp_trace_store_add_counters(struct cp_trace_store *s, int64_t run_id,
                                            const struct cp_trace_counter_value *v, size_t n,
                                            struct cp_diag *d)
@@ -600,6 +557,29 @@ enum cp_status cp_trace_store_add_counters(struct cp_trace_store *s, int64_t run
         return ret;
     }
     return commit(s, what, d);
+}
+
+enum cp_status cp_trace_store_add_counter_series(struct cp_trace_store *s, int64_t run_id,
+                                                 const char *name, int32_t first_iteration,
+                                                 const double *v, size_t n, struct cp_diag *d)
+{
+    if (!name)
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: counter name is NULL", s->path);
+    if (n == 0)
+        return check_run(s, run_id, d);
+    if (first_iteration < 0 || n - 1 > (size_t)(INT32_MAX - first_iteration))
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: counter '%.100s' iterations %d..+%zu out of range", s->path, name,
+                           first_iteration, n);
+    struct cp_trace_counter_value *c = cp_calloc(n, sizeof *c);
+    if (!c)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory adding counter '%.100s'", s->path,
+                           name);
+    for (size_t i = 0; i < n; i++)
+        c[i] = (struct cp_trace_counter_value){first_iteration + (int32_t)i, name, v[i], 0};
+    enum cp_status st = cp_trace_store_add_counters(s, run_id, c, n, d);
+    free(c);
+    return st;
 }
 
 /* ---- removing a run ---------------------------------------------------------- */

@@ -57,20 +57,43 @@ static int64_t num(json_t *j, const char *path)
     return json_integer_value(cur);
 }
 
+/* The first row of `sql` on the store `db` (asserted to exist); close
+ * with row_done. */
+static sqlite3_stmt *row_of(const char *db, const char *sql, sqlite3 **s)
+{
+    cr_assert_eq(sqlite3_open_v2(db, s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(*s, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(*s));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    return st;
+}
+
+static void row_done(sqlite3 *s, sqlite3_stmt *st)
+{
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+}
+
 static int64_t q_int(const char *db, const char *sql)
 {
     sqlite3 *s = NULL;
-    cr_assert_eq(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
-                 sqlite3_errmsg(s));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    sqlite3_stmt *st = row_of(db, sql, &s);
     int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(s);
+    row_done(s, st);
     return v;
 }
 
+static double q_num(const char *db, const char *sql)
+{
+    sqlite3 *s = NULL;
+    sqlite3_stmt *st = row_of(db, sql, &s);
+    double v = sqlite3_column_double(st, 0);
+    row_done(s, st);
+    return v;
+}
+
+/* The text of the first row, or NULL when there is none (caller frees). */
 static char *q_text(const char *db, const char *sql)
 {
     sqlite3 *s = NULL;
@@ -80,8 +103,7 @@ static char *q_text(const char *db, const char *sql)
     char *v = NULL;
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
         v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(s);
+    row_done(s, st);
     return v;
 }
 
@@ -451,19 +473,6 @@ Test(import, control_characters_and_begin_end_pairs)
 }
 
 /* ---- torch_npu's and msprof's task tables ---------------------------------------------- */
-
-static double q_num(const char *db, const char *sql)
-{
-    sqlite3 *s = NULL;
-    cr_assert_eq(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(s, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(s));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
-    double v = sqlite3_column_double(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(s);
-    return v;
-}
 
 /* A torch_npu run folder without trace_view.json: kernel_details.csv
  * (CRLF, Device_id, timestamps with a trailing tab quoted and not, N/A,
