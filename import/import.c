@@ -85,29 +85,54 @@ static bool first_match(const char *dir, const char *prefix, const char *suffix,
     closedir(dp);
     if (!best[0])
         return false;
-    snprintf(out, n, "%s/%s", dir, best);
-    return true;
+    int k = snprintf(out, n, "%s/%s", dir, best);
+    return k > 0 && (size_t)k < n;
 }
 
-/* A run folder's profile: torch_npu's trace_view.json, msprof's
- * msprof_*.json, or the one Chrome trace (*.json, *.json.gz) in it. */
+/* Where a run folder keeps a profile: a subfolder (NULL: the folder
+ * itself) and the file's name as prefix and suffix (the same for one name). */
+struct probe {
+    const char *sub, *prefix, *suffix;
+};
+
+/* The timelines, first choice (torch_npu's, msprof's). */
+static const struct probe TIMELINES[] = {
+    {"ASCEND_PROFILER_OUTPUT", "trace_view.json", "trace_view.json"},
+    {NULL, "trace_view.json", "trace_view.json"},
+    {"mindstudio_profiler_output", "msprof_", ".json"},
+    {NULL, "msprof_", ".json"},
+};
+
+/* Without a timeline: the DB exports, then the task tables. */
+static const struct probe TABLES[] = {
+    {"ASCEND_PROFILER_OUTPUT", "ascend_pytorch_profiler", ".db"},
+    {NULL, "ascend_pytorch_profiler", ".db"},
+    {NULL, "msprof_", ".db"},
+    {"ASCEND_PROFILER_OUTPUT", "kernel_details.csv", "kernel_details.csv"},
+    {NULL, "kernel_details.csv", "kernel_details.csv"},
+    {"mindstudio_profiler_output", "op_summary_", ".csv"},
+    {NULL, "op_summary_", ".csv"},
+};
+
+/* The first probe that finds a file in dir. */
+static bool probe_all(const char *dir, const struct probe *p, size_t n, char *out, size_t outn)
+{
+    for (size_t i = 0; i < n; i++) {
+        char folder[1100];
+        if ((size_t)snprintf(folder, sizeof folder, "%s%s%s", dir, p[i].sub ? "/" : "",
+                             p[i].sub ? p[i].sub : "") >= sizeof folder)
+            continue;
+        if (is_dir(folder) && first_match(folder, p[i].prefix, p[i].suffix, out, outn))
+            return true;
+    }
+    return false;
+}
+
+/* A run folder's profile: its timeline; else the one Chrome trace (*.json,
+ * *.json.gz) in it; else its DB export or task table. */
 static enum cp_status resolve_dir(const char *dir, char *out, size_t n, struct cp_diag *d)
 {
-    char p[1100];
-    snprintf(p, sizeof p, "%s/ASCEND_PROFILER_OUTPUT/trace_view.json", dir);
-    if (is_file(p)) {
-        snprintf(out, n, "%s", p);
-        return CP_OK;
-    }
-    snprintf(p, sizeof p, "%s/trace_view.json", dir);
-    if (is_file(p)) {
-        snprintf(out, n, "%s", p);
-        return CP_OK;
-    }
-    snprintf(p, sizeof p, "%s/mindstudio_profiler_output", dir);
-    if (is_dir(p) && first_match(p, "msprof_", ".json", out, n))
-        return CP_OK;
-    if (first_match(dir, "msprof_", ".json", out, n))
+    if (probe_all(dir, TIMELINES, sizeof TIMELINES / sizeof *TIMELINES, out, n))
         return CP_OK;
     /* one trace file in the folder */
     DIR *dp = opendir(dir);
@@ -133,31 +158,13 @@ static enum cp_status resolve_dir(const char *dir, char *out, size_t n, struct c
                            "%s: %zu JSON files and no trace_view.json or msprof_*.json among "
                            "them: name the one to import",
                            dir, found);
-    /* no JSON timeline: the DB export, then the task table */
-    snprintf(p, sizeof p, "%s/ASCEND_PROFILER_OUTPUT", dir);
-    if (is_dir(p) && first_match(p, "ascend_pytorch_profiler", ".db", out, n))
-        return CP_OK;
-    if (first_match(dir, "ascend_pytorch_profiler", ".db", out, n) ||
-        first_match(dir, "msprof_", ".db", out, n))
-        return CP_OK;
-    static const char *const csvs[] = {"ASCEND_PROFILER_OUTPUT/kernel_details.csv",
-                                       "kernel_details.csv"};
-    for (size_t i = 0; i < sizeof csvs / sizeof *csvs; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, csvs[i]);
-        if (is_file(p)) {
-            snprintf(out, n, "%s", p);
-            return CP_OK;
-        }
-    }
-    snprintf(p, sizeof p, "%s/mindstudio_profiler_output", dir);
-    if (is_dir(p) && first_match(p, "op_summary_", ".csv", out, n))
-        return CP_OK;
-    if (first_match(dir, "op_summary_", ".csv", out, n))
+    if (probe_all(dir, TABLES, sizeof TABLES / sizeof *TABLES, out, n))
         return CP_OK;
     return cp_diag_set(d, CP_ERR_INVALID,
                        "%s: no profile found (looked for ASCEND_PROFILER_OUTPUT/trace_view.json, "
                        "trace_view.json, msprof_*.json, a single *.json or *.json.gz, "
-                       "kernel_details.csv and op_summary_*.csv)",
+                       "ascend_pytorch_profiler*.db, msprof_*.db, kernel_details.csv and "
+                       "op_summary_*.csv)",
                        dir);
 }
 

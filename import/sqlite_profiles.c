@@ -248,6 +248,17 @@ static enum cp_status bounds(struct dbimp *x, const char *sql, struct cp_diag *d
     return each_row(&x->f, sql, "reading the time range", bound_row, x, d);
 }
 
+/* The steps read, begin the run in `format`. */
+static enum cp_status open_run(struct dbimp *x, struct cp_import_result *r, const char *trace,
+                               enum cp_import_format format, const char *steps_from,
+                               struct cp_diag *d)
+{
+    cp_imp_steps_sort(&x->steps);
+    snprintf(r->step_source, sizeof r->step_source, "%s", x->steps.n ? steps_from : "window");
+    r->format = format;
+    return cp_imp_sink_open(x->k, trace, r->source, cp_import_format_name(format), r, d);
+}
+
 /* ---- torch_npu / msprof --------------------------------------------------------------- */
 
 static enum cp_status ascend_db(struct dbimp *x, struct cp_import_result *r, const char *trace,
@@ -272,13 +283,7 @@ static enum cp_status ascend_db(struct dbimp *x, struct cp_import_result *r, con
     if (st == CP_OK && steps)
         st = each_row(f, "SELECT id, startNs, endNs FROM STEP_TIME ORDER BY startNs",
                       "reading STEP_TIME", step_row, x, d);
-    if (st != CP_OK)
-        return st;
-    cp_imp_steps_sort(&x->steps);
-    snprintf(r->step_source, sizeof r->step_source, "%s", x->steps.n ? "STEP_TIME" : "window");
-    r->format = CP_IMPORT_ASCEND_DB;
-    if ((st = cp_imp_sink_open(x->k, trace, r->source, cp_import_format_name(r->format), r, d)) !=
-        CP_OK)
+    if (st != CP_OK || (st = open_run(x, r, trace, CP_IMPORT_ASCEND_DB, "STEP_TIME", d)) != CP_OK)
         return st;
     /* device tasks, named by their compute info where they have one */
     st = write_rows(
@@ -364,13 +369,7 @@ static enum cp_status nsys_db(struct dbimp *x, struct cp_import_result *r, const
                                 "NVTX_EVENTS WHERE end IS NOT NULL AND text GLOB "
                                 "'ProfilerStep#[0-9]*'",
                       "reading NVTX_EVENTS", step_row, x, d);
-    if (st != CP_OK)
-        return st;
-    cp_imp_steps_sort(&x->steps);
-    snprintf(r->step_source, sizeof r->step_source, "%s", x->steps.n ? "NVTX" : "window");
-    r->format = CP_IMPORT_NSYS;
-    if ((st = cp_imp_sink_open(x->k, trace, r->source, cp_import_format_name(r->format), r, d)) !=
-        CP_OK)
+    if (st != CP_OK || (st = open_run(x, r, trace, CP_IMPORT_NSYS, "NVTX", d)) != CP_OK)
         return st;
     const char *version = has_table(f, "META_DATA_EXPORT")   ? "META_DATA_EXPORT"
                           : has_table(f, "EXPORT_META_DATA") ? "EXPORT_META_DATA"
