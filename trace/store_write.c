@@ -414,6 +414,10 @@ static enum cp_status insert_events(struct cp_trace_store *s, int64_t run_id, in
 static enum cp_status next_seq(struct cp_trace_store *s, int64_t run_id, int64_t *out,
                                struct cp_diag *d)
 {
+    if (s->seq_known && s->seq_run == run_id) {
+        *out = s->seq_next;
+        return CP_OK;
+    }
     sqlite3_stmt *st = NULL;
     enum cp_status ret =
         prepare(s, "SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_id = ?1", &st,
@@ -472,11 +476,18 @@ enum cp_status cp_trace_store_add_events(struct cp_trace_store *s, int64_t run_i
         }
         done += batch;
     }
+    if (n) {
+        s->seq_known = true;
+        s->seq_run = run_id;
+        s->seq_next = seq_base + (int64_t)n;
+    }
     size_t dropped = cp_trace_dropped(r);
     if (dropped)
         ret = cp_trace_store_add_counter(s, run_id, -1, "trace.dropped_events", (double)dropped, 0,
                                          d);
 out_finalize:
+    if (ret != CP_OK)
+        s->seq_known = false; /* a batch may have been stored: ask again */
     sqlite3_finalize(many);
     sqlite3_finalize(one);
     sqlite3_finalize(m.find);
@@ -599,6 +610,7 @@ enum cp_status cp_trace_store_delete_run(struct cp_trace_store *s, int64_t run_i
         "DELETE FROM runs WHERE id = ?1",
     };
     const char *what = "removing a run";
+    s->seq_known = false;
     if ((ret = begin(s, what, d)) != CP_OK)
         return ret;
     for (size_t i = 0; i < sizeof sql / sizeof *sql && ret == CP_OK; i++) {

@@ -41,6 +41,11 @@ struct cp_trace_store {
     sqlite3 *db;
     char *path; /* as given to open; starts every error message */
     bool readonly;
+    /* The next event seq of run seq_run, once this handle has added events
+     * to it: max(seq) is a scan of the run's events, and an importer adds
+     * them in thousands of batches. */
+    bool seq_known;
+    int64_t seq_run, seq_next;
 };
 
 /* Run SQL without results (may hold several statements). */
