@@ -110,6 +110,8 @@ static void print_findings(const struct cp_diagnosis *dg, size_t top, const char
                    "the affected time)\n",
                    100 * f->gain, 100 * f->gain_lo, 100 * f->gain_hi, f->speedup);
         printf("    nodes:      %s\n", nodes);
+        if (f->stacks_json)
+            printf("    stacks:     %s\n", f->stacks_json);
         print_change(&f->change);
         if (isfinite(f->risk_precision_loss) || isfinite(f->risk_memory)) {
             printf("    risks:     ");

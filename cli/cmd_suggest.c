@@ -226,8 +226,12 @@ static void render_md(const struct cp_diagnosis *dg, const char *trace, enum cp_
         cp_buf_printf(b, "- **Confidence:** %s (score %.2f)%s%s\n",
                       cp_confidence_name(f->confidence), f->score,
                       f->missing[0] ? "; missing features: " : "", f->missing);
-        cp_buf_printf(b, "- **Where:** %.1f%% of the iteration; ONNX nodes %s\n",
-                      100 * f->time_share, f->nodes_json);
+        cp_buf_printf(b, "- **Where:** %.1f%% of the iteration; %s %s\n", 100 * f->time_share,
+                      dg->run.kind && strcmp(dg->run.kind, "import") == 0 ? "framework ops"
+                                                                          : "ONNX nodes",
+                      f->nodes_json);
+        if (f->stacks_json)
+            cp_buf_printf(b, "- **Call stacks:** `%s`\n", f->stacks_json);
         cp_buf_printf(b, "- **Expected gain:** %s\n- **Risks:** %s\n", g, r);
         if (f->history_runs > 0) {
             char h[256];

@@ -64,6 +64,10 @@ struct scan {
     struct cp_imp_spill *spill;
     uint8_t *kinds; /* enum key_kind by the spill's string id */
     size_t cap_kinds;
+    /* the first call stack of each framework op: by the op name's spill
+     * string id, the stack's (-1: none) */
+    int32_t *stack_of;
+    size_t cap_stack_of;
     /* Kineto's links from a kernel to the framework op that launched it:
      * launch correlation -> External id, External id -> the op's name (a
      * spill string id); sorted by key once read */
@@ -147,6 +151,7 @@ enum key_kind {
     KEY_PROVIDER,
     KEY_TASK_TYPE,
     KEY_CORRELATION, /* Kineto: a launch and the kernel it launched */
+    KEY_CALL_STACK,  /* a framework op's Python call stack */
     KEY_EXTERNAL,    /* Kineto: a framework op and the launches inside it */
 };
 
@@ -160,6 +165,8 @@ static enum key_kind classify_key(const char *k, size_t n)
         return KEY_TASK_TYPE;
     if (n == 11 && memcmp(k, "correlation", 11) == 0)
         return KEY_CORRELATION;
+    if (n == 10 && (memcmp(k, "Call stack", 10) == 0 || memcmp(k, "Call Stack", 10) == 0))
+        return KEY_CALL_STACK;
     if (n == 11 && (memcmp(k, "External id", 11) == 0 || memcmp(k, "external id", 11) == 0))
         return KEY_EXTERNAL;
     return id_like(k, n) ? KEY_ID : KEY_MEASURE;
@@ -222,6 +229,27 @@ static int64_t find_link(const struct link *v, size_t n, int64_t key)
     return lo < n && v[lo].key == key ? v[lo].value : -1;
 }
 
+/* Keep the first call stack seen of the op named by spill string `name`.
+ * false when out of memory. */
+static bool note_stack(struct scan *s, int32_t name, const struct cp_imp_val *stack)
+{
+    if ((size_t)name >= s->cap_stack_of) {
+        size_t nc = s->cap_stack_of ? s->cap_stack_of : 256;
+        while (nc <= (size_t)name)
+            nc *= 2;
+        int32_t *g = cp_realloc_array(s->stack_of, nc, sizeof *g);
+        if (!g)
+            return false;
+        for (size_t i = s->cap_stack_of; i < nc; i++)
+            g[i] = -1;
+        s->stack_of = g;
+        s->cap_stack_of = nc;
+    }
+    if (s->stack_of[name] < 0)
+        s->stack_of[name] = cp_imp_spill_str(s->spill, stack);
+    return true;
+}
+
 /* The event, compact, into the spill: its strings as ids, its numeric
  * arguments (identities left out) as numbers. */
 static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, char ph,
@@ -249,6 +277,10 @@ static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, 
             break;
         case KEY_TASK_TYPE:
             r.task_type = cp_imp_spill_str(sp, v);
+            break;
+        case KEY_CALL_STACK:
+            if (v->s && v->len && r.name >= 0 && !note_stack(s, r.name, v))
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
             break;
         case KEY_CORRELATION:
         case KEY_EXTERNAL:
@@ -388,6 +420,8 @@ struct write {
     struct cp_imp_sink *k;
     struct cp_import_result *r;
     enum cp_import_format format;
+    bool *stacked; /* by op name id: its call stack is kept */
+    size_t cap_stacked;
     /* B/E pairs: a stack per thread */
     struct open_b **stack;
     size_t *depth, *cap;
@@ -448,6 +482,7 @@ struct placed {
     char op_type[256];
     char impl[128];
     char origins[600];
+    int32_t origin_id; /* the origin op's spill string id; -1: none */
 };
 
 /* A kernel's origin, as the JSON array the kernel table keeps. */
@@ -474,8 +509,10 @@ static void npu_origin(const struct write *w, const struct ev *e, struct placed 
     if (name < 0 || name > INT32_MAX)
         return;
     struct cp_imp_val v = cp_imp_spill_text(s->spill, (int32_t)name);
-    if (v.s)
+    if (v.s) {
         set_origin(p, v.s, v.len);
+        p->origin_id = (int32_t)name;
+    }
 }
 
 /* Kineto: the framework op that launched a kernel, through its External
@@ -488,8 +525,10 @@ static void kineto_origin(const struct write *w, const struct ev *e, struct plac
     if (name < 0 || name > INT32_MAX)
         return;
     struct cp_imp_val v = cp_imp_spill_text(s->spill, (int32_t)name);
-    if (v.s)
+    if (v.s) {
         set_origin(p, v.s, v.len);
+        p->origin_id = (int32_t)name;
+    }
 }
 
 static bool place(const struct write *w, const struct ev *e, struct placed *p,
@@ -500,6 +539,7 @@ static bool place(const struct write *w, const struct ev *e, struct placed *p,
     static const char *const runtime_cats[] = {"cuda_runtime", "cuda_driver", "runtime",
                                                "cuda_sync", "mtia_runtime"};
     memset(p, 0, sizeof *p);
+    p->origin_id = -1;
     p->layer = CP_LAYER_APP;
     p->kname = e->name.s ? e->name.s : "";
     p->klen = e->name.s ? e->name.len : 0;
@@ -591,6 +631,41 @@ static enum cp_status device_counters(struct write *w, const struct ev *e, int32
     return st;
 }
 
+/* The call stack of an origin op, kept with the run once
+ * ("stack.<op name>"): findings show it for the ops they name. */
+static enum cp_status origin_stack(struct write *w, int32_t op, struct cp_diag *d)
+{
+    const struct scan *s = w->s;
+    if ((size_t)op >= s->cap_stack_of || s->stack_of[op] < 0)
+        return CP_OK;
+    if ((size_t)op >= w->cap_stacked) {
+        size_t nc = w->cap_stacked ? w->cap_stacked : 256;
+        while (nc <= (size_t)op)
+            nc *= 2;
+        bool *g = cp_realloc_array(w->stacked, nc, sizeof *g);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        memset(g + w->cap_stacked, 0, (nc - w->cap_stacked) * sizeof *g);
+        w->stacked = g;
+        w->cap_stacked = nc;
+    }
+    if (w->stacked[op])
+        return CP_OK;
+    w->stacked[op] = true;
+    struct cp_imp_val name = cp_imp_spill_text(s->spill, op),
+                      stack = cp_imp_spill_text(s->spill, s->stack_of[op]);
+    char key[200];
+    snprintf(key, sizeof key, "stack.%.*s", (int)(name.len > 180 ? 180 : name.len), name.s);
+    char *text = malloc(stack.len + 1);
+    if (!text)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    memcpy(text, stack.s, stack.len);
+    text[stack.len] = '\0';
+    enum cp_status st = cp_imp_sink_meta(w->k, key, text, d);
+    free(text);
+    return st;
+}
+
 static enum cp_status interval(struct write *w, const struct ev *e, const struct placed *p,
                                int64_t ts, int64_t dur, int thread, struct cp_diag *d)
 {
@@ -603,7 +678,9 @@ static enum cp_status interval(struct write *w, const struct ev *e, const struct
     int32_t it = cp_imp_steps_of(&s->steps, ts, p->layer == CP_LAYER_DEVICE);
     int32_t kernel = -1;
     enum cp_status st = CP_OK;
-    if (p->layer == CP_LAYER_DEVICE) {
+    if (p->layer == CP_LAYER_DEVICE && p->origin_id >= 0)
+        st = origin_stack(w, p->origin_id, d);
+    if (st == CP_OK && p->layer == CP_LAYER_DEVICE) {
         st = cp_imp_sink_kernel(w->k, p->kname, p->klen, p->op_type[0] ? p->op_type : "Kernel",
                                 p->impl[0] ? p->impl : NULL, p->origins[0] ? p->origins : NULL,
                                 &kernel, d);
@@ -775,6 +852,7 @@ static void release_write(struct write *w)
     free(w->stack);
     free(w->depth);
     free(w->cap);
+    free(w->stacked);
 }
 
 static enum cp_import_format decide(const struct scan *s)
@@ -890,6 +968,7 @@ out:
     }
     cp_imp_spill_close(s.spill);
     free(s.kinds);
+    free(s.stack_of);
     free(s.links);
     free(s.ops);
     free(s.flow_s);

@@ -113,6 +113,10 @@ struct cp_finding {
      * (tuner/tuner.h, cp_tune_history_refine): the rule's measured gains
      * on similar models on this hardware. history_runs 0: none; then gain
      * is the rule's own prior. */
+    /* The call stacks of the framework ops the finding names (an imported
+     * profile that had them): a JSON object, op name -> frames (outermost
+     * first, paths cut to their last two parts); NULL when none. */
+    char *stacks_json;
     int history_runs;
     double history_gain;       /* their similarity-weighted mean */
     double history_similarity; /* of the most similar model */
@@ -152,9 +156,9 @@ void cp_rules_skeleton(const struct cp_finding *f, const struct cp_features *fea
 /* The findings as a JSON array (core/json.h), best first: rank, rule,
  * bottleneck_type, root_cause, title, confidence, score, time_share,
  * expected_gain, nodes, kernels, change, risks, violates_constraints,
- * violation, missing_features, evidence, unclassified, and history
- * ({runs, mean_gain, similarity, prior_gain}) when the knowledge base
- * refined the gain; a number that is
+ * violation, missing_features, evidence, unclassified, call_stacks (an
+ * import's, when it had them), and history ({runs, mean_gain, similarity,
+ * prior_gain}) when the knowledge base refined the gain; a number that is
  * not finite is null. A new reference the caller releases with
  * json_decref; NULL when out of memory. */
 json_t *cp_analysis_to_json(const struct cp_analysis *a);

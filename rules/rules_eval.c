@@ -192,6 +192,7 @@ static void finding_release(struct cp_finding *f)
     cp_strv_free(f->change.fusion_switches);
     cp_strv_free(f->change.runtime);
     free(f->violation);
+    free(f->stacks_json);
 }
 
 void cp_analysis_release(struct cp_analysis *a)

@@ -61,6 +61,10 @@ static json_t *finding_json(const struct cp_finding *f, size_t rank)
         ok = cp_json_set(o, "risks", risks);
         risks = NULL;
     }
+    if (ok && f->stacks_json) {
+        json_t *st = json_loads(f->stacks_json, 0, NULL);
+        ok = st && cp_json_set(o, "call_stacks", st);
+    }
     if (ok && f->history_runs > 0) {
         json_t *h = json_object();
         if (h && cp_json_set_int(h, "runs", f->history_runs) &&

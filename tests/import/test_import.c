@@ -590,6 +590,16 @@ Test(import, a_planted_transdata_share_in_a_torch_npu_timeline)
 {
     char *f = fixture("trace_view.json"), *db = cp_t_path("tv.db");
     json_decref(import_ok(f, db));
+    /* a finding on the matmul names its framework op and that op's call
+     * stack, as the timeline recorded it */
+    struct cp_run r;
+    cp_run_cli(&r, "analyze", db, "--json", "--no-calibrate", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    ct_assert_mentions(
+        r.out,
+        "\"call_stacks\":{\"aten::matmul\":[\"train.py(12): step\",\"model.py(40): forward\"]}",
+        NULL);
+    cp_run_release(&r);
     char *rules = fired_rules(db);
     cr_expect(strstr(rules, "ascend_transdata ") != NULL, "fired: %s", rules);
     cr_expect(strstr(rules, "unfused") == NULL && strstr(rules, "launch_bound") == NULL,
