@@ -2,8 +2,9 @@
  * beside its timeline (import/ascend_extras.c, import.c, csv_ascend.c).
  * The first byte picks which file the rest becomes, in a folder that also
  * holds a small valid trace_view.json: communication.json,
- * memory_record.csv, kernel_details.csv (joined onto the timeline), or the
- * profiler_info of a rank of a two-rank cluster. fuzz_import.c's checks
+ * memory_record.csv, kernel_details.csv (joined onto the timeline), the
+ * profiler_info of a rank of a two-rank cluster, or the run's
+ * profiler_metadata.json. fuzz_import.c's checks
  * then hold: a refusal leaves no run, an import reads back and exports. */
 #include "harness.h"
 #include "import_check.h"
@@ -45,9 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size == 0)
         return 0;
     static const char *const files[] = {"communication.json", "memory_record.csv",
-                                        "kernel_details.csv", "profiler_info_1.json"};
-    const char *file = files[data[0] % 4];
-    bool cluster = data[0] % 4 == 3;
+                                        "kernel_details.csv", "profiler_info_1.json",
+                                        "profiler_metadata.json"};
+    const char *file = files[data[0] % 5];
+    bool cluster = data[0] % 5 == 3, top = data[0] % 5 == 4;
     char root[1024], dir[1200], db[1024], where[1200], tmp[1300];
     if (!fuzz_tmp_path("run", root, sizeof root) || !fuzz_tmp_path("import.db", db, sizeof db))
         return 0;
@@ -61,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         if (!rank_folder("run", dir, sizeof dir))
             return 0;
-        snprintf(where, sizeof where, "run/ASCEND_PROFILER_OUTPUT/%s", file);
+        snprintf(where, sizeof where, top ? "run/%s" : "run/ASCEND_PROFILER_OUTPUT/%s", file);
     }
     if (!fuzz_tmp_write(where, data + 1, size - 1, tmp, sizeof tmp))
         return 0;

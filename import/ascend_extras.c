@@ -184,6 +184,45 @@ static enum cp_status memory(struct cp_imp_sink *k, const char *path, struct cp_
     return st;
 }
 
+/* ---- profiler_metadata.json ---------------------------------------------------------------- */
+
+/* The environment the run had (ENV_VARIABLES), kept as meta
+ * "env.<NAME>", and the settings the Ascend pack reads as counters:
+ * env.launch_blocking (ASCEND_LAUNCH_BLOCKING=1 makes every launch
+ * synchronous). */
+static enum cp_status metadata(struct cp_imp_sink *k, const char *path, struct cp_diag *d)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, JSON_DISABLE_EOF_CHECK, &e);
+    if (!j)
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: line %d, column %d (byte %d): %s", path, e.line,
+                           e.column, e.position, e.text);
+    const json_t *env = json_object_get(j, "ENV_VARIABLES");
+    enum cp_status st = CP_OK;
+    const char *key;
+    json_t *v;
+    bool blocking = false, seen = false;
+    json_object_foreach((json_t *)env, key, v)
+    {
+        const char *text = json_string_value(v);
+        if (!text || strlen(key) > 100)
+            continue;
+        char mk[128];
+        snprintf(mk, sizeof mk, "env.%s", key);
+        if ((st = cp_imp_sink_meta(k, mk, text, d)) != CP_OK)
+            break;
+        if (strcmp(key, "ASCEND_LAUNCH_BLOCKING") == 0) {
+            seen = true;
+            blocking = strcmp(text, "1") == 0;
+        }
+    }
+    if (st == CP_OK && json_is_object(env))
+        st = cp_imp_sink_counter(k, -1, "env.launch_blocking", blocking ? 1 : 0, 0, d);
+    (void)seen;
+    json_decref(j);
+    return st;
+}
+
 /* ---- both ------------------------------------------------------------------------------- */
 
 enum cp_status cp_imp_ascend_extras(const char *dir, const char *trace_path, int64_t run,
@@ -196,7 +235,12 @@ enum cp_status cp_imp_ascend_extras(const char *dir, const char *trace_path, int
     bool has_mem = (size_t)snprintf(mem_path, sizeof mem_path, "%s/memory_record.csv", dir) <
                        sizeof mem_path &&
                    cp_path_exists(mem_path);
-    if (!has_comm && !has_mem)
+    /* profiler_metadata.json sits in the run folder, above the output */
+    char meta[1200];
+    bool has_meta =
+        (size_t)snprintf(meta, sizeof meta, "%s/../profiler_metadata.json", dir) < sizeof meta &&
+        cp_path_exists(meta);
+    if (!has_comm && !has_mem && !has_meta)
         return CP_OK;
     struct cp_imp_sink k;
     enum cp_status st = cp_imp_sink_attach(&k, trace_path, run, r, d);
@@ -208,6 +252,8 @@ enum cp_status cp_imp_ascend_extras(const char *dir, const char *trace_path, int
         st = cp_imp_sink_meta(&k, "communication", comm, d);
     if (st == CP_OK && has_mem && (st = memory(&k, mem_path, d)) == CP_OK)
         st = cp_imp_sink_meta(&k, "memory_record", mem_path, d);
+    if (st == CP_OK && has_meta)
+        st = metadata(&k, meta, d);
     if (st == CP_OK)
         st = cp_imp_sink_finish(&k, NULL, 0, d);
     if (st != CP_OK)

@@ -344,6 +344,9 @@ static void imported_scalars(struct cp_features *f)
     set_or_absent(f, CP_FEAT_COMM_WAIT_RATIO, import && l->comm_elapse_ms > 0,
                   l->comm_wait_ms / l->comm_elapse_ms,
                   import ? "the profile has no communication.json" : not_import);
+    set_or_absent(f, CP_FEAT_LAUNCH_BLOCKING, import && isfinite(l->launch_blocking),
+                  l->launch_blocking,
+                  import ? "the profile has no environment (profiler_metadata.json)" : not_import);
     double ops = l->dynamic_ops + l->static_ops;
     set_or_absent(f, CP_FEAT_DYNAMIC_OP_SHARE, import && ops > 0, l->dynamic_ops / ops,
                   import ? "the profile has no OP State column" : not_import);

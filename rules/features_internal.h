@@ -93,7 +93,8 @@
     X(RANK_COUNT, "rank_count")                                                                    \
     X(RANK_STEP_SPREAD, "rank_step_spread")                                                        \
     X(SLOWEST_RANK, "slowest_rank")                                                                \
-    X(COMM_WAIT_RATIO, "comm_wait_ratio")
+    X(COMM_WAIT_RATIO, "comm_wait_ratio")                                                          \
+    X(LAUNCH_BLOCKING, "launch_blocking")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -180,6 +181,7 @@ struct cp_fload {
      * how many ranks, the spread of their median step times ((max - min) /
      * mean), the slowest rank; rank_count 0 otherwise. */
     double comm_wait_ms, comm_elapse_ms; /* communication.json, summed over steps */
+    double launch_blocking;              /* profiler_metadata.json; NaN: not recorded */
     size_t rank_count;
     double rank_spread;
     int slowest_rank;

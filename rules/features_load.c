@@ -468,6 +468,7 @@ static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l
 {
     for (int i = 0; i < CP_FLOAD_N_IMPORTED; i++)
         l->imp[i] = NAN;
+    l->launch_blocking = NAN;
     if (!l->kind || strcmp(l->kind, "import") != 0)
         return CP_OK;
     enum cp_status rc = CP_OK;
@@ -484,6 +485,8 @@ static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l
         rc = iteration_mean(s, l, "comm.wait_ms", &mean, &l->comm_wait_ms, d);
     if (rc == CP_OK)
         rc = iteration_mean(s, l, "comm.elapse_ms", &mean, &l->comm_elapse_ms, d);
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter(s, l->run_id, "env.launch_blocking", &l->launch_blocking, d);
     if (rc == CP_OK)
         rc = read_ranks(s, l, d);
     return rc;

@@ -948,6 +948,11 @@ Test(import, the_task_table_beside_a_timeline_adds_its_hardware_columns)
         free(dst);
         free(src);
     }
+    /* the run's environment, one folder up */
+    char *meta = cp_t_fmt("%s/profiler_metadata.json", dir);
+    ct_write_text(meta, "{\"ENV_VARIABLES\": {\"ASCEND_LAUNCH_BLOCKING\": \"1\", "
+                        "\"PYTORCH_NPU_ALLOC_CONF\": \"expandable_segments:True\"}}");
+    free(meta);
     char *db = cp_t_path("both.db");
     json_t *j = import_ok(dir, db);
     cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ascend");
@@ -962,7 +967,12 @@ Test(import, the_task_table_beside_a_timeline_adds_its_hardware_columns)
                  1);
     char *rules = fired_rules(db);
     cr_expect(strstr(rules, "ascend_dynamic_shapes ") != NULL, "fired: %s", rules);
+    cr_expect(strstr(rules, "ascend_launch_blocking ") != NULL, "fired: %s", rules);
     free(rules);
+    char *env = q_text(db, "SELECT value FROM meta WHERE key = "
+                           "'run.1.import.env.PYTORCH_NPU_ALLOC_CONF'");
+    cr_expect_str_eq(env ? env : "(none)", "expandable_segments:True");
+    free(env);
     /* communication.json: each step's collective times ("Total Op Info"
      * where the file sums them itself, else the ops), in its step */
     cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'comm.wait_ms' AND "
