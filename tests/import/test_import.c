@@ -402,6 +402,12 @@ Test(import, bad_input_exits_2_naming_the_file_and_leaves_no_run)
     char *junk = cp_t_path("junk.json");
     ct_write_text(junk, "[{\"ph\":\"X\",\"ts\":1,\"dur\":2,\"name\":\"a\"},\n{\"ph\": X}]");
     expect_refused(junk, db, "byte ");
+    /* an empty profile (what ONNX Runtime writes when the session was not
+     * ended) */
+    char *empty_json = cp_t_path("onnxruntime_profile__empty.json");
+    ct_write_text(empty_json, "[\n]\n");
+    expect_refused(empty_json, db, "no event with a time");
+    free(empty_json);
     /* JSON that is not a trace */
     char *obj = cp_t_path("obj.json");
     ct_write_text(obj, "{\"hello\": [1, 2, 3]}");
@@ -987,4 +993,27 @@ Test(import, the_task_table_beside_a_timeline_adds_its_hardware_columns)
     free(db);
     free(out);
     free(dir);
+}
+
+/* A CPU-only torch.profiler trace: no device at all, and no
+ * deviceProperties; it imports, and analyze says what it cannot tell. */
+Test(import, a_cpu_only_kineto_trace)
+{
+    char *p = cp_t_path("cpu_only.json"), *db = cp_t_path("cpu_only.db");
+    ct_write_text(p, "{\"schemaVersion\": 1, \"deviceProperties\": [], \"traceEvents\": [\n"
+                     "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#0\","
+                     "\"pid\":9,\"tid\":9,\"ts\":100,\"dur\":50},\n"
+                     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add\",\"pid\":9,"
+                     "\"tid\":9,\"ts\":110,\"dur\":20}]}\n");
+    json_t *j = import_ok(p, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "kineto");
+    cr_expect_eq(num(j, "events_by_layer.device"), 0);
+    cr_expect_eq(num(j, "events_by_layer.application"), 2);
+    struct cp_run r;
+    cp_run_cli(&r, "analyze", db, "--no-calibrate", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    json_decref(j);
+    free(db);
+    free(p);
 }
