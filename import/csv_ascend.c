@@ -323,7 +323,10 @@ static enum cp_status step_of_row(struct csv_import *c, const struct row *r, int
         sp->start = start;
         sp->end = end;
         sp->length_us = NAN;
-        if (cp_strmap_add(&c->step_ix, sp->id, s.len, (int64_t)c->n_steps, NULL, NULL) != CP_OK)
+        /* the map's key is a copy in the pool: c->steps moves as it grows */
+        const char *key = cp_imp_pool_add(&c->pool, s.s, s.len);
+        if (!key ||
+            cp_strmap_add(&c->step_ix, key, s.len, (int64_t)c->n_steps, NULL, NULL) != CP_OK)
             return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         at = (int64_t)c->n_steps++;
     } else if (add) {

@@ -1017,3 +1017,53 @@ Test(import, a_cpu_only_kineto_trace)
     free(db);
     free(p);
 }
+
+/* ---- what the fuzz campaigns found (docs/fuzzing.md) -------------------------------------- */
+
+/* A trtexec record without latencyMs after a good one: refused, naming the
+ * record, nothing leaked (LeakSanitizer under scripts/test_sanitize.sh). */
+Test(import, a_trtexec_record_without_latency_is_refused)
+{
+    char *p = cp_t_path("bad.timing.json"), *db = cp_t_path("bad_t.db");
+    ct_write_text(p, "[{\"startEnqMs\": 1, \"endEnqMs\": 2, \"latencyMs\": 1},\n"
+                     " {\"startEnqMs\": 3, \"endEnqMs\": 4}]\n");
+    expect_refused(p, db, "record 1 has no latencyMs");
+    free(db);
+    free(p);
+}
+
+/* A torch_npu device task without a name imports, as op type Kernel. */
+Test(import, an_ascend_device_task_without_a_name)
+{
+    char *p = cp_t_path("noname.json"), *db = cp_t_path("noname.db");
+    ct_write_text(p, "[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"tid\":0,"
+                     "\"args\":{\"name\":\"Ascend Hardware\"}},\n"
+                     "{\"ph\":\"X\",\"pid\":2,\"tid\":2,\"ts\":\"10.0\",\"dur\":5}]\n");
+    json_t *j = import_ok(p, db);
+    cr_expect_eq(num(j, "events_by_layer.device"), 1);
+    json_decref(j);
+    free(db);
+    free(p);
+}
+
+/* A task table with more steps than the first allocation holds (the step
+ * map once pointed into the array that moves as it grows). */
+Test(import, a_task_table_with_many_steps)
+{
+    char *p = cp_t_path("kernel_details.csv"), *db = cp_t_path("many.db");
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_puts(&b, "Step Id,Name,Type,Start Time(us),Duration(us)\n");
+    for (int i = 0; i < 100; i++)
+        cp_buf_printf(&b, "%d,k,MatMul,%d.5,10\n", 1000 + i, 100 * i);
+    ct_write_text(p, b.data);
+    cp_buf_release(&b);
+    json_t *j = import_ok(p, db);
+    cr_expect_eq(num(j, "iterations"), 100);
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'step.number' AND "
+                           "iteration = 99"),
+                 1099);
+    json_decref(j);
+    free(db);
+    free(p);
+}
