@@ -60,6 +60,7 @@ struct scan {
     struct votes v;
     bool top_object; /* traceEvents, deviceProperties, schemaVersion, ... */
     size_t metadata;
+    size_t flows, instants; /* counted while read, never spilled */
     bool string_ts;
     struct cp_imp_spill *spill;
     uint8_t *kinds; /* enum key_kind by the spill's string id */
@@ -354,7 +355,12 @@ static enum cp_status scan_event(void *u, const struct cp_imp_event *e, struct c
     int64_t dur = 0;
     if (e->dur.s && !cp_imp_us_to_ns(&e->dur, &dur))
         dur = 0;
-    enum cp_status st = spill_event(s, e, ph, has_ts, has_ts ? ts : 0, dur, d);
+    /* flows and instants are counted, not written: no need to spill them */
+    bool flow = ph == 's' || ph == 't' || ph == 'f', instant = ph == 'i' || ph == 'I' || ph == 'R';
+    s->flows += flow;
+    s->instants += instant;
+    enum cp_status st =
+        flow || instant ? CP_OK : spill_event(s, e, ph, has_ts, has_ts ? ts : 0, dur, d);
     if (st != CP_OK || !has_ts)
         return st;
     if ((st = npu_links(s, e, ph, ts, d)) != CP_OK)
@@ -953,6 +959,8 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
         goto out;
     for (size_t t = 0; t < w.n_threads; t++)
         r->skipped[CP_SKIP_UNPAIRED] += w.depth[t];
+    r->skipped[CP_SKIP_FLOW] += s.flows;
+    r->skipped[CP_SKIP_INSTANT] += s.instants;
     r->bytes = info.bytes;
     st = record_summary(&k, r, &info, d);
     if (st == CP_OK)
