@@ -511,6 +511,24 @@ enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_
 enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_whatif_opts *o,
                                        struct cp_whatif **out, struct cp_diag *d);
 
+/* ---- suggest's report (suggest_report.c) ---------------------------------------- */
+
+/* The report of a diagnosis `dg` of `trace` for target t under
+ * `constraints` (text, may be NULL): per finding, its bottleneck, root
+ * cause, expected gain and risks, the change applied to the run's recorded
+ * config as a `cannprof convert` command (with its switch file and runtime
+ * flags), what --measure found (w: one per finding, or NULL) and the
+ * knowledge base's note (history, or NULL). Markdown and HTML are appended
+ * to b; the JSON is a new reference (NULL when out of memory). */
+void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                         const char *constraints, const struct cp_whatif *w, const char *history,
+                         struct cp_buf *b);
+void cp_suggest_html(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                     const char *constraints, const struct cp_whatif *w, const char *history,
+                     struct cp_buf *b);
+json_t *cp_suggest_json(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                        const char *constraints, const struct cp_whatif *w, const char *history);
+
 /* ---- the rules' measured history (history.c) --------------------------------- */
 
 /* A rule's history counts on models at least this similar (knowledge/). */
