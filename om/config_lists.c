@@ -599,7 +599,16 @@ size_t cp_quant_ranges_count(const char *canon)
 
 /* ---- --layout_regions ------------------------------------------------------------- */
 
-enum cp_status cp_op_kernels_parse(const char *value, char *out, size_t cap, struct cp_diag *d)
+/* A NODE<sep>VALUE entry of a list, checked: CP_OK, or the refusal with
+ * its message. `at` is the separator in `entry`, NULL when it has none. */
+typedef enum cp_status (*entry_check)(const char *entry, const char *at, struct cp_diag *d);
+
+/* A ";"-separated list of NODE<sep>VALUE entries (blanks trimmed, empty
+ * ones skipped; the separator is the entry's last `sep`), each checked,
+ * written to out one per line sorted by node; a node given twice is
+ * refused. `flag` names the option in messages. */
+static enum cp_status parse_node_list(const char *flag, const char *value, char sep,
+                                      entry_check check, char *out, size_t cap, struct cp_diag *d)
 {
     if (cap)
         out[0] = '\0';
@@ -616,14 +625,8 @@ enum cp_status cp_op_kernels_parse(const char *value, char *out, size_t cap, str
             *--e = '\0';
         if (!*t)
             continue;
-        char *eq = strrchr(t, '=');
-        if (!eq || eq == t || !eq[1] || strchr(eq + 1, ' ')) {
-            st = cp_diag_set(d, CP_ERR_USAGE,
-                             "--op_kernels: '%s' is not NODE=KERNEL (e.g. "
-                             "/conv1/Conv=onednn:conv, a kernel name as traces show it)",
-                             t);
+        if ((st = check(t, strrchr(t, sep), d)) != CP_OK)
             break;
-        }
         char **g = cp_realloc_array(entries, n + 1, sizeof *g);
         if (!g) {
             st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -636,15 +639,15 @@ enum cp_status cp_op_kernels_parse(const char *value, char *out, size_t cap, str
         qsort(entries, n, sizeof *entries, cmp_entry);
     size_t at = 0;
     for (size_t i = 0; st == CP_OK && i < n; i++) {
-        size_t node_len = (size_t)(strrchr(entries[i], '=') - entries[i]);
+        size_t node_len = (size_t)(strrchr(entries[i], sep) - entries[i]);
         if (i && strncmp(entries[i], entries[i - 1], node_len) == 0 &&
-            (size_t)(strrchr(entries[i - 1], '=') - entries[i - 1]) == node_len) {
-            st = cp_diag_set(d, CP_ERR_USAGE, "--op_kernels: node '%.*s' is given twice",
+            (size_t)(strrchr(entries[i - 1], sep) - entries[i - 1]) == node_len) {
+            st = cp_diag_set(d, CP_ERR_USAGE, "--%s: node '%.*s' is given twice", flag,
                              (int)node_len, entries[i]);
             break;
         }
         if (!append_line(out, cap, &at, entries[i])) {
-            st = cp_diag_set(d, CP_ERR_USAGE, "--op_kernels: the list is longer than %zu bytes",
+            st = cp_diag_set(d, CP_ERR_USAGE, "--%s: the list is longer than %zu bytes", flag,
                              cap ? cap - 1 : 0);
             break;
         }
@@ -656,71 +659,39 @@ enum cp_status cp_op_kernels_parse(const char *value, char *out, size_t cap, str
     return st;
 }
 
-enum cp_status cp_layout_regions_parse(const char *value, char *out, size_t cap, struct cp_diag *d)
+static enum cp_status check_op_kernel(const char *t, const char *eq, struct cp_diag *d)
+{
+    if (!eq || eq == t || !eq[1] || strchr(eq + 1, ' '))
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--op_kernels: '%s' is not NODE=KERNEL (e.g. "
+                           "/conv1/Conv=onednn:conv, a kernel name as traces show it)",
+                           t);
+    return CP_OK;
+}
+
+enum cp_status cp_op_kernels_parse(const char *value, char *out, size_t cap, struct cp_diag *d)
+{
+    return parse_node_list("op_kernels", value, '=', check_op_kernel, out, cap, d);
+}
+
+static enum cp_status check_layout_region(const char *t, const char *colon, struct cp_diag *d)
 {
     static const char *const policies[] = {"nchw", "nhwc", "blocked"};
-    if (cap)
-        out[0] = '\0';
-    char *copy = cp_strdup(value ? value : "");
-    char **entries = NULL;
-    size_t n = 0;
-    enum cp_status st = copy ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    for (char *save = NULL, *t = copy ? strtok_r(copy, ";", &save) : NULL; st == CP_OK && t;
-         t = strtok_r(NULL, ";", &save)) {
-        while (*t == ' ' || *t == '\t')
-            t++;
-        char *e = t + strlen(t);
-        while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
-            *--e = '\0';
-        if (!*t)
-            continue;
-        char *colon = strrchr(t, ':');
-        if (!colon || colon == t) {
-            st = cp_diag_set(d, CP_ERR_USAGE,
-                             "--layout_regions: '%s' is not NODE:POLICY (e.g. "
-                             "/layer1/conv1/Conv:nhwc)",
-                             t);
-            break;
-        }
-        bool known = false;
-        for (size_t k = 0; k < sizeof policies / sizeof *policies; k++)
-            known = known || strcmp(colon + 1, policies[k]) == 0;
-        if (!known) {
-            st = cp_diag_set(d, CP_ERR_USAGE,
-                             "--layout_regions: '%s': '%s' is not a region layout; use nchw, nhwc "
-                             "or blocked",
-                             t, colon + 1);
-            break;
-        }
-        char **g = cp_realloc_array(entries, n + 1, sizeof *g);
-        if (!g) {
-            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-            break;
-        }
-        entries = g;
-        entries[n++] = t;
-    }
-    if (st == CP_OK && n)
-        qsort(entries, n, sizeof *entries, cmp_entry);
-    size_t at = 0;
-    for (size_t i = 0; st == CP_OK && i < n; i++) {
-        size_t node_len = (size_t)(strrchr(entries[i], ':') - entries[i]);
-        if (i && strncmp(entries[i], entries[i - 1], node_len) == 0 &&
-            entries[i - 1][node_len] == ':' &&
-            (size_t)(strrchr(entries[i - 1], ':') - entries[i - 1]) == node_len) {
-            st = cp_diag_set(d, CP_ERR_USAGE, "--layout_regions: node '%.*s' is given twice",
-                             (int)node_len, entries[i]);
-            break;
-        }
-        if (!append_line(out, cap, &at, entries[i])) {
-            st = cp_diag_set(d, CP_ERR_USAGE, "--layout_regions: the list is longer than %zu bytes",
-                             cap ? cap - 1 : 0);
-            break;
-        }
-    }
-    if (st != CP_OK && cap)
-        out[0] = '\0';
-    free(entries);
-    free(copy);
-    return st;
+    if (!colon || colon == t)
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--layout_regions: '%s' is not NODE:POLICY (e.g. "
+                           "/layer1/conv1/Conv:nhwc)",
+                           t);
+    for (size_t k = 0; k < sizeof policies / sizeof *policies; k++)
+        if (strcmp(colon + 1, policies[k]) == 0)
+            return CP_OK;
+    return cp_diag_set(d, CP_ERR_USAGE,
+                       "--layout_regions: '%s': '%s' is not a region layout; use nchw, nhwc "
+                       "or blocked",
+                       t, colon + 1);
+}
+
+enum cp_status cp_layout_regions_parse(const char *value, char *out, size_t cap, struct cp_diag *d)
+{
+    return parse_node_list("layout_regions", value, ':', check_layout_region, out, cap, d);
 }
