@@ -74,6 +74,24 @@ static json_t *result_json(const char *trace, const struct cp_import_result *r)
          cp_json_set_int(j, "metadata", (int64_t)r->metadata) &&
          cp_json_set_int(j, "bytes", (int64_t)r->bytes) &&
          cp_json_set_num(j, "seconds", r->seconds);
+    /* the run's other files read, by name */
+    json_t *extras = json_array();
+    char list[sizeof r->extras];
+    snprintf(list, sizeof list, "%s", r->extras);
+    bool eok = extras != NULL;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); eok && t;
+         t = strtok_r(NULL, ",", &save))
+        eok = cp_json_push(extras, json_string(t + (t[0] == ' ')));
+    if (ok && eok)
+        ok = cp_json_set(j, "extras", extras); /* steals extras */
+    else {
+        json_decref(extras);
+        ok = false;
+    }
+    if (ok && r->table_tasks > 0)
+        ok = cp_json_set_num(j, "op_statistic_tasks", r->table_tasks);
+    if (ok && r->slowest_link[0])
+        ok = cp_json_set_str(j, "slowest_link", r->slowest_link);
     json_t *ranks = json_array();
     for (size_t i = 0; ok && ranks && i < r->n_ranks; i++) {
         json_t *o = json_object();
@@ -188,5 +206,14 @@ int cp_cmd_import(int argc, char **argv)
             sep = ", ";
         }
     printf("%s; %.1f MB in %.2f s\n", skipped ? ")" : "", (double)r.bytes / 1e6, r.seconds);
+    if (r.extras[0])
+        printf("import: also read %s\n", r.extras);
+    /* op_statistic.csv counts the run's tasks by type: a task table or
+     * timeline holding fewer than it counts lost some */
+    if (r.table_tasks > 0)
+        printf("import: op_statistic.csv counts %.0f tasks; the run holds %zu device events\n",
+               r.table_tasks, r.events[2]);
+    if (r.slowest_link[0])
+        printf("import: slowest link (communication_matrix.json): %s\n", r.slowest_link);
     return 0;
 }

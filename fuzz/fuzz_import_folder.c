@@ -3,8 +3,10 @@
  * The first byte picks which file the rest becomes, in a folder that also
  * holds a small valid trace_view.json: communication.json,
  * memory_record.csv, kernel_details.csv (joined onto the timeline), the
- * profiler_info of a rank of a two-rank cluster, or the run's
- * profiler_metadata.json. fuzz_import.c's checks
+ * profiler_info of a rank of a two-rank cluster, the run's
+ * profiler_metadata.json, the summary tables (op_statistic,
+ * api_statistic, operator_details, operator_memory),
+ * communication_matrix.json or the device's info.json. fuzz_import.c's checks
  * then hold: a refusal leaves no run, an import reads back and exports. */
 #include "harness.h"
 #include "import_check.h"
@@ -45,11 +47,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
-    static const char *const files[] = {"communication.json", "memory_record.csv",
-                                        "kernel_details.csv", "profiler_info_1.json",
-                                        "profiler_metadata.json"};
-    const char *file = files[data[0] % 5];
-    bool cluster = data[0] % 5 == 3, top = data[0] % 5 == 4;
+    static const char *const files[] = {"communication.json",
+                                        "memory_record.csv",
+                                        "kernel_details.csv",
+                                        "profiler_info_1.json",
+                                        "profiler_metadata.json",
+                                        "op_statistic.csv",
+                                        "api_statistic.csv",
+                                        "operator_details.csv",
+                                        "operator_memory.csv",
+                                        "communication_matrix.json",
+                                        "info.json.0"};
+    enum { N_FILES = sizeof files / sizeof *files };
+    const char *file = files[data[0] % N_FILES];
+    bool cluster = data[0] % N_FILES == 3, top = data[0] % N_FILES == 4,
+         info = data[0] % N_FILES == 10;
     char root[1024], dir[1200], db[1024], where[1200], tmp[1300];
     if (!fuzz_tmp_path("run", root, sizeof root) || !fuzz_tmp_path("import.db", db, sizeof db))
         return 0;
@@ -63,7 +75,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         if (!rank_folder("run", dir, sizeof dir))
             return 0;
-        snprintf(where, sizeof where, top ? "run/%s" : "run/ASCEND_PROFILER_OUTPUT/%s", file);
+        snprintf(where, sizeof where,
+                 top    ? "run/%s"
+                 : info ? "run/PROF_1/device_0/%s"
+                        : "run/ASCEND_PROFILER_OUTPUT/%s",
+                 file);
+    }
+    char devdir[1024];
+    if (info) {
+        struct cp_diag md;
+        cp_diag_init(&md);
+        if (!fuzz_tmp_path("run/PROF_1/device_0", devdir, sizeof devdir) ||
+            cp_mkdir_p(devdir, 0755, &md) != CP_OK)
+            return 0;
     }
     if (!fuzz_tmp_write(where, data + 1, size - 1, tmp, sizeof tmp))
         return 0;

@@ -38,9 +38,82 @@ static enum cp_status add_times(struct cp_imp_sink *k, int32_t it, const json_t 
     return st;
 }
 
+/* The packet size below which a transfer is small, per link class:
+ * msprof-analyze's packet analysis (RDMA 1 MB, the on-node links 16 MB). */
+double cp_imp_small_packet_mb(const char *link)
+{
+    return strcmp(link, "RDMA") == 0 ? 1.0 : 16.0;
+}
+
+/* The bandwidth info of one op (or of "Total Op Info"): per link type the
+ * size and time sent (comm.<LINK>.size_mb, .time_ms) and the packets by
+ * size (comm.<LINK>.packets, .small_packets). */
+static enum cp_status add_bandwidth(struct cp_imp_sink *k, int32_t it, const json_t *op,
+                                    struct cp_diag *d)
+{
+    const json_t *bw = json_object_get(op, "Communication Bandwidth Info");
+    const char *link;
+    json_t *v;
+    enum cp_status st = CP_OK;
+    json_object_foreach((json_t *)bw, link, v)
+    {
+        if (strlen(link) > 16 || strchr(link, '.'))
+            continue;
+        char name[64];
+        const json_t *mb = json_object_get(v, "Transit Size(MB)"),
+                     *ms = json_object_get(v, "Transit Time(ms)");
+        if (json_is_number(mb) && json_is_number(ms) && json_number_value(mb) >= 0 &&
+            json_number_value(ms) >= 0 && isfinite(json_number_value(mb)) &&
+            isfinite(json_number_value(ms))) {
+            snprintf(name, sizeof name, "comm.%s.size_mb", link);
+            st = cp_imp_sink_acc(k, it, name, json_number_value(mb), 0, true, d);
+            snprintf(name, sizeof name, "comm.%s.time_ms", link);
+            if (st == CP_OK)
+                st = cp_imp_sink_acc(k, it, name, json_number_value(ms), 0, true, d);
+        }
+        /* "Size Distribution": {"<MB>": [count, time_ms]} */
+        const char *size;
+        json_t *bucket;
+        double packets = 0, small = 0;
+        json_object_foreach(json_object_get(v, "Size Distribution"), size, bucket)
+        {
+            char *end = NULL;
+            double x = strtod(size, &end);
+            const json_t *count = json_array_get(bucket, 0);
+            if (end == size || !isfinite(x) || !json_is_number(count) ||
+                !(json_number_value(count) >= 0) || !isfinite(json_number_value(count)))
+                continue;
+            packets += json_number_value(count);
+            if (x < cp_imp_small_packet_mb(link))
+                small += json_number_value(count);
+        }
+        if (st == CP_OK && packets > 0) {
+            snprintf(name, sizeof name, "comm.%s.packets", link);
+            st = cp_imp_sink_acc(k, it, name, packets, 0, true, d);
+            snprintf(name, sizeof name, "comm.%s.small_packets", link);
+            if (st == CP_OK)
+                st = cp_imp_sink_acc(k, it, name, small, 0, true, d);
+        }
+        if (st != CP_OK)
+            break;
+    }
+    return st;
+}
+
+/* The longest single RDMA transit of an op (msprof-analyze's
+ * retransmission check: a transit over 4 s is a retransmission). */
+static void rdma_transit(const json_t *op, double *max_ms)
+{
+    const json_t *ms = json_object_get(
+        json_object_get(json_object_get(op, "Communication Bandwidth Info"), "RDMA"),
+        "Transit Time(ms)");
+    if (json_is_number(ms) && isfinite(json_number_value(ms)) && json_number_value(ms) > *max_ms)
+        *max_ms = json_number_value(ms);
+}
+
 /* The iteration whose step.number is N of "step<N>"; -1 when none (0 when
  * the run is one window). */
-static int32_t step_iteration(const struct cp_trace_point *steps, size_t n, const char *key)
+int32_t cp_imp_comm_step(const struct cp_trace_point *steps, size_t n, const char *key)
 {
     if (n == 0)
         return 0;
@@ -58,7 +131,7 @@ static int32_t step_iteration(const struct cp_trace_point *steps, size_t n, cons
 
 static enum cp_status communication(struct cp_imp_sink *k, const char *path,
                                     const struct cp_trace_point *steps, size_t n_steps,
-                                    struct cp_diag *d)
+                                    double *rdma_max_ms, struct cp_diag *d)
 {
     json_error_t e;
     json_t *j = json_load_file(path, JSON_DISABLE_EOF_CHECK, &e);
@@ -75,14 +148,15 @@ static enum cp_status communication(struct cp_imp_sink *k, const char *path,
     json_t *step;
     json_object_foreach(j, step_key, step)
     {
-        int32_t it = step_iteration(steps, n_steps, step_key);
+        int32_t it = cp_imp_comm_step(steps, n_steps, step_key);
         static const char *const kinds[] = {"collective", "p2p"};
         for (size_t c = 0; st == CP_OK && c < 2; c++) {
             const json_t *ops = json_object_get(step, kinds[c]);
             const json_t *total = json_object_get(ops, "Total Op Info");
             if (total) { /* the file's own sum over the ops */
                 st = add_times(k, it, total, d);
-                continue;
+                if (st == CP_OK)
+                    st = add_bandwidth(k, it, total, d);
             }
             const char *op_key;
             json_t *op;
@@ -90,7 +164,13 @@ static enum cp_status communication(struct cp_imp_sink *k, const char *path,
             {
                 if (st != CP_OK)
                     break;
-                st = add_times(k, it, op, d);
+                if (op == total)
+                    continue;
+                rdma_transit(op, rdma_max_ms);
+                if (!total)
+                    st = add_times(k, it, op, d);
+                if (st == CP_OK && !total)
+                    st = add_bandwidth(k, it, op, d);
             }
         }
         if (st != CP_OK)
@@ -201,7 +281,7 @@ static enum cp_status metadata(struct cp_imp_sink *k, const char *path, struct c
     enum cp_status st = CP_OK;
     const char *key;
     json_t *v;
-    bool blocking = false, seen = false;
+    bool blocking = false, seen = false, expandable = false;
     json_object_foreach((json_t *)env, key, v)
     {
         const char *text = json_string_value(v);
@@ -215,9 +295,20 @@ static enum cp_status metadata(struct cp_imp_sink *k, const char *path, struct c
             seen = true;
             blocking = strcmp(text, "1") == 0;
         }
+        char *end = NULL;
+        double level = strtod(text, &end);
+        if (strcmp(key, "ASCEND_GLOBAL_LOG_LEVEL") == 0 && end != text && *end == '\0' &&
+            level >= 0 && level <= 4)
+            st = cp_imp_sink_counter(k, -1, "env.log_level", level, 0, d);
+        if (st != CP_OK)
+            break;
+        if (strcmp(key, "PYTORCH_NPU_ALLOC_CONF") == 0)
+            expandable = strstr(text, "expandable_segments:True") != NULL;
     }
     if (st == CP_OK && json_is_object(env))
         st = cp_imp_sink_counter(k, -1, "env.launch_blocking", blocking ? 1 : 0, 0, d);
+    if (st == CP_OK && json_is_object(env))
+        st = cp_imp_sink_counter(k, -1, "env.alloc_expandable", expandable ? 1 : 0, 0, d);
     (void)seen;
     json_decref(j);
     return st;
@@ -228,32 +319,47 @@ static enum cp_status metadata(struct cp_imp_sink *k, const char *path, struct c
 enum cp_status cp_imp_ascend_extras(const char *dir, const char *trace_path, int64_t run,
                                     struct cp_import_result *r, struct cp_diag *d)
 {
-    char comm[1200], mem_path[1200];
+    char comm[1200], mem_path[1200], adb[1200];
     bool has_comm =
         (size_t)snprintf(comm, sizeof comm, "%s/communication.json", dir) < sizeof comm &&
         cp_path_exists(comm);
     bool has_mem = (size_t)snprintf(mem_path, sizeof mem_path, "%s/memory_record.csv", dir) <
                        sizeof mem_path &&
                    cp_path_exists(mem_path);
+    /* the DB export's analyses, read when the text ones are not there */
+    bool has_adb = !has_comm &&
+                   (size_t)snprintf(adb, sizeof adb, "%s/analysis.db", dir) < sizeof adb &&
+                   cp_path_exists(adb);
     /* profiler_metadata.json sits in the run folder, above the output */
     char meta[1200];
     bool has_meta =
         (size_t)snprintf(meta, sizeof meta, "%s/../profiler_metadata.json", dir) < sizeof meta &&
         cp_path_exists(meta);
-    if (!has_comm && !has_mem && !has_meta)
-        return CP_OK;
     struct cp_imp_sink k;
     enum cp_status st = cp_imp_sink_attach(&k, trace_path, run, r, d);
     struct cp_trace_point *steps = NULL;
     size_t n_steps = 0;
+    double rdma_max_ms = -1;
     if (st == CP_OK)
         st = cp_trace_query_counter_series(k.store, run, "step.number", &steps, &n_steps, d);
-    if (st == CP_OK && has_comm && (st = communication(&k, comm, steps, n_steps, d)) == CP_OK)
+    if (st == CP_OK && has_comm &&
+        (st = communication(&k, comm, steps, n_steps, &rdma_max_ms, d)) == CP_OK) {
         st = cp_imp_sink_meta(&k, "communication", comm, d);
-    if (st == CP_OK && has_mem && (st = memory(&k, mem_path, d)) == CP_OK)
+        cp_imp_note_extra(r, comm);
+    }
+    if (st == CP_OK && has_adb &&
+        (st = cp_imp_analysis_db(&k, adb, steps, n_steps, &rdma_max_ms, d)) == CP_OK)
+        cp_imp_note_extra(r, adb);
+    if (st == CP_OK && rdma_max_ms >= 0)
+        st = cp_imp_sink_counter(&k, -1, "comm.RDMA.max_transit_ms", rdma_max_ms, 0, d);
+    if (st == CP_OK && has_mem && (st = memory(&k, mem_path, d)) == CP_OK) {
         st = cp_imp_sink_meta(&k, "memory_record", mem_path, d);
-    if (st == CP_OK && has_meta)
-        st = metadata(&k, meta, d);
+        cp_imp_note_extra(r, mem_path);
+    }
+    if (st == CP_OK && has_meta && (st = metadata(&k, meta, d)) == CP_OK)
+        cp_imp_note_extra(r, meta);
+    if (st == CP_OK)
+        st = cp_imp_ascend_tables(&k, dir, d);
     if (st == CP_OK)
         st = cp_imp_sink_finish(&k, NULL, 0, d);
     if (st != CP_OK)

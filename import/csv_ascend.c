@@ -25,15 +25,6 @@
 
 /* ---- rows ------------------------------------------------------------------------ */
 
-struct row {
-    const char **f; /* NUL-terminated fields */
-    size_t *len;
-    size_t n;
-    uint64_t number; /* 1 = the header */
-};
-
-typedef enum cp_status (*row_fn)(void *u, const struct row *r, struct cp_diag *d);
-
 struct csv_state {
     char *buf; /* the row's fields, back to back */
     size_t used, cap;
@@ -41,7 +32,7 @@ struct csv_state {
     size_t n, cap_f;
     const char **ptr;
     uint64_t rows;
-    row_fn fn;
+    cp_imp_row_fn fn;
     void *u;
     struct cp_diag *d;
     enum cp_status st;
@@ -97,7 +88,7 @@ static void on_row(int ch, void *data)
     if (c->st == CP_OK && !c->oom) {
         for (size_t i = 0; i < c->n; i++)
             c->ptr[i] = c->buf + c->off[i];
-        struct row r = {c->ptr, c->len, c->n, ++c->rows};
+        struct cp_imp_row r = {c->ptr, c->len, c->n, ++c->rows};
         c->st = c->fn(c->u, &r, c->d);
     }
     c->n = 0;
@@ -105,7 +96,7 @@ static void on_row(int ch, void *data)
 }
 
 /* Call fn for every row of the file, the header first. */
-static enum cp_status read_csv(const char *path, row_fn fn, void *u, uint64_t *bytes,
+enum cp_status cp_imp_read_csv(const char *path, cp_imp_row_fn fn, void *u, uint64_t *bytes,
                                struct cp_diag *d)
 {
     gzFile gz = gzopen(path, "rb");
@@ -176,31 +167,29 @@ enum col { C_NAME, C_TYPE, C_CORE, C_START, C_DUR, C_STEP, C_STATE, C_STREAM, C_
 
 /* Header names by version (docs/import.md): torch_npu's, then msprof's. */
 static const char *const ALIASES[C_N][3] = {
-    [C_NAME] = {"Name", "Op Name", NULL},
+    [C_NAME] = {"Name", "Op Name", "kernel_name"},
     [C_TYPE] = {"Type", "OP Type", NULL},
-    [C_CORE] = {"Accelerator Core", "Task Type", NULL},
-    [C_START] = {"Start Time(us)", "Task Start Time(us)", NULL},
-    [C_DUR] = {"Duration(us)", "Task Duration(us)", NULL},
+    [C_CORE] = {"Accelerator Core", "Task Type", "kernel_type"},
+    [C_START] = {"Start Time(us)", "Task Start Time(us)", "task_start(us)"},
+    [C_DUR] = {"Duration(us)", "Task Duration(us)", "task_time(us)"},
     [C_STEP] = {"Step Id", NULL, NULL},
     [C_STATE] = {"OP State", NULL, NULL},
-    [C_STREAM] = {"Stream ID", "Stream Id", NULL},
+    [C_STREAM] = {"Stream ID", "Stream Id", "stream_id"},
 };
 
 /* Columns that name or number things rather than measure them. */
 static bool identity_column(const char *h)
 {
-    static const char *const ids[] = {"Device_id",  "Model ID",  "Task ID",
-                                      "Stream ID",  "Stream Id", "Task Id",
-                                      "Context ID", "Infer ID",  "Model Name"};
+    static const char *const ids[] = {"Device_id",  "Model ID", "Task ID",    "Stream ID",
+                                      "Stream Id",  "Task Id",  "Context ID", "Infer ID",
+                                      "Model Name", "task_id",  "stream_id",  "task_stop(us)"};
     for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
         if (strcmp(h, ids[i]) == 0)
             return true;
     return false;
 }
 
-/* A cell as a value: blanks (and the trailing tab of torch_npu's
- * timestamps) trimmed, N/A and empty as absent. */
-static struct cp_imp_val cell(const struct row *r, int i)
+struct cp_imp_val cp_imp_cell(const struct cp_imp_row *r, int i)
 {
     struct cp_imp_val v = {NULL, 0, false};
     if (i < 0 || (size_t)i >= r->n)
@@ -217,6 +206,28 @@ static struct cp_imp_val cell(const struct row *r, int i)
         v.s = NULL;
     return v;
 }
+
+int cp_imp_column(const struct cp_imp_row *header, const char *name)
+{
+    for (size_t i = 0; i < header->n; i++) {
+        const char *h = header->f[i];
+        if (i == 0 && strncmp(h, "\xef\xbb\xbf", 3) == 0)
+            h += 3;
+        if (strcmp(h, name) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* The pipe ratios msprof-analyze's "no bound" check reads: a task longer
+ * than NO_BOUND_MIN_US none of whose pipes is busy more than NO_BOUND_RATIO
+ * of its cycles is bound by nothing (latency, scalar code, sync). */
+static const char *const PIPE_RATIOS[] = {
+    "aic_mac_ratio", "aic_scalar_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_fixpipe_ratio",
+    "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"};
+#define N_PIPES         (sizeof PIPE_RATIOS / sizeof *PIPE_RATIOS)
+#define NO_BOUND_MIN_US 20.0
+#define NO_BOUND_RATIO  0.8
 
 struct step_span {
     char id[32];
@@ -254,9 +265,14 @@ struct csv_import {
     bool attach;
     struct cp_trace_point *tl_steps; /* iteration -> step.number */
     size_t n_tl;
+    /* the device's core counts (info.json), for the block dim check */
+    struct cp_imp_device dev;
+    int col_block, col_mix_block;
+    int col_pipe[N_PIPES];
 };
 
-static enum cp_status header_row(struct csv_import *c, const struct row *r, struct cp_diag *d)
+static enum cp_status header_row(struct csv_import *c, const struct cp_imp_row *r,
+                                 struct cp_diag *d)
 {
     for (int i = 0; i < C_N; i++)
         c->col[i] = -1;
@@ -290,6 +306,14 @@ static enum cp_status header_row(struct csv_import *c, const struct row *r, stru
         if (i < sizeof c->counter_col)
             c->counter_col[i] = !known && !identity_column(h);
     }
+    c->col_block = cp_imp_column(r, "Block Dim");
+    if (c->col_block < 0)
+        c->col_block = cp_imp_column(r, "Block Num");
+    c->col_mix_block = cp_imp_column(r, "Mix Block Dim");
+    if (c->col_mix_block < 0)
+        c->col_mix_block = cp_imp_column(r, "Mix Block Num");
+    for (size_t p = 0; p < N_PIPES; p++)
+        c->col_pipe[p] = cp_imp_column(r, PIPE_RATIOS[p]);
     if (c->col[C_NAME] < 0 || c->col[C_START] < 0 || c->col[C_DUR] < 0)
         return cp_diag_set(d, CP_ERR_INVALID,
                            "%s: row 1: not a kernel_details / op_summary header: it lacks %s",
@@ -300,10 +324,10 @@ static enum cp_status header_row(struct csv_import *c, const struct row *r, stru
     return CP_OK;
 }
 
-static enum cp_status step_of_row(struct csv_import *c, const struct row *r, int64_t start,
+static enum cp_status step_of_row(struct csv_import *c, const struct cp_imp_row *r, int64_t start,
                                   int64_t end, bool add, int32_t *it, struct cp_diag *d)
 {
-    struct cp_imp_val s = cell(r, c->col[C_STEP]);
+    struct cp_imp_val s = cp_imp_cell(r, c->col[C_STEP]);
     *it = c->col[C_STEP] < 0 ? 0 : -1; /* no Step Id column: one window */
     if (!s.s)
         return CP_OK;
@@ -341,13 +365,14 @@ static enum cp_status step_of_row(struct csv_import *c, const struct row *r, int
 }
 
 /* A row's start and duration in ns; false when either is unusable. */
-static bool row_times(const struct csv_import *c, const struct row *r, int64_t *start, int64_t *dur)
+static bool row_times(const struct csv_import *c, const struct cp_imp_row *r, int64_t *start,
+                      int64_t *dur)
 {
-    struct cp_imp_val s = cell(r, c->col[C_START]), u = cell(r, c->col[C_DUR]);
+    struct cp_imp_val s = cp_imp_cell(r, c->col[C_START]), u = cp_imp_cell(r, c->col[C_DUR]);
     return s.s && u.s && cp_imp_us_to_ns(&s, start) && cp_imp_us_to_ns(&u, dur);
 }
 
-static enum cp_status scan_row(void *u, const struct row *r, struct cp_diag *d)
+static enum cp_status scan_row(void *u, const struct cp_imp_row *r, struct cp_diag *d)
 {
     struct csv_import *c = u;
     if (r->number == 1)
@@ -365,18 +390,18 @@ static enum cp_status scan_row(void *u, const struct row *r, struct cp_diag *d)
 }
 
 /* The task as a device event of its kernel. */
-static enum cp_status write_task(struct csv_import *c, const struct row *r, int64_t start,
+static enum cp_status write_task(struct csv_import *c, const struct cp_imp_row *r, int64_t start,
                                  int64_t dur, int32_t it, struct cp_diag *d)
 {
-    struct cp_imp_val name = cell(r, c->col[C_NAME]), type = cell(r, c->col[C_TYPE]),
-                      core = cell(r, c->col[C_CORE]);
+    struct cp_imp_val name = cp_imp_cell(r, c->col[C_NAME]), type = cp_imp_cell(r, c->col[C_TYPE]),
+                      core = cp_imp_cell(r, c->col[C_CORE]);
     char op[200], impl[100];
     snprintf(op, sizeof op, "%.*s", type.s ? (int)type.len : 6, type.s ? type.s : "Kernel");
     snprintf(impl, sizeof impl, "%.*s", core.s ? (int)core.len : 0, core.s ? core.s : "");
     int32_t kernel;
     enum cp_status st = cp_imp_sink_kernel(c->k, name.s ? name.s : "?", name.s ? name.len : 1, op,
                                            impl[0] ? impl : NULL, NULL, &kernel, d);
-    struct cp_imp_val stream = cell(r, c->col[C_STREAM]);
+    struct cp_imp_val stream = cp_imp_cell(r, c->col[C_STREAM]);
     struct cp_imp_val dev = {"device", 6, false};
     int thread = 0;
     if (st == CP_OK)
@@ -391,10 +416,11 @@ static enum cp_status write_task(struct csv_import *c, const struct row *r, int6
 /* Attached: the timeline's iteration whose step number is the row's Step
  * Id; -1 when it has none (outside the profiled steps); 0 when the
  * timeline is one window. */
-static enum cp_status timeline_step(const struct csv_import *c, const struct row *r, int32_t *it)
+static enum cp_status timeline_step(const struct csv_import *c, const struct cp_imp_row *r,
+                                    int32_t *it)
 {
     *it = c->n_tl ? -1 : 0;
-    struct cp_imp_val s = cell(r, c->col[C_STEP]);
+    struct cp_imp_val s = cp_imp_cell(r, c->col[C_STEP]);
     double x;
     if (!c->n_tl || !s.s || !cp_imp_val_num(&s, &x))
         return CP_OK;
@@ -406,7 +432,56 @@ static enum cp_status timeline_step(const struct csv_import *c, const struct row
     return CP_OK;
 }
 
-static enum cp_status write_row(void *u, const struct row *r, struct cp_diag *d)
+/* A cell as a whole number >= 0; -1 otherwise. */
+static long long cell_count(const struct cp_imp_row *r, int col)
+{
+    struct cp_imp_val v = cp_imp_cell(r, col);
+    double x;
+    if (!v.s || !cp_imp_val_num(&v, &x) || !(x >= 0) || x > 1e12 || x != floor(x))
+        return -1;
+    return (long long)x;
+}
+
+/* The two per-task checks msprof-analyze's advisor makes on a task table
+ * (docs/import.md): block dims that are not a multiple of the device's
+ * cores (its last wave leaves cores idle), and tasks longer than 20 us
+ * none of whose pipes is busy (bound by nothing). Each adds the task's
+ * time to what was checked and to what failed, per iteration. */
+static enum cp_status task_checks(struct csv_import *c, const struct cp_imp_row *r, int32_t it,
+                                  double us, struct cp_diag *d)
+{
+    enum cp_status st = CP_OK;
+    struct cp_imp_val core = cp_imp_cell(r, c->col[C_CORE]);
+    bool cube = cp_imp_val_is(&core, "AI_CORE") || cp_imp_val_is(&core, "AI_VECTOR_CORE") ||
+                cp_imp_val_is(&core, "MIX_AIC");
+    bool mix_aiv = cp_imp_val_is(&core, "MIX_AIV");
+    long long block = cell_count(r, cube ? c->col_block : c->col_mix_block);
+    long long cores = cube ? c->dev.ai_cores : c->dev.aiv_cores;
+    if ((cube || mix_aiv) && block > 0 && cores > 0) {
+        st = cp_imp_sink_acc(c->k, it, "ascend.block_dim_checked_us", us, 0, true, d);
+        if (st == CP_OK && block % cores != 0)
+            st = cp_imp_sink_acc(c->k, it, "ascend.block_dim_misaligned_us", us, 0, true, d);
+    }
+    if (st != CP_OK || us <= NO_BOUND_MIN_US)
+        return st;
+    bool any = false, bound = false;
+    for (size_t p = 0; p < N_PIPES; p++) {
+        struct cp_imp_val v = cp_imp_cell(r, c->col_pipe[p]);
+        double x;
+        if (v.s && cp_imp_val_num(&v, &x) && isfinite(x)) {
+            any = true;
+            bound = bound || x > NO_BOUND_RATIO;
+        }
+    }
+    if (!any)
+        return CP_OK;
+    st = cp_imp_sink_acc(c->k, it, "ascend.pipe_checked_us", us, 0, true, d);
+    if (st == CP_OK && !bound)
+        st = cp_imp_sink_acc(c->k, it, "ascend.no_bound_us", us, 0, true, d);
+    return st;
+}
+
+static enum cp_status write_row(void *u, const struct cp_imp_row *r, struct cp_diag *d)
 {
     struct csv_import *c = u;
     if (r->number == 1)
@@ -426,7 +501,7 @@ static enum cp_status write_row(void *u, const struct row *r, struct cp_diag *d)
         c->attach ? timeline_step(c, r, &it) : step_of_row(c, r, start, start + dur, false, &it, d);
     if (st != CP_OK)
         return st;
-    struct cp_imp_val state = cell(r, c->col[C_STATE]);
+    struct cp_imp_val state = cp_imp_cell(r, c->col[C_STATE]);
     if (!c->attach)
         st = write_task(c, r, start, dur, it, d);
     /* the other numeric columns, weighted by the task's duration */
@@ -434,11 +509,13 @@ static enum cp_status write_row(void *u, const struct row *r, struct cp_diag *d)
     for (size_t i = 0; st == CP_OK && i < r->n && i < sizeof c->counter_col; i++) {
         if (!c->counter_col[i])
             continue;
-        struct cp_imp_val v = cell(r, (int)i);
+        struct cp_imp_val v = cp_imp_cell(r, (int)i);
         double x;
         if (v.s && cp_imp_val_num(&v, &x))
             st = cp_imp_sink_acc(c->k, it, c->col_name[i], x, w, false, d);
     }
+    if (st == CP_OK)
+        st = task_checks(c, r, it, (double)dur / 1000.0, d);
     if (st == CP_OK && state.s) {
         bool dyn = state.len == 7 && memcmp(state.s, "dynamic", 7) == 0;
         st = cp_imp_sink_acc(c->k, it, dyn ? "ascend.op_state.dynamic" : "ascend.op_state.static",
@@ -453,7 +530,7 @@ struct steps_file {
     int step, comp, comm, free_;
 };
 
-static enum cp_status step_row(void *u, const struct row *r, struct cp_diag *d)
+static enum cp_status step_row(void *u, const struct cp_imp_row *r, struct cp_diag *d)
 {
     (void)d;
     struct steps_file *s = u;
@@ -476,8 +553,8 @@ static enum cp_status step_row(void *u, const struct row *r, struct cp_diag *d)
     }
     if (s->step < 0 || s->comp < 0 || s->free_ < 0)
         return CP_OK;
-    struct cp_imp_val st = cell(r, s->step), a = cell(r, s->comp), b = cell(r, s->comm),
-                      f = cell(r, s->free_);
+    struct cp_imp_val st = cp_imp_cell(r, s->step), a = cp_imp_cell(r, s->comp),
+                      b = cp_imp_cell(r, s->comm), f = cp_imp_cell(r, s->free_);
     double x = 0, y = 0, z = 0;
     if (!st.s || !cp_imp_val_num(&a, &x) || !cp_imp_val_num(&f, &z))
         return CP_OK;
@@ -506,7 +583,7 @@ enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
     c.path = path;
     cp_strmap_init(&c.step_ix);
     uint64_t bytes = 0;
-    enum cp_status st = read_csv(path, scan_row, &c, &bytes, d);
+    enum cp_status st = cp_imp_read_csv(path, scan_row, &c, &bytes, d);
     if (st == CP_OK && !c.header)
         st = cp_diag_set(d, CP_ERR_INVALID, "%s: empty: no header row", path);
     if (st == CP_OK && !c.have_start)
@@ -528,11 +605,15 @@ enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
     if (c.n_steps && cp_path_exists(steps_path)) {
         struct steps_file sf = {.c = &c};
         uint64_t sb;
-        if ((st = read_csv(steps_path, step_row, &sf, &sb, d)) != CP_OK) {
+        if ((st = cp_imp_read_csv(steps_path, step_row, &sf, &sb, d)) != CP_OK) {
             release(&c);
             return st;
         }
         step_file = true;
+    }
+    if ((st = cp_imp_ascend_device(dir, &c.dev, d)) != CP_OK) {
+        release(&c);
+        return st;
     }
     r->format = CP_IMPORT_ASCEND_CSV;
     snprintf(r->step_source, sizeof r->step_source, "%s",
@@ -547,7 +628,7 @@ enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
     }
     c.k = &k;
     c.res = r;
-    st = read_csv(path, write_row, &c, &bytes, d);
+    st = cp_imp_read_csv(path, write_row, &c, &bytes, d);
     r->bytes = bytes;
     /* the samples: each step's length, or the window */
     size_t n = c.n_steps ? c.n_steps : 1;
@@ -601,19 +682,28 @@ enum cp_status cp_imp_ascend_csv_counters(const char *path, const char *trace_pa
     c.attach = true;
     cp_strmap_init(&c.step_ix);
     uint64_t bytes = 0;
-    enum cp_status st = read_csv(path, scan_row, &c, &bytes, d);
+    enum cp_status st = cp_imp_read_csv(path, scan_row, &c, &bytes, d);
     if (st == CP_OK && !c.header)
         st = cp_diag_set(d, CP_ERR_INVALID, "%s: empty: no header row", path);
     struct cp_imp_sink k;
     memset(&k, 0, sizeof k);
     k.run = -1;
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (st == CP_OK)
+        st = cp_imp_ascend_device(dir, &c.dev, d);
     if (st == CP_OK)
         st = cp_imp_sink_attach(&k, trace_path, run, r, d);
     if (st == CP_OK)
         st = cp_trace_query_counter_series(k.store, run, "step.number", &c.tl_steps, &c.n_tl, d);
     c.k = &k;
     if (st == CP_OK)
-        st = read_csv(path, write_row, &c, &bytes, d);
+        st = cp_imp_read_csv(path, write_row, &c, &bytes, d);
     if (st == CP_OK)
         st = cp_imp_sink_meta(&k, "task_table", path, d);
     if (st == CP_OK)

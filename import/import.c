@@ -112,6 +112,10 @@ static const struct probe TABLES[] = {
     {NULL, "kernel_details.csv", "kernel_details.csv"},
     {"mindstudio_profiler_output", "op_summary_", ".csv"},
     {NULL, "op_summary_", ".csv"},
+    {"ASCEND_PROFILER_OUTPUT", "task_time.csv", "task_time.csv"},
+    {NULL, "task_time.csv", "task_time.csv"},
+    {"mindstudio_profiler_output", "task_time_", ".csv"},
+    {NULL, "task_time_", ".csv"},
 };
 
 /* The first probe that finds a file in dir. */
@@ -163,8 +167,8 @@ static enum cp_status resolve_dir(const char *dir, char *out, size_t n, struct c
     return cp_diag_set(d, CP_ERR_INVALID,
                        "%s: no profile found (looked for ASCEND_PROFILER_OUTPUT/trace_view.json, "
                        "trace_view.json, msprof_*.json, a single *.json or *.json.gz, "
-                       "ascend_pytorch_profiler*.db, msprof_*.db, kernel_details.csv and "
-                       "op_summary_*.csv)",
+                       "ascend_pytorch_profiler*.db, msprof_*.db, kernel_details.csv, "
+                       "op_summary_*.csv and task_time*.csv)",
                        dir);
 }
 
@@ -383,6 +387,12 @@ static enum cp_status import_cluster(const struct cp_import_opts *o, const struc
         for (int k = 0; k < CP_SKIP_N; k++)
             r->skipped[k] += ri.skipped[k];
         snprintf(r->step_source, sizeof r->step_source, "%s", ri.step_source);
+        snprintf(r->extras, sizeof r->extras, "%s", ri.extras);
+        r->table_tasks += ri.table_tasks;
+        if (ri.slowest_link[0])
+            if ((size_t)snprintf(r->slowest_link, sizeof r->slowest_link, "rank %d: %.*s",
+                                 v[i].rank, 120, ri.slowest_link) >= sizeof r->slowest_link)
+                r->slowest_link[sizeof r->slowest_link - 1] = '\0';
     }
     /* one run group, each run with its rank */
     struct cp_trace_store *s = NULL;

@@ -87,6 +87,13 @@ struct cp_import_result {
     size_t metadata;      /* metadata events read (process and thread names) */
     char step_source[64]; /* "ProfilerStep", "model_run", "" */
     double seconds;       /* the import's wall time */
+    /* The run's other files read beside the one imported ("communication.json,
+     * op_statistic.csv, ..."), and the tasks op_statistic.csv counts (0:
+     * no such table) against which the imported device events can be
+     * checked. */
+    char extras[512];
+    double table_tasks;
+    char slowest_link[160]; /* communication_matrix.json's, "0-3.HCCS at 12 GB/s"; "" */
     /* A cluster folder (one *_ascend_pt per rank): every rank a run of one
      * run group, in rank order; n_ranks 0 for a single profile. The
      * counts above are summed over the ranks. */

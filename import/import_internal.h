@@ -6,6 +6,7 @@
 
 #include "core/hashmap.h"
 #include "import/import.h"
+#include "trace/query.h"
 #include "trace/trace.h"
 
 #include <stdbool.h>
@@ -157,6 +158,8 @@ struct cp_imp_sink {
     size_t n_acc, cap_acc;
     struct cp_trace_counter_value *counters;
     size_t n_counters, cap_counters;
+    uint8_t *api; /* event name id -> what the call analyses count it as */
+    size_t cap_api;
     struct cp_import_result *r;
 };
 
@@ -189,6 +192,8 @@ enum cp_status cp_imp_sink_counter(struct cp_imp_sink *k, int32_t iteration, con
  * summaries weigh them. */
 enum cp_status cp_imp_sink_acc(struct cp_imp_sink *k, int32_t iteration, const char *name,
                                double value, double weight, bool additive, struct cp_diag *d);
+/* Note a file read beside the imported one (its name, in r->extras). */
+void cp_imp_note_extra(struct cp_import_result *r, const char *path);
 /* Set the run's meta "run.<run>.import.<key>". */
 enum cp_status cp_imp_sink_meta(struct cp_imp_sink *k, const char *key, const char *value,
                                 struct cp_diag *d);
@@ -199,7 +204,47 @@ enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples
 /* On failure: remove the run, close. Safe after finish (then a no-op). */
 void cp_imp_sink_abort(struct cp_imp_sink *k);
 
+/* What a host or runtime event is to the analyses that count calls
+ * (docs/import.md, "Calls counted"). */
+enum cp_imp_api {
+    CP_IMP_API_UNSEEN = 0,
+    CP_IMP_API_OTHER,
+    CP_IMP_API_COMPILE,    /* an operator compiled at run time, then run */
+    CP_IMP_API_SYNC,       /* the host waits for the device */
+    CP_IMP_API_LAUNCH,     /* a kernel launch */
+    CP_IMP_API_MEMORY,     /* device memory taken from or given back to the driver */
+    CP_IMP_API_SYNCBN,     /* a SyncBatchNorm op (a collective per call) */
+    CP_IMP_API_DATALOADER, /* the framework's data loader, fetching a batch */
+};
+/* An event's name ("AscendCL@aclrtFree", "cudaLaunchKernel",
+ * "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__") as one of
+ * those, on its layer. */
+enum cp_imp_api cp_imp_api_kind(const char *name, size_t len, enum cp_trace_layer layer);
+
 /* ---- torch_npu's and msprof's task CSVs (csv_ascend.c) --------------------------- */
+
+/* One row of a CSV file: its fields, NUL-terminated, and their lengths. */
+struct cp_imp_row {
+    const char **f;
+    size_t *len;
+    size_t n;
+    uint64_t number; /* 1 = the header */
+};
+
+typedef enum cp_status (*cp_imp_row_fn)(void *u, const struct cp_imp_row *r, struct cp_diag *d);
+
+/* Call fn for every row of a CSV file (plain or gzip), the header first,
+ * with libcsv in strict mode: a malformed or truncated file is an error
+ * naming its byte offset and row. *bytes: the bytes read. */
+enum cp_status cp_imp_read_csv(const char *path, cp_imp_row_fn fn, void *u, uint64_t *bytes,
+                               struct cp_diag *d);
+/* Field i of a row as a value: blanks (and the trailing tab of torch_npu's
+ * timestamps) trimmed, N/A and empty as absent (also for i < 0 or beyond
+ * the row). */
+struct cp_imp_val cp_imp_cell(const struct cp_imp_row *r, int i);
+/* The index of the header column named `name` (a byte order mark on the
+ * first is ignored); -1 when absent. */
+int cp_imp_column(const struct cp_imp_row *header, const char *name);
 
 enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
                                  struct cp_import_result *r, struct cp_diag *d);
@@ -239,7 +284,37 @@ enum cp_status cp_imp_steps_finish(const struct cp_imp_steps *s, struct cp_imp_s
                                    int64_t window_start, int64_t window_end, struct cp_diag *d);
 void cp_imp_steps_release(struct cp_imp_steps *s);
 
-/* ---- the other files of a torch_npu run folder (ascend_extras.c) ----------------- */
+/* ---- the other files of a torch_npu run folder (ascend_extras.c, ascend_tables.c) -- */
+
+/* The device a run was profiled on, from its info.json (PROF_<id>/device_N/). */
+struct cp_imp_device {
+    char path[1500];     /* "": no info.json found */
+    long long ai_cores;  /* AI Cores (cube); 0: not known */
+    long long aiv_cores; /* AI Vector cores; 0: not known */
+    double aic_mhz;      /* the AI Core's nominal clock; NaN: not known */
+};
+/* The info.json of the run whose output folder is `dir`: found beside it
+ * (torch_npu's <run>/PROF_<id>/device_<n>/info.json.<n>, msprof's
+ * PROF_<id>/device_<n>/) or under it. None is no error (path ""); one
+ * that is not JSON or has no DeviceInfo is. */
+enum cp_status cp_imp_ascend_device(const char *dir, struct cp_imp_device *dev, struct cp_diag *d);
+/* The iteration of a communication step key "step<N>" (the one whose
+ * step.number is N); 0 when the run is one window, -1 when no step has N. */
+int32_t cp_imp_comm_step(const struct cp_trace_point *steps, size_t n, const char *key);
+/* The size (MB) below which a packet on a link type is small. */
+double cp_imp_small_packet_mb(const char *link);
+/* analysis.db (torch_npu's DB export of the communication analyses),
+ * read like communication.json and communication_matrix.json: its tables
+ * CommAnalyzerTime, CommAnalyzerBandwidth and CommAnalyzerMatrix, each by
+ * its column names; a table without them is skipped and said so. The
+ * longest RDMA transit raises *rdma_max_ms. */
+enum cp_status cp_imp_analysis_db(struct cp_imp_sink *k, const char *path,
+                                  const struct cp_trace_point *steps, size_t n_steps,
+                                  double *rdma_max_ms, struct cp_diag *d);
+/* The summary tables of `dir` (op_statistic, api_statistic,
+ * operator_details, operator_memory, communication_matrix.json) and the
+ * device's info.json, each when there, added to the sink's run. */
+enum cp_status cp_imp_ascend_tables(struct cp_imp_sink *k, const char *dir, struct cp_diag *d);
 
 /* communication.json and memory_record.csv of `dir` (an
  * ASCEND_PROFILER_OUTPUT), when there, added to run `run`: per-step

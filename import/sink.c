@@ -3,6 +3,7 @@
  * table built on first sight of each kernel, threads numbered by
  * (pid, tid), counters in batches, and the samples at the end. A failure
  * removes the run (cp_imp_sink_abort). */
+#define _GNU_SOURCE /* memmem */
 #include "import/import_internal.h"
 
 #include <stdio.h>
@@ -157,6 +158,87 @@ enum cp_status cp_imp_sink_thread(struct cp_imp_sink *k, const struct cp_imp_val
     return cp_imp_sink_meta(k, mk, kk, d);
 }
 
+/* ---- the host calls the framework analyses count -------------------------------------- */
+
+static bool named(const char *s, size_t n, const char *const *names, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0)
+            return true;
+    return false;
+}
+
+enum cp_imp_api cp_imp_api_kind(const char *name, size_t len, enum cp_trace_layer layer)
+{
+    static const char *const compile[] = {"aclopCompileAndExecute", "aclopCompileAndExecuteV2"};
+    static const char *const sync[] = {
+        "aclrtSynchronizeStream", "aclrtSynchronizeStreamWithTimeout",
+        "aclrtSynchronizeDevice", "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",  "hipStreamSynchronize",
+        "hipDeviceSynchronize"};
+    static const char *const launch[] = {"launch", "cudaLaunchKernel", "hipLaunchKernel",
+                                         "hipExtModuleLaunchKernel"};
+    static const char *const memory[] = {
+        "aclMallocMemInner", "aclrtMalloc", "aclrtMallocPhysical", "aclrtFree", "aclrtFreePhysical",
+        "cudaMalloc",        "cudaFree",    "hipMalloc",           "hipFree"};
+    if (layer == CP_LAYER_APP) {
+        if (memmem(name, len, "SyncBatchNorm", 13))
+            return CP_IMP_API_SYNCBN;
+        if (len >= 21 && memcmp(name, "enumerate(DataLoader)", 21) == 0)
+            return CP_IMP_API_DATALOADER;
+    }
+    /* torch_npu writes "<level>@<api>" (AscendCL@aclrtFree, Node@launch) */
+    const char *at = memchr(name, '@', len);
+    const char *api = at ? at + 1 : name;
+    size_t n = len - (size_t)(api - name);
+    if (named(api, n, compile, sizeof compile / sizeof *compile))
+        return CP_IMP_API_COMPILE;
+    if (named(api, n, sync, sizeof sync / sizeof *sync))
+        return CP_IMP_API_SYNC;
+    if ((at || n != 6) && named(api, n, launch, sizeof launch / sizeof *launch))
+        return CP_IMP_API_LAUNCH;
+    if (named(api, n, memory, sizeof memory / sizeof *memory))
+        return CP_IMP_API_MEMORY;
+    return CP_IMP_API_OTHER;
+}
+
+/* Count a host or runtime event the analyses read, in its iteration. */
+static enum cp_status count_api(struct cp_imp_sink *k, int32_t id, const char *name, size_t len,
+                                enum cp_trace_layer layer, int32_t iteration, uint64_t dur_ns,
+                                struct cp_diag *d)
+{
+    if ((size_t)id >= k->cap_api) {
+        size_t nc = k->cap_api ? k->cap_api : 256;
+        while (nc <= (size_t)id)
+            nc *= 2;
+        uint8_t *g = realloc(k->api, nc);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        memset(g + k->cap_api, 0, nc - k->cap_api);
+        k->api = g;
+        k->cap_api = nc;
+    }
+    if (k->api[id] == CP_IMP_API_UNSEEN)
+        k->api[id] = (uint8_t)cp_imp_api_kind(name, len, layer);
+    double us = (double)dur_ns / 1000.0;
+    switch ((enum cp_imp_api)k->api[id]) {
+    case CP_IMP_API_COMPILE:
+        return cp_imp_sink_acc(k, iteration, "api.compile_calls", 1, 0, true, d);
+    case CP_IMP_API_SYNC:
+        return cp_imp_sink_acc(k, iteration, "api.sync_calls", 1, 0, true, d);
+    case CP_IMP_API_LAUNCH:
+        return cp_imp_sink_acc(k, iteration, "api.launch_calls", 1, 0, true, d);
+    case CP_IMP_API_MEMORY:
+        return cp_imp_sink_acc(k, iteration, "api.memory_us", us, 0, true, d);
+    case CP_IMP_API_SYNCBN:
+        return cp_imp_sink_acc(k, iteration, "host.syncbn_ops", 1, 0, true, d);
+    case CP_IMP_API_DATALOADER:
+        return cp_imp_sink_acc(k, iteration, "host.dataloader_us", us, 0, true, d);
+    default:
+        return CP_OK;
+    }
+}
+
 static enum cp_status flush_events(struct cp_imp_sink *k, struct cp_diag *d)
 {
     if (cp_trace_n_events(k->rec) == 0)
@@ -204,6 +286,9 @@ enum cp_status cp_imp_sink_event(struct cp_imp_sink *k, enum cp_trace_layer laye
     if (cp_trace_n_events(k->rec) == before)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory recording an event");
     k->r->events[layer]++;
+    if ((layer == CP_LAYER_APP || layer == CP_LAYER_RUNTIME) && iteration >= 0)
+        return count_api(k, id, name, len, layer, iteration,
+                         end_ns > start_ns ? end_ns - start_ns : 0, d);
     return CP_OK;
 }
 
@@ -274,6 +359,16 @@ static enum cp_status flush_acc(struct cp_imp_sink *k, struct cp_diag *d)
     return st;
 }
 
+void cp_imp_note_extra(struct cp_import_result *r, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t have = strlen(r->extras);
+    if (have + strlen(base) + 3 >= sizeof r->extras)
+        return;
+    snprintf(r->extras + have, sizeof r->extras - have, "%s%s", have ? ", " : "", base);
+}
+
 enum cp_status cp_imp_sink_meta(struct cp_imp_sink *k, const char *key, const char *value,
                                 struct cp_diag *d)
 {
@@ -296,6 +391,9 @@ static void release(struct cp_imp_sink *k)
     cp_strmap_release(&k->acc_ix);
     cp_imp_pool_release(&k->pool);
     free(k->acc);
+    free(k->api);
+    k->api = NULL;
+    k->cap_api = 0;
     free(k->kernels);
     free(k->counters);
     k->acc = NULL;

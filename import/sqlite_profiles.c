@@ -9,6 +9,8 @@
 
 #include <sqlite3.h>
 
+#include <math.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,5 +457,220 @@ enum cp_status cp_imp_sqlite(const char *path, const char *trace_path, struct cp
         cp_imp_sink_abort(&k);
     cp_imp_steps_release(&x.steps);
     sqlite3_close(x.f.db);
+    return st;
+}
+
+/* ---- analysis.db: the communication analyses of a DB export ---------------------------- */
+
+static bool has_columns(const struct fdb *f, const char *table, const char *const *cols, size_t n)
+{
+    if (!has_table(f, table))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!has_column(f, table, cols[i]))
+            return false;
+    return true;
+}
+
+/* Whether `table` has rows for "Total Op Info" (the sum over its ops, as
+ * in communication.json): then only they are read. */
+static bool has_totals(const struct fdb *f, const char *table)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s WHERE hccl_op_name = 'Total Op Info' LIMIT 1",
+             table);
+    sqlite3_stmt *st = NULL;
+    bool yes = sqlite3_prepare_v2(f->db, sql, -1, &st, NULL) == SQLITE_OK &&
+               sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
+}
+
+struct adb {
+    struct cp_imp_sink *k;
+    const struct cp_trace_point *steps;
+    size_t n_steps;
+    double *rdma_max_ms;
+};
+
+/* A step column: "step6" (as communication.json's keys) or a number. */
+static int32_t adb_step(const struct adb *a, sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    if (!t)
+        return a->n_steps ? -1 : 0;
+    char key[48];
+    snprintf(key, sizeof key, "%s%s", strncmp((const char *)t, "step", 4) == 0 ? "" : "step",
+             (const char *)t);
+    return cp_imp_comm_step(a->steps, a->n_steps, key);
+}
+
+static bool finite_col(sqlite3_stmt *st, int col, double *x)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return false;
+    *x = sqlite3_column_double(st, col);
+    return isfinite(*x) && *x >= 0;
+}
+
+static enum cp_status adb_time_row(void *u, sqlite3_stmt *st, struct cp_diag *d)
+{
+    static const char *const names[] = {"comm.elapse_ms", "comm.transit_ms", "comm.wait_ms",
+                                        "comm.synchronization_ms", "comm.idle_ms"};
+    struct adb *a = u;
+    int32_t it = adb_step(a, st, 0);
+    enum cp_status rc = CP_OK;
+    for (int i = 0; rc == CP_OK && i < 5; i++) {
+        double x;
+        if (finite_col(st, i + 1, &x))
+            rc = cp_imp_sink_acc(a->k, it, names[i], x, 0, true, d);
+    }
+    return rc;
+}
+
+/* One (step, op, link) with its size and time. */
+static enum cp_status adb_band_row(void *u, sqlite3_stmt *st, struct cp_diag *d)
+{
+    struct adb *a = u;
+    int32_t it = adb_step(a, st, 0);
+    const unsigned char *link = sqlite3_column_text(st, 1);
+    double mb, ms;
+    if (!link || strlen((const char *)link) > 16 || strchr((const char *)link, '.') ||
+        !finite_col(st, 2, &mb) || !finite_col(st, 3, &ms))
+        return CP_OK;
+    char name[64];
+    snprintf(name, sizeof name, "comm.%s.size_mb", link);
+    enum cp_status rc = cp_imp_sink_acc(a->k, it, name, mb, 0, true, d);
+    snprintf(name, sizeof name, "comm.%s.time_ms", link);
+    if (rc == CP_OK)
+        rc = cp_imp_sink_acc(a->k, it, name, ms, 0, true, d);
+    return rc;
+}
+
+/* One size bucket of an op's link: its packets. */
+static enum cp_status adb_packet_row(void *u, sqlite3_stmt *st, struct cp_diag *d)
+{
+    struct adb *a = u;
+    int32_t it = adb_step(a, st, 0);
+    const unsigned char *link = sqlite3_column_text(st, 1);
+    double size, count;
+    if (!link || strlen((const char *)link) > 16 || strchr((const char *)link, '.') ||
+        !finite_col(st, 2, &size) || !finite_col(st, 3, &count))
+        return CP_OK;
+    char name[64];
+    snprintf(name, sizeof name, "comm.%s.packets", link);
+    enum cp_status rc = cp_imp_sink_acc(a->k, it, name, count, 0, true, d);
+    snprintf(name, sizeof name, "comm.%s.small_packets", link);
+    if (rc == CP_OK)
+        rc = cp_imp_sink_acc(a->k, it, name,
+                             size < cp_imp_small_packet_mb((const char *)link) ? count : 0, 0, true,
+                             d);
+    return rc;
+}
+
+static enum cp_status adb_rdma_row(void *u, sqlite3_stmt *st, struct cp_diag *d)
+{
+    (void)d;
+    struct adb *a = u;
+    double ms;
+    if (finite_col(st, 0, &ms) && ms > *a->rdma_max_ms)
+        *a->rdma_max_ms = ms;
+    return CP_OK;
+}
+
+/* One link (source-destination, transport) summed over the profile. */
+static enum cp_status adb_link_row(void *u, sqlite3_stmt *st, struct cp_diag *d)
+{
+    struct adb *a = u;
+    const unsigned char *pair = sqlite3_column_text(st, 0), *link = sqlite3_column_text(st, 1);
+    double mb, ms;
+    if (!pair || !link || strlen((const char *)pair) > 40 || strlen((const char *)link) > 16 ||
+        !finite_col(st, 2, &mb) || !finite_col(st, 3, &ms) || ms <= 0)
+        return CP_OK;
+    char name[140];
+    snprintf(name, sizeof name, "comm.link.%s.%s.gbps", pair, link);
+    return cp_imp_sink_counter(a->k, -1, name, mb / ms, 0, d);
+}
+
+enum cp_status cp_imp_analysis_db(struct cp_imp_sink *k, const char *path,
+                                  const struct cp_trace_point *steps, size_t n_steps,
+                                  double *rdma_max_ms, struct cp_diag *d)
+{
+    struct fdb f;
+    enum cp_status st = fdb_open(path, &f, d);
+    if (st != CP_OK)
+        return st;
+    struct adb a = {k, steps, n_steps, rdma_max_ms};
+    static const char WHAT[] = "reading the communication analyses";
+    static const char *const time_cols[] = {"step",         "hccl_op_name", "elapse_time",
+                                            "transit_time", "wait_time",    "synchronization_time",
+                                            "idle_time"};
+    static const char *const band_cols[] = {"step",         "hccl_op_name", "transport_type",
+                                            "transit_size", "transit_time", "package_size",
+                                            "count"};
+    static const char *const matrix_cols[] = {"src_rank",     "dst_rank",     "transport_type",
+                                              "transit_size", "transit_time", "hccl_op_name"};
+    const char *skipped[3];
+    size_t n_skipped = 0;
+    if (has_columns(&f, "CommAnalyzerTime", time_cols, 7)) {
+        char sql[400];
+        snprintf(sql, sizeof sql,
+                 "SELECT step, elapse_time, transit_time, wait_time, synchronization_time, "
+                 "idle_time FROM CommAnalyzerTime WHERE %s",
+                 has_totals(&f, "CommAnalyzerTime") ? "hccl_op_name = 'Total Op Info'" : "1");
+        st = each_row(&f, sql, WHAT, adb_time_row, &a, d);
+    } else if (has_table(&f, "CommAnalyzerTime")) {
+        skipped[n_skipped++] = "CommAnalyzerTime";
+    }
+    if (st == CP_OK && has_columns(&f, "CommAnalyzerBandwidth", band_cols, 7)) {
+        bool totals = has_totals(&f, "CommAnalyzerBandwidth");
+        const char *which = totals ? "hccl_op_name = 'Total Op Info'" : "1";
+        char sql[500];
+        /* a row per size bucket: the link's size and time repeat in each */
+        snprintf(sql, sizeof sql,
+                 "SELECT step, transport_type, MAX(transit_size), MAX(transit_time) FROM "
+                 "CommAnalyzerBandwidth WHERE %s GROUP BY step, hccl_op_name, transport_type",
+                 which);
+        st = each_row(&f, sql, WHAT, adb_band_row, &a, d);
+        snprintf(sql, sizeof sql,
+                 "SELECT step, transport_type, package_size, count FROM CommAnalyzerBandwidth "
+                 "WHERE %s",
+                 which);
+        if (st == CP_OK)
+            st = each_row(&f, sql, WHAT, adb_packet_row, &a, d);
+        if (st == CP_OK)
+            st = each_row(&f,
+                          "SELECT MAX(transit_time) FROM CommAnalyzerBandwidth WHERE "
+                          "transport_type = 'RDMA' AND hccl_op_name <> 'Total Op Info'",
+                          WHAT, adb_rdma_row, &a, d);
+    } else if (st == CP_OK && has_table(&f, "CommAnalyzerBandwidth")) {
+        skipped[n_skipped++] = "CommAnalyzerBandwidth";
+    }
+    if (st == CP_OK && has_columns(&f, "CommAnalyzerMatrix", matrix_cols, 6)) {
+        sqlite3_stmt *q = NULL;
+        bool totals = sqlite3_prepare_v2(f.db,
+                                         "SELECT 1 FROM CommAnalyzerMatrix WHERE hccl_op_name "
+                                         "LIKE '%-total@%' LIMIT 1",
+                                         -1, &q, NULL) == SQLITE_OK &&
+                      sqlite3_step(q) == SQLITE_ROW;
+        sqlite3_finalize(q);
+        char sql[400];
+        snprintf(sql, sizeof sql,
+                 "SELECT src_rank || '-' || dst_rank, transport_type, SUM(transit_size), "
+                 "SUM(transit_time) FROM CommAnalyzerMatrix WHERE transport_type <> 'LOCAL' "
+                 "AND %s GROUP BY 1, 2",
+                 totals ? "hccl_op_name LIKE '%-total@%'" : "1");
+        st = each_row(&f, sql, WHAT, adb_link_row, &a, d);
+    } else if (st == CP_OK && has_table(&f, "CommAnalyzerMatrix")) {
+        skipped[n_skipped++] = "CommAnalyzerMatrix";
+    }
+    for (size_t i = 0; st == CP_OK && i < n_skipped; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "skipped.analysis.%s", skipped[i]);
+        st = cp_imp_sink_meta(k, key, "its columns are not the ones cannprof reads", d);
+    }
+    if (st == CP_OK)
+        st = cp_imp_sink_meta(k, "analysis_db", path, d);
+    sqlite3_close(f.db);
     return st;
 }

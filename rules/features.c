@@ -350,6 +350,46 @@ static void imported_scalars(struct cp_features *f)
     double ops = l->dynamic_ops + l->static_ops;
     set_or_absent(f, CP_FEAT_DYNAMIC_OP_SHARE, import && ops > 0, l->dynamic_ops / ops,
                   import ? "the profile has no OP State column" : not_import);
+    /* shares of the step: per-iteration microseconds over the mean latency */
+    double lat = 0;
+    for (size_t i = 0; i < l->n_lat; i++)
+        lat += l->lat_ns[i];
+    double step_us = l->n_lat ? lat / (double)l->n_lat / 1000.0 : NAN;
+    const struct {
+        int feat;
+        double v;
+        const char *missing;
+    } x[] = {
+        {CP_FEAT_BLOCK_DIM_MISALIGNED_SHARE, l->x[CP_X_BLOCK_DIM],
+         "the profile has no Block Dim column or no info.json (core counts)"},
+        {CP_FEAT_UNBOUND_TASK_SHARE, l->x[CP_X_UNBOUND],
+         "the profile has no pipe ratios (aic_metrics PipeUtilization) on tasks over 20 us"},
+        {CP_FEAT_AICORE_FREQ_DROP, l->x[CP_X_FREQ_DROP], "the profile has no AI Core Freq track"},
+        {CP_FEAT_OP_COMPILE_CALLS, l->x[CP_X_COMPILE_CALLS],
+         "the profile has no host API calls in its steps"},
+        {CP_FEAT_STREAM_SYNC_CALLS, l->x[CP_X_SYNC_CALLS],
+         "the profile has no host API calls in its steps"},
+        {CP_FEAT_MEMORY_API_SHARE, l->x[CP_X_MEMORY_API_US] / step_us,
+         "the profile has no host API calls in its steps"},
+        {CP_FEAT_SYNCBN_OPS, l->x[CP_X_SYNCBN_OPS],
+         "the profile has no framework ops in its steps"},
+        {CP_FEAT_DATALOADER_SHARE, l->x[CP_X_DATALOADER_US] / step_us,
+         "the profile has no framework ops in its steps"},
+        {CP_FEAT_SMALL_PACKET_SHARE, l->x[CP_X_SMALL_PACKETS],
+         "the profile has no packet sizes (communication.json)"},
+        {CP_FEAT_RDMA_MAX_TRANSIT_MS, l->x[CP_X_RDMA_MAX_MS], "the profile has no RDMA transfers"},
+        {CP_FEAT_LINK_BANDWIDTH_SPREAD, l->x[CP_X_LINK_SPREAD],
+         "the profile has fewer than two links of one transport"},
+        {CP_FEAT_ENV_LOG_LEVEL, l->x[CP_X_LOG_LEVEL],
+         "the profile has no ASCEND_GLOBAL_LOG_LEVEL (profiler_metadata.json)"},
+        {CP_FEAT_ALLOC_EXPANDABLE, l->x[CP_X_EXPANDABLE],
+         "the profile has no environment (profiler_metadata.json)"},
+        {CP_FEAT_MEMORY_RESERVED_RATIO, l->x[CP_X_RESERVED_RATIO],
+         "the profile has no framework memory record (memory_record.csv)"},
+    };
+    for (size_t i = 0; i < sizeof x / sizeof *x; i++)
+        set_or_absent(f, x[i].feat, import && isfinite(x[i].v), x[i].v,
+                      import ? x[i].missing : not_import);
 }
 
 static void host_scalars(struct cp_features *f, const struct cp_machine *m)

@@ -94,7 +94,21 @@
     X(RANK_STEP_SPREAD, "rank_step_spread")                                                        \
     X(SLOWEST_RANK, "slowest_rank")                                                                \
     X(COMM_WAIT_RATIO, "comm_wait_ratio")                                                          \
-    X(LAUNCH_BLOCKING, "launch_blocking")
+    X(LAUNCH_BLOCKING, "launch_blocking")                                                          \
+    X(BLOCK_DIM_MISALIGNED_SHARE, "block_dim_misaligned_share")                                    \
+    X(UNBOUND_TASK_SHARE, "unbound_task_share")                                                    \
+    X(AICORE_FREQ_DROP, "aicore_freq_drop")                                                        \
+    X(OP_COMPILE_CALLS, "op_compile_calls")                                                        \
+    X(STREAM_SYNC_CALLS, "stream_sync_calls")                                                      \
+    X(MEMORY_API_SHARE, "memory_api_share")                                                        \
+    X(SYNCBN_OPS, "syncbn_ops")                                                                    \
+    X(DATALOADER_SHARE, "dataloader_share")                                                        \
+    X(SMALL_PACKET_SHARE, "small_packet_share")                                                    \
+    X(RDMA_MAX_TRANSIT_MS, "rdma_max_transit_ms")                                                  \
+    X(LINK_BANDWIDTH_SPREAD, "link_bandwidth_spread")                                              \
+    X(ENV_LOG_LEVEL, "env_log_level")                                                              \
+    X(ALLOC_EXPANDABLE, "alloc_expandable")                                                        \
+    X(MEMORY_RESERVED_RATIO, "memory_reserved_ratio")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -136,6 +150,26 @@ enum {
     CP_IMP_OCCUPANCY,
     CP_IMP_BLOCKS_PER_SM,
     CP_FLOAD_N_IMPORTED
+};
+
+/* The rest of an imported profile's facts (features_load.c,
+ * read_analyses): NaN when the profile does not have them. */
+enum {
+    CP_X_BLOCK_DIM,      /* misaligned block dims: share of the checked task time */
+    CP_X_UNBOUND,        /* tasks > 20 us bound by no pipe: share of the checked time */
+    CP_X_FREQ_DROP,      /* (nominal - mean AI Core clock) / nominal */
+    CP_X_COMPILE_CALLS,  /* per iteration */
+    CP_X_SYNC_CALLS,     /* per iteration */
+    CP_X_MEMORY_API_US,  /* per iteration */
+    CP_X_SYNCBN_OPS,     /* per iteration */
+    CP_X_DATALOADER_US,  /* per iteration */
+    CP_X_SMALL_PACKETS,  /* small packets / packets */
+    CP_X_RDMA_MAX_MS,    /* the longest RDMA transit */
+    CP_X_LINK_SPREAD,    /* (max - min) / mean bandwidth of links of one transport */
+    CP_X_LOG_LEVEL,      /* ASCEND_GLOBAL_LOG_LEVEL */
+    CP_X_EXPANDABLE,     /* PYTORCH_NPU_ALLOC_CONF has expandable_segments:True */
+    CP_X_RESERVED_RATIO, /* peak reserved / peak allocated memory */
+    CP_FLOAD_N_X
 };
 
 struct cp_fload {
@@ -185,6 +219,7 @@ struct cp_fload {
     size_t rank_count;
     double rank_spread;
     int slowest_rank;
+    double x[CP_FLOAD_N_X];
 };
 
 #define CP_FEATURES_MIN_UNDISTURBED 20

@@ -464,8 +464,252 @@ static enum cp_status read_ranks(struct cp_trace_store *s, struct cp_fload *l, s
     return rc;
 }
 
+/* The sum over measured iterations of a per-iteration counter (0 when
+ * none has it; *found says whether any did). */
+static enum cp_status iteration_sum(struct cp_trace_store *s, const struct cp_fload *l,
+                                    const char *name, double *sum, bool *found, struct cp_diag *d)
+{
+    double mean;
+    enum cp_status rc = iteration_mean(s, l, name, &mean, sum, d);
+    *found = isfinite(mean);
+    return rc;
+}
+
+/* A per-iteration count: the mean over measured iterations of the
+ * timeline's counter, else the run's total from a statistics table
+ * (api_statistic.csv) spread over its iterations. */
+static enum cp_status per_iteration(struct cp_trace_store *s, const struct cp_fload *l,
+                                    const char *name, const char *table_name, double *out,
+                                    struct cp_diag *d)
+{
+    double sum;
+    enum cp_status rc = iteration_mean(s, l, name, out, &sum, d);
+    if (rc != CP_OK || isfinite(*out) || !table_name)
+        return rc;
+    double total = NAN;
+    rc = cp_trace_query_counter(s, l->run_id, table_name, &total, d);
+    size_t its = l->n_lat ? l->n_lat : 1;
+    if (rc == CP_OK && isfinite(total))
+        *out = total / (double)its;
+    return rc;
+}
+
+/* A share of two per-iteration sums (what failed a check over what was
+ * checked); NaN when nothing was checked. */
+static enum cp_status checked_share(struct cp_trace_store *s, const struct cp_fload *l,
+                                    const char *failed, const char *checked, double *out,
+                                    struct cp_diag *d)
+{
+    double f = 0, c = 0;
+    bool has_f, has_c;
+    enum cp_status rc = iteration_sum(s, l, checked, &c, &has_c, d);
+    if (rc == CP_OK)
+        rc = iteration_sum(s, l, failed, &f, &has_f, d);
+    *out = rc == CP_OK && has_c && c > 0 ? f / c : NAN;
+    return rc;
+}
+
+/* The AI Core clock against its nominal one (info.json's aic_frequency,
+ * else the highest seen): how far below it the chip ran on average. */
+static enum cp_status freq_drop(struct cp_trace_store *s, const struct cp_fload *l, double *out,
+                                struct cp_diag *d)
+{
+    struct cp_trace_point *v = NULL;
+    size_t n = 0;
+    *out = NAN;
+    enum cp_status rc = cp_trace_query_counter_series(s, l->run_id, "AI Core Freq.MHz", &v, &n, d);
+    double nominal = NAN;
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter(s, l->run_id, "device.aic_frequency_mhz", &nominal, d);
+    double sum = 0, hi = 0;
+    size_t k = 0;
+    for (size_t i = 0; rc == CP_OK && i < n; i++)
+        if (isfinite(v[i].value) && v[i].value > 0) {
+            sum += v[i].value;
+            hi = v[i].value > hi ? v[i].value : hi;
+            k++;
+        }
+    free(v);
+    if (!isfinite(nominal))
+        nominal = hi;
+    if (rc == CP_OK && k > 0 && nominal > 0)
+        *out = (nominal - sum / (double)k) / nominal;
+    return rc;
+}
+
+/* Bandwidth per link of one transport: communication_matrix.json's links
+ * (comm.link.<src>-<dst>.<TRANSPORT>.gbps) of every rank, and each rank's
+ * own bandwidth per link type (communication.json: size / time) in a
+ * cluster. The spread is the largest over transports of (max - min) /
+ * mean, with at least two links (or ranks) of the transport. */
+struct bw_group {
+    char transport[24];
+    double lo, hi, sum;
+    size_t n;
+};
+
+static void bw_add(struct bw_group *g, size_t *n, size_t cap, const char *transport, double gbps)
+{
+    if (!(gbps > 0) || !isfinite(gbps) || strlen(transport) >= sizeof g->transport)
+        return;
+    size_t i = 0;
+    while (i < *n && strcmp(g[i].transport, transport) != 0)
+        i++;
+    if (i == *n) {
+        if (*n == cap)
+            return;
+        snprintf(g[i].transport, sizeof g[i].transport, "%s", transport);
+        g[i].lo = INFINITY;
+        g[i].hi = -INFINITY;
+        g[i].sum = 0;
+        g[i].n = 0;
+        (*n)++;
+    }
+    g[i].lo = gbps < g[i].lo ? gbps : g[i].lo;
+    g[i].hi = gbps > g[i].hi ? gbps : g[i].hi;
+    g[i].sum += gbps;
+    g[i].n++;
+}
+
+static double bw_spread(const struct bw_group *g, size_t n)
+{
+    double worst = NAN;
+    for (size_t i = 0; i < n; i++)
+        if (g[i].n >= 2 && g[i].sum > 0) {
+            double x = (g[i].hi - g[i].lo) / (g[i].sum / (double)g[i].n);
+            worst = isfinite(worst) && worst >= x ? worst : x;
+        }
+    return worst;
+}
+
+static enum cp_status link_spread(struct cp_trace_store *s, const struct cp_fload *l, double *out,
+                                  struct cp_diag *d)
+{
+    int64_t *ids = NULL;
+    size_t n_ids = 0;
+    *out = NAN;
+    enum cp_status rc = cp_trace_store_run_group(s, l->run_id, &ids, &n_ids, d);
+    int64_t self = l->run_id;
+    if (rc == CP_OK && n_ids == 0) {
+        ids = &self;
+        n_ids = 1;
+    }
+    enum { CAP = 16 };
+    struct bw_group links[CAP], ranks[CAP];
+    size_t n_links = 0, n_ranks = 0;
+    static const char *const types[] = {"HCCS", "PCIE", "RDMA", "SDMA", "SIO"};
+    for (size_t r = 0; rc == CP_OK && r < n_ids; r++) {
+        struct cp_trace_counter *c = NULL;
+        size_t n = 0;
+        rc = cp_trace_query_run_counters(s, ids[r], "comm.link.", &c, &n, d);
+        for (size_t i = 0; rc == CP_OK && i < n; i++) {
+            /* comm.link.<src>-<dst>.<TRANSPORT>.gbps */
+            char name[160];
+            snprintf(name, sizeof name, "%s", c[i].name);
+            char *gb = strrchr(name, '.');
+            if (!gb || strcmp(gb, ".gbps") != 0)
+                continue;
+            *gb = '\0';
+            char *tr = strrchr(name, '.');
+            if (tr)
+                bw_add(links, &n_links, CAP, tr + 1, c[i].value);
+        }
+        cp_trace_counters_free(c, n);
+        if (n_ids < 2)
+            continue;
+        for (size_t t = 0; rc == CP_OK && t < sizeof types / sizeof *types; t++) {
+            char mb_name[48], ms_name[48];
+            snprintf(mb_name, sizeof mb_name, "comm.%s.size_mb", types[t]);
+            snprintf(ms_name, sizeof ms_name, "comm.%s.time_ms", types[t]);
+            struct cp_fload one = *l;
+            one.run_id = ids[r];
+            one.filtered = false;
+            double mb = 0, ms = 0;
+            bool has_mb, has_ms;
+            rc = iteration_sum(s, &one, mb_name, &mb, &has_mb, d);
+            if (rc == CP_OK)
+                rc = iteration_sum(s, &one, ms_name, &ms, &has_ms, d);
+            if (rc == CP_OK && has_mb && has_ms && ms > 0)
+                bw_add(ranks, &n_ranks, CAP, types[t], mb / ms);
+        }
+    }
+    if (ids != &self)
+        free(ids);
+    double a = bw_spread(links, n_links), b = bw_spread(ranks, n_ranks);
+    *out = isfinite(a) && isfinite(b) ? (a > b ? a : b) : isfinite(a) ? a : b;
+    return rc;
+}
+
+/* Packets smaller than their link's threshold, over all packets. */
+static enum cp_status small_packets(struct cp_trace_store *s, const struct cp_fload *l, double *out,
+                                    struct cp_diag *d)
+{
+    static const char *const types[] = {"HCCS", "PCIE", "RDMA", "SDMA", "SIO"};
+    double small = 0, all = 0;
+    enum cp_status rc = CP_OK;
+    for (size_t t = 0; rc == CP_OK && t < sizeof types / sizeof *types; t++) {
+        char a[48], b[48];
+        snprintf(a, sizeof a, "comm.%s.small_packets", types[t]);
+        snprintf(b, sizeof b, "comm.%s.packets", types[t]);
+        double x = 0, y = 0;
+        bool hx, hy;
+        rc = iteration_sum(s, l, a, &x, &hx, d);
+        if (rc == CP_OK)
+            rc = iteration_sum(s, l, b, &y, &hy, d);
+        small += x;
+        all += y;
+    }
+    *out = all > 0 ? small / all : NAN;
+    return rc;
+}
+
+/* The analyses of msprof-analyze's advisor that need more than the task
+ * kernels: each fact from the counters import/ wrote (docs/import.md). */
+static enum cp_status read_analyses(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
+{
+    double *x = l->x;
+    enum cp_status rc = checked_share(s, l, "ascend.block_dim_misaligned_us",
+                                      "ascend.block_dim_checked_us", &x[CP_X_BLOCK_DIM], d);
+    if (rc == CP_OK)
+        rc = checked_share(s, l, "ascend.no_bound_us", "ascend.pipe_checked_us", &x[CP_X_UNBOUND],
+                           d);
+    if (rc == CP_OK)
+        rc = freq_drop(s, l, &x[CP_X_FREQ_DROP], d);
+    if (rc == CP_OK)
+        rc = per_iteration(s, l, "api.compile_calls", "apistat.compile_calls",
+                           &x[CP_X_COMPILE_CALLS], d);
+    if (rc == CP_OK)
+        rc = per_iteration(s, l, "api.sync_calls", "apistat.sync_calls", &x[CP_X_SYNC_CALLS], d);
+    if (rc == CP_OK)
+        rc = per_iteration(s, l, "api.memory_us", "apistat.memory_us", &x[CP_X_MEMORY_API_US], d);
+    if (rc == CP_OK)
+        rc = per_iteration(s, l, "host.syncbn_ops", NULL, &x[CP_X_SYNCBN_OPS], d);
+    if (rc == CP_OK)
+        rc = per_iteration(s, l, "host.dataloader_us", NULL, &x[CP_X_DATALOADER_US], d);
+    if (rc == CP_OK)
+        rc = small_packets(s, l, &x[CP_X_SMALL_PACKETS], d);
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter(s, l->run_id, "comm.RDMA.max_transit_ms", &x[CP_X_RDMA_MAX_MS],
+                                    d);
+    if (rc == CP_OK)
+        rc = link_spread(s, l, &x[CP_X_LINK_SPREAD], d);
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter(s, l->run_id, "env.log_level", &x[CP_X_LOG_LEVEL], d);
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter(s, l->run_id, "env.alloc_expandable", &x[CP_X_EXPANDABLE], d);
+    double reserved = NAN, allocated = NAN;
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter(s, l->run_id, "memory.peak_reserved_mb", &reserved, d);
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter(s, l->run_id, "memory.peak_allocated_mb", &allocated, d);
+    x[CP_X_RESERVED_RATIO] = allocated > 0 ? reserved / allocated : NAN;
+    return rc;
+}
+
 static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
+    for (int i = 0; i < CP_FLOAD_N_X; i++)
+        l->x[i] = NAN;
     for (int i = 0; i < CP_FLOAD_N_IMPORTED; i++)
         l->imp[i] = NAN;
     l->launch_blocking = NAN;
@@ -489,6 +733,8 @@ static enum cp_status read_imported(struct cp_trace_store *s, struct cp_fload *l
         rc = cp_trace_query_counter(s, l->run_id, "env.launch_blocking", &l->launch_blocking, d);
     if (rc == CP_OK)
         rc = read_ranks(s, l, d);
+    if (rc == CP_OK)
+        rc = read_analyses(s, l, d);
     return rc;
 }
 

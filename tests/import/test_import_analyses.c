@@ -1,0 +1,316 @@
+/* `cannprof import` with the rest of a run's files, and the analyses of msprof-analyze's advisor
+ * they feed: the summary tables (op_statistic, api_statistic, operator_details, operator_memory),
+ * communication_matrix.json, info.json's core counts and clock, analysis.db of a DB export,
+ * msprof's task_time table, and the host calls a timeline holds (compilations, synchronisations,
+ * memory calls, SyncBatchNorm, the data loader). Each planted problem is named, and a profile
+ * without it (a negative control) is not flagged. The fixtures are written here from the
+ * documented formats (tests/import/fixtures, docs/import.md). */
+#include "import/import_test.h"
+
+TestSuite(import_analyses, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 300);
+
+static void copy_fixture(const char *name, const char *dst_dir, const char *as)
+{
+    char *src = fixture(name), *dst = cp_t_fmt("%s/%s", dst_dir, as ? as : name);
+    char *text = ct_read_text(src);
+    ct_write_text(dst, text);
+    free(text);
+    free(dst);
+    free(src);
+}
+
+/* analyze --json's feature `name` on db: its value, NaN when absent. */
+static double feature(const char *db, const char *name)
+{
+    struct cp_run r;
+    cp_run_cli(&r, "analyze", db, "--json", "--no-calibrate", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = ct_json(r.out);
+    cp_run_release(&r);
+    json_t *v = json_object_get(json_object_get(json_object_get(j, "features"), "scalars"), name);
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    json_decref(j);
+    return x;
+}
+
+static bool fired(const char *rules, const char *rule)
+{
+    char *k = cp_t_fmt("%s ", rule);
+    bool yes = strstr(rules, k) != NULL;
+    free(k);
+    return yes;
+}
+
+/* A torch_npu run folder: the timeline and task table, and `with` of the
+ * other files (NULL-terminated); info.json under PROF_<id>/device_0. */
+static char *run_folder(const char *name, const char *const *with, bool info)
+{
+    char *dir = cp_t_path(name), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    copy_fixture("trace_view.json", out, NULL);
+    copy_fixture("kernel_details.csv", out, NULL);
+    for (size_t i = 0; with && with[i]; i++)
+        copy_fixture(with[i], out, NULL);
+    if (info) {
+        char *dev = cp_t_fmt("%s/PROF_000001_20250109_abc/device_0", dir);
+        mkdirs(dev);
+        copy_fixture("info.json.0", dev, NULL);
+        char *done = cp_t_fmt("%s/info.json.0.done", dev);
+        ct_write_text(done, "");
+        free(done);
+        free(dev);
+    }
+    free(out);
+    return dir;
+}
+
+Test(import_analyses, the_summary_tables_matrix_and_device_info_are_read)
+{
+    static const char *const with[] = {"op_statistic.csv",
+                                       "api_statistic.csv",
+                                       "operator_details.csv",
+                                       "operator_memory.csv",
+                                       "communication_matrix.json",
+                                       "memory_record.csv",
+                                       NULL};
+    char *dir = run_folder("all_ascend_pt", with, true), *db = cp_t_path("all.db");
+    char *meta = cp_t_fmt("%s/profiler_metadata.json", dir);
+    ct_write_text(meta, "{\"ENV_VARIABLES\": {\"ASCEND_GLOBAL_LOG_LEVEL\": \"1\", "
+                        "\"PYTORCH_NPU_ALLOC_CONF\": \"max_split_size_mb:128\"}}");
+    json_t *j = import_ok(dir, db);
+    /* what was read beside the timeline is said */
+    json_t *extras = json_object_get(j, "extras");
+    struct cp_buf b;
+    cp_buf_init(&b);
+    for (size_t i = 0; i < json_array_size(extras); i++)
+        cp_buf_printf(&b, "%s ", json_string_value(json_array_get(extras, i)));
+    char *list = cp_buf_steal(&b);
+    ct_assert_mentions(list, "op_statistic.csv", "api_statistic.csv", "operator_details.csv",
+                       "operator_memory.csv", "communication_matrix.json", "info.json.0 ",
+                       "memory_record.csv", "profiler_metadata.json", NULL);
+    free(list);
+    /* op_statistic counts 4 tasks; the timeline holds 3 (its HCCL task is
+     * not in this trace): both are reported, for the user to see */
+    cr_expect_float_eq(json_number_value(json_object_get(j, "op_statistic_tasks")), 4, 1e-9);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "slowest_link")), "0-2.HCCS at 50 GB/s",
+                     "the total entries, not top1's");
+    /* info.json: 20 AI Cores; the TransData tasks' block dim 8 is not a
+     * multiple of them, the matmul's 20 is */
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'device.ai_core_num'"), 20);
+    cr_expect_float_eq(feature(db, "block_dim_misaligned_share"), 45.0 / (53.741 + 45.0), 1e-6);
+    /* the matrix: links of 200, 50 and 200 GB/s (LOCAL left out) */
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
+                                 "'comm.link.0-2.HCCS.gbps'"),
+                       50, 1e-9);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name LIKE 'comm.link.%LOCAL%'"), 0);
+    cr_expect_float_eq(feature(db, "link_bandwidth_spread"), 150.0 / 150.0, 1e-9);
+    /* api_statistic: 50 compilations over the run's 2 steps, when the
+     * timeline has none of those calls itself */
+    cr_expect_float_eq(feature(db, "op_compile_calls"), 25, 1e-9);
+    cr_expect_float_eq(feature(db, "stream_sync_calls"), 3, 1e-9);
+    /* operator_details: the call stack with the most device time per op,
+     * its lines kept */
+    char *stack = q_text(db, "SELECT value FROM meta WHERE key = "
+                             "'run.1.import.stack.npu_format_cast'");
+    cr_expect_str_eq(stack ? stack : "(none)", "train.py(9): prepare\nmodel.py(20): cast_weights");
+    free(stack);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
+                                 "'framework.device_self_us'"),
+                       53.741 + 45 + 1, 1e-9, "N/A is absent, not zero");
+    /* operator_memory: the largest allocations; a negative size is not one */
+    char *top = q_text(db, "SELECT value FROM meta WHERE key = "
+                           "'run.1.import.memory.largest_allocations'");
+    cr_assert_not_null(top);
+    const char *big = strstr(top, "\"aten::empty\""), *small = strstr(top, "\"aten::matmul\"");
+    cr_expect(big && small && big < small, "largest first: %s", top);
+    cr_expect(strstr(top, "aten::add") == NULL, "%s", top);
+    free(top);
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'memory.op_allocations'"), 2);
+    /* the environment: debug logging, no expandable segments, and the
+     * allocator reserving 2.6 times what is allocated */
+    char *rules = fired_rules(db);
+    cr_expect(fired(rules, "ascend_block_dim_misaligned"), "fired: %s", rules);
+    cr_expect(fired(rules, "ascend_operator_compile_at_run_time"), "fired: %s", rules);
+    cr_expect(fired(rules, "ascend_stream_synchronize"), "fired: %s", rules);
+    cr_expect(fired(rules, "ascend_debug_logging"), "fired: %s", rules);
+    cr_expect(fired(rules, "ascend_memory_fragmentation"), "fired: %s", rules);
+    cr_expect(!fired(rules, "ascend_slow_link"), "no communication time, no link finding: %s",
+              rules);
+    free(rules);
+    json_decref(j);
+    free(meta);
+    free(db);
+    free(dir);
+}
+
+/* The same run without the files: none of those findings. */
+Test(import_analyses, without_the_files_nothing_is_claimed)
+{
+    char *dir = run_folder("bare_ascend_pt", NULL, false), *db = cp_t_path("bare.db");
+    char *meta = cp_t_fmt("%s/profiler_metadata.json", dir);
+    ct_write_text(meta, "{\"ENV_VARIABLES\": {\"ASCEND_GLOBAL_LOG_LEVEL\": \"3\", "
+                        "\"PYTORCH_NPU_ALLOC_CONF\": \"expandable_segments:True\"}}");
+    char *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    copy_fixture("memory_record.csv", out, NULL);
+    free(out);
+    json_t *j = import_ok(dir, db);
+    cr_expect(json_object_get(j, "op_statistic_tasks") == NULL);
+    cr_expect(isnan(feature(db, "block_dim_misaligned_share")), "no core count, no check");
+    cr_expect(isnan(feature(db, "op_compile_calls")));
+    char *rules = fired_rules(db);
+    static const char *const none[] = {"ascend_block_dim_misaligned",
+                                       "ascend_operator_compile_at_run_time",
+                                       "ascend_stream_synchronize",
+                                       "ascend_debug_logging",
+                                       "ascend_memory_fragmentation",
+                                       "ascend_memory_api_time",
+                                       "ascend_syncbn",
+                                       "ascend_dataloader",
+                                       "ascend_aicore_frequency_drop"};
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++)
+        cr_expect(!fired(rules, none[i]), "%s fired: %s", none[i], rules);
+    free(rules);
+    json_decref(j);
+    free(meta);
+    free(db);
+    free(dir);
+}
+
+/* A timeline's host calls, counted per step: 25 compilations, 4 stream
+ * synchronisations, 0.5 ms of aclrtFree, 20 SyncBatchNorm ops and 1.5 ms
+ * of DataLoader in steps of 10 ms; the AI Core clock at 1800, 1400 and
+ * 1400 MHz against info.json's 1800. */
+Test(import_analyses, a_timelines_host_calls_and_clock_are_counted_per_step)
+{
+    char *dir = cp_t_path("calls_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    copy_fixture("trace_view_calls.json", out, "trace_view.json");
+    char *dev = cp_t_fmt("%s/PROF_000001_20250109_abc/device_0", dir);
+    mkdirs(dev);
+    copy_fixture("info.json.0", dev, NULL);
+    char *db = cp_t_path("calls.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_eq(num(j, "iterations"), 2);
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'api.compile_calls' AND "
+                           "iteration = 1"),
+                 25);
+    cr_expect_float_eq(feature(db, "op_compile_calls"), 25, 1e-9);
+    cr_expect_float_eq(feature(db, "stream_sync_calls"), 4, 1e-9);
+    cr_expect_float_eq(feature(db, "memory_api_share"), 0.05, 1e-9);
+    cr_expect_float_eq(feature(db, "syncbn_ops"), 20, 1e-9);
+    cr_expect_float_eq(feature(db, "dataloader_share"), 0.15, 1e-9);
+    cr_expect_float_eq(feature(db, "aicore_freq_drop"), (1800 - 4600.0 / 3) / 1800, 1e-9);
+    char *rules = fired_rules(db);
+    static const char *const all[] = {"ascend_operator_compile_at_run_time",
+                                      "ascend_stream_synchronize",
+                                      "ascend_memory_api_time",
+                                      "ascend_syncbn",
+                                      "ascend_dataloader",
+                                      "ascend_aicore_frequency_drop"};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        cr_expect(fired(rules, all[i]), "%s not fired: %s", all[i], rules);
+    free(rules);
+    json_decref(j);
+    free(db);
+    free(dev);
+    free(out);
+    free(dir);
+}
+
+/* A DB export without communication.json: analysis.db's tables. */
+Test(import_analyses, analysis_db_beside_a_db_export)
+{
+    char *dir = cp_t_path("adb_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    char *src = cp_t_fmt("%s/ascend_pytorch_profiler_0.db", out),
+         *adb = cp_t_fmt("%s/analysis.db", out);
+    make_db("torch_npu_db.sql", src);
+    make_db("analysis_db.sql", adb);
+    char *db = cp_t_path("adb.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ascend-db");
+    /* CommAnalyzerTime: "Total Op Info" rows where the file sums itself */
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'comm.wait_ms' AND "
+                                 "iteration = 0"),
+                       0.2, 1e-12);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'comm.elapse_ms' AND "
+                                 "iteration = 1"),
+                       0.4, 1e-12);
+    /* CommAnalyzerBandwidth: a row per size bucket, the link's size once */
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = 'comm.RDMA.size_mb' AND "
+                                 "iteration = 0"),
+                       8.0, 1e-12);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
+                                 "'comm.RDMA.max_transit_ms'"),
+                       4500, 1e-9);
+    cr_expect_float_eq(feature(db, "small_packet_share"), 8.0 / 11.0, 1e-9);
+    cr_expect_float_eq(feature(db, "comm_wait_ratio"), 0.25 / 0.7, 1e-9);
+    /* CommAnalyzerMatrix: the totals per link */
+    cr_expect_float_eq(feature(db, "link_bandwidth_spread"), 1.0, 1e-9);
+    char *rules = fired_rules(db);
+    cr_expect(fired(rules, "ascend_rdma_retransmission"), "fired: %s", rules);
+    free(rules);
+    json_decref(j);
+    free(db);
+    free(adb);
+    free(src);
+    free(out);
+    free(dir);
+}
+
+/* msprof's task_time table, when the run has no op_summary: a task table
+ * of its own column names. */
+Test(import_analyses, msprof_task_time_is_a_task_table)
+{
+    char *dir = cp_t_path("PROF_000001_20231109105342_XYZ"),
+         *out = cp_t_fmt("%s/mindstudio_profiler_output", dir);
+    mkdirs(out);
+    copy_fixture("task_time_20231109105342.csv", out, NULL);
+    char *db = cp_t_path("tt.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ascend-csv");
+    cr_expect_eq(num(j, "events_by_layer.device"), 3);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM kernels WHERE impl = 'KERNEL_AICPU'"), 1);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name LIKE 'col.task_stop%' OR "
+                           "name LIKE 'col.task_id%'"),
+                 0, "identities and times are not counters");
+    json_decref(j);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+/* A broken summary file fails the import, naming it; nothing is left. */
+Test(import_analyses, a_broken_summary_file_fails_the_import)
+{
+    static const struct {
+        const char *file, *text, *what;
+    } cases[] = {
+        {"op_statistic.csv", "OP Type,Count,Total Time(us)\n\"Add,1,2\n", "op_statistic.csv"},
+        {"communication_matrix.json", "{\"step1\": {", "communication_matrix.json"},
+        {"operator_details.csv", "Name,Call Stack\n\"a\"b,c\n", "operator_details.csv"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *name = cp_t_fmt("broken%zu_ascend_pt", i);
+        char *dir = run_folder(name, NULL, false);
+        char *p = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT/%s", dir, cases[i].file);
+        ct_write_text(p, cases[i].text);
+        char *db = cp_t_fmt("%s.db", dir);
+        expect_refused(dir, db, cases[i].what);
+        free(db);
+        free(p);
+        free(dir);
+        free(name);
+    }
+    char *dir = run_folder("badinfo_ascend_pt", NULL, false);
+    char *dev = cp_t_fmt("%s/PROF_1/device_0", dir);
+    mkdirs(dev);
+    char *info = cp_t_fmt("%s/info.json.0", dev);
+    ct_write_text(info, "{\"DeviceInfo\": 3}");
+    free(info);
+    char *db = cp_t_path("badinfo.db");
+    expect_refused(dir, db, "info.json.0: no DeviceInfo list");
+    free(db);
+    free(dev);
+    free(dir);
+}
