@@ -142,7 +142,7 @@ static enum cp_status resolve_dir(const char *dir, char *out, size_t n, struct c
     DIR *dp = opendir(dir);
     if (!dp)
         return cp_diag_set(d, CP_ERR_IO, "%s: cannot read the folder: %s", dir, strerror(errno));
-    size_t found = 0;
+    size_t found = 0; /* several are a cluster (trace_cluster) */
     char first[512] = "";
     struct dirent *de;
     while ((de = readdir(dp)))
@@ -157,11 +157,6 @@ static enum cp_status resolve_dir(const char *dir, char *out, size_t n, struct c
         snprintf(out, n, "%s/%s", dir, first);
         return CP_OK;
     }
-    if (found > 1)
-        return cp_diag_set(d, CP_ERR_INVALID,
-                           "%s: %zu JSON files and no trace_view.json or msprof_*.json among "
-                           "them: name the one to import",
-                           dir, found);
     if (probe_all(dir, TABLES, sizeof TABLES / sizeof *TABLES, out, n))
         return CP_OK;
     return cp_diag_set(d, CP_ERR_INVALID,
@@ -337,6 +332,84 @@ static enum cp_status cluster_ranks(const char *dir, struct rank_dir **out, size
     return CP_OK;
 }
 
+/* Whether a file name is a Chrome trace's (not a run folder's side file). */
+static bool trace_name(const char *name)
+{
+    return (ends_with(name, ".json") || ends_with(name, ".json.gz")) &&
+           !strstr(name, "profiler_info") && !strstr(name, "profiler_metadata");
+}
+
+/* Several Chrome traces in one folder: torch.profiler's
+ * tensorboard_trace_handler writes one per rank
+ * (<worker>.<ts>.pt.trace.json); each is a rank, by name until its
+ * distributedInfo.rank is read. n 0 when the folder holds fewer than two. */
+static enum cp_status trace_cluster(const char *dir, struct rank_dir **out, size_t *n,
+                                    struct cp_diag *d)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return CP_OK;
+    size_t cap = 0;
+    struct rank_dir *v = NULL;
+    struct dirent *de;
+    enum cp_status st = CP_OK;
+    while ((de = readdir(dp)) && st == CP_OK) {
+        char path[1400];
+        if (de->d_name[0] == '.' || !trace_name(de->d_name) ||
+            strlen(de->d_name) >= sizeof v->name ||
+            (size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path ||
+            !is_file(path))
+            continue;
+        if (*n == CP_IMPORT_MAX_RANKS) {
+            st =
+                cp_diag_set(d, CP_ERR_INVALID, "%s: more than %d traces", dir, CP_IMPORT_MAX_RANKS);
+            break;
+        }
+        struct rank_dir *g = cp_imp_grow(v, *n, &cap, sizeof *g, 16);
+        if (!g) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        v = g;
+        snprintf(v[*n].name, sizeof v[*n].name, "%s", de->d_name);
+        v[*n].rank = -1;
+        (*n)++;
+    }
+    closedir(dp);
+    if (st != CP_OK || *n < 2) {
+        free(v);
+        *n = 0;
+        return st;
+    }
+    qsort(v, *n, sizeof *v, cmp_rank);
+    *out = v;
+    return CP_OK;
+}
+
+/* The rank a Kineto trace says it is (distributedInfo.rank), else
+ * `fallback`. */
+static int trace_rank(const char *trace, int64_t run, int fallback)
+{
+    struct cp_trace_store *s = NULL;
+    struct cp_diag ignored;
+    cp_diag_init(&ignored);
+    int rank = fallback;
+    char key[96], *value = NULL;
+    snprintf(key, sizeof key, "run.%lld.import.profile.distributedInfo.rank", (long long)run);
+    if (cp_trace_store_open(trace, &s, &ignored) == CP_OK &&
+        cp_trace_store_get_meta(s, key, &value, &ignored) == CP_OK && value) {
+        char *end = NULL;
+        long x = strtol(value, &end, 10);
+        if (end != value && *end == '\0' && x >= 0 && x < 1000000)
+            rank = (int)x;
+    }
+    free(value);
+    cp_trace_store_close(s);
+    return rank;
+}
+
 /* Remove runs (a cluster that failed part way). */
 static void remove_runs(const char *trace, const int64_t *runs, size_t n)
 {
@@ -368,13 +441,24 @@ static enum cp_status import_cluster(const struct cp_import_opts *o, const struc
             /* name the rank: the message already names its file */
             struct cp_diag inner = *d;
             cp_diag_init(d);
-            st = cp_diag_set(d, inner.status, "rank %d (%s): %s; no rank was imported", v[i].rank,
-                             v[i].name, inner.msg);
+            if (v[i].rank >= 0)
+                st = cp_diag_set(d, inner.status, "rank %d (%s): %s; no rank was imported",
+                                 v[i].rank, v[i].name, inner.msg);
+            else
+                st =
+                    cp_diag_set(d, inner.status, "trace %zu of %zu (%s): %s; no trace was imported",
+                                i + 1, n, v[i].name, inner.msg);
             break;
         }
         r->rank_run[i] = ri.run_id;
-        r->rank[i] = v[i].rank;
+        r->rank[i] = v[i].rank >= 0 ? v[i].rank : trace_rank(o->trace_path, ri.run_id, (int)i);
+        for (size_t j = 0; j < i && st == CP_OK; j++)
+            if (r->rank[j] == r->rank[i])
+                st = cp_diag_set(d, CP_ERR_INVALID, "%s: %s and %s both say they are rank %d",
+                                 o->path, v[j].name, v[i].name, r->rank[i]);
         r->n_ranks = i + 1;
+        if (st != CP_OK)
+            break;
         r->run_id = ri.run_id;
         r->format = ri.format;
         r->bytes += ri.bytes;
@@ -452,6 +536,16 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
         free(ranks);
         if (st != CP_OK || n > 0)
             return st;
+        /* several traces and no run-folder timeline: one per rank */
+        if (!probe_all(o->path, TIMELINES, sizeof TIMELINES / sizeof *TIMELINES, file,
+                       sizeof file)) {
+            st = trace_cluster(o->path, &ranks, &n, d);
+            if (st == CP_OK && n > 0)
+                st = import_cluster(o, ranks, n, r, d);
+            free(ranks);
+            if (st != CP_OK || n > 0)
+                return st;
+        }
         st = resolve_dir(o->path, file, sizeof file, d);
         if (st != CP_OK)
             return st;

@@ -213,6 +213,20 @@ static inline char *fired_rules(const char *db)
     return cp_buf_steal(&b);
 }
 
+/* analyze --json's feature `name` on db: its value, NaN when absent. */
+static inline double import_feature(const char *db, const char *name)
+{
+    struct cp_run r;
+    cp_run_cli(&r, "analyze", db, "--json", "--no-calibrate", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = ct_json(r.out);
+    cp_run_release(&r);
+    json_t *v = json_object_get(json_object_get(json_object_get(j, "features"), "scalars"), name);
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    json_decref(j);
+    return x;
+}
+
 /* ---- SQLite exports ------------------------------------------------------------------------ */
 
 /* The fixture's SQL run into a fresh database at `path`. */

@@ -19,20 +19,6 @@ static void copy_fixture(const char *name, const char *dst_dir, const char *as)
     free(src);
 }
 
-/* analyze --json's feature `name` on db: its value, NaN when absent. */
-static double feature(const char *db, const char *name)
-{
-    struct cp_run r;
-    cp_run_cli(&r, "analyze", db, "--json", "--no-calibrate", NULL);
-    cr_assert_eq(r.exit_code, 0, "%s", r.err);
-    json_t *j = ct_json(r.out);
-    cp_run_release(&r);
-    json_t *v = json_object_get(json_object_get(json_object_get(j, "features"), "scalars"), name);
-    double x = json_is_number(v) ? json_number_value(v) : NAN;
-    json_decref(j);
-    return x;
-}
-
 static bool fired(const char *rules, const char *rule)
 {
     char *k = cp_t_fmt("%s ", rule);
@@ -97,17 +83,18 @@ Test(import_analyses, the_summary_tables_matrix_and_device_info_are_read)
     /* info.json: 20 AI Cores; the TransData tasks' block dim 8 is not a
      * multiple of them, the matmul's 20 is */
     cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'device.ai_core_num'"), 20);
-    cr_expect_float_eq(feature(db, "block_dim_misaligned_share"), 45.0 / (53.741 + 45.0), 1e-6);
+    cr_expect_float_eq(import_feature(db, "block_dim_misaligned_share"), 45.0 / (53.741 + 45.0),
+                       1e-6);
     /* the matrix: links of 200, 50 and 200 GB/s (LOCAL left out) */
     cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
                                  "'comm.link.0-2.HCCS.gbps'"),
                        50, 1e-9);
     cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name LIKE 'comm.link.%LOCAL%'"), 0);
-    cr_expect_float_eq(feature(db, "link_bandwidth_spread"), 150.0 / 150.0, 1e-9);
+    cr_expect_float_eq(import_feature(db, "link_bandwidth_spread"), 150.0 / 150.0, 1e-9);
     /* api_statistic: 50 compilations over the run's 2 steps, when the
      * timeline has none of those calls itself */
-    cr_expect_float_eq(feature(db, "op_compile_calls"), 25, 1e-9);
-    cr_expect_float_eq(feature(db, "stream_sync_calls"), 3, 1e-9);
+    cr_expect_float_eq(import_feature(db, "op_compile_calls"), 25, 1e-9);
+    cr_expect_float_eq(import_feature(db, "stream_sync_calls"), 3, 1e-9);
     /* operator_details: the call stack with the most device time per op,
      * its lines kept */
     char *stack = q_text(db, "SELECT value FROM meta WHERE key = "
@@ -155,8 +142,8 @@ Test(import_analyses, without_the_files_nothing_is_claimed)
     free(out);
     json_t *j = import_ok(dir, db);
     cr_expect(json_object_get(j, "op_statistic_tasks") == NULL);
-    cr_expect(isnan(feature(db, "block_dim_misaligned_share")), "no core count, no check");
-    cr_expect(isnan(feature(db, "op_compile_calls")));
+    cr_expect(isnan(import_feature(db, "block_dim_misaligned_share")), "no core count, no check");
+    cr_expect(isnan(import_feature(db, "op_compile_calls")));
     char *rules = fired_rules(db);
     static const char *const none[] = {"ascend_block_dim_misaligned",
                                        "ascend_operator_compile_at_run_time",
@@ -194,12 +181,12 @@ Test(import_analyses, a_timelines_host_calls_and_clock_are_counted_per_step)
     cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'api.compile_calls' AND "
                            "iteration = 1"),
                  25);
-    cr_expect_float_eq(feature(db, "op_compile_calls"), 25, 1e-9);
-    cr_expect_float_eq(feature(db, "stream_sync_calls"), 4, 1e-9);
-    cr_expect_float_eq(feature(db, "memory_api_share"), 0.05, 1e-9);
-    cr_expect_float_eq(feature(db, "syncbn_ops"), 20, 1e-9);
-    cr_expect_float_eq(feature(db, "dataloader_share"), 0.15, 1e-9);
-    cr_expect_float_eq(feature(db, "aicore_freq_drop"), (1800 - 4600.0 / 3) / 1800, 1e-9);
+    cr_expect_float_eq(import_feature(db, "op_compile_calls"), 25, 1e-9);
+    cr_expect_float_eq(import_feature(db, "stream_sync_calls"), 4, 1e-9);
+    cr_expect_float_eq(import_feature(db, "memory_api_share"), 0.05, 1e-9);
+    cr_expect_float_eq(import_feature(db, "syncbn_ops"), 20, 1e-9);
+    cr_expect_float_eq(import_feature(db, "dataloader_share"), 0.15, 1e-9);
+    cr_expect_float_eq(import_feature(db, "aicore_freq_drop"), (1800 - 4600.0 / 3) / 1800, 1e-9);
     char *rules = fired_rules(db);
     static const char *const all[] = {"ascend_operator_compile_at_run_time",
                                       "ascend_stream_synchronize",
@@ -243,10 +230,10 @@ Test(import_analyses, analysis_db_beside_a_db_export)
     cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
                                  "'comm.RDMA.max_transit_ms'"),
                        4500, 1e-9);
-    cr_expect_float_eq(feature(db, "small_packet_share"), 8.0 / 11.0, 1e-9);
-    cr_expect_float_eq(feature(db, "comm_wait_ratio"), 0.25 / 0.7, 1e-9);
+    cr_expect_float_eq(import_feature(db, "small_packet_share"), 8.0 / 11.0, 1e-9);
+    cr_expect_float_eq(import_feature(db, "comm_wait_ratio"), 0.25 / 0.7, 1e-9);
     /* CommAnalyzerMatrix: the totals per link */
-    cr_expect_float_eq(feature(db, "link_bandwidth_spread"), 1.0, 1e-9);
+    cr_expect_float_eq(import_feature(db, "link_bandwidth_spread"), 1.0, 1e-9);
     char *rules = fired_rules(db);
     cr_expect(fired(rules, "ascend_rdma_retransmission"), "fired: %s", rules);
     free(rules);

@@ -171,3 +171,53 @@ Test(import, bad_input_exits_2_naming_the_file_and_leaves_no_run)
     free(f);
     free(db);
 }
+
+/* torch.profiler's trace handler writes one trace per rank into one
+ * folder: each is a rank of a cluster, its rank from distributedInfo
+ * (not the file's order), and the slow rank is found. */
+Test(import, a_folder_of_kineto_traces_is_a_cluster_by_distributed_rank)
+{
+    char *root = cp_t_path("kineto_ranks");
+    mkdirs(root);
+    char *src = fixture("kineto_gpu.json");
+    char *text = ct_read_text(src);
+    /* "a..." is rank 1 and slower (step 7 of 1.4 ms), "b..." rank 0 */
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_puts(&b, text);
+    char *slow = cp_buf_steal(&b);
+    char *p = strstr(slow, "\"rank\": 0");
+    cr_assert_not_null(p);
+    p[8] = '1';
+    p = strstr(slow, "\"dur\": 1000.000");
+    cr_assert_not_null(p);
+    memcpy(p, "\"dur\": 1400.000", 15);
+    char *a = cp_t_fmt("%s/host_1.1700000000.pt.trace.json", root),
+         *bb = cp_t_fmt("%s/host_0.1700000000.pt.trace.json", root);
+    ct_write_text(a, slow);
+    ct_write_text(bb, text);
+    char *db = cp_t_path("kineto_ranks.db");
+    json_t *j = import_ok(root, db);
+    json_t *ranks = json_object_get(j, "ranks");
+    cr_assert_eq(json_array_size(ranks), 2);
+    cr_expect_eq(json_integer_value(json_object_get(json_array_get(ranks, 0), "rank")), 0,
+                 "host_0... by its name's order, rank 0 by its distributedInfo");
+    cr_expect_eq(q_int(db, "SELECT value FROM counters WHERE name = 'rank' AND run_id = 2"), 1);
+    cr_expect_float_eq(import_feature(db, "rank_count"), 2, 1e-12);
+    cr_expect_float_eq(import_feature(db, "slowest_rank"), 1, 1e-12);
+    json_decref(j);
+    /* two traces claiming one rank are refused */
+    char *dup = cp_t_fmt("%s/host_2.1700000000.pt.trace.json", root);
+    ct_write_text(dup, text);
+    char *db2 = cp_t_path("kineto_dup.db");
+    expect_refused(root, db2, "both say they are rank 0");
+    free(db2);
+    free(dup);
+    free(db);
+    free(bb);
+    free(a);
+    free(slow);
+    free(text);
+    free(src);
+    free(root);
+}
