@@ -82,6 +82,23 @@ struct scan {
     /* top-level facts, written with the run */
     char *top_key[CP_IMP_MAX_TOP], *top_val[CP_IMP_MAX_TOP];
     size_t n_top;
+    /* Kineto's python_function events (with_stack in newer torch), and
+     * where the first op of each name without a "Call stack" ran: its
+     * stack is the python functions around it (python_stacks) */
+    struct pyfn *pyfn;
+    size_t n_pyfn, cap_pyfn;
+    struct pyfn *op_where;
+    size_t n_op_where, cap_op_where;
+    uint8_t *op_seen; /* by the op name's spill string id */
+    size_t cap_op_seen;
+};
+
+/* A python function's interval on its thread (or, for op_where, an op's
+ * start: end unused), with its name and Kineto's Python id and parent id
+ * (-1: none). */
+struct pyfn {
+    int32_t tid, name;
+    int64_t ts, end, id, parent;
 };
 
 static bool has_prefix(const struct cp_imp_val *v, const char *p)
@@ -251,6 +268,39 @@ static bool note_stack(struct scan *s, int32_t name, const struct cp_imp_val *st
     return true;
 }
 
+static enum cp_status add_pyfn(struct pyfn **v, size_t *n, size_t *cap, struct pyfn f,
+                               struct cp_diag *d)
+{
+    struct pyfn *g = cp_imp_grow(*v, *n, cap, sizeof *g, 1024);
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    *v = g;
+    g[(*n)++] = f;
+    return CP_OK;
+}
+
+/* The first op of each name: where it ran, for its python stack. */
+static enum cp_status note_op_where(struct scan *s, const struct cp_imp_rec *r, int64_t ts,
+                                    struct cp_diag *d)
+{
+    if ((size_t)r->name >= s->cap_op_seen) {
+        size_t nc = s->cap_op_seen ? s->cap_op_seen : 256;
+        while (nc <= (size_t)r->name)
+            nc *= 2;
+        uint8_t *g = realloc(s->op_seen, nc);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        memset(g + s->cap_op_seen, 0, nc - s->cap_op_seen);
+        s->op_seen = g;
+        s->cap_op_seen = nc;
+    }
+    if (s->op_seen[r->name])
+        return CP_OK;
+    s->op_seen[r->name] = 1;
+    return add_pyfn(&s->op_where, &s->n_op_where, &s->cap_op_where,
+                    (struct pyfn){r->tid, r->name, ts, ts, -1, -1}, d);
+}
+
 /* The event, compact, into the spill: its strings as ids, its numeric
  * arguments (identities left out) as numbers. */
 static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, char ph,
@@ -264,11 +314,16 @@ static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, 
     r.tid = cp_imp_spill_str(sp, &e->tid);
     r.op_name = r.provider = r.task_type = -1;
     r.correlation = r.external = -1;
+    bool python = ph == 'X' && has_ts && cp_imp_val_is(&e->cat, "python_function");
+    int64_t py_id = -1, py_parent = -1;
     for (size_t i = 0; i < e->n_args; i++) {
         const struct cp_imp_val *v = &e->args[i].v;
         struct cp_imp_val kv = {e->args[i].key, strlen(e->args[i].key), false};
         int32_t kid = cp_imp_spill_str(sp, &kv);
         double x;
+        if (python && (cp_imp_val_is(&kv, "Python id") || cp_imp_val_is(&kv, "Python parent id")) &&
+            cp_imp_val_num(v, &x) && x >= 0 && x < 9.0e15)
+            *(kv.len == 9 ? &py_id : &py_parent) = (int64_t)x;
         switch (key_kind(s, kid, kv.s, kv.len)) {
         case KEY_OP_NAME:
             r.op_name = cp_imp_spill_str(sp, v);
@@ -308,6 +363,12 @@ static enum cp_status spill_event(struct scan *s, const struct cp_imp_event *e, 
         st = add_link(&s->links, &s->n_links, &s->cap_links, r.correlation, r.external, d);
     if (st == CP_OK && op && r.external >= 0 && r.name >= 0)
         st = add_link(&s->ops, &s->n_ops, &s->cap_ops, r.external, r.name, d);
+    if (st == CP_OK && python && r.tid >= 0 && r.name >= 0)
+        st = add_pyfn(&s->pyfn, &s->n_pyfn, &s->cap_pyfn,
+                      (struct pyfn){r.tid, r.name, ts, ts + (dur > 0 ? dur : 0), py_id, py_parent},
+                      d);
+    if (st == CP_OK && op && ph == 'X' && has_ts && r.tid >= 0 && r.name >= 0)
+        st = note_op_where(s, &r, ts, d);
     return st;
 }
 
@@ -861,6 +922,105 @@ static void release_write(struct write *w)
     free(w->stacked);
 }
 
+/* ---- python stacks ------------------------------------------------------------------ */
+
+static int cmp_pyfn(const void *pa, const void *pb)
+{
+    const struct pyfn *a = pa, *b = pb;
+    if (a->tid != b->tid)
+        return a->tid < b->tid ? -1 : 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return a->end > b->end ? -1 : a->end < b->end; /* the outer first */
+}
+
+static int cmp_pyfn_id(const void *pa, const void *pb)
+{
+    const struct pyfn *a = *(const struct pyfn *const *)pa, *b = *(const struct pyfn *const *)pb;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* How far back from an op a search for its innermost python function
+ * goes, and how deep a stack is kept. */
+#define PY_LOOKBACK 4096
+#define PY_DEPTH    64
+
+/* Each op without a "Call stack" gets one made of the python functions
+ * around its first call, outermost first, as the stacks of older traces
+ * read: the innermost is the latest-starting function on its thread that
+ * holds the op's start; the rest follow Kineto's Python parent ids, or,
+ * without them, the other functions that hold it. */
+static enum cp_status python_stacks(struct scan *s, struct cp_diag *d)
+{
+    if (s->n_pyfn == 0 || s->n_op_where == 0)
+        return CP_OK;
+    qsort(s->pyfn, s->n_pyfn, sizeof *s->pyfn, cmp_pyfn);
+    const struct pyfn **by_id = cp_calloc(s->n_pyfn, sizeof *by_id);
+    if (!by_id)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    size_t n_ids = 0;
+    for (size_t i = 0; i < s->n_pyfn; i++)
+        if (s->pyfn[i].id >= 0)
+            by_id[n_ids++] = &s->pyfn[i];
+    qsort(by_id, n_ids, sizeof *by_id, cmp_pyfn_id);
+    enum cp_status st = CP_OK;
+    struct cp_buf b;
+    cp_buf_init(&b);
+    for (size_t o = 0; st == CP_OK && o < s->n_op_where; o++) {
+        const struct pyfn *op = &s->op_where[o];
+        if ((size_t)op->name < s->cap_stack_of && s->stack_of[op->name] >= 0)
+            continue; /* the trace gave its stack */
+        /* the first function of a later thread, or starting after the op */
+        size_t lo = 0, hi = s->n_pyfn;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            const struct pyfn *f = &s->pyfn[mid];
+            if (f->tid < op->tid || (f->tid == op->tid && f->ts <= op->ts))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        const struct pyfn *chain[PY_DEPTH];
+        size_t depth = 0;
+        for (size_t i = lo, seen = 0; i > 0 && seen < PY_LOOKBACK && depth < PY_DEPTH;
+             i--, seen++) {
+            const struct pyfn *f = &s->pyfn[i - 1];
+            if (f->tid != op->tid)
+                break;
+            if (f->end <= op->ts)
+                continue;
+            chain[depth++] = f;
+            if (f->id >= 0) /* the rest through its parents */
+                break;
+        }
+        while (depth > 0 && depth < PY_DEPTH && chain[depth - 1]->parent >= 0) {
+            struct pyfn key = {.id = chain[depth - 1]->parent};
+            const struct pyfn *kp = &key;
+            const struct pyfn **hit = bsearch(&kp, by_id, n_ids, sizeof *by_id, cmp_pyfn_id);
+            if (!hit || *hit == chain[depth - 1])
+                break;
+            chain[depth++] = *hit;
+        }
+        if (depth == 0)
+            continue;
+        b.len = 0;
+        for (size_t k = depth; k > 0; k--) {
+            struct cp_imp_val nm = cp_imp_spill_text(s->spill, chain[k - 1]->name);
+            cp_buf_printf(&b, "%s%.*s", k == depth ? "" : "\n", (int)nm.len, nm.s ? nm.s : "");
+        }
+        if (cp_buf_status(&b) != CP_OK) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        struct cp_imp_val text = {b.data, b.len, false};
+        if (!note_stack(s, op->name, &text))
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    cp_buf_release(&b);
+    free(by_id);
+    return st;
+}
+
 static enum cp_import_format decide(const struct scan *s)
 {
     if (s->v.ascend > s->v.kineto && s->v.ascend >= s->v.ort)
@@ -942,6 +1102,8 @@ enum cp_status cp_imp_chrome(const struct cp_imp_src *src, enum cp_import_format
     for (size_t i = 0; i < 3; i++)
         if (counts[i] > 1)
             qsort(*tables[i], counts[i], sizeof **tables[i], cmp_link);
+    if ((st = python_stacks(&s, d)) != CP_OK)
+        goto out;
     snprintf(r->step_source, sizeof r->step_source, "%s",
              s.steps.n == 0          ? "window"
              : s.steps_are_model_run ? "model_run"
@@ -977,6 +1139,9 @@ out:
     cp_imp_spill_close(s.spill);
     free(s.kinds);
     free(s.stack_of);
+    free(s.pyfn);
+    free(s.op_where);
+    free(s.op_seen);
     free(s.links);
     free(s.ops);
     free(s.flow_s);

@@ -162,6 +162,51 @@ Test(import, a_cpu_only_kineto_trace)
     free(p);
 }
 
+/* Newer torch writes no "Call stack" argument but python_function events
+ * around the ops (with_stack=True): an op's stack is made of them,
+ * outermost first, through the Python parent ids; a function that ended
+ * before the op, or on another thread, is not part of it. */
+Test(import, python_function_events_are_the_stacks_of_the_ops_inside_them)
+{
+    char *p = cp_t_path("pystack.json"), *db = cp_t_path("pystack.db");
+    ct_write_text(
+        p, "{\"schemaVersion\": 1, \"traceEvents\": [\n"
+           "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#0\","
+           "\"pid\":9,\"tid\":9,\"ts\":100,\"dur\":100},\n"
+           "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"/home/dev/proj/train.py(30): "
+           "main\",\"pid\":9,\"tid\":9,\"ts\":101,\"dur\":98,\"args\":{\"Python id\":1,"
+           "\"Python parent id\":null}},\n"
+           "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"proj/model.py(12): "
+           "forward\",\"pid\":9,\"tid\":9,\"ts\":105,\"dur\":80,\"args\":{\"Python id\":2,"
+           "\"Python parent id\":1}},\n"
+           "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"proj/model.py(8): "
+           "helper\",\"pid\":9,\"tid\":9,\"ts\":106,\"dur\":3,\"args\":{\"Python id\":3,"
+           "\"Python parent id\":2}},\n"
+           "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"other.py(1): "
+           "elsewhere\",\"pid\":9,\"tid\":10,\"ts\":100,\"dur\":100,\"args\":{\"Python "
+           "id\":4,\"Python parent id\":null}},\n"
+           "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":9,\"tid\":9,"
+           "\"ts\":110,\"dur\":20,\"args\":{\"External id\":7}},\n"
+           "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,"
+           "\"tid\":9,\"ts\":112,\"dur\":2,\"args\":{\"External id\":7,\"correlation\":70}},\n"
+           "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"sgemm\",\"pid\":0,\"tid\":7,"
+           "\"ts\":120,\"dur\":30,\"args\":{\"correlation\":70}}]}\n");
+    json_t *j = import_ok(p, db);
+    char *stack = q_text(db, "SELECT value FROM meta WHERE key = 'run.1.import.stack.aten::mm'");
+    cr_expect_str_eq(stack ? stack : "(none)",
+                     "/home/dev/proj/train.py(30): main\nproj/model.py(12): forward");
+    free(stack);
+    /* findings show it, each path cut to its last two parts */
+    struct cp_run r;
+    cp_run_cli(&r, "analyze", db, "--json", "--no-calibrate", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "/home/dev") == NULL, "no absolute path in a report");
+    cp_run_release(&r);
+    json_decref(j);
+    free(db);
+    free(p);
+}
+
 /* ---- TensorRT ------------------------------------------------------------------------------ */
 
 Test(import, trtexec_times_and_profile)
