@@ -14,6 +14,8 @@ int cp_cmd_export(int argc, char **argv);
 int cp_cmd_import(int argc, char **argv);
 int cp_cmd_info(int argc, char **argv);
 int cp_cmd_kb(int argc, char **argv);
+int cp_cmd_node_bottleneck(int argc, char **argv);
+int cp_cmd_pipeline(int argc, char **argv);
 int cp_cmd_run(int argc, char **argv);
 int cp_cmd_suggest(int argc, char **argv);
 int cp_cmd_tune(int argc, char **argv);

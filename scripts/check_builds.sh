@@ -12,9 +12,9 @@ cd "$CP_ROOT"
 builds=(${CP_BUILDS:-release debug clang})
 for b in "${builds[@]}"; do
     case "$b" in
-    release) CC=gcc cp_build "$CP_ROOT/build-release" -DCMAKE_BUILD_TYPE=Release ;;
-    debug) CC=gcc cp_build "$CP_ROOT/build-debug" -DCMAKE_BUILD_TYPE=Debug ;;
-    clang) CC=clang cp_build "$CP_ROOT/build-clang" -DCMAKE_BUILD_TYPE=Release ;;
+    release) CC=gcc CXX=g++ cp_build "$CP_ROOT/build-release" -DCMAKE_BUILD_TYPE=Release ;;
+    debug) CC=gcc CXX=g++ cp_build "$CP_ROOT/build-debug" -DCMAKE_BUILD_TYPE=Debug ;;
+    clang) CC=clang CXX=clang++ cp_build "$CP_ROOT/build-clang" -DCMAKE_BUILD_TYPE=Release ;;
     *) echo "check_builds: unknown build '$b' (release, debug, clang)" >&2; exit 2 ;;
     esac
     echo "check_builds: $b builds without a warning"

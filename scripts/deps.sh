@@ -6,10 +6,11 @@
 # Sourced, not run: defines cp_install_deps and cp_build.
 
 CP_PACKAGES=(
-    cmake make gcc pkg-config
+    cmake make gcc g++ pkg-config
     libyaml-dev libsqlite3-dev libgsl-dev libcurl4-openssl-dev libssl-dev
     libcriterion-dev libdnnl-dev libprotobuf-c-dev protobuf-c-compiler
     libonnx-dev libjansson-dev libxxhash-dev libyajl-dev zlib1g-dev libcsv-dev
+    libtomlplusplus-dev libgraphviz-dev libpng-dev
     libonnx-testdata
 )
 

@@ -66,8 +66,13 @@ done
 cp_install_deps clang
 build="$CP_ROOT/build-fuzz"
 mkdir -p "$build"
+# a folder configured before the C++ file came has gcc's C++ compiler in
+# its cache, which cannot build with libFuzzer's flags: start it again
+if [ -f "$build/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang' "$build/CMakeCache.txt"; then
+    rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
-    CC=clang cmake -S "$CP_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCP_WERROR=ON \
+    CC=clang CXX=clang++ cmake -S "$CP_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCP_WERROR=ON \
         -DCP_FUZZ=ON -DCP_BUILD_TESTS=OFF >"$build/configure.log" 2>&1 || {
         cat "$build/configure.log" >&2
         exit 3

@@ -273,4 +273,24 @@ enum cp_status cp_trace_query_host(struct cp_trace_store *s, struct cp_trace_hos
                                    struct cp_diag *d);
 void cp_trace_host_release(struct cp_trace_host *h);
 
+/* ---- pipeline runs ------------------------------------------------------------- */
+
+struct cp_trace_pipeline {
+    struct cp_trace_pipeline_node *nodes; /* strings owned */
+    size_t n_nodes;
+    struct cp_trace_pipeline_edge *edges;
+    size_t n_edges;
+};
+
+/* A pipeline run's nodes and edges; n_nodes 0 when the run is not one. */
+enum cp_status cp_trace_query_pipeline(struct cp_trace_store *s, int64_t run_id,
+                                       struct cp_trace_pipeline *out, struct cp_diag *d);
+void cp_trace_pipeline_release(struct cp_trace_pipeline *p);
+/* A pipeline run's node invocations, by node, then seq (requests owned:
+ * free with cp_trace_node_calls_free). */
+enum cp_status cp_trace_query_node_calls(struct cp_trace_store *s, int64_t run_id,
+                                         struct cp_trace_node_call **v, size_t *n,
+                                         struct cp_diag *d);
+void cp_trace_node_calls_free(struct cp_trace_node_call *v, size_t n);
+
 #endif

@@ -613,6 +613,22 @@ enum cp_status cp_trace_store_delete_run(struct cp_trace_store *s, int64_t run_i
     s->seq_known = false;
     if ((ret = begin(s, what, d)) != CP_OK)
         return ret;
+    /* a pipeline run's rows, where the store has the tables */
+    static const char *const pipeline_sql[] = {
+        "DELETE FROM node_calls WHERE run_id = ?1",
+        "DELETE FROM pipeline_edges WHERE run_id = ?1",
+        "DELETE FROM pipeline_nodes WHERE run_id = ?1",
+    };
+    bool pipeline = cp_trace_store_has_pipeline_tables(s);
+    for (size_t i = 0; pipeline && i < 3 && ret == CP_OK; i++) {
+        sqlite3_stmt *st = NULL;
+        if ((ret = prepare(s, pipeline_sql[i], &st, what, d)) != CP_OK)
+            break;
+        sqlite3_bind_int64(st, 1, run_id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            ret = cp_trace_store_db_error(s, d, what);
+        sqlite3_finalize(st);
+    }
     for (size_t i = 0; i < sizeof sql / sizeof *sql && ret == CP_OK; i++) {
         sqlite3_stmt *st = NULL;
         if ((ret = prepare(s, sql[i], &st, what, d)) != CP_OK)

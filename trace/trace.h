@@ -304,6 +304,50 @@ struct cp_run_metrics {
                             * since the epoch; NaN in traces written before it existed */
 };
 
+/* ---- pipeline runs (docs/trace-format.md, "Pipelines") ------------------------- */
+
+/* A flow's node, as a pipeline run records it (index = its number). */
+struct cp_trace_pipeline_node {
+    const char *name, *flowunit;
+    int workers, batch_size, queue_size, line;
+    const char *attrs_json; /* the node's keys, a JSON object */
+};
+
+/* An edge between nodes; `back` for a loop body's way back to its loop. */
+struct cp_trace_pipeline_edge {
+    int32_t from, to;
+    bool back;
+};
+
+/* One invocation of a node: a batch popped from its input queue,
+ * processed, and its outputs pushed. Times are ns from the run's start. */
+struct cp_trace_node_call {
+    int32_t node, worker, thread;
+    uint64_t seq;          /* the node's invocation number */
+    uint32_t batch;        /* items processed */
+    uint32_t depth;        /* the input queue's length before the pop */
+    const char *requests;  /* the items' request ids, "3,4,5" */
+    uint64_t ready_ns;     /* the batch was popped */
+    uint64_t start_ns;     /* processing began */
+    uint64_t end_ns;       /* processing ended */
+    uint64_t done_ns;      /* the outputs were pushed */
+    uint64_t wait_ns;      /* waiting on the input queue before ready_ns */
+    uint64_t blocked_ns;   /* blocked pushing to full queues (in end..done) */
+    uint64_t cpu_ns;       /* on a CPU during start..end */
+    uint64_t runq_ns;      /* runnable but waiting for a CPU during start..end */
+};
+
+/* The flow's nodes and edges for run_id (tables made on first use). */
+enum cp_status cp_trace_store_add_pipeline(struct cp_trace_store *s, int64_t run_id,
+                                           const struct cp_trace_pipeline_node *nodes,
+                                           size_t n_nodes,
+                                           const struct cp_trace_pipeline_edge *edges,
+                                           size_t n_edges, struct cp_diag *d);
+/* Node invocations, in one transaction. */
+enum cp_status cp_trace_store_add_node_calls(struct cp_trace_store *s, int64_t run_id,
+                                             const struct cp_trace_node_call *v, size_t n,
+                                             struct cp_diag *d);
+
 /* The counter (iteration -1) that cp_trace_store_begin_run writes: the
  * run's start, microseconds since the epoch (UTC). */
 #define CP_TRACE_STARTED_COUNTER "run.started_us"

@@ -48,6 +48,9 @@ struct cp_trace_store {
     int64_t seq_run, seq_next;
 };
 
+/* Whether the store has the pipeline tables (store_nodes.c). */
+bool cp_trace_store_has_pipeline_tables(struct cp_trace_store *s);
+
 /* Run SQL without results (may hold several statements). */
 enum cp_status cp_trace_store_exec(struct cp_trace_store *s, const char *sql, const char *what,
                                    struct cp_diag *d);

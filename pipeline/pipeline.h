@@ -1,0 +1,135 @@
+/* Flows in ModelBox's format (docs/pipelines.md): a TOML file whose
+ * [graph] graphconf is a DOT graph of flowunits, read, checked and run by
+ * an executor with worker threads per node, bounded queues with
+ * back-pressure, batching and loops. A run records every node invocation
+ * in the trace store: its wall time split into on-CPU, waiting for a CPU
+ * and off-CPU, its wait on its input queue, its time blocked pushing to a
+ * full output queue, the queue's depth and the requests it carried. */
+#ifndef CP_PIPELINE_H
+#define CP_PIPELINE_H
+
+#include "core/core.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cp_flow;
+
+/* Read and check a flow file. Errors (CP_ERR_INVALID, naming file:line):
+ * not TOML, no [graph] graphconf, DOT that does not parse, an unknown
+ * flowunit, a key with a bad value, a port other than in/out, an edge into
+ * a source or out of a sink, a cycle not through a loop node, a loop
+ * without one edge into its body and one out, a model or folder that does
+ * not exist. OUT: *out (free with cp_flow_free). */
+enum cp_status cp_flow_load(const char *path, struct cp_flow **out, struct cp_diag *d);
+void cp_flow_free(struct cp_flow *f); /* NULL is a no-op */
+
+struct cp_flow_node_info {
+    const char *name, *flowunit, *device;
+    int batch_size, queue_size, workers, line;
+};
+
+size_t cp_flow_n_nodes(const struct cp_flow *f);
+void cp_flow_node(const struct cp_flow *f, size_t i, struct cp_flow_node_info *out);
+const char *cp_flow_name(const struct cp_flow *f);
+
+struct cp_flow_run_opts {
+    uint64_t requests;      /* the sources send this many; 0: until duration_s */
+    double duration_s;      /* > 0: the sources stop sending after this long */
+    const char *trace_path; /* NULL: nothing recorded */
+    bool model_layer;       /* inference nodes record the runtime and kernel layers */
+};
+
+struct cp_flow_node_stats {
+    char name[128];
+    uint64_t calls, items;
+    double busy_s;    /* processing (start to end of each call) */
+    double cpu_s;     /* of which on a CPU */
+    double runq_s;    /* runnable, waiting for a CPU */
+    double offcpu_s;  /* neither: sleeping, I/O, locks */
+    double starved_s; /* waiting on the input queue */
+    double blocked_s; /* blocked pushing to a full output queue */
+    size_t max_depth; /* the input queue's deepest */
+};
+
+struct cp_flow_run_result {
+    uint64_t sent, done; /* requests */
+    double seconds;      /* first send to last completion */
+    double throughput;   /* requests per second */
+    double latency_mean_ms, latency_p50_ms, latency_p99_ms;
+    int64_t run_id; /* in the trace; -1: none */
+    struct cp_flow_node_stats *nodes;
+    size_t n_nodes;
+};
+
+/* Run the flow. Errors: a unit that fails on a request (CP_ERR_INVALID,
+ * naming the node and the request's file), a model that cannot be loaded,
+ * a trace that cannot be written. OUT: *r (release with
+ * cp_flow_run_result_release, also after a failure). */
+enum cp_status cp_flow_run(const struct cp_flow *f, const struct cp_flow_run_opts *o,
+                           struct cp_flow_run_result *r, struct cp_diag *d);
+void cp_flow_run_result_release(struct cp_flow_run_result *r);
+
+/* ---- node-bottleneck ------------------------------------------------------------------ */
+
+struct cp_bottleneck_node {
+    char name[128], flowunit[32];
+    int workers, batch_size, queue_size;
+    bool source;
+    uint64_t calls, items;
+    double busy_s, cpu_s, runq_s, starved_s, blocked_s;
+    double util;                                /* busy / (workers x window) */
+    double starved;                             /* waiting on the empty input queue, same base */
+    double blocked;                             /* blocked pushing to a full queue, same base */
+    double cpu_share, runq_share, offcpu_share; /* of busy */
+    double mean_batch, visits;                  /* items per call; items per request */
+    double capacity;                            /* requests per second it can carry */
+    double depth_sum, mean_depth;
+    uint32_t max_depth;
+};
+
+/* A call on a request's path: its queue wait before it, its service, its
+ * push after. */
+struct cp_bottleneck_step {
+    int32_t node;
+    double queue_ms, service_ms, push_ms;
+    uint32_t batch;
+};
+
+#define CP_BOTTLENECK_MAX_PROBLEMS 16
+
+struct cp_bottleneck_problem {
+    char kind[32]; /* io_bound, back_pressure, queue_too_small, batch_underfilled,
+                      cpu_oversubscribed, input_bound */
+    int node;      /* -1: the flow */
+    char text[512];
+    char fix_key[32]; /* the node key that fixes it ("workers"), "" when none */
+    long fix_value;
+};
+
+struct cp_bottleneck {
+    int64_t run_id;
+    size_t requests;
+    double window_s, throughput, p50_ms, p99_ms;
+    struct cp_bottleneck_node *nodes;
+    size_t n_nodes;
+    int limiting;      /* the node limiting throughput; -1: none busy half its time */
+    double ceiling;    /* the throughput it allows (requests/s) */
+    double confidence; /* share of the run's windows in which it is the busiest */
+    char evidence[512];
+    int64_t p50_request, p99_request;
+    struct cp_bottleneck_step *p50_path, *p99_path;
+    size_t n_p50_path, n_p99_path;
+    struct cp_bottleneck_problem problems[CP_BOTTLENECK_MAX_PROBLEMS];
+    size_t n_problems;
+};
+
+/* Analyse pipeline run `run` (< 0: the last) of a trace. Errors: not a
+ * pipeline run, no calls (CP_ERR_INVALID). OUT: *b (release with
+ * cp_bottleneck_release). */
+enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bottleneck *b,
+                                  struct cp_diag *d);
+void cp_bottleneck_release(struct cp_bottleneck *b);
+
+#endif
