@@ -323,18 +323,18 @@ struct cp_trace_pipeline_edge {
  * processed, and its outputs pushed. Times are ns from the run's start. */
 struct cp_trace_node_call {
     int32_t node, worker, thread;
-    uint64_t seq;          /* the node's invocation number */
-    uint32_t batch;        /* items processed */
-    uint32_t depth;        /* the input queue's length before the pop */
-    const char *requests;  /* the items' request ids, "3,4,5" */
-    uint64_t ready_ns;     /* the batch was popped */
-    uint64_t start_ns;     /* processing began */
-    uint64_t end_ns;       /* processing ended */
-    uint64_t done_ns;      /* the outputs were pushed */
-    uint64_t wait_ns;      /* waiting on the input queue before ready_ns */
-    uint64_t blocked_ns;   /* blocked pushing to full queues (in end..done) */
-    uint64_t cpu_ns;       /* on a CPU during start..end */
-    uint64_t runq_ns;      /* runnable but waiting for a CPU during start..end */
+    uint64_t seq;         /* the node's invocation number */
+    uint32_t batch;       /* items processed */
+    uint32_t depth;       /* the input queue's length before the pop */
+    const char *requests; /* the items' request ids, "3,4,5" */
+    uint64_t ready_ns;    /* the batch was popped */
+    uint64_t start_ns;    /* processing began */
+    uint64_t end_ns;      /* processing ended */
+    uint64_t done_ns;     /* the outputs were pushed */
+    uint64_t wait_ns;     /* waiting on the input queue before ready_ns */
+    uint64_t blocked_ns;  /* blocked pushing to full queues (in end..done) */
+    uint64_t cpu_ns;      /* on a CPU during start..end */
+    uint64_t runq_ns;     /* runnable but waiting for a CPU during start..end */
 };
 
 /* The flow's nodes and edges for run_id (tables made on first use). */
