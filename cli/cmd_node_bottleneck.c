@@ -8,13 +8,22 @@
 #include "pipeline/pipeline.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { OPT_OUTPUT = 1 };
+enum { OPT_OUTPUT = 1, OPT_WHATIF, OPT_CHECK, OPT_FIX };
 
 static const struct cp_opt own[] = {
+    {"check", 0, CP_OPT_FLAG, OPT_CHECK, NULL,
+     "with --what-if: run the changed flow as many requests and report the prediction's error"},
+    {"fix", 0, CP_OPT_VALUE, OPT_FIX, "OUT.toml",
+     "write the flow with the changes (--what-if's, else the problems' fixes) made; relative "
+     "paths in it are its folder's, so write it beside the flow"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "REPORT.md|.json",
      "write the report to a file (Markdown, or JSON by its extension) instead of stdout"},
+    {"what-if", 0, CP_OPT_VALUE, OPT_WHATIF, "CHANGES",
+     "replay the run with changes, \"node.key=value,...\" (key: speed, a factor; workers; "
+     "batch_size; queue_size), and predict throughput and latency"},
 };
 
 static const struct cp_opt_use shared[] = {
@@ -29,15 +38,20 @@ static const struct cp_command_opts OPTS = {
     .n_own = sizeof own / sizeof own[0],
     .shared = shared,
     .n_shared = sizeof shared / sizeof shared[0],
-    .usage = "usage: cannprof node-bottleneck TRACE.db [--run N] [--json] [-o REPORT.md]\n\n"
-             "Analyse a pipeline run (record one with `cannprof pipeline run FLOW.toml --trace\n"
-             "TRACE.db`): per node, how busy its workers were, how long they starved and were\n"
-             "blocked, and where their busy time went (on-CPU, waiting for a CPU, off-CPU);\n"
-             "the node that limits the flow's throughput, with its evidence and a confidence\n"
-             "(the share of the run's windows in which it was the busiest); named problems\n"
-             "(I/O-bound nodes, back-pressure, queues too small, batches left unfilled, CPU\n"
-             "oversubscription) with the key that fixes each; and the path of the median and\n"
-             "the p99 request through the nodes, with queue waits and service times.\n",
+    .usage =
+        "usage: cannprof node-bottleneck TRACE.db [--run N] [--json] [-o REPORT.md]\n"
+        "       cannprof node-bottleneck TRACE.db --what-if CHANGES [--check] [--fix OUT.toml]\n\n"
+        "Analyse a pipeline run (record one with `cannprof pipeline run FLOW.toml --trace\n"
+        "TRACE.db`): per node, how busy its workers were, how long they starved and were\n"
+        "blocked, and where their busy time went (on-CPU, waiting for a CPU, off-CPU);\n"
+        "the node that limits the flow's throughput, with its evidence and a confidence\n"
+        "(the share of the run's windows in which it was the busiest); named problems\n"
+        "(I/O-bound nodes, back-pressure, queues too small, batches left unfilled, CPU\n"
+        "oversubscription) with the key that fixes each; and the path of the median and\n"
+        "the p99 request through the nodes, with queue waits and service times.\n"
+        "--what-if replays the run with changes (a node k times faster, more workers,\n"
+        "another batch or queue size) and predicts throughput and latency; --check\n"
+        "runs the changed flow and reports the prediction's error.\n",
     .exit_codes = "0 analysed, 2 bad usage or input (not a pipeline run), 3 environment failure "
                   "(the report cannot be written)",
 };
@@ -198,6 +212,119 @@ static json_t *to_json(const struct cp_bottleneck *b, const char *trace)
     return j;
 }
 
+static void figures_line(const char *what, const struct cp_whatif_figures *f)
+{
+    printf("  %-22s %9.2f req/s  p50 %9.2f ms  p99 %9.2f ms\n", what, f->throughput, f->p50_ms,
+           f->p99_ms);
+}
+
+static double err(double predicted, double measured)
+{
+    return measured > 0 ? 100.0 * (predicted - measured) / measured : 0;
+}
+
+/* --what-if [--check] [--fix] */
+static int what_if(const struct cp_args *a, const char *trace)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_whatif w;
+    if (cp_pipeline_whatif(trace, cp_args_int(a, CP_SO_RUN, -1), cp_args_get(a, OPT_WHATIF), &w,
+                           &d) != CP_OK)
+        return cp_cli_fail(OPTS.cmd, &d);
+    const char *fix = cp_args_get(a, OPT_FIX);
+    if (fix && cp_flow_patch(w.flow, w.changes, w.n_changes, fix, &d) != CP_OK)
+        return cp_cli_fail(OPTS.cmd, &d);
+    struct cp_whatif_figures checked = {0};
+    bool check = cp_args_has(a, OPT_CHECK);
+    if (check) {
+        /* the changed flow beside the original, so its paths resolve */
+        char patched[1200];
+        snprintf(patched, sizeof patched, "%s.whatif-check.toml", w.flow);
+        struct cp_flow *f = NULL;
+        struct cp_flow_run_opts o = {.requests = w.requests};
+        struct cp_flow_run_result r;
+        memset(&r, 0, sizeof r);
+        enum cp_status st = cp_flow_patch(w.flow, w.changes, w.n_changes, patched, &d);
+        if (st == CP_OK)
+            st = cp_flow_load(patched, &f, &d);
+        if (st == CP_OK)
+            st = cp_flow_run(f, &o, &r, &d);
+        remove(patched);
+        cp_flow_free(f);
+        if (st != CP_OK) {
+            cp_flow_run_result_release(&r);
+            return cp_cli_fail(OPTS.cmd, &d);
+        }
+        checked = (struct cp_whatif_figures){r.throughput, r.latency_p50_ms, r.latency_p99_ms,
+                                             r.latency_mean_ms};
+        cp_flow_run_result_release(&r);
+    }
+    if (cp_args_has(a, CP_SO_JSON)) {
+        json_t *j = json_object(), *ch = json_array();
+        bool ok = j && ch && cp_json_set_str(j, "trace", trace) &&
+                  cp_json_set_int(j, "run", w.run_id) && cp_json_set_str(j, "flow", w.flow) &&
+                  cp_json_set_int(j, "requests", (int64_t)w.requests);
+        for (size_t i = 0; ok && i < w.n_changes; i++) {
+            json_t *o = json_object();
+            ok = o && cp_json_set_str(o, "node", w.changes[i].node) &&
+                 cp_json_set_str(o, "key", w.changes[i].key) &&
+                 cp_json_set_str(o, "value", w.changes[i].value) && cp_json_push(ch, o);
+            if (!ok)
+                json_decref(o);
+        }
+        const struct {
+            const char *k;
+            const struct cp_whatif_figures *f;
+        } figs[] = {{"measured", &w.measured},
+                    {"replayed", &w.replayed},
+                    {"simulated", &w.simulated},
+                    {"predicted", &w.predicted},
+                    {"checked", &checked}};
+        for (size_t i = 0; ok && i < (check ? 5u : 4u); i++) {
+            json_t *o = json_object();
+            ok = o && cp_json_set_num(o, "throughput", figs[i].f->throughput) &&
+                 cp_json_set_num(o, "latency_p50_ms", figs[i].f->p50_ms) &&
+                 cp_json_set_num(o, "latency_p99_ms", figs[i].f->p99_ms) &&
+                 cp_json_set_num(o, "latency_mean_ms", figs[i].f->mean_ms) &&
+                 cp_json_set(j, figs[i].k, o);
+            if (!ok)
+                json_decref(o);
+        }
+        if (ok && check)
+            ok = cp_json_set_num(j, "throughput_error_pct",
+                                 err(w.predicted.throughput, checked.throughput)) &&
+                 cp_json_set_num(j, "p50_error_pct", err(w.predicted.p50_ms, checked.p50_ms)) &&
+                 cp_json_set_num(j, "p99_error_pct", err(w.predicted.p99_ms, checked.p99_ms));
+        if (ok && cp_json_set(j, "changes", ch))
+            ch = NULL;
+        json_decref(ch);
+        return cp_out_json_take(ok ? j : (json_decref(j), NULL), OPTS.cmd);
+    }
+    printf("what-if: %s (run %lld, %s), %llu requests:", trace, (long long)w.run_id, w.flow,
+           (unsigned long long)w.requests);
+    for (size_t i = 0; i < w.n_changes; i++)
+        printf("%s %s.%s=%s", i ? "," : "", w.changes[i].node, w.changes[i].key,
+               w.changes[i].value);
+    printf("\n");
+    figures_line("measured", &w.measured);
+    figures_line("replayed as it was", &w.replayed);
+    figures_line("replayed with changes", &w.simulated);
+    figures_line("predicted", &w.predicted);
+    printf("  (the replay of the flow as it was is %+.0f%% off the measured throughput: the "
+           "prediction scales the measurement by the two replays' ratio)\n",
+           err(w.replayed.throughput, w.measured.throughput));
+    if (check) {
+        figures_line("checked (ran it)", &checked);
+        printf("  prediction error: throughput %+.1f%%, p50 %+.1f%%, p99 %+.1f%%\n",
+               err(w.predicted.throughput, checked.throughput),
+               err(w.predicted.p50_ms, checked.p50_ms), err(w.predicted.p99_ms, checked.p99_ms));
+    }
+    if (fix)
+        printf("what-if: wrote %s\n", fix);
+    return 0;
+}
+
 int cp_cmd_node_bottleneck(int argc, char **argv)
 {
     struct cp_diag d;
@@ -216,6 +343,12 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
         return 2;
     }
     const char *trace = a.positional[0];
+    if (cp_args_get(&a, OPT_WHATIF))
+        return what_if(&a, trace);
+    if (cp_args_has(&a, OPT_CHECK)) {
+        cp_cli_error(OPTS.cmd, "--check checks a --what-if prediction: give --what-if CHANGES");
+        return 2;
+    }
     struct cp_bottleneck b;
     if (cp_node_bottleneck(trace, cp_args_int(&a, CP_SO_RUN, -1), &b, &d) != CP_OK)
         return cp_cli_fail(OPTS.cmd, &d);
@@ -249,6 +382,28 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
         render(&b, trace, false, &o);
         rc = cp_out_buf(&o, OPTS.cmd);
         cp_buf_release(&o);
+    }
+    const char *fix = cp_args_get(&a, OPT_FIX);
+    if (rc == 0 && fix) {
+        /* the problems' fixes, as a flow */
+        struct cp_whatif_change ch[CP_BOTTLENECK_MAX_PROBLEMS];
+        size_t n = 0;
+        for (size_t i = 0; i < b.n_problems; i++) {
+            const struct cp_bottleneck_problem *p = &b.problems[i];
+            if (!p->fix_key[0] || p->node < 0)
+                continue;
+            snprintf(ch[n].node, sizeof ch[n].node, "%s", b.nodes[p->node].name);
+            snprintf(ch[n].key, sizeof ch[n].key, "%s", p->fix_key);
+            snprintf(ch[n].value, sizeof ch[n].value, "%ld", p->fix_value);
+            n++;
+        }
+        if (n == 0) {
+            printf("node-bottleneck: no problem with a fix: %s not written\n", fix);
+        } else if (cp_flow_patch(b.flow, ch, n, fix, &d) != CP_OK) {
+            rc = cp_cli_fail(OPTS.cmd, &d);
+        } else {
+            printf("node-bottleneck: wrote %s (%zu change%s)\n", fix, n, n == 1 ? "" : "s");
+        }
     }
     cp_bottleneck_release(&b);
     return rc;

@@ -237,6 +237,11 @@ enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bott
         st = cp_trace_query_node_calls(s, b->run_id, &v, &n, d);
     if (st == CP_OK)
         st = cp_trace_query_samples(s, b->run_id, &sm, &n_sm, d);
+    struct cp_trace_run run_row;
+    memset(&run_row, 0, sizeof run_row);
+    if (st == CP_OK && (st = cp_trace_query_run(s, b->run_id, &run_row, d)) == CP_OK)
+        snprintf(b->flow, sizeof b->flow, "%s", run_row.model_path);
+    cp_trace_run_release(&run_row);
     if (st == CP_OK && (n == 0 || n_sm == 0))
         st = cp_diag_set(d, CP_ERR_INVALID, "%s: run %lld has no node calls or no requests", trace,
                          (long long)b->run_id);

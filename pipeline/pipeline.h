@@ -110,6 +110,7 @@ struct cp_bottleneck_problem {
 
 struct cp_bottleneck {
     int64_t run_id;
+    char flow[1100]; /* the flow file the run ran */
     size_t requests;
     double window_s, throughput, p50_ms, p99_ms;
     struct cp_bottleneck_node *nodes;
@@ -131,5 +132,46 @@ struct cp_bottleneck {
 enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bottleneck *b,
                                   struct cp_diag *d);
 void cp_bottleneck_release(struct cp_bottleneck *b);
+
+/* ---- what if ----------------------------------------------------------------------------- */
+
+#define CP_WHATIF_MAX_CHANGES 16
+
+struct cp_whatif_change {
+    char node[128], key[32], value[64];
+    int line; /* the node's, in the flow file */
+};
+
+struct cp_whatif_figures {
+    double throughput; /* requests per second */
+    double p50_ms, p99_ms, mean_ms;
+};
+
+struct cp_whatif {
+    int64_t run_id;
+    char flow[1100]; /* the flow file the run ran */
+    uint64_t requests;
+    struct cp_whatif_change changes[CP_WHATIF_MAX_CHANGES];
+    size_t n_changes;
+    struct cp_whatif_figures measured;  /* the run as recorded */
+    struct cp_whatif_figures replayed;  /* the replay of the flow as it was */
+    struct cp_whatif_figures simulated; /* the replay with the changes */
+    struct cp_whatif_figures predicted; /* measured x simulated / replayed */
+};
+
+/* Replay pipeline run `run` of a trace with `changes`
+ * ("node.key=value,...": speed (a factor), workers, batch_size,
+ * queue_size) and predict the flow's throughput and latency
+ * (docs/pipelines.md, "What if"). Errors: not a pipeline run
+ * (CP_ERR_INVALID), a change that names no node or key (CP_ERR_USAGE). */
+enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *changes,
+                                  struct cp_whatif *w, struct cp_diag *d);
+
+/* Write the flow file `flow` with the changes made to its nodes' keys
+ * (workers, batch_size, queue_size, batch_window_ms: set, or added to the
+ * node's attribute list) as `out`. A speed change has no key: refused
+ * (CP_ERR_USAGE). */
+enum cp_status cp_flow_patch(const char *flow, const struct cp_whatif_change *c, size_t n,
+                             const char *out, struct cp_diag *d);
 
 #endif

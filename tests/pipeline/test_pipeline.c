@@ -447,3 +447,62 @@ Test(pipeline, node_bottleneck_refuses_a_run_that_is_not_a_pipeline)
     cp_run_release(&r);
     free(db);
 }
+
+/* ---- what if ------------------------------------------------------------------------------- */
+
+Test(pipeline, what_if_replays_a_change_checks_it_and_writes_the_fix)
+{
+    char *p = flow("whatif.toml", "digraph whatif {\n src[flowunit=file_source, dir=\"in\"]\n"
+                                  " io[flowunit=delay, sleep_ms=10]\n"
+                                  " sink[flowunit=file_sink, dir=\"w\"]\n"
+                                  " src:out -> io:in\n io:out -> sink:in\n}\n");
+    char *db = cp_t_path("whatif.db");
+    json_t *j = run_json(p, "20", db);
+    json_decref(j);
+    /* two workers on a node that sleeps: the replay lets them overlap */
+    struct cp_run r;
+    cp_run_cli(&r, "node-bottleneck", db, "--what-if", "io.workers=2", "--check", "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    j = ct_json(r.out);
+    cp_run_release(&r);
+    double measured =
+        json_number_value(json_object_get(json_object_get(j, "measured"), "throughput"));
+    double predicted =
+        json_number_value(json_object_get(json_object_get(j, "predicted"), "throughput"));
+    cr_expect_gt(predicted, 1.5 * measured, "predicted %.1f against %.1f", predicted, measured);
+    cr_expect(json_is_number(json_object_get(j, "throughput_error_pct")), "--check ran it");
+    cr_expect(json_is_number(json_object_get(json_object_get(j, "checked"), "throughput")));
+    json_decref(j);
+    /* the fix as a flow file, which checks */
+    char *fixed = cp_t_path("whatif.fixed.toml");
+    cp_run_cli(&r, "node-bottleneck", db, "--what-if", "io.workers=3", "--fix", fixed, NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    char *text = ct_read_text(fixed);
+    cr_expect(strstr(text, "io[flowunit=delay, sleep_ms=10, workers=3]") != NULL, "%s", text);
+    free(text);
+    cp_run_cli(&r, "pipeline", "check", fixed, NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    /* the problems' fixes: io is I/O-bound */
+    char *fixed2 = cp_t_path("whatif.fixed2.toml");
+    cp_run_cli(&r, "node-bottleneck", db, "--fix", fixed2, NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    text = ct_read_text(fixed2);
+    cr_expect(strstr(text, "workers=") != NULL, "%s", text);
+    free(text);
+    /* bad changes */
+    cp_run_cli(&r, "node-bottleneck", db, "--what-if", "nope.workers=2", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "no node 'nope'", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "node-bottleneck", db, "--what-if", "io.speed=2", "--fix", fixed, NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "a speed-up is a prediction only", NULL);
+    cp_run_release(&r);
+    free(fixed2);
+    free(fixed);
+    free(db);
+    free(p);
+}
