@@ -192,7 +192,9 @@ static void find_problems(struct cp_bottleneck *b, const struct cp_trace_pipelin
                         "%.0f%%: let batches fill (batch_window_ms=5) or lower batch_size",
                         n->name, n->batch_size, n->mean_batch, 100 * n->util);
     }
-    if (busy > 0 && runq / busy > 0.15)
+    /* a handful of microseconds of work says nothing about contention:
+     * the threads must have been busy for half the run between them */
+    if (busy > 0.5 * b->window_s && runq / busy > 0.15)
         add_problem(b, "cpu_oversubscribed", -1, NULL, 0,
                     "the nodes' threads waited for a CPU %.0f%% of their busy time: more threads "
                     "(workers and each model's threads) run than this machine's %d cores; give "
