@@ -20,7 +20,7 @@ static const char *const UNIT_NAMES[PL_N_UNITS] = {
 
 /* Each unit's own keys (after the engine's). */
 static const char *const UNIT_KEYS[PL_N_UNITS][4] = {
-    [PL_INFERENCE] = {"model", "threads"},
+    [PL_INFERENCE] = {"model", "threads", "outputs"},
     [PL_LOOP] = {"count"},
     [PL_TOKENIZE] = {"max_len", "vocab"},
     [PL_RESIZE] = {"width", "height"},

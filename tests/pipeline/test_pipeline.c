@@ -506,3 +506,82 @@ Test(pipeline, what_if_replays_a_change_checks_it_and_writes_the_fix)
     free(db);
     free(p);
 }
+
+/* ---- the poster example (examples/pipelines/poster) ------------------------------------------ */
+
+/* The example's flow, run in the scratch folder (its models by absolute
+ * paths, its denoiser converted the planted way as prepare.sh does): every
+ * request becomes a 128x128 PNG, and node-bottleneck reads the run. */
+Test(pipeline, the_poster_example_runs_and_is_analysed)
+{
+    char *dir = cp_t_path("poster"), *prompts = cp_t_path("poster/prompts");
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_mkdir_p(prompts, 0755, &d), CP_OK);
+    static const char *const names[] = {"01-fox.txt", "02-jazz.txt"};
+    for (size_t i = 0; i < 2; i++) {
+        char *src = cp_t_fmt("%s/examples/pipelines/poster/prompts/%s", CP_SOURCE_DIR, names[i]);
+        char *dst = cp_t_fmt("%s/%s", prompts, names[i]);
+        char *text = ct_read_text(src);
+        ct_write_text(dst, text);
+        free(text);
+        free(dst);
+        free(src);
+    }
+    char *om = cp_t_fmt("%s/denoiser", dir);
+    struct cp_run r;
+    cp_run_cli(&r, "convert", "--model", CP_SOURCE_DIR "/examples/models/sd_unet_tiny.onnx",
+               "--framework", "5", "--layout_policy", "nchw", "--output", om, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    /* the example's flow, its paths made this folder's */
+    char *src = cp_t_fmt("%s/examples/pipelines/poster/poster.toml", CP_SOURCE_DIR);
+    char *text = ct_read_text(src);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    for (const char *p = text; *p;) {
+        if (strncmp(p, "../../models/", 13) == 0) {
+            cp_buf_printf(&b, "%s/examples/models/", CP_SOURCE_DIR);
+            p += 13;
+        } else if (strncmp(p, "models/denoiser.om", 18) == 0) {
+            cp_buf_printf(&b, "%s.om", om);
+            p += 18;
+        } else {
+            cp_buf_printf(&b, "%c", *p++);
+        }
+    }
+    char *flow_text = cp_buf_steal(&b);
+    char *flow_path = cp_t_fmt("%s/poster.toml", dir);
+    ct_write_text(flow_path, flow_text);
+    char *db = cp_t_fmt("%s/poster.db", dir);
+    cp_run_cli(&r, "pipeline", "run", flow_path, "--requests", "4", "--trace", db, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    for (int i = 0; i < 4; i++) {
+        char *png = cp_t_fmt("%s/posters/%06d-%s.png", dir, i, i % 2 ? "02-jazz" : "01-fox");
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        cr_assert_eq(cp_file_read(png, &bytes, &len, &d), CP_OK, "%s", d.msg);
+        cr_expect(len > 24 && memcmp(bytes, PNG, 8) == 0 && bytes[19] == 128 && bytes[23] == 128,
+                  "%s: a 128x128 PNG", png);
+        free(bytes);
+        free(png);
+    }
+    cp_run_cli(&r, "node-bottleneck", db, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = ct_json(r.out);
+    cp_run_release(&r);
+    cr_expect_eq(json_array_size(json_object_get(j, "nodes")), 9);
+    cr_expect_float_eq(
+        json_number_value(json_object_get(node(j, "denoiser"), "visits_per_request")), 4.0, 1e-9,
+        "four steps a request");
+    json_decref(j);
+    free(db);
+    free(flow_path);
+    free(flow_text);
+    free(text);
+    free(src);
+    free(om);
+    free(prompts);
+    free(dir);
+}

@@ -179,6 +179,18 @@ Test(examples, test_launch_bound_tiny_matches_pytorch)
     check_example("launch_bound_tiny");
 }
 
+/* The poster service's models (examples/pipelines/poster): int64 token
+ * ids in; three outputs, one of a single element. */
+Test(examples, test_text_encoder_tiny_matches_pytorch)
+{
+    check_example("text_encoder_tiny");
+}
+
+Test(examples, test_vae_decoder_tiny_matches_pytorch)
+{
+    check_example("vae_decoder_tiny");
+}
+
 Test(examples, test_a_converted_om_loads_and_matches_pytorch)
 {
     char *dir = cp_scratch_dir();
