@@ -19,8 +19,9 @@ static const struct cp_opt own[] = {
     {"fix", 0, CP_OPT_VALUE, OPT_FIX, "OUT.toml",
      "write the flow with the changes (--what-if's, else the problems' fixes) made; relative "
      "paths in it are its folder's, so write it beside the flow"},
-    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "REPORT.md|.json",
-     "write the report to a file (Markdown, or JSON by its extension) instead of stdout"},
+    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "REPORT.md|.html|.json",
+     "write the report to a file (Markdown, self-contained HTML or JSON, by its extension) "
+     "instead of stdout"},
     {"what-if", 0, CP_OPT_VALUE, OPT_WHATIF, "CHANGES",
      "replay the run with changes, \"node.key=value,...\" (key: speed, a factor; workers; "
      "batch_size; queue_size), and predict throughput and latency"},
@@ -39,7 +40,7 @@ static const struct cp_command_opts OPTS = {
     .shared = shared,
     .n_shared = sizeof shared / sizeof shared[0],
     .usage =
-        "usage: cannprof node-bottleneck TRACE.db [--run N] [--json] [-o REPORT.md]\n"
+        "usage: cannprof node-bottleneck TRACE.db [--run N] [--json] [-o REPORT.md|.html]\n"
         "       cannprof node-bottleneck TRACE.db --what-if CHANGES [--check] [--fix OUT.toml]\n\n"
         "Analyse a pipeline run (record one with `cannprof pipeline run FLOW.toml --trace\n"
         "TRACE.db`): per node, how busy its workers were, how long they starved and were\n"
@@ -55,162 +56,6 @@ static const struct cp_command_opts OPTS = {
     .exit_codes = "0 analysed, 2 bad usage or input (not a pipeline run), 3 environment failure "
                   "(the report cannot be written)",
 };
-
-static void render(const struct cp_bottleneck *b, const char *trace, bool md, struct cp_buf *o)
-{
-    const char *h = md ? "## " : "";
-    cp_buf_printf(o, "%snode-bottleneck: %s (run %lld)\n\n", md ? "# " : "", trace,
-                  (long long)b->run_id);
-    cp_buf_printf(o, "%zu requests in %.3f s: %.2f req/s; latency p50 %.2f ms, p99 %.2f ms\n\n",
-                  b->requests, b->window_s, b->throughput, b->p50_ms, b->p99_ms);
-    if (b->limiting >= 0)
-        cp_buf_printf(o, "%slimiting node: %s (confidence %.0f%%)\n\n%s\n\n", h,
-                      b->nodes[b->limiting].name, 100 * b->confidence, b->evidence);
-    else
-        cp_buf_printf(o, "%slimiting node: none (no node is busy half its time)\n\n", h);
-    cp_buf_printf(o, "%snodes\n\n", h);
-    cp_buf_printf(o, "%s%-18s %5s %6s %7s %7s %6s %6s %7s %9s %6s\n", md ? "    " : "  ", "node",
-                  "wrk", "busy", "starved", "blocked", "cpu", "runq", "off-cpu", "req/s cap",
-                  "queue");
-    for (size_t i = 0; i < b->n_nodes; i++) {
-        const struct cp_bottleneck_node *n = &b->nodes[i];
-        char cap[32];
-        if (n->capacity > 1e9 || n->source)
-            snprintf(cap, sizeof cap, "-");
-        else
-            snprintf(cap, sizeof cap, "%.1f", n->capacity);
-        cp_buf_printf(o, "%s%-18s %5d %5.0f%% %6.0f%% %6.0f%% %5.0f%% %5.0f%% %6.0f%% %9s %6u\n",
-                      md ? "    " : "  ", n->name, n->workers, 100 * n->util, 100 * n->starved,
-                      100 * n->blocked, 100 * n->cpu_share, 100 * n->runq_share,
-                      100 * n->offcpu_share, cap, n->max_depth);
-    }
-    cp_buf_printf(o, "\n%sproblems\n\n", h);
-    if (b->n_problems == 0)
-        cp_buf_printf(o, "none found\n");
-    for (size_t i = 0; i < b->n_problems; i++) {
-        const struct cp_bottleneck_problem *p = &b->problems[i];
-        cp_buf_printf(o, "- %s: %s", p->kind, p->text);
-        if (p->fix_key[0] && p->node >= 0)
-            cp_buf_printf(o, " [fix: %s %s=%ld]", b->nodes[p->node].name, p->fix_key, p->fix_value);
-        cp_buf_printf(o, "\n");
-    }
-    const struct {
-        const char *what;
-        int64_t request;
-        const struct cp_bottleneck_step *s;
-        size_t n;
-    } paths[] = {{"median", b->p50_request, b->p50_path, b->n_p50_path},
-                 {"p99", b->p99_request, b->p99_path, b->n_p99_path}};
-    for (size_t k = 0; k < 2; k++) {
-        cp_buf_printf(o, "\n%spath of the %s request (#%lld)\n\n", h, paths[k].what,
-                      (long long)paths[k].request);
-        for (size_t i = 0; i < paths[k].n; i++) {
-            const struct cp_bottleneck_step *s = &paths[k].s[i];
-            cp_buf_printf(o, "%s%-18s queue %8.2f ms  service %8.2f ms  push %7.2f ms\n",
-                          md ? "    " : "  ", b->nodes[s->node].name, s->queue_ms, s->service_ms,
-                          s->push_ms);
-        }
-    }
-}
-
-static json_t *path_json(const struct cp_bottleneck *b, const struct cp_bottleneck_step *s,
-                         size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++) {
-        json_t *o = json_object();
-        if (!o || !cp_json_set_str(o, "node", b->nodes[s[i].node].name) ||
-            !cp_json_set_num(o, "queue_ms", s[i].queue_ms) ||
-            !cp_json_set_num(o, "service_ms", s[i].service_ms) ||
-            !cp_json_set_num(o, "push_ms", s[i].push_ms) ||
-            !cp_json_set_int(o, "batch", s[i].batch) || !cp_json_push(a, o)) {
-            json_decref(o);
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
-static json_t *to_json(const struct cp_bottleneck *b, const char *trace)
-{
-    json_t *j = json_object(), *nodes = json_array(), *probs = json_array();
-    bool ok = j && nodes && probs && cp_json_set_str(j, "trace", trace) &&
-              cp_json_set_int(j, "run", b->run_id) &&
-              cp_json_set_int(j, "requests", (int64_t)b->requests) &&
-              cp_json_set_num(j, "window_s", b->window_s) &&
-              cp_json_set_num(j, "throughput", b->throughput) &&
-              cp_json_set_num(j, "latency_p50_ms", b->p50_ms) &&
-              cp_json_set_num(j, "latency_p99_ms", b->p99_ms);
-    if (ok && b->limiting >= 0)
-        ok = cp_json_set_str(j, "limiting_node", b->nodes[b->limiting].name) &&
-             cp_json_set_num(j, "confidence", b->confidence) &&
-             cp_json_set_num(j, "ceiling", b->ceiling) &&
-             cp_json_set_str(j, "evidence", b->evidence);
-    else if (ok)
-        ok = cp_json_set(j, "limiting_node", json_null());
-    for (size_t i = 0; ok && i < b->n_nodes; i++) {
-        const struct cp_bottleneck_node *n = &b->nodes[i];
-        json_t *o = json_object();
-        ok = o && cp_json_set_str(o, "name", n->name) &&
-             cp_json_set_str(o, "flowunit", n->flowunit) &&
-             cp_json_set_int(o, "workers", n->workers) &&
-             cp_json_set_int(o, "calls", (int64_t)n->calls) &&
-             cp_json_set_int(o, "items", (int64_t)n->items) &&
-             cp_json_set_num(o, "utilization", n->util) &&
-             cp_json_set_num(o, "starved", n->starved) &&
-             cp_json_set_num(o, "blocked", n->blocked) &&
-             cp_json_set_num(o, "on_cpu", n->cpu_share) &&
-             cp_json_set_num(o, "waiting_for_cpu", n->runq_share) &&
-             cp_json_set_num(o, "off_cpu", n->offcpu_share) &&
-             cp_json_set_num(o, "mean_batch", n->mean_batch) &&
-             cp_json_set_num(o, "visits_per_request", n->visits) &&
-             cp_json_set_num(o, "mean_queue_depth", n->mean_depth) &&
-             cp_json_set_int(o, "max_queue_depth", n->max_depth) &&
-             (n->source || n->capacity > 1e12 ? cp_json_set(o, "capacity", json_null())
-                                              : cp_json_set_num(o, "capacity", n->capacity));
-        if (!ok || !cp_json_push(nodes, o)) {
-            json_decref(o);
-            ok = false;
-        }
-    }
-    for (size_t i = 0; ok && i < b->n_problems; i++) {
-        const struct cp_bottleneck_problem *p = &b->problems[i];
-        json_t *o = json_object();
-        ok = o && cp_json_set_str(o, "kind", p->kind) &&
-             (p->node >= 0 ? cp_json_set_str(o, "node", b->nodes[p->node].name)
-                           : cp_json_set(o, "node", json_null())) &&
-             cp_json_set_str(o, "text", p->text);
-        if (ok && p->fix_key[0])
-            ok = cp_json_set_str(o, "fix_key", p->fix_key) &&
-                 cp_json_set_int(o, "fix_value", p->fix_value);
-        if (!ok || !cp_json_push(probs, o)) {
-            json_decref(o);
-            ok = false;
-        }
-    }
-    json_t *p50 = ok ? path_json(b, b->p50_path, b->n_p50_path) : NULL,
-           *p99 = ok ? path_json(b, b->p99_path, b->n_p99_path) : NULL;
-    if (ok && p50 && p99) {
-        json_t *paths = json_object();
-        ok = paths && cp_json_set(paths, "p50", p50) && cp_json_set(paths, "p99", p99) &&
-             cp_json_set(j, "request_paths", paths);
-        p50 = p99 = NULL;
-    }
-    json_decref(p50);
-    json_decref(p99);
-    if (ok && cp_json_set(j, "nodes", nodes))
-        nodes = NULL;
-    if (ok && cp_json_set(j, "problems", probs))
-        probs = NULL;
-    json_decref(nodes);
-    json_decref(probs);
-    if (!ok) {
-        json_decref(j);
-        return NULL;
-    }
-    return j;
-}
 
 static void figures_line(const char *what, const struct cp_whatif_figures *f)
 {
@@ -356,17 +201,20 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
     const char *out = cp_args_get(&a, OPT_OUTPUT);
     bool json_file = out && cp_path_has_suffix(out, ".json");
     if (cp_args_has(&a, CP_SO_JSON) && !out) {
-        rc = cp_out_json_take(to_json(&b, trace), OPTS.cmd);
+        rc = cp_out_json_take(cp_bottleneck_json(&b, trace), OPTS.cmd);
     } else if (out) {
         char *text = NULL;
         if (json_file) {
-            json_t *j = to_json(&b, trace);
+            json_t *j = cp_bottleneck_json(&b, trace);
             text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
             json_decref(j);
         } else {
             struct cp_buf o;
             cp_buf_init(&o);
-            render(&b, trace, true, &o);
+            if (cp_path_has_suffix(out, ".html") || cp_path_has_suffix(out, ".htm"))
+                cp_bottleneck_html(&b, trace, &o);
+            else
+                cp_bottleneck_text(&b, trace, true, &o);
             text = cp_buf_steal(&o);
         }
         if (!text)
@@ -379,7 +227,7 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
     } else {
         struct cp_buf o;
         cp_buf_init(&o);
-        render(&b, trace, false, &o);
+        cp_bottleneck_text(&b, trace, false, &o);
         rc = cp_out_buf(&o, OPTS.cmd);
         cp_buf_release(&o);
     }

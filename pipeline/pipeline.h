@@ -132,6 +132,12 @@ struct cp_bottleneck {
 enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bottleneck *b,
                                   struct cp_diag *d);
 void cp_bottleneck_release(struct cp_bottleneck *b);
+/* The report: text (md: Markdown), self-contained HTML, JSON (NULL when
+ * out of memory). */
+void cp_bottleneck_text(const struct cp_bottleneck *b, const char *trace, bool md,
+                        struct cp_buf *o);
+void cp_bottleneck_html(const struct cp_bottleneck *b, const char *trace, struct cp_buf *o);
+struct json_t *cp_bottleneck_json(const struct cp_bottleneck *b, const char *trace);
 
 /* ---- what if ----------------------------------------------------------------------------- */
 

@@ -375,6 +375,26 @@ Test(pipeline, node_bottleneck_names_planted_sleep_spin_and_blocked_nodes)
     cr_expect_str_eq(limiting(b), "io");
     cr_expect(has_problem(b, "io_bound", "io"));
     cr_expect(!has_problem(b, "io_bound", "a"), "a spins: it is not waiting on I/O");
+    /* the same as a self-contained HTML page and as Markdown */
+    char *db = cp_t_path("sleepy.toml.db"), *html = cp_t_path("sleepy.html"),
+         *md = cp_t_path("sleepy.md");
+    struct cp_run r;
+    cp_run_cli(&r, "node-bottleneck", db, "-o", html, NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "node-bottleneck", db, "-o", md, NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    char *page = ct_read_text(html), *text = ct_read_text(md);
+    ct_assert_mentions(page, "<!DOCTYPE html>", "<h2>Limiting node: io", "io_bound", "</html>",
+                       NULL);
+    cr_expect(strstr(page, "<script") == NULL && strstr(page, "http") == NULL, "nothing fetched");
+    ct_assert_mentions(text, "# node-bottleneck:", "## limiting node: io", NULL);
+    free(text);
+    free(page);
+    free(md);
+    free(html);
+    free(db);
     cr_expect_eq(json_array_size(json_object_get(json_object_get(b, "request_paths"), "p50")), 4,
                  "src, a, io, sink");
     json_decref(b);
