@@ -605,3 +605,26 @@ Test(pipeline, the_poster_example_runs_and_is_analysed)
     free(prompts);
     free(dir);
 }
+
+/* --duration: the sources send until the deadline, then the run drains;
+ * every request sent is done. */
+Test(pipeline, a_run_for_a_duration_drains_what_it_sent)
+{
+    char *p = flow("timed.toml", "digraph timed {\n src[flowunit=file_source, dir=\"in\"]\n"
+                                 " io[flowunit=delay, sleep_ms=5, workers=2]\n"
+                                 " a[flowunit=delay]\n src:out -> io:in\n io:out -> a:in\n}\n");
+    struct cp_run r;
+    cp_run_cli(&r, "pipeline", "run", p, "--duration", "300ms", "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = ct_json(r.out);
+    cp_run_release(&r);
+    json_int_t sent = json_integer_value(json_object_get(j, "sent"));
+    cr_expect_gt(sent, 0);
+    cr_expect_eq(json_integer_value(json_object_get(j, "done")), sent, "nothing left in flight");
+    json_decref(j);
+    cp_run_cli(&r, "pipeline", "run", p, "--duration", "1s", "--requests", "3", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "not both", NULL);
+    cp_run_release(&r);
+    free(p);
+}
