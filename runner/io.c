@@ -110,6 +110,23 @@ enum cp_status cp_tensor_read_file(const char *path, struct cp_host_tensor *t, s
     return st;
 }
 
+enum cp_status cp_tensor_read_buffer(const char *name, const void *data, size_t len,
+                                     struct cp_host_tensor *t, struct cp_diag *d)
+{
+    memset(t, 0, sizeof *t);
+    enum cp_status st;
+    if (len == 0)
+        st = cp_diag_set(d, CP_ERR_PARSE, "%s: empty; expected a NumPy .npy or an ONNX TensorProto",
+                         name);
+    else if (cp_io_looks_like_npy(data, len))
+        st = cp_io_read_npy(name, data, len, t, d);
+    else
+        st = cp_io_read_pb(name, data, len, t, d);
+    if (st != CP_OK)
+        cp_host_tensor_release(t);
+    return st;
+}
+
 /* ---- random fill -------------------------------------------------------------- */
 
 /* SplitMix64 used as a counter-based generator: element i draws

@@ -409,9 +409,11 @@ out_fail:
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-enum cp_status cp_tensor_write_npy(const char *path, const struct cp_host_tensor *t,
-                                   struct cp_diag *d)
+enum cp_status cp_tensor_npy_encode(const struct cp_host_tensor *t, const char *path,
+                                    uint8_t **bytes, size_t *len, struct cp_diag *d)
 {
+    *bytes = NULL;
+    *len = 0;
     const char *descr = npy_descr_of(t->dtype);
     if (t->dtype == CP_DTYPE_U16)
         return cp_diag_set(d, CP_ERR_UNSUPPORTED,
@@ -479,9 +481,21 @@ enum cp_status cp_tensor_write_npy(const char *path, const struct cp_host_tensor
     if (t->dtype == CP_DTYPE_BOOL) /* NumPy bools are exactly 0 or 1 */
         for (size_t i = 0; i < nbytes; i++)
             out[10 + hdr.len + i] = out[10 + hdr.len + i] != 0;
-    st = cp_file_write_atomic(path, out, total, d);
-    free(out);
+    *bytes = out;
+    *len = total;
 out_hdr:
     cp_buf_release(&hdr);
+    return st;
+}
+
+enum cp_status cp_tensor_write_npy(const char *path, const struct cp_host_tensor *t,
+                                   struct cp_diag *d)
+{
+    uint8_t *out = NULL;
+    size_t total = 0;
+    enum cp_status st = cp_tensor_npy_encode(t, path, &out, &total, d);
+    if (st == CP_OK)
+        st = cp_file_write_atomic(path, out, total, d);
+    free(out);
     return st;
 }

@@ -51,6 +51,14 @@ int64_t cp_host_tensor_numel(const struct cp_host_tensor *t);
  * OUT: *t. Errors name the file and what is wrong (unsupported dtype,
  * big-endian or Fortran-order .npy, truncated data). */
 enum cp_status cp_tensor_read_file(const char *path, struct cp_host_tensor *t, struct cp_diag *d);
+/* The same from bytes in memory (an HTTP body); `name` stands for the file
+ * in messages and names the tensor when the bytes do not. */
+enum cp_status cp_tensor_read_buffer(const char *name, const void *data, size_t len,
+                                     struct cp_host_tensor *t, struct cp_diag *d);
+/* A tensor as .npy bytes (format 1.0; *bytes malloc'ed); `path` for
+ * messages. */
+enum cp_status cp_tensor_npy_encode(const struct cp_host_tensor *t, const char *path,
+                                    uint8_t **bytes, size_t *len, struct cp_diag *d);
 /* Write a .npy (format 1.0, little-endian, C order), atomically. */
 enum cp_status cp_tensor_write_npy(const char *path, const struct cp_host_tensor *t,
                                    struct cp_diag *d);

@@ -10,7 +10,7 @@ CP_PACKAGES=(
     libyaml-dev libsqlite3-dev libgsl-dev libcurl4-openssl-dev libssl-dev
     libcriterion-dev libdnnl-dev libprotobuf-c-dev protobuf-c-compiler
     libonnx-dev libjansson-dev libxxhash-dev libyajl-dev zlib1g-dev libcsv-dev
-    libtomlplusplus-dev libgraphviz-dev libpng-dev
+    libtomlplusplus-dev libgraphviz-dev libpng-dev libmicrohttpd-dev
     libonnx-testdata
 )
 

@@ -1,0 +1,285 @@
+/* cannprof load (docs/serving.md): an open-loop load generator on
+ * libcurl's multi interface. The arrival times are drawn first, Poisson at
+ * the rate asked (seeded); each request is sent at its time, or as soon as
+ * fewer than `concurrency` are in flight, and its latency is counted from
+ * the time it was meant to leave, so a server that falls behind cannot
+ * hide the queue it built (coordinated omission). The request is the
+ * server's own /v1/model inputs, seeded random, in the raw form (a JSON
+ * header line, then the bytes). */
+#include "serve/serve.h"
+#include "core/json.h"
+#include "runner/runner.h"
+
+#include <curl/curl.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sink {
+    char *data;
+    size_t len, cap;
+    size_t limit;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *u)
+{
+    struct sink *s = u;
+    size_t k = size * n;
+    if (s->len + k > s->limit)
+        return 0;
+    if (s->len + k > s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 4096;
+        while (nc < s->len + k)
+            nc *= 2;
+        char *g = realloc(s->data, nc);
+        if (!g)
+            return 0;
+        s->data = g;
+        s->cap = nc;
+    }
+    memcpy(s->data + s->len, p, k);
+    s->len += k;
+    return k;
+}
+
+/* GET url/v1/model and build the request body from its inputs. */
+static enum cp_status make_body(const char *url, uint64_t seed, char **body, size_t *len,
+                                struct cp_diag *d)
+{
+    char full[1200];
+    snprintf(full, sizeof full, "%s/v1/model", url);
+    CURL *h = curl_easy_init();
+    if (!h)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    struct sink s = {.limit = 1 << 20};
+    curl_easy_setopt(h, CURLOPT_URL, full);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    CURLcode rc = curl_easy_perform(h);
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(h);
+    if (rc != CURLE_OK) {
+        free(s.data);
+        return cp_diag_set(d, CP_ERR_IO, "%s: %s", full, curl_easy_strerror(rc));
+    }
+    json_error_t e;
+    json_t *m = code == 200 ? json_loadb(s.data ? s.data : "", s.len, 0, &e) : NULL;
+    free(s.data);
+    json_t *ins = json_object_get(m, "inputs");
+    if (!json_is_array(ins)) {
+        json_decref(m);
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: answered %ld, not a cannprof server's model description", full,
+                           code);
+    }
+    struct cp_buf b;
+    cp_buf_init(&b);
+    json_t *h2 = json_object(), *list = json_array();
+    struct cp_host_tensor *t = cp_calloc(json_array_size(ins) + 1, sizeof *t);
+    enum cp_status st = t ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == CP_OK && i < json_array_size(ins); i++) {
+        json_t *o = json_array_get(ins, i), *shape = json_object_get(o, "shape");
+        const char *dt = json_string_value(json_object_get(o, "dtype"));
+        t[i].dtype = dt ? cp_dtype_from_name(dt) : CP_DTYPE_UNDEFINED;
+        t[i].rank = (int)json_array_size(shape);
+        for (int r = 0; r < t[i].rank && r < CP_MAX_RANK; r++)
+            t[i].dims[r] = json_integer_value(json_array_get(shape, (size_t)r));
+        if (t[i].dtype == CP_DTYPE_UNDEFINED || t[i].rank > CP_MAX_RANK) {
+            st = cp_diag_set(d, CP_ERR_INVALID, "%s: input %zu has no usable dtype or shape", full,
+                             i);
+            break;
+        }
+        st = cp_tensor_fill_random(&t[i], seed + i, d);
+        json_t *x = json_object();
+        json_object_set(x, "name", json_object_get(o, "name"));
+        json_object_set_new(x, "dtype", json_string(dt));
+        json_object_set(x, "shape", shape);
+        json_array_append_new(list, x);
+    }
+    json_object_set_new(h2, "inputs", list);
+    char *line = st == CP_OK ? json_dumps(h2, JSON_COMPACT) : NULL;
+    json_decref(h2);
+    if (line) {
+        cp_buf_printf(&b, "%s\n", line);
+        for (size_t i = 0; i < json_array_size(ins); i++)
+            cp_buf_append(&b, t[i].data, t[i].nbytes);
+    }
+    free(line);
+    for (size_t i = 0; t && i < json_array_size(ins); i++)
+        cp_host_tensor_release(&t[i]);
+    free(t);
+    json_decref(m);
+    if (st == CP_OK && cp_buf_status(&b) != CP_OK)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (st != CP_OK) {
+        cp_buf_release(&b);
+        return st;
+    }
+    *len = b.len;
+    *body = cp_buf_steal(&b);
+    return CP_OK;
+}
+
+struct req {
+    CURL *h;
+    int64_t intended, sent;
+    struct sink out;
+    bool busy;
+};
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *r,
+                           struct cp_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    if (!(o->rate > 0) || !(o->duration_s > 0))
+        return cp_diag_set(d, CP_ERR_USAGE, "load needs --rate above 0 and --duration above 0");
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+        return cp_diag_set(d, CP_ERR_IO, "libcurl cannot start");
+    char *body = NULL;
+    size_t body_len = 0;
+    enum cp_status st = make_body(o->url, o->seed, &body, &body_len, d);
+    if (st != CP_OK) {
+        curl_global_cleanup();
+        return st;
+    }
+    /* the arrivals, Poisson */
+    size_t n = 0, cap = 1024;
+    double *at = malloc(cap * sizeof *at), t = 0;
+    uint64_t x = o->seed * 2654435761u + 0x9e3779b97f4a7c15ULL;
+    while (at) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+        t += -log(u) / o->rate;
+        if (t >= o->duration_s)
+            break;
+        if (n == cap) {
+            cap *= 2;
+            double *g = realloc(at, cap * sizeof *g);
+            if (!g) {
+                free(at);
+                at = NULL;
+                break;
+            }
+            at = g;
+        }
+        at[n++] = t;
+    }
+    int slots = o->concurrency > 0 ? o->concurrency : 64;
+    struct req *q = cp_calloc((size_t)slots, sizeof *q);
+    double *lat = cp_calloc(n ? n : 1, sizeof *lat);
+    CURLM *mh = curl_multi_init();
+    if (!at || !q || !lat || !mh)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    char url[1200];
+    snprintf(url, sizeof url, "%s/v1/infer", o->url);
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/octet-stream");
+    for (int i = 0; st == CP_OK && i < slots; i++) {
+        q[i].h = curl_easy_init();
+        if (!q[i].h) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        curl_easy_setopt(q[i].h, CURLOPT_URL, url);
+        curl_easy_setopt(q[i].h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(q[i].h, CURLOPT_POSTFIELDSIZE, (long)body_len);
+        curl_easy_setopt(q[i].h, CURLOPT_HTTPHEADER, hdr);
+        curl_easy_setopt(q[i].h, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(q[i].h, CURLOPT_WRITEDATA, &q[i].out);
+        curl_easy_setopt(q[i].h, CURLOPT_PRIVATE, &q[i]);
+        curl_easy_setopt(q[i].h, CURLOPT_TIMEOUT, 60L);
+        q[i].out.limit = (size_t)1 << 30;
+    }
+    int64_t t0 = (int64_t)cp_clock_ns();
+    size_t next = 0, done = 0, n_lat = 0;
+    int running = 0;
+    while (st == CP_OK && done < n) {
+        int64_t now = (int64_t)cp_clock_ns();
+        /* send what is due, on free slots */
+        for (int i = 0; i < slots && next < n; i++) {
+            if (q[i].busy)
+                continue;
+            int64_t due = t0 + (int64_t)(at[next] * 1e9);
+            if (due > now)
+                break;
+            q[i].busy = true;
+            q[i].intended = due;
+            q[i].sent = now;
+            q[i].out.len = 0;
+            double late = (double)(now - due) / 1e6;
+            r->max_lateness_ms = late > r->max_lateness_ms ? late : r->max_lateness_ms;
+            curl_multi_add_handle(mh, q[i].h);
+            next++;
+            r->sent++;
+        }
+        curl_multi_perform(mh, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(mh, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            struct req *rq = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&rq);
+            long code = 0;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+            if (msg->data.result == CURLE_OK && code == 200) {
+                r->ok++;
+                lat[n_lat++] = (double)((int64_t)cp_clock_ns() - rq->intended) / 1e6;
+            } else {
+                r->errors++;
+            }
+            curl_multi_remove_handle(mh, msg->easy_handle);
+            rq->busy = false;
+            done++;
+        }
+        /* wait for I/O or the next arrival */
+        int64_t wait_ms = 100;
+        if (next < n) {
+            int64_t due = t0 + (int64_t)(at[next] * 1e9) - (int64_t)cp_clock_ns();
+            wait_ms = due > 0 ? due / 1000000 : 0;
+        }
+        if (wait_ms > 0 || running > 0)
+            curl_multi_poll(mh, NULL, 0, (int)(wait_ms > 100 ? 100 : wait_ms), NULL);
+    }
+    r->seconds = (double)((int64_t)cp_clock_ns() - t0) / 1e9;
+    r->throughput = r->seconds > 0 ? (double)r->ok / r->seconds : 0;
+    if (n_lat) {
+        double sum = 0;
+        for (size_t i = 0; i < n_lat; i++)
+            sum += lat[i];
+        qsort(lat, n_lat, sizeof *lat, cmp_d);
+        r->mean_ms = sum / (double)n_lat;
+        r->p50_ms = lat[(n_lat - 1) / 2];
+        r->p90_ms = lat[(size_t)ceil(0.90 * (double)n_lat) - 1];
+        r->p99_ms = lat[(size_t)ceil(0.99 * (double)n_lat) - 1];
+        r->max_ms = lat[n_lat - 1];
+    }
+    for (int i = 0; q && i < slots; i++) {
+        if (q[i].h) {
+            if (q[i].busy)
+                curl_multi_remove_handle(mh, q[i].h);
+            curl_easy_cleanup(q[i].h);
+        }
+        free(q[i].out.data);
+    }
+    curl_slist_free_all(hdr);
+    if (mh)
+        curl_multi_cleanup(mh);
+    curl_global_cleanup();
+    free(q);
+    free(lat);
+    free(at);
+    free(body);
+    return st;
+}

@@ -1,0 +1,790 @@
+/* cannprof serve (docs/serving.md): a model behind libmicrohttpd, one
+ * thread per connection. A request's inputs are parsed on its connection's
+ * thread and queued; one batching thread takes up to max_batch of them
+ * (waiting up to the window for the batch to fill), stacks them along the
+ * first dimension, runs the model once, and hands each request its slice
+ * of the outputs. SIGTERM or SIGINT stops the listening socket, lets every
+ * request in flight finish, then stops. */
+#include "serve/serve.h"
+#include "core/json.h"
+#include "runner/session.h"
+
+#include <microhttpd.h>
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- metrics --------------------------------------------------------------------------- */
+
+static const double LAT_BOUNDS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                    0.25,  0.5,    1,     2.5,  5,     10};
+#define N_LAT (sizeof LAT_BOUNDS / sizeof *LAT_BOUNDS)
+static const int BATCH_BOUNDS[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+#define N_BATCH (sizeof BATCH_BOUNDS / sizeof *BATCH_BOUNDS)
+
+struct metrics {
+    pthread_mutex_t mu;
+    uint64_t by_code[6]; /* 2xx..5xx by hundreds (index code/100) */
+    uint64_t lat_bucket[N_LAT + 1];
+    double lat_sum;
+    uint64_t lat_count;
+    uint64_t batch_bucket[N_BATCH + 1];
+    uint64_t batch_sum, batches;
+};
+
+/* ---- jobs and the batcher ------------------------------------------------------------------ */
+
+struct job {
+    struct cp_host_tensor *in, *out;
+    size_t n_in, n_out;
+    enum cp_status st;
+    char err[1100];
+    bool done;
+    pthread_cond_t cv;
+};
+
+struct server {
+    const struct cp_serve_opts *o;
+    struct cp_session s;
+    size_t n_in, n_out;
+    int batch; /* the plan's first dimension */
+    size_t *slice_in, *slice_out;
+    struct MHD_Daemon *http;
+    pthread_mutex_t mu;
+    pthread_cond_t has_work;
+    struct job **q;
+    size_t q_n, q_cap;
+    bool stopping;
+    pthread_t batcher;
+    int inflight;
+    pthread_cond_t idle;
+    struct metrics m;
+    size_t max_body;
+};
+
+static int64_t now_ns(void)
+{
+    return (int64_t)cp_clock_ns();
+}
+
+static void run_batch(struct server *sv, struct job **jobs, size_t n)
+{
+    struct cp_plan *plan = sv->s.plan;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    enum cp_status st = CP_OK;
+    size_t per = (size_t)sv->batch;
+    for (size_t i = 0; st == CP_OK && i < sv->n_in; i++) {
+        const struct cp_tensor *pt = cp_plan_input(plan, i);
+        struct cp_host_tensor t = {.dtype = pt->dtype, .rank = pt->shape.rank};
+        snprintf(t.name, sizeof t.name, "%s", pt->name);
+        for (int k = 0; k < t.rank; k++)
+            t.dims[k] = pt->shape.dims[k].value;
+        t.nbytes = sv->slice_in[i] * per;
+        t.data = malloc(t.nbytes ? t.nbytes : 1);
+        if (!t.data) {
+            st = cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t b = 0; b < per; b++)
+            memcpy((char *)t.data + b * sv->slice_in[i], jobs[b < n ? b : n - 1]->in[i].data,
+                   sv->slice_in[i]);
+        st = cp_plan_set_input(plan, i, &t, &d);
+        cp_host_tensor_release(&t);
+    }
+    if (st == CP_OK)
+        st = cp_plan_run(plan, -1, &d);
+    for (size_t b = 0; b < n; b++)
+        jobs[b]->out = st == CP_OK ? cp_calloc(sv->n_out, sizeof *jobs[b]->out) : NULL;
+    for (size_t o = 0; st == CP_OK && o < sv->n_out; o++) {
+        struct cp_host_tensor t;
+        if ((st = cp_plan_get_output(plan, o, &t, &d)) != CP_OK)
+            break;
+        size_t slice = t.nbytes / per;
+        for (size_t b = 0; b < n; b++) {
+            struct cp_host_tensor *one = &jobs[b]->out[o];
+            *one = t;
+            if (per > 1 && one->rank > 0)
+                one->dims[0] /= (int64_t)per;
+            one->nbytes = slice;
+            one->data = malloc(slice ? slice : 1);
+            if (!one->data) {
+                st = cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+                break;
+            }
+            memcpy(one->data, (char *)t.data + b * slice, slice);
+        }
+        cp_host_tensor_release(&t);
+    }
+    pthread_mutex_lock(&sv->m.mu);
+    size_t k = 0;
+    while (k < N_BATCH && (int)n > BATCH_BOUNDS[k])
+        k++;
+    sv->m.batch_bucket[k]++;
+    sv->m.batch_sum += n;
+    sv->m.batches++;
+    pthread_mutex_unlock(&sv->m.mu);
+    pthread_mutex_lock(&sv->mu);
+    for (size_t b = 0; b < n; b++) {
+        jobs[b]->st = st;
+        jobs[b]->n_out = st == CP_OK ? sv->n_out : 0;
+        if (st != CP_OK)
+            snprintf(jobs[b]->err, sizeof jobs[b]->err, "%s", d.msg);
+        jobs[b]->done = true;
+        pthread_cond_signal(&jobs[b]->cv);
+    }
+    pthread_mutex_unlock(&sv->mu);
+}
+
+static void *batcher_main(void *arg)
+{
+    struct server *sv = arg;
+    struct job **batch = cp_calloc((size_t)sv->o->max_batch, sizeof *batch);
+    if (!batch)
+        return NULL;
+    pthread_mutex_lock(&sv->mu);
+    for (;;) {
+        while (sv->q_n == 0 && !sv->stopping)
+            pthread_cond_wait(&sv->has_work, &sv->mu);
+        if (sv->q_n == 0 && sv->stopping)
+            break;
+        /* let the batch fill for up to the window */
+        if (sv->o->window_ms > 0 && sv->q_n < (size_t)sv->o->max_batch) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t ns = (int64_t)(sv->o->window_ms * 1e6);
+            ts.tv_sec += ns / 1000000000;
+            ts.tv_nsec += ns % 1000000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            while (sv->q_n < (size_t)sv->o->max_batch && !sv->stopping)
+                if (pthread_cond_timedwait(&sv->has_work, &sv->mu, &ts) != 0)
+                    break;
+        }
+        size_t n = sv->q_n < (size_t)sv->o->max_batch ? sv->q_n : (size_t)sv->o->max_batch;
+        memcpy(batch, sv->q, n * sizeof *batch);
+        memmove(sv->q, sv->q + n, (sv->q_n - n) * sizeof *sv->q);
+        sv->q_n -= n;
+        pthread_mutex_unlock(&sv->mu);
+        run_batch(sv, batch, n);
+        pthread_mutex_lock(&sv->mu);
+    }
+    pthread_mutex_unlock(&sv->mu);
+    free(batch);
+    return NULL;
+}
+
+/* Queue a job and wait for it. */
+static void submit(struct server *sv, struct job *j)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_lock(&sv->mu);
+    if (sv->q_n == sv->q_cap) {
+        size_t nc = sv->q_cap ? sv->q_cap * 2 : 64;
+        struct job **g = cp_realloc_array(sv->q, nc, sizeof *g);
+        if (!g) {
+            j->st = CP_ERR_NOMEM;
+            snprintf(j->err, sizeof j->err, "out of memory");
+            pthread_mutex_unlock(&sv->mu);
+            pthread_cond_destroy(&j->cv);
+            return;
+        }
+        sv->q = g;
+        sv->q_cap = nc;
+    }
+    sv->q[sv->q_n++] = j;
+    pthread_cond_signal(&sv->has_work);
+    while (!j->done)
+        pthread_cond_wait(&j->cv, &sv->mu);
+    pthread_mutex_unlock(&sv->mu);
+    pthread_cond_destroy(&j->cv);
+}
+
+/* ---- requests ------------------------------------------------------------------------------ */
+
+struct conn {
+    char *body;
+    size_t len, cap;
+    bool too_big;
+    bool multipart;
+    struct MHD_PostProcessor *pp;
+    /* multipart parts: one .npy per input, by field name */
+    char **part_name;
+    char **part;
+    size_t *part_len;
+    size_t n_parts;
+    int64_t t0;
+};
+
+static bool grow(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t nc = *cap ? *cap : 4096;
+        while (nc < *len + n)
+            nc *= 2;
+        char *g = realloc(*buf, nc);
+        if (!g)
+            return false;
+        *buf = g;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, data, n);
+    *len += n;
+    return true;
+}
+
+static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *key,
+                               const char *filename, const char *content_type,
+                               const char *transfer_encoding, const char *data, uint64_t off,
+                               size_t size)
+{
+    (void)kind;
+    (void)filename;
+    (void)content_type;
+    (void)transfer_encoding;
+    (void)off;
+    struct conn *c = cls;
+    size_t i = 0;
+    while (i < c->n_parts && strcmp(c->part_name[i], key) != 0)
+        i++;
+    if (i == c->n_parts) {
+        if (c->n_parts == 64)
+            return MHD_NO;
+        char **pn = cp_realloc_array(c->part_name, c->n_parts + 1, sizeof *pn);
+        if (pn)
+            c->part_name = pn;
+        char **pp = pn ? cp_realloc_array(c->part, c->n_parts + 1, sizeof *pp) : NULL;
+        if (pp)
+            c->part = pp;
+        size_t *pl = pp ? cp_realloc_array(c->part_len, c->n_parts + 1, sizeof *pl) : NULL;
+        if (!pl)
+            return MHD_NO;
+        c->part_len = pl;
+        c->part_name[i] = cp_strdup(key);
+        c->part[i] = NULL;
+        c->part_len[i] = 0;
+        if (!c->part_name[i])
+            return MHD_NO;
+        c->n_parts++;
+    }
+    size_t cap = c->part_len[i];
+    return size == 0 || grow(&c->part[i], &c->part_len[i], &cap, data, size) ? MHD_YES : MHD_NO;
+}
+
+static void free_conn(struct conn *c)
+{
+    if (!c)
+        return;
+    if (c->pp)
+        MHD_destroy_post_processor(c->pp);
+    for (size_t i = 0; i < c->n_parts; i++) {
+        free(c->part_name[i]);
+        free(c->part[i]);
+    }
+    free(c->part_name);
+    free(c->part);
+    free(c->part_len);
+    free(c->body);
+    free(c);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type, void *body,
+                             size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_error(struct server *sv, struct MHD_Connection *c, unsigned code,
+                                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result reply_error(struct server *sv, struct MHD_Connection *c, unsigned code,
+                                   const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *j = json_object();
+    cp_json_set_str(j, "error", msg);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    pthread_mutex_lock(&sv->m.mu);
+    sv->m.by_code[code / 100 < 6 ? code / 100 : 5]++;
+    pthread_mutex_unlock(&sv->m.mu);
+    if (!text)
+        return MHD_NO;
+    size_t n = strlen(text);
+    return reply(c, code, "application/json", text, n);
+}
+
+/* GET /v1/model: inputs and outputs as a request carries them. */
+static char *model_json(struct server *sv)
+{
+    json_t *j = json_object(), *ins = json_array(), *outs = json_array();
+    for (int k = 0; k < 2; k++) {
+        size_t n = k ? sv->n_out : sv->n_in;
+        for (size_t i = 0; i < n; i++) {
+            const struct cp_tensor *t =
+                k ? cp_plan_output(sv->s.plan, i) : cp_plan_input(sv->s.plan, i);
+            json_t *o = json_object(), *shape = json_array();
+            for (int r = 0; r < t->shape.rank; r++)
+                json_array_append_new(shape, json_integer(r == 0 && sv->batch > 1
+                                                              ? t->shape.dims[r].value / sv->batch
+                                                              : t->shape.dims[r].value));
+            json_object_set_new(o, "name", json_string(t->name));
+            json_object_set_new(o, "dtype", json_string(cp_dtype_name(t->dtype)));
+            json_object_set_new(o, "shape", shape);
+            json_array_append_new(k ? outs : ins, o);
+        }
+    }
+    json_object_set_new(j, "model", json_string(sv->o->model_path));
+    json_object_set_new(j, "inputs", ins);
+    json_object_set_new(j, "outputs", outs);
+    json_object_set_new(j, "max_batch", json_integer(sv->o->max_batch));
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return text;
+}
+
+static char *metrics_text(struct server *sv)
+{
+    struct cp_buf b;
+    cp_buf_init(&b);
+    pthread_mutex_lock(&sv->m.mu);
+    cp_buf_puts(&b, "# HELP cannprof_requests_total Requests answered, by status class.\n"
+                    "# TYPE cannprof_requests_total counter\n");
+    for (int k = 2; k < 6; k++)
+        cp_buf_printf(&b, "cannprof_requests_total{code=\"%dxx\"} %llu\n", k,
+                      (unsigned long long)sv->m.by_code[k]);
+    cp_buf_puts(&b, "# HELP cannprof_request_latency_seconds Time from a request's arrival to "
+                    "its answer.\n# TYPE cannprof_request_latency_seconds histogram\n");
+    uint64_t acc = 0;
+    for (size_t i = 0; i < N_LAT; i++) {
+        acc += sv->m.lat_bucket[i];
+        cp_buf_printf(&b, "cannprof_request_latency_seconds_bucket{le=\"%g\"} %llu\n",
+                      LAT_BOUNDS[i], (unsigned long long)acc);
+    }
+    acc += sv->m.lat_bucket[N_LAT];
+    cp_buf_printf(&b,
+                  "cannprof_request_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
+                  "cannprof_request_latency_seconds_sum %.9g\n"
+                  "cannprof_request_latency_seconds_count %llu\n",
+                  (unsigned long long)acc, sv->m.lat_sum, (unsigned long long)sv->m.lat_count);
+    cp_buf_puts(&b, "# HELP cannprof_batch_size Requests run together.\n"
+                    "# TYPE cannprof_batch_size histogram\n");
+    acc = 0;
+    for (size_t i = 0; i < N_BATCH; i++) {
+        acc += sv->m.batch_bucket[i];
+        cp_buf_printf(&b, "cannprof_batch_size_bucket{le=\"%d\"} %llu\n", BATCH_BOUNDS[i],
+                      (unsigned long long)acc);
+    }
+    acc += sv->m.batch_bucket[N_BATCH];
+    cp_buf_printf(&b,
+                  "cannprof_batch_size_bucket{le=\"+Inf\"} %llu\ncannprof_batch_size_sum %llu\n"
+                  "cannprof_batch_size_count %llu\n",
+                  (unsigned long long)acc, (unsigned long long)sv->m.batch_sum,
+                  (unsigned long long)sv->m.batches);
+    pthread_mutex_unlock(&sv->m.mu);
+    pthread_mutex_lock(&sv->mu);
+    cp_buf_printf(&b,
+                  "# HELP cannprof_queue_depth Requests waiting for a batch.\n"
+                  "# TYPE cannprof_queue_depth gauge\ncannprof_queue_depth %zu\n",
+                  sv->q_n);
+    pthread_mutex_unlock(&sv->mu);
+    return cp_buf_status(&b) == CP_OK ? cp_buf_steal(&b) : (cp_buf_release(&b), NULL);
+}
+
+/* The request's inputs from a raw body: a JSON header line, then the
+ * inputs' bytes back to back. */
+static bool parse_raw(struct server *sv, struct conn *c, struct job *j, char *err, size_t n_err)
+{
+    char *nl = memchr(c->body, '\n', c->len);
+    if (!nl) {
+        snprintf(err, n_err, "the body starts with a JSON header line ({\"inputs\": [...]})");
+        return false;
+    }
+    json_error_t e;
+    json_t *h = json_loadb(c->body, (size_t)(nl - c->body), 0, &e);
+    json_t *ins = json_object_get(h, "inputs");
+    if (!json_is_array(ins) || json_array_size(ins) != sv->n_in) {
+        snprintf(err, n_err, "the header needs \"inputs\": a list of %zu (name, dtype, shape)",
+                 sv->n_in);
+        json_decref(h);
+        return false;
+    }
+    size_t at = (size_t)(nl - c->body) + 1;
+    for (size_t i = 0; i < sv->n_in; i++) {
+        const struct cp_tensor *pt = cp_plan_input(sv->s.plan, i);
+        json_t *o = json_array_get(ins, i);
+        const char *dt = json_string_value(json_object_get(o, "dtype"));
+        if (!dt || cp_dtype_from_name(dt) != pt->dtype) {
+            snprintf(err, n_err, "input %s: dtype %s, the model takes %s", pt->name,
+                     dt ? dt : "(none)", cp_dtype_name(pt->dtype));
+            json_decref(h);
+            return false;
+        }
+        if (c->len - at < sv->slice_in[i]) {
+            snprintf(err, n_err, "input %s: %zu bytes left in the body, it takes %zu", pt->name,
+                     c->len - at, sv->slice_in[i]);
+            json_decref(h);
+            return false;
+        }
+        struct cp_host_tensor *t = &j->in[i];
+        snprintf(t->name, sizeof t->name, "%s", pt->name);
+        t->dtype = pt->dtype;
+        t->nbytes = sv->slice_in[i];
+        t->data = malloc(t->nbytes ? t->nbytes : 1);
+        if (!t->data) {
+            snprintf(err, n_err, "out of memory");
+            json_decref(h);
+            return false;
+        }
+        memcpy(t->data, c->body + at, t->nbytes);
+        at += t->nbytes;
+    }
+    json_decref(h);
+    if (at != c->len) {
+        snprintf(err, n_err, "%zu bytes after the last input", c->len - at);
+        return false;
+    }
+    return true;
+}
+
+/* The request's inputs from multipart parts, one .npy per input name. */
+static bool parse_parts(struct server *sv, struct conn *c, struct job *j, char *err, size_t n_err)
+{
+    for (size_t i = 0; i < sv->n_in; i++) {
+        const struct cp_tensor *pt = cp_plan_input(sv->s.plan, i);
+        size_t k = 0;
+        while (k < c->n_parts && strcmp(c->part_name[k], pt->name) != 0)
+            k++;
+        if (k == c->n_parts) {
+            snprintf(err, n_err, "no part named %s (one .npy per input)", pt->name);
+            return false;
+        }
+        struct cp_diag d;
+        cp_diag_init(&d);
+        if (cp_tensor_read_buffer(pt->name, c->part[k], c->part_len[k], &j->in[i], &d) != CP_OK) {
+            snprintf(err, n_err, "%.380s", d.msg);
+            return false;
+        }
+        if (j->in[i].dtype != pt->dtype || j->in[i].nbytes != sv->slice_in[i]) {
+            snprintf(err, n_err, "input %s: %s of %zu bytes, the model takes %s of %zu", pt->name,
+                     cp_dtype_name(j->in[i].dtype), j->in[i].nbytes, cp_dtype_name(pt->dtype),
+                     sv->slice_in[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void note_latency(struct server *sv, int64_t t0, unsigned code)
+{
+    double s = (double)(now_ns() - t0) / 1e9;
+    pthread_mutex_lock(&sv->m.mu);
+    size_t k = 0;
+    while (k < N_LAT && s > LAT_BOUNDS[k])
+        k++;
+    sv->m.lat_bucket[k]++;
+    sv->m.lat_sum += s;
+    sv->m.lat_count++;
+    sv->m.by_code[code / 100 < 6 ? code / 100 : 5]++;
+    pthread_mutex_unlock(&sv->m.mu);
+}
+
+static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struct conn *c)
+{
+    struct job j;
+    memset(&j, 0, sizeof j);
+    j.in = cp_calloc(sv->n_in ? sv->n_in : 1, sizeof *j.in);
+    j.n_in = sv->n_in;
+    char err[400] = "";
+    bool ok = j.in && (c->multipart ? parse_parts(sv, c, &j, err, sizeof err)
+                                    : parse_raw(sv, c, &j, err, sizeof err));
+    enum MHD_Result ret;
+    if (!ok) {
+        ret = reply_error(sv, mc, 400, "%s", err[0] ? err : "out of memory");
+    } else {
+        submit(sv, &j);
+        if (j.st != CP_OK) {
+            ret = reply_error(sv, mc, 500, "%s", j.err);
+        } else {
+            /* the answer in the request's form */
+            struct cp_buf b;
+            cp_buf_init(&b);
+            const char *type;
+            char ctype[120];
+            if (c->multipart) {
+                const char *boundary = "cannprof-outputs-7d4f9b";
+                for (size_t o = 0; o < j.n_out; o++) {
+                    uint8_t *npy = NULL;
+                    size_t len = 0;
+                    struct cp_diag d;
+                    cp_diag_init(&d);
+                    if (cp_tensor_npy_encode(&j.out[o], j.out[o].name, &npy, &len, &d) != CP_OK)
+                        continue;
+                    cp_buf_printf(&b,
+                                  "--%s\r\nContent-Disposition: form-data; name=\"%s\"; "
+                                  "filename=\"%s.npy\"\r\nContent-Type: "
+                                  "application/octet-stream\r\n\r\n",
+                                  boundary, j.out[o].name, j.out[o].name);
+                    cp_buf_append(&b, npy, len);
+                    cp_buf_puts(&b, "\r\n");
+                    free(npy);
+                }
+                cp_buf_printf(&b, "--%s--\r\n", boundary);
+                snprintf(ctype, sizeof ctype, "multipart/form-data; boundary=%s", boundary);
+                type = ctype;
+            } else {
+                json_t *h = json_object(), *outs = json_array();
+                for (size_t o = 0; o < j.n_out; o++) {
+                    json_t *x = json_object(), *shape = json_array();
+                    for (int r = 0; r < j.out[o].rank; r++)
+                        json_array_append_new(shape, json_integer(j.out[o].dims[r]));
+                    json_object_set_new(x, "name", json_string(j.out[o].name));
+                    json_object_set_new(x, "dtype", json_string(cp_dtype_name(j.out[o].dtype)));
+                    json_object_set_new(x, "shape", shape);
+                    json_array_append_new(outs, x);
+                }
+                json_object_set_new(h, "outputs", outs);
+                char *line = json_dumps(h, JSON_COMPACT);
+                json_decref(h);
+                cp_buf_printf(&b, "%s\n", line ? line : "{}");
+                free(line);
+                for (size_t o = 0; o < j.n_out; o++)
+                    cp_buf_append(&b, j.out[o].data, j.out[o].nbytes);
+                type = "application/octet-stream";
+            }
+            if (cp_buf_status(&b) != CP_OK) {
+                cp_buf_release(&b);
+                ret = reply_error(sv, mc, 500, "out of memory");
+            } else {
+                size_t len = b.len;
+                note_latency(sv, c->t0, 200);
+                ret = reply(mc, 200, type, cp_buf_steal(&b), len);
+            }
+        }
+    }
+    for (size_t i = 0; j.in && i < j.n_in; i++)
+        cp_host_tensor_release(&j.in[i]);
+    for (size_t o = 0; j.out && o < j.n_out; o++)
+        cp_host_tensor_release(&j.out[o]);
+    free(j.in);
+    free(j.out);
+    return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    struct server *sv = cls;
+    struct conn *c = *con_cls;
+    if (!c) {
+        c = cp_calloc(1, sizeof *c);
+        if (!c)
+            return MHD_NO;
+        c->t0 = now_ns();
+        const char *ct = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Type");
+        c->multipart = ct && strncmp(ct, "multipart/form-data", 19) == 0;
+        if (c->multipart && strcmp(method, "POST") == 0)
+            c->pp = MHD_create_post_processor(mc, 65536, on_part, c);
+        *con_cls = c;
+        pthread_mutex_lock(&sv->mu);
+        sv->inflight++;
+        pthread_mutex_unlock(&sv->mu);
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (c->len + *upload_data_size > sv->max_body)
+            c->too_big = true;
+        else if (c->pp)
+            c->too_big =
+                c->too_big || MHD_post_process(c->pp, upload_data, *upload_data_size) != MHD_YES;
+        else if (!grow(&c->body, &c->len, &c->cap, upload_data, *upload_data_size))
+            return MHD_NO;
+        if (c->pp)
+            c->len += *upload_data_size;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) {
+        char *ok = cp_strdup("ok\n");
+        note_latency(sv, c->t0, 200);
+        return ok ? reply(mc, 200, "text/plain", ok, 3) : MHD_NO;
+    }
+    if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0) {
+        char *text = metrics_text(sv);
+        return text ? reply(mc, 200, "text/plain; version=0.0.4", text, strlen(text)) : MHD_NO;
+    }
+    if (strcmp(url, "/v1/model") == 0 && strcmp(method, "GET") == 0) {
+        char *text = model_json(sv);
+        note_latency(sv, c->t0, 200);
+        return text ? reply(mc, 200, "application/json", text, strlen(text)) : MHD_NO;
+    }
+    if (strcmp(url, "/v1/infer") == 0) {
+        if (strcmp(method, "POST") != 0)
+            return reply_error(sv, mc, 405, "POST the inputs to /v1/infer");
+        if (c->too_big)
+            return reply_error(sv, mc, 413,
+                               "the body is over %zu bytes (the inputs take %zu): too large",
+                               sv->max_body, sv->max_body > 1048576 ? sv->max_body - 1048576 : 0);
+        return infer(sv, mc, c);
+    }
+    return reply_error(sv, mc, 404,
+                       "no %s %s: GET /v1/model, POST /v1/infer, GET /health, GET "
+                       "/metrics",
+                       method, url);
+}
+
+static void completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    (void)mc;
+    (void)toe;
+    struct server *sv = cls;
+    if (!*con_cls)
+        return;
+    free_conn(*con_cls);
+    *con_cls = NULL;
+    pthread_mutex_lock(&sv->mu);
+    sv->inflight--;
+    pthread_cond_broadcast(&sv->idle);
+    pthread_mutex_unlock(&sv->mu);
+}
+
+/* ---- running ----------------------------------------------------------------------------- */
+
+enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats *stats,
+                            struct cp_diag *d)
+{
+    memset(stats, 0, sizeof *stats);
+    if (o->max_batch < 1 || o->max_batch > 256)
+        return cp_diag_set(d, CP_ERR_USAGE, "--max-batch is 1 to 256");
+    struct server sv;
+    memset(&sv, 0, sizeof sv);
+    sv.o = o;
+    sv.batch = o->max_batch;
+    /* block the signals in every thread; the main one waits for them */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    struct cp_session_opts so = {.model_path = o->model_path,
+                                 .batch = o->max_batch > 1 ? o->max_batch : 0,
+                                 .threads = o->threads,
+                                 .buffer_optimize = -1};
+    enum cp_status st = cp_session_open(&sv.s, &so, d);
+    if (st != CP_OK) {
+        if (o->max_batch > 1) {
+            struct cp_diag inner = *d;
+            cp_diag_init(d);
+            st = cp_diag_set(d, inner.status,
+                             "%s (--max-batch > 1 needs a model whose batch can be set: a "
+                             "dynamic first dimension or --dynamic_batch_size)",
+                             inner.msg);
+        }
+        return st;
+    }
+    sv.n_in = cp_plan_n_inputs(sv.s.plan);
+    sv.n_out = cp_plan_n_outputs(sv.s.plan);
+    sv.slice_in = cp_calloc(sv.n_in ? sv.n_in : 1, sizeof *sv.slice_in);
+    size_t inputs_bytes = 0;
+    for (size_t i = 0; sv.slice_in && i < sv.n_in; i++) {
+        const struct cp_tensor *t = cp_plan_input(sv.s.plan, i);
+        int64_t n = 1;
+        for (int r = 0; r < t->shape.rank; r++)
+            n *= t->shape.dims[r].value;
+        sv.slice_in[i] = (size_t)n * cp_dtype_size(t->dtype) / (size_t)sv.batch;
+        inputs_bytes += sv.slice_in[i];
+    }
+    sv.max_body = o->max_body ? o->max_body : inputs_bytes + 1048576;
+    pthread_mutex_init(&sv.mu, NULL);
+    pthread_mutex_init(&sv.m.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&sv.has_work, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&sv.idle, NULL);
+    if (!sv.slice_in)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (st == CP_OK && pthread_create(&sv.batcher, NULL, batcher_main, &sv) != 0)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "cannot start the batching thread");
+    bool batcher = st == CP_OK;
+    if (st == CP_OK) {
+        sv.http = MHD_start_daemon(
+            MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC,
+            (uint16_t)o->port, NULL, NULL, handle, &sv, MHD_OPTION_NOTIFY_COMPLETED, completed, &sv,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+        if (!sv.http)
+            st =
+                cp_diag_set(d, CP_ERR_IO, "cannot listen on port %d: %s", o->port, strerror(errno));
+    }
+    if (st == CP_OK) {
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(sv.http, MHD_DAEMON_INFO_BIND_PORT);
+        int port = info ? info->port : o->port;
+        printf("serve: %s on http://127.0.0.1:%d (max batch %d, window %.1f ms)\n", o->model_path,
+               port, o->max_batch, o->window_ms);
+        fflush(stdout);
+        if (o->ready_file) {
+            char text[32];
+            int n = snprintf(text, sizeof text, "%d\n", port);
+            struct cp_diag ignored;
+            cp_diag_init(&ignored);
+            (void)cp_file_write_atomic(o->ready_file, text, (size_t)n, &ignored);
+        }
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        /* stop accepting; let what is in flight finish */
+        MHD_quiesce_daemon(sv.http);
+        pthread_mutex_lock(&sv.mu);
+        while (sv.inflight > 0)
+            pthread_cond_wait(&sv.idle, &sv.mu);
+        pthread_mutex_unlock(&sv.mu);
+        MHD_stop_daemon(sv.http);
+    }
+    if (batcher) {
+        pthread_mutex_lock(&sv.mu);
+        sv.stopping = true;
+        pthread_cond_broadcast(&sv.has_work);
+        pthread_mutex_unlock(&sv.mu);
+        pthread_join(sv.batcher, NULL);
+    }
+    stats->ok = sv.m.by_code[2];
+    stats->client_errors = sv.m.by_code[4];
+    stats->server_errors = sv.m.by_code[5];
+    stats->requests = stats->ok + stats->client_errors + stats->server_errors + sv.m.by_code[3];
+    stats->batches = sv.m.batches;
+    stats->mean_batch = sv.m.batches ? (double)sv.m.batch_sum / (double)sv.m.batches : 0;
+    cp_session_close(&sv.s);
+    free(sv.slice_in);
+    free(sv.q);
+    pthread_mutex_destroy(&sv.mu);
+    pthread_mutex_destroy(&sv.m.mu);
+    pthread_cond_destroy(&sv.has_work);
+    pthread_cond_destroy(&sv.idle);
+    return st;
+}
