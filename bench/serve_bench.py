@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""What serving costs and what dynamic batching gains, side by side.
+
+For one model and thread count: `cannprof bench` throughput (the model
+alone, in process), then `cannprof serve` under `cannprof load` offered
+more than the model can do (open loop, --rate above bench's throughput),
+without batching (--max-batch 1) and with it (--max-batch N, a small
+window). Each configuration is run --reps times, interleaved; the table
+shows medians [min..max] of the answered throughput and the p50/p99
+latency load measured (from the intended send times: under overload they
+grow with the queue, which is the point)."""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def cli(args, binary):
+    p = subprocess.run([binary, *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"serve_bench: {' '.join(args)}: {p.stderr.strip()}")
+    return p.stdout
+
+
+def served(binary, model, threads, batch, window, rate, duration, tmp):
+    ready = os.path.join(tmp, "port")
+    if os.path.exists(ready):
+        os.remove(ready)
+    srv = subprocess.Popen([binary, "serve", model, "--port", "0", "--ready-file", ready,
+                            "-t", str(threads), "--max-batch", str(batch),
+                            "--batch-window", str(window)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for _ in range(500):
+        if os.path.exists(ready):
+            break
+        time.sleep(0.01)
+    port = int(open(ready).read())
+    try:
+        out = json.loads(cli(["load", f"http://127.0.0.1:{port}", "--rate", str(rate),
+                              "--duration", f"{duration}s", "--concurrency", "64", "--json"],
+                             binary))
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        srv.wait()
+    return out
+
+
+def fmt(v):
+    return f"{statistics.median(v):.1f} [{min(v):.1f}..{max(v):.1f}]"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cli", default=os.environ.get("CANNPROF", "build/cannprof"))
+    ap.add_argument("--model", default="examples/models/resnet_tiny.onnx")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=5)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="cannprof-serve-bench-")
+    rows = {"bench": [], "serve b1": [], f"serve b{a.batch}": []}
+    lat = {k: ([], []) for k in rows}
+    for r in range(a.reps):
+        b = json.loads(cli(["bench", a.model, "-t", str(a.threads), "-n", "200", "--json"], a.cli))
+        thr = b["throughput_items_per_s"]
+        rows["bench"].append(thr)
+        rate = 1.5 * thr
+        for name, batch, window in (("serve b1", 1, 0), (f"serve b{a.batch}", a.batch, 2)):
+            out = served(a.cli, a.model, a.threads, batch, window, rate, a.duration, tmp)
+            rows[name].append(out["throughput"])
+            lat[name][0].append(out["latency_p50_ms"])
+            lat[name][1].append(out["latency_p99_ms"])
+    print(f"## serve against bench: {a.model}, {a.threads} thread(s), {a.reps} interleaved "
+          f"rounds, load offered at 1.5x bench's throughput for {a.duration:.0f} s\n")
+    print("| configuration | throughput (req/s) | vs bench | p50 ms | p99 ms |")
+    print("|---|---|---|---|---|")
+    base = statistics.median(rows["bench"])
+    for name, v in rows.items():
+        ratio = statistics.median(v) / base if base else 0
+        p50 = fmt(lat[name][0]) if lat[name][0] else "-"
+        p99 = fmt(lat[name][1]) if lat[name][1] else "-"
+        print(f"| {name} | {fmt(v)} | {ratio:.2f} | {p50} | {p99} |")
+
+
+if __name__ == "__main__":
+    main()
