@@ -35,10 +35,13 @@ def served(binary, model, threads, batch, window, rate, duration, tmp):
                             "-t", str(threads), "--max-batch", str(batch),
                             "--batch-window", str(window)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    for _ in range(500):
-        if os.path.exists(ready):
+    for _ in range(3000):
+        if os.path.exists(ready) or srv.poll() is not None:
             break
         time.sleep(0.01)
+    if not os.path.exists(ready):
+        srv.kill()
+        sys.exit(f"serve_bench: the server did not start: {srv.stderr.read().strip()}")
     port = int(open(ready).read())
     try:
         out = json.loads(cli(["load", f"http://127.0.0.1:{port}", "--rate", str(rate),
