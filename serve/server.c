@@ -61,6 +61,7 @@ struct server {
     struct job **q;
     size_t q_n, q_cap;
     bool stopping;
+    bool draining; /* SIGTERM: batches go at once, without their window */
     pthread_t batcher;
     int inflight;
     pthread_cond_t idle;
@@ -165,7 +166,7 @@ static void *batcher_main(void *arg)
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
             }
-            while (sv->q_n < (size_t)sv->o->max_batch && !sv->stopping)
+            while (sv->q_n < (size_t)sv->o->max_batch && !sv->stopping && !sv->draining)
                 if (pthread_cond_timedwait(&sv->has_work, &sv->mu, &ts) != 0)
                     break;
         }
@@ -761,6 +762,8 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
         /* stop accepting; let what is in flight finish */
         MHD_quiesce_daemon(sv.http);
         pthread_mutex_lock(&sv.mu);
+        sv.draining = true;
+        pthread_cond_broadcast(&sv.has_work);
         while (sv.inflight > 0)
             pthread_cond_wait(&sv.idle, &sv.mu);
         pthread_mutex_unlock(&sv.mu);

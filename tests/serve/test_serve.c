@@ -271,7 +271,7 @@ Test(serve, load_is_counted_in_the_metrics_and_batches_form)
 /* SIGTERM while requests wait in a batch window: each is answered. */
 Test(serve, sigterm_drains_the_requests_in_flight)
 {
-    static const char *const args[] = {"--max-batch", "16", "--batch-window", "400", NULL};
+    static const char *const args[] = {"--max-batch", "16", "--batch-window", "3000", NULL};
     struct server s = start(CP_SOURCE_DIR "/examples/models/launch_bound_tiny.onnx", args);
     float x[16] = {0};
     size_t len;
@@ -293,15 +293,23 @@ Test(serve, sigterm_drains_the_requests_in_flight)
         curl_multi_add_handle(mh, hs[i]);
     }
     int running = 0;
-    /* send them, then stop the server while they wait for their batch */
+    /* send them; once all four wait in the batch window (the server's
+     * queue depth says so), stop the server */
     int64_t t0 = (int64_t)cp_clock_ns();
     bool killed = false;
     do {
         curl_multi_perform(mh, &running);
         curl_multi_poll(mh, NULL, 0, 10, NULL);
-        if (!killed && (int64_t)cp_clock_ns() - t0 > 150000000) {
-            kill(s.pid, SIGTERM);
-            killed = true;
+        if (!killed) {
+            struct body m;
+            long code = http(s.port, "GET", "/metrics", NULL, 0, NULL, &m);
+            bool queued = code == 200 && m.data && strstr(m.data, "cannprof_queue_depth 4\n");
+            free(m.data);
+            if (queued || (int64_t)cp_clock_ns() - t0 > 2500000000) {
+                cr_expect(queued, "the four requests never all waited in the window");
+                kill(s.pid, SIGTERM);
+                killed = true;
+            }
         }
     } while (running);
     for (int i = 0; i < 4; i++) {
