@@ -42,6 +42,7 @@ struct sim_node {
     double *dur;
     uint32_t *bat;
     size_t n_rec;
+    size_t *by_batch; /* the records' indices by (batch, index): one batch size is a range */
     /* the queue */
     struct sim_item *q;
     size_t q_head, q_n, q_cap;
@@ -153,23 +154,31 @@ static bool q_put(struct sim *s, struct sim_node *n, struct sim_item it)
     return true;
 }
 
+/* The first position in n->by_batch whose record's batch is >= m. */
+static size_t batch_lower(const struct sim_node *n, size_t m)
+{
+    size_t lo = 0, hi = n->n_rec;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (n->bat[n->by_batch[mid]] < m)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The service time of a call of `m` items at node n. */
 static double service(struct sim *s, const struct sim_node *n, size_t m)
 {
     if (n->n_rec == 0)
         return 0;
     /* a recorded call of the same batch size, else one scaled by items */
-    size_t same = 0;
-    for (size_t i = 0; i < n->n_rec; i++)
-        same += n->bat[i] == m;
+    size_t lo = batch_lower(n, m), hi = batch_lower(n, m + 1);
     double t;
-    if (same) {
-        size_t k = (size_t)(uniform(s) * (double)same);
-        for (size_t i = 0;; i++)
-            if (n->bat[i] == m && k-- == 0) {
-                t = n->dur[i];
-                break;
-            }
+    if (hi > lo) {
+        size_t k = (size_t)(uniform(s) * (double)(hi - lo));
+        t = n->dur[n->by_batch[lo + (k < hi - lo ? k : hi - lo - 1)]];
     } else {
         size_t i = (size_t)(uniform(s) * (double)n->n_rec);
         i = i < n->n_rec ? i : n->n_rec - 1;
@@ -471,6 +480,31 @@ static enum cp_status apply_changes(const char *spec, const struct cp_trace_pipe
     return CP_OK;
 }
 
+static void free_nodes(struct sim_node *nodes, size_t n)
+{
+    for (size_t i = 0; nodes && i < n; i++) {
+        free(nodes[i].dur);
+        free(nodes[i].bat);
+        free(nodes[i].by_batch);
+        free(nodes[i].q);
+        free(nodes[i].waiters);
+    }
+    free(nodes);
+}
+
+struct rec_key {
+    uint32_t batch;
+    size_t idx;
+};
+
+static int cmp_rec_key(const void *pa, const void *pb)
+{
+    const struct rec_key *a = pa, *b = pb;
+    if (a->batch != b->batch)
+        return a->batch < b->batch ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
 static enum cp_status load_nodes(const struct cp_trace_pipeline *pl,
                                  const struct cp_trace_node_call *v, size_t n,
                                  struct sim_node **out, struct cp_diag *d)
@@ -535,39 +569,48 @@ static enum cp_status load_nodes(const struct cp_trace_pipeline *pl,
                 nodes[i].exit_to = pl->edges[e].to;
         }
     }
+    /* the recorded calls per node: counted, then copied, then indexed by
+     * batch size */
+    for (size_t c = 0; c < n; c++)
+        if (v[c].node >= 0 && (size_t)v[c].node < pl->n_nodes)
+            nodes[v[c].node].n_rec++;
+    for (size_t i = 0; i < pl->n_nodes; i++) {
+        struct sim_node *s = &nodes[i];
+        size_t k = s->n_rec ? s->n_rec : 1;
+        s->dur = cp_calloc(k, sizeof *s->dur);
+        s->bat = cp_calloc(k, sizeof *s->bat);
+        s->by_batch = cp_calloc(k, sizeof *s->by_batch);
+        if (!s->dur || !s->bat || !s->by_batch) {
+            free_nodes(nodes, pl->n_nodes);
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        }
+        s->n_rec = 0;
+    }
     for (size_t c = 0; c < n; c++) {
         if (v[c].node < 0 || (size_t)v[c].node >= pl->n_nodes)
             continue;
         struct sim_node *s = &nodes[v[c].node];
-        double *g = cp_realloc_array(s->dur, s->n_rec + 1, sizeof *g);
-        uint32_t *b = g ? cp_realloc_array(s->bat, s->n_rec + 1, sizeof *b) : NULL;
-        if (g)
-            s->dur = g;
-        if (!b) {
-            for (size_t i = 0; i < pl->n_nodes; i++) {
-                free(nodes[i].dur);
-                free(nodes[i].bat);
-            }
-            free(nodes);
+        s->dur[s->n_rec] = (double)(v[c].end_ns - v[c].start_ns) / 1e9;
+        s->bat[s->n_rec] = v[c].batch ? v[c].batch : 1;
+        s->by_batch[s->n_rec] = s->n_rec;
+        s->n_rec++;
+    }
+    for (size_t i = 0; i < pl->n_nodes; i++) {
+        struct sim_node *s = &nodes[i];
+        struct rec_key *keys = cp_calloc(s->n_rec ? s->n_rec : 1, sizeof *keys);
+        if (!keys) {
+            free_nodes(nodes, pl->n_nodes);
             return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         }
-        s->bat = b;
-        s->dur[s->n_rec] = (double)(v[c].end_ns - v[c].start_ns) / 1e9;
-        s->bat[s->n_rec++] = v[c].batch ? v[c].batch : 1;
+        for (size_t r = 0; r < s->n_rec; r++)
+            keys[r] = (struct rec_key){s->bat[r], r};
+        qsort(keys, s->n_rec, sizeof *keys, cmp_rec_key);
+        for (size_t r = 0; r < s->n_rec; r++)
+            s->by_batch[r] = keys[r].idx;
+        free(keys);
     }
     *out = nodes;
     return CP_OK;
-}
-
-static void free_nodes(struct sim_node *nodes, size_t n)
-{
-    for (size_t i = 0; nodes && i < n; i++) {
-        free(nodes[i].dur);
-        free(nodes[i].bat);
-        free(nodes[i].q);
-        free(nodes[i].waiters);
-    }
-    free(nodes);
 }
 
 enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *changes,
