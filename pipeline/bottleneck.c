@@ -12,6 +12,7 @@
  *   - the critical path of the median and the p99 request: each node on
  *     it with its queue wait and service time. */
 #include "pipeline/pipeline_internal.h"
+#include "stats/stats.h"
 #include "trace/query.h"
 
 #include <math.h>
@@ -28,12 +29,6 @@ void cp_bottleneck_release(struct cp_bottleneck *b)
     free(b->p50_path);
     free(b->p99_path);
     memset(b, 0, sizeof *b);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* ---- a request's path ----------------------------------------------------------------- */
@@ -352,16 +347,16 @@ enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bott
                  b->throughput, (int)lround(b->confidence * WINDOWS), WINDOWS);
     }
     /* the median and the p99 request */
-    uint64_t *lat = cp_calloc(n_sm, sizeof *lat);
+    /* the latency's quantiles as everywhere else (stats/stats.h) */
+    double *lat = cp_calloc(n_sm, sizeof *lat);
     if (!lat) {
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < n_sm; i++)
-        lat[i] = sm[i].latency_ns;
-    qsort(lat, n_sm, sizeof *lat, cmp_u64);
-    b->p50_ms = (double)lat[(n_sm - 1) / 2] / 1e6;
-    b->p99_ms = (double)lat[(size_t)ceil(0.99 * (double)n_sm) - 1] / 1e6;
+        lat[i] = (double)sm[i].latency_ns / 1e6;
+    b->p50_ms = cp_stats_quantile(lat, n_sm, 0.5);
+    b->p99_ms = cp_stats_quantile(lat, n_sm, 0.99);
     free(lat);
     int64_t r50 = -1, r99 = -1;
     double d50 = INFINITY, d99 = INFINITY;

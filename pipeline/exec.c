@@ -8,6 +8,7 @@
  * it. Every invocation is recorded with its wait, its blocked time and
  * its thread's CPU, run-queue and off-CPU time. */
 #include "pipeline/pipeline_internal.h"
+#include "stats/stats.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -288,12 +289,6 @@ static void *worker_main(void *arg)
 
 /* ---- the run's figures ---------------------------------------------------------------- */
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void summarise(struct pl_exec *x, struct cp_flow_run_result *r)
 {
     const struct cp_flow *f = x->f;
@@ -322,13 +317,13 @@ static void summarise(struct pl_exec *x, struct cp_flow_run_result *r)
     /* requests: sent, done, latency */
     int64_t first = 0, last = 0;
     size_t n = 0;
-    int64_t *lat = cp_calloc(x->cap_req ? x->cap_req : 1, sizeof *lat);
+    double *lat = cp_calloc(x->cap_req ? x->cap_req : 1, sizeof *lat);
     for (size_t id = 0; id < x->cap_req; id++) {
         if (x->emitted[id])
             r->sent++;
         if (x->emitted[id] && x->done[id]) {
             if (lat)
-                lat[n++] = x->done[id] - x->emitted[id];
+                lat[n++] = (double)(x->done[id] - x->emitted[id]) / 1e6;
             first = !first || x->emitted[id] < first ? x->emitted[id] : first;
             last = x->done[id] > last ? x->done[id] : last;
         }
@@ -336,14 +331,13 @@ static void summarise(struct pl_exec *x, struct cp_flow_run_result *r)
     r->done = n;
     r->seconds = n ? (double)(last - first) / 1e9 : 0;
     r->throughput = r->seconds > 0 ? (double)n / r->seconds : 0;
-    if (lat && n) {
-        double sum = 0;
-        for (size_t i = 0; i < n; i++)
-            sum += (double)lat[i];
-        qsort(lat, n, sizeof *lat, cmp_i64);
-        r->latency_mean_ms = sum / (double)n / 1e6;
-        r->latency_p50_ms = (double)lat[(n - 1) / 2] / 1e6;
-        r->latency_p99_ms = (double)lat[(size_t)ceil(0.99 * (double)n) - 1] / 1e6;
+    struct cp_summary sum;
+    struct cp_diag ignored;
+    cp_diag_init(&ignored);
+    if (lat && n && cp_stats_summary(lat, n, &sum, &ignored) == CP_OK) {
+        r->latency_mean_ms = sum.mean;
+        r->latency_p50_ms = sum.median;
+        r->latency_p99_ms = sum.p99;
     }
     free(lat);
 }

@@ -13,6 +13,7 @@
  * larger batch (a batch size never recorded costs its items' time one by
  * one: a conservative prediction). */
 #include "pipeline/pipeline_internal.h"
+#include "stats/stats.h"
 #include "trace/query.h"
 
 #include <math.h>
@@ -327,12 +328,6 @@ struct sim_figures {
     double throughput, p50_ms, p99_ms, mean_ms;
 };
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static enum cp_status simulate(struct sim_node *nodes, size_t n_nodes,
                                const struct cp_trace_pipeline *pl, uint64_t requests,
                                struct sim_figures *f, struct cp_diag *d)
@@ -393,11 +388,10 @@ static enum cp_status simulate(struct sim_node *nodes, size_t n_nodes,
                                    m, (unsigned long long)requests)
                      : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         } else {
-            qsort(lat, m, sizeof *lat, cmp_d);
             f->throughput = last > first ? (double)m / (last - first) : 0;
             f->mean_ms = 1e3 * sum / (double)m;
-            f->p50_ms = 1e3 * lat[(m - 1) / 2];
-            f->p99_ms = 1e3 * lat[(size_t)ceil(0.99 * (double)m) - 1];
+            f->p50_ms = 1e3 * cp_stats_quantile(lat, m, 0.5);
+            f->p99_ms = 1e3 * cp_stats_quantile(lat, m, 0.99);
         }
         free(lat);
     }
@@ -674,10 +668,9 @@ enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *ch
         if (!lat) {
             st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         } else {
-            qsort(lat, n_sm, sizeof *lat, cmp_d);
             w->measured.throughput = t1 > t0 ? (double)n_sm / ((double)(t1 - t0) / 1e9) : 0;
-            w->measured.p50_ms = lat[(n_sm - 1) / 2];
-            w->measured.p99_ms = lat[(size_t)ceil(0.99 * (double)n_sm) - 1];
+            w->measured.p50_ms = cp_stats_quantile(lat, n_sm, 0.5);
+            w->measured.p99_ms = cp_stats_quantile(lat, n_sm, 0.99);
             w->measured.mean_ms = sum / (double)n_sm;
         }
         free(lat);

@@ -7,6 +7,7 @@
  * server's own /v1/model inputs, seeded random, in the raw form (a JSON
  * header line, then the bytes). */
 #include "serve/serve.h"
+#include "stats/stats.h"
 #include "core/json.h"
 #include "runner/runner.h"
 
@@ -131,12 +132,6 @@ struct req {
     bool busy;
 };
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *r,
                            struct cp_diag *d)
 {
@@ -258,12 +253,17 @@ enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *
         double sum = 0;
         for (size_t i = 0; i < n_lat; i++)
             sum += lat[i];
-        qsort(lat, n_lat, sizeof *lat, cmp_d);
+        static const double ps[] = {0.5, 0.9, 0.99, 1.0};
+        double qs[4];
+        struct cp_diag ignored;
+        cp_diag_init(&ignored);
         r->mean_ms = sum / (double)n_lat;
-        r->p50_ms = lat[(n_lat - 1) / 2];
-        r->p90_ms = lat[(size_t)ceil(0.90 * (double)n_lat) - 1];
-        r->p99_ms = lat[(size_t)ceil(0.99 * (double)n_lat) - 1];
-        r->max_ms = lat[n_lat - 1];
+        if (cp_stats_quantiles(lat, n_lat, ps, 4, qs, &ignored) == CP_OK) {
+            r->p50_ms = qs[0];
+            r->p90_ms = qs[1];
+            r->p99_ms = qs[2];
+            r->max_ms = qs[3];
+        }
     }
     for (int i = 0; q && i < slots; i++) {
         if (q[i].h) {
