@@ -29,48 +29,12 @@
 
 /* ---- info.json: the device ------------------------------------------------------------ */
 
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-static bool is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The first entry (by name) of dir starting with prefix, not ending with
- * `not_suffix`; "" when none. */
-static bool first_entry(const char *dir, const char *prefix, const char *not_suffix, char *out,
-                        size_t n)
-{
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return false;
-    char best[256] = "";
-    struct dirent *de;
-    while ((de = readdir(dp))) {
-        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
-            (not_suffix && ends_with(de->d_name, not_suffix)) || strlen(de->d_name) >= sizeof best)
-            continue;
-        if (!best[0] || strcmp(de->d_name, best) < 0)
-            snprintf(best, sizeof best, "%s", de->d_name);
-    }
-    closedir(dp);
-    if (!best[0])
-        return false;
-    int k = snprintf(out, n, "%s/%s", dir, best);
-    return k > 0 && (size_t)k < n;
-}
-
 /* base/device_<n>/info.json.<n> */
 static bool info_in(const char *base, char *out, size_t n)
 {
     char dev[1400];
-    return first_entry(base, "device_", NULL, dev, sizeof dev) && is_dir(dev) &&
-           first_entry(dev, "info.json", ".done", out, n);
+    return cp_imp_first_entry(base, "device_", NULL, NULL, dev, sizeof dev) && cp_imp_is_dir(dev) &&
+           cp_imp_first_entry(dev, "info.json", NULL, ".done", out, n);
 }
 
 /* A count in info.json: a number or a string holding one ("1800"). */
@@ -97,8 +61,8 @@ enum cp_status cp_imp_ascend_device(const char *dir, struct cp_imp_device *dev, 
     char up[1200], prof[1400];
     bool found = false;
     if ((size_t)snprintf(up, sizeof up, "%s/..", dir) < sizeof up) {
-        found = first_entry(up, "PROF_", NULL, prof, sizeof prof) && is_dir(prof) &&
-                info_in(prof, dev->path, sizeof dev->path);
+        found = cp_imp_first_entry(up, "PROF_", NULL, NULL, prof, sizeof prof) &&
+                cp_imp_is_dir(prof) && info_in(prof, dev->path, sizeof dev->path);
         if (!found)
             found = info_in(up, dev->path, sizeof dev->path);
     }
@@ -141,27 +105,11 @@ static bool table_path(const char *dir, const char *name, char *out, size_t n)
     int k = snprintf(out, n, "%s/%s", dir, name);
     if (k > 0 && (size_t)k < n && cp_path_exists(out))
         return true;
+    /* msprof's split files (<stem>_slice_<n>_...): the first slice */
     char stem[64];
     const char *dot = strrchr(name, '.');
     snprintf(stem, sizeof stem, "%.*s_", (int)(dot - name), name);
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return false;
-    char best[256] = "";
-    struct dirent *de;
-    while ((de = readdir(dp))) {
-        if (strncmp(de->d_name, stem, strlen(stem)) != 0 || !ends_with(de->d_name, dot) ||
-            strlen(de->d_name) >= sizeof best)
-            continue;
-        /* msprof's split files (<stem>_slice_<n>_...): the first slice */
-        if (!best[0] || strcmp(de->d_name, best) < 0)
-            snprintf(best, sizeof best, "%s", de->d_name);
-    }
-    closedir(dp);
-    if (!best[0])
-        return false;
-    k = snprintf(out, n, "%s/%s", dir, best);
-    return k > 0 && (size_t)k < n;
+    return cp_imp_first_entry(dir, stem, dot, NULL, out, n);
 }
 
 /* Columns by name, found in the header row. */

@@ -48,7 +48,7 @@ const char *cp_import_skip_name(enum cp_import_skip s)
 
 /* ---- which file ------------------------------------------------------------------- */
 
-static bool is_dir(const char *p)
+bool cp_imp_is_dir(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
@@ -66,10 +66,8 @@ static bool ends_with(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-/* The first file (by name) in dir whose name starts with `prefix` and
- * ends with `suffix`. */
-static bool first_match(const char *dir, const char *prefix, const char *suffix, char *out,
-                        size_t n)
+bool cp_imp_first_entry(const char *dir, const char *prefix, const char *suffix,
+                        const char *not_suffix, char *out, size_t n)
 {
     DIR *dp = opendir(dir);
     if (!dp)
@@ -77,7 +75,9 @@ static bool first_match(const char *dir, const char *prefix, const char *suffix,
     char best[512] = "";
     struct dirent *de;
     while ((de = readdir(dp))) {
-        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || !ends_with(de->d_name, suffix))
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
+            (suffix && !ends_with(de->d_name, suffix)) ||
+            (not_suffix && ends_with(de->d_name, not_suffix)) || strlen(de->d_name) >= sizeof best)
             continue;
         if (!best[0] || strcmp(de->d_name, best) < 0)
             snprintf(best, sizeof best, "%s", de->d_name);
@@ -126,7 +126,8 @@ static bool probe_all(const char *dir, const struct probe *p, size_t n, char *ou
         if ((size_t)snprintf(folder, sizeof folder, "%s%s%s", dir, p[i].sub ? "/" : "",
                              p[i].sub ? p[i].sub : "") >= sizeof folder)
             continue;
-        if (is_dir(folder) && first_match(folder, p[i].prefix, p[i].suffix, out, outn))
+        if (cp_imp_is_dir(folder) &&
+            cp_imp_first_entry(folder, p[i].prefix, p[i].suffix, NULL, out, outn))
             return true;
     }
     return false;
@@ -221,8 +222,8 @@ static bool rank_folder(const char *parent, const char *name, char *path, size_t
     if (k < 0 || (size_t)k >= n ||
         (size_t)snprintf(probe, sizeof probe, "%s/ASCEND_PROFILER_OUTPUT", path) >= sizeof probe)
         return false;
-    return is_dir(path) && (ends_with(name, "_ascend_pt") || ends_with(name, "_ascend_ms")) &&
-           is_dir(probe);
+    return cp_imp_is_dir(path) &&
+           (ends_with(name, "_ascend_pt") || ends_with(name, "_ascend_ms")) && cp_imp_is_dir(probe);
 }
 
 /* The rank of a rank folder: profiler_info_{rank}.json's rank_id (an int
@@ -527,7 +528,7 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
     if (!o->path || !o->trace_path)
         return cp_diag_set(d, CP_ERR_INVALID, "import: no profile or no trace named");
     char file[1100];
-    if (is_dir(o->path)) {
+    if (cp_imp_is_dir(o->path)) {
         struct rank_dir *ranks = NULL;
         size_t n = 0;
         enum cp_status st = cluster_ranks(o->path, &ranks, &n, d);

@@ -286,6 +286,14 @@ void cp_imp_steps_release(struct cp_imp_steps *s);
 
 /* ---- the other files of a torch_npu run folder (ascend_extras.c, ascend_tables.c) -- */
 
+/* Whether path is a folder. */
+bool cp_imp_is_dir(const char *path);
+/* The first entry (by name) of dir whose name starts with prefix, ends
+ * with suffix (NULL: any) and not with not_suffix (NULL: none), as
+ * "dir/name" in out; false when there is none (import.c). */
+bool cp_imp_first_entry(const char *dir, const char *prefix, const char *suffix,
+                        const char *not_suffix, char *out, size_t n);
+
 /* The device a run was profiled on, from its info.json (PROF_<id>/device_N/). */
 struct cp_imp_device {
     char path[1500];     /* "": no info.json found */
