@@ -106,17 +106,8 @@ static enum key_kind key_kind(struct cp_imp_scan *s, int32_t id, const char *k, 
 {
     if (id < 0)
         return KEY_ID;
-    if ((size_t)id >= s->cap_kinds) {
-        size_t nc = s->cap_kinds ? s->cap_kinds : 256;
-        while (nc <= (size_t)id)
-            nc *= 2;
-        uint8_t *g = realloc(s->kinds, nc);
-        if (!g)
-            return KEY_ID;
-        memset(g + s->cap_kinds, 0, nc - s->cap_kinds);
-        s->kinds = g;
-        s->cap_kinds = nc;
-    }
+    if (!cp_imp_byte_slot(&s->kinds, &s->cap_kinds, (size_t)id))
+        return KEY_ID;
     if (s->kinds[id] == KEY_UNSEEN)
         s->kinds[id] = (uint8_t)classify_key(k, n);
     return (enum key_kind)s->kinds[id];
@@ -195,17 +186,8 @@ static enum cp_status add_pyfn(struct cp_imp_pyfn **v, size_t *n, size_t *cap, s
 static enum cp_status note_op_where(struct cp_imp_scan *s, const struct cp_imp_rec *r, int64_t ts,
                                     struct cp_diag *d)
 {
-    if ((size_t)r->name >= s->cap_op_seen) {
-        size_t nc = s->cap_op_seen ? s->cap_op_seen : 256;
-        while (nc <= (size_t)r->name)
-            nc *= 2;
-        uint8_t *g = realloc(s->op_seen, nc);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        memset(g + s->cap_op_seen, 0, nc - s->cap_op_seen);
-        s->op_seen = g;
-        s->cap_op_seen = nc;
-    }
+    if (!cp_imp_byte_slot(&s->op_seen, &s->cap_op_seen, (size_t)r->name))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (s->op_seen[r->name])
         return CP_OK;
     s->op_seen[r->name] = 1;

@@ -46,7 +46,7 @@ struct write {
     struct cp_imp_sink *k;
     struct cp_import_result *r;
     enum cp_import_format format;
-    bool *stacked; /* by op name id: its call stack is kept */
+    uint8_t *stacked; /* by op name id: its call stack is kept */
     size_t cap_stacked;
     /* B/E pairs: a stack per thread */
     struct open_b **stack;
@@ -265,20 +265,11 @@ static enum cp_status origin_stack(struct write *w, int32_t op, struct cp_diag *
     const struct cp_imp_scan *s = w->s;
     if ((size_t)op >= s->cap_stack_of || s->stack_of[op] < 0)
         return CP_OK;
-    if ((size_t)op >= w->cap_stacked) {
-        size_t nc = w->cap_stacked ? w->cap_stacked : 256;
-        while (nc <= (size_t)op)
-            nc *= 2;
-        bool *g = cp_realloc_array(w->stacked, nc, sizeof *g);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        memset(g + w->cap_stacked, 0, (nc - w->cap_stacked) * sizeof *g);
-        w->stacked = g;
-        w->cap_stacked = nc;
-    }
+    if (!cp_imp_byte_slot(&w->stacked, &w->cap_stacked, (size_t)op))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (w->stacked[op])
         return CP_OK;
-    w->stacked[op] = true;
+    w->stacked[op] = 1;
     struct cp_imp_val name = cp_imp_spill_text(s->spill, op),
                       stack = cp_imp_spill_text(s->spill, s->stack_of[op]);
     char key[200];

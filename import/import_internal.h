@@ -126,6 +126,10 @@ enum cp_status cp_imp_spill_next(struct cp_imp_spill *sp, struct cp_imp_rec *r, 
  * out of memory, v then unchanged. */
 void *cp_imp_grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
 
+/* A byte per id (a spill or intern id): make v[id] exist, new bytes 0.
+ * false when out of memory (v unchanged). */
+bool cp_imp_byte_slot(uint8_t **v, size_t *cap, size_t id);
+
 /* Owned strings, for keys of a cp_strmap (which borrows them). */
 struct cp_imp_pool {
     char **s;

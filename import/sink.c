@@ -24,6 +24,22 @@ void *cp_imp_grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
     return g;
 }
 
+bool cp_imp_byte_slot(uint8_t **v, size_t *cap, size_t id)
+{
+    if (id < *cap)
+        return true;
+    size_t nc = *cap ? *cap : 256;
+    while (nc <= id)
+        nc *= 2;
+    uint8_t *g = realloc(*v, nc);
+    if (!g)
+        return false;
+    memset(g + *cap, 0, nc - *cap);
+    *v = g;
+    *cap = nc;
+    return true;
+}
+
 const char *cp_imp_pool_add(struct cp_imp_pool *p, const char *s, size_t len)
 {
     char **g = cp_imp_grow(p->s, p->n, &p->cap, sizeof *g, 256);
@@ -207,17 +223,8 @@ static enum cp_status count_api(struct cp_imp_sink *k, int32_t id, const char *n
                                 enum cp_trace_layer layer, int32_t iteration, uint64_t dur_ns,
                                 struct cp_diag *d)
 {
-    if ((size_t)id >= k->cap_api) {
-        size_t nc = k->cap_api ? k->cap_api : 256;
-        while (nc <= (size_t)id)
-            nc *= 2;
-        uint8_t *g = realloc(k->api, nc);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        memset(g + k->cap_api, 0, nc - k->cap_api);
-        k->api = g;
-        k->cap_api = nc;
-    }
+    if (!cp_imp_byte_slot(&k->api, &k->cap_api, (size_t)id))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (k->api[id] == CP_IMP_API_UNSEEN)
         k->api[id] = (uint8_t)cp_imp_api_kind(name, len, layer);
     double us = (double)dur_ns / 1000.0;
