@@ -212,41 +212,17 @@ enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bott
 {
     memset(b, 0, sizeof *b);
     b->limiting = -1;
-    struct cp_trace_store *s = NULL;
-    enum cp_status st = cp_trace_store_open_ro(trace, &s, d);
+    struct pl_recorded rec;
+    enum cp_status st = pl_recorded_read(trace, run, &rec, d);
     if (st != CP_OK)
         return st;
-    struct cp_trace_pipeline pl;
-    memset(&pl, 0, sizeof pl);
-    struct cp_trace_node_call *v = NULL;
-    size_t n = 0;
-    struct cp_trace_sample *sm = NULL;
-    size_t n_sm = 0;
-    st = cp_trace_store_resolve_run(s, run, &b->run_id, d);
-    if (st == CP_OK)
-        st = cp_trace_query_pipeline(s, b->run_id, &pl, d);
-    if (st == CP_OK && pl.n_nodes == 0)
-        st = cp_diag_set(d, CP_ERR_INVALID,
-                         "%s: run %lld is not a pipeline run (record one with `cannprof pipeline "
-                         "run FLOW.toml --trace %s`)",
-                         trace, (long long)b->run_id, trace);
-    if (st == CP_OK)
-        st = cp_trace_query_node_calls(s, b->run_id, &v, &n, d);
-    if (st == CP_OK)
-        st = cp_trace_query_samples(s, b->run_id, &sm, &n_sm, d);
-    struct cp_trace_run run_row;
-    memset(&run_row, 0, sizeof run_row);
-    if (st == CP_OK && (st = cp_trace_query_run(s, b->run_id, &run_row, d)) == CP_OK)
-        snprintf(b->flow, sizeof b->flow, "%s", run_row.model_path);
-    cp_trace_run_release(&run_row);
-    if (st == CP_OK && (n == 0 || n_sm == 0))
-        st = cp_diag_set(d, CP_ERR_INVALID, "%s: run %lld has no node calls or no requests", trace,
-                         (long long)b->run_id);
-    struct cp_trace_host host;
-    memset(&host, 0, sizeof host);
-    if (st == CP_OK && cp_trace_query_host(s, &host, d) != CP_OK)
-        memset(&host, 0, sizeof host);
-    cp_trace_store_close(s);
+    b->run_id = rec.run_id;
+    snprintf(b->flow, sizeof b->flow, "%s", rec.flow);
+    const struct cp_trace_pipeline pl = rec.pl;
+    const struct cp_trace_node_call *v = rec.calls;
+    size_t n = rec.n_calls;
+    const struct cp_trace_sample *sm = rec.samples;
+    size_t n_sm = rec.n_samples;
     b->nodes = st == CP_OK ? cp_calloc(pl.n_nodes, sizeof *b->nodes) : NULL;
     if (st == CP_OK && !b->nodes)
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -378,12 +354,9 @@ enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bott
     if (st == CP_OK && r99 >= 0)
         st = path_of(v, n, (uint64_t)r99, &b->p99_path, &b->n_p99_path, d);
     if (st == CP_OK)
-        find_problems(b, &pl, host.cores);
+        find_problems(b, &pl, rec.cores);
 out:
-    cp_trace_host_release(&host);
-    free(sm);
-    cp_trace_node_calls_free(v, n);
-    cp_trace_pipeline_release(&pl);
+    pl_recorded_release(&rec);
     if (st != CP_OK)
         cp_bottleneck_release(b);
     return st;

@@ -7,6 +7,7 @@
 
 #include "pipeline/pipeline.h"
 #include "runner/session.h"
+#include "trace/query.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -172,5 +173,24 @@ struct pl_thread_clock {
 
 void pl_thread_clock_begin(struct pl_thread_clock *c);
 void pl_thread_clock_end(struct pl_thread_clock *c);
+
+/* ---- a recorded run (recorded.c) ----------------------------------------------------- */
+
+struct pl_recorded {
+    int64_t run_id;
+    char flow[1100]; /* the flow file it ran */
+    struct cp_trace_pipeline pl;
+    struct cp_trace_node_call *calls;
+    size_t n_calls;
+    struct cp_trace_sample *samples; /* one per request */
+    size_t n_samples;
+    int cores; /* the host's; 0: not recorded */
+};
+
+/* Read pipeline run `run` (< 0: the last) of a trace. Errors: not a
+ * pipeline run, no calls or no requests (CP_ERR_INVALID). */
+enum cp_status pl_recorded_read(const char *trace, int64_t run, struct pl_recorded *r,
+                                struct cp_diag *d);
+void pl_recorded_release(struct pl_recorded *r);
 
 #endif

@@ -611,36 +611,17 @@ enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *ch
                                   struct cp_whatif *w, struct cp_diag *d)
 {
     memset(w, 0, sizeof *w);
-    struct cp_trace_store *s = NULL;
-    enum cp_status st = cp_trace_store_open_ro(trace, &s, d);
+    struct pl_recorded rec;
+    enum cp_status st = pl_recorded_read(trace, run, &rec, d);
     if (st != CP_OK)
         return st;
-    struct cp_trace_pipeline pl;
-    memset(&pl, 0, sizeof pl);
-    struct cp_trace_node_call *v = NULL;
-    size_t n = 0;
-    struct cp_trace_sample *sm = NULL;
-    size_t n_sm = 0;
-    struct cp_trace_run r;
-    memset(&r, 0, sizeof r);
-    st = cp_trace_store_resolve_run(s, run, &w->run_id, d);
-    if (st == CP_OK)
-        st = cp_trace_query_pipeline(s, w->run_id, &pl, d);
-    if (st == CP_OK && pl.n_nodes == 0)
-        st = cp_diag_set(d, CP_ERR_INVALID, "%s: run %lld is not a pipeline run", trace,
-                         (long long)w->run_id);
-    if (st == CP_OK)
-        st = cp_trace_query_node_calls(s, w->run_id, &v, &n, d);
-    if (st == CP_OK)
-        st = cp_trace_query_samples(s, w->run_id, &sm, &n_sm, d);
-    if (st == CP_OK)
-        st = cp_trace_query_run(s, w->run_id, &r, d);
-    cp_trace_store_close(s);
-    if (st == CP_OK && n_sm == 0)
-        st = cp_diag_set(d, CP_ERR_INVALID, "%s: run %lld has no requests", trace,
-                         (long long)w->run_id);
-    if (st == CP_OK && r.model_path)
-        snprintf(w->flow, sizeof w->flow, "%s", r.model_path);
+    w->run_id = rec.run_id;
+    snprintf(w->flow, sizeof w->flow, "%s", rec.flow);
+    const struct cp_trace_pipeline pl = rec.pl;
+    const struct cp_trace_node_call *v = rec.calls;
+    size_t n = rec.n_calls;
+    const struct cp_trace_sample *sm = rec.samples;
+    size_t n_sm = rec.n_samples;
     struct sim_node *base = NULL, *changed = NULL;
     if (st == CP_OK)
         st = load_nodes(&pl, v, n, &base, d);
@@ -686,9 +667,6 @@ enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *ch
     }
     free_nodes(base, pl.n_nodes);
     free_nodes(changed, pl.n_nodes);
-    cp_trace_run_release(&r);
-    free(sm);
-    cp_trace_node_calls_free(v, n);
-    cp_trace_pipeline_release(&pl);
+    pl_recorded_release(&rec);
     return st;
 }
