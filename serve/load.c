@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What an answer's body is written into, up to a limit. */
 struct sink {
-    char *data;
-    size_t len, cap;
+    struct cp_buf b;
     size_t limit;
 };
 
@@ -28,21 +28,10 @@ static size_t on_data(char *p, size_t size, size_t n, void *u)
 {
     struct sink *s = u;
     size_t k = size * n;
-    if (s->len + k > s->limit)
+    if (s->b.len + k > s->limit)
         return 0;
-    if (s->len + k > s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 4096;
-        while (nc < s->len + k)
-            nc *= 2;
-        char *g = realloc(s->data, nc);
-        if (!g)
-            return 0;
-        s->data = g;
-        s->cap = nc;
-    }
-    memcpy(s->data + s->len, p, k);
-    s->len += k;
-    return k;
+    cp_buf_append(&s->b, p, k);
+    return cp_buf_status(&s->b) == CP_OK ? k : 0;
 }
 
 /* GET url/v1/model and build the request body from its inputs. */
@@ -55,6 +44,7 @@ static enum cp_status make_body(const char *url, uint64_t seed, char **body, siz
     if (!h)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     struct sink s = {.limit = 1 << 20};
+    cp_buf_init(&s.b);
     curl_easy_setopt(h, CURLOPT_URL, full);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
@@ -64,12 +54,12 @@ static enum cp_status make_body(const char *url, uint64_t seed, char **body, siz
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_cleanup(h);
     if (rc != CURLE_OK) {
-        free(s.data);
+        cp_buf_release(&s.b);
         return cp_diag_set(d, CP_ERR_IO, "%s: %s", full, curl_easy_strerror(rc));
     }
     json_error_t e;
-    json_t *m = code == 200 ? json_loadb(s.data ? s.data : "", s.len, 0, &e) : NULL;
-    free(s.data);
+    json_t *m = code == 200 ? json_loadb(s.b.data ? s.b.data : "", s.b.len, 0, &e) : NULL;
+    cp_buf_release(&s.b);
     json_t *ins = json_object_get(m, "inputs");
     if (!json_is_array(ins)) {
         json_decref(m);
@@ -194,6 +184,7 @@ enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *
         curl_easy_setopt(q[i].h, CURLOPT_WRITEDATA, &q[i].out);
         curl_easy_setopt(q[i].h, CURLOPT_PRIVATE, &q[i]);
         curl_easy_setopt(q[i].h, CURLOPT_TIMEOUT, 60L);
+        cp_buf_init(&q[i].out.b);
         q[i].out.limit = (size_t)1 << 30;
     }
     int64_t t0 = (int64_t)cp_clock_ns();
@@ -211,7 +202,7 @@ enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *
             q[i].busy = true;
             q[i].intended = due;
             q[i].sent = now;
-            q[i].out.len = 0;
+            cp_buf_reset(&q[i].out.b);
             double late = (double)(now - due) / 1e6;
             r->max_lateness_ms = late > r->max_lateness_ms ? late : r->max_lateness_ms;
             curl_multi_add_handle(mh, q[i].h);
@@ -271,7 +262,7 @@ enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *
                 curl_multi_remove_handle(mh, q[i].h);
             curl_easy_cleanup(q[i].h);
         }
-        free(q[i].out.data);
+        cp_buf_release(&q[i].out.b);
     }
     curl_slist_free_all(hdr);
     if (mh)

@@ -214,36 +214,22 @@ static void submit(struct server *sv, struct job *j)
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
+#define MAX_PARTS 64
+
 struct conn {
-    char *body;
-    size_t len, cap;
+    struct cp_buf body; /* a raw request */
+    size_t received;    /* bytes of the body so far, either form */
     bool too_big;
     bool multipart;
     struct MHD_PostProcessor *pp;
     /* multipart parts: one .npy per input, by field name */
-    char **part_name;
-    char **part;
-    size_t *part_len;
+    struct {
+        char *name;
+        struct cp_buf data;
+    } part[MAX_PARTS];
     size_t n_parts;
     int64_t t0;
 };
-
-static bool grow(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
-{
-    if (*len + n > *cap) {
-        size_t nc = *cap ? *cap : 4096;
-        while (nc < *len + n)
-            nc *= 2;
-        char *g = realloc(*buf, nc);
-        if (!g)
-            return false;
-        *buf = g;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, data, n);
-    *len += n;
-    return true;
-}
 
 static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *key,
                                const char *filename, const char *content_type,
@@ -257,30 +243,16 @@ static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *k
     (void)off;
     struct conn *c = cls;
     size_t i = 0;
-    while (i < c->n_parts && strcmp(c->part_name[i], key) != 0)
+    while (i < c->n_parts && strcmp(c->part[i].name, key) != 0)
         i++;
     if (i == c->n_parts) {
-        if (c->n_parts == 64)
+        if (c->n_parts == MAX_PARTS || !(c->part[i].name = cp_strdup(key)))
             return MHD_NO;
-        char **pn = cp_realloc_array(c->part_name, c->n_parts + 1, sizeof *pn);
-        if (pn)
-            c->part_name = pn;
-        char **pp = pn ? cp_realloc_array(c->part, c->n_parts + 1, sizeof *pp) : NULL;
-        if (pp)
-            c->part = pp;
-        size_t *pl = pp ? cp_realloc_array(c->part_len, c->n_parts + 1, sizeof *pl) : NULL;
-        if (!pl)
-            return MHD_NO;
-        c->part_len = pl;
-        c->part_name[i] = cp_strdup(key);
-        c->part[i] = NULL;
-        c->part_len[i] = 0;
-        if (!c->part_name[i])
-            return MHD_NO;
+        cp_buf_init(&c->part[i].data);
         c->n_parts++;
     }
-    size_t cap = c->part_len[i];
-    return size == 0 || grow(&c->part[i], &c->part_len[i], &cap, data, size) ? MHD_YES : MHD_NO;
+    cp_buf_append(&c->part[i].data, data, size);
+    return cp_buf_status(&c->part[i].data) == CP_OK ? MHD_YES : MHD_NO;
 }
 
 static void free_conn(struct conn *c)
@@ -290,13 +262,10 @@ static void free_conn(struct conn *c)
     if (c->pp)
         MHD_destroy_post_processor(c->pp);
     for (size_t i = 0; i < c->n_parts; i++) {
-        free(c->part_name[i]);
-        free(c->part[i]);
+        free(c->part[i].name);
+        cp_buf_release(&c->part[i].data);
     }
-    free(c->part_name);
-    free(c->part);
-    free(c->part_len);
-    free(c->body);
+    cp_buf_release(&c->body);
     free(c);
 }
 
@@ -419,13 +388,15 @@ static char *metrics_text(struct server *sv)
  * inputs' bytes back to back. */
 static bool parse_raw(struct server *sv, struct conn *c, struct job *j, char *err, size_t n_err)
 {
-    char *nl = memchr(c->body, '\n', c->len);
+    const char *body = c->body.data ? c->body.data : "";
+    size_t len = c->body.len;
+    const char *nl = memchr(body, '\n', len);
     if (!nl) {
         snprintf(err, n_err, "the body starts with a JSON header line ({\"inputs\": [...]})");
         return false;
     }
     json_error_t e;
-    json_t *h = json_loadb(c->body, (size_t)(nl - c->body), 0, &e);
+    json_t *h = json_loadb(body, (size_t)(nl - body), 0, &e);
     json_t *ins = json_object_get(h, "inputs");
     if (!json_is_array(ins) || json_array_size(ins) != sv->n_in) {
         snprintf(err, n_err, "the header needs \"inputs\": a list of %zu (name, dtype, shape)",
@@ -433,7 +404,7 @@ static bool parse_raw(struct server *sv, struct conn *c, struct job *j, char *er
         json_decref(h);
         return false;
     }
-    size_t at = (size_t)(nl - c->body) + 1;
+    size_t at = (size_t)(nl - body) + 1;
     for (size_t i = 0; i < sv->n_in; i++) {
         const struct cp_tensor *pt = cp_plan_input(sv->s.plan, i);
         json_t *o = json_array_get(ins, i);
@@ -444,9 +415,9 @@ static bool parse_raw(struct server *sv, struct conn *c, struct job *j, char *er
             json_decref(h);
             return false;
         }
-        if (c->len - at < sv->slice_in[i]) {
+        if (len - at < sv->slice_in[i]) {
             snprintf(err, n_err, "input %s: %zu bytes left in the body, it takes %zu", pt->name,
-                     c->len - at, sv->slice_in[i]);
+                     len - at, sv->slice_in[i]);
             json_decref(h);
             return false;
         }
@@ -460,12 +431,12 @@ static bool parse_raw(struct server *sv, struct conn *c, struct job *j, char *er
             json_decref(h);
             return false;
         }
-        memcpy(t->data, c->body + at, t->nbytes);
+        memcpy(t->data, body + at, t->nbytes);
         at += t->nbytes;
     }
     json_decref(h);
-    if (at != c->len) {
-        snprintf(err, n_err, "%zu bytes after the last input", c->len - at);
+    if (at != len) {
+        snprintf(err, n_err, "%zu bytes after the last input", len - at);
         return false;
     }
     return true;
@@ -477,7 +448,7 @@ static bool parse_parts(struct server *sv, struct conn *c, struct job *j, char *
     for (size_t i = 0; i < sv->n_in; i++) {
         const struct cp_tensor *pt = cp_plan_input(sv->s.plan, i);
         size_t k = 0;
-        while (k < c->n_parts && strcmp(c->part_name[k], pt->name) != 0)
+        while (k < c->n_parts && strcmp(c->part[k].name, pt->name) != 0)
             k++;
         if (k == c->n_parts) {
             snprintf(err, n_err, "no part named %s (one .npy per input)", pt->name);
@@ -485,7 +456,8 @@ static bool parse_parts(struct server *sv, struct conn *c, struct job *j, char *
         }
         struct cp_diag d;
         cp_diag_init(&d);
-        if (cp_tensor_read_buffer(pt->name, c->part[k], c->part_len[k], &j->in[i], &d) != CP_OK) {
+        if (cp_tensor_read_buffer(pt->name, c->part[k].data.data, c->part[k].data.len, &j->in[i],
+                                  &d) != CP_OK) {
             snprintf(err, n_err, "%.380s", d.msg);
             return false;
         }
@@ -606,6 +578,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         c = cp_calloc(1, sizeof *c);
         if (!c)
             return MHD_NO;
+        cp_buf_init(&c->body);
         c->t0 = now_ns();
         const char *ct = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Type");
         c->multipart = ct && strncmp(ct, "multipart/form-data", 19) == 0;
@@ -618,15 +591,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         return MHD_YES;
     }
     if (*upload_data_size) {
-        if (c->len + *upload_data_size > sv->max_body)
+        c->received += *upload_data_size;
+        if (c->received > sv->max_body)
             c->too_big = true;
         else if (c->pp)
             c->too_big =
                 c->too_big || MHD_post_process(c->pp, upload_data, *upload_data_size) != MHD_YES;
-        else if (!grow(&c->body, &c->len, &c->cap, upload_data, *upload_data_size))
+        else if (cp_buf_append(&c->body, upload_data, *upload_data_size),
+                 cp_buf_status(&c->body) != CP_OK)
             return MHD_NO;
-        if (c->pp)
-            c->len += *upload_data_size;
         *upload_data_size = 0;
         return MHD_YES;
     }
