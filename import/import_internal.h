@@ -1,6 +1,7 @@
 /* Inside import/: the streaming reader of Chrome trace-event JSON
  * (chrome_json.c), the writer of an imported run (sink.c) and the mapping
- * of each dialect onto the trace's layers (chrome_import.c). */
+ * of each dialect onto the trace's layers (chrome_import.c, chrome_scan.c,
+ * chrome_stacks.c, chrome_write.c; chrome_internal.h). */
 #ifndef CP_IMPORT_INTERNAL_H
 #define CP_IMPORT_INTERNAL_H
 
