@@ -3,25 +3,80 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "core/json.h"
+#include "monitor/monitor.h"
 #include "serve/serve.h"
+#include "validate/validate.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_PORT = 1, OPT_MAX_BATCH, OPT_WINDOW, OPT_READY, OPT_MAX_BODY };
+enum {
+    OPT_PORT = 1,
+    OPT_MAX_BATCH,
+    OPT_WINDOW,
+    OPT_READY,
+    OPT_MAX_BODY,
+    OPT_MONITOR,
+    OPT_MON_WINDOW,
+    OPT_MON_FOR,
+    OPT_HYSTERESIS,
+    OPT_MIN_REQUESTS,
+    OPT_COOLDOWN,
+    OPT_MAX_INCIDENTS,
+    OPT_RECORDER,
+    OPT_DEEP,
+    OPT_INCIDENT_DIR,
+    OPT_WEBHOOK,
+    OPT_WEBHOOK_FORMAT,
+    OPT_WEBHOOK_SECRET_FILE,
+    OPT_INJECT,
+    OPT_RULES,
+};
 
 static const struct cp_opt serve_own[] = {
     {"batch-window", 0, CP_OPT_VALUE, OPT_WINDOW, "MS",
      "how long a batch waits to fill, in milliseconds (default 0: it goes with what is queued)"},
+    {"cooldown", 0, CP_OPT_VALUE, OPT_COOLDOWN, "D",
+     "monitor: no incident for D after the last one (default 5m)"},
+    {"deep-trace", 0, CP_OPT_VALUE, OPT_DEEP, "D",
+     "monitor: after a firing, record the runtime and kernel layers for D (default 10s)"},
+    {"for", 0, CP_OPT_VALUE, OPT_MON_FOR, "D",
+     "monitor: a condition must hold for D to fire, and clear for D to resolve (default 10s)"},
+    {"hysteresis", 0, CP_OPT_VALUE, OPT_HYSTERESIS, "PCT",
+     "monitor: clearing needs the value back past the threshold by PCT of it (default 10%)"},
+    {"incident-dir", 0, CP_OPT_VALUE, OPT_INCIDENT_DIR, "DIR",
+     "monitor: one folder per incident under DIR (default cannprof-incidents)"},
+    {"inject-slowdown", 0, CP_OPT_VALUE, OPT_INJECT, "AFTER:+MS",
+     "a fire drill: from AFTER (\"20s\") on, every batch takes MS milliseconds longer, to "
+     "check the monitor and its alert end to end"},
     {"max-batch", 0, CP_OPT_VALUE, OPT_MAX_BATCH, "N",
      "run up to N requests together (1 .. 256, default 1); the model's batch must be settable"},
     {"max-body", 0, CP_OPT_VALUE, OPT_MAX_BODY, "BYTES",
      "largest request body accepted (default: the inputs' size + 1 MiB); larger ones get 413"},
+    {"max-incidents", 0, CP_OPT_VALUE, OPT_MAX_INCIDENTS, "N",
+     "monitor: at most N incidents in any hour (default 6)"},
+    {"min-requests", 0, CP_OPT_VALUE, OPT_MIN_REQUESTS, "N",
+     "monitor: a window of fewer answered requests decides nothing (default 20)"},
+    {"monitor", 0, CP_OPT_VALUE, OPT_MONITOR, "CONDITIONS",
+     "watch the service: \"p99_latency>2s\", \"error_rate>1%,model.p99_latency>50ms\" "
+     "(docs/serving.md); a firing dumps the flight recorder, traces deep, diagnoses and alerts"},
     {"port", 0, CP_OPT_VALUE, OPT_PORT, "P", "the port to listen on (0: any free one, printed)"},
     {"ready-file", 0, CP_OPT_VALUE, OPT_READY, "FILE",
      "write the port to FILE once listening (for scripts and tests)"},
+    {"recorder", 0, CP_OPT_VALUE, OPT_RECORDER, "D",
+     "monitor: the flight recorder holds the requests of the last D (default 60s)"},
+    {"rules", 0, CP_OPT_VALUE, OPT_RULES, "DIR",
+     "monitor: the rule packs an incident's analysis uses (default: the shipped ones)"},
+    {"webhook", 0, CP_OPT_VALUE, OPT_WEBHOOK, "URL",
+     "monitor: POST each incident's alert to URL (default $CANNPROF_WEBHOOK)"},
+    {"webhook-format", 0, CP_OPT_VALUE, OPT_WEBHOOK_FORMAT, "F",
+     "generic, slack, feishu or dingtalk (default generic)"},
+    {"webhook-secret-file", 0, CP_OPT_VALUE, OPT_WEBHOOK_SECRET_FILE, "FILE",
+     "sign alerts with the secret on FILE's first line (default $CANNPROF_WEBHOOK_SECRET)"},
+    {"window", 0, CP_OPT_VALUE, OPT_MON_WINDOW, "D",
+     "monitor: the sliding window the conditions are computed over (default 30s)"},
 };
 
 static const struct cp_opt_use serve_shared[] = {
@@ -36,16 +91,25 @@ static const struct cp_command_opts SERVE = {
     .shared = serve_shared,
     .n_shared = sizeof serve_shared / sizeof serve_shared[0],
     .usage = "usage: cannprof serve MODEL.om|MODEL.onnx --port P [--max-batch N] [--batch-window "
-             "MS]\n\n"
+             "MS]\n"
+             "                     [--monitor CONDITIONS [--window D] [--for D] [--webhook URL]\n"
+             "                      [--incident-dir DIR] ...]\n\n"
              "Serve a model over HTTP (docs/serving.md): GET /v1/model describes its inputs\n"
              "and outputs, POST /v1/infer runs it (one .npy part per input as\n"
              "multipart/form-data, or a JSON header line then the inputs' bytes; the answer\n"
              "comes in the same form), GET /health, GET /metrics (Prometheus text: requests,\n"
              "latency and batch size histograms, queue depth). Requests are batched\n"
-             "dynamically. SIGTERM or Ctrl-C stops accepting, finishes what is in flight and\n"
-             "exits.\n",
-    .exit_codes = "0 stopped after SIGTERM/SIGINT, 2 bad usage or a model that cannot be served, "
-                  "3 environment failure (the port cannot be bound)",
+             "dynamically. GET /v1/trace?seconds=S&sampling=P returns the stage times of the\n"
+             "requests answered in the next S seconds (what `cannprof trace --target` records).\n"
+             "SIGTERM or Ctrl-C stops accepting, finishes what is in flight and exits.\n\n"
+             "With --monitor, a flight recorder keeps the last requests' stage times; when a\n"
+             "condition holds over the window for the hold time, an incident is written\n"
+             "under --incident-dir: the recorder's dump, a deep trace of the next seconds\n"
+             "(kernels included), node-bottleneck, analyze, validate of the incident window\n"
+             "against the last healthy one, and the alert (sent to --webhook).\n",
+    .exit_codes = "0 stopped after SIGTERM/SIGINT, 1 the monitor failed an incident (an empty "
+                  "deep trace, an alert not delivered), 2 bad usage or a model that cannot be "
+                  "served, 3 environment failure (the port cannot be bound)",
 };
 
 static bool parse_long(const char *s, long lo, long hi, long *out)
@@ -99,6 +163,131 @@ int cp_cmd_serve(int argc, char **argv)
             return 2;
         }
     }
+    /* the fire drill */
+    double inject_after = 0, inject_ms = 0;
+    if ((v = cp_args_get(&a, OPT_INJECT))) {
+        char after[64];
+        const char *colon = strchr(v, ':');
+        char *end = NULL;
+        if (colon && (size_t)(colon - v) < sizeof after) {
+            memcpy(after, v, (size_t)(colon - v));
+            after[colon - v] = '\0';
+            inject_ms = strtod(colon + (colon[1] == ':' ? 2 : 1) + (colon[1] == '+'), &end);
+        }
+        if (!colon || (size_t)(colon - v) >= sizeof after ||
+            !(cp_parse_duration(after, &inject_after) || strcmp(after, "0") == 0) || !end || *end ||
+            !(inject_ms > 0 && inject_ms <= 60000)) {
+            cp_cli_error(SERVE.cmd, "--inject-slowdown takes AFTER:+MS, as in 20s:+50 (from 20 s "
+                                    "on, every batch 50 ms slower)");
+            return 2;
+        }
+    }
+    struct cp_monitor *mon = NULL;
+    char secret[512] = "";
+    if (cp_args_get(&a, OPT_MONITOR)) {
+        struct cp_monitor_opts mo;
+        cp_monitor_opts_init(&mo);
+        mo.conditions_text = cp_args_get(&a, OPT_MONITOR);
+        if (cp_mon_conditions_parse(mo.conditions_text, &mo.conditions, &d) != CP_OK) {
+            cp_cli_error(SERVE.cmd, d.msg);
+            return 2;
+        }
+        static const struct {
+            int opt;
+            const char *name;
+        } durs[] = {{OPT_MON_WINDOW, "--window"},
+                    {OPT_MON_FOR, "--for"},
+                    {OPT_COOLDOWN, "--cooldown"},
+                    {OPT_RECORDER, "--recorder"},
+                    {OPT_DEEP, "--deep-trace"}};
+        double *dst[] = {&mo.policy.window_s, &mo.policy.hold_s, &mo.policy.cooldown_s,
+                         &mo.recorder_s, &mo.deep_s};
+        bool recorder_given = false;
+        for (size_t k = 0; k < sizeof durs / sizeof *durs; k++) {
+            const char *x = cp_args_get(&a, durs[k].opt);
+            if (!x)
+                continue;
+            if (strcmp(x, "0") == 0 && durs[k].opt != OPT_MON_WINDOW && durs[k].opt != OPT_DEEP &&
+                durs[k].opt != OPT_RECORDER) {
+                *dst[k] = 0;
+                continue;
+            }
+            if (!cp_parse_duration(x, dst[k])) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "%s takes a duration (\"30s\", \"500ms\", \"2m\")",
+                         durs[k].name);
+                cp_cli_error(SERVE.cmd, msg);
+                return 2;
+            }
+            recorder_given = recorder_given || durs[k].opt == OPT_RECORDER;
+        }
+        if (!recorder_given && mo.recorder_s < mo.policy.window_s + mo.policy.hold_s)
+            mo.recorder_s = mo.policy.window_s + mo.policy.hold_s;
+        if ((v = cp_args_get(&a, OPT_HYSTERESIS))) {
+            char *end = NULL;
+            double h = strtod(v, &end);
+            if (end == v || (*end && strcmp(end, "%") != 0) || !(h >= 0 && h < 100)) {
+                cp_cli_error(SERVE.cmd, "--hysteresis takes a percentage from 0 to below 100");
+                return 2;
+            }
+            mo.policy.hysteresis = h / 100;
+        }
+        long x;
+        if ((v = cp_args_get(&a, OPT_MIN_REQUESTS))) {
+            if (!parse_long(v, 1, 10000000, &x)) {
+                cp_cli_error(SERVE.cmd, "--min-requests takes 1 to 10000000");
+                return 2;
+            }
+            mo.policy.min_requests = (size_t)x;
+        }
+        if ((v = cp_args_get(&a, OPT_MAX_INCIDENTS))) {
+            if (!parse_long(v, 1, 60, &x)) {
+                cp_cli_error(SERVE.cmd, "--max-incidents takes 1 to 60 (per hour)");
+                return 2;
+            }
+            mo.policy.max_per_hour = (int)x;
+        }
+        if ((v = cp_args_get(&a, OPT_INCIDENT_DIR)))
+            mo.incident_dir = v;
+        mo.rules_dir = cp_args_get(&a, OPT_RULES);
+        mo.webhook = cp_args_get(&a, OPT_WEBHOOK);
+        if (!mo.webhook)
+            mo.webhook = getenv("CANNPROF_WEBHOOK");
+        if (mo.webhook && !mo.webhook[0])
+            mo.webhook = NULL;
+        const char *fmt = cp_args_get(&a, OPT_WEBHOOK_FORMAT);
+        if (fmt && !cp_webhook_format_parse(fmt, &mo.webhook_format)) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "--webhook-format: '%.60s' is not one of %s", fmt,
+                     cp_webhook_format_choices());
+            cp_cli_error(SERVE.cmd, msg);
+            return 2;
+        }
+        if (cp_validate_alert_secret(cp_args_get(&a, OPT_WEBHOOK_SECRET_FILE), secret,
+                                     sizeof secret, &d) != CP_OK) {
+            cp_cli_error(SERVE.cmd, d.msg);
+            return 2;
+        }
+        mo.webhook_secret = secret[0] ? secret : NULL;
+        mo.model_path = a.positional[0];
+        mo.max_batch = (int)batch;
+        mo.threads = (int)cp_args_int(&a, CP_SO_THREADS, 0);
+        if (cp_monitor_create(&mo, &mon, &d) != CP_OK || cp_monitor_start(mon, &d) != CP_OK) {
+            cp_monitor_free(mon);
+            return cp_cli_fail(SERVE.cmd, &d);
+        }
+    } else {
+        static const int mon_only[] = {
+            OPT_MON_WINDOW,   OPT_MON_FOR,       OPT_HYSTERESIS,     OPT_MIN_REQUESTS,
+            OPT_COOLDOWN,     OPT_MAX_INCIDENTS, OPT_RECORDER,       OPT_DEEP,
+            OPT_INCIDENT_DIR, OPT_WEBHOOK,       OPT_WEBHOOK_FORMAT, OPT_WEBHOOK_SECRET_FILE,
+            OPT_RULES};
+        for (size_t k = 0; k < sizeof mon_only / sizeof *mon_only; k++)
+            if (cp_args_get(&a, mon_only[k])) {
+                cp_cli_error(SERVE.cmd, "the monitor's options need --monitor CONDITIONS");
+                return 2;
+            }
+    }
     struct cp_serve_opts o = {
         .model_path = a.positional[0],
         .port = (int)port,
@@ -107,16 +296,36 @@ int cp_cmd_serve(int argc, char **argv)
         .threads = (int)cp_args_int(&a, CP_SO_THREADS, 0),
         .max_body = (size_t)body,
         .ready_file = cp_args_get(&a, OPT_READY),
+        .hooks = mon ? cp_monitor_hooks(mon) : NULL,
+        .inject_after_s = inject_after,
+        .inject_ms = inject_ms,
     };
     struct cp_serve_stats s;
-    if (cp_serve_run(&o, &s, &d) != CP_OK)
+    enum cp_status st = cp_serve_run(&o, &s, &d);
+    struct cp_monitor_stats ms;
+    memset(&ms, 0, sizeof ms);
+    if (mon) {
+        cp_monitor_stop(mon);
+        cp_monitor_get_stats(mon, &ms);
+        cp_monitor_free(mon);
+    }
+    if (st != CP_OK)
         return cp_cli_fail(SERVE.cmd, &d);
     printf("serve: stopped: %llu requests (%llu ok, %llu client errors, %llu server errors), "
            "%llu batches of %.2f on average\n",
            (unsigned long long)s.requests, (unsigned long long)s.ok,
            (unsigned long long)s.client_errors, (unsigned long long)s.server_errors,
            (unsigned long long)s.batches, s.mean_batch);
-    return 0;
+    if (cp_args_get(&a, OPT_MONITOR))
+        printf("monitor: %llu requests seen, %llu incidents (%llu suppressed, %llu resolved), "
+               "%llu empty deep traces, %llu alerts not delivered; state %s\n",
+               (unsigned long long)ms.requests_seen, (unsigned long long)ms.incidents,
+               (unsigned long long)ms.suppressed, (unsigned long long)ms.resolved,
+               (unsigned long long)ms.capture_errors, (unsigned long long)ms.alerts_failed,
+               cp_mon_state_name(ms.state));
+    /* an incident whose deep trace caught nothing, or whose alert was lost,
+     * is a failure of the monitor: said in the exit code too */
+    return ms.capture_errors || ms.alerts_failed ? 1 : 0;
 }
 
 /* ---- load ------------------------------------------------------------------------------ */

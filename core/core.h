@@ -170,6 +170,21 @@ bool cp_path_has_suffix(const char *path, const char *suffix);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t cp_clock_ns(void);
 
+/* What the kernel counts for the calling thread: time on a CPU
+ * (CLOCK_THREAD_CPUTIME_ID) and time runnable but waiting for one
+ * (/proc/thread-self/schedstat; 0 where the kernel does not keep it). Read
+ * one at the start of an interval and one at its end: the differences split
+ * the interval's wall time into on-CPU, waiting for a CPU, and the rest
+ * (off-CPU: I/O, sleeps, locks). */
+struct cp_thread_clock {
+    int64_t cpu_ns, runq_ns;
+};
+
+/* The CPU clock is read last here and first in _end, so that reading the
+ * other is not counted as the interval's work. */
+void cp_thread_clock_begin(struct cp_thread_clock *c);
+void cp_thread_clock_end(struct cp_thread_clock *c);
+
 /* ---- logging ---------------------------------------------------------- */
 
 enum cp_log_level {

@@ -4,17 +4,84 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t cp_clock_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Each thread keeps its /proc/thread-self/schedstat open (stored as fd + 1
+ * so that "no value" is 0), closed by the key's destructor when the thread
+ * ends: servers start a thread per connection, and those must not leak. */
+static pthread_key_t schedstat_key;
+static pthread_once_t schedstat_once = PTHREAD_ONCE_INIT;
+static bool schedstat_key_ok;
+
+static void schedstat_close(void *v)
+{
+    close((int)(intptr_t)v - 1);
+}
+
+static void schedstat_key_make(void)
+{
+    schedstat_key_ok = pthread_key_create(&schedstat_key, schedstat_close) == 0;
+}
+
+/* The thread's run-queue wait (ns): the second field of schedstat
+ * (on-CPU ns, run-queue wait ns, slices). */
+static int64_t thread_runq_ns(void)
+{
+    pthread_once(&schedstat_once, schedstat_key_make);
+    if (!schedstat_key_ok)
+        return 0;
+    intptr_t v = (intptr_t)pthread_getspecific(schedstat_key);
+    if (v == 0) {
+        int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+        v = fd >= 0 ? fd + 1 : -1;
+        if (pthread_setspecific(schedstat_key, (void *)v) != 0 && fd >= 0) {
+            close(fd);
+            v = -1;
+        }
+    }
+    if (v < 0)
+        return 0;
+    char buf[128];
+    ssize_t n = pread((int)v - 1, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    long long on = 0, wait = 0;
+    return sscanf(buf, "%lld %lld", &on, &wait) == 2 ? wait : 0;
+}
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
+               ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec
+               : 0;
+}
+
+void cp_thread_clock_begin(struct cp_thread_clock *c)
+{
+    c->runq_ns = thread_runq_ns();
+    c->cpu_ns = thread_cpu_ns();
+}
+
+void cp_thread_clock_end(struct cp_thread_clock *c)
+{
+    c->cpu_ns = thread_cpu_ns();
+    c->runq_ns = thread_runq_ns();
 }
 
 void cp_log_msg(const struct cp_log *log, enum cp_log_level lvl, const char *fmt, ...)

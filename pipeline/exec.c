@@ -232,8 +232,8 @@ static void *worker_main(void *arg)
         c.ready_ns = now_ns();
         c.wait_ns = source ? 0 : c.ready_ns - t_wait;
         c.depth = (uint32_t)depth;
-        struct pl_thread_clock k0, k1;
-        pl_thread_clock_begin(&k0);
+        struct cp_thread_clock k0, k1;
+        cp_thread_clock_begin(&k0);
         c.start_ns = now_ns();
         size_t n_out = source ? max : got;
         if (source && atomic_load(&x->failed))
@@ -241,7 +241,7 @@ static void *worker_main(void *arg)
         else
             w->st = pl_unit_process(w->u, items, got, &n_out, &w->d);
         c.end_ns = now_ns();
-        pl_thread_clock_end(&k1);
+        cp_thread_clock_end(&k1);
         if (w->st != CP_OK) {
             for (size_t i = 0; i < got; i++)
                 pl_payload_unref(items[i].p);

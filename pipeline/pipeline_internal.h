@@ -162,18 +162,6 @@ size_t pl_queue_pop(struct pl_queue *q, struct pl_item *out, size_t max, int64_t
                     size_t *depth);
 void pl_queue_close(struct pl_queue *q);
 
-/* ---- per-thread clocks --------------------------------------------------------------------- */
-
-/* What the kernel counts for the calling thread: time on a CPU
- * (CLOCK_THREAD_CPUTIME_ID) and time runnable but waiting for one
- * (/proc/thread-self/schedstat). */
-struct pl_thread_clock {
-    int64_t cpu_ns, runq_ns;
-};
-
-void pl_thread_clock_begin(struct pl_thread_clock *c);
-void pl_thread_clock_end(struct pl_thread_clock *c);
-
 /* ---- a recorded run (recorded.c) ----------------------------------------------------- */
 
 struct pl_recorded {

@@ -340,6 +340,18 @@ static enum cp_status parse_item(const struct item *it, struct cp_constraint *ou
     return CP_OK;
 }
 
+enum cp_status cp_constraint_parse_value(const char *origin, const char *item, size_t len,
+                                         size_t value_at, enum cp_constraint_kind kind,
+                                         enum cp_constraint_op op, double *value, struct cp_diag *d)
+{
+    struct item it = {.origin = origin, .s = item, .len = len, .d = d};
+    size_t i = skip_spaces(&it, value_at < len ? value_at : len);
+    enum cp_status st = parse_number(&it, &i, kind, op, value);
+    if (st == CP_OK)
+        st = parse_unit(&it, &i, kind, value);
+    return st;
+}
+
 enum cp_status cp_constraints_parse_from(const char *origin, const char *text,
                                          struct cp_constraints *out, struct cp_diag *d)
 {

@@ -92,6 +92,17 @@ enum cp_status cp_constraints_parse(const char *text, struct cp_constraints *out
 enum cp_status cp_constraints_parse_from(const char *origin, const char *text,
                                          struct cp_constraints *out, struct cp_diag *d);
 
+/* The value part of an item ("2.5s", "3GB", "0.5%", "50/s"), read as the
+ * grammar reads it, for other grammars built on the same quantities (the
+ * serving monitor's conditions, docs/serving.md): `item` is the whole item
+ * (len bytes, not NUL-terminated), the value starts at `value_at`, and `op`
+ * is the operator before it (for messages). Errors are CP_ERR_USAGE,
+ * "<origin>: '<item>': ...", as above. OUT: *value in base units. */
+enum cp_status cp_constraint_parse_value(const char *origin, const char *item, size_t len,
+                                         size_t value_at, enum cp_constraint_kind kind,
+                                         enum cp_constraint_op op, double *value,
+                                         struct cp_diag *d);
+
 /* The constraint on `kind` (for precision_loss: over all outputs), or NULL
  * when there is none. Owned by `c`. */
 const struct cp_constraint *cp_constraints_find(const struct cp_constraints *c,

@@ -94,6 +94,10 @@ int cp_runtime_threads(const struct cp_runtime *rt);
 /* The plan memory limit in force (UINT64_MAX: none). */
 uint64_t cp_runtime_max_plan_bytes(const struct cp_runtime *rt);
 struct cp_trace_recorder *cp_runtime_trace(const struct cp_runtime *rt);
+/* Pause (or resume) recording into the runtime's recorder: a paused
+ * runtime's runs record nothing and read no clock, as without one. Call it
+ * between runs, from the thread that runs them. */
+void cp_runtime_pause_trace(struct cp_runtime *rt, bool paused);
 
 /* ---- models ------------------------------------------------------------- */
 

@@ -28,6 +28,9 @@ struct cp_runtime {
      * "the machine's physical memory", "the runtime options". */
     const char *max_plan_source;
     struct cp_trace_recorder *trace; /* borrowed; may be NULL */
+    /* cp_runtime_pause_trace: runs record nothing (a server tracing only
+     * some of its batches); read by the thread that runs plans. */
+    bool trace_paused;
     struct cp_rt_names names;
     struct cp_kernel_env env;
     /* The CPU kernels are chosen for: this machine, detected at create.
@@ -35,6 +38,12 @@ struct cp_runtime {
      * one with more, or a kernel would execute instructions it lacks.) */
     struct cp_host host;
 };
+
+/* The recorder runs record into: NULL when there is none or it is paused. */
+static inline struct cp_trace_recorder *cp_rt_recording(const struct cp_runtime *rt)
+{
+    return rt->trace_paused ? NULL : rt->trace;
+}
 
 struct cp_model {
     struct cp_runtime *rt;

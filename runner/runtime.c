@@ -122,6 +122,11 @@ uint64_t cp_runtime_max_plan_bytes(const struct cp_runtime *rt)
     return rt->max_plan_bytes;
 }
 
+void cp_runtime_pause_trace(struct cp_runtime *rt, bool paused)
+{
+    rt->trace_paused = paused;
+}
+
 struct cp_trace_recorder *cp_runtime_trace(const struct cp_runtime *rt)
 {
     return rt->trace;
@@ -136,6 +141,7 @@ void cp_runtime_bind_threads(const struct cp_runtime *rt)
 void cp_runtime_record(const struct cp_runtime *rt, int32_t name, int32_t iteration,
                        uint64_t start_ns, uint64_t end_ns)
 {
-    if (rt->trace && name >= 0)
-        cp_trace_record(rt->trace, CP_LAYER_RUNTIME, name, -1, iteration, start_ns, end_ns, 0);
+    struct cp_trace_recorder *tr = cp_rt_recording(rt);
+    if (tr && name >= 0)
+        cp_trace_record(tr, CP_LAYER_RUNTIME, name, -1, iteration, start_ns, end_ns, 0);
 }

@@ -5,6 +5,7 @@
  * first dimension, runs the model once, and hands each request its slice
  * of the outputs. SIGTERM or SIGINT stops the listening socket, lets every
  * request in flight finish, then stops. */
+#define _GNU_SOURCE /* gettid */
 #include "serve/serve.h"
 #include "core/json.h"
 #include "runner/session.h"
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- metrics --------------------------------------------------------------------------- */
 
@@ -47,6 +49,19 @@ struct job {
     char err[1100];
     bool done;
     pthread_cond_t cv;
+    struct cp_serve_event ev; /* filled as it goes through the stages */
+};
+
+/* A capture for GET /v1/trace: the events of sampled requests answered
+ * before `until_ns`. */
+struct capture {
+    int64_t until_ns;
+    double sampling; /* 0..1 */
+    uint64_t seen;
+    struct cp_serve_event *ev;
+    size_t n, cap;
+    bool full;
+    struct capture *next;
 };
 
 struct server {
@@ -67,6 +82,19 @@ struct server {
     pthread_cond_t idle;
     struct metrics m;
     size_t max_body;
+    const struct cp_serve_hooks *hooks;
+    uint64_t next_id, next_conn, batch_seq;
+    int64_t started_ns;
+    /* the kernel layer of the batches a hook asked for */
+    struct cp_trace_recorder *rec;
+    uint64_t *deep_ns;
+    size_t n_deep, cap_deep;
+    /* GET /v1/trace captures, under m.mu */
+    struct capture *captures;
+    /* per-node latency histograms (http, model, reply), under m.mu */
+    uint64_t node_bucket[3][N_LAT + 1];
+    double node_sum[3];
+    uint64_t node_count[3];
 };
 
 static int64_t now_ns(void)
@@ -74,13 +102,51 @@ static int64_t now_ns(void)
     return (int64_t)cp_clock_ns();
 }
 
-static void run_batch(struct server *sv, struct job **jobs, size_t n)
+/* Spin for ms milliseconds: the fire drill's slower model. */
+static void spin_ms(double ms)
+{
+    int64_t until = now_ns() + (int64_t)(ms * 1e6);
+    while (now_ns() < until)
+        ;
+}
+
+/* Hand the recorded batches to the hook, then forget them. */
+static void kernels_done(struct server *sv)
+{
+    if (sv->n_deep && sv->hooks && sv->hooks->on_kernels)
+        sv->hooks->on_kernels(sv->hooks->ctx, &sv->s, sv->rec, sv->deep_ns, sv->n_deep);
+    cp_trace_clear(sv->rec);
+    sv->n_deep = 0;
+}
+
+static void run_batch(struct server *sv, struct job **jobs, size_t n, int64_t popped,
+                      int64_t waited, size_t depth)
 {
     struct cp_plan *plan = sv->s.plan;
     struct cp_diag d;
     cp_diag_init(&d);
     enum cp_status st = CP_OK;
     size_t per = (size_t)sv->batch;
+    uint64_t seq = ++sv->batch_seq;
+    bool deep = sv->rec && sv->hooks->kernels_wanted && sv->hooks->kernels_wanted(sv->hooks->ctx);
+    if (sv->rec && !deep && sv->n_deep)
+        kernels_done(sv);
+    if (sv->rec)
+        cp_runtime_pause_trace(sv->s.rt, !deep);
+    if (deep && sv->n_deep == sv->cap_deep) {
+        size_t nc = sv->cap_deep ? sv->cap_deep * 2 : 256;
+        uint64_t *g = cp_realloc_array(sv->deep_ns, nc, sizeof *g);
+        if (g) {
+            sv->deep_ns = g;
+            sv->cap_deep = nc;
+        } else {
+            deep = false;
+            cp_runtime_pause_trace(sv->s.rt, true);
+        }
+    }
+    struct cp_thread_clock k0, k1;
+    int64_t t_start = now_ns();
+    cp_thread_clock_begin(&k0);
     for (size_t i = 0; st == CP_OK && i < sv->n_in; i++) {
         const struct cp_tensor *pt = cp_plan_input(plan, i);
         struct cp_host_tensor t = {.dtype = pt->dtype, .rank = pt->shape.rank};
@@ -100,7 +166,26 @@ static void run_batch(struct server *sv, struct job **jobs, size_t n)
         cp_host_tensor_release(&t);
     }
     if (st == CP_OK)
-        st = cp_plan_run(plan, -1, &d);
+        st = cp_plan_run(plan, deep ? (int32_t)sv->n_deep : -1, &d);
+    if (sv->o->inject_ms > 0 && t_start - __atomic_load_n(&sv->started_ns, __ATOMIC_ACQUIRE) >=
+                                    (int64_t)(sv->o->inject_after_s * 1e9))
+        spin_ms(sv->o->inject_ms);
+    cp_thread_clock_end(&k1);
+    int64_t t_end = now_ns();
+    if (deep)
+        sv->deep_ns[sv->n_deep++] = (uint64_t)(t_end - t_start);
+    for (size_t b = 0; b < n; b++) {
+        struct cp_serve_event *e = &jobs[b]->ev;
+        e->popped_ns = popped;
+        e->run_start_ns = t_start;
+        e->run_end_ns = t_end;
+        e->batch_seq = seq;
+        e->batch = (uint32_t)n;
+        e->depth = (uint32_t)depth;
+        e->batch_wait_ns = waited;
+        e->batch_cpu_ns = k1.cpu_ns - k0.cpu_ns;
+        e->batch_runq_ns = k1.runq_ns - k0.runq_ns;
+    }
     for (size_t b = 0; b < n; b++)
         jobs[b]->out = st == CP_OK ? cp_calloc(sv->n_out, sizeof *jobs[b]->out) : NULL;
     for (size_t o = 0; st == CP_OK && o < sv->n_out; o++) {
@@ -151,8 +236,27 @@ static void *batcher_main(void *arg)
         return NULL;
     pthread_mutex_lock(&sv->mu);
     for (;;) {
-        while (sv->q_n == 0 && !sv->stopping)
-            pthread_cond_wait(&sv->has_work, &sv->mu);
+        int64_t t_wait = now_ns();
+        while (sv->q_n == 0 && !sv->stopping) {
+            if (!sv->n_deep) {
+                pthread_cond_wait(&sv->has_work, &sv->mu);
+                continue;
+            }
+            /* kernels recorded and idle: hand them over once no longer wanted */
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += 100000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&sv->has_work, &sv->mu, &ts);
+            if (sv->q_n == 0 && !sv->hooks->kernels_wanted(sv->hooks->ctx)) {
+                pthread_mutex_unlock(&sv->mu);
+                kernels_done(sv);
+                pthread_mutex_lock(&sv->mu);
+            }
+        }
         if (sv->q_n == 0 && sv->stopping)
             break;
         /* let the batch fill for up to the window */
@@ -170,15 +274,19 @@ static void *batcher_main(void *arg)
                 if (pthread_cond_timedwait(&sv->has_work, &sv->mu, &ts) != 0)
                     break;
         }
+        size_t depth = sv->q_n;
         size_t n = sv->q_n < (size_t)sv->o->max_batch ? sv->q_n : (size_t)sv->o->max_batch;
         memcpy(batch, sv->q, n * sizeof *batch);
         memmove(sv->q, sv->q + n, (sv->q_n - n) * sizeof *sv->q);
         sv->q_n -= n;
         pthread_mutex_unlock(&sv->mu);
-        run_batch(sv, batch, n);
+        int64_t popped = now_ns();
+        run_batch(sv, batch, n, popped, popped - t_wait, depth);
         pthread_mutex_lock(&sv->mu);
     }
     pthread_mutex_unlock(&sv->mu);
+    if (sv->rec && sv->n_deep)
+        kernels_done(sv);
     free(batch);
     return NULL;
 }
@@ -204,11 +312,13 @@ static void submit(struct server *sv, struct job *j)
         sv->q = g;
         sv->q_cap = nc;
     }
+    j->ev.queued_ns = now_ns();
     sv->q[sv->q_n++] = j;
     pthread_cond_signal(&sv->has_work);
     while (!j->done)
         pthread_cond_wait(&j->cv, &sv->mu);
     pthread_mutex_unlock(&sv->mu);
+    j->ev.woken_ns = now_ns();
     pthread_cond_destroy(&j->cv);
 }
 
@@ -229,6 +339,8 @@ struct conn {
     } part[MAX_PARTS];
     size_t n_parts;
     int64_t t0;
+    uint64_t connection;
+    struct cp_thread_clock k0; /* at its first callback */
 };
 
 static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -374,7 +486,32 @@ static char *metrics_text(struct server *sv)
                   "cannprof_batch_size_count %llu\n",
                   (unsigned long long)acc, (unsigned long long)sv->m.batch_sum,
                   (unsigned long long)sv->m.batches);
+    static const char *const node_names[3] = {"http", "model", "reply"};
+    cp_buf_puts(&b, "# HELP cannprof_node_latency_seconds Time a request spent in each node: "
+                    "http (read and parsed), model (queued and run in a batch), reply (its "
+                    "answer encoded).\n# TYPE cannprof_node_latency_seconds histogram\n");
+    for (int k = 0; k < 3; k++) {
+        acc = 0;
+        for (size_t i = 0; i <= N_LAT; i++) {
+            acc += sv->node_bucket[k][i];
+            if (i < N_LAT)
+                cp_buf_printf(&b,
+                              "cannprof_node_latency_seconds_bucket{node=\"%s\",le=\"%g\"} %llu\n",
+                              node_names[k], LAT_BOUNDS[i], (unsigned long long)acc);
+            else
+                cp_buf_printf(
+                    &b, "cannprof_node_latency_seconds_bucket{node=\"%s\",le=\"+Inf\"} %llu\n",
+                    node_names[k], (unsigned long long)acc);
+        }
+        cp_buf_printf(&b,
+                      "cannprof_node_latency_seconds_sum{node=\"%s\"} %.9g\n"
+                      "cannprof_node_latency_seconds_count{node=\"%s\"} %llu\n",
+                      node_names[k], sv->node_sum[k], node_names[k],
+                      (unsigned long long)sv->node_count[k]);
+    }
     pthread_mutex_unlock(&sv->m.mu);
+    if (sv->hooks && sv->hooks->metrics)
+        sv->hooks->metrics(sv->hooks->ctx, &b);
     pthread_mutex_lock(&sv->mu);
     cp_buf_printf(&b,
                   "# HELP cannprof_queue_depth Requests waiting for a batch.\n"
@@ -471,6 +608,53 @@ static bool parse_parts(struct server *sv, struct conn *c, struct job *j, char *
     return true;
 }
 
+/* A /v1/infer request was answered: its node histograms, the hook, the
+ * captures of GET /v1/trace. */
+static void emit(struct server *sv, struct cp_serve_event *e)
+{
+    if (!e->id)
+        e->id = __atomic_add_fetch(&sv->next_id, 1, __ATOMIC_RELAXED);
+    if (!e->replied_ns)
+        e->replied_ns = now_ns();
+    pthread_mutex_lock(&sv->m.mu);
+    if (e->code == 200 && e->queued_ns && e->run_end_ns) {
+        double node_s[3] = {(double)(e->queued_ns - e->arrive_ns) / 1e9,
+                            (double)(e->run_end_ns - e->queued_ns) / 1e9,
+                            (double)(e->replied_ns - e->run_end_ns) / 1e9};
+        for (int k = 0; k < 3; k++) {
+            size_t b = 0;
+            while (b < N_LAT && node_s[k] > LAT_BOUNDS[b])
+                b++;
+            sv->node_bucket[k][b]++;
+            sv->node_sum[k] += node_s[k];
+            sv->node_count[k]++;
+        }
+    }
+    for (struct capture *c = sv->captures; c; c = c->next) {
+        if (e->replied_ns > c->until_ns || c->full)
+            continue;
+        c->seen++;
+        /* every request whose turn comes up at the sampling rate */
+        if (floor((double)c->seen * c->sampling) <= floor((double)(c->seen - 1) * c->sampling))
+            continue;
+        if (c->n == c->cap) {
+            size_t nc = c->cap ? c->cap * 2 : 1024;
+            struct cp_serve_event *g =
+                nc <= CP_SERVE_TRACE_MAX ? cp_realloc_array(c->ev, nc, sizeof *g) : NULL;
+            if (!g) {
+                c->full = true;
+                continue;
+            }
+            c->ev = g;
+            c->cap = nc;
+        }
+        c->ev[c->n++] = *e;
+    }
+    pthread_mutex_unlock(&sv->m.mu);
+    if (sv->hooks && sv->hooks->on_request)
+        sv->hooks->on_request(sv->hooks->ctx, e);
+}
+
 static void note_latency(struct server *sv, int64_t t0, unsigned code)
 {
     double s = (double)(now_ns() - t0) / 1e9;
@@ -491,16 +675,25 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
     memset(&j, 0, sizeof j);
     j.in = cp_calloc(sv->n_in ? sv->n_in : 1, sizeof *j.in);
     j.n_in = sv->n_in;
+    j.ev.arrive_ns = c->t0;
+    j.ev.connection = c->connection;
     char err[400] = "";
     bool ok = j.in && (c->multipart ? parse_parts(sv, c, &j, err, sizeof err)
                                     : parse_raw(sv, c, &j, err, sizeof err));
+    struct cp_thread_clock k1, r0, r1;
+    cp_thread_clock_end(&k1);
+    j.ev.parse_cpu_ns = k1.cpu_ns - c->k0.cpu_ns;
+    j.ev.parse_runq_ns = k1.runq_ns - c->k0.runq_ns;
     enum MHD_Result ret;
     if (!ok) {
         ret = reply_error(sv, mc, 400, "%s", err[0] ? err : "out of memory");
+        j.ev.code = 400;
     } else {
         submit(sv, &j);
+        cp_thread_clock_begin(&r0);
         if (j.st != CP_OK) {
             ret = reply_error(sv, mc, 500, "%s", j.err);
+            j.ev.code = 500;
         } else {
             /* the answer in the request's form */
             struct cp_buf b;
@@ -555,9 +748,16 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
                 size_t len = b.len;
                 note_latency(sv, c->t0, 200);
                 ret = reply(mc, 200, type, cp_buf_steal(&b), len);
+                j.ev.code = 200;
             }
         }
+        cp_thread_clock_end(&r1);
+        j.ev.reply_cpu_ns = r1.cpu_ns - r0.cpu_ns;
+        j.ev.reply_runq_ns = r1.runq_ns - r0.runq_ns;
+        if (!j.ev.code)
+            j.ev.code = 500;
     }
+    emit(sv, &j.ev);
     for (size_t i = 0; j.in && i < j.n_in; i++)
         cp_host_tensor_release(&j.in[i]);
     for (size_t o = 0; j.out && o < j.n_out; o++)
@@ -565,6 +765,62 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
     free(j.in);
     free(j.out);
     return ret;
+}
+
+/* GET /v1/trace?seconds=S&sampling=P: the events of the requests answered
+ * in the next S seconds (P percent of them, evenly), as JSON. */
+static enum MHD_Result trace_request(struct server *sv, struct MHD_Connection *mc)
+{
+    const char *sec = MHD_lookup_connection_value(mc, MHD_GET_ARGUMENT_KIND, "seconds");
+    const char *smp = MHD_lookup_connection_value(mc, MHD_GET_ARGUMENT_KIND, "sampling");
+    char *end = NULL;
+    double seconds = sec ? strtod(sec, &end) : NAN;
+    if (!sec || end == sec || *end || !(seconds > 0 && seconds <= 3600))
+        return reply_error(sv, mc, 400, "GET /v1/trace?seconds=S: S is 0 to 3600 (seconds)");
+    double sampling = 100;
+    if (smp &&
+        ((sampling = strtod(smp, &end)), end == smp || *end || !(sampling > 0) || sampling > 100))
+        return reply_error(sv, mc, 400, "/v1/trace: sampling is a percentage, above 0 to 100");
+    int64_t t0 = now_ns();
+    struct capture cap = {.until_ns = t0 + (int64_t)(seconds * 1e9), .sampling = sampling / 100};
+    pthread_mutex_lock(&sv->m.mu);
+    cap.next = sv->captures;
+    sv->captures = &cap;
+    pthread_mutex_unlock(&sv->m.mu);
+    /* wait out the window; a SIGTERM ends it early */
+    for (;;) {
+        int64_t left = cap.until_ns - now_ns();
+        pthread_mutex_lock(&sv->mu);
+        bool draining = sv->draining;
+        pthread_mutex_unlock(&sv->mu);
+        if (left <= 0 || draining)
+            break;
+        struct timespec ts = {0, left < 100000000 ? (long)left : 100000000L};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&sv->m.mu);
+    for (struct capture **p = &sv->captures; *p; p = &(*p)->next)
+        if (*p == &cap) {
+            *p = cap.next;
+            break;
+        }
+    pthread_mutex_unlock(&sv->m.mu);
+    json_t *j = cp_serve_events_json(cap.ev, cap.n, t0);
+    free(cap.ev);
+    if (!j)
+        return reply_error(sv, mc, 500, "out of memory");
+    json_object_set_new(j, "model", json_string(sv->o->model_path));
+    json_object_set_new(j, "max_batch", json_integer(sv->o->max_batch));
+    json_object_set_new(j, "threads", json_integer(cp_runtime_threads(sv->s.rt)));
+    json_object_set_new(j, "seconds", json_real((double)(now_ns() - t0) / 1e9));
+    json_object_set_new(j, "sampling", json_real(sampling));
+    json_object_set_new(j, "seen", json_integer((json_int_t)cap.seen));
+    json_object_set_new(j, "truncated", json_boolean(cap.full));
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!text)
+        return reply_error(sv, mc, 500, "out of memory");
+    return reply(mc, 200, "application/json", text, strlen(text));
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *url,
@@ -580,6 +836,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
             return MHD_NO;
         cp_buf_init(&c->body);
         c->t0 = now_ns();
+        cp_thread_clock_begin(&c->k0);
+        c->connection = (uint64_t)gettid();
         const char *ct = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Type");
         c->multipart = ct && strncmp(ct, "multipart/form-data", 19) == 0;
         if (c->multipart && strcmp(method, "POST") == 0)
@@ -617,18 +875,28 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         note_latency(sv, c->t0, 200);
         return text ? reply(mc, 200, "application/json", text, strlen(text)) : MHD_NO;
     }
+    if (strcmp(url, "/v1/trace") == 0 && strcmp(method, "GET") == 0)
+        return trace_request(sv, mc);
     if (strcmp(url, "/v1/infer") == 0) {
-        if (strcmp(method, "POST") != 0)
-            return reply_error(sv, mc, 405, "POST the inputs to /v1/infer");
-        if (c->too_big)
-            return reply_error(sv, mc, 413,
-                               "the body is over %zu bytes (the inputs take %zu): too large",
-                               sv->max_body, sv->max_body > 1048576 ? sv->max_body - 1048576 : 0);
-        return infer(sv, mc, c);
+        struct cp_serve_event e = {.arrive_ns = c->t0, .connection = c->connection};
+        enum MHD_Result ret;
+        if (strcmp(method, "POST") != 0) {
+            ret = reply_error(sv, mc, 405, "POST the inputs to /v1/infer");
+            e.code = 405;
+        } else if (c->too_big) {
+            ret = reply_error(sv, mc, 413,
+                              "the body is over %zu bytes (the inputs take %zu): too large",
+                              sv->max_body, sv->max_body > 1048576 ? sv->max_body - 1048576 : 0);
+            e.code = 413;
+        } else {
+            return infer(sv, mc, c);
+        }
+        emit(sv, &e);
+        return ret;
     }
     return reply_error(sv, mc, 404,
-                       "no %s %s: GET /v1/model, POST /v1/infer, GET /health, GET "
-                       "/metrics",
+                       "no %s %s: GET /v1/model, POST /v1/infer, GET /v1/trace, GET /health, "
+                       "GET /metrics",
                        method, url);
 }
 
@@ -660,6 +928,11 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     memset(&sv, 0, sizeof sv);
     sv.o = o;
     sv.batch = o->max_batch;
+    sv.hooks = o->hooks;
+    sv.started_ns = now_ns();
+    /* the kernel layer is recorded only for the batches a hook asks for */
+    if (o->hooks && o->hooks->on_kernels && !(sv.rec = cp_trace_recorder_create(4096)))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     /* block the signals in every thread; the main one waits for them */
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -669,9 +942,22 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     struct cp_session_opts so = {.model_path = o->model_path,
                                  .batch = o->max_batch > 1 ? o->max_batch : 0,
                                  .threads = o->threads,
-                                 .buffer_optimize = -1};
+                                 .buffer_optimize = -1,
+                                 .trace = sv.rec};
     enum cp_status st = cp_session_open(&sv.s, &so, d);
+    /* warm up before the port opens (the first runs create oneDNN's
+     * primitives and touch the arena): the first requests would otherwise
+     * pay for it, and a monitor would see a cold start as a regression */
+    if (st == CP_OK)
+        st = cp_session_set_inputs(&sv.s, NULL, 0, 1, d);
+    for (int k = 0; st == CP_OK && k < CP_SERVE_WARMUP_RUNS; k++)
+        st = cp_plan_run(sv.s.plan, -1, d);
+    if (st == CP_OK && sv.rec) {
+        cp_runtime_pause_trace(sv.s.rt, true);
+        cp_trace_clear(sv.rec); /* the load, plan and warm-up events: not a batch's */
+    }
     if (st != CP_OK) {
+        cp_trace_recorder_free(sv.rec);
         if (o->max_batch > 1) {
             struct cp_diag inner = *d;
             cp_diag_init(d);
@@ -720,6 +1006,10 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     if (st == CP_OK) {
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(sv.http, MHD_DAEMON_INFO_BIND_PORT);
         int port = info ? info->port : o->port;
+        __atomic_store_n(&sv.started_ns, now_ns(), __ATOMIC_RELEASE);
+        if (sv.hooks && sv.hooks->on_listening)
+            sv.hooks->on_listening(sv.hooks->ctx, port,
+                                   __atomic_load_n(&sv.started_ns, __ATOMIC_ACQUIRE));
         printf("serve: %s on http://127.0.0.1:%d (max batch %d, window %.1f ms)\n", o->model_path,
                port, o->max_batch, o->window_ms);
         fflush(stdout);
@@ -756,6 +1046,8 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     stats->batches = sv.m.batches;
     stats->mean_batch = sv.m.batches ? (double)sv.m.batch_sum / (double)sv.m.batches : 0;
     cp_session_close(&sv.s);
+    cp_trace_recorder_free(sv.rec);
+    free(sv.deep_ns);
     free(sv.slice_in);
     free(sv.q);
     pthread_mutex_destroy(&sv.mu);

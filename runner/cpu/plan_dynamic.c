@@ -434,7 +434,7 @@ static enum cp_status run_node(struct cp_plan *p, size_t pos, int32_t iteration,
         return st;
     x->scratch = p->scratch;
     x->rows = upto ? &x->rows_kept : NULL;
-    struct cp_trace_recorder *tr = p->rt->trace;
+    struct cp_trace_recorder *tr = cp_rt_recording(p->rt);
     uint64_t ks = tr ? cp_clock_ns() : 0;
     st = x->kernel->run(x);
     if (tr && p->kname)

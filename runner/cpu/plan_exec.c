@@ -9,7 +9,7 @@
 
 enum cp_status cp_plan_run(struct cp_plan *p, int32_t iteration, struct cp_diag *d)
 {
-    struct cp_trace_recorder *tr = p->rt->trace;
+    struct cp_trace_recorder *tr = cp_rt_recording(p->rt);
     cp_runtime_bind_threads(p->rt);
     uint64_t t0 = 0;
     if (tr) {

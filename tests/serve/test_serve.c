@@ -6,6 +6,7 @@
  * metrics; and SIGTERM while requests wait in a batch: every one answered,
  * then a clean exit. */
 #include "cli/cli_test.h"
+#include "serve/serve_proc.h"
 #include "runner/runner.h"
 #include "runner/session.h"
 
@@ -22,111 +23,6 @@
 
 TestSuite(serve, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 300);
 
-struct server {
-    pid_t pid;
-    int port;
-    char *out;
-};
-
-/* Start `cannprof serve MODEL --port 0 args...` and wait for its port. */
-static struct server start(const char *model, const char *const *args)
-{
-    struct server s = {0};
-    char *ready = cp_t_path("ready.port");
-    s.out = cp_t_path("serve.out");
-    remove(ready);
-    char *argv[32];
-    size_t n = 0;
-    argv[n++] = (char *)CP_CLI;
-    argv[n++] = (char *)"serve";
-    argv[n++] = (char *)model;
-    argv[n++] = (char *)"--port";
-    argv[n++] = (char *)"0";
-    argv[n++] = (char *)"--ready-file";
-    argv[n++] = ready;
-    argv[n++] = (char *)"-t";
-    argv[n++] = (char *)"1";
-    for (size_t i = 0; args && args[i] && n < 30; i++)
-        argv[n++] = (char *)args[i];
-    argv[n] = NULL;
-    s.pid = fork();
-    cr_assert_geq(s.pid, 0);
-    if (s.pid == 0) {
-        FILE *f = freopen(s.out, "w", stdout);
-        (void)f;
-        execv(CP_CLI, argv);
-        _exit(127);
-    }
-    for (int i = 0; i < 300 && s.port == 0; i++) {
-        FILE *f = fopen(ready, "r");
-        if (f) {
-            if (fscanf(f, "%d", &s.port) != 1)
-                s.port = 0;
-            fclose(f);
-        }
-        if (!s.port)
-            usleep(20000);
-    }
-    cr_assert_gt(s.port, 0, "the server did not come up");
-    free(ready);
-    return s;
-}
-
-/* SIGTERM; its exit status and what it printed. */
-static int stop(struct server *s, char **printed)
-{
-    kill(s->pid, SIGTERM);
-    int status = 0;
-    waitpid(s->pid, &status, 0);
-    *printed = ct_read_text(s->out);
-    free(s->out);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-struct body {
-    char *data;
-    size_t len;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *u)
-{
-    struct body *b = u;
-    char *g = realloc(b->data, b->len + size * n + 1);
-    cr_assert_not_null(g);
-    b->data = g;
-    memcpy(b->data + b->len, p, size * n);
-    b->len += size * n;
-    b->data[b->len] = '\0';
-    return size * n;
-}
-
-/* A request; the status and the answer's body. */
-static long http(int port, const char *method, const char *path, const void *data, size_t len,
-                 curl_mime *mime, struct body *out)
-{
-    CURL *h = curl_easy_init();
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
-    memset(out, 0, sizeof *out);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-    if (mime)
-        curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
-    else if (data) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, data);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
-    }
-    if (strcmp(method, "GET") != 0 && !data && !mime)
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    long code = 0;
-    cr_assert_eq(curl_easy_perform(h), CURLE_OK, "%s %s", method, path);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup(h);
-    return code;
-}
-
 /* launch_bound_tiny's input: x f32 [1, 16]. */
 static char *raw_body(const float *x, size_t *len)
 {
@@ -141,9 +37,9 @@ static char *raw_body(const float *x, size_t *len)
 
 Test(serve, a_model_served_answers_both_forms_and_refuses_bad_requests)
 {
-    struct server s = start(CP_SOURCE_DIR "/examples/models/launch_bound_tiny.onnx", NULL);
+    struct server s = serve_start(CP_SOURCE_DIR "/examples/models/launch_bound_tiny.onnx", NULL);
     struct body b;
-    cr_expect_eq(http(s.port, "GET", "/v1/model", NULL, 0, NULL, &b), 200);
+    cr_expect_eq(serve_http(s.port, "GET", "/v1/model", NULL, 0, NULL, &b), 200);
     json_t *m = ct_json(b.data);
     json_t *in0 = json_array_get(json_object_get(m, "inputs"), 0);
     cr_expect_str_eq(json_string_value(json_object_get(in0, "name")), "x");
@@ -157,7 +53,7 @@ Test(serve, a_model_served_answers_both_forms_and_refuses_bad_requests)
         x[i] = 0.1f * (float)(i - 8);
     size_t len;
     char *req = raw_body(x, &len);
-    cr_assert_eq(http(s.port, "POST", "/v1/infer", req, len, NULL, &b), 200, "%s", b.data);
+    cr_assert_eq(serve_http(s.port, "POST", "/v1/infer", req, len, NULL, &b), 200, "%s", b.data);
     char *nl = memchr(b.data, '\n', b.len);
     cr_assert_not_null(nl);
     cr_expect_eq(b.len - (size_t)(nl + 1 - b.data), 64, "y: 16 floats");
@@ -195,7 +91,7 @@ Test(serve, a_model_served_answers_both_forms_and_refuses_bad_requests)
     curl_mime_name(part, "x");
     curl_mime_filename(part, "x.npy");
     curl_mime_data(part, (const char *)npy, npy_len);
-    cr_expect_eq(http(s.port, "POST", "/v1/infer", NULL, 0, mime, &b), 200, "%s", b.data);
+    cr_expect_eq(serve_http(s.port, "POST", "/v1/infer", NULL, 0, mime, &b), 200, "%s", b.data);
     cr_expect(b.data && memmem(b.data, b.len, "name=\"y\"", 8) &&
                   memmem(b.data, b.len, "\x93NUMPY", 6),
               "an .npy part named y");
@@ -204,33 +100,33 @@ Test(serve, a_model_served_answers_both_forms_and_refuses_bad_requests)
     free(npy);
     free(b.data);
     /* bad requests: 4xx with a message */
-    cr_expect_eq(http(s.port, "POST", "/v1/infer", "junk", 4, NULL, &b), 400);
+    cr_expect_eq(serve_http(s.port, "POST", "/v1/infer", "junk", 4, NULL, &b), 400);
     ct_assert_mentions(b.data, "JSON header line", NULL);
     free(b.data);
     const char *wrong = "{\"inputs\":[{\"name\":\"x\",\"dtype\":\"i64\",\"shape\":[1,16]}]}\n";
     char *wb = malloc(strlen(wrong) + 128);
     memcpy(wb, wrong, strlen(wrong));
     memset(wb + strlen(wrong), 0, 128);
-    cr_expect_eq(http(s.port, "POST", "/v1/infer", wb, strlen(wrong) + 128, NULL, &b), 400);
+    cr_expect_eq(serve_http(s.port, "POST", "/v1/infer", wb, strlen(wrong) + 128, NULL, &b), 400);
     ct_assert_mentions(b.data, "dtype i64, the model takes f32", NULL);
     free(b.data);
-    cr_expect_eq(http(s.port, "POST", "/v1/infer", req, len - 4, NULL, &b), 400, "short");
+    cr_expect_eq(serve_http(s.port, "POST", "/v1/infer", req, len - 4, NULL, &b), 400, "short");
     free(b.data);
     size_t big = 3 << 20;
     char *huge = calloc(1, big);
-    cr_expect_eq(http(s.port, "POST", "/v1/infer", huge, big, NULL, &b), 413);
+    cr_expect_eq(serve_http(s.port, "POST", "/v1/infer", huge, big, NULL, &b), 413);
     free(b.data);
     free(huge);
-    cr_expect_eq(http(s.port, "GET", "/v1/infer", NULL, 0, NULL, &b), 405);
+    cr_expect_eq(serve_http(s.port, "GET", "/v1/infer", NULL, 0, NULL, &b), 405);
     free(b.data);
-    cr_expect_eq(http(s.port, "GET", "/nowhere", NULL, 0, NULL, &b), 404);
+    cr_expect_eq(serve_http(s.port, "GET", "/nowhere", NULL, 0, NULL, &b), 404);
     free(b.data);
-    cr_expect_eq(http(s.port, "GET", "/health", NULL, 0, NULL, &b), 200);
+    cr_expect_eq(serve_http(s.port, "GET", "/health", NULL, 0, NULL, &b), 200);
     free(b.data);
     free(wb);
     free(req);
     char *printed = NULL;
-    cr_expect_eq(stop(&s, &printed), 0, "%s", printed);
+    cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
     ct_assert_mentions(printed, "serve: stopped:", NULL);
     free(printed);
 }
@@ -238,7 +134,7 @@ Test(serve, a_model_served_answers_both_forms_and_refuses_bad_requests)
 Test(serve, load_is_counted_in_the_metrics_and_batches_form)
 {
     static const char *const args[] = {"--max-batch", "4", "--batch-window", "3", NULL};
-    struct server s = start(CP_SOURCE_DIR "/examples/models/launch_bound_tiny.onnx", args);
+    struct server s = serve_start(CP_SOURCE_DIR "/examples/models/launch_bound_tiny.onnx", args);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
     struct cp_run r;
@@ -252,14 +148,14 @@ Test(serve, load_is_counted_in_the_metrics_and_batches_form)
     cr_expect_eq(json_integer_value(json_object_get(j, "errors")), 0);
     json_decref(j);
     struct body b;
-    cr_expect_eq(http(s.port, "GET", "/metrics", NULL, 0, NULL, &b), 200);
+    cr_expect_eq(serve_http(s.port, "GET", "/metrics", NULL, 0, NULL, &b), 200);
     char want[96];
     snprintf(want, sizeof want, "cannprof_batch_size_sum %lld", (long long)sent);
     ct_assert_mentions(b.data, "cannprof_requests_total{code=\"2xx\"}", want,
                        "cannprof_request_latency_seconds_bucket{le=\"+Inf\"}", NULL);
     free(b.data);
     char *printed = NULL;
-    cr_expect_eq(stop(&s, &printed), 0);
+    cr_expect_eq(serve_stop(&s, &printed), 0);
     free(printed);
     /* no server there */
     cp_run_cli(&r, "load", url, "--rate", "10", "--duration", "1s", NULL);
@@ -272,7 +168,7 @@ Test(serve, load_is_counted_in_the_metrics_and_batches_form)
 Test(serve, sigterm_drains_the_requests_in_flight)
 {
     static const char *const args[] = {"--max-batch", "16", "--batch-window", "3000", NULL};
-    struct server s = start(CP_SOURCE_DIR "/examples/models/launch_bound_tiny.onnx", args);
+    struct server s = serve_start(CP_SOURCE_DIR "/examples/models/launch_bound_tiny.onnx", args);
     float x[16] = {0};
     size_t len;
     char *req = raw_body(x, &len);
@@ -288,7 +184,7 @@ Test(serve, sigterm_drains_the_requests_in_flight)
         curl_easy_setopt(hs[i], CURLOPT_URL, url);
         curl_easy_setopt(hs[i], CURLOPT_POSTFIELDS, req);
         curl_easy_setopt(hs[i], CURLOPT_POSTFIELDSIZE, (long)len);
-        curl_easy_setopt(hs[i], CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(hs[i], CURLOPT_WRITEFUNCTION, serve_on_data);
         curl_easy_setopt(hs[i], CURLOPT_WRITEDATA, &bodies[i]);
         curl_multi_add_handle(mh, hs[i]);
     }
@@ -302,7 +198,7 @@ Test(serve, sigterm_drains_the_requests_in_flight)
         curl_multi_poll(mh, NULL, 0, 10, NULL);
         if (!killed) {
             struct body m;
-            long code = http(s.port, "GET", "/metrics", NULL, 0, NULL, &m);
+            long code = serve_http(s.port, "GET", "/metrics", NULL, 0, NULL, &m);
             bool queued = code == 200 && m.data && strstr(m.data, "cannprof_queue_depth 4\n");
             free(m.data);
             if (queued || (int64_t)cp_clock_ns() - t0 > 2500000000) {
