@@ -20,6 +20,7 @@ int cp_cmd_pipeline(int argc, char **argv);
 int cp_cmd_run(int argc, char **argv);
 int cp_cmd_serve(int argc, char **argv);
 int cp_cmd_suggest(int argc, char **argv);
+int cp_cmd_trace(int argc, char **argv);
 int cp_cmd_tune(int argc, char **argv);
 int cp_cmd_validate(int argc, char **argv);
 

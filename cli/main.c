@@ -37,6 +37,7 @@ static const struct command commands[] = {
     {"serve", cp_cmd_serve, "serve a model over HTTP with dynamic batching and /metrics"},
     {"suggest", cp_cmd_suggest,
      "a report of changes to make for a target under constraints, ready to paste"},
+    {"trace", cp_cmd_trace, "record a running `cannprof serve`: every sampled request's stages"},
     {"tune", cp_cmd_tune,
      "the closed loop: diagnose, re-convert, measure, keep real gains, remember them"},
     {"validate", cp_cmd_validate,

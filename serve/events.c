@@ -114,7 +114,12 @@ enum cp_status cp_serve_events_from_json(const char *origin, const json_t *o,
              x[10] <= UINT32_MAX && x[11] >= 0 && x[11] <= UINT32_MAX && x[19] >= 0;
         for (size_t k = 12; ok && k < 19; k++)
             ok = x[k] >= 0;
+        /* times within 2^60 ns (36 years) of the origin, in order */
         int64_t prev = INT64_MIN;
+        for (size_t k = 2; ok && k < 9; k++)
+            ok = x[k] > -((int64_t)1 << 60) && x[k] < ((int64_t)1 << 60);
+        for (size_t k = 12; ok && k < 19; k++)
+            ok = x[k] < ((int64_t)1 << 60);
         for (size_t k = 2; ok && k < 9; k++)
             if (x[k]) {
                 ok = x[k] >= prev;
@@ -124,7 +129,8 @@ enum cp_status cp_serve_events_from_json(const char *origin, const json_t *o,
             free(v);
             return cp_diag_set(d, CP_ERR_INVALID,
                                "%s: event %zu is not %zu integers in the order of \"fields\" "
-                               "(status 100..599, counts not negative, times in order)",
+                               "(status 100..599, counts not negative, times in order and within "
+                               "2^60 ns)",
                                origin, i, N_FIELDS);
         }
         struct cp_serve_event *e = &v[i];

@@ -34,21 +34,22 @@ static size_t on_data(char *p, size_t size, size_t n, void *u)
     return cp_buf_status(&s->b) == CP_OK ? k : 0;
 }
 
-/* GET url/v1/model and build the request body from its inputs. */
-static enum cp_status make_body(const char *url, uint64_t seed, char **body, size_t *len,
-                                struct cp_diag *d)
+/* GET `full` and read its answer (at most `limit` bytes) as JSON. Errors:
+ * no answer (CP_ERR_IO), an answer that is not 200 or not JSON
+ * (CP_ERR_INVALID, naming what the server said). OUT: *out. */
+static enum cp_status get_json(const char *full, size_t limit, long timeout_s, json_t **out,
+                               struct cp_diag *d)
 {
-    char full[1200];
-    snprintf(full, sizeof full, "%s/v1/model", url);
+    *out = NULL;
     CURL *h = curl_easy_init();
     if (!h)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    struct sink s = {.limit = 1 << 20};
+    struct sink s = {.limit = limit};
     cp_buf_init(&s.b);
     curl_easy_setopt(h, CURLOPT_URL, full);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
     CURLcode rc = curl_easy_perform(h);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -58,14 +59,36 @@ static enum cp_status make_body(const char *url, uint64_t seed, char **body, siz
         return cp_diag_set(d, CP_ERR_IO, "%s: %s", full, curl_easy_strerror(rc));
     }
     json_error_t e;
-    json_t *m = code == 200 ? json_loadb(s.b.data ? s.b.data : "", s.b.len, 0, &e) : NULL;
+    json_t *j = json_loadb(s.b.data ? s.b.data : "", s.b.len, 0, &e);
+    if (code != 200 || !j) {
+        const char *why = json_string_value(json_object_get(j, "error"));
+        enum cp_status st = cp_diag_set(d, CP_ERR_INVALID, "%s: answered %ld%s%.300s%s", full, code,
+                                        why ? " (" : (j ? "" : ", not JSON: "),
+                                        why ? why : (j ? "" : e.text), why ? ")" : "");
+        json_decref(j);
+        cp_buf_release(&s.b);
+        return st;
+    }
     cp_buf_release(&s.b);
+    *out = j;
+    return CP_OK;
+}
+
+/* GET url/v1/model and build the request body from its inputs. */
+static enum cp_status make_body(const char *url, uint64_t seed, char **body, size_t *len,
+                                struct cp_diag *d)
+{
+    char full[1200];
+    snprintf(full, sizeof full, "%s/v1/model", url);
+    json_t *m = NULL;
+    enum cp_status gs = get_json(full, 1 << 20, 10, &m, d);
+    if (gs != CP_OK)
+        return gs;
     json_t *ins = json_object_get(m, "inputs");
     if (!json_is_array(ins)) {
         json_decref(m);
         return cp_diag_set(d, CP_ERR_INVALID,
-                           "%s: answered %ld, not a cannprof server's model description", full,
-                           code);
+                           "%s: answered 200, not a cannprof server's model description", full);
     }
     struct cp_buf b;
     cp_buf_init(&b);
@@ -272,5 +295,46 @@ enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *
     free(lat);
     free(at);
     free(body);
+    return st;
+}
+
+/* ---- recording a running server ---------------------------------------------------------- */
+
+enum cp_status cp_serve_trace_target(const struct cp_trace_target_opts *o,
+                                     struct cp_trace_target_result *r, struct cp_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    r->run_id = -1;
+    if (!(o->duration_s > 0 && o->duration_s <= 3600))
+        return cp_diag_set(d, CP_ERR_USAGE, "--duration is above 0 to an hour");
+    if (!(o->sampling_pct > 0 && o->sampling_pct <= 100))
+        return cp_diag_set(d, CP_ERR_USAGE, "--sampling_rate is a percentage above 0 to 100");
+    char full[1300];
+    snprintf(full, sizeof full, "%.1100s/v1/trace?seconds=%.6g&sampling=%.6g", o->url,
+             o->duration_s, o->sampling_pct);
+    json_t *j = NULL;
+    enum cp_status st = get_json(full, (size_t)1 << 30, (long)o->duration_s + 60, &j, d);
+    if (st != CP_OK)
+        return st;
+    struct cp_serve_event *ev = NULL;
+    size_t n = 0;
+    st = cp_serve_events_from_json(full, j, &ev, &n, d);
+    const char *model = json_string_value(json_object_get(j, "model"));
+    struct cp_serve_trace_info info = {
+        .kind = "serve",
+        .model_path = model ? model : o->url,
+        .max_batch = (int)json_integer_value(json_object_get(j, "max_batch")),
+        .threads = (int)json_integer_value(json_object_get(j, "threads")),
+        .sampling = o->sampling_pct / 100,
+    };
+    r->seen = (uint64_t)json_integer_value(json_object_get(j, "seen"));
+    r->captured = n;
+    r->truncated = json_is_true(json_object_get(j, "truncated"));
+    r->seconds = json_number_value(json_object_get(j, "seconds"));
+    snprintf(r->model, sizeof r->model, "%s", info.model_path);
+    if (st == CP_OK)
+        st = cp_serve_store_events(o->out_path, &info, ev, n, &r->run_id, d);
+    free(ev);
+    json_decref(j);
     return st;
 }

@@ -116,6 +116,31 @@ struct cp_load_result {
 enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *r,
                            struct cp_diag *d);
 
+/* ---- recording a running server (`cannprof trace --target`) ---------------------------- */
+
+struct cp_trace_target_opts {
+    const char *url; /* http://host:port of a `cannprof serve` */
+    double duration_s;
+    double sampling_pct;  /* requests kept, 0 < p <= 100 */
+    const char *out_path; /* the trace store written */
+};
+
+struct cp_trace_target_result {
+    uint64_t seen;   /* requests answered in the window */
+    size_t captured; /* of which sampled */
+    bool truncated;  /* the server's capture filled up */
+    double seconds;
+    int64_t run_id;
+    char model[1024];
+};
+
+/* GET url/v1/trace for the duration and store the sampled requests as a
+ * pipeline run of out_path (cp_serve_store_events). Errors: no server
+ * (CP_ERR_IO), not a cannprof server or another version (CP_ERR_INVALID),
+ * no request answered in the window (CP_ERR_INVALID: an empty capture). */
+enum cp_status cp_serve_trace_target(const struct cp_trace_target_opts *o,
+                                     struct cp_trace_target_result *r, struct cp_diag *d);
+
 /* ---- request events as data (events.c) ----------------------------------------------- */
 
 /* The most events one GET /v1/trace answer (and one stored run) holds. */

@@ -253,9 +253,40 @@ Test(serve_monitor, trace_endpoint_gives_every_sampled_request_stage_by_stage)
     /* nothing answered: an empty capture is an error, not an empty trace */
     cr_expect_eq(cp_serve_store_events(db, &info, ev, 0, &run, &d), CP_ERR_INVALID);
     ct_assert_mentions(d.msg, "nothing to record", NULL);
+    /* the command: all of the requests of a window while a loader runs */
+    char *db2 = cp_t_path("target.db"), url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        load(s.port, 20, 2);
+        _exit(0);
+    }
+    struct cp_run tr;
+    cp_run_cli(&tr, "trace", "--target", url, "--duration", "1s", "--sampling_rate", "100%", "-o",
+               db2, "--json", NULL);
+    waitpid(pid, NULL, 0);
+    cr_expect_eq(tr.exit_code, 0, "%s", tr.err);
+    json_t *tj = json_loads(tr.out, 0, &e);
+    cr_assert_not_null(tj, "%s", tr.out);
+    cr_expect_gt(json_integer_value(json_object_get(tj, "requests_recorded")), 5);
+    cr_expect_eq(json_integer_value(json_object_get(tj, "requests_recorded")),
+                 json_integer_value(json_object_get(tj, "requests_seen")));
+    json_decref(tj);
+    cp_run_release(&tr);
+    /* nothing listening, and no request in the window: exit 2, said */
+    cp_run_cli(&tr, "trace", "--target", "http://127.0.0.1:1", "--duration", "1s", "-o", db2, NULL);
+    cr_expect_eq(tr.exit_code, 2);
+    ct_assert_mentions(tr.err, "http://127.0.0.1:1/v1/trace", NULL);
+    cp_run_release(&tr);
+    cp_run_cli(&tr, "trace", "--target", url, "--duration", "0.3s", "-o", db2, NULL);
+    cr_expect_eq(tr.exit_code, 2);
+    ct_assert_mentions(tr.err, "nothing to record", NULL);
+    cp_run_release(&tr);
     char *printed = NULL;
     serve_stop(&s, &printed);
     free(printed);
+    free(db2);
     free(db);
     free(ev);
     free(b.data);
