@@ -270,6 +270,7 @@ int cp_cmd_serve(int argc, char **argv)
         }
         mo.webhook_secret = secret[0] ? secret : NULL;
         mo.model_path = a.positional[0];
+        mo.flow = cp_path_has_suffix(a.positional[0], ".toml");
         mo.max_batch = (int)batch;
         mo.threads = (int)cp_args_int(&a, CP_SO_THREADS, 0);
         if (cp_monitor_create(&mo, &mon, &d) != CP_OK || cp_monitor_start(mon, &d) != CP_OK) {

@@ -210,6 +210,7 @@ static void deep_trace(struct incident *in, int64_t *deep_from, int64_t *deep_to
     }
     bool in_ = m->kernels_in;
     *kernels_run = in_ ? m->kernels_run : -1;
+    int64_t flow_run = in_ ? m->flow_run : -1;
     size_t batches = m->kernels_batches, events = m->kernels_events;
     char err[1100];
     snprintf(err, sizeof err, "%s", m->kernels_err);
@@ -221,11 +222,18 @@ static void deep_trace(struct incident *in, int64_t *deep_from, int64_t *deep_to
     cp_json_set_str(o, "trace", path);
     cp_json_set_num(o, "seconds", ((double)(*deep_to - *deep_from) / 1e9));
     cp_json_set_int(o, "kernel_run", *kernels_run);
+    if (m->o.flow)
+        cp_json_set_int(o, "flow_run", flow_run);
     cp_json_set_int(o, "batches", (int64_t)(in_ ? batches : 0));
     cp_json_set_int(o, "kernel_events", (int64_t)(in_ ? events : 0));
     if (stopped)
         cp_json_set_str(o, "cut_short", "the server stopped during the deep trace");
-    if (!in_)
+    if (m->o.flow && (!in_ || flow_run < 0))
+        cp_json_set_str(o, "flow_error",
+                        in_ ? err : "the flow's calls were not handed over in time");
+    else if (m->o.flow)
+        ; /* a flow's deep trace is its nodes' calls: no kernel layer */
+    else if (!in_)
         cp_json_set_str(o, "kernel_error",
                         "no batch ran during the deep trace: no kernel layer was recorded");
     else if (*kernels_run < 0)
@@ -265,14 +273,25 @@ static void store_deep_nodes(struct incident *in, int64_t from, int64_t to, int6
     }
     free(ev);
     int64_t kr = (int64_t)json_integer_value(json_object_get(o, "kernel_run"));
-    cp_buf_printf(&in->md,
-                  "\n## Deep trace\n\n`%s`: %zu requests over %.1f s (node calls: run %lld; "
-                  "runtime and kernel layers: run %lld, %lld batches).\n",
-                  path, n, json_real_value(json_object_get(o, "seconds")), (long long)*node_run,
-                  (long long)kr, (long long)json_integer_value(json_object_get(o, "batches")));
+    if (in->m->o.flow)
+        cp_buf_printf(&in->md,
+                      "\n## Deep trace\n\n`%s`: %zu requests over %.1f s (the served model's "
+                      "stages: run %lld; every call of the flow's nodes: run %lld; the flow's "
+                      "kernel layer is not recorded).\n",
+                      path, n, json_real_value(json_object_get(o, "seconds")), (long long)*node_run,
+                      (long long)json_integer_value(json_object_get(o, "flow_run")));
+    else
+        cp_buf_printf(&in->md,
+                      "\n## Deep trace\n\n`%s`: %zu requests over %.1f s (node calls: run %lld; "
+                      "runtime and kernel layers: run %lld, %lld batches).\n",
+                      path, n, json_real_value(json_object_get(o, "seconds")), (long long)*node_run,
+                      (long long)kr, (long long)json_integer_value(json_object_get(o, "batches")));
     const char *ke = json_string_value(json_object_get(o, "kernel_error"));
     if (ke)
         cp_buf_printf(&in->md, "\nThe kernel layer is missing: %s\n", ke);
+    const char *fe = json_string_value(json_object_get(o, "flow_error"));
+    if (fe)
+        cp_buf_printf(&in->md, "\nThe flow's node calls are missing: %s\n", fe);
 }
 
 /* ---- the diagnosis ------------------------------------------------------------------------------
@@ -529,6 +548,7 @@ void cp_mon_incident(struct cp_monitor *m, int64_t t_fire)
     path_in(&in, "deep.db", m->deep_path, sizeof m->deep_path);
     m->kernels_in = false;
     m->kernels_run = -1;
+    m->flow_run = -1;
     pthread_mutex_unlock(&m->mu);
     __atomic_store_n(&m->deep_until_ns, t_fire + (int64_t)(m->o.deep_s * 1e9), __ATOMIC_RELEASE);
 
@@ -573,7 +593,12 @@ void cp_mon_incident(struct cp_monitor *m, int64_t t_fire)
     int64_t from = 0, to = 0, kernels_run = -1, node_run = -1;
     deep_trace(&in, &from, &to, &kernels_run);
     store_deep_nodes(&in, from, to, &node_run);
-    if (node_run >= 0)
+    /* a flow: node-bottleneck reads its own nodes' calls */
+    json_t *dt = json_object_get(in.f, "deep_trace");
+    int64_t flow_run = json_integer_value(json_object_get(dt, "flow_run"));
+    if (m->o.flow && json_object_get(dt, "flow_run") && flow_run >= 0)
+        bottleneck(&in, flow_run);
+    else if (node_run >= 0)
         bottleneck(&in, node_run);
     model_time(&in, kernels_run);
     analyze(&in, kernels_run);

@@ -91,6 +91,29 @@ static void on_listening(void *ctx, int port, int64_t started_ns)
     pthread_mutex_unlock(&m->mu);
 }
 
+static void on_flow_recorded(void *ctx, struct cp_flow_service *fs)
+{
+    struct cp_monitor *m = ctx;
+    pthread_mutex_lock(&m->mu);
+    char path[sizeof m->deep_path];
+    snprintf(path, sizeof path, "%s", m->deep_path);
+    pthread_mutex_unlock(&m->mu);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    int64_t run = -1;
+    enum cp_status st =
+        path[0] ? cp_flow_service_record_end(fs, path, "serve-deep-flow", &run, &d)
+                : cp_diag_set(&d, CP_ERR_INVALID, "the flow was recorded outside an incident");
+    pthread_mutex_lock(&m->mu);
+    m->kernels_in = true;
+    m->kernels_run = -1;
+    m->flow_run = st == CP_OK ? run : -1;
+    m->kernels_batches = m->kernels_events = 0;
+    snprintf(m->kernels_err, sizeof m->kernels_err, "%s", st == CP_OK ? "" : d.msg);
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
 static void metrics(void *ctx, struct cp_buf *b)
 {
     struct cp_monitor *m = ctx;
@@ -289,7 +312,8 @@ enum cp_status cp_monitor_create(const struct cp_monitor_opts *o, struct cp_moni
         .ctx = m,
         .on_request = on_request,
         .kernels_wanted = kernels_wanted,
-        .on_kernels = on_kernels,
+        .on_kernels = o->flow ? NULL : on_kernels,
+        .on_flow_recorded = o->flow ? on_flow_recorded : NULL,
         .on_listening = on_listening,
         .metrics = metrics,
     };

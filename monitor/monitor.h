@@ -161,6 +161,8 @@ struct cp_monitor_opts {
     enum cp_webhook_format webhook_format;
     const char *webhook_secret; /* NULL: unsigned */
     const char *model_path;     /* the served model, for the reports */
+    bool flow;                  /* it is a flow (.toml): the deep trace records its nodes' calls
+                                 * (no kernel layer) */
     int max_batch, threads;
     const char *rules_dir; /* NULL: the default packs */
 };

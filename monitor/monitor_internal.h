@@ -4,6 +4,7 @@
 #define CP_MONITOR_INTERNAL_H
 
 #include "monitor/monitor.h"
+#include "pipeline/pipeline.h"
 #include "runner/session.h"
 #include "trace/trace.h"
 
@@ -32,6 +33,7 @@ struct cp_monitor {
     char deep_path[1200];
     bool kernels_in;
     int64_t kernels_run;
+    int64_t flow_run; /* a flow served: the run of its own nodes' calls; -1 */
     size_t kernels_batches, kernels_events;
     char kernels_err[1100];
     uint64_t capture_errors, alerts_failed, incident_seq;

@@ -71,6 +71,65 @@ enum cp_status cp_flow_run(const struct cp_flow *f, const struct cp_flow_run_opt
                            struct cp_flow_run_result *r, struct cp_diag *d);
 void cp_flow_run_result_release(struct cp_flow_run_result *r);
 
+/* ---- serving a flow (service.c) ------------------------------------------------------ */
+
+struct cp_flow_service;
+
+/* Called after each node call of a served flow, on the worker's thread:
+ * the node, the items it took, its wait on the input queue, its busy time
+ * and its time blocked pushing (ns). */
+typedef void (*cp_flow_call_fn)(void *ctx, size_t node, uint32_t batch, int64_t wait_ns,
+                                int64_t busy_ns, int64_t blocked_ns);
+
+/* Start serving flow f until cp_flow_service_stop: its one file_source
+ * takes the callers' requests (cp_flow_service_call) instead of reading
+ * its folder, and its one file_sink hands each request's payload back
+ * instead of writing it. `on_call` (may be NULL) sees every node call.
+ * Errors: a flow with other than one source and one sink (CP_ERR_INVALID),
+ * a unit that does not open (a model that does not load). OUT: *out. */
+enum cp_status cp_flow_service_start(const struct cp_flow *f, cp_flow_call_fn on_call,
+                                     void *call_ctx, struct cp_flow_service **out,
+                                     struct cp_diag *d);
+
+/* The answer of a request: the sink's payload bytes (a PNG, text, raw
+ * bytes), or its first tensor as a .npy (npy true). */
+struct cp_flow_answer {
+    uint8_t *bytes;
+    size_t len;
+    bool npy;
+    char name[256]; /* the request's name as the units left it */
+};
+void cp_flow_answer_release(struct cp_flow_answer *a);
+
+/* Send one request, its source data (`data`, taken over and freed by the
+ * service: it travels through the flow without a copy) under `name` (the
+ * file name the units see), and wait for its answer. Thread-safe; blocks
+ * while the source's queue is full (back-pressure). Errors: a unit that
+ * fails on it (its message, naming node and request), the service stopping
+ * (CP_ERR_IO). OUT: *a (release). */
+enum cp_status cp_flow_service_call(struct cp_flow_service *s, const char *name, uint8_t *data,
+                                    size_t len, struct cp_flow_answer *a, struct cp_diag *d);
+
+/* A request the flow takes: the first file of its source's folder
+ * (warm-up, the server's description). OUT: *data (free), *len, name. */
+enum cp_status cp_flow_service_sample(const struct cp_flow_service *s, uint8_t **data, size_t *len,
+                                      char name[256], struct cp_diag *d);
+size_t cp_flow_service_n_nodes(const struct cp_flow_service *s);
+const char *cp_flow_service_node_name(const struct cp_flow_service *s, size_t node);
+
+/* Record every node call and request from now on (a deep trace), and
+ * write what was recorded as a pipeline run of `trace` (kind: NULL
+ * "pipeline"), then forget it. Errors: nothing came through while
+ * recording (CP_ERR_INVALID: an empty capture), the trace cannot be
+ * written. OUT: *run_id. */
+void cp_flow_service_record_begin(struct cp_flow_service *s);
+enum cp_status cp_flow_service_record_end(struct cp_flow_service *s, const char *trace,
+                                          const char *kind, int64_t *run_id, struct cp_diag *d);
+
+/* Stop: no new request is taken, those in flight are answered, the
+ * workers end. NULL is a no-op. */
+void cp_flow_service_stop(struct cp_flow_service *s);
+
 /* ---- node-bottleneck ------------------------------------------------------------------ */
 
 struct cp_bottleneck_node {

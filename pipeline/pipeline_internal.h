@@ -120,6 +120,10 @@ struct pl_run_env {
     uint64_t requests;   /* how many the sources send; 0: until the deadline */
     int64_t deadline_ns; /* sources stop at this time; 0: none */
     atomic_ullong next_request;
+    /* serving (service.c): the executor feeds the sources from this inbox
+     * instead of their folders, and the sinks write nothing (the answer goes
+     * back to the caller) */
+    struct pl_queue *inbox;
 };
 
 /* Open node n's unit for one worker (models loaded, files listed). Errors
@@ -128,6 +132,9 @@ enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker,
                             struct pl_run_env *env, struct cp_trace_recorder *rec,
                             struct pl_unit_ctx **out, struct cp_diag *d);
 void pl_unit_close(struct pl_unit_ctx *u);
+/* A file_source's first file (name order) and its folder; NULL for other
+ * units. */
+const char *pl_unit_first_file(const struct pl_unit_ctx *u, const char **dir);
 /* Process a batch in place: each item's payload replaced by the unit's
  * output. A source fills items (n_in 0, up to *n_out, returning how many;
  * *n_out 0: the source is done). Errors name the node and the request. */

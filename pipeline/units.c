@@ -391,6 +391,8 @@ static enum cp_status source(struct pl_unit_ctx *u, struct pl_item *items, size_
 static enum cp_status sink(struct pl_unit_ctx *u, struct pl_item *it, struct cp_diag *d)
 {
     const struct pl_payload *p = it->p;
+    if (u->env->inbox)
+        return CP_OK; /* served: the payload is the caller's answer */
     /* the request's file name without its extension */
     char stem[200];
     snprintf(stem, sizeof stem, "%.*s", 150, p->name[0] ? p->name : "request");
@@ -646,6 +648,14 @@ static enum cp_status infer(struct pl_unit_ctx *u, struct pl_item *items, size_t
             items[b].p->len = 0;
         }
     return st;
+}
+
+const char *pl_unit_first_file(const struct pl_unit_ctx *u, const char **dir)
+{
+    if (u->n->unit != PL_FILE_SOURCE || u->n_files == 0)
+        return NULL;
+    *dir = u->dir;
+    return u->files[0];
 }
 
 enum cp_status pl_unit_process(struct pl_unit_ctx *u, struct pl_item *items, size_t n,

@@ -74,9 +74,36 @@ static enum cp_status get_json(const char *full, size_t limit, long timeout_s, j
     return CP_OK;
 }
 
-/* GET url/v1/model and build the request body from its inputs. */
-static enum cp_status make_body(const char *url, uint64_t seed, char **body, size_t *len,
+/* GET `full`'s bytes (at most `limit`). Errors as get_json's. OUT: *out. */
+static enum cp_status get_bytes(const char *full, size_t limit, struct cp_buf *out,
                                 struct cp_diag *d)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    struct sink s = {.limit = limit};
+    cp_buf_init(&s.b);
+    curl_easy_setopt(h, CURLOPT_URL, full);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+    CURLcode rc = curl_easy_perform(h);
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(h);
+    if (rc != CURLE_OK || code != 200) {
+        cp_buf_release(&s.b);
+        return rc != CURLE_OK ? cp_diag_set(d, CP_ERR_IO, "%s: %s", full, curl_easy_strerror(rc))
+                              : cp_diag_set(d, CP_ERR_INVALID, "%s: answered %ld", full, code);
+    }
+    *out = s.b;
+    return CP_OK;
+}
+
+/* GET url/v1/model and build the request body: a model's inputs, seeded
+ * random; a flow's sample (GET url/v1/sample), under its name. */
+static enum cp_status make_body(const char *url, uint64_t seed, char **body, size_t *len,
+                                char *name, size_t n_name, struct cp_diag *d)
 {
     char full[1200];
     snprintf(full, sizeof full, "%s/v1/model", url);
@@ -84,6 +111,20 @@ static enum cp_status make_body(const char *url, uint64_t seed, char **body, siz
     enum cp_status gs = get_json(full, 1 << 20, 10, &m, d);
     if (gs != CP_OK)
         return gs;
+    name[0] = '\0';
+    if (json_is_string(json_object_get(m, "flow"))) {
+        const char *sample =
+            json_string_value(json_object_get(json_object_get(m, "request"), "sample"));
+        snprintf(name, n_name, "%s", sample ? sample : "request");
+        json_decref(m);
+        snprintf(full, sizeof full, "%s/v1/sample", url);
+        struct cp_buf b;
+        if ((gs = get_bytes(full, (size_t)1 << 30, &b, d)) != CP_OK)
+            return gs;
+        *len = b.len;
+        *body = b.data ? cp_buf_steal(&b) : cp_strdup("");
+        return *body ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
     json_t *ins = json_object_get(m, "inputs");
     if (!json_is_array(ins)) {
         json_decref(m);
@@ -153,9 +194,9 @@ enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *
         return cp_diag_set(d, CP_ERR_USAGE, "load needs --rate above 0 and --duration above 0");
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
         return cp_diag_set(d, CP_ERR_IO, "libcurl cannot start");
-    char *body = NULL;
+    char *body = NULL, name[300];
     size_t body_len = 0;
-    enum cp_status st = make_body(o->url, o->seed, &body, &body_len, d);
+    enum cp_status st = make_body(o->url, o->seed, &body, &body_len, name, sizeof name, d);
     if (st != CP_OK) {
         curl_global_cleanup();
         return st;
@@ -193,6 +234,10 @@ enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *
     char url[1200];
     snprintf(url, sizeof url, "%s/v1/infer", o->url);
     struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/octet-stream");
+    char name_hdr[340];
+    snprintf(name_hdr, sizeof name_hdr, "X-Cannprof-Name: %s", name);
+    if (name[0] && hdr)
+        hdr = curl_slist_append(hdr, name_hdr);
     for (int i = 0; st == CP_OK && i < slots; i++) {
         q[i].h = curl_easy_init();
         if (!q[i].h) {

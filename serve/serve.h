@@ -17,6 +17,7 @@
 
 struct cp_session;
 struct cp_trace_recorder;
+struct cp_flow_service;
 
 /* One answered request, as a monitor sees it (serve/serve.h's hooks).
  * Times are cp_clock_ns(); a stage the request never reached is 0 (a
@@ -59,6 +60,11 @@ struct cp_serve_hooks {
      * recorder is cleared afterwards. */
     void (*on_kernels)(void *ctx, struct cp_session *s, struct cp_trace_recorder *rec,
                        const uint64_t *run_ns, size_t n);
+    /* A flow served: the hook's kernels_wanted turning true starts
+     * recording every node call of the flow; when it turns false (checked
+     * every 100 ms, and at shutdown) this is called to write what was
+     * recorded (cp_flow_service_record_end). */
+    void (*on_flow_recorded)(void *ctx, struct cp_flow_service *fs);
     /* Once listening, before any request: the port, and the time (cp_clock_ns)
      * the fire drill's --inject-slowdown counts from. */
     void (*on_listening)(void *ctx, int port, int64_t started_ns);
@@ -67,7 +73,7 @@ struct cp_serve_hooks {
 };
 
 struct cp_serve_opts {
-    const char *model_path;
+    const char *model_path; /* a model (.om, .onnx), or a flow (.toml: docs/pipelines.md) */
     int port;               /* 0: any free port (printed) */
     int max_batch;          /* requests run together, at most (1: no batching) */
     double window_ms;       /* how long a batch waits to fill */
@@ -76,7 +82,8 @@ struct cp_serve_opts {
     const char *ready_file; /* written with the port once listening (tests, scripts) */
     const struct cp_serve_hooks *hooks; /* NULL: none */
     /* A fire drill (--inject-slowdown): from inject_after_s after the start,
-     * every batch spins inject_ms longer, as a slower model would. */
+     * every batch spins inject_ms longer, as a slower model would (a flow:
+     * every request's answer comes inject_ms later). */
     double inject_after_s, inject_ms;
 };
 

@@ -6,11 +6,8 @@
  * of the outputs. SIGTERM or SIGINT stops the listening socket, lets every
  * request in flight finish, then stops. */
 #define _GNU_SOURCE /* gettid */
-#include "serve/serve.h"
+#include "serve/serve_internal.h"
 #include "core/json.h"
-#include "runner/session.h"
-
-#include <microhttpd.h>
 
 #include <errno.h>
 #include <math.h>
@@ -22,82 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- metrics --------------------------------------------------------------------------- */
+/* The batch size histogram's bounds (the latency's are serve_internal.h's). */
+static const int BATCH_BOUNDS[N_BATCH] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 
-static const double LAT_BOUNDS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                    0.25,  0.5,    1,     2.5,  5,     10};
-#define N_LAT (sizeof LAT_BOUNDS / sizeof *LAT_BOUNDS)
-static const int BATCH_BOUNDS[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-#define N_BATCH (sizeof BATCH_BOUNDS / sizeof *BATCH_BOUNDS)
+const double SV_LAT_BOUNDS[N_LAT] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                     0.25,  0.5,    1,     2.5,  5,     10};
 
-struct metrics {
-    pthread_mutex_t mu;
-    uint64_t by_code[6]; /* 2xx..5xx by hundreds (index code/100) */
-    uint64_t lat_bucket[N_LAT + 1];
-    double lat_sum;
-    uint64_t lat_count;
-    uint64_t batch_bucket[N_BATCH + 1];
-    uint64_t batch_sum, batches;
-};
-
-/* ---- jobs and the batcher ------------------------------------------------------------------ */
-
-struct job {
-    struct cp_host_tensor *in, *out;
-    size_t n_in, n_out;
-    enum cp_status st;
-    char err[1100];
-    bool done;
-    pthread_cond_t cv;
-    struct cp_serve_event ev; /* filled as it goes through the stages */
-};
-
-/* A capture for GET /v1/trace: the events of sampled requests answered
- * before `until_ns`. */
-struct capture {
-    int64_t until_ns;
-    double sampling; /* 0..1 */
-    uint64_t seen;
-    struct cp_serve_event *ev;
-    size_t n, cap;
-    bool full;
-    struct capture *next;
-};
-
-struct server {
-    const struct cp_serve_opts *o;
-    struct cp_session s;
-    size_t n_in, n_out;
-    int batch; /* the plan's first dimension */
-    size_t *slice_in, *slice_out;
-    struct MHD_Daemon *http;
-    pthread_mutex_t mu;
-    pthread_cond_t has_work;
-    struct job **q;
-    size_t q_n, q_cap;
-    bool stopping;
-    bool draining; /* SIGTERM: batches go at once, without their window */
-    pthread_t batcher;
-    int inflight;
-    pthread_cond_t idle;
-    struct metrics m;
-    size_t max_body;
-    const struct cp_serve_hooks *hooks;
-    uint64_t next_id, next_conn, batch_seq;
-    int64_t started_ns;
-    /* the kernel layer of the batches a hook asked for */
-    struct cp_trace_recorder *rec;
-    uint64_t *deep_ns;
-    size_t n_deep, cap_deep;
-    /* GET /v1/trace captures, under m.mu */
-    struct capture *captures;
-    /* per-node latency histograms (http, model, reply), under m.mu */
-    uint64_t node_bucket[3][N_LAT + 1];
-    double node_sum[3];
-    uint64_t node_count[3];
-};
-
-static int64_t now_ns(void)
+int64_t sv_now_ns(void)
 {
     return (int64_t)cp_clock_ns();
 }
@@ -105,8 +33,8 @@ static int64_t now_ns(void)
 /* Spin for ms milliseconds: the fire drill's slower model. */
 static void spin_ms(double ms)
 {
-    int64_t until = now_ns() + (int64_t)(ms * 1e6);
-    while (now_ns() < until)
+    int64_t until = sv_now_ns() + (int64_t)(ms * 1e6);
+    while (sv_now_ns() < until)
         ;
 }
 
@@ -145,7 +73,7 @@ static void run_batch(struct server *sv, struct job **jobs, size_t n, int64_t po
         }
     }
     struct cp_thread_clock k0, k1;
-    int64_t t_start = now_ns();
+    int64_t t_start = sv_now_ns();
     cp_thread_clock_begin(&k0);
     for (size_t i = 0; st == CP_OK && i < sv->n_in; i++) {
         const struct cp_tensor *pt = cp_plan_input(plan, i);
@@ -171,7 +99,7 @@ static void run_batch(struct server *sv, struct job **jobs, size_t n, int64_t po
                                     (int64_t)(sv->o->inject_after_s * 1e9))
         spin_ms(sv->o->inject_ms);
     cp_thread_clock_end(&k1);
-    int64_t t_end = now_ns();
+    int64_t t_end = sv_now_ns();
     if (deep)
         sv->deep_ns[sv->n_deep++] = (uint64_t)(t_end - t_start);
     for (size_t b = 0; b < n; b++) {
@@ -236,7 +164,7 @@ static void *batcher_main(void *arg)
         return NULL;
     pthread_mutex_lock(&sv->mu);
     for (;;) {
-        int64_t t_wait = now_ns();
+        int64_t t_wait = sv_now_ns();
         while (sv->q_n == 0 && !sv->stopping) {
             if (!sv->n_deep) {
                 pthread_cond_wait(&sv->has_work, &sv->mu);
@@ -280,7 +208,7 @@ static void *batcher_main(void *arg)
         memmove(sv->q, sv->q + n, (sv->q_n - n) * sizeof *sv->q);
         sv->q_n -= n;
         pthread_mutex_unlock(&sv->mu);
-        int64_t popped = now_ns();
+        int64_t popped = sv_now_ns();
         run_batch(sv, batch, n, popped, popped - t_wait, depth);
         pthread_mutex_lock(&sv->mu);
     }
@@ -312,36 +240,17 @@ static void submit(struct server *sv, struct job *j)
         sv->q = g;
         sv->q_cap = nc;
     }
-    j->ev.queued_ns = now_ns();
+    j->ev.queued_ns = sv_now_ns();
     sv->q[sv->q_n++] = j;
     pthread_cond_signal(&sv->has_work);
     while (!j->done)
         pthread_cond_wait(&j->cv, &sv->mu);
     pthread_mutex_unlock(&sv->mu);
-    j->ev.woken_ns = now_ns();
+    j->ev.woken_ns = sv_now_ns();
     pthread_cond_destroy(&j->cv);
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */
-
-#define MAX_PARTS 64
-
-struct conn {
-    struct cp_buf body; /* a raw request */
-    size_t received;    /* bytes of the body so far, either form */
-    bool too_big;
-    bool multipart;
-    struct MHD_PostProcessor *pp;
-    /* multipart parts: one .npy per input, by field name */
-    struct {
-        char *name;
-        struct cp_buf data;
-    } part[MAX_PARTS];
-    size_t n_parts;
-    int64_t t0;
-    uint64_t connection;
-    struct cp_thread_clock k0; /* at its first callback */
-};
 
 static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *key,
                                const char *filename, const char *content_type,
@@ -381,8 +290,8 @@ static void free_conn(struct conn *c)
     free(c);
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type, void *body,
-                             size_t len)
+enum MHD_Result sv_reply(struct MHD_Connection *c, unsigned code, const char *type, void *body,
+                         size_t len)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
@@ -395,11 +304,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char
     return ret;
 }
 
-static enum MHD_Result reply_error(struct server *sv, struct MHD_Connection *c, unsigned code,
-                                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static enum MHD_Result reply_error(struct server *sv, struct MHD_Connection *c, unsigned code,
-                                   const char *fmt, ...)
+enum MHD_Result sv_reply_error(struct server *sv, struct MHD_Connection *c, unsigned code,
+                               const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
@@ -416,7 +322,7 @@ static enum MHD_Result reply_error(struct server *sv, struct MHD_Connection *c, 
     if (!text)
         return MHD_NO;
     size_t n = strlen(text);
-    return reply(c, code, "application/json", text, n);
+    return sv_reply(c, code, "application/json", text, n);
 }
 
 /* GET /v1/model: inputs and outputs as a request carries them. */
@@ -464,7 +370,7 @@ static char *metrics_text(struct server *sv)
     for (size_t i = 0; i < N_LAT; i++) {
         acc += sv->m.lat_bucket[i];
         cp_buf_printf(&b, "cannprof_request_latency_seconds_bucket{le=\"%g\"} %llu\n",
-                      LAT_BOUNDS[i], (unsigned long long)acc);
+                      SV_LAT_BOUNDS[i], (unsigned long long)acc);
     }
     acc += sv->m.lat_bucket[N_LAT];
     cp_buf_printf(&b,
@@ -497,7 +403,7 @@ static char *metrics_text(struct server *sv)
             if (i < N_LAT)
                 cp_buf_printf(&b,
                               "cannprof_node_latency_seconds_bucket{node=\"%s\",le=\"%g\"} %llu\n",
-                              node_names[k], LAT_BOUNDS[i], (unsigned long long)acc);
+                              node_names[k], SV_LAT_BOUNDS[i], (unsigned long long)acc);
             else
                 cp_buf_printf(
                     &b, "cannprof_node_latency_seconds_bucket{node=\"%s\",le=\"+Inf\"} %llu\n",
@@ -510,6 +416,8 @@ static char *metrics_text(struct server *sv)
                       (unsigned long long)sv->node_count[k]);
     }
     pthread_mutex_unlock(&sv->m.mu);
+    if (sv->fs)
+        sv_flow_metrics(sv, &b);
     if (sv->hooks && sv->hooks->metrics)
         sv->hooks->metrics(sv->hooks->ctx, &b);
     pthread_mutex_lock(&sv->mu);
@@ -610,12 +518,12 @@ static bool parse_parts(struct server *sv, struct conn *c, struct job *j, char *
 
 /* A /v1/infer request was answered: its node histograms, the hook, the
  * captures of GET /v1/trace. */
-static void emit(struct server *sv, struct cp_serve_event *e)
+void sv_emit(struct server *sv, struct cp_serve_event *e)
 {
     if (!e->id)
         e->id = __atomic_add_fetch(&sv->next_id, 1, __ATOMIC_RELAXED);
     if (!e->replied_ns)
-        e->replied_ns = now_ns();
+        e->replied_ns = sv_now_ns();
     pthread_mutex_lock(&sv->m.mu);
     if (e->code == 200 && e->queued_ns && e->run_end_ns) {
         double node_s[3] = {(double)(e->queued_ns - e->arrive_ns) / 1e9,
@@ -623,7 +531,7 @@ static void emit(struct server *sv, struct cp_serve_event *e)
                             (double)(e->replied_ns - e->run_end_ns) / 1e9};
         for (int k = 0; k < 3; k++) {
             size_t b = 0;
-            while (b < N_LAT && node_s[k] > LAT_BOUNDS[b])
+            while (b < N_LAT && node_s[k] > SV_LAT_BOUNDS[b])
                 b++;
             sv->node_bucket[k][b]++;
             sv->node_sum[k] += node_s[k];
@@ -655,12 +563,12 @@ static void emit(struct server *sv, struct cp_serve_event *e)
         sv->hooks->on_request(sv->hooks->ctx, e);
 }
 
-static void note_latency(struct server *sv, int64_t t0, unsigned code)
+void sv_note_latency(struct server *sv, int64_t t0, unsigned code)
 {
-    double s = (double)(now_ns() - t0) / 1e9;
+    double s = (double)(sv_now_ns() - t0) / 1e9;
     pthread_mutex_lock(&sv->m.mu);
     size_t k = 0;
-    while (k < N_LAT && s > LAT_BOUNDS[k])
+    while (k < N_LAT && s > SV_LAT_BOUNDS[k])
         k++;
     sv->m.lat_bucket[k]++;
     sv->m.lat_sum += s;
@@ -686,13 +594,13 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
     j.ev.parse_runq_ns = k1.runq_ns - c->k0.runq_ns;
     enum MHD_Result ret;
     if (!ok) {
-        ret = reply_error(sv, mc, 400, "%s", err[0] ? err : "out of memory");
+        ret = sv_reply_error(sv, mc, 400, "%s", err[0] ? err : "out of memory");
         j.ev.code = 400;
     } else {
         submit(sv, &j);
         cp_thread_clock_begin(&r0);
         if (j.st != CP_OK) {
-            ret = reply_error(sv, mc, 500, "%s", j.err);
+            ret = sv_reply_error(sv, mc, 500, "%s", j.err);
             j.ev.code = 500;
         } else {
             /* the answer in the request's form */
@@ -743,11 +651,11 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
             }
             if (cp_buf_status(&b) != CP_OK) {
                 cp_buf_release(&b);
-                ret = reply_error(sv, mc, 500, "out of memory");
+                ret = sv_reply_error(sv, mc, 500, "out of memory");
             } else {
                 size_t len = b.len;
-                note_latency(sv, c->t0, 200);
-                ret = reply(mc, 200, type, cp_buf_steal(&b), len);
+                sv_note_latency(sv, c->t0, 200);
+                ret = sv_reply(mc, 200, type, cp_buf_steal(&b), len);
                 j.ev.code = 200;
             }
         }
@@ -757,7 +665,7 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
         if (!j.ev.code)
             j.ev.code = 500;
     }
-    emit(sv, &j.ev);
+    sv_emit(sv, &j.ev);
     for (size_t i = 0; j.in && i < j.n_in; i++)
         cp_host_tensor_release(&j.in[i]);
     for (size_t o = 0; j.out && o < j.n_out; o++)
@@ -776,12 +684,12 @@ static enum MHD_Result trace_request(struct server *sv, struct MHD_Connection *m
     char *end = NULL;
     double seconds = sec ? strtod(sec, &end) : NAN;
     if (!sec || end == sec || *end || !(seconds > 0 && seconds <= 3600))
-        return reply_error(sv, mc, 400, "GET /v1/trace?seconds=S: S is 0 to 3600 (seconds)");
+        return sv_reply_error(sv, mc, 400, "GET /v1/trace?seconds=S: S is 0 to 3600 (seconds)");
     double sampling = 100;
     if (smp &&
         ((sampling = strtod(smp, &end)), end == smp || *end || !(sampling > 0) || sampling > 100))
-        return reply_error(sv, mc, 400, "/v1/trace: sampling is a percentage, above 0 to 100");
-    int64_t t0 = now_ns();
+        return sv_reply_error(sv, mc, 400, "/v1/trace: sampling is a percentage, above 0 to 100");
+    int64_t t0 = sv_now_ns();
     struct capture cap = {.until_ns = t0 + (int64_t)(seconds * 1e9), .sampling = sampling / 100};
     pthread_mutex_lock(&sv->m.mu);
     cap.next = sv->captures;
@@ -789,7 +697,7 @@ static enum MHD_Result trace_request(struct server *sv, struct MHD_Connection *m
     pthread_mutex_unlock(&sv->m.mu);
     /* wait out the window; a SIGTERM ends it early */
     for (;;) {
-        int64_t left = cap.until_ns - now_ns();
+        int64_t left = cap.until_ns - sv_now_ns();
         pthread_mutex_lock(&sv->mu);
         bool draining = sv->draining;
         pthread_mutex_unlock(&sv->mu);
@@ -808,19 +716,19 @@ static enum MHD_Result trace_request(struct server *sv, struct MHD_Connection *m
     json_t *j = cp_serve_events_json(cap.ev, cap.n, t0);
     free(cap.ev);
     if (!j)
-        return reply_error(sv, mc, 500, "out of memory");
+        return sv_reply_error(sv, mc, 500, "out of memory");
     json_object_set_new(j, "model", json_string(sv->o->model_path));
     json_object_set_new(j, "max_batch", json_integer(sv->o->max_batch));
-    json_object_set_new(j, "threads", json_integer(cp_runtime_threads(sv->s.rt)));
-    json_object_set_new(j, "seconds", json_real((double)(now_ns() - t0) / 1e9));
+    json_object_set_new(j, "threads", json_integer(sv->s.rt ? cp_runtime_threads(sv->s.rt) : 0));
+    json_object_set_new(j, "seconds", json_real((double)(sv_now_ns() - t0) / 1e9));
     json_object_set_new(j, "sampling", json_real(sampling));
     json_object_set_new(j, "seen", json_integer((json_int_t)cap.seen));
     json_object_set_new(j, "truncated", json_boolean(cap.full));
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!text)
-        return reply_error(sv, mc, 500, "out of memory");
-    return reply(mc, 200, "application/json", text, strlen(text));
+        return sv_reply_error(sv, mc, 500, "out of memory");
+    return sv_reply(mc, 200, "application/json", text, strlen(text));
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *url,
@@ -835,7 +743,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         if (!c)
             return MHD_NO;
         cp_buf_init(&c->body);
-        c->t0 = now_ns();
+        c->t0 = sv_now_ns();
         cp_thread_clock_begin(&c->k0);
         c->connection = (uint64_t)gettid();
         const char *ct = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Type");
@@ -863,41 +771,43 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
     }
     if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) {
         char *ok = cp_strdup("ok\n");
-        note_latency(sv, c->t0, 200);
-        return ok ? reply(mc, 200, "text/plain", ok, 3) : MHD_NO;
+        sv_note_latency(sv, c->t0, 200);
+        return ok ? sv_reply(mc, 200, "text/plain", ok, 3) : MHD_NO;
     }
     if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0) {
         char *text = metrics_text(sv);
-        return text ? reply(mc, 200, "text/plain; version=0.0.4", text, strlen(text)) : MHD_NO;
+        return text ? sv_reply(mc, 200, "text/plain; version=0.0.4", text, strlen(text)) : MHD_NO;
     }
     if (strcmp(url, "/v1/model") == 0 && strcmp(method, "GET") == 0) {
-        char *text = model_json(sv);
-        note_latency(sv, c->t0, 200);
-        return text ? reply(mc, 200, "application/json", text, strlen(text)) : MHD_NO;
+        char *text = sv->fs ? sv_flow_model_json(sv) : model_json(sv);
+        sv_note_latency(sv, c->t0, 200);
+        return text ? sv_reply(mc, 200, "application/json", text, strlen(text)) : MHD_NO;
     }
+    if (sv->fs && strcmp(url, "/v1/sample") == 0 && strcmp(method, "GET") == 0)
+        return sv_flow_sample(sv, mc);
     if (strcmp(url, "/v1/trace") == 0 && strcmp(method, "GET") == 0)
         return trace_request(sv, mc);
     if (strcmp(url, "/v1/infer") == 0) {
         struct cp_serve_event e = {.arrive_ns = c->t0, .connection = c->connection};
         enum MHD_Result ret;
         if (strcmp(method, "POST") != 0) {
-            ret = reply_error(sv, mc, 405, "POST the inputs to /v1/infer");
+            ret = sv_reply_error(sv, mc, 405, "POST the inputs to /v1/infer");
             e.code = 405;
         } else if (c->too_big) {
-            ret = reply_error(sv, mc, 413,
-                              "the body is over %zu bytes (the inputs take %zu): too large",
-                              sv->max_body, sv->max_body > 1048576 ? sv->max_body - 1048576 : 0);
+            ret = sv_reply_error(sv, mc, 413,
+                                 "the body is over %zu bytes (the inputs take %zu): too large",
+                                 sv->max_body, sv->max_body > 1048576 ? sv->max_body - 1048576 : 0);
             e.code = 413;
         } else {
-            return infer(sv, mc, c);
+            return sv->fs ? sv_flow_infer(sv, mc, c) : infer(sv, mc, c);
         }
-        emit(sv, &e);
+        sv_emit(sv, &e);
         return ret;
     }
-    return reply_error(sv, mc, 404,
-                       "no %s %s: GET /v1/model, POST /v1/infer, GET /v1/trace, GET /health, "
-                       "GET /metrics",
-                       method, url);
+    return sv_reply_error(sv, mc, 404,
+                          "no %s %s: GET /v1/model, POST /v1/infer, GET /v1/trace, GET /health, "
+                          "GET /metrics",
+                          method, url);
 }
 
 static void completed(void *cls, struct MHD_Connection *mc, void **con_cls,
@@ -918,6 +828,59 @@ static void completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 
 /* ---- running ----------------------------------------------------------------------------- */
 
+/* Open the model, warm it up and size its requests. */
+static enum cp_status open_model(struct server *sv, struct cp_diag *d)
+{
+    const struct cp_serve_opts *o = sv->o;
+    /* the kernel layer is recorded only for the batches a hook asks for */
+    if (o->hooks && o->hooks->on_kernels && !(sv->rec = cp_trace_recorder_create(4096)))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    struct cp_session_opts so = {.model_path = o->model_path,
+                                 .batch = o->max_batch > 1 ? o->max_batch : 0,
+                                 .threads = o->threads,
+                                 .buffer_optimize = -1,
+                                 .trace = sv->rec};
+    enum cp_status st = cp_session_open(&sv->s, &so, d);
+    /* warm up before the port opens (the first runs create oneDNN's
+     * primitives and touch the arena): the first requests would otherwise
+     * pay for it, and a monitor would see a cold start as a regression */
+    if (st == CP_OK)
+        st = cp_session_set_inputs(&sv->s, NULL, 0, 1, d);
+    for (int k = 0; st == CP_OK && k < CP_SERVE_WARMUP_RUNS; k++)
+        st = cp_plan_run(sv->s.plan, -1, d);
+    if (st == CP_OK && sv->rec) {
+        cp_runtime_pause_trace(sv->s.rt, true);
+        cp_trace_clear(sv->rec); /* the load, plan and warm-up events: not a batch's */
+    }
+    if (st != CP_OK) {
+        if (o->max_batch > 1) {
+            struct cp_diag inner = *d;
+            cp_diag_init(d);
+            st = cp_diag_set(d, inner.status,
+                             "%s (--max-batch > 1 needs a model whose batch can be set: a "
+                             "dynamic first dimension or --dynamic_batch_size)",
+                             inner.msg);
+        }
+        return st;
+    }
+    sv->n_in = cp_plan_n_inputs(sv->s.plan);
+    sv->n_out = cp_plan_n_outputs(sv->s.plan);
+    sv->slice_in = cp_calloc(sv->n_in ? sv->n_in : 1, sizeof *sv->slice_in);
+    if (!sv->slice_in)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    size_t inputs_bytes = 0;
+    for (size_t i = 0; i < sv->n_in; i++) {
+        const struct cp_tensor *t = cp_plan_input(sv->s.plan, i);
+        int64_t n = 1;
+        for (int r = 0; r < t->shape.rank; r++)
+            n *= t->shape.dims[r].value;
+        sv->slice_in[i] = (size_t)n * cp_dtype_size(t->dtype) / (size_t)sv->batch;
+        inputs_bytes += sv->slice_in[i];
+    }
+    sv->max_body = o->max_body ? o->max_body : inputs_bytes + 1048576;
+    return CP_OK;
+}
+
 enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats *stats,
                             struct cp_diag *d)
 {
@@ -929,58 +892,13 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     sv.o = o;
     sv.batch = o->max_batch;
     sv.hooks = o->hooks;
-    sv.started_ns = now_ns();
-    /* the kernel layer is recorded only for the batches a hook asks for */
-    if (o->hooks && o->hooks->on_kernels && !(sv.rec = cp_trace_recorder_create(4096)))
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    sv.started_ns = sv_now_ns();
     /* block the signals in every thread; the main one waits for them */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    struct cp_session_opts so = {.model_path = o->model_path,
-                                 .batch = o->max_batch > 1 ? o->max_batch : 0,
-                                 .threads = o->threads,
-                                 .buffer_optimize = -1,
-                                 .trace = sv.rec};
-    enum cp_status st = cp_session_open(&sv.s, &so, d);
-    /* warm up before the port opens (the first runs create oneDNN's
-     * primitives and touch the arena): the first requests would otherwise
-     * pay for it, and a monitor would see a cold start as a regression */
-    if (st == CP_OK)
-        st = cp_session_set_inputs(&sv.s, NULL, 0, 1, d);
-    for (int k = 0; st == CP_OK && k < CP_SERVE_WARMUP_RUNS; k++)
-        st = cp_plan_run(sv.s.plan, -1, d);
-    if (st == CP_OK && sv.rec) {
-        cp_runtime_pause_trace(sv.s.rt, true);
-        cp_trace_clear(sv.rec); /* the load, plan and warm-up events: not a batch's */
-    }
-    if (st != CP_OK) {
-        cp_trace_recorder_free(sv.rec);
-        if (o->max_batch > 1) {
-            struct cp_diag inner = *d;
-            cp_diag_init(d);
-            st = cp_diag_set(d, inner.status,
-                             "%s (--max-batch > 1 needs a model whose batch can be set: a "
-                             "dynamic first dimension or --dynamic_batch_size)",
-                             inner.msg);
-        }
-        return st;
-    }
-    sv.n_in = cp_plan_n_inputs(sv.s.plan);
-    sv.n_out = cp_plan_n_outputs(sv.s.plan);
-    sv.slice_in = cp_calloc(sv.n_in ? sv.n_in : 1, sizeof *sv.slice_in);
-    size_t inputs_bytes = 0;
-    for (size_t i = 0; sv.slice_in && i < sv.n_in; i++) {
-        const struct cp_tensor *t = cp_plan_input(sv.s.plan, i);
-        int64_t n = 1;
-        for (int r = 0; r < t->shape.rank; r++)
-            n *= t->shape.dims[r].value;
-        sv.slice_in[i] = (size_t)n * cp_dtype_size(t->dtype) / (size_t)sv.batch;
-        inputs_bytes += sv.slice_in[i];
-    }
-    sv.max_body = o->max_body ? o->max_body : inputs_bytes + 1048576;
     pthread_mutex_init(&sv.mu, NULL);
     pthread_mutex_init(&sv.m.mu, NULL);
     pthread_condattr_t ca;
@@ -989,11 +907,14 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     pthread_cond_init(&sv.has_work, &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&sv.idle, NULL);
-    if (!sv.slice_in)
-        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    if (st == CP_OK && pthread_create(&sv.batcher, NULL, batcher_main, &sv) != 0)
-        st = cp_diag_set(d, CP_ERR_NOMEM, "cannot start the batching thread");
-    bool batcher = st == CP_OK;
+    bool flow = cp_path_has_suffix(o->model_path, ".toml");
+    enum cp_status st = flow ? sv_flow_open(&sv, d) : open_model(&sv, d);
+    bool batcher = false;
+    if (st == CP_OK && !flow) {
+        if (pthread_create(&sv.batcher, NULL, batcher_main, &sv) != 0)
+            st = cp_diag_set(d, CP_ERR_NOMEM, "cannot start the batching thread");
+        batcher = st == CP_OK;
+    }
     if (st == CP_OK) {
         sv.http = MHD_start_daemon(
             MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC,
@@ -1006,12 +927,16 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     if (st == CP_OK) {
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(sv.http, MHD_DAEMON_INFO_BIND_PORT);
         int port = info ? info->port : o->port;
-        __atomic_store_n(&sv.started_ns, now_ns(), __ATOMIC_RELEASE);
+        __atomic_store_n(&sv.started_ns, sv_now_ns(), __ATOMIC_RELEASE);
         if (sv.hooks && sv.hooks->on_listening)
             sv.hooks->on_listening(sv.hooks->ctx, port,
                                    __atomic_load_n(&sv.started_ns, __ATOMIC_ACQUIRE));
-        printf("serve: %s on http://127.0.0.1:%d (max batch %d, window %.1f ms)\n", o->model_path,
-               port, o->max_batch, o->window_ms);
+        if (flow)
+            printf("serve: the flow %s on http://127.0.0.1:%d (%zu nodes)\n", o->model_path, port,
+                   sv.n_flow_nodes);
+        else
+            printf("serve: %s on http://127.0.0.1:%d (max batch %d, window %.1f ms)\n",
+                   o->model_path, port, o->max_batch, o->window_ms);
         fflush(stdout);
         if (o->ready_file) {
             char text[32];
@@ -1045,7 +970,10 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     stats->requests = stats->ok + stats->client_errors + stats->server_errors + sv.m.by_code[3];
     stats->batches = sv.m.batches;
     stats->mean_batch = sv.m.batches ? (double)sv.m.batch_sum / (double)sv.m.batches : 0;
-    cp_session_close(&sv.s);
+    if (flow)
+        sv_flow_close(&sv);
+    else
+        cp_session_close(&sv.s);
     cp_trace_recorder_free(sv.rec);
     free(sv.deep_ns);
     free(sv.slice_in);

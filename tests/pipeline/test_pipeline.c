@@ -7,6 +7,7 @@
  * never shorter, a spin counts CPU time). */
 #include "cli/cli_test.h"
 #include "runner/runner.h"
+#include "support/png.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -20,17 +21,6 @@
 #include <string.h>
 
 TestSuite(pipeline, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 300);
-
-/* A 4x4 RGB PNG. */
-static const unsigned char PNG[] = {
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44,
-    0x52, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x04, 0x08, 0x02, 0x00, 0x00, 0x00, 0x26,
-    0x93, 0x09, 0x29, 0x00, 0x00, 0x00, 0x3a, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x60,
-    0x60, 0x60, 0xb0, 0xb1, 0xb1, 0xa9, 0xa8, 0xa8, 0xd8, 0xb2, 0x65, 0x0b, 0x83, 0x86, 0x86,
-    0x46, 0x4a, 0x4a, 0xca, 0x82, 0x05, 0x0b, 0xee, 0xdc, 0xb9, 0xc3, 0x10, 0x10, 0x10, 0xd0,
-    0xd3, 0xd3, 0x73, 0xe2, 0xc4, 0x09, 0x16, 0x16, 0x16, 0x06, 0x88, 0x82, 0x0f, 0x1f, 0x3e,
-    0xe8, 0xe8, 0xe8, 0x00, 0x00, 0x04, 0x82, 0x16, 0x21, 0x97, 0x66, 0x61, 0x75, 0x00, 0x00,
-    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
 
 /* A flow file in the scratch folder whose graphconf is `dot` (starting on
  * line 3), with an input folder of three text files. */
@@ -264,7 +254,7 @@ Test(pipeline, images_through_a_batched_model)
     cr_assert_eq(cp_mkdir_p(img, 0755, &d), CP_OK);
     for (int i = 0; i < 2; i++) {
         char *f = cp_t_fmt("%s/i%d.png", img, i);
-        cr_assert(cp_t_write_file(f, (const char *)PNG, sizeof PNG));
+        cr_assert(cp_t_write_file(f, (const char *)cp_t_png, cp_t_png_len));
         free(f);
     }
     char *dot = cp_t_fmt("digraph classify {\n"
@@ -298,7 +288,7 @@ Test(pipeline, images_through_a_batched_model)
     uint8_t *bytes = NULL;
     size_t len = 0;
     cr_assert_eq(cp_file_read(png, &bytes, &len, &d), CP_OK);
-    cr_expect(len > 24 && memcmp(bytes, PNG, 8) == 0 && bytes[19] == 64 && bytes[23] == 64,
+    cr_expect(len > 24 && memcmp(bytes, cp_t_png, 8) == 0 && bytes[19] == 64 && bytes[23] == 64,
               "a 64x64 PNG");
     free(bytes);
     free(png);
@@ -582,7 +572,8 @@ Test(pipeline, the_poster_example_runs_and_is_analysed)
         uint8_t *bytes = NULL;
         size_t len = 0;
         cr_assert_eq(cp_file_read(png, &bytes, &len, &d), CP_OK, "%s", d.msg);
-        cr_expect(len > 24 && memcmp(bytes, PNG, 8) == 0 && bytes[19] == 128 && bytes[23] == 128,
+        cr_expect(len > 24 && memcmp(bytes, cp_t_png, 8) == 0 && bytes[19] == 128 &&
+                      bytes[23] == 128,
                   "%s: a 128x128 PNG", png);
         free(bytes);
         free(png);

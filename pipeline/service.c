@@ -1,0 +1,253 @@
+/* A flow served (docs/pipelines.md, "Serving a flow"): the executor runs
+ * until stopped; its source takes each caller's request from an inbox
+ * instead of reading its folder, and its sink hands the request's payload
+ * back to the caller instead of writing a file. A unit that fails on a
+ * request answers that request with the error; the flow goes on. Calls are
+ * kept only between record_begin and record_end (a deep trace), so a
+ * server running for days does not grow. */
+#include "pipeline/exec_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct cp_flow_service {
+    struct pl_exec x;
+    size_t source, sink;
+    bool started, stopped;
+    cp_flow_call_fn on_call;
+    void *call_ctx;
+};
+
+void pl_service_answer(struct pl_exec *x, uint64_t request, struct pl_payload *p,
+                       const struct cp_diag *err)
+{
+    pthread_mutex_lock(&x->mu);
+    struct pl_waiter *w = x->waiters;
+    while (w && w->request != request)
+        w = w->next;
+    if (w && !w->done) {
+        w->done = true;
+        w->answer = p;
+        if (err)
+            w->err = *err;
+        pthread_cond_signal(&w->cv);
+        p = NULL;
+    }
+    pthread_mutex_unlock(&x->mu);
+    pl_payload_unref(p); /* nobody waits for it (a second sink) */
+}
+
+static void call_hook(void *ctx, const struct pl_exec *x, const struct pl_call *c)
+{
+    (void)x;
+    struct cp_flow_service *s = ctx;
+    s->on_call(s->call_ctx, c->node, c->batch, c->wait_ns, c->end_ns - c->start_ns, c->blocked_ns);
+}
+
+enum cp_status cp_flow_service_start(const struct cp_flow *f, cp_flow_call_fn on_call,
+                                     void *call_ctx, struct cp_flow_service **out,
+                                     struct cp_diag *d)
+{
+    *out = NULL;
+    /* one way in and one way out: a request has one source and one answer */
+    size_t n_src = 0, n_end = 0, src = 0, end = 0;
+    for (size_t i = 0; i < f->n_nodes; i++) {
+        if (f->nodes[i].unit == PL_FILE_SOURCE) {
+            n_src++;
+            src = i;
+        }
+        if (f->nodes[i].n_out == 0) {
+            n_end++;
+            end = i;
+        }
+    }
+    if (n_src != 1 || n_end != 1 || f->nodes[end].unit != PL_FILE_SINK)
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: a flow is served with one file_source (the request's data) and "
+                           "one file_sink (the answer); this one has %zu sources and %zu nodes "
+                           "whose output goes nowhere%s",
+                           f->path, n_src, n_end,
+                           n_end == 1 && f->nodes[end].unit != PL_FILE_SINK
+                               ? " (and that node is not a file_sink)"
+                               : "");
+    struct cp_flow_service *s = cp_calloc(1, sizeof *s);
+    if (!s)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    s->source = src;
+    s->sink = end;
+    s->on_call = on_call;
+    s->call_ctx = call_ctx;
+    s->x.service = true;
+    s->x.on_call = on_call ? call_hook : NULL;
+    s->x.call_ctx = s;
+    enum cp_status st = pl_queue_init(&s->x.inbox, (size_t)f->nodes[src].queue_size, d);
+    if (st != CP_OK) {
+        free(s);
+        return st;
+    }
+    s->x.env.inbox = &s->x.inbox;
+    st = pl_exec_open(&s->x, f, false, d);
+    s->x.f = f;
+    if (st == CP_OK)
+        st = pl_exec_start(&s->x, d);
+    s->started = true;
+    if (st != CP_OK) {
+        cp_flow_service_stop(s);
+        return st;
+    }
+    *out = s;
+    return CP_OK;
+}
+
+enum cp_status cp_flow_service_call(struct cp_flow_service *s, const char *name, uint8_t *data,
+                                    size_t len, struct cp_flow_answer *a, struct cp_diag *d)
+{
+    memset(a, 0, sizeof *a);
+    struct pl_exec *x = &s->x;
+    struct pl_payload *p = pl_payload_new();
+    if (!p) {
+        free(data);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    snprintf(p->name, sizeof p->name, "%s", name && name[0] ? name : "request");
+    p->bytes = data; /* the request's buffer, not copied */
+    p->len = len;
+    uint64_t id = atomic_fetch_add(&x->env.next_request, 1);
+    struct pl_waiter w = {.request = id};
+    cp_diag_init(&w.err);
+    pthread_cond_init(&w.cv, NULL);
+    pthread_mutex_lock(&x->mu);
+    w.next = x->waiters;
+    x->waiters = &w;
+    pthread_mutex_unlock(&x->mu);
+    /* emitted now: the source notes it when it takes the request */
+    struct pl_item it = {.request = id, .emitted_ns = (int64_t)cp_clock_ns(), .p = p};
+    int64_t blocked = 0;
+    bool queued = pl_queue_push(&x->inbox, &it, &blocked);
+    pthread_mutex_lock(&x->mu);
+    if (!queued)
+        pl_payload_unref(p);
+    while (queued && !w.done)
+        pthread_cond_wait(&w.cv, &x->mu);
+    for (struct pl_waiter **q = &x->waiters; *q; q = &(*q)->next)
+        if (*q == &w) {
+            *q = w.next;
+            break;
+        }
+    pthread_mutex_unlock(&x->mu);
+    pthread_cond_destroy(&w.cv);
+    if (!queued)
+        return cp_diag_set(d, CP_ERR_IO, "the flow is stopping: request not taken");
+    if (!w.answer)
+        return cp_diag_set(d, w.err.status ? w.err.status : CP_ERR_INTERNAL, "%s",
+                           w.err.msg[0] ? w.err.msg : "the request was lost");
+    /* the answer: the payload's bytes, else its first tensor as .npy */
+    struct pl_payload *r = w.answer;
+    enum cp_status st = CP_OK;
+    snprintf(a->name, sizeof a->name, "%s", r->name);
+    if (r->len) {
+        a->bytes = malloc(r->len);
+        if (!a->bytes)
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        else
+            memcpy(a->bytes, r->bytes, r->len);
+        a->len = r->len;
+    } else if (r->n_t) {
+        a->npy = true;
+        st = cp_tensor_npy_encode(&r->t[0], r->t[0].name, &a->bytes, &a->len, d);
+    }
+    pl_payload_unref(r);
+    return st;
+}
+
+void cp_flow_answer_release(struct cp_flow_answer *a)
+{
+    free(a->bytes);
+    memset(a, 0, sizeof *a);
+}
+
+enum cp_status cp_flow_service_sample(const struct cp_flow_service *s, uint8_t **data, size_t *len,
+                                      char name[256], struct cp_diag *d)
+{
+    const struct pl_unit_ctx *u = NULL;
+    for (size_t k = 0; k < s->x.n_w && !u; k++)
+        if (s->x.w[k].node == s->source)
+            u = s->x.w[k].u;
+    const char *dir = NULL, *first = u ? pl_unit_first_file(u, &dir) : NULL;
+    if (!first)
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: the source has no file to send", s->x.f->path);
+    char path[1500];
+    snprintf(path, sizeof path, "%s/%s", dir, first);
+    snprintf(name, 256, "%s", first);
+    return cp_file_read(path, data, len, d);
+}
+
+const char *cp_flow_service_node_name(const struct cp_flow_service *s, size_t node)
+{
+    return node < s->x.f->n_nodes ? s->x.f->nodes[node].name : "?";
+}
+
+size_t cp_flow_service_n_nodes(const struct cp_flow_service *s)
+{
+    return s->x.f->n_nodes;
+}
+
+void cp_flow_service_record_begin(struct cp_flow_service *s)
+{
+    struct pl_exec *x = &s->x;
+    pthread_mutex_lock(&x->mu);
+    for (size_t k = 0; k < x->n_w; k++)
+        x->w[k].n_calls = x->w[k].n_reqs = 0;
+    if (x->cap_req) {
+        memset(x->emitted, 0, x->cap_req * sizeof *x->emitted);
+        memset(x->done, 0, x->cap_req * sizeof *x->done);
+    }
+    x->n_done = 0;
+    x->rec_base = atomic_load(&x->env.next_request);
+    atomic_store(&x->recording, true);
+    pthread_mutex_unlock(&x->mu);
+}
+
+enum cp_status cp_flow_service_record_end(struct cp_flow_service *s, const char *trace,
+                                          const char *kind, int64_t *run_id, struct cp_diag *d)
+{
+    struct pl_exec *x = &s->x;
+    *run_id = -1;
+    pthread_mutex_lock(&x->mu);
+    atomic_store(&x->recording, false);
+    pthread_mutex_unlock(&x->mu);
+    /* nothing is added while not recording: the workers' lists are still */
+    size_t calls = 0;
+    for (size_t k = 0; k < x->n_w; k++)
+        calls += x->w[k].n_calls;
+    enum cp_status st =
+        x->cap_req && x->emitted[0] && x->done[0] && calls
+            ? pl_exec_record(x, trace, kind, run_id, d)
+            : cp_diag_set(d, CP_ERR_INVALID,
+                          "%s: nothing to record: no request came through the flow while it "
+                          "was recorded",
+                          trace);
+    pthread_mutex_lock(&x->mu);
+    for (size_t k = 0; k < x->n_w; k++)
+        x->w[k].n_calls = x->w[k].n_reqs = 0;
+    pthread_mutex_unlock(&x->mu);
+    return st;
+}
+
+void cp_flow_service_stop(struct cp_flow_service *s)
+{
+    if (!s)
+        return;
+    if (s->started && !s->stopped) {
+        /* no new request; the inbox drains, then the flow */
+        pl_queue_close(&s->x.inbox);
+        pl_exec_join(&s->x);
+        s->stopped = true;
+    }
+    pl_queue_destroy(&s->x.inbox);
+    if (s->x.f)
+        pl_exec_close(&s->x);
+    free(s);
+}

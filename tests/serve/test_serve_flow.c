@@ -1,0 +1,206 @@
+/* `cannprof serve FLOW.toml`: a flow served over HTTP. Its description
+ * and sample; a request's source data in, what reaches the sink out (a
+ * PNG, or a tensor as .npy); a request a unit refuses answered 400 while
+ * the flow goes on; `cannprof load` against it; every node in /metrics;
+ * and with --monitor and a fire drill, an incident whose deep trace holds
+ * the flow's own nodes for node-bottleneck. */
+#include "cli/cli_test.h"
+#include "serve/serve.h"
+#include "serve/serve_proc.h"
+#include "support/png.h"
+#include "support/run.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(serve_flow, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 300);
+
+/* A flow in the scratch folder: text -> tokens -> the text encoder ->
+ * .npy, with a folder of prompts and a 3 ms delay node. */
+static char *text_flow(void)
+{
+    char *in = cp_t_path("prompts");
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_mkdir_p(in, 0755, &d), CP_OK);
+    char *p = cp_t_fmt("%s/a.txt", in);
+    ct_write_text(p, "a poster of a cat");
+    free(p);
+    free(in);
+    char *path = cp_t_path("flow.toml");
+    char *text = cp_t_fmt(
+        "[flow]\ndesc = \"served\"\n[graph]\nformat = \"graphviz\"\ngraphconf = '''digraph f {\n"
+        "  src[flowunit=file_source, dir=\"prompts\"]\n"
+        "  wait[flowunit=delay, spin_ms=3]\n"
+        "  tok[flowunit=tokenize, max_len=77, vocab=1000]\n"
+        "  enc[flowunit=inference, model=\"%s/examples/models/text_encoder_tiny.onnx\", "
+        "threads=1]\n"
+        "  out[flowunit=file_sink, dir=\"out\"]\n"
+        "  src:out -> wait:in\n  wait:out -> tok:in\n  tok:out -> enc:in\n  enc:out -> out:in\n"
+        "}'''\n",
+        CP_SOURCE_DIR);
+    ct_write_text(path, text);
+    free(text);
+    return path;
+}
+
+static size_t incidents(const char *dir, char *first, size_t n)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return 0;
+    size_t k = 0;
+    struct dirent *de;
+    while ((de = readdir(dp)))
+        if (strncmp(de->d_name, "incident-", 9) == 0 && k++ == 0)
+            snprintf(first, n, "%s/%s", dir, de->d_name);
+    closedir(dp);
+    return k;
+}
+
+Test(serve_flow, a_flow_answers_what_reaches_its_sink_and_survives_a_bad_request)
+{
+    char *f = text_flow();
+    struct server s = serve_start(f, NULL);
+    struct body b;
+    cr_assert_eq(serve_http(s.port, "GET", "/v1/model", NULL, 0, NULL, &b), 200);
+    json_error_t e;
+    json_t *m = json_loads(b.data, 0, &e);
+    cr_assert_not_null(m);
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(m, "request"), "sample")),
+                     "a.txt");
+    cr_expect_eq(json_array_size(json_object_get(m, "nodes")), 5);
+    json_decref(m);
+    free(b.data);
+    cr_expect_eq(serve_http(s.port, "GET", "/v1/sample", NULL, 0, NULL, &b), 200);
+    cr_expect_str_eq(b.data, "a poster of a cat");
+    free(b.data);
+    /* the encoder's output as .npy */
+    const char *prompt = "a red fox on a poster";
+    cr_assert_eq(serve_http(s.port, "POST", "/v1/infer", prompt, strlen(prompt), NULL, &b), 200,
+                 "%s", b.data);
+    cr_expect(b.len > 10 && memcmp(b.data, "\x93NUMPY", 6) == 0, "not a .npy");
+    free(b.data);
+    /* the load generator sends the flow's sample */
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+    struct cp_load_opts lo = {
+        .url = url, .rate = 30, .duration_s = 2, .concurrency = 16, .seed = 1};
+    struct cp_load_result lr;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_load_run(&lo, &lr, &d), CP_OK, "%s", d.msg);
+    cr_expect_gt(lr.ok, 30);
+    cr_expect_eq(lr.errors, 0);
+    cr_expect_eq(serve_http(s.port, "GET", "/metrics", NULL, 0, NULL, &b), 200);
+    ct_assert_mentions(b.data, "cannprof_flow_node_busy_seconds_count{node=\"enc\"}",
+                       "cannprof_flow_node_busy_seconds_count{node=\"wait\"}", NULL);
+    free(b.data);
+    char *printed = NULL;
+    cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
+    ct_assert_mentions(printed, "serve: the flow", NULL);
+    free(printed);
+    free(f);
+}
+
+Test(serve_flow, a_unit_that_refuses_a_request_answers_400_and_the_flow_goes_on)
+{
+    /* an image flow: a body that is not a PNG fails image_decode */
+    char *in = cp_t_path("imgs");
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_mkdir_p(in, 0755, &d), CP_OK);
+    char *p = cp_t_fmt("%s/x.bin", in);
+    ct_write_text(p, "not an image");
+    free(p);
+    free(in);
+    char *f = cp_t_path("img.toml");
+    ct_write_text(f, "[graph]\nformat = \"graphviz\"\ngraphconf = '''digraph g {\n"
+                     "  src[flowunit=file_source, dir=\"imgs\"]\n"
+                     "  dec[flowunit=image_decode]\n"
+                     "  enc[flowunit=image_encode]\n"
+                     "  out[flowunit=file_sink, dir=\"o\"]\n"
+                     "  src:out -> dec:in\n  dec:out -> enc:in\n  enc:out -> out:in\n}'''\n");
+    /* its warm-up sample is not an image either: the server says so */
+    struct cp_run r;
+    cp_run_cli(&r, "serve", f, "--port", "0", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    ct_assert_mentions(r.err, "warming the flow up", "dec", NULL);
+    cp_run_release(&r);
+    /* with a real PNG to warm up on, a bad request is a 400 and the next is fine */
+    char *dir = cp_t_path("imgs");
+    p = cp_t_fmt("%s/x.bin", dir);
+    cr_assert(cp_t_write_file(p, (const char *)cp_t_png, cp_t_png_len));
+    free(p);
+    free(dir);
+    struct server s = serve_start(f, NULL);
+    struct body b;
+    cr_expect_eq(serve_http(s.port, "POST", "/v1/infer", "junk", 4, NULL, &b), 400);
+    ct_assert_mentions(b.data, "dec", NULL);
+    free(b.data);
+    cr_expect_eq(serve_http(s.port, "POST", "/v1/infer", cp_t_png, cp_t_png_len, NULL, &b), 200);
+    cr_expect(b.len > 8 && memcmp(b.data, "\x89PNG", 4) == 0);
+    free(b.data);
+    char *printed = NULL;
+    cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
+    free(printed);
+    free(f);
+}
+
+Test(serve_flow, a_monitored_flow_traces_its_own_nodes_in_an_incident)
+{
+    char *f = text_flow();
+    char *inc = cp_t_path("incidents");
+    const char *args[] = {"--monitor",
+                          "p99_latency>60ms",
+                          "--window",
+                          "2s",
+                          "--for",
+                          "1s",
+                          "--deep-trace",
+                          "2s",
+                          "--min-requests",
+                          "10",
+                          "--incident-dir",
+                          inc,
+                          "--inject-slowdown",
+                          "3s:+120",
+                          NULL};
+    struct server s = serve_start(f, args);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+    struct cp_load_opts lo = {
+        .url = url, .rate = 20, .duration_s = 8, .concurrency = 64, .seed = 2};
+    struct cp_load_result lr;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_load_run(&lo, &lr, &d), CP_OK, "%s", d.msg);
+    char *printed = NULL;
+    cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
+    char dir[1200];
+    cr_assert_eq(incidents(inc, dir, sizeof dir), 1, "%s", printed);
+    char *path = cp_t_fmt("%s/findings.json", dir);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    cr_assert_not_null(j, "%s", e.text);
+    json_t *deep = json_object_get(j, "deep_trace");
+    cr_expect_geq(json_integer_value(json_object_get(deep, "flow_run")), 1, "%s",
+                  json_dumps(deep, 0));
+    /* node-bottleneck read the flow's own nodes */
+    json_t *nodes = json_object_get(json_object_get(j, "node_bottleneck"), "nodes");
+    bool enc = false;
+    for (size_t i = 0; i < json_array_size(nodes); i++)
+        enc = enc || strcmp(json_string_value(json_object_get(json_array_get(nodes, i), "name")),
+                            "enc") == 0;
+    cr_expect(enc, "%s", json_dumps(json_object_get(j, "node_bottleneck"), 0));
+    json_decref(j);
+    free(path);
+    free(printed);
+    free(inc);
+    free(f);
+}
