@@ -73,7 +73,7 @@ static int what_if(const struct cp_args *a, const char *trace)
 {
     struct cp_diag d;
     cp_diag_init(&d);
-    struct cp_whatif w;
+    struct cp_flow_whatif w;
     if (cp_pipeline_whatif(trace, cp_args_int(a, CP_SO_RUN, -1), cp_args_get(a, OPT_WHATIF), &w,
                            &d) != CP_OK)
         return cp_cli_fail(OPTS.cmd, &d);

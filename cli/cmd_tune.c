@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
+#include "core/json.h"
 #include "tuner/tuner.h"
 
 #include <math.h>
@@ -16,12 +17,17 @@ enum {
     OPT_BATCH = 1,
     OPT_CALIBRATION_DATA,
     OPT_CALIBRATION_METHOD,
+    OPT_CONCURRENCY,
     OPT_FRESH,
     OPT_INT8,
     OPT_JOBS,
     OPT_KEEP,
+    OPT_MODELS,
     OPT_NO_KB,
     OPT_OUT,
+    OPT_PAIRS,
+    OPT_RATE,
+    OPT_REQUESTS,
     OPT_TIME_LIMIT,
 };
 
@@ -33,6 +39,8 @@ static const struct cp_opt own[] = {
      "input, or one file a sample for one input"},
     {"calibration-method", 0, CP_OPT_VALUE, OPT_CALIBRATION_METHOD, "METHOD",
      "int8 activation ranges: minmax (default), percentile, entropy"},
+    {"concurrency", 0, CP_OPT_VALUE, OPT_CONCURRENCY, "C",
+     "a flow: requests in flight at most in the workload (default 64)"},
     {"fresh", 0, CP_OPT_FLAG, OPT_FRESH, NULL, "start a new session instead of resuming"},
     {"int8", 0, CP_OPT_FLAG, OPT_INT8, NULL,
      "let the plan put Conv/MatMul/Gemm into int8 under the precision_loss bound (calibrated; "
@@ -40,9 +48,17 @@ static const struct cp_opt own[] = {
     {"jobs", 'j', CP_OPT_VALUE, OPT_JOBS, "N",
      "with --batch: N worker processes, each pinned to CPUs of its own (default 1)"},
     {"keep", 0, CP_OPT_VALUE, OPT_KEEP, "best|all", "candidate .om files to keep (default all)"},
+    {"models", 0, CP_OPT_FLAG, OPT_MODELS, NULL,
+     "a flow: also tune its inference nodes' .om models with the model loop"},
     {"no-kb-strategies", 0, CP_OPT_FLAG, OPT_NO_KB, NULL,
      "do not try what won on similar models first"},
     {"out", 'o', CP_OPT_VALUE, OPT_OUT, "DIR", "artifacts (default tune-<model>)"},
+    {"pairs", 0, CP_OPT_VALUE, OPT_PAIRS, "N",
+     "a flow: alternating runs of each side per measurement, 3 to 64 (default 5)"},
+    {"rate", 0, CP_OPT_VALUE, OPT_RATE, "R",
+     "a flow: the workload in requests/s (default: 60% of its capacity for latency, 150% for "
+     "throughput)"},
+    {"requests", 0, CP_OPT_VALUE, OPT_REQUESTS, "N", "a flow: requests per run (default 60)"},
     {"time-limit", 0, CP_OPT_VALUE, OPT_TIME_LIMIT, "T", "stop after T (\"10m\", \"90s\", \"1h\")"},
 };
 
@@ -74,14 +90,22 @@ static const struct cp_command_opts OPTS = {
     .usage = "usage: cannprof tune MODEL.onnx|MODEL.om [--target latency|throughput|memory]\n"
              "                     [--constraints \"memory<3GB,precision_loss<1%\"] [--budget N]\n"
              "                     [--time-limit 10m] [--out DIR] [--kb FILE] [--keep best|all]\n"
-             "       cannprof tune --batch LIST.txt|DIR [--jobs N] [same options]\n\n"
+             "       cannprof tune --batch LIST.txt|DIR [--jobs N] [same options]\n"
+             "       cannprof tune FLOW.toml [--target latency|throughput] [--budget N]\n"
+             "                     [--rate R] [--pairs N] [--requests N] [--models]\n\n"
              "Profile the model, diagnose it with the rule packs, re-convert candidates and\n"
              "measure each interleaved against the current best; accept a candidate only when\n"
              "it is significantly better by more than the threshold and every constraint holds\n"
              "(precision against the unconverted model, memory). What was tried is stored in\n"
              "the knowledge base: the same command again resumes the session, and later models\n"
              "start with what won on similar ones. Ctrl-C stops after the current measurement.\n"
-             "See docs/tuning.md.\n",
+             "See docs/tuning.md.\n\n"
+             "A flow (FLOW.toml, docs/pipelines.md) is tuned by its knobs instead: workers,\n"
+             "queue and batch sizes from node-bottleneck's problems and limiting node, and with\n"
+             "--models its .om models through the loop above; each candidate predicted by the\n"
+             "what-if replay, then served beside the current flow and loaded alternately with\n"
+             "`cannprof load`'s open-loop workload, accepted under the same rules. The tuned\n"
+             "flow is written beside the original as NAME.tuned.toml.\n",
     .exit_codes = "0 done, 2 bad usage or input (a model, constraint or report.json that cannot "
                   "be read), 3 environment failure (an output that cannot be written, a worker "
                   "that died), 130 interrupted",
@@ -395,6 +419,140 @@ static void default_out(const char *path, char *out, size_t cap)
     snprintf(out, cap, "tune-%.*s", len, *name ? name : "model");
 }
 
+static int tune_flow(const struct cp_args *args, const char *flow)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_flow_tune_opts o;
+    cp_flow_tune_opts_init(&o);
+    o.flow = flow;
+    static const int model_only[] = {OPT_BATCH,
+                                     OPT_CALIBRATION_DATA,
+                                     OPT_CALIBRATION_METHOD,
+                                     OPT_INT8,
+                                     OPT_JOBS,
+                                     OPT_KEEP,
+                                     OPT_NO_KB,
+                                     OPT_FRESH,
+                                     OPT_TIME_LIMIT};
+    for (size_t i = 0; i < sizeof model_only / sizeof *model_only; i++)
+        if (cp_args_get(args, model_only[i]) || cp_args_has(args, model_only[i])) {
+            cp_cli_error("tune", "that option tunes a model, not a flow (FLOW.toml)");
+            return 2;
+        }
+    if (cp_args_has(args, CP_SO_TARGET)) {
+        o.target = (enum cp_target)cp_args_int(args, CP_SO_TARGET, CP_TARGET_LATENCY);
+        if (o.target == CP_TARGET_MEMORY) {
+            cp_cli_error("tune", "a flow is tuned for latency or throughput");
+            return 2;
+        }
+    }
+    if (cp_args_get(args, CP_SO_CONSTRAINTS) &&
+        cp_constraints_parse(cp_args_get(args, CP_SO_CONSTRAINTS), &o.constraints, &d) != CP_OK) {
+        cp_cli_error("tune", d.msg);
+        return 2;
+    }
+    o.budget = (int)cp_args_int(args, CP_SO_BUDGET, o.budget);
+    o.verdict.alpha = cp_args_num(args, CP_SO_ALPHA, o.verdict.alpha);
+    o.verdict.threshold_pct = cp_args_num(args, CP_SO_THRESHOLD, o.verdict.threshold_pct);
+    o.seed = (uint64_t)cp_args_int(args, CP_SO_SEED, (int64_t)o.seed);
+    o.kb_path = cp_args_get(args, CP_SO_KB);
+    o.models = cp_args_has(args, OPT_MODELS);
+    const char *v;
+    int64_t x;
+    if ((v = cp_args_get(args, OPT_PAIRS)) && (!cp_parse_i64(v, &x) || x < 3 || x > 64)) {
+        cp_cli_error("tune", "--pairs takes 3 to 64");
+        return 2;
+    }
+    if (v)
+        o.pairs = (int)x;
+    if ((v = cp_args_get(args, OPT_REQUESTS)) && (!cp_parse_i64(v, &x) || x < 10 || x > 100000)) {
+        cp_cli_error("tune", "--requests takes 10 to 100000");
+        return 2;
+    }
+    if (v)
+        o.requests = (uint64_t)x;
+    if ((v = cp_args_get(args, OPT_CONCURRENCY)) && (!cp_parse_i64(v, &x) || x < 1 || x > 1024)) {
+        cp_cli_error("tune", "--concurrency takes 1 to 1024");
+        return 2;
+    }
+    if (v)
+        o.concurrency = (int)x;
+    if ((v = cp_args_get(args, OPT_RATE))) {
+        char *end = NULL;
+        o.rate = strtod(v, &end);
+        if (end == v || *end || !(o.rate > 0) || o.rate > 1e6) {
+            cp_cli_error("tune", "--rate takes requests per second above 0");
+            return 2;
+        }
+    }
+    char out[1100];
+    default_out(flow, out, sizeof out);
+    o.out_dir = cp_args_get(args, OPT_OUT) ? cp_args_get(args, OPT_OUT) : out;
+    o.progress = cp_args_has(args, CP_SO_QUIET) ? NULL : stderr;
+    struct cp_flow_tune_result r;
+    enum cp_status st = cp_flow_tune(&o, &r, &d);
+    if (st != CP_OK) {
+        cp_flow_tune_result_release(&r);
+        return cp_cli_fail("tune", &d);
+    }
+    bool thr = o.target == CP_TARGET_THROUGHPUT;
+    if (cp_args_has(args, CP_SO_JSON)) {
+        json_t *j = json_object(), *steps = json_array();
+        bool ok = j && steps && cp_json_set_str(j, "flow", flow) &&
+                  cp_json_set_str(j, "target", cp_target_name(o.target)) &&
+                  cp_json_set_num(j, "capacity", r.capacity) &&
+                  cp_json_set_num(j, "rate", r.rate) &&
+                  cp_json_set_str(j, "limiting_node", r.limiting) &&
+                  cp_json_set_int(j, "evaluations", r.evaluations) &&
+                  cp_json_set_num(j, "final_change_pct", r.final_pct) &&
+                  cp_json_set_num(j, "final_ci_lo_pct", r.final_lo) &&
+                  cp_json_set_num(j, "final_ci_hi_pct", r.final_hi) &&
+                  cp_json_set_num(j, "final_p", r.final_p) &&
+                  cp_json_set_num(j, "baseline", r.baseline_value) &&
+                  cp_json_set_num(j, "best", r.best_value) &&
+                  cp_json_set_str(j, "best_flow", r.best_flow);
+        for (size_t i = 0; ok && i < r.n_steps; i++) {
+            const struct cp_flow_tune_step *s = &r.steps[i];
+            json_t *e = json_object();
+            ok = e && cp_json_set_int(e, "round", s->round) &&
+                 cp_json_set_str(e, "change", s->change) &&
+                 cp_json_set_str(e, "source", s->source) &&
+                 cp_json_set_num(e, "predicted_pct", s->predicted_pct) &&
+                 cp_json_set_num(e, "measured_pct", s->measured_pct) &&
+                 cp_json_set_num(e, "ci_lo_pct", s->ci_lo) &&
+                 cp_json_set_num(e, "ci_hi_pct", s->ci_hi) && cp_json_set_num(e, "p", s->p) &&
+                 cp_json_set_str(e, "verdict", cp_verdict_name(s->verdict)) &&
+                 cp_json_set_bool(e, "accepted", s->accepted) &&
+                 cp_json_set_str(e, "reason", s->reason) && json_array_append_new(steps, e) == 0;
+        }
+        ok = ok && json_object_set_new(j, "steps", steps) == 0;
+        cp_flow_tune_result_release(&r);
+        return cp_out_json_take(ok ? j : (json_decref(j), NULL), "tune");
+    }
+    printf("flow:        %s\ncapacity:    %.1f requests/s flat out (limiting node %s)\n"
+           "workload:    %.1f requests/s, open loop, %d pairs of %llu requests per measurement\n",
+           flow, r.capacity, r.limiting, r.rate, o.pairs, (unsigned long long)o.requests);
+    printf("\n%-5s %-44s %-18s %10s %26s  %s\n", "round", "change", "source", "predicted",
+           thr ? "throughput, measured" : "mean latency, measured", "verdict");
+    for (size_t i = 0; i < r.n_steps; i++) {
+        const struct cp_flow_tune_step *s = &r.steps[i];
+        char m[64];
+        snprintf(m, sizeof m, "%+.1f%% [%+.1f, %+.1f]", s->measured_pct, s->ci_lo, s->ci_hi);
+        printf("%-5d %-44.44s %-18.18s %+9.1f%% %26s  %s\n", s->round, s->change, s->source,
+               s->predicted_pct, m, s->reason);
+    }
+    if (isfinite(r.final_pct))
+        printf("\ntuned vs original, alternating: %s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g (%.4g -> "
+               "%.4g %s)\ntuned flow:  %s\n",
+               thr ? "throughput" : "mean latency", r.final_pct, r.final_lo, r.final_hi, r.final_p,
+               r.baseline_value, r.best_value, thr ? "requests/s" : "ms", r.best_flow);
+    else
+        printf("\nno change was accepted: the flow stays as it is (%s)\n", r.best_flow);
+    cp_flow_tune_result_release(&r);
+    return 0;
+}
+
 int cp_cmd_tune(int argc, char **argv)
 {
     struct cp_diag d;
@@ -408,6 +566,15 @@ int cp_cmd_tune(int argc, char **argv)
         cp_cmd_help(stdout, &OPTS);
         return 0;
     }
+    if (args.n_positional == 1 && cp_path_has_suffix(args.positional[0], ".toml"))
+        return tune_flow(&args, args.positional[0]);
+    static const int flow_only[] = {OPT_PAIRS, OPT_RATE, OPT_REQUESTS, OPT_CONCURRENCY, OPT_MODELS};
+    for (size_t i = 0; i < sizeof flow_only / sizeof *flow_only; i++)
+        if (cp_args_has(&args, flow_only[i])) {
+            cp_cli_error("tune", "--pairs, --rate, --requests, --concurrency and --models tune a "
+                                 "flow (FLOW.toml)");
+            return 2;
+        }
     struct cp_tune_opts o;
     cp_tune_opts_init(&o);
     o.keep_all = true;

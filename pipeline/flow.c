@@ -59,6 +59,11 @@ const char *cp_flow_name(const struct cp_flow *f)
     return f->name;
 }
 
+const char *cp_flow_node_attr(const struct cp_flow *f, size_t i, const char *key)
+{
+    return i < f->n_nodes ? pl_attr(&f->nodes[i], key) : NULL;
+}
+
 void cp_flow_node(const struct cp_flow *f, size_t i, struct cp_flow_node_info *out)
 {
     const struct pl_node *n = &f->nodes[i];

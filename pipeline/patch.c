@@ -124,3 +124,38 @@ enum cp_status cp_flow_patch(const char *flow, const struct cp_whatif_change *c,
     free(text);
     return st;
 }
+
+enum cp_status cp_flow_patch_model(const char *flow, const char *node, const char *model,
+                                   const char *out, struct cp_diag *d)
+{
+    if (!model[0] || strchr(model, '"') || strchr(model, '\\') || strchr(model, '\n'))
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "node %s: a model path without quotes, backslashes or line ends is "
+                           "needed, not '%.200s'",
+                           node, model);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    enum cp_status st = cp_file_read(flow, &data, &len, d);
+    if (st != CP_OK)
+        return st;
+    char *text = malloc(len + 1);
+    if (!text) {
+        free(data);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    memcpy(text, data, len);
+    text[len] = '\0';
+    free(data);
+    struct cp_buf v;
+    cp_buf_init(&v);
+    cp_buf_printf(&v, "\"%s\"", model);
+    char *next = NULL;
+    st = cp_buf_status(&v) == CP_OK ? set_key(text, node, "model", v.data, &next, d)
+                                    : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    cp_buf_release(&v);
+    free(text);
+    if (st == CP_OK)
+        st = cp_file_write_atomic(out, next, strlen(next), d);
+    free(next);
+    return st;
+}

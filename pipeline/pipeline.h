@@ -33,6 +33,8 @@ struct cp_flow_node_info {
 size_t cp_flow_n_nodes(const struct cp_flow *f);
 void cp_flow_node(const struct cp_flow *f, size_t i, struct cp_flow_node_info *out);
 const char *cp_flow_name(const struct cp_flow *f);
+/* Node i's key `key` as the file gives it (NULL when absent). */
+const char *cp_flow_node_attr(const struct cp_flow *f, size_t i, const char *key);
 
 struct cp_flow_run_opts {
     uint64_t requests;      /* the sources send this many; 0: until duration_s */
@@ -126,6 +128,29 @@ void cp_flow_service_record_begin(struct cp_flow_service *s);
 enum cp_status cp_flow_service_record_end(struct cp_flow_service *s, const char *trace,
                                           const char *kind, int64_t *run_id, struct cp_diag *d);
 
+/* An open-loop workload driven in process, as `cannprof load` drives a
+ * server but without HTTP: Poisson arrivals at `rate` (stats/stats.h's,
+ * seeded) for duration_s or `requests` of them, each sending the flow's
+ * sample (cp_flow_service_sample) from one of `concurrency` threads, its
+ * latency counted from its intended send time. */
+struct cp_flow_load_opts {
+    double rate;
+    double duration_s; /* 0: until `requests` */
+    uint64_t requests; /* 0: until duration_s */
+    int concurrency;   /* 1 .. 1024 */
+    uint64_t seed;
+};
+
+struct cp_flow_load_result {
+    uint64_t sent, ok, failed;
+    double seconds;    /* first intended send to last answer */
+    double throughput; /* answered per second */
+    double mean_ms, p50_ms, p99_ms;
+};
+
+enum cp_status cp_flow_service_load(struct cp_flow_service *s, const struct cp_flow_load_opts *o,
+                                    struct cp_flow_load_result *r, struct cp_diag *d);
+
 /* Stop: no new request is taken, those in flight are answered, the
  * workers end. NULL is a no-op. */
 void cp_flow_service_stop(struct cp_flow_service *s);
@@ -212,7 +237,7 @@ struct cp_whatif_figures {
     double p50_ms, p99_ms, mean_ms;
 };
 
-struct cp_whatif {
+struct cp_flow_whatif {
     int64_t run_id;
     char flow[1100]; /* the flow file the run ran */
     uint64_t requests;
@@ -230,7 +255,16 @@ struct cp_whatif {
  * (docs/pipelines.md, "What if"). Errors: not a pipeline run
  * (CP_ERR_INVALID), a change that names no node or key (CP_ERR_USAGE). */
 enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *changes,
-                                  struct cp_whatif *w, struct cp_diag *d);
+                                  struct cp_flow_whatif *w, struct cp_diag *d);
+
+/* The same with both replays under an open-loop workload instead of the
+ * sources sending as fast as they can: Poisson arrivals at `rate` requests
+ * per second (seeded; stats/stats.h). The predicted figures are still the
+ * measured ones times the ratio of the two replays: the change's effect at
+ * that load, on the run as it was measured. rate 0: cp_pipeline_whatif. */
+enum cp_status cp_pipeline_whatif_at(const char *trace, int64_t run, const char *changes,
+                                     double rate, uint64_t seed, struct cp_flow_whatif *w,
+                                     struct cp_diag *d);
 
 /* Write the flow file `flow` with the changes made to its nodes' keys
  * (workers, batch_size, queue_size, batch_window_ms: set, or added to the
@@ -238,5 +272,11 @@ enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *ch
  * (CP_ERR_USAGE). */
 enum cp_status cp_flow_patch(const char *flow, const struct cp_whatif_change *c, size_t n,
                              const char *out, struct cp_diag *d);
+
+/* Write the flow file `flow` with node `node`'s model set to `model` (a
+ * path, quoted in the file) as `out`. CP_ERR_INVALID for a path with
+ * quotes, backslashes or line ends, or a node without an attribute list. */
+enum cp_status cp_flow_patch_model(const char *flow, const char *node, const char *model,
+                                   const char *out, struct cp_diag *d);
 
 #endif

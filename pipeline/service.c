@@ -6,7 +6,9 @@
  * kept only between record_begin and record_end (a deep trace), so a
  * server running for days does not grow. */
 #include "pipeline/exec_internal.h"
+#include "stats/stats.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,4 +252,118 @@ void cp_flow_service_stop(struct cp_flow_service *s)
     if (s->x.f)
         pl_exec_close(&s->x);
     free(s);
+}
+
+/* ---- an open-loop workload in process ---------------------------------------------------- */
+
+struct load_run {
+    struct cp_flow_service *s;
+    const double *at;
+    size_t n;
+    int64_t t0;
+    const uint8_t *body;
+    size_t len;
+    const char *name;
+    atomic_size_t next;
+    double *lat_ms; /* by request; NaN: failed */
+    int64_t *done_ns;
+};
+
+static void *load_worker(void *arg)
+{
+    struct load_run *L = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&L->next, 1);
+        if (i >= L->n)
+            break;
+        int64_t due = L->t0 + (int64_t)(L->at[i] * 1e9);
+        int64_t now = (int64_t)cp_clock_ns();
+        if (due > now) {
+            struct timespec ts = {(time_t)((due - now) / 1000000000),
+                                  (long)((due - now) % 1000000000)};
+            nanosleep(&ts, NULL);
+        }
+        uint8_t *copy = malloc(L->len ? L->len : 1);
+        struct cp_flow_answer a;
+        struct cp_diag d;
+        cp_diag_init(&d);
+        bool ok = copy && (memcpy(copy, L->body, L->len),
+                           cp_flow_service_call(L->s, L->name, copy, L->len, &a, &d) == CP_OK);
+        int64_t end = (int64_t)cp_clock_ns();
+        if (ok)
+            cp_flow_answer_release(&a);
+        /* from the intended send time: a flow that falls behind shows its queue */
+        L->lat_ms[i] = ok ? (double)(end - due) / 1e6 : NAN;
+        L->done_ns[i] = end;
+    }
+    return NULL;
+}
+
+enum cp_status cp_flow_service_load(struct cp_flow_service *s, const struct cp_flow_load_opts *o,
+                                    struct cp_flow_load_result *r, struct cp_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    if (o->concurrency < 1 || o->concurrency > 1024)
+        return cp_diag_set(d, CP_ERR_USAGE, "the workload's concurrency is 1 to 1024");
+    uint8_t *body = NULL;
+    size_t len = 0;
+    char name[256];
+    enum cp_status st = cp_flow_service_sample(s, &body, &len, name, d);
+    if (st != CP_OK)
+        return st;
+    double *at = NULL;
+    size_t n = 0;
+    st = cp_stats_poisson_arrivals(o->rate, o->duration_s, o->requests, o->seed, &at, &n, d);
+    struct load_run L = {.s = s, .at = at, .n = n, .body = body, .len = len, .name = name};
+    atomic_init(&L.next, 0);
+    L.lat_ms = cp_calloc(n ? n : 1, sizeof *L.lat_ms);
+    L.done_ns = cp_calloc(n ? n : 1, sizeof *L.done_ns);
+    pthread_t *th = cp_calloc((size_t)o->concurrency, sizeof *th);
+    if (st == CP_OK && (!L.lat_ms || !L.done_ns || !th))
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    int started = 0;
+    if (st == CP_OK) {
+        L.t0 = (int64_t)cp_clock_ns();
+        for (; started < o->concurrency; started++)
+            if (pthread_create(&th[started], NULL, load_worker, &L) != 0)
+                break;
+        if (started == 0)
+            st = cp_diag_set(d, CP_ERR_NOMEM, "cannot start the workload's threads");
+        for (int k = 0; k < started; k++)
+            pthread_join(th[k], NULL);
+    }
+    if (st == CP_OK) {
+        double *ok = cp_calloc(n ? n : 1, sizeof *ok);
+        int64_t last = L.t0;
+        for (size_t i = 0; ok && i < n; i++) {
+            r->sent++;
+            if (isnan(L.lat_ms[i])) {
+                r->failed++;
+                continue;
+            }
+            ok[r->ok++] = L.lat_ms[i];
+            last = L.done_ns[i] > last ? L.done_ns[i] : last;
+        }
+        r->seconds = (double)(last - L.t0) / 1e9;
+        r->throughput = r->seconds > 0 ? (double)r->ok / r->seconds : 0;
+        struct cp_summary sum;
+        struct cp_diag ignored;
+        cp_diag_init(&ignored);
+        if (ok && r->ok && cp_stats_summary(ok, r->ok, &sum, &ignored) == CP_OK) {
+            r->mean_ms = sum.mean;
+            r->p50_ms = sum.median;
+            r->p99_ms = sum.p99;
+        } else {
+            r->mean_ms = r->p50_ms = r->p99_ms = NAN;
+        }
+        free(ok);
+        if (!ok)
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    free(th);
+    free(L.lat_ms);
+    free(L.done_ns);
+    free(at);
+    free(body);
+    return st;
 }

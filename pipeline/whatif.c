@@ -81,6 +81,10 @@ struct sim {
     double *emitted, *done;
     uint64_t rng;
     bool oom;
+    /* an open-loop workload: the sources send request k at arrivals[k]
+     * (seconds) instead of as fast as they can; NULL floods */
+    const double *arrivals;
+    double timer; /* a wake-up for the next arrival is queued at this time; < 0: none */
 };
 
 static double uniform(struct sim *s)
@@ -272,8 +276,15 @@ static void dispatch(struct sim *s)
             size_t m = 0;
             size_t max = (size_t)n->batch < 256 ? (size_t)n->batch : 256;
             if (n->source) {
-                while (m < max && s->sent < s->requests)
+                while (m < max && s->sent < s->requests &&
+                       (!s->arrivals || s->arrivals[s->sent] <= s->now + 1e-12))
                     w->items[m++] = (struct sim_item){s->sent++, 0};
+                /* the next request is not due yet: wake up when it is */
+                if (!m && s->arrivals && s->sent < s->requests &&
+                    s->timer != s->arrivals[s->sent]) {
+                    s->timer = s->arrivals[s->sent];
+                    heap_push(s, s->timer, -1);
+                }
             } else {
                 while (m < max && n->q_n > 0) {
                     w->items[m++] = n->q[n->q_head];
@@ -330,10 +341,12 @@ struct sim_figures {
 
 static enum cp_status simulate(struct sim_node *nodes, size_t n_nodes,
                                const struct cp_trace_pipeline *pl, uint64_t requests,
-                               struct sim_figures *f, struct cp_diag *d)
+                               const double *arrivals, struct sim_figures *f, struct cp_diag *d)
 {
     struct sim s;
     memset(&s, 0, sizeof s);
+    s.arrivals = arrivals;
+    s.timer = -1;
     s.n = nodes;
     s.n_nodes = n_nodes;
     s.requests = requests;
@@ -366,7 +379,10 @@ static enum cp_status simulate(struct sim_node *nodes, size_t n_nodes,
         while (s.n_heap > 0 && !s.oom) {
             struct sim_event e = heap_pop(&s);
             s.now = e.t;
-            complete(&s, e.worker);
+            if (e.worker >= 0)
+                complete(&s, e.worker);
+            else
+                s.timer = -1; /* an arrival is due */
             dispatch(&s);
         }
         if (s.oom)
@@ -419,15 +435,20 @@ static enum cp_status simulate(struct sim_node *nodes, size_t n_nodes,
 /* "node.key=value[,node.key=value...]": key workers, batch_size,
  * queue_size (whole numbers) or speed (a factor > 0). */
 static enum cp_status apply_changes(const char *spec, const struct cp_trace_pipeline *pl,
-                                    struct sim_node *nodes, struct cp_whatif *w, struct cp_diag *d)
+                                    struct sim_node *nodes, struct cp_flow_whatif *w,
+                                    struct cp_diag *d)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", spec);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         while (*t == ' ')
             t++;
-        char *dot = strrchr(t, '.'), *eq = strchr(t, '=');
-        if (!dot || !eq || eq < dot)
+        /* NODE.KEY before the '=' (the value may hold a '.': speed=1.5) */
+        char *eq = strchr(t, '='), *dot = NULL;
+        for (char *p = t; eq && p < eq; p++)
+            if (*p == '.')
+                dot = p;
+        if (!dot || !eq)
             return cp_diag_set(d, CP_ERR_USAGE,
                                "--what-if %s: write NODE.KEY=VALUE (KEY: speed, workers, "
                                "batch_size, queue_size)",
@@ -608,7 +629,14 @@ static enum cp_status load_nodes(const struct cp_trace_pipeline *pl,
 }
 
 enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *changes,
-                                  struct cp_whatif *w, struct cp_diag *d)
+                                  struct cp_flow_whatif *w, struct cp_diag *d)
+{
+    return cp_pipeline_whatif_at(trace, run, changes, 0, 0, w, d);
+}
+
+enum cp_status cp_pipeline_whatif_at(const char *trace, int64_t run, const char *changes,
+                                     double rate, uint64_t seed, struct cp_flow_whatif *w,
+                                     struct cp_diag *d)
 {
     memset(w, 0, sizeof *w);
     struct pl_recorded rec;
@@ -629,11 +657,20 @@ enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *ch
         st = load_nodes(&pl, v, n, &changed, d);
     if (st == CP_OK)
         st = apply_changes(changes, &pl, changed, w, d);
+    /* under a workload, both replays get the same arrivals */
+    double *at = NULL;
+    size_t n_at = 0;
+    if (st == CP_OK && rate > 0) {
+        st = cp_stats_poisson_arrivals(rate, 0, n_sm, seed, &at, &n_at, d);
+        if (st == CP_OK && n_at < n_sm)
+            st = cp_diag_set(d, CP_ERR_INTERNAL, "too few arrivals for the replay");
+    }
     struct sim_figures fb, fc;
     if (st == CP_OK)
-        st = simulate(base, pl.n_nodes, &pl, n_sm, &fb, d);
+        st = simulate(base, pl.n_nodes, &pl, n_sm, at, &fb, d);
     if (st == CP_OK)
-        st = simulate(changed, pl.n_nodes, &pl, n_sm, &fc, d);
+        st = simulate(changed, pl.n_nodes, &pl, n_sm, at, &fc, d);
+    free(at);
     if (st == CP_OK) {
         /* the measured figures */
         double *lat = cp_calloc(n_sm, sizeof *lat), sum = 0;

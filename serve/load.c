@@ -202,28 +202,13 @@ enum cp_status cp_load_run(const struct cp_load_opts *o, struct cp_load_result *
         return st;
     }
     /* the arrivals, Poisson */
-    size_t n = 0, cap = 1024;
-    double *at = malloc(cap * sizeof *at), t = 0;
-    uint64_t x = o->seed * 2654435761u + 0x9e3779b97f4a7c15ULL;
-    while (at) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
-        t += -log(u) / o->rate;
-        if (t >= o->duration_s)
-            break;
-        if (n == cap) {
-            cap *= 2;
-            double *g = realloc(at, cap * sizeof *g);
-            if (!g) {
-                free(at);
-                at = NULL;
-                break;
-            }
-            at = g;
-        }
-        at[n++] = t;
+    size_t n = 0;
+    double *at = NULL;
+    st = cp_stats_poisson_arrivals(o->rate, o->duration_s, 0, o->seed, &at, &n, d);
+    if (st != CP_OK) {
+        free(body);
+        curl_global_cleanup();
+        return st;
     }
     int slots = o->concurrency > 0 ? o->concurrency : 64;
     struct req *q = cp_calloc((size_t)slots, sizeof *q);

@@ -213,6 +213,16 @@ enum cp_status cp_stats_mann_whitney(const double *x, size_t nx, const double *y
                                      enum cp_mwu_method method, struct cp_mwu *out,
                                      struct cp_diag *d);
 
+/* ===== arrivals.c: an open-loop workload ================================== */
+
+/* The send times (seconds from 0, ascending) of a Poisson process at `rate`
+ * per second: until duration_s (when > 0), at most max_n of them (when >
+ * 0). Seeded (gsl_rng_mt19937): the same seed gives the same times.
+ * CP_ERR_INVALID for a rate that is not above 0 or neither bound. OUT:
+ * *out (free), *n. */
+enum cp_status cp_stats_poisson_arrivals(double rate, double duration_s, size_t max_n,
+                                         uint64_t seed, double **out, size_t *n, struct cp_diag *d);
+
 /* ===== bootstrap.c: how large is the difference? ========================= */
 
 #define CP_STATS_BOOTSTRAP_RESAMPLES 10000

@@ -511,6 +511,62 @@ enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_
 enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_whatif_opts *o,
                                        struct cp_whatif **out, struct cp_diag *d);
 
+/* ---- tuning a flow (flow_tune.c; docs/tuning.md, "Tuning a flow") ------------------------ */
+
+struct cp_flow_tune_opts {
+    const char *flow;                  /* FLOW.toml */
+    enum cp_target target;             /* latency (each run's mean) or throughput */
+    struct cp_constraints constraints; /* latency<X bounds the runs' p99, throughput>Y theirs */
+    int budget;                        /* candidates measured; default 8 */
+    int pairs;           /* alternating runs of each side per measurement, 3..64; default 5 */
+    uint64_t requests;   /* per run; default 60 */
+    double rate;         /* the workload, requests/s; 0: 60% (latency) or 150% (throughput) of
+                          * the flow's capacity flat out */
+    int concurrency;     /* requests in flight at most; default 64 */
+    bool models;         /* also tune the inference nodes' .om models (the model loop) */
+    int model_budget;    /* its budget per model; default 4 */
+    const char *out_dir; /* traces, the models tuned */
+    const char *kb_path; /* for the model loop; NULL: the default */
+    struct cp_verdict_opts verdict;
+    uint64_t seed;  /* of the workload's arrivals */
+    FILE *progress; /* NULL: quiet */
+};
+
+/* Defaults as above. */
+void cp_flow_tune_opts_init(struct cp_flow_tune_opts *o);
+
+struct cp_flow_tune_step {
+    int round;
+    char change[1300];                    /* "node.key=value" */
+    char source[64];                      /* the problem it fixes, "limiting node", "model tuned" */
+    double predicted_pct;                 /* the replay's change of the target's figure; NaN */
+    double measured_pct, ci_lo, ci_hi, p; /* paired, from the runs; NaN when it failed */
+    double before, after;                 /* the sides' medians (ms or requests/s) */
+    enum cp_verdict verdict;
+    bool accepted;
+    char reason[512];
+};
+
+struct cp_flow_tune_result {
+    double capacity;    /* requests/s flat out, the original */
+    double rate;        /* the workload */
+    char limiting[128]; /* the original's limiting node */
+    struct cp_flow_tune_step *steps;
+    size_t n_steps;
+    int evaluations;
+    /* the tuned flow against the original (NaN: nothing was accepted) */
+    double final_pct, final_lo, final_hi, final_p;
+    double baseline_value, best_value;
+    char best_flow[1100]; /* the original when nothing was accepted */
+};
+
+/* Tune the flow's knobs (see flow_tune.c). A candidate that fails to run
+ * is a failed step, not an error. Errors: a flow that does not load or run
+ * (its message), the output folder (CP_ERR_IO). OUT: *r (release). */
+enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tune_result *r,
+                            struct cp_diag *d);
+void cp_flow_tune_result_release(struct cp_flow_tune_result *r);
+
 /* ---- suggest's report (suggest_report.c) ---------------------------------------- */
 
 /* The report of a diagnosis `dg` of `trace` for target t under

@@ -511,6 +511,10 @@ Test(pipeline, what_if_replays_a_change_checks_it_and_writes_the_fix)
     cr_expect_eq(r.exit_code, 2);
     ct_assert_mentions(r.err, "a speed-up is a prediction only", NULL);
     cp_run_release(&r);
+    /* a factor with a decimal point is a value, not a NODE.KEY separator */
+    cp_run_cli(&r, "node-bottleneck", db, "--what-if", "io.speed=1.5", "--json", NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
     free(fixed2);
     free(fixed);
     free(db);

@@ -1,0 +1,114 @@
+/* `cannprof tune FLOW.toml` (tuner/flow_tune.c): a flow with a planted
+ * slow node (a sleep, so a loaded machine cannot hide it) gets that node a
+ * second worker, measured better and written as NAME.tuned.toml; a flow with
+ * nothing to gain keeps its knobs; bad options are refused. */
+#include "cli/cli_test.h"
+#include "support/run.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+TestSuite(flow_tune, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 600);
+
+static char *flow_with(const char *name, int sleep_ms)
+{
+    char *in = cp_t_path("in");
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_mkdir_p(in, 0755, &d), CP_OK);
+    char *p = cp_t_fmt("%s/a.txt", in);
+    ct_write_text(p, "a request");
+    free(p);
+    free(in);
+    char *path = cp_t_path(name);
+    char *text = cp_t_fmt("[graph]\nformat = \"graphviz\"\ngraphconf = '''digraph g {\n"
+                          "  src[flowunit=file_source, dir=\"in\"]\n"
+                          "  slow[flowunit=delay, sleep_ms=%d]\n"
+                          "  out[flowunit=file_sink, dir=\"out\"]\n"
+                          "  src:out -> slow:in\n  slow:out -> out:in\n}'''\n",
+                          sleep_ms);
+    ct_write_text(path, text);
+    free(text);
+    return path;
+}
+
+Test(flow_tune, a_planted_slow_node_gets_a_second_worker_measured_better)
+{
+    char *f = flow_with("slow.toml", 40);
+    char *out = cp_t_path("tune-out");
+    struct cp_run r;
+    cp_run_cli(&r, "tune", f, "--budget", "1", "--pairs", "5", "--requests", "60", "-o", out,
+               "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = ct_json(r.out);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "limiting_node")), "slow");
+    json_t *steps = json_object_get(j, "steps");
+    bool accepted = false;
+    for (size_t i = 0; i < json_array_size(steps); i++) {
+        json_t *s = json_array_get(steps, i);
+        if (json_is_true(json_object_get(s, "accepted"))) {
+            accepted = true;
+            cr_expect_str_eq(json_string_value(json_object_get(s, "change")), "slow.workers=2");
+            cr_expect_lt(ct_num(s, "measured_pct"), -2.0);
+        }
+    }
+    cr_expect(accepted, "%s", r.out);
+    cr_expect_lt(ct_num(j, "final_change_pct"), 0);
+    const char *best = json_string_value(json_object_get(j, "best_flow"));
+    cr_assert_not_null(best);
+    ct_assert_mentions(best, "slow.tuned.toml", NULL);
+    char *text = ct_read_text(best);
+    ct_assert_mentions(text, "workers=2", NULL);
+    free(text);
+    json_decref(j);
+    cp_run_release(&r);
+    free(out);
+    free(f);
+}
+
+Test(flow_tune, a_flow_with_nothing_to_gain_keeps_its_knobs)
+{
+    char *f = flow_with("fast.toml", 1);
+    char *out = cp_t_path("tune-fast");
+    struct cp_run r;
+    cp_run_cli(&r, "tune", f, "--budget", "2", "--pairs", "3", "--requests", "20", "-o", out, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    ct_assert_mentions(r.out, "no change was accepted", NULL);
+    char *tuned = cp_t_path("fast.tuned.toml");
+    struct stat sb;
+    cr_expect_neq(stat(tuned, &sb), 0, "a tuned flow was written for nothing");
+    free(tuned);
+    cp_run_release(&r);
+    free(out);
+    free(f);
+}
+
+Test(flow_tune, bad_options_are_refused)
+{
+    char *f = flow_with("bad.toml", 1);
+    struct cp_run r;
+    cp_run_cli(&r, "tune", f, "--pairs", "2", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "--pairs takes 3 to 64", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "tune", f, "--target", "memory", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "latency or throughput", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "tune", f, "--int8", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "tunes a model, not a flow", NULL);
+    cp_run_release(&r);
+    char *m = cp_t_example("launch_bound_tiny");
+    cp_run_cli(&r, "tune", m, "--pairs", "4", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "tune a flow", NULL);
+    cp_run_release(&r);
+    free(m);
+    free(f);
+}
