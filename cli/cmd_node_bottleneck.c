@@ -19,9 +19,9 @@ static const struct cp_opt own[] = {
     {"fix", 0, CP_OPT_VALUE, OPT_FIX, "OUT.toml",
      "write the flow with the changes (--what-if's, else the problems' fixes) made; relative "
      "paths in it are its folder's, so write it beside the flow"},
-    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "REPORT.md|.html|.json",
-     "write the report to a file (Markdown, self-contained HTML or JSON, by its extension) "
-     "instead of stdout"},
+    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "REPORT.md|.html|.pdf|.json",
+     "write the report to a file (Markdown, self-contained HTML, PDF or JSON, by its "
+     "extension) instead of stdout"},
     {"what-if", 0, CP_OPT_VALUE, OPT_WHATIF, "CHANGES",
      "replay the run with changes, \"node.key=value,...\" (key: speed, a factor; workers; "
      "batch_size; queue_size), and predict throughput and latency"},
@@ -40,7 +40,7 @@ static const struct cp_command_opts OPTS = {
     .shared = shared,
     .n_shared = sizeof shared / sizeof shared[0],
     .usage =
-        "usage: cannprof node-bottleneck TRACE.db [--run N] [--json] [-o REPORT.md|.html]\n"
+        "usage: cannprof node-bottleneck TRACE.db [--run N] [--json] [-o REPORT.md|.html|.pdf]\n"
         "       cannprof node-bottleneck TRACE.db --what-if CHANGES [--check] [--fix OUT.toml]\n\n"
         "Analyse a pipeline run (record one with `cannprof pipeline run FLOW.toml --trace\n"
         "TRACE.db`): per node, how busy its workers were, how long they starved and were\n"
@@ -202,6 +202,16 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
     bool json_file = out && cp_path_has_suffix(out, ".json");
     if (cp_args_has(&a, CP_SO_JSON) && !out) {
         rc = cp_out_json_take(cp_bottleneck_json(&b, trace), OPTS.cmd);
+    } else if (out && (cp_path_has_suffix(out, ".html") || cp_path_has_suffix(out, ".htm") ||
+                       cp_path_has_suffix(out, ".pdf"))) {
+        struct cp_doc *doc = cp_bottleneck_doc(&b, trace);
+        if (!doc)
+            cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+        if (!doc || cp_doc_write(doc, out, &d) != CP_OK)
+            rc = cp_cli_fail(OPTS.cmd, &d);
+        else
+            printf("node-bottleneck: wrote %s\n", out);
+        cp_doc_free(doc);
     } else if (out) {
         char *text = NULL;
         if (json_file) {
@@ -211,10 +221,7 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
         } else {
             struct cp_buf o;
             cp_buf_init(&o);
-            if (cp_path_has_suffix(out, ".html") || cp_path_has_suffix(out, ".htm"))
-                cp_bottleneck_html(&b, trace, &o);
-            else
-                cp_bottleneck_text(&b, trace, true, &o);
+            cp_bottleneck_text(&b, trace, true, &o);
             text = cp_buf_steal(&o);
         }
         if (!text)

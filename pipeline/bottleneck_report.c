@@ -165,105 +165,103 @@ json_t *cp_bottleneck_json(const struct cp_bottleneck *b, const char *trace)
 
 /* ---- HTML ------------------------------------------------------------------------------ */
 
-static void esc(struct cp_buf *o, const char *s)
+struct cp_doc *cp_bottleneck_doc(const struct cp_bottleneck *b, const char *trace)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            cp_buf_puts(o, "&lt;");
-            break;
-        case '>':
-            cp_buf_puts(o, "&gt;");
-            break;
-        case '&':
-            cp_buf_puts(o, "&amp;");
-            break;
-        case '"':
-            cp_buf_puts(o, "&quot;");
-            break;
-        default:
-            cp_buf_printf(o, "%c", *s);
-        }
-    }
-}
-
-/* A share as a bar cell: the number, and a bar as wide as it. */
-static void bar(struct cp_buf *o, double share, const char *colour)
-{
-    double pct = share > 1 ? 100 : share < 0 ? 0 : 100 * share;
-    cp_buf_printf(o,
-                  "<td><div class=\"bar\"><span style=\"width:%.0f%%;background:%s\"></span></div>"
-                  "%.0f%%</td>",
-                  pct, colour, pct);
-}
-
-void cp_bottleneck_html(const struct cp_bottleneck *b, const char *trace, struct cp_buf *o)
-{
-    cp_buf_puts(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>"
-                   "node-bottleneck: ");
-    esc(o, trace);
-    /* colours: Okabe-Ito, safe for colour-blind readers */
-    cp_buf_puts(o, "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:72em}"
-                   "table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px "
-                   "solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left}"
-                   ".bar{display:inline-block;width:5em;height:.7em;background:#eee;margin-right:"
-                   ".4em}.bar span{display:block;height:100%}.limit{font-weight:bold}</style>"
-                   "</head><body>\n<h1>node-bottleneck: ");
-    esc(o, trace);
-    cp_buf_printf(o,
-                  " (run %lld)</h1>\n<p>%zu requests in %.3f s: %.2f req/s; latency p50 %.2f "
-                  "ms, p99 %.2f ms</p>\n",
-                  (long long)b->run_id, b->requests, b->window_s, b->throughput, b->p50_ms,
-                  b->p99_ms);
+    char title[1200];
+    snprintf(title, sizeof title, "node-bottleneck: %.1100s", trace);
+    struct cp_doc *d = cp_doc_new(title);
+    if (!d)
+        return NULL;
+    char line[1600];
+    snprintf(line, sizeof line,
+             "Run %lld of %s: %zu requests in %.3f s, %.2f requests/s; latency p50 %.2f ms, "
+             "p99 %.2f ms.",
+             (long long)b->run_id, b->flow, b->requests, b->window_s, b->throughput, b->p50_ms,
+             b->p99_ms);
+    cp_doc_text(d, line);
+    cp_doc_heading(d, 1, "Limiting node");
     if (b->limiting >= 0) {
-        cp_buf_puts(o, "<h2>Limiting node: ");
-        esc(o, b->nodes[b->limiting].name);
-        cp_buf_printf(o, " (confidence %.0f%%)</h2>\n<p>", 100 * b->confidence);
-        esc(o, b->evidence);
-        cp_buf_puts(o, "</p>\n");
+        snprintf(line, sizeof line, "%s (confidence %.0f%%): %s", b->nodes[b->limiting].name,
+                 100 * b->confidence, b->evidence);
+        cp_doc_text(d, line);
     } else {
-        cp_buf_puts(o, "<h2>Limiting node: none</h2><p>No node is busy half its time.</p>\n");
+        cp_doc_text(d, "None: no node is busy half its time.");
     }
-    cp_buf_puts(o, "<h2>Nodes</h2>\n<table><tr><th>node</th><th>workers</th><th>busy</th>"
-                   "<th>starved</th><th>blocked</th><th>on-CPU</th><th>waiting for a CPU</th>"
-                   "<th>off-CPU</th><th>capacity (req/s)</th><th>deepest queue</th></tr>\n");
-    for (size_t i = 0; i < b->n_nodes; i++) {
-        const struct cp_bottleneck_node *n = &b->nodes[i];
-        cp_buf_printf(o, "<tr%s><td>", (int)i == b->limiting ? " class=\"limit\"" : "");
-        esc(o, n->name);
-        cp_buf_printf(o, "</td><td>%d</td>", n->workers);
-        bar(o, n->util, "#0072B2");
-        bar(o, n->starved, "#56B4E9");
-        bar(o, n->blocked, "#D55E00");
-        bar(o, n->cpu_share, "#009E73");
-        bar(o, n->runq_share, "#E69F00");
-        bar(o, n->offcpu_share, "#CC79A7");
-        if (n->source || n->capacity > 1e12)
-            cp_buf_puts(o, "<td>-</td>");
-        else
-            cp_buf_printf(o, "<td>%.1f</td>", n->capacity);
-        cp_buf_printf(o, "<td>%u</td></tr>\n", n->max_depth);
+    /* where each node's worker time went */
+    size_t n = b->n_nodes;
+    const char **labels = cp_calloc(n ? n : 1, sizeof *labels);
+    double *v = cp_calloc(n ? n * 5 : 1, sizeof *v);
+    if (labels && v) {
+        for (size_t i = 0; i < n; i++) {
+            const struct cp_bottleneck_node *x = &b->nodes[i];
+            labels[i] = x->name;
+            v[i * 5 + 0] = 100 * x->util * x->cpu_share;
+            v[i * 5 + 1] = 100 * x->util * x->runq_share;
+            v[i * 5 + 2] = 100 * x->util * x->offcpu_share;
+            v[i * 5 + 3] = 100 * x->starved;
+            v[i * 5 + 4] = 100 * x->blocked;
+        }
+        static const char *const parts[] = {"on-CPU", "waiting for a CPU", "off-CPU",
+                                            "starved (input empty)", "blocked (output full)"};
+        struct cp_chart c = {.kind = CP_CHART_STACKED,
+                             .title = "Where each node's worker time went",
+                             .unit = "%",
+                             .labels = labels,
+                             .n = n,
+                             .values = v,
+                             .part_names = parts,
+                             .n_parts = 5,
+                             .note = "shares of the node's workers x the run's window"};
+        cp_doc_chart(d, &c);
     }
-    cp_buf_puts(o, "</table>\n<h2>Problems</h2>\n");
+    free(labels);
+    free(v);
+    cp_doc_heading(d, 1, "Nodes");
+    static const char *const head[] = {"node",    "flowunit",  "workers",  "busy",
+                                       "starved", "blocked",   "on-CPU",   "run queue",
+                                       "off-CPU", "req/s cap", "queue max"};
+    size_t cols = sizeof head / sizeof *head;
+    char **cells = cp_calloc((n + 1) * cols, sizeof *cells);
+    char *store = cp_calloc((n + 1) * cols, 48);
+    if (cells && store) {
+        for (size_t c = 0; c < cols; c++)
+            cells[c] = (char *)head[c];
+        for (size_t i = 0; i < n; i++) {
+            const struct cp_bottleneck_node *x = &b->nodes[i];
+            char *r = store + (i + 1) * cols * 48;
+            for (size_t c = 0; c < cols; c++)
+                cells[(i + 1) * cols + c] = r + c * 48;
+            snprintf(r + 0 * 48, 48, "%.47s", x->name);
+            snprintf(r + 1 * 48, 48, "%.47s", x->flowunit);
+            snprintf(r + 2 * 48, 48, "%d", x->workers);
+            snprintf(r + 3 * 48, 48, "%.0f%%", 100 * x->util);
+            snprintf(r + 4 * 48, 48, "%.0f%%", 100 * x->starved);
+            snprintf(r + 5 * 48, 48, "%.0f%%", 100 * x->blocked);
+            snprintf(r + 6 * 48, 48, "%.0f%%", 100 * x->cpu_share);
+            snprintf(r + 7 * 48, 48, "%.0f%%", 100 * x->runq_share);
+            snprintf(r + 8 * 48, 48, "%.0f%%", 100 * x->offcpu_share);
+            if (x->capacity > 1e9 || x->source)
+                snprintf(r + 9 * 48, 48, "-");
+            else
+                snprintf(r + 9 * 48, 48, "%.1f", x->capacity);
+            snprintf(r + 10 * 48, 48, "%u", x->max_depth);
+        }
+        cp_doc_table(d, cols, n + 1, (const char *const *)cells);
+    }
+    free(cells);
+    free(store);
+    cp_doc_heading(d, 1, "Problems");
     if (b->n_problems == 0)
-        cp_buf_puts(o, "<p>None found.</p>\n");
-    else
-        cp_buf_puts(o, "<ul>\n");
+        cp_doc_text(d, "None found.");
     for (size_t i = 0; i < b->n_problems; i++) {
         const struct cp_bottleneck_problem *p = &b->problems[i];
-        cp_buf_puts(o, "<li><b>");
-        esc(o, p->kind);
-        cp_buf_puts(o, "</b>: ");
-        esc(o, p->text);
-        if (p->fix_key[0] && p->node >= 0) {
-            cp_buf_puts(o, " <code>[fix: ");
-            esc(o, b->nodes[p->node].name);
-            cp_buf_printf(o, " %s=%ld]</code>", p->fix_key, p->fix_value);
-        }
-        cp_buf_puts(o, "</li>\n");
+        if (p->fix_key[0] && p->node >= 0)
+            snprintf(line, sizeof line, "%s: %s [fix: %s %s=%ld]", p->kind, p->text,
+                     b->nodes[p->node].name, p->fix_key, p->fix_value);
+        else
+            snprintf(line, sizeof line, "%s: %s", p->kind, p->text);
+        cp_doc_text(d, line);
     }
-    if (b->n_problems)
-        cp_buf_puts(o, "</ul>\n");
     const struct {
         const char *what;
         int64_t request;
@@ -272,18 +270,33 @@ void cp_bottleneck_html(const struct cp_bottleneck *b, const char *trace, struct
     } paths[] = {{"median", b->p50_request, b->p50_path, b->n_p50_path},
                  {"p99", b->p99_request, b->p99_path, b->n_p99_path}};
     for (size_t k = 0; k < 2; k++) {
-        cp_buf_printf(o,
-                      "<h2>Path of the %s request (#%lld)</h2>\n<table><tr><th>node</th>"
-                      "<th>queue (ms)</th><th>service (ms)</th><th>push (ms)</th></tr>\n",
-                      paths[k].what, (long long)paths[k].request);
-        for (size_t i = 0; i < paths[k].n; i++) {
-            const struct cp_bottleneck_step *s = &paths[k].s[i];
-            cp_buf_puts(o, "<tr><td>");
-            esc(o, b->nodes[s->node].name);
-            cp_buf_printf(o, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td></tr>\n", s->queue_ms,
-                          s->service_ms, s->push_ms);
+        snprintf(line, sizeof line, "Path of the %s request (#%lld)", paths[k].what,
+                 (long long)paths[k].request);
+        cp_doc_heading(d, 2, line);
+        size_t pn = paths[k].n;
+        static const char *const ph[] = {"node", "queue ms", "service ms", "push ms"};
+        char **pc = cp_calloc((pn + 1) * 4, sizeof *pc);
+        char *ps = cp_calloc((pn + 1) * 4, 48);
+        if (!pc || !ps) {
+            free(pc);
+            free(ps);
+            continue;
         }
-        cp_buf_puts(o, "</table>\n");
+        for (size_t c = 0; c < 4; c++)
+            pc[c] = (char *)ph[c];
+        for (size_t i = 0; i < pn; i++) {
+            const struct cp_bottleneck_step *st = &paths[k].s[i];
+            char *r = ps + (i + 1) * 4 * 48;
+            for (size_t c = 0; c < 4; c++)
+                pc[(i + 1) * 4 + c] = r + c * 48;
+            snprintf(r, 48, "%.47s", b->nodes[st->node].name);
+            snprintf(r + 48, 48, "%.2f", st->queue_ms);
+            snprintf(r + 96, 48, "%.2f", st->service_ms);
+            snprintf(r + 144, 48, "%.2f", st->push_ms);
+        }
+        cp_doc_table(d, 4, pn + 1, (const char *const *)pc);
+        free(pc);
+        free(ps);
     }
-    cp_buf_puts(o, "</body></html>\n");
+    return d;
 }

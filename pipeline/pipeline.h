@@ -9,6 +9,7 @@
 #define CP_PIPELINE_H
 
 #include "core/core.h"
+#include "report/doc.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -216,11 +217,12 @@ struct cp_bottleneck {
 enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bottleneck *b,
                                   struct cp_diag *d);
 void cp_bottleneck_release(struct cp_bottleneck *b);
-/* The report: text (md: Markdown), self-contained HTML, JSON (NULL when
- * out of memory). */
+/* The report: text (md: Markdown), JSON (NULL when out of memory), and a
+ * document (report/doc.h: self-contained HTML or PDF, with a chart of
+ * where each node's time went; NULL when out of memory; cp_doc_free). */
 void cp_bottleneck_text(const struct cp_bottleneck *b, const char *trace, bool md,
                         struct cp_buf *o);
-void cp_bottleneck_html(const struct cp_bottleneck *b, const char *trace, struct cp_buf *o);
+struct cp_doc *cp_bottleneck_doc(const struct cp_bottleneck *b, const char *trace);
 struct json_t *cp_bottleneck_json(const struct cp_bottleneck *b, const char *trace);
 
 /* ---- what if ----------------------------------------------------------------------------- */

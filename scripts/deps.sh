@@ -11,6 +11,7 @@ CP_PACKAGES=(
     libcriterion-dev libdnnl-dev libprotobuf-c-dev protobuf-c-compiler
     libonnx-dev libjansson-dev libxxhash-dev libyajl-dev zlib1g-dev libcsv-dev
     libtomlplusplus-dev libgraphviz-dev libpng-dev libmicrohttpd-dev
+    libcairo2-dev libpango1.0-dev fonts-noto-cjk poppler-utils libxml2-utils
     libonnx-testdata
 )
 

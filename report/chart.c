@@ -1,0 +1,447 @@
+/* The charts (report/chart.h): bars, stacked bars with a legend, and
+ * cumulative distributions, drawn with cairo and labelled with pango. */
+#include "report/chart.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <math.h>
+#include <pango/pangocairo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Okabe & Ito's palette: distinguishable with the common colour-vision
+ * deficiencies, and in grey. */
+static const unsigned char PALETTE[8][3] = {
+    {0, 114, 178},   /* blue */
+    {230, 159, 0},   /* orange */
+    {0, 158, 115},   /* bluish green */
+    {204, 121, 167}, /* reddish purple */
+    {86, 180, 233},  /* sky blue */
+    {213, 94, 0},    /* vermillion */
+    {240, 228, 66},  /* yellow */
+    {0, 0, 0},       /* black */
+};
+
+void cp_chart_colour(size_t i, double rgb[3])
+{
+    for (int k = 0; k < 3; k++)
+        rgb[k] = PALETTE[i % 8][k] / 255.0;
+}
+
+static void set_colour(cairo_t *cr, size_t i)
+{
+    double c[3];
+    cp_chart_colour(i, c);
+    cairo_set_source_rgb(cr, c[0], c[1], c[2]);
+}
+
+#define FONT      "Sans"
+#define PAD       6.0
+#define BAR_H     16.0
+#define BAR_GAP   6.0
+#define TITLE_H   22.0
+#define LEGEND_H  18.0
+#define NOTE_H    16.0
+#define AXIS_H    18.0
+#define CDF_H     200.0
+#define LABEL_MAX 0.32 /* of the width, at most, for the labels */
+
+/* Text at (x, y) (its top), `size` points, optionally right-aligned at x;
+ * returns its width. */
+static double text(cairo_t *cr, const char *s, double x, double y, double size, bool bold,
+                   bool right)
+{
+    PangoLayout *l = pango_cairo_create_layout(cr);
+    char font[64];
+    snprintf(font, sizeof font, FONT "%s %.1f", bold ? " Bold" : "", size);
+    PangoFontDescription *fd = pango_font_description_from_string(font);
+    pango_layout_set_font_description(l, fd);
+    pango_font_description_free(fd);
+    pango_layout_set_text(l, s ? s : "", -1);
+    int w = 0, h = 0;
+    pango_layout_get_size(l, &w, &h);
+    double tw = (double)w / PANGO_SCALE;
+    cairo_move_to(cr, right ? x - tw : x, y);
+    pango_cairo_show_layout(cr, l);
+    g_object_unref(l);
+    return tw;
+}
+
+/* The width text would take. */
+static double text_width(cairo_t *cr, const char *s, double size)
+{
+    PangoLayout *l = pango_cairo_create_layout(cr);
+    char font[64];
+    snprintf(font, sizeof font, FONT " %.1f", size);
+    PangoFontDescription *fd = pango_font_description_from_string(font);
+    pango_layout_set_font_description(l, fd);
+    pango_font_description_free(fd);
+    pango_layout_set_text(l, s ? s : "", -1);
+    int w = 0, h = 0;
+    pango_layout_get_size(l, &w, &h);
+    g_object_unref(l);
+    return (double)w / PANGO_SCALE;
+}
+
+/* A value as its label: 3 significant digits, the unit after. */
+static void value_label(double v, const char *unit, char out[48])
+{
+    if (!isfinite(v))
+        snprintf(out, 48, "n/a");
+    else
+        snprintf(out, 48, "%.3g%s%s", v, unit && unit[0] && unit[0] != '%' ? " " : "",
+                 unit ? unit : "");
+}
+
+double cp_chart_height(const struct cp_chart *c, double width)
+{
+    (void)width;
+    double h = (c->title ? TITLE_H : 0) + (c->note ? NOTE_H : 0) + PAD * 2;
+    switch (c->kind) {
+    case CP_CHART_BARS:
+        return h + (double)c->n * (BAR_H + BAR_GAP);
+    case CP_CHART_STACKED:
+        return h + LEGEND_H + (double)c->n * (BAR_H + BAR_GAP);
+    case CP_CHART_CDF:
+        return h + CDF_H + AXIS_H + LEGEND_H;
+    }
+    return h;
+}
+
+/* The widest label, capped. */
+static double label_column(cairo_t *cr, const struct cp_chart *c, double w)
+{
+    double lw = 0;
+    for (size_t i = 0; i < c->n; i++)
+        lw = fmax(lw, text_width(cr, c->labels[i], 8.5));
+    return fmin(lw + PAD, w * LABEL_MAX);
+}
+
+static void draw_bars(cairo_t *cr, const struct cp_chart *c, double x, double y, double w)
+{
+    double lw = label_column(cr, c, w), max = 0;
+    for (size_t i = 0; i < c->n; i++)
+        max = fmax(max, isfinite(c->values[i]) ? c->values[i] : 0);
+    double vw = 70; /* room for the value label */
+    double bw = w - lw - vw;
+    for (size_t i = 0; i < c->n; i++) {
+        double by = y + (double)i * (BAR_H + BAR_GAP);
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        cairo_save(cr);
+        cairo_rectangle(cr, x, by, lw - PAD, BAR_H);
+        cairo_clip(cr);
+        text(cr, c->labels[i], x + lw - PAD, by + 2, 8.5, false, true);
+        cairo_restore(cr);
+        double v = isfinite(c->values[i]) ? c->values[i] : 0;
+        double len = max > 0 ? bw * v / max : 0;
+        set_colour(cr, 0);
+        cairo_rectangle(cr, x + lw, by, len, BAR_H);
+        cairo_fill(cr);
+        char lab[48];
+        value_label(c->values[i], c->unit, lab);
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        text(cr, lab, x + lw + len + 4, by + 2, 8.5, false, false);
+    }
+}
+
+static void legend(cairo_t *cr, const char *const *names, size_t n, double x, double y)
+{
+    double at = x;
+    for (size_t k = 0; k < n; k++) {
+        set_colour(cr, k);
+        cairo_rectangle(cr, at, y + 3, 10, 10);
+        cairo_fill(cr);
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        at += 14 + text(cr, names[k], at + 14, y + 1, 8.5, false, false) + 12;
+    }
+}
+
+static void draw_stacked(cairo_t *cr, const struct cp_chart *c, double x, double y, double w)
+{
+    size_t k_n = c->n_parts < CP_CHART_MAX_PARTS ? c->n_parts : CP_CHART_MAX_PARTS;
+    legend(cr, c->part_names, k_n, x, y);
+    y += LEGEND_H;
+    double lw = label_column(cr, c, w), max = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        double t = 0;
+        for (size_t k = 0; k < k_n; k++) {
+            double v = c->values[i * c->n_parts + k];
+            t += isfinite(v) && v > 0 ? v : 0;
+        }
+        max = fmax(max, t);
+    }
+    double vw = 70, bw = w - lw - vw;
+    for (size_t i = 0; i < c->n; i++) {
+        double by = y + (double)i * (BAR_H + BAR_GAP), at = x + lw, total = 0;
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        cairo_save(cr);
+        cairo_rectangle(cr, x, by, lw - PAD, BAR_H);
+        cairo_clip(cr);
+        text(cr, c->labels[i], x + lw - PAD, by + 2, 8.5, false, true);
+        cairo_restore(cr);
+        for (size_t k = 0; k < k_n; k++) {
+            double v = c->values[i * c->n_parts + k];
+            v = isfinite(v) && v > 0 ? v : 0;
+            double len = max > 0 ? bw * v / max : 0;
+            set_colour(cr, k);
+            cairo_rectangle(cr, at, by, len, BAR_H);
+            cairo_fill(cr);
+            /* the part's number inside it when it fits */
+            char lab[48];
+            value_label(v, c->unit, lab);
+            if (v > 0 && text_width(cr, lab, 7) + 4 < len) {
+                cairo_set_source_rgb(cr, k == 6 ? 0 : 1, k == 6 ? 0 : 1, k == 6 ? 0 : 1);
+                text(cr, lab, at + 2, by + 3, 7, false, false);
+            }
+            at += len;
+            total += v;
+        }
+        char lab[48];
+        value_label(total, c->unit, lab);
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        text(cr, lab, at + 4, by + 2, 8.5, false, false);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void draw_cdf(cairo_t *cr, const struct cp_chart *c, double x, double y, double w)
+{
+    size_t ns = c->samples[1] && c->n_samples[1] ? 2 : 1;
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t s = 0; s < ns; s++)
+        for (size_t i = 0; i < c->n_samples[s]; i++)
+            if (isfinite(c->samples[s][i])) {
+                lo = fmin(lo, c->samples[s][i]);
+                hi = fmax(hi, c->samples[s][i]);
+            }
+    if (!(hi > lo)) {
+        hi = lo + 1;
+        if (!isfinite(lo))
+            lo = 0, hi = 1;
+    }
+    double ax = x + 36, aw = w - 44, ay = y, ah = CDF_H;
+    /* axes and grid, with their numbers */
+    cairo_set_line_width(cr, 0.5);
+    cairo_set_source_rgb(cr, 0.8, 0.8, 0.8);
+    for (int g = 0; g <= 4; g++) {
+        double gy = ay + ah * (1 - g / 4.0), gx = ax + aw * g / 4.0;
+        cairo_move_to(cr, ax, gy);
+        cairo_line_to(cr, ax + aw, gy);
+        cairo_move_to(cr, gx, ay);
+        cairo_line_to(cr, gx, ay + ah);
+    }
+    cairo_stroke(cr);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    for (int g = 0; g <= 4; g++) {
+        char lab[48];
+        snprintf(lab, sizeof lab, "%d%%", g * 25);
+        text(cr, lab, ax - 4, ay + ah * (1 - g / 4.0) - 5, 7.5, false, true);
+        value_label(lo + (hi - lo) * g / 4.0, c->unit, lab);
+        double tw = text_width(cr, lab, 7.5);
+        text(cr, lab, fmin(fmax(ax + aw * g / 4.0 - tw / 2, x), x + w - tw), ay + ah + 3, 7.5,
+             false, false);
+    }
+    for (size_t s = 0; s < ns; s++) {
+        size_t n = c->n_samples[s];
+        double *v = cp_calloc(n ? n : 1, sizeof *v);
+        if (!v)
+            continue;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (isfinite(c->samples[s][i]))
+                v[m++] = c->samples[s][i];
+        qsort(v, m, sizeof *v, cmp_double);
+        set_colour(cr, s == 0 ? 0 : 5);
+        cairo_set_line_width(cr, 1.5);
+        for (size_t i = 0; i < m; i++) {
+            double px = ax + aw * (v[i] - lo) / (hi - lo);
+            double py0 = ay + ah * (1 - (double)i / (double)m),
+                   py1 = ay + ah * (1 - (double)(i + 1) / (double)m);
+            if (i == 0)
+                cairo_move_to(cr, px, py0);
+            else
+                cairo_line_to(cr, px, py0);
+            cairo_line_to(cr, px, py1);
+        }
+        cairo_stroke(cr);
+        free(v);
+    }
+    const char *names[2] = {c->sample_names[0] ? c->sample_names[0] : "sample",
+                            c->sample_names[1] ? c->sample_names[1] : "second"};
+    /* the legend uses colours 0 and 5 */
+    double at = ax;
+    for (size_t s = 0; s < ns; s++) {
+        set_colour(cr, s == 0 ? 0 : 5);
+        cairo_rectangle(cr, at, ay + ah + AXIS_H + 3, 10, 10);
+        cairo_fill(cr);
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        char lab[200];
+        snprintf(lab, sizeof lab, "%s (n=%zu)", names[s], c->n_samples[s]);
+        at += 14 + text(cr, lab, at + 14, ay + ah + AXIS_H + 1, 8.5, false, false) + 12;
+    }
+}
+
+void cp_chart_draw(cairo_t *cr, const struct cp_chart *c, double x, double y, double w, double h)
+{
+    (void)h;
+    cairo_save(cr);
+    y += PAD;
+    if (c->title) {
+        cairo_set_source_rgb(cr, 0.05, 0.05, 0.05);
+        text(cr, c->title, x, y, 10, true, false);
+        y += TITLE_H;
+    }
+    switch (c->kind) {
+    case CP_CHART_BARS:
+        draw_bars(cr, c, x, y, w);
+        y += (double)c->n * (BAR_H + BAR_GAP);
+        break;
+    case CP_CHART_STACKED:
+        draw_stacked(cr, c, x, y, w);
+        y += LEGEND_H + (double)c->n * (BAR_H + BAR_GAP);
+        break;
+    case CP_CHART_CDF:
+        draw_cdf(cr, c, x, y, w);
+        y += CDF_H + AXIS_H + LEGEND_H;
+        break;
+    }
+    if (c->note) {
+        cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+        text(cr, c->note, x, y + 2, 8, false, false);
+    }
+    cairo_restore(cr);
+}
+
+/* ---- alone, as a file ------------------------------------------------------------------- */
+
+static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned int length)
+{
+    struct cp_buf *b = closure;
+    cp_buf_append(b, data, length);
+    return cp_buf_status(b) == CP_OK ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_NO_MEMORY;
+}
+
+static enum cp_status render(const struct cp_chart *c, enum cp_chart_format f, double width,
+                             struct cp_buf *out, struct cp_diag *d);
+static void stable_svg(const char *in, const char *prefix, bool whole, struct cp_buf *out);
+
+enum cp_status cp_chart_render(const struct cp_chart *c, enum cp_chart_format f, double width,
+                               struct cp_buf *out, struct cp_diag *d)
+{
+    if (f != CP_CHART_SVG)
+        return render(c, f, width, out, d);
+    struct cp_buf raw;
+    cp_buf_init(&raw);
+    enum cp_status st = render(c, f, width, &raw, d);
+    if (st == CP_OK && raw.data)
+        stable_svg(raw.data, "", true, out);
+    cp_buf_release(&raw);
+    if (st == CP_OK && cp_buf_status(out) != CP_OK)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    return st;
+}
+
+static enum cp_status render(const struct cp_chart *c, enum cp_chart_format f, double width,
+                             struct cp_buf *out, struct cp_diag *d)
+{
+    double h = cp_chart_height(c, width);
+    cairo_surface_t *s = NULL;
+    switch (f) {
+    case CP_CHART_SVG:
+        s = cairo_svg_surface_create_for_stream(to_buf, out, width, h);
+        break;
+    case CP_CHART_PDF:
+        s = cairo_pdf_surface_create_for_stream(to_buf, out, width, h);
+        break;
+    case CP_CHART_PNG:
+        s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)ceil(width * 2), (int)ceil(h * 2));
+        break;
+    }
+    if (!s || cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+        const char *why = s ? cairo_status_to_string(cairo_surface_status(s)) : "no surface";
+        if (s)
+            cairo_surface_destroy(s);
+        return cp_diag_set(d, CP_ERR_INTERNAL, "cairo: %s", why);
+    }
+    cairo_t *cr = cairo_create(s);
+    if (f == CP_CHART_PNG)
+        cairo_scale(cr, 2, 2);
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cp_chart_draw(cr, c, 8, 0, width - 16, h);
+    cairo_status_t cs = cairo_status(cr);
+    cairo_destroy(cr);
+    if (f == CP_CHART_PNG && cs == CAIRO_STATUS_SUCCESS)
+        cs = cairo_surface_write_to_png_stream(s, to_buf, out);
+    cairo_surface_finish(s);
+    if (cs == CAIRO_STATUS_SUCCESS)
+        cs = cairo_surface_status(s);
+    cairo_surface_destroy(s);
+    if (cs != CAIRO_STATUS_SUCCESS)
+        return cp_diag_set(d, cs == CAIRO_STATUS_NO_MEMORY ? CP_ERR_NOMEM : CP_ERR_INTERNAL,
+                           "cairo: %s", cairo_status_to_string(cs));
+    return CP_OK;
+}
+
+/* ---- SVG made stable --------------------------------------------------------------------- */
+
+/* Copy cairo's SVG `in` to out: every id and reference to one prefixed with
+ * `prefix`, and cairo's process-wide surface numbers renumbered in order of
+ * appearance, so that a chart's bytes do not depend on what was drawn
+ * before it. From <svg on when !whole. */
+static void stable_svg(const char *in, const char *prefix, bool whole, struct cp_buf *out)
+{
+    const char *p = whole ? in : strstr(in, "<svg");
+    p = p ? p : in;
+    long seen[64];
+    size_t n_seen = 0;
+    static const char *const keys[] = {"id=\"", "href=\"#", "url(#"};
+    while (*p) {
+        size_t k = 0, kl = 0;
+        for (k = 0; k < 3; k++) {
+            kl = strlen(keys[k]);
+            if (strncmp(p, keys[k], kl) == 0)
+                break;
+        }
+        if (k == 3) {
+            size_t run = strcspn(p + 1, "iuh") + 1; /* up to the next candidate */
+            cp_buf_append(out, p, run);
+            p += run;
+            continue;
+        }
+        cp_buf_append(out, p, kl);
+        p += kl;
+        cp_buf_puts(out, prefix);
+        if (strncmp(p, "surface", 7) == 0 && p[7] >= '0' && p[7] <= '9') {
+            char *end = NULL;
+            long num = strtol(p + 7, &end, 10);
+            size_t i = 0;
+            while (i < n_seen && seen[i] != num)
+                i++;
+            if (i == n_seen && n_seen < 64)
+                seen[n_seen++] = num;
+            cp_buf_printf(out, "surface%zu", i + 1);
+            p = end;
+        }
+    }
+}
+
+enum cp_status cp_chart_svg_inline(const struct cp_chart *c, double width, const char *prefix,
+                                   struct cp_buf *out, struct cp_diag *d)
+{
+    struct cp_buf svg;
+    cp_buf_init(&svg);
+    enum cp_status st = render(c, CP_CHART_SVG, width, &svg, d);
+    if (st == CP_OK && svg.data)
+        stable_svg(svg.data, prefix, false, out);
+    cp_buf_release(&svg);
+    if (st != CP_OK)
+        return st;
+    return cp_buf_status(out) == CP_OK ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+}

@@ -1,0 +1,73 @@
+/*
+ * report/chart.h: the one chart module (docs/reports.md). Every view and
+ * report draws its charts here, through cairo, onto an SVG, PNG or PDF
+ * surface, or into a box of a page being drawn.
+ *
+ * Choices made once: the Okabe-Ito palette (told apart with the common
+ * colour-vision deficiencies), every bar and point carrying its number in a
+ * label, text through pango (CJK names render with the system's fallback
+ * fonts), a white background. The same chart gives the same bytes as SVG
+ * and PNG on the same cairo and pango.
+ */
+#ifndef CP_REPORT_CHART_H
+#define CP_REPORT_CHART_H
+
+#include "core/core.h"
+
+#include <cairo.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum cp_chart_kind {
+    CP_CHART_BARS = 0, /* one value per label, horizontal bars */
+    CP_CHART_STACKED,  /* parts per label, stacked horizontal bars, with a legend */
+    CP_CHART_CDF,      /* one or two samples' cumulative distributions */
+};
+
+#define CP_CHART_MAX_PARTS 6
+
+/* A chart's data, borrowed: the caller keeps it alive while drawing. */
+struct cp_chart {
+    enum cp_chart_kind kind;
+    const char *title;
+    const char *unit; /* of the values ("ms", "%", "requests/s") */
+    /* BARS and STACKED: n labels; values[i] (BARS) or values[i * n_parts + k]
+     * (STACKED) */
+    const char *const *labels;
+    size_t n;
+    const double *values;
+    const char *const *part_names; /* STACKED: n_parts of them */
+    size_t n_parts;
+    /* CDF: samples[s] of n_samples[s] values, named sample_names[s] (1 or 2) */
+    const double *samples[2];
+    size_t n_samples[2];
+    const char *sample_names[2];
+    const char *note; /* a line under the chart (the CI of a change...); NULL: none */
+};
+
+/* Its natural height in points for a width (bars grow with their labels). */
+double cp_chart_height(const struct cp_chart *c, double width);
+
+/* Draw c into the box (x, y, w, h) of a cairo context (points). */
+void cp_chart_draw(cairo_t *cr, const struct cp_chart *c, double x, double y, double w, double h);
+
+enum cp_chart_format { CP_CHART_SVG = 0, CP_CHART_PNG, CP_CHART_PDF };
+
+/* Render c alone, `width` points wide (its natural height), as a whole file
+ * in `f`, appended to `out`. Errors: cairo failing (CP_ERR_INTERNAL, its
+ * message), CP_ERR_NOMEM. */
+enum cp_status cp_chart_render(const struct cp_chart *c, enum cp_chart_format f, double width,
+                               struct cp_buf *out, struct cp_diag *d);
+
+/* The SVG of c for inlining in an HTML page with others: from <svg on (no
+ * XML declaration), every id and reference to one prefixed with `prefix`
+ * (so that two charts' glyphs do not collide), and cairo's process-wide
+ * surface numbers renumbered from 1, so that the same chart gives the same
+ * bytes however many were drawn before it. Appended to out. */
+enum cp_status cp_chart_svg_inline(const struct cp_chart *c, double width, const char *prefix,
+                                   struct cp_buf *out, struct cp_diag *d);
+
+/* The palette: colour i (0..7) as r, g, b in 0..1. */
+void cp_chart_colour(size_t i, double rgb[3]);
+
+#endif
