@@ -384,6 +384,21 @@ Test(pipeline, node_bottleneck_names_planted_sleep_spin_and_blocked_nodes)
     ct_assert_mentions(text, "# node-bottleneck:", "## limiting node: io", NULL);
     free(text);
     free(page);
+    /* and as a PDF whose text says the same */
+    char *pdf = cp_t_path("sleepy.pdf");
+    cp_run_cli(&r, "node-bottleneck", db, "-o", pdf, NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    char *cmd = cp_t_fmt("pdftotext '%s' -", pdf);
+    FILE *pp = popen(cmd, "r");
+    cr_assert_not_null(pp);
+    char got[8192];
+    size_t gn = fread(got, 1, sizeof got - 1, pp);
+    got[gn] = '\0';
+    cr_expect_eq(pclose(pp), 0);
+    ct_assert_mentions(got, "Limiting node", "io (confidence", "io_bound", NULL);
+    free(cmd);
+    free(pdf);
     free(md);
     free(html);
     free(db);
