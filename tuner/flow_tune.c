@@ -182,14 +182,14 @@ static enum cp_status compare_flows(const char *a_path, const char *b_path,
     int pairs = o->pairs < 64 ? o->pairs : 64;
     *b_worst = (struct sample){.value = NAN, .p99_ms = 0, .throughput = INFINITY};
     /* a warm-up run each: the models' first runs */
-    struct sample s;
+    struct sample s = {0};
     if (st == CP_OK)
         st = one_run(sa, o, rate, o->seed, &s, d);
     if (st == CP_OK)
         st = one_run(sb, o, rate, o->seed, &s, d);
     for (int i = 0; st == CP_OK && i < pairs; i++) {
         uint64_t seed = o->seed + 1 + (uint64_t)i;
-        struct sample x, y;
+        struct sample x = {0}, y = {0};
         /* alternate which goes first, so that neither is always second */
         if (i % 2 == 0) {
             st = one_run(sa, o, rate, seed, &x, d);

@@ -50,7 +50,7 @@ static size_t incidents(const char *dir, char names[4][512])
     struct dirent *de;
     while ((de = readdir(dp)))
         if (strncmp(de->d_name, "incident-", 9) == 0 && n < 4)
-            snprintf(names[n++], 512, "%s/%s", dir, de->d_name);
+            snprintf(names[n++], 512, "%.300s/%.200s", dir, de->d_name);
     closedir(dp);
     return n;
 }
