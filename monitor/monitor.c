@@ -48,14 +48,36 @@ static bool kernels_wanted(void *ctx)
     return until > 0 && (int64_t)cp_clock_ns() < until;
 }
 
+/* The incident's deep trace path ("" outside an incident). */
+static void deep_path(struct cp_monitor *m, char *path, size_t n)
+{
+    pthread_mutex_lock(&m->mu);
+    snprintf(path, n, "%s", m->deep_path);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The deep trace handed over: its runs (-1: none) and what failed, for the
+ * incident waiting on it. */
+static void handed_over(struct cp_monitor *m, int64_t kernels_run, int64_t flow_run, size_t batches,
+                        size_t events, enum cp_status st, const char *err)
+{
+    pthread_mutex_lock(&m->mu);
+    m->kernels_in = true;
+    m->kernels_run = st == CP_OK ? kernels_run : -1;
+    m->flow_run = st == CP_OK ? flow_run : -1;
+    m->kernels_batches = batches;
+    m->kernels_events = events;
+    snprintf(m->kernels_err, sizeof m->kernels_err, "%s", st == CP_OK ? "" : err);
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
 static void on_kernels(void *ctx, struct cp_session *s, struct cp_trace_recorder *rec,
                        const uint64_t *run_ns, size_t n)
 {
     struct cp_monitor *m = ctx;
-    pthread_mutex_lock(&m->mu);
     char path[sizeof m->deep_path];
-    snprintf(path, sizeof path, "%s", m->deep_path);
-    pthread_mutex_unlock(&m->mu);
+    deep_path(m, path, sizeof path);
     struct cp_diag d;
     cp_diag_init(&d);
     int64_t run_id = -1;
@@ -72,14 +94,7 @@ static void on_kernels(void *ctx, struct cp_session *s, struct cp_trace_recorder
     } else {
         snprintf(d.msg, sizeof d.msg, "kernels recorded outside an incident");
     }
-    pthread_mutex_lock(&m->mu);
-    m->kernels_in = true;
-    m->kernels_run = st == CP_OK ? run_id : -1;
-    m->kernels_batches = n;
-    m->kernels_events = cp_trace_n_events(rec);
-    snprintf(m->kernels_err, sizeof m->kernels_err, "%s", st == CP_OK ? "" : d.msg);
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    handed_over(m, run_id, -1, n, cp_trace_n_events(rec), st, d.msg);
 }
 
 static void on_listening(void *ctx, int port, int64_t started_ns)
@@ -94,24 +109,15 @@ static void on_listening(void *ctx, int port, int64_t started_ns)
 static void on_flow_recorded(void *ctx, struct cp_flow_service *fs)
 {
     struct cp_monitor *m = ctx;
-    pthread_mutex_lock(&m->mu);
     char path[sizeof m->deep_path];
-    snprintf(path, sizeof path, "%s", m->deep_path);
-    pthread_mutex_unlock(&m->mu);
+    deep_path(m, path, sizeof path);
     struct cp_diag d;
     cp_diag_init(&d);
     int64_t run = -1;
     enum cp_status st =
         path[0] ? cp_flow_service_record_end(fs, path, "serve-deep-flow", &run, &d)
                 : cp_diag_set(&d, CP_ERR_INVALID, "the flow was recorded outside an incident");
-    pthread_mutex_lock(&m->mu);
-    m->kernels_in = true;
-    m->kernels_run = -1;
-    m->flow_run = st == CP_OK ? run : -1;
-    m->kernels_batches = m->kernels_events = 0;
-    snprintf(m->kernels_err, sizeof m->kernels_err, "%s", st == CP_OK ? "" : d.msg);
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    handed_over(m, -1, run, 0, 0, st, d.msg);
 }
 
 static void metrics(void *ctx, struct cp_buf *b)

@@ -92,14 +92,7 @@ enum cp_status cp_flow_patch(const char *flow, const struct cp_whatif_change *c,
     enum cp_status st = cp_file_read(flow, &data, &len, d);
     if (st != CP_OK)
         return st;
-    char *text = malloc(len + 1);
-    if (!text) {
-        free(data);
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    }
-    memcpy(text, data, len);
-    text[len] = '\0';
-    free(data);
+    char *text = (char *)data; /* cp_file_read ends it with a NUL */
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         static const char *const keys[] = {"workers", "batch_size", "queue_size",
                                            "batch_window_ms"};
@@ -138,14 +131,7 @@ enum cp_status cp_flow_patch_model(const char *flow, const char *node, const cha
     enum cp_status st = cp_file_read(flow, &data, &len, d);
     if (st != CP_OK)
         return st;
-    char *text = malloc(len + 1);
-    if (!text) {
-        free(data);
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    }
-    memcpy(text, data, len);
-    text[len] = '\0';
-    free(data);
+    char *text = (char *)data; /* cp_file_read ends it with a NUL */
     struct cp_buf v;
     cp_buf_init(&v);
     cp_buf_printf(&v, "\"%s\"", model);

@@ -47,10 +47,8 @@ static void set_colour(cairo_t *cr, size_t i)
 #define CDF_H     200.0
 #define LABEL_MAX 0.32 /* of the width, at most, for the labels */
 
-/* Text at (x, y) (its top), `size` points, optionally right-aligned at x;
- * returns its width. */
-static double text(cairo_t *cr, const char *s, double x, double y, double size, bool bold,
-                   bool right)
+/* A layout of `s` in the chart's font at `size` points. */
+static PangoLayout *make_layout(cairo_t *cr, const char *s, double size, bool bold)
 {
     PangoLayout *l = pango_cairo_create_layout(cr);
     char font[64];
@@ -59,9 +57,23 @@ static double text(cairo_t *cr, const char *s, double x, double y, double size, 
     pango_layout_set_font_description(l, fd);
     pango_font_description_free(fd);
     pango_layout_set_text(l, s ? s : "", -1);
+    return l;
+}
+
+static double layout_width(PangoLayout *l)
+{
     int w = 0, h = 0;
     pango_layout_get_size(l, &w, &h);
-    double tw = (double)w / PANGO_SCALE;
+    return (double)w / PANGO_SCALE;
+}
+
+/* Text at (x, y) (its top), `size` points, optionally right-aligned at x;
+ * returns its width. */
+static double text(cairo_t *cr, const char *s, double x, double y, double size, bool bold,
+                   bool right)
+{
+    PangoLayout *l = make_layout(cr, s, size, bold);
+    double tw = layout_width(l);
     cairo_move_to(cr, right ? x - tw : x, y);
     pango_cairo_show_layout(cr, l);
     g_object_unref(l);
@@ -71,17 +83,10 @@ static double text(cairo_t *cr, const char *s, double x, double y, double size, 
 /* The width text would take. */
 static double text_width(cairo_t *cr, const char *s, double size)
 {
-    PangoLayout *l = pango_cairo_create_layout(cr);
-    char font[64];
-    snprintf(font, sizeof font, FONT " %.1f", size);
-    PangoFontDescription *fd = pango_font_description_from_string(font);
-    pango_layout_set_font_description(l, fd);
-    pango_font_description_free(fd);
-    pango_layout_set_text(l, s ? s : "", -1);
-    int w = 0, h = 0;
-    pango_layout_get_size(l, &w, &h);
+    PangoLayout *l = make_layout(cr, s, size, false);
+    double tw = layout_width(l);
     g_object_unref(l);
-    return (double)w / PANGO_SCALE;
+    return tw;
 }
 
 /* A value as its label: 3 significant digits, the unit after. */

@@ -34,13 +34,13 @@ static size_t on_data(char *p, size_t size, size_t n, void *u)
     return cp_buf_status(&s->b) == CP_OK ? k : 0;
 }
 
-/* GET `full` and read its answer (at most `limit` bytes) as JSON. Errors:
- * no answer (CP_ERR_IO), an answer that is not 200 or not JSON
- * (CP_ERR_INVALID, naming what the server said). OUT: *out. */
-static enum cp_status get_json(const char *full, size_t limit, long timeout_s, json_t **out,
-                               struct cp_diag *d)
+/* GET `full`: its status and body (at most `limit` bytes). CP_ERR_IO when
+ * no answer came. OUT: *code, *body (release). */
+static enum cp_status fetch(const char *full, size_t limit, long timeout_s, long *code,
+                            struct cp_buf *body, struct cp_diag *d)
 {
-    *out = NULL;
+    cp_buf_init(body);
+    *code = 0;
     CURL *h = curl_easy_init();
     if (!h)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -51,25 +51,39 @@ static enum cp_status get_json(const char *full, size_t limit, long timeout_s, j
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
     CURLcode rc = curl_easy_perform(h);
-    long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
     curl_easy_cleanup(h);
     if (rc != CURLE_OK) {
         cp_buf_release(&s.b);
         return cp_diag_set(d, CP_ERR_IO, "%s: %s", full, curl_easy_strerror(rc));
     }
+    *body = s.b;
+    return CP_OK;
+}
+
+/* GET `full` and read its answer (at most `limit` bytes) as JSON. Errors:
+ * no answer (CP_ERR_IO), an answer that is not 200 or not JSON
+ * (CP_ERR_INVALID, naming what the server said). OUT: *out. */
+static enum cp_status get_json(const char *full, size_t limit, long timeout_s, json_t **out,
+                               struct cp_diag *d)
+{
+    *out = NULL;
+    long code = 0;
+    struct cp_buf b;
+    enum cp_status st = fetch(full, limit, timeout_s, &code, &b, d);
+    if (st != CP_OK)
+        return st;
     json_error_t e;
-    json_t *j = json_loadb(s.b.data ? s.b.data : "", s.b.len, 0, &e);
+    json_t *j = json_loadb(b.data ? b.data : "", b.len, 0, &e);
+    cp_buf_release(&b);
     if (code != 200 || !j) {
         const char *why = json_string_value(json_object_get(j, "error"));
-        enum cp_status st = cp_diag_set(d, CP_ERR_INVALID, "%s: answered %ld%s%.300s%s", full, code,
-                                        why ? " (" : (j ? "" : ", not JSON: "),
-                                        why ? why : (j ? "" : e.text), why ? ")" : "");
+        st = cp_diag_set(d, CP_ERR_INVALID, "%s: answered %ld%s%.300s%s", full, code,
+                         why ? " (" : (j ? "" : ", not JSON: "), why ? why : (j ? "" : e.text),
+                         why ? ")" : "");
         json_decref(j);
-        cp_buf_release(&s.b);
         return st;
     }
-    cp_buf_release(&s.b);
     *out = j;
     return CP_OK;
 }
@@ -78,26 +92,13 @@ static enum cp_status get_json(const char *full, size_t limit, long timeout_s, j
 static enum cp_status get_bytes(const char *full, size_t limit, struct cp_buf *out,
                                 struct cp_diag *d)
 {
-    CURL *h = curl_easy_init();
-    if (!h)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    struct sink s = {.limit = limit};
-    cp_buf_init(&s.b);
-    curl_easy_setopt(h, CURLOPT_URL, full);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-    CURLcode rc = curl_easy_perform(h);
     long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup(h);
-    if (rc != CURLE_OK || code != 200) {
-        cp_buf_release(&s.b);
-        return rc != CURLE_OK ? cp_diag_set(d, CP_ERR_IO, "%s: %s", full, curl_easy_strerror(rc))
-                              : cp_diag_set(d, CP_ERR_INVALID, "%s: answered %ld", full, code);
+    enum cp_status st = fetch(full, limit, 30, &code, out, d);
+    if (st == CP_OK && code != 200) {
+        cp_buf_release(out);
+        st = cp_diag_set(d, CP_ERR_INVALID, "%s: answered %ld", full, code);
     }
-    *out = s.b;
-    return CP_OK;
+    return st;
 }
 
 /* GET url/v1/model and build the request body: a model's inputs, seeded

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <curl/curl.h>
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,4 +107,18 @@ long serve_http(int port, const char *method, const char *path, const void *data
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_cleanup(h);
     return code;
+}
+
+size_t serve_incidents(const char *dir, char *first, size_t n)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return 0;
+    size_t k = 0;
+    struct dirent *de;
+    while ((de = readdir(dp)))
+        if (strncmp(de->d_name, "incident-", 9) == 0 && k++ == 0)
+            snprintf(first, n, "%.900s/%.200s", dir, de->d_name);
+    closedir(dp);
+    return k;
 }

@@ -28,4 +28,8 @@ size_t serve_on_data(char *p, size_t size, size_t n, void *u);
 long serve_http(int port, const char *method, const char *path, const void *data, size_t len,
                 curl_mime *mime, struct body *out);
 
+/* The monitor's incident folders under `dir`: how many, the first's path
+ * in first[n]. */
+size_t serve_incidents(const char *dir, char *first, size_t n);
+
 #endif

@@ -13,7 +13,6 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,20 +46,6 @@ static char *text_flow(void)
     ct_write_text(path, text);
     free(text);
     return path;
-}
-
-static size_t incidents(const char *dir, char *first, size_t n)
-{
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return 0;
-    size_t k = 0;
-    struct dirent *de;
-    while ((de = readdir(dp)))
-        if (strncmp(de->d_name, "incident-", 9) == 0 && k++ == 0)
-            snprintf(first, n, "%s/%s", dir, de->d_name);
-    closedir(dp);
-    return k;
 }
 
 Test(serve_flow, a_flow_answers_what_reaches_its_sink_and_survives_a_bad_request)
@@ -183,7 +168,7 @@ Test(serve_flow, a_monitored_flow_traces_its_own_nodes_in_an_incident)
     char *printed = NULL;
     cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
     char dir[1200];
-    cr_assert_eq(incidents(inc, dir, sizeof dir), 1, "%s", printed);
+    cr_assert_eq(serve_incidents(inc, dir, sizeof dir), 1, "%s", printed);
     char *path = cp_t_fmt("%s/findings.json", dir);
     json_error_t e;
     json_t *j = json_load_file(path, 0, &e);

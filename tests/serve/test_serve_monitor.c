@@ -14,7 +14,6 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,21 +37,6 @@ static struct cp_load_result load(int port, double rate, double seconds)
     cp_diag_init(&d);
     cr_assert_eq(cp_load_run(&o, &r, &d), CP_OK, "%s", d.msg);
     return r;
-}
-
-/* The incident folders under dir. */
-static size_t incidents(const char *dir, char names[4][512])
-{
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return 0;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(dp)))
-        if (strncmp(de->d_name, "incident-", 9) == 0 && n < 4)
-            snprintf(names[n++], 512, "%.300s/%.200s", dir, de->d_name);
-    closedir(dp);
-    return n;
 }
 
 static bool exists_in(const char *dir, const char *name)
@@ -108,9 +92,8 @@ Test(serve_monitor, an_injected_slowdown_fires_once_with_a_deep_trace_findings_a
     cr_expect_eq(count(printed, "monitor: FIRING"), 1, "%s", printed);
     ct_assert_mentions(printed, "1 incidents", "limiting node model", NULL);
 
-    char names[4][512];
-    cr_assert_eq(incidents(dir, names), 1);
-    const char *idir = names[0];
+    char idir[900];
+    cr_assert_eq(serve_incidents(dir, idir, sizeof idir), 1);
     const char *files[] = {"recorder.db",   "windows.db",  "deep.db",
                            "findings.json", "findings.md", "alert.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
@@ -177,8 +160,8 @@ Test(serve_monitor, without_a_slowdown_nothing_fires)
     cr_expect_eq(r.errors, 0);
     cr_expect_eq(count(printed, "FIRING"), 0, "%s", printed);
     ct_assert_mentions(printed, "0 incidents", NULL);
-    char names[4][512];
-    cr_expect_eq(incidents(inc, names), 0);
+    char none[1200];
+    cr_expect_eq(serve_incidents(inc, none, sizeof none), 0);
     free(printed);
     free(inc);
 }
