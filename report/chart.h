@@ -67,6 +67,10 @@ enum cp_status cp_chart_render(const struct cp_chart *c, enum cp_chart_format f,
 enum cp_status cp_chart_svg_inline(const struct cp_chart *c, double width, const char *prefix,
                                    struct cp_buf *out, struct cp_diag *d);
 
+/* Called before pango is first used (the module does it): pango's font
+ * map, cairo's caches and fontconfig's are released at exit. */
+void cp_report_fonts_used(void);
+
 /* The palette: colour i (0..7) as r, g, b in 0..1. */
 void cp_chart_colour(size_t i, double rgb[3]);
 

@@ -385,6 +385,7 @@ struct pen {
 static PangoLayout *layout(cairo_t *cr, const char *text, const char *font, double width,
                            bool wrap_char)
 {
+    cp_report_fonts_used();
     PangoLayout *l = pango_cairo_create_layout(cr);
     PangoFontDescription *fd = pango_font_description_from_string(font);
     pango_layout_set_font_description(l, fd);
