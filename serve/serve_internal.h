@@ -38,6 +38,7 @@ struct job {
     bool done;
     pthread_cond_t cv;
     struct cp_serve_event ev; /* filled as it goes through the stages */
+    bool in_borrowed;         /* in[].data point into the request's body */
 };
 
 /* A capture for GET /v1/trace: the events of sampled requests answered

@@ -82,6 +82,13 @@ static void run_batch(struct server *sv, struct job **jobs, size_t n, int64_t po
         for (int k = 0; k < t.rank; k++)
             t.dims[k] = pt->shape.dims[k].value;
         t.nbytes = sv->slice_in[i] * per;
+        if (per == 1) {
+            /* one request: its bytes go to the plan as they are (no batch to
+             * stack them in) */
+            t.data = jobs[0]->in[i].data;
+            st = cp_plan_set_input(plan, i, &t, &d);
+            continue;
+        }
         t.data = malloc(t.nbytes ? t.nbytes : 1);
         if (!t.data) {
             st = cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
@@ -470,13 +477,10 @@ static bool parse_raw(struct server *sv, struct conn *c, struct job *j, char *er
         snprintf(t->name, sizeof t->name, "%s", pt->name);
         t->dtype = pt->dtype;
         t->nbytes = sv->slice_in[i];
-        t->data = malloc(t->nbytes ? t->nbytes : 1);
-        if (!t->data) {
-            snprintf(err, n_err, "out of memory");
-            json_decref(h);
-            return false;
-        }
-        memcpy(t->data, body + at, t->nbytes);
+        /* the input stays in the request's body, which lives until the
+         * answer is sent: borrowed, not copied */
+        t->data = c->body.data + at;
+        j->in_borrowed = true;
         at += t->nbytes;
     }
     json_decref(h);
@@ -666,8 +670,11 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
             j.ev.code = 500;
     }
     sv_emit(sv, &j.ev);
-    for (size_t i = 0; j.in && i < j.n_in; i++)
+    for (size_t i = 0; j.in && i < j.n_in; i++) {
+        if (j.in_borrowed)
+            j.in[i].data = NULL; /* the body's */
         cp_host_tensor_release(&j.in[i]);
+    }
     for (size_t o = 0; j.out && o < j.n_out; o++)
         cp_host_tensor_release(&j.out[o]);
     free(j.in);
