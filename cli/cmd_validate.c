@@ -26,6 +26,7 @@ enum {
     OPT_MARKDOWN,
     OPT_METRICS,
     OPT_NO_NOISE,
+    OPT_OUTPUT,
     OPT_PRECISION_TOL,
     OPT_TRACE,
     OPT_WEBHOOK,
@@ -58,6 +59,9 @@ static const struct cp_opt own[] = {
      "latency,p99,throughput,device_util,memory,precision (default: all the traces have)"},
     {"no-noise-floor", 0, CP_OPT_FLAG, OPT_NO_NOISE, NULL,
      "against a baseline: do not raise the threshold to the service's run-to-run noise"},
+    {"output", 0, CP_OPT_VALUE, OPT_OUTPUT, "REPORT.html|.pdf",
+     "also write the result as a report: the metrics, the latency distributions of both sides "
+     "with the change's CI, the notes (docs/reports.md)"},
     {"precision-tolerance", 0, CP_OPT_VALUE, OPT_PRECISION_TOL, "PP",
      "precision_loss growth that counts as a regression, percentage points (default 0.1)"},
     {"trace", 0, CP_OPT_VALUE, OPT_TRACE, "NEW.db", "trace to check against --baseline"},
@@ -270,6 +274,21 @@ static int output(const struct cp_args *args, const struct cp_vresult *r, const 
             fputs(out.data, stdout);
         cp_buf_release(&out);
     }
+    const char *report = cp_args_get(args, OPT_OUTPUT);
+    if (rc == 0 && report) {
+        struct cp_diag d;
+        cp_diag_init(&d);
+        struct cp_doc *doc = cp_validate_doc(r);
+        if (!doc)
+            cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+        if (!doc || cp_doc_write(doc, report, &d) != CP_OK) {
+            cp_cli_error("validate", d.msg);
+            rc = cp_status_exit_code(d.status);
+        } else if (!cp_args_has(args, CP_SO_JSON)) {
+            printf("report: %s\n", report);
+        }
+        cp_doc_free(doc);
+    }
     if (rc == 0 && junit) {
         struct cp_diag d;
         cp_diag_init(&d);
@@ -295,6 +314,12 @@ int cp_cmd_validate(int argc, char **argv)
     if (cp_args_has(&args, CP_SO_HELP)) {
         cp_cmd_help(stdout, &OPTS);
         return 0;
+    }
+    const char *report = cp_args_get(&args, OPT_OUTPUT);
+    if (report && !cp_path_has_suffix(report, ".html") && !cp_path_has_suffix(report, ".htm") &&
+        !cp_path_has_suffix(report, ".pdf")) {
+        cp_cli_error("validate", "--output writes a report as REPORT.html or REPORT.pdf");
+        return 2;
     }
     if (args.n_positional) {
         cp_cli_error("validate", "unexpected argument; traces go after --before/--after, --ab "

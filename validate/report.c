@@ -2,6 +2,7 @@
  * plain text for alerts. All read one struct cp_vresult. */
 #include "validate/validate.h"
 #include "runner/probe.h"
+#include "report/doc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -333,6 +334,80 @@ void cp_validate_render_markdown(const struct cp_vresult *r, struct cp_buf *out)
     cp_buf_putc(out, '\n');
     notes(r, out, "- ");
     cp_buf_printf(out, "\n**Verdict:** %s\n", overall_sentence(r->overall));
+}
+
+struct cp_doc *cp_validate_doc(const struct cp_vresult *r)
+{
+    char title[160];
+    snprintf(title, sizeof title, "cannprof validate: %s", cp_verdict_name(r->overall));
+    struct cp_doc *d = cp_doc_new(title);
+    if (!d)
+        return NULL;
+    char line[2600];
+    snprintf(line, sizeof line,
+             "Before: %.1100s. After: %.1100s. %s test, alpha %g, threshold %g%%.", r->before_label,
+             r->after_label, test_label(r), r->opts.alpha, r->opts.threshold_pct);
+    cp_doc_text(d, line);
+    cp_doc_text(d, overall_sentence(r->overall));
+    cp_doc_heading(d, 1, "Metrics");
+    static const char *const head[] = {"metric",           "before", "after",  "change",
+                                       "95% CI of change", "p",      "verdict"};
+    char cells[(CP_VM_COUNT + 1) * 7][64];
+    const char *ptr[(CP_VM_COUNT + 1) * 7];
+    for (size_t c = 0; c < 7; c++)
+        ptr[c] = head[c];
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const struct cp_vrow *row = &r->rows[i];
+        char(*x)[64] = &cells[(i + 1) * 7];
+        snprintf(x[0], 64, "%.30s (%.20s)", row->name, row->unit);
+        fmt_value(row, row->c.before, x[1], 64);
+        fmt_value(row, row->c.after, x[2], 64);
+        fmt_delta(row, x[3], 64);
+        fmt_ci(row, x[4], 64);
+        fmt_p(row, x[5], 64);
+        snprintf(x[6], 64, "%s", cp_verdict_name(row->c.verdict));
+        for (size_t c = 0; c < 7; c++)
+            ptr[(i + 1) * 7 + c] = x[c];
+    }
+    cp_doc_table(d, 7, r->n_rows + 1, ptr);
+    /* the two sides' latencies, as distributions */
+    const struct cp_run_metrics *b = r->before, *a = r->after;
+    if (b && a && b->n && a->n) {
+        double *xb = cp_calloc(b->n, sizeof *xb), *xa = cp_calloc(a->n, sizeof *xa);
+        if (xb && xa) {
+            for (size_t i = 0; i < b->n; i++)
+                xb[i] = (double)b->latency_ns[i] / 1e6;
+            for (size_t i = 0; i < a->n; i++)
+                xa[i] = (double)a->latency_ns[i] / 1e6;
+            const struct cp_vrow *lat = NULL;
+            for (size_t i = 0; i < r->n_rows; i++)
+                if (r->rows[i].metric == CP_VM_LATENCY)
+                    lat = &r->rows[i];
+            char note[200] = "";
+            if (lat && isfinite(lat->c.delta_pct))
+                snprintf(note, sizeof note, "latency change %+.2f%%, 95%% CI [%+.2f%%, %+.2f%%]",
+                         lat->c.delta_pct, lat->c.ci_lo_pct, lat->c.ci_hi_pct);
+            struct cp_chart c = {.kind = CP_CHART_CDF,
+                                 .title = "Latency, cumulative (each side's first run)",
+                                 .unit = "ms",
+                                 .samples = {xb, xa},
+                                 .n_samples = {b->n, a->n},
+                                 .sample_names = {"before", "after"},
+                                 .note = note[0] ? note : NULL};
+            cp_doc_chart(d, &c);
+        }
+        free(xb);
+        free(xa);
+    }
+    struct cp_buf nb;
+    cp_buf_init(&nb);
+    notes(r, &nb, "- ");
+    if (nb.data && nb.len) {
+        cp_doc_heading(d, 1, "Notes");
+        cp_doc_pre(d, nb.data);
+    }
+    cp_buf_release(&nb);
+    return d;
 }
 
 static void row_line(const struct cp_vrow *row, char *out, size_t n)

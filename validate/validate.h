@@ -40,6 +40,7 @@
 #include "core/json.h"
 #include "knowledge/kb.h"
 #include "notify/notify.h"
+#include "report/doc.h"
 #include "stats/stats.h"
 #include "stats/verdict.h"
 #include "trace/trace.h"
@@ -270,6 +271,12 @@ void cp_validate_render_junit(const struct cp_vresult *r, struct cp_buf *out);
 void cp_validate_render_text(const struct cp_vresult *r, struct cp_buf *out);
 /* The whole result as JSON; NULL when out of memory. */
 json_t *cp_validate_json(const struct cp_vresult *r);
+/* The result as a document (report/doc.h): the metrics' table, the two
+ * sides' latency distributions as a chart with the change's CI, the
+ * notes. Written as HTML or PDF with cp_doc_write. NULL when out of
+ * memory; cp_doc_free. */
+struct cp_doc *cp_validate_doc(const struct cp_vresult *r);
+
 /* Just the per-metric figures {"latency": {...}, ...} (what the knowledge
  * base and webhooks keep); NULL when out of memory. */
 json_t *cp_validate_figures_json(const struct cp_vresult *r);

@@ -6,6 +6,7 @@
 #include "cli/cli_test.h"
 #include "report/chart.h"
 #include "report/doc.h"
+#include "support/run.h"
 
 #include <criterion/criterion.h>
 
@@ -192,4 +193,38 @@ Test(report, a_report_is_written_by_its_extension_and_refuses_others)
     ct_assert_mentions(dg.msg, "r.pdf", NULL);
     free(p);
     cp_doc_free(d);
+}
+
+Test(report, validate_writes_its_result_as_a_pdf_with_the_distributions)
+{
+    /* two runs of different latencies, through bench's trace writer */
+    char *a = cp_t_path("a.db"), *b = cp_t_path("b.db"), *pdf = cp_t_path("v.pdf");
+    char *m = cp_t_example("launch_bound_tiny");
+    struct cp_run r;
+    cp_run_cli(&r, "bench", m, "-n", "40", "-t", "1", "--trace", a, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "bench", m, "-n", "40", "-t", "1", "--trace", b, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "validate", "--before", a, "--after", b, "--output", pdf, NULL);
+    cr_expect(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 4, "%s", r.err);
+    ct_assert_mentions(r.out, "report: ", NULL);
+    cp_run_release(&r);
+    char *cmd = cp_t_fmt("pdftotext '%s' -", pdf);
+    char *text = run(cmd);
+    free(cmd);
+    cr_assert_not_null(text, "pdftotext failed");
+    ct_assert_mentions(text, "cannprof validate", "Metrics", "latency (ms)", "Latency, cumulative",
+                       "before (n=", NULL);
+    free(text);
+    /* an extension it cannot write is refused before anything is compared */
+    cp_run_cli(&r, "validate", "--before", a, "--after", b, "--output", "v.docx", NULL);
+    cr_expect_eq(r.exit_code, 2);
+    ct_assert_mentions(r.err, "REPORT.html or REPORT.pdf", NULL);
+    cp_run_release(&r);
+    free(m);
+    free(pdf);
+    free(b);
+    free(a);
 }
