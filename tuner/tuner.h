@@ -567,6 +567,12 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
                             struct cp_diag *d);
 void cp_flow_tune_result_release(struct cp_flow_tune_result *r);
 
+/* The result as JSON (NULL when out of memory) and as the text `cannprof
+ * tune FLOW.toml` prints, appended to out (flow_tune_report.c). */
+json_t *cp_flow_tune_json(const struct cp_flow_tune_opts *o, const struct cp_flow_tune_result *r);
+void cp_flow_tune_render(const struct cp_flow_tune_opts *o, const struct cp_flow_tune_result *r,
+                         struct cp_buf *out);
+
 /* ---- suggest's report (suggest_report.c) ---------------------------------------- */
 
 /* The report of a diagnosis `dg` of `trace` for target t under
