@@ -19,53 +19,12 @@ import http.server
 import json
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 
-
-def cli(args, binary):
-    p = subprocess.run([binary, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"monitor_bench: {' '.join(args)}: {p.stderr.strip()}")
-    return p.stdout
-
-
-def serve(binary, model, extra, tmp):
-    ready = os.path.join(tmp, "port")
-    if os.path.exists(ready):
-        os.remove(ready)
-    srv = subprocess.Popen([binary, "serve", model, "--port", "0", "--ready-file", ready,
-                            "-t", "1", *extra],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for _ in range(3000):
-        if os.path.exists(ready) or srv.poll() is not None:
-            break
-        time.sleep(0.01)
-    if not os.path.exists(ready):
-        srv.kill()
-        sys.exit(f"monitor_bench: the server did not start: {srv.stderr.read().strip()}")
-    return srv, int(open(ready).read())
-
-
-def stop(srv):
-    srv.send_signal(signal.SIGTERM)
-    out, err = srv.communicate()
-    return srv.returncode, out, err
-
-
-def load(binary, port, rate, duration):
-    return json.loads(cli(["load", f"http://127.0.0.1:{port}", "--rate", str(rate),
-                           "--duration", f"{duration}s", "--concurrency", "64", "--json"],
-                          binary))
-
-
-def fmt(v, digits=1):
-    return f"{statistics.median(v):.{digits}f} [{min(v):.{digits}f}..{max(v):.{digits}f}]"
+from serving import cli, fmt, load, serve, stop
 
 
 class Hook(http.server.BaseHTTPRequestHandler):

@@ -12,49 +12,19 @@ grow with the queue, which is the point)."""
 import argparse
 import json
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 
-
-def cli(args, binary):
-    p = subprocess.run([binary, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"serve_bench: {' '.join(args)}: {p.stderr.strip()}")
-    return p.stdout
+from serving import cli, fmt, load, serve, stop
 
 
 def served(binary, model, threads, batch, window, rate, duration, tmp):
-    ready = os.path.join(tmp, "port")
-    if os.path.exists(ready):
-        os.remove(ready)
-    srv = subprocess.Popen([binary, "serve", model, "--port", "0", "--ready-file", ready,
-                            "-t", str(threads), "--max-batch", str(batch),
-                            "--batch-window", str(window)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    for _ in range(3000):
-        if os.path.exists(ready) or srv.poll() is not None:
-            break
-        time.sleep(0.01)
-    if not os.path.exists(ready):
-        srv.kill()
-        sys.exit(f"serve_bench: the server did not start: {srv.stderr.read().strip()}")
-    port = int(open(ready).read())
+    srv, port = serve(binary, model, ["--max-batch", str(batch), "--batch-window", str(window)],
+                      tmp, threads)
     try:
-        out = json.loads(cli(["load", f"http://127.0.0.1:{port}", "--rate", str(rate),
-                              "--duration", f"{duration}s", "--concurrency", "64", "--json"],
-                             binary))
+        return load(binary, port, rate, duration)
     finally:
-        srv.send_signal(signal.SIGTERM)
-        srv.wait()
-    return out
-
-
-def fmt(v):
-    return f"{statistics.median(v):.1f} [{min(v):.1f}..{max(v):.1f}]"
+        stop(srv)
 
 
 def main():
