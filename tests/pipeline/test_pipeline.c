@@ -359,8 +359,7 @@ Test(pipeline, node_bottleneck_names_planted_sleep_spin_and_blocked_nodes)
     json_t *b = bottleneck("sleepy.toml",
                            "digraph sleepy {\n src[flowunit=file_source, dir=\"in\"]\n"
                            " a[flowunit=delay, spin_ms=1]\n io[flowunit=delay, sleep_ms=15]\n"
-                           " sink[flowunit=file_sink, dir=\"o1\"]\n"
-                           " src:out -> a:in\n a:out -> io:in\n io:out -> sink:in\n}\n",
+                           " src:out -> a:in\n a:out -> io:in\n}\n",
                            "16");
     cr_expect_str_eq(limiting(b), "io");
     cr_expect(has_problem(b, "io_bound", "io"));
@@ -402,15 +401,14 @@ Test(pipeline, node_bottleneck_names_planted_sleep_spin_and_blocked_nodes)
     free(md);
     free(html);
     free(db);
-    cr_expect_eq(json_array_size(json_object_get(json_object_get(b, "request_paths"), "p50")), 4,
-                 "src, a, io, sink");
+    cr_expect_eq(json_array_size(json_object_get(json_object_get(b, "request_paths"), "p50")), 3,
+                 "src, a, io");
     json_decref(b);
     /* a node that computes: the limit, and not I/O-bound */
     b = bottleneck("spinny.toml",
                    "digraph spinny {\n src[flowunit=file_source, dir=\"in\"]\n"
                    " io[flowunit=delay, sleep_ms=1]\n cpu[flowunit=delay, spin_ms=12]\n"
-                   " sink[flowunit=file_sink, dir=\"o2\"]\n"
-                   " src:out -> io:in\n io:out -> cpu:in\n cpu:out -> sink:in\n}\n",
+                   " src:out -> io:in\n io:out -> cpu:in\n}\n",
                    "16");
     cr_expect_str_eq(limiting(b), "cpu");
     char *probs = json_dumps(json_object_get(b, "problems"), 0);
@@ -423,14 +421,14 @@ Test(pipeline, node_bottleneck_names_planted_sleep_spin_and_blocked_nodes)
                    "digraph pressed {\n src[flowunit=file_source, dir=\"in\"]\n"
                    " fast[flowunit=delay, spin_ms=1]\n"
                    " slow[flowunit=delay, spin_ms=8, queue_size=1]\n"
-                   " sink[flowunit=file_sink, dir=\"o3\"]\n"
-                   " src:out -> fast:in\n fast:out -> slow:in\n slow:out -> sink:in\n}\n",
+                   " src:out -> fast:in\n fast:out -> slow:in\n}\n",
                    "20");
     cr_expect_str_eq(limiting(b), "slow");
     cr_expect(has_problem(b, "back_pressure", "fast"));
     json_decref(b);
-    /* negative control: nothing busy, nothing named (no file sink either:
-     * writing files is real I/O, which a short run can be bound by) */
+    /* negative control: nothing busy, nothing named. None of these flows
+     * ends in a file sink: its atomic writes are real I/O, which on a loaded
+     * disk took longer than the planted 8 ms and became the limit (CI) */
     b = bottleneck("idle.toml",
                    "digraph idle {\n src[flowunit=file_source, dir=\"in\"]\n"
                    " tok[flowunit=tokenize]\n a[flowunit=delay]\n"
@@ -481,8 +479,7 @@ Test(pipeline, what_if_replays_a_change_checks_it_and_writes_the_fix)
 {
     char *p = flow("whatif.toml", "digraph whatif {\n src[flowunit=file_source, dir=\"in\"]\n"
                                   " io[flowunit=delay, sleep_ms=10]\n"
-                                  " sink[flowunit=file_sink, dir=\"w\"]\n"
-                                  " src:out -> io:in\n io:out -> sink:in\n}\n");
+                                  " src:out -> io:in\n}\n");
     char *db = cp_t_path("whatif.db");
     json_t *j = run_json(p, "20", db);
     json_decref(j);
