@@ -4,6 +4,7 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "rules/rules.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 enum {
     OPT_NO_CALIBRATE = 1,
+    OPT_OUTPUT,
     OPT_SKELETON,
     OPT_TOP,
 };
@@ -19,6 +21,9 @@ enum {
 static const struct cp_opt own[] = {
     {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL,
      "skip the machine's roofline (roofline features become absent)"},
+    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.json|.html|.pdf",
+     "also write the analysis as a report: Markdown, JSON (as --json prints it), or HTML and PDF "
+     "with charts of where the time goes and the top kernels' roofline (docs/reports.md)"},
     {"skeleton", 0, CP_OPT_VALUE, OPT_SKELETON, "FILE",
      "where an unclassified hotspot's rule skeleton goes (default TRACE.rule-skeleton.yaml)"},
     {"top", 0, CP_OPT_VALUE, OPT_TOP, "N", "show the first N findings (default 0: all)"},
@@ -38,7 +43,8 @@ static const struct cp_command_opts OPTS = {
     .n_own = sizeof own / sizeof own[0],
     .shared = shared,
     .n_shared = sizeof shared / sizeof shared[0],
-    .usage = "usage: cannprof analyze TRACE.db [--rules DIR ...] [--target T] [--json]\n\n"
+    .usage = "usage: cannprof analyze TRACE.db [--rules DIR ...] [--target T] [--json]\n"
+             "                        [-o REPORT.md|.json|.html|.pdf]\n\n"
              "Compute features from a traced run (record one with `cannprof bench MODEL --trace\n"
              "TRACE.db`), evaluate the rule packs (rules/packs/*.yaml, docs/rule-language.md)\n"
              "and list the findings, largest expected gain first: bottleneck type, root cause,\n"
@@ -165,6 +171,35 @@ static json_t *analysis_json(const struct cp_diagnosis *dg, const char *trace,
     return NULL;
 }
 
+/* -o: the analysis as a report file, by its extension. */
+static int write_report(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
+                        const char *out)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    enum cp_status st = CP_OK;
+    if (cp_path_has_suffix(out, ".json")) {
+        json_t *j = analysis_json(dg, trace, t);
+        st = j ? cp_json_write_file(j, out, &d) : cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+        json_decref(j);
+    } else if (cp_path_has_suffix(out, ".md")) {
+        struct cp_buf b;
+        cp_buf_init(&b);
+        cp_suggest_markdown(dg, "analyze", trace, t, NULL, NULL, NULL, &b);
+        st = cp_buf_status(&b) != CP_OK ? cp_diag_set(&d, CP_ERR_NOMEM, "out of memory")
+                                        : cp_file_write_atomic(out, b.data, b.len, &d);
+        cp_buf_release(&b);
+    } else {
+        struct cp_doc *doc = cp_suggest_doc(dg, "analyze", trace, t, NULL, NULL, NULL);
+        st = doc ? cp_doc_write(doc, out, &d) : cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+        cp_doc_free(doc);
+    }
+    if (st != CP_OK)
+        return cp_cli_fail("analyze", &d);
+    fprintf(stderr, "analyze: report -> %s\n", out);
+    return 0;
+}
+
 int cp_cmd_analyze(int argc, char **argv)
 {
     struct cp_diag d;
@@ -208,6 +243,8 @@ int cp_cmd_analyze(int argc, char **argv)
         json_decref(j);
     } else
         print_findings(&dg, (size_t)n, trace);
+    if (rc == 0 && (v = cp_args_get(&args, OPT_OUTPUT)))
+        rc = write_report(&dg, trace, o.analysis.target, v);
     if (rc == 0) {
         struct cp_buf p;
         cp_buf_init(&p);

@@ -67,6 +67,9 @@ static const struct cp_command_opts QUERY = {
 
 static const struct cp_opt card_own[] = {
     {"model", 'm', CP_OPT_VALUE, OPT_MODEL, "X", "the latest session of this model (.onnx/.om)"},
+    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.html|.pdf",
+     "write the card there instead of stdout: Markdown, or the same as self-contained HTML or "
+     "a PDF"},
 };
 static const struct cp_opt_use kb_only[] = {
     {CP_SO_HELP, NULL},
@@ -78,7 +81,7 @@ static const struct cp_command_opts CARD = {
     .n_own = sizeof card_own / sizeof card_own[0],
     .shared = kb_only,
     .n_shared = sizeof kb_only / sizeof kb_only[0],
-    .usage = "usage: cannprof kb card SESSION | --model X [--kb FILE]\n\n"
+    .usage = "usage: cannprof kb card SESSION | --model X [--kb FILE] [-o CARD.md|.html|.pdf]\n\n"
              "Print a Markdown knowledge card of a tuning session: the scenario (model,\n"
              "hardware, target, constraints), the core bottlenecks, the effective changes\n"
              "with their measured gains, and the result (latency ↓, throughput ↑, memory,\n"
@@ -285,7 +288,20 @@ static int cmd_card(int argc, char **argv)
         st = cp_kb_card_model(kb, &fp, &b, &d);
     else if (st == CP_OK && !model)
         st = cp_kb_card_session(kb, id, &b, &d);
-    rc = st != CP_OK ? cp_cli_fail(cmd, &d) : cp_out_buf(&b, cmd);
+    const char *out = cp_args_get(&a, OPT_OUTPUT);
+    if (st == CP_OK && out && cp_path_has_suffix(out, ".md"))
+        st = cp_file_write_atomic(out, b.data, b.len, &d);
+    else if (st == CP_OK && out) {
+        struct cp_doc *doc = cp_doc_from_markdown(b.data, NULL, NULL, NULL);
+        st = doc ? cp_doc_write(doc, out, &d) : cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+        cp_doc_free(doc);
+    }
+    if (st != CP_OK)
+        rc = cp_cli_fail(cmd, &d);
+    else if (out)
+        printf("kb card: %s\n", out);
+    else
+        rc = cp_out_buf(&b, cmd);
     cp_buf_release(&b);
     cp_kb_fingerprint_release(&fp);
     cp_kb_close(kb);

@@ -26,7 +26,7 @@ static const struct cp_opt own[] = {
     {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL, "skip the machine's roofline"},
     {"no-history", 0, CP_OPT_FLAG, OPT_NO_HISTORY, NULL,
      "keep the rules' priors: do not refine them by the knowledge base's measured history"},
-    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.json|.html",
+    {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.json|.html|.pdf",
      "write the report there (format by extension; default: Markdown on stdout)"},
 };
 
@@ -48,25 +48,24 @@ static const struct cp_command_opts OPTS = {
     .n_own = sizeof own / sizeof own[0],
     .shared = shared,
     .n_shared = sizeof shared / sizeof shared[0],
-    .usage =
-        "usage: cannprof suggest TRACE.db [--target latency|throughput|memory]\n"
-        "                        [--constraints \"memory<3GB,precision_loss<1%\"]\n"
-        "                        [-o FILE.md|FILE.json|FILE.html] [--rules DIR ...] [--json]\n\n"
-        "Diagnose a traced run as `analyze` does and write a report for people: where the\n"
-        "bottleneck is (ONNX nodes), its root cause, the concrete change as a complete\n"
-        "`cannprof convert` command (and runtime flags), the expected gain with its\n"
-        "interval, and the risks. A change whose risk breaks a constraint is marked and\n"
-        "ranked below the others. --json prints the report as JSON (the form -o FILE.json\n"
-        "writes); with -o it prints what was written: trace, run, output, format,\n"
-        "findings.\n\n"
-        "A rule's expected gain is a prior. Where the knowledge base (--kb) holds what the\n"
-        "rule's change gained when `tune` measured it on similar models (similarity >= 0.5)\n"
-        "on this hardware, the prior is refined by it, counting as one measurement, and the\n"
-        "report says so (--no-history keeps the priors). --measure replaces the gain: each\n"
-        "change is converted from the run's recorded config and measured against the run's\n"
-        "own .om, interleaved (-n rounds, default 30; seconds per finding), and the\n"
-        "findings are ranked by the measured gain and its 95% CI. The prior stays in the\n"
-        "report beside it.\n",
+    .usage = "usage: cannprof suggest TRACE.db [--target latency|throughput|memory]\n"
+             "                        [--constraints \"memory<3GB,precision_loss<1%\"]\n"
+             "                        [-o FILE.md|.json|.html|.pdf] [--rules DIR ...] [--json]\n\n"
+             "Diagnose a traced run as `analyze` does and write a report for people: where the\n"
+             "bottleneck is (ONNX nodes), its root cause, the concrete change as a complete\n"
+             "`cannprof convert` command (and runtime flags), the expected gain with its\n"
+             "interval, and the risks. A change whose risk breaks a constraint is marked and\n"
+             "ranked below the others. --json prints the report as JSON (the form -o FILE.json\n"
+             "writes); with -o it prints what was written: trace, run, output, format,\n"
+             "findings.\n\n"
+             "A rule's expected gain is a prior. Where the knowledge base (--kb) holds what the\n"
+             "rule's change gained when `tune` measured it on similar models (similarity >= 0.5)\n"
+             "on this hardware, the prior is refined by it, counting as one measurement, and the\n"
+             "report says so (--no-history keeps the priors). --measure replaces the gain: each\n"
+             "change is converted from the run's recorded config and measured against the run's\n"
+             "own .om, interleaved (-n rounds, default 30; seconds per finding), and the\n"
+             "findings are ranked by the measured gain and its 95% CI. The prior stays in the\n"
+             "report beside it.\n",
     .exit_codes = "0 reported, 2 bad usage or input (a trace, rule pack or constraint that cannot "
                   "be read), 3 environment failure (FILE cannot be written)",
 };
@@ -84,7 +83,7 @@ static json_t *written_json(const struct cp_diagnosis *dg, const char *trace, co
     return NULL;
 }
 
-enum report_format { MD, JSON, HTML };
+enum report_format { MD, JSON, HTML, PDF };
 
 /* Write the report to `out` (stdout when NULL). 0, or the exit code after
  * saying what failed. */
@@ -110,12 +109,22 @@ static int write_report(const struct cp_diagnosis *dg, const char *trace, enum c
         json_decref(j);
         return rc;
     }
+    if (fmt == HTML || fmt == PDF) {
+        struct cp_doc *doc = cp_suggest_doc(dg, "suggest", trace, t, constraints, w, history);
+        int rc = 0;
+        if (!doc) {
+            cp_cli_error("suggest", "out of memory");
+            rc = 3;
+        } else if (cp_doc_write(doc, out, &d) != CP_OK) {
+            cp_cli_error("suggest", d.msg);
+            rc = cp_status_exit_code(d.status);
+        }
+        cp_doc_free(doc);
+        return rc;
+    }
     struct cp_buf b;
     cp_buf_init(&b);
-    if (fmt == HTML)
-        cp_suggest_html(dg, trace, t, constraints, w, history, &b);
-    else
-        cp_suggest_markdown(dg, trace, t, constraints, w, history, &b);
+    cp_suggest_markdown(dg, "suggest", trace, t, constraints, w, history, &b);
     int rc = 0;
     if (cp_buf_status(&b) != CP_OK) {
         cp_cli_error("suggest", "out of memory");
@@ -168,8 +177,10 @@ int cp_cmd_suggest(int argc, char **argv)
             fmt = JSON;
         else if (cp_path_has_suffix(out, ".html") || cp_path_has_suffix(out, ".htm"))
             fmt = HTML;
+        else if (cp_path_has_suffix(out, ".pdf"))
+            fmt = PDF;
         else if (!cp_path_has_suffix(out, ".md")) {
-            cp_cli_error("suggest", "-o: name a .md, .json or .html file");
+            cp_cli_error("suggest", "-o: name a .md, .json, .html or .pdf file");
             return 2;
         }
     }
@@ -208,7 +219,7 @@ int cp_cmd_suggest(int argc, char **argv)
                           fmt, out);
     free(w);
     if (rc == 0 && out) {
-        static const char *const names[] = {"markdown", "json", "html"};
+        static const char *const names[] = {"markdown", "json", "html", "pdf"};
         if (json) {
             json_t *j = written_json(&dg, trace, out, names[fmt]);
             rc = cp_out_json(j, "suggest");

@@ -146,7 +146,8 @@ static void print_summary(const struct cp_tune_opts *o, const struct cp_tune_res
                    r->steps[i].reason);
     if (!k)
         printf("  none: the baseline stays the best\n");
-    printf("\nbest model:  %s\nreport:      %s\n", r->best_om, r->report_md);
+    printf("\nbest model:  %s\nreport:      %s (and %s, %s)\n", r->best_om, r->report_md,
+           r->report_html, r->report_pdf);
 }
 
 static int tune_one(struct cp_tune_opts *o, bool json)

@@ -4,10 +4,10 @@
  * surface, or into a box of a page being drawn.
  *
  * Choices made once: the Okabe-Ito palette (told apart with the common
- * colour-vision deficiencies), every bar and point carrying its number in a
- * label, text through pango (CJK names render with the system's fallback
- * fonts), a white background. The same chart gives the same bytes as SVG
- * and PNG on the same cairo and pango.
+ * colour-vision deficiencies; XY series also by their markers' shapes),
+ * every bar carrying its number in a label, text through pango (CJK names
+ * render with the system's fallback fonts), a white background. The same
+ * chart gives the same bytes as SVG and PNG on the same cairo and pango.
  */
 #ifndef CP_REPORT_CHART_H
 #define CP_REPORT_CHART_H
@@ -22,9 +22,21 @@ enum cp_chart_kind {
     CP_CHART_BARS = 0, /* one value per label, horizontal bars */
     CP_CHART_STACKED,  /* parts per label, stacked horizontal bars, with a legend */
     CP_CHART_CDF,      /* one or two samples' cumulative distributions */
+    CP_CHART_XY,       /* series of (x, y) points on two numeric axes, joined or not */
 };
 
-#define CP_CHART_MAX_PARTS 6
+#define CP_CHART_MAX_PARTS  6
+#define CP_CHART_MAX_SERIES 4
+
+/* One series of an XY chart. */
+struct cp_chart_series {
+    const char *name; /* in the legend */
+    const double *x, *y;
+    size_t n;
+    bool line;                 /* joined in x order as given (a trajectory, a front) */
+    bool points;               /* a marker at each point */
+    const char *const *labels; /* NULL, or n point labels (NULL entries: none) */
+};
 
 /* A chart's data, borrowed: the caller keeps it alive while drawing. */
 struct cp_chart {
@@ -42,6 +54,17 @@ struct cp_chart {
     const double *samples[2];
     size_t n_samples[2];
     const char *sample_names[2];
+    /* XY: up to CP_CHART_MAX_SERIES series; axis titles with their units;
+     * logarithmic axes (non-positive values are left out, and counted in
+     * the note); the roofline min(roof_peak, roof_bw * x) drawn under the
+     * points when roof_peak > 0 and roof_bw > 0 (FLOP/s and bytes/s against
+     * FLOP per byte, in the axes' units), its roofs and ridge labelled with
+     * their numbers in `unit` ("GFLOP/s" also names the bandwidth "GB/s") */
+    struct cp_chart_series series[CP_CHART_MAX_SERIES];
+    size_t n_series;
+    const char *x_title, *y_title;
+    bool log_x, log_y;
+    double roof_peak, roof_bw;
     const char *note; /* a line under the chart (the CI of a change...); NULL: none */
 };
 

@@ -16,6 +16,12 @@ struct chart_copy {
     struct cp_chart c;
     char **labels, **parts, *title, *unit, *note, *snames[2];
     double *values, *samples[2];
+    /* XY */
+    char *x_title, *y_title;
+    struct {
+        char *name, **labels;
+        double *x, *y;
+    } series[CP_CHART_MAX_SERIES];
 };
 
 struct block {
@@ -63,6 +69,16 @@ static void free_chart(struct chart_copy *c)
     free(c->values);
     free(c->samples[0]);
     free(c->samples[1]);
+    free(c->x_title);
+    free(c->y_title);
+    for (size_t s = 0; s < CP_CHART_MAX_SERIES; s++) {
+        for (size_t i = 0; c->series[s].labels && i < c->c.series[s].n; i++)
+            free(c->series[s].labels[i]);
+        free(c->series[s].labels);
+        free(c->series[s].name);
+        free(c->series[s].x);
+        free(c->series[s].y);
+    }
     free(c);
 }
 
@@ -220,6 +236,40 @@ void cp_doc_chart(struct cp_doc *d, const struct cp_chart *c)
                 memcpy(x->samples[s], c->samples[s], c->n_samples[s] * sizeof(double));
             else
                 oom = true;
+        }
+    }
+    /* XY: the axes' titles and each series' points, name and labels */
+    x->x_title = dup_or_null(c->x_title, &oom);
+    x->y_title = dup_or_null(c->y_title, &oom);
+    x->c.x_title = x->x_title;
+    x->c.y_title = x->y_title;
+    size_t ns = c->n_series < CP_CHART_MAX_SERIES ? c->n_series : CP_CHART_MAX_SERIES;
+    x->c.n_series = ns;
+    for (size_t s = 0; s < CP_CHART_MAX_SERIES; s++) {
+        const struct cp_chart_series *in = &c->series[s];
+        struct cp_chart_series *cs = &x->c.series[s];
+        size_t n = s < ns && in->x && in->y ? in->n : 0;
+        cs->n = n;
+        x->series[s].name = dup_or_null(s < ns ? in->name : NULL, &oom);
+        cs->name = x->series[s].name;
+        if (n) {
+            x->series[s].x = cp_calloc(n, sizeof(double));
+            x->series[s].y = cp_calloc(n, sizeof(double));
+            oom = oom || !x->series[s].x || !x->series[s].y;
+            if (!oom) {
+                memcpy(x->series[s].x, in->x, n * sizeof(double));
+                memcpy(x->series[s].y, in->y, n * sizeof(double));
+            }
+        }
+        cs->x = x->series[s].x;
+        cs->y = x->series[s].y;
+        cs->labels = NULL;
+        if (n && in->labels) {
+            x->series[s].labels = cp_calloc(n, sizeof(char *));
+            oom = oom || !x->series[s].labels;
+            for (size_t i = 0; !oom && i < n; i++)
+                x->series[s].labels[i] = dup_or_null(in->labels[i], &oom);
+            cs->labels = (const char *const *)x->series[s].labels;
         }
     }
     x->c.title = x->title;

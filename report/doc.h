@@ -41,6 +41,20 @@ void cp_doc_chart(struct cp_doc *d, const struct cp_chart *c);
 
 enum cp_status cp_doc_status(const struct cp_doc *d);
 
+/* Called after each heading a Markdown document adds (its text), so that
+ * the caller can put a chart under it. */
+typedef void (*cp_doc_section_fn)(void *ctx, struct cp_doc *d, const char *heading);
+
+/* A document from a report's Markdown (CommonMark with GitHub's tables,
+ * read by cmark-gfm): headings (## becomes level 1, ### level 2, deeper
+ * level 3), paragraphs and list items as text (emphasis and links as their
+ * words, each item with its mark), code blocks as preformatted text, tables
+ * as tables. The title is `title`, or else the first # heading (which is
+ * then not repeated). `hook` (may be NULL) is called after each heading.
+ * NULL when out of memory. */
+struct cp_doc *cp_doc_from_markdown(const char *md, const char *title, cp_doc_section_fn hook,
+                                    void *ctx);
+
 /* The HTML, appended to out. */
 void cp_doc_html(const struct cp_doc *d, struct cp_buf *out);
 

@@ -12,6 +12,7 @@ CP_PACKAGES=(
     libonnx-dev libjansson-dev libxxhash-dev libyajl-dev zlib1g-dev libcsv-dev
     libtomlplusplus-dev libgraphviz-dev libpng-dev libmicrohttpd-dev
     libcairo2-dev libpango1.0-dev fonts-noto-cjk poppler-utils libxml2-utils
+    libcmark-gfm-dev libcmark-gfm-extensions-dev
     libonnx-testdata
 )
 

@@ -1,6 +1,7 @@
 /* What a tuning session tells people: progress lines while it runs, and
  * report.md / report.json when it stops. */
 #include "core/json.h"
+#include "report/doc.h"
 #include "tuner/tuner_internal.h"
 
 #include <jansson.h>
@@ -560,6 +561,146 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
                    "significant and above the threshold and every constraint holds.\n");
 }
 
+/* ---- the report's HTML and PDF: the Markdown, and charts under its headings ---- */
+
+struct charts {
+    const struct cp_tune_result *r;
+    /* the trajectory: the best so far at each step, and each candidate */
+    double *x, *best, *ax, *ay, *rx, *ry;
+    size_t n, na, nr;
+    /* the Pareto plane: every measured point, the front */
+    double *px, *py, *fx, *fy;
+    const char **plab, **flab;
+    size_t np, nf;
+};
+
+static void charts_release(struct charts *c)
+{
+    free(c->x);
+    free(c->best);
+    free(c->ax);
+    free(c->ay);
+    free(c->rx);
+    free(c->ry);
+    free(c->px);
+    free(c->py);
+    free(c->fx);
+    free(c->fy);
+    free(c->plab);
+    free(c->flab);
+}
+
+static bool charts_init(struct charts *c, const struct cp_tune_result *r)
+{
+    memset(c, 0, sizeof *c);
+    c->r = r;
+    size_t n = r->n_steps ? r->n_steps : 1;
+    double **v[] = {&c->x,  &c->best, &c->ax, &c->ay, &c->rx,
+                    &c->ry, &c->px,   &c->py, &c->fx, &c->fy};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (!(*v[i] = cp_calloc(n, sizeof **v[i])))
+            return false;
+    c->plab = cp_calloc(n, sizeof *c->plab);
+    c->flab = cp_calloc(n, sizeof *c->flab);
+    if (!c->plab || !c->flab)
+        return false;
+    double best = r->baseline_ns;
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const struct cp_tune_step *s = &r->steps[i];
+        if (s->status == CP_STEP_ACCEPTED && isfinite(s->after_ns))
+            best = s->after_ns;
+        c->x[c->n] = s->step;
+        c->best[c->n++] = best / 1e6;
+        if (!isfinite(s->after_ns) || s->status == CP_STEP_BASELINE)
+            continue;
+        if (s->status == CP_STEP_ACCEPTED) {
+            c->ax[c->na] = s->step;
+            c->ay[c->na++] = s->after_ns / 1e6;
+        } else if (s->status == CP_STEP_REJECTED) {
+            c->rx[c->nr] = s->step;
+            c->ry[c->nr++] = s->after_ns / 1e6;
+        }
+        if (isfinite(s->precision_loss) && s->status != CP_STEP_FAILED) {
+            c->px[c->np] = s->precision_loss;
+            c->py[c->np] = s->after_ns / 1e6;
+            c->plab[c->np++] = NULL;
+        }
+    }
+    size_t nf = 0, *front = pareto(r, &nf);
+    if (!front)
+        return false;
+    /* the front in order of precision_loss, labelled by its changes */
+    for (size_t i = 0; i < nf; i++) {
+        const struct cp_tune_step *s = &r->steps[front[i]];
+        size_t k = c->nf++;
+        while (k > 0 && c->fx[k - 1] > s->precision_loss) {
+            c->fx[k] = c->fx[k - 1];
+            c->fy[k] = c->fy[k - 1];
+            c->flab[k] = c->flab[k - 1];
+            k--;
+        }
+        c->fx[k] = s->precision_loss;
+        c->fy[k] = s->after_ns / 1e6;
+        c->flab[k] = s->delta[0] ? s->delta : "baseline";
+    }
+    free(front);
+    return true;
+}
+
+static void tune_section(void *ctx, struct cp_doc *doc, const char *heading)
+{
+    const struct charts *c = ctx;
+    if (strncmp(heading, "Steps", 5) == 0 && c->n > 1) {
+        struct cp_chart ch = {.kind = CP_CHART_XY,
+                              .title = "Tuning trajectory: the best's median latency by step",
+                              .x_title = "step",
+                              .y_title = "median latency (ms)",
+                              .n_series = 3,
+                              .note = "each candidate measured interleaved against the best of "
+                                      "its step"};
+        ch.series[0] =
+            (struct cp_chart_series){"best so far", c->x, c->best, c->n, true, true, NULL};
+        ch.series[1] = (struct cp_chart_series){"accepted", c->ax, c->ay, c->na, false, true, NULL};
+        ch.series[2] = (struct cp_chart_series){"rejected", c->rx, c->ry, c->nr, false, true, NULL};
+        cp_doc_chart(doc, &ch);
+    }
+    if (strncmp(heading, "Pareto", 6) == 0 && c->np > 0) {
+        struct cp_chart ch = {.kind = CP_CHART_XY,
+                              .title = "Latency against precision_loss",
+                              .x_title = "precision_loss (%)",
+                              .y_title = "median latency (ms)",
+                              .n_series = 2,
+                              .note = "the front: no other point is as fast with as little "
+                                      "loss and memory"};
+        ch.series[0] = (struct cp_chart_series){"measured", c->px, c->py, c->np, false, true, NULL};
+        ch.series[1] =
+            (struct cp_chart_series){"Pareto front", c->fx, c->fy, c->nf, true, true, c->flab};
+        cp_doc_chart(doc, &ch);
+    }
+}
+
+/* report.html and report.pdf beside report.md: the same text, with the
+ * trajectory and the Pareto front drawn. */
+static enum cp_status write_doc_forms(const struct cp_tune_opts *o, struct cp_tune_result *r,
+                                      const struct cp_buf *md, struct cp_diag *d)
+{
+    struct charts c;
+    enum cp_status st = CP_OK;
+    struct cp_doc *doc = NULL;
+    if (!charts_init(&c, r) ||
+        !(doc = cp_doc_from_markdown(md->data ? md->data : "", NULL, tune_section, &c)))
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory writing the report");
+    snprintf(r->report_html, sizeof r->report_html, "%s/report.html", o->out_dir);
+    snprintf(r->report_pdf, sizeof r->report_pdf, "%s/report.pdf", o->out_dir);
+    if (st == CP_OK)
+        st = cp_doc_write(doc, r->report_html, d);
+    if (st == CP_OK)
+        st = cp_doc_write(doc, r->report_pdf, d);
+    cp_doc_free(doc);
+    charts_release(&c);
+    return st;
+}
+
 enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune_result *r,
                                     struct cp_diag *d)
 {
@@ -626,6 +767,8 @@ enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune
         st = cp_file_write_atomic(r->report_json, json.data, json.len, d);
     if (st == CP_OK)
         st = cp_file_write_atomic(r->report_md, md.data, md.len, d);
+    if (st == CP_OK)
+        st = write_doc_forms(o, r, &md, d);
     cp_buf_release(&cmd);
     cp_buf_release(&json);
     cp_buf_release(&md);

@@ -2,9 +2,11 @@
  * change applied to the run's recorded config as a complete `cannprof
  * convert` command, switch file and runtime flags, with the expected gain,
  * the risks, what the knowledge base's history and --measure made of it;
- * as Markdown, HTML or JSON. */
+ * as Markdown or JSON, and the Markdown as HTML and PDF with charts of
+ * where the time goes (report/). */
 #include "tuner/tuner.h"
 #include "core/json.h"
+#include "report/doc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -120,12 +122,28 @@ static void fmt_measured(const struct cp_whatif *w, enum cp_target t, char *out,
         snprintf(out, n, "not measured (%s); the rule's prior stands", w->note);
 }
 
-void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                         const char *constraints, const struct cp_whatif *w, const char *history,
-                         struct cp_buf *b)
+/* The op types by kernel time, the biggest first. */
+static void where_time_goes(const struct cp_diagnosis *dg, struct cp_buf *b)
+{
+    const struct cp_features *f = dg->features;
+    if (!f || f->n_op_types == 0)
+        return;
+    cp_buf_puts(b, "\n## Where the time goes\n\n| op type | kernels | time per iteration | "
+                   "share |\n|---|---:|---:|---:|\n");
+    for (size_t i = 0; i < f->n_op_types && i < 12; i++)
+        cp_buf_printf(b, "| %s | %zu | %.3f ms | %.1f%% |\n", f->op_types[i].op_type,
+                      f->op_types[i].n_kernels, f->op_types[i].time_ns / 1e6,
+                      100 * f->op_types[i].time_share);
+    if (f->n_op_types > 12)
+        cp_buf_printf(b, "\n(%zu more op types)\n", f->n_op_types - 12);
+}
+
+void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *cmd, const char *trace,
+                         enum cp_target t, const char *constraints, const struct cp_whatif *w,
+                         const char *history, struct cp_buf *b)
 {
     const struct cp_analysis *a = &dg->analysis;
-    cp_buf_printf(b, "# cannprof suggest: %s\n\n", trace);
+    cp_buf_printf(b, "# cannprof %s: %s\n\n", cmd ? cmd : "suggest", trace);
     cp_buf_printf(b,
                   "Model `%s` (run %lld), target **%s**, constraints `%s`. %zu findings from "
                   "%zu rules%s.\n\n",
@@ -150,6 +168,7 @@ void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *trace, enum 
                       w && w[i].measured ? " (measured)" : "", r,
                       f->violates ? "**breaks**" : "ok");
     }
+    where_time_goes(dg, b);
     for (size_t i = 0; i < a->n; i++) {
         const struct cp_finding *f = &a->findings[i];
         char g[96], r[128];
@@ -204,102 +223,135 @@ void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *trace, enum 
     }
 }
 
-/* ---- HTML -------------------------------------------------------------------------- */
+/* ---- HTML and PDF ------------------------------------------------------------------- */
 
-void cp_suggest_html(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                     const char *constraints, const struct cp_whatif *w, const char *history,
-                     struct cp_buf *b)
+struct suggest_charts {
+    const struct cp_diagnosis *dg;
+    enum cp_target t;
+    bool drawn;
+    /* op types by time; findings' expected gains; the top kernels' roofline */
+    const char *op_labels[12];
+    double op_share[12];
+    size_t n_ops;
+    char gain_text[16][96];
+    const char *gain_labels[16];
+    double gains[16];
+    size_t n_gains;
+    double rx[12], ry[12];
+    const char *rlab[12];
+    size_t n_roof;
+};
+
+static void suggest_charts_init(struct suggest_charts *c, const struct cp_diagnosis *dg,
+                                enum cp_target t)
 {
+    memset(c, 0, sizeof *c);
+    c->dg = dg;
+    c->t = t;
+    const struct cp_features *f = dg->features;
+    for (size_t i = 0; f && i < f->n_op_types && c->n_ops < 12; i++) {
+        c->op_labels[c->n_ops] = f->op_types[i].op_type;
+        c->op_share[c->n_ops++] = 100 * f->op_types[i].time_share;
+    }
     const struct cp_analysis *a = &dg->analysis;
-    cp_buf_puts(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>cannprof "
-                   "suggest</title>\n<style>body{font-family:sans-serif;max-width:70em;margin:"
-                   "2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-                   "padding:.3em .6em}pre{background:#f4f4f4;padding:.6em;overflow-x:auto}"
-                   ".bad{color:#b00}</style></head><body>\n<h1>cannprof suggest: ");
-    cp_buf_markup(b, trace);
-    cp_buf_puts(b, "</h1>\n<p>Model <code>");
-    cp_buf_markup(b, dg->run.model_path);
-    cp_buf_printf(b, "</code>, target <b>%s</b>, constraints <code>", cp_target_name(t));
-    cp_buf_markup(b, constraints ? constraints : "none");
-    cp_buf_puts(b, "</code>");
-    if (history) {
-        cp_buf_puts(b, "; knowledge base: ");
-        cp_buf_markup(b, history);
+    for (size_t i = 0; i < a->n && c->n_gains < 16; i++) {
+        if (!isfinite(a->findings[i].gain))
+            continue;
+        snprintf(c->gain_text[c->n_gains], sizeof c->gain_text[0], "%zu. %.50s", i + 1,
+                 a->findings[i].root_cause);
+        c->gain_labels[c->n_gains] = c->gain_text[c->n_gains];
+        c->gains[c->n_gains++] = 100 * a->findings[i].gain;
     }
-    cp_buf_printf(b,
-                  "; %zu findings.</p>\n<table><tr><th>#</th><th>finding</th>"
-                  "<th>root cause</th><th>confidence</th><th>expected gain</th><th>risks</th>"
-                  "<th>constraints</th></tr>\n",
-                  a->n);
-    for (size_t i = 0; i < a->n; i++) {
-        const struct cp_finding *f = &a->findings[i];
-        char g[96], r[128];
-        fmt_gain(f, t, g, sizeof g);
-        fmt_risk(f, r, sizeof r);
-        cp_buf_printf(b, "<tr><td>%zu</td><td><a href=\"#f%zu\">", i + 1, i + 1);
-        cp_buf_markup(b, f->title);
-        cp_buf_puts(b, "</a></td><td>");
-        cp_buf_markup(b, f->root_cause);
-        cp_buf_printf(b, "</td><td>%s</td><td>%s</td><td>%s</td><td%s>%s</td></tr>\n",
-                      cp_confidence_name(f->confidence), g, r, f->violates ? " class=\"bad\"" : "",
-                      f->violates ? "breaks" : "ok");
+    /* the kernels that take the most time, where the roofline can place them */
+    if (!f || !dg->calibrated || dg->machine.peak_flops_f32 <= 0 || dg->machine.mem_bw <= 0)
+        return;
+    bool used[4096] = {false};
+    for (size_t k = 0; k < 12; k++) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < f->n_kernels && i < 4096; i++) {
+            const struct cp_kernel_feat *q = &f->kernels[i];
+            if (used[i] || !isfinite(q->intensity) || !isfinite(q->achieved_flops) ||
+                q->intensity <= 0 || q->achieved_flops <= 0)
+                continue;
+            if (best == SIZE_MAX || q->mean_ns > f->kernels[best].mean_ns)
+                best = i;
+        }
+        if (best == SIZE_MAX)
+            break;
+        used[best] = true;
+        c->rx[c->n_roof] = f->kernels[best].intensity;
+        c->ry[c->n_roof] = f->kernels[best].achieved_flops / 1e9;
+        c->rlab[c->n_roof++] = f->kernels[best].node;
     }
-    cp_buf_puts(b, "</table>\n");
-    for (size_t i = 0; i < a->n; i++) {
-        const struct cp_finding *f = &a->findings[i];
-        cp_buf_printf(b, "<h2 id=\"f%zu\">%zu. ", i + 1, i + 1);
-        cp_buf_markup(b, f->title);
-        cp_buf_puts(b, "</h2>\n");
-        if (f->violates) {
-            cp_buf_puts(b, "<p class=\"bad\">Breaks a constraint: ");
-            cp_buf_markup(b, f->violation);
-            cp_buf_puts(b, "</p>\n");
-        }
-        cp_buf_puts(b, "<p>Where: ONNX nodes <code>");
-        cp_buf_markup(b, f->nodes_json);
-        cp_buf_printf(b, "</code> (%.1f%% of the iteration).</p>\n", 100 * f->time_share);
-        if (f->history_runs > 0) {
-            char h[256];
-            fmt_history(f, h, sizeof h);
-            cp_buf_puts(b, "<p>History: ");
-            cp_buf_markup(b, h);
-            cp_buf_puts(b, "</p>\n");
-        }
-        if (w) {
-            char m[600];
-            fmt_measured(&w[i], t, m, sizeof m);
-            cp_buf_puts(b, "<p>Measured: ");
-            cp_buf_markup(b, m);
-            cp_buf_puts(b, "</p>\n");
-        }
-        cp_buf_puts(b, "<p>Change: ");
-        cp_buf_markup(b, f->change.summary);
-        cp_buf_puts(b, "</p>\n");
-        struct applied ap;
-        applied_init(&ap);
-        if (!f->unclassified)
-            apply(&dg->run, f, &ap);
-        if (ap.ok) {
-            if (ap.switches.len) {
-                cp_buf_puts(b, "<p>switches.cfg:</p><pre>");
-                cp_buf_markup(b, ap.switches.data);
-                cp_buf_puts(b, "</pre>\n");
-            }
-            cp_buf_puts(b, "<pre>");
-            cp_buf_markup(b, ap.convert.data);
-            cp_buf_puts(b, "</pre>\n");
-            if (ap.runtime.len) {
-                cp_buf_puts(b, "<pre>cannprof bench suggested.om");
-                cp_buf_markup(b, ap.runtime.data);
-                cp_buf_puts(b, "</pre>\n");
-            }
-        }
-        applied_release(&ap);
-        cp_buf_puts(b, "<details><summary>evidence</summary><pre>");
-        cp_buf_markup(b, f->evidence);
-        cp_buf_puts(b, "</pre></details>\n");
+}
+
+/* The charts go under "Where the time goes". */
+static void suggest_section(void *ctx, struct cp_doc *doc, const char *heading)
+{
+    struct suggest_charts *c = ctx;
+    if (c->drawn || strncmp(heading, "Where the time goes", 19) != 0)
+        return;
+    c->drawn = true;
+    if (c->n_ops) {
+        struct cp_chart ch = {.kind = CP_CHART_BARS,
+                              .title = "Kernel time by op type",
+                              .unit = "%",
+                              .labels = c->op_labels,
+                              .n = c->n_ops,
+                              .values = c->op_share};
+        cp_doc_chart(doc, &ch);
     }
-    cp_buf_puts(b, "</body></html>\n");
+    if (c->n_gains) {
+        struct cp_chart ch = {.kind = CP_CHART_BARS,
+                              .title = c->t == CP_TARGET_MEMORY
+                                           ? "Expected memory saved by each finding's change"
+                                           : "Expected gain of each finding's change",
+                              .unit = "%",
+                              .labels = c->gain_labels,
+                              .n = c->n_gains,
+                              .values = c->gains,
+                              .note = "the rules' estimates before measurement; --measure "
+                                      "measures them"};
+        cp_doc_chart(doc, &ch);
+    }
+    if (c->n_roof) {
+        char note[160];
+        snprintf(note, sizeof note,
+                 "this machine: %.0f GFLOP/s fp32 peak, %.1f GB/s memory "
+                 "(cannprof calibrate)",
+                 c->dg->machine.peak_flops_f32 / 1e9, c->dg->machine.mem_bw / 1e9);
+        struct cp_chart ch = {.kind = CP_CHART_XY,
+                              .title = "Roofline: the top kernels by time",
+                              .x_title = "arithmetic intensity (FLOP/byte)",
+                              .y_title = "achieved GFLOP/s",
+                              .log_x = true,
+                              .log_y = true,
+                              .roof_peak = c->dg->machine.peak_flops_f32 / 1e9,
+                              .roof_bw = c->dg->machine.mem_bw / 1e9,
+                              .n_series = 1,
+                              .note = note};
+        ch.series[0] =
+            (struct cp_chart_series){"kernels", c->rx, c->ry, c->n_roof, false, true, c->rlab};
+        cp_doc_chart(doc, &ch);
+    }
+}
+
+struct cp_doc *cp_suggest_doc(const struct cp_diagnosis *dg, const char *cmd, const char *trace,
+                              enum cp_target t, const char *constraints, const struct cp_whatif *w,
+                              const char *history)
+{
+    struct cp_buf md;
+    cp_buf_init(&md);
+    cp_suggest_markdown(dg, cmd, trace, t, constraints, w, history, &md);
+    struct suggest_charts *c = cp_calloc(1, sizeof *c);
+    struct cp_doc *doc = NULL;
+    if (c && cp_buf_status(&md) == CP_OK) {
+        suggest_charts_init(c, dg, t);
+        doc = cp_doc_from_markdown(md.data, NULL, suggest_section, c);
+    }
+    free(c);
+    cp_buf_release(&md);
+    return doc;
 }
 
 /* ---- JSON ---------------------------------------------------------------------------- */

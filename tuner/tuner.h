@@ -36,6 +36,7 @@
 #ifndef CP_TUNER_TUNER_H
 #define CP_TUNER_TUNER_H
 
+#include "report/doc.h"
 #include "atc_bridge/convert.h"
 #include "core/core.h"
 #include "core/json.h"
@@ -410,7 +411,7 @@ struct cp_tune_result {
     double final_change, final_ci_lo, final_ci_hi, final_p;
     double final_baseline_ns, final_best_ns;
     char best_om[1100];
-    char report_md[1100], report_json[1100];
+    char report_md[1100], report_json[1100], report_html[1100], report_pdf[1100];
     bool interrupted;
 };
 
@@ -423,7 +424,9 @@ void cp_tune_result_release(struct cp_tune_result *r);
  * OUT: *r (release with cp_tune_result_release, also after a failure). */
 enum cp_status cp_tune(const struct cp_tune_opts *o, struct cp_tune_result *r, struct cp_diag *d);
 
-/* Write report.md and report.json for r into o->out_dir (paths into r).
+/* Write report.md and report.json for r into o->out_dir, and the same
+ * report as report.html and report.pdf with the tuning trajectory and the
+ * Pareto front drawn (report/; paths into r).
  * `command` is the cannprof command line that produced the session. */
 enum cp_status cp_tune_write_report(const struct cp_tune_opts *o, struct cp_tune_result *r,
                                     struct cp_diag *d);
@@ -580,14 +583,19 @@ void cp_flow_tune_render(const struct cp_flow_tune_opts *o, const struct cp_flow
  * cause, expected gain and risks, the change applied to the run's recorded
  * config as a `cannprof convert` command (with its switch file and runtime
  * flags), what --measure found (w: one per finding, or NULL) and the
- * knowledge base's note (history, or NULL). Markdown and HTML are appended
- * to b; the JSON is a new reference (NULL when out of memory). */
-void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                         const char *constraints, const struct cp_whatif *w, const char *history,
-                         struct cp_buf *b);
-void cp_suggest_html(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
-                     const char *constraints, const struct cp_whatif *w, const char *history,
-                     struct cp_buf *b);
+ * knowledge base's note (history, or NULL), titled "cannprof CMD: TRACE"
+ * (CMD NULL: "suggest"). The Markdown is appended to b; the JSON is a new
+ * reference (NULL when out of memory). */
+void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *cmd, const char *trace,
+                         enum cp_target t, const char *constraints, const struct cp_whatif *w,
+                         const char *history, struct cp_buf *b);
+/* The Markdown as a document (report/doc.h) with charts under "Where the
+ * time goes": kernel time by op type, each finding's expected gain, the top
+ * kernels on the machine's roofline (when calibrated). NULL when out of
+ * memory. */
+struct cp_doc *cp_suggest_doc(const struct cp_diagnosis *dg, const char *cmd, const char *trace,
+                              enum cp_target t, const char *constraints, const struct cp_whatif *w,
+                              const char *history);
 json_t *cp_suggest_json(const struct cp_diagnosis *dg, const char *trace, enum cp_target t,
                         const char *constraints, const struct cp_whatif *w, const char *history);
 

@@ -122,7 +122,7 @@ Test(cli_suggest, markdown_html_and_bad_input)
         {"--constraints", "memory<<3GB", "--constraints"},
         {"--constraints", "speed<3ms", "speed"},
         {"--target", "fast", "--target"},
-        {"-o", "report.txt", ".md, .json or .html"},
+        {"-o", "report.txt", ".md, .json, .html or .pdf"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cp_run_cli(&r, "suggest", g_trace, bad[i].a, bad[i].b, NULL);
