@@ -23,5 +23,6 @@ int cp_cmd_suggest(int argc, char **argv);
 int cp_cmd_trace(int argc, char **argv);
 int cp_cmd_tune(int argc, char **argv);
 int cp_cmd_validate(int argc, char **argv);
+int cp_cmd_view(int argc, char **argv);
 
 #endif

@@ -42,6 +42,8 @@ static const struct command commands[] = {
      "the closed loop: diagnose, re-convert, measure, keep real gains, remember them"},
     {"validate", cp_cmd_validate,
      "compare two runs or a run and a baseline: p-values, CIs, verdicts; exit 1 on regression"},
+    {"view", cp_cmd_view,
+     "draw a trace: flame graph, differential flame graph, topology, timeline (offline files)"},
 };
 
 static void usage(FILE *f)

@@ -72,6 +72,19 @@ void cp_flow_node(const struct cp_flow *f, size_t i, struct cp_flow_node_info *o
                                       n->line};
 }
 
+size_t cp_flow_n_edges(const struct cp_flow *f)
+{
+    return f->n_edges;
+}
+
+void cp_flow_edge(const struct cp_flow *f, size_t i, size_t *from, size_t *to, bool *back)
+{
+    const struct pl_edge *e = &f->edges[i];
+    *from = e->from;
+    *to = e->to;
+    *back = e->back;
+}
+
 void cp_flow_free(struct cp_flow *f)
 {
     if (!f)

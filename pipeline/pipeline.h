@@ -36,6 +36,11 @@ void cp_flow_node(const struct cp_flow *f, size_t i, struct cp_flow_node_info *o
 const char *cp_flow_name(const struct cp_flow *f);
 /* Node i's key `key` as the file gives it (NULL when absent). */
 const char *cp_flow_node_attr(const struct cp_flow *f, size_t i, const char *key);
+/* The flow's edges, in the order the file gives them: edge i runs from
+ * node *from to node *to (indices of cp_flow_node); *back is true for a
+ * loop body's way back into its loop. */
+size_t cp_flow_n_edges(const struct cp_flow *f);
+void cp_flow_edge(const struct cp_flow *f, size_t i, size_t *from, size_t *to, bool *back);
 
 struct cp_flow_run_opts {
     uint64_t requests;      /* the sources send this many; 0: until duration_s */

@@ -23,6 +23,20 @@ echo
 echo "== the report: $out/tune/report.md"
 sed -n '/^## Steps/,$p' "$out/tune/report.md"
 echo
+echo "== the same report with its charts (the tuning trajectory, the Pareto front):"
+echo "   HTML: $out/tune/report.html (self-contained, opens offline)"
+echo "   PDF:  $out/tune/report.pdf ($(pdfinfo "$out/tune/report.pdf" | awk '/^Pages:/ {print $2}') pages)"
+echo
+# The last accepted step's interleaved measurement: run 1 the best before
+# it, run 2 the candidate; its flame graph and the difference, frame by frame.
+step=$(awk -F'|' '/\*\*accepted\*\*/ {n = $2} END {gsub(/ /, "", n); print n}' "$out/tune/report.md")
+if [ -n "$step" ]; then
+    db=$(printf '%s/tune/cand-%02d.db' "$out" "$step")
+    echo "== step $step, accepted: where its time goes, and what changed against the best before it"
+    build/cannprof view "$db" --flame --run 2 --group op -o "$out/tune/step-$step.flame.svg"
+    build/cannprof view --diff "$db" "$db" --run 1 --run-b 2 -o "$out/tune/step-$step.diff.svg"
+fi
+echo
 echo "== what the knowledge base learned (cannprof kb card)"
 build/cannprof kb card --model "$model" --kb "$kb"
 # A tighter budget that whole-model bf16 (0.69% here) breaks: the tuner's

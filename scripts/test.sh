@@ -7,7 +7,7 @@ set -euo pipefail
 CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/deps.sh
 . "$CP_ROOT/scripts/deps.sh"
-cp_install_deps
+cp_install_deps chromium
 cd "$CP_ROOT"
 mkdir -p build
 cp_build "$CP_ROOT/build"
