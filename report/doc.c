@@ -1,6 +1,8 @@
 /* Documents and their HTML and PDF renderings (report/doc.h). */
 #include "report/doc.h"
 
+#include "core/json.h"
+
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <ctype.h>
@@ -41,10 +43,27 @@ struct cp_doc {
     bool oom;
 };
 
+/* A copy of s with invalid UTF-8 replaced by U+FFFD (names users bring):
+ * cairo refuses such text in the PDF's outline and metadata, which fails
+ * the PDF and leaves cairo objects alive at exit. NULL when out of memory. */
+static char *text_dup(const char *s)
+{
+    if (cp_utf8_valid(s, strlen(s)))
+        return cp_strdup(s);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_utf8_repair(s, strlen(s), &b);
+    if (cp_buf_status(&b) != CP_OK) {
+        cp_buf_release(&b);
+        return NULL;
+    }
+    return cp_buf_steal(&b);
+}
+
 struct cp_doc *cp_doc_new(const char *title)
 {
     struct cp_doc *d = cp_calloc(1, sizeof *d);
-    if (d && !(d->title = cp_strdup(title ? title : "report"))) {
+    if (d && !(d->title = text_dup(title ? title : "report"))) {
         free(d);
         return NULL;
     }
@@ -131,7 +150,7 @@ static void push_text(struct cp_doc *d, enum block_kind k, int level, const char
     if (!b)
         return;
     b->level = level < 1 ? 1 : level > 3 ? 3 : level;
-    if (!(b->text = cp_strdup(text ? text : "")))
+    if (!(b->text = text_dup(text ? text : "")))
         d->oom = true;
 }
 
@@ -176,7 +195,7 @@ void cp_doc_table(struct cp_doc *d, size_t cols, size_t rows, const char *const 
         return;
     }
     for (size_t k = 0; k < rows * cols; k++)
-        if (!(b->cells[k] = cp_strdup(cells[k] ? cells[k] : "")))
+        if (!(b->cells[k] = text_dup(cells[k] ? cells[k] : "")))
             d->oom = true;
     for (size_t c = 0; c < cols; c++) {
         bool num = rows > 1;
@@ -190,7 +209,7 @@ static char *dup_or_null(const char *s, bool *oom)
 {
     if (!s)
         return NULL;
-    char *t = cp_strdup(s);
+    char *t = text_dup(s);
     if (!t)
         *oom = true;
     return t;
@@ -602,15 +621,22 @@ static void put_table(struct pen *p, const struct block *b)
             }
         }
         cw[c] = fmin(cw[c], CONTENT * 0.6);
-        mw[c] = fmin(mw[c], cw[c]);
+        /* a word longer than a fifth of the page (a flag with its value, a
+         * node path) may break: it does not starve the other columns */
+        mw[c] = fmin(mw[c], fmin(cw[c], CONTENT * 0.2));
         total += cw[c];
         min_total += mw[c];
     }
     if (total > CONTENT) {
-        double spare = fmax(0, CONTENT - min_total), want = total - min_total;
+        /* the spare room goes by the square root of what each wants more,
+         * so that one long column does not take it all */
+        double spare = fmax(0, CONTENT - min_total), want = 0;
         for (size_t c = 0; c < cols; c++)
-            cw[c] = min_total > CONTENT ? mw[c] * CONTENT / min_total
-                                        : mw[c] + (want > 0 ? spare * (cw[c] - mw[c]) / want : 0);
+            want += sqrt(cw[c] - mw[c]);
+        for (size_t c = 0; c < cols; c++)
+            cw[c] = min_total > CONTENT
+                        ? mw[c] * CONTENT / min_total
+                        : mw[c] + (want > 0 ? spare * sqrt(cw[c] - mw[c]) / want : 0);
     }
     double head = row_height(p, b, 0, cw);
     room(p, head + row_height(p, b, b->rows > 1 ? 1 : 0, cw));

@@ -33,7 +33,7 @@ step=$(awk -F'|' '/\*\*accepted\*\*/ {n = $2} END {gsub(/ /, "", n); print n}' "
 if [ -n "$step" ]; then
     db=$(printf '%s/tune/cand-%02d.db' "$out" "$step")
     echo "== step $step, accepted: where its time goes, and what changed against the best before it"
-    build/cannprof view "$db" --flame --run 2 --group op -o "$out/tune/step-$step.flame.svg"
+    build/cannprof view "$db" --flame --run 2 --group op --iteration median -o "$out/tune/step-$step.flame.svg"
     build/cannprof view --diff "$db" "$db" --run 1 --run-b 2 -o "$out/tune/step-$step.diff.svg"
 fi
 echo

@@ -349,7 +349,9 @@ static enum cp_status on_event(void *ctx, const struct cp_trace_event_row *r, st
     }
     struct ev *e = &w->ev[w->n++];
     e->start = r->start_ns;
-    e->end = r->start_ns + (r->dur_ns > 0 ? r->dur_ns : 0);
+    /* saturated: an imported trace may hold any int64 */
+    int64_t dur = r->dur_ns > 0 ? r->dur_ns : 0;
+    e->end = r->start_ns > INT64_MAX - dur ? INT64_MAX : r->start_ns + dur;
     e->kernel = r->kernel_idx;
     e->layer = r->layer;
     e->thread = r->thread;

@@ -17,6 +17,7 @@
  * grey for a change within noise, and the change printed in each label, so
  * that no colour carries a figure alone.
  */
+#include "report/chart.h"
 #include "view/flame_internal.h"
 
 #include <inttypes.h>
@@ -147,41 +148,38 @@ static uint32_t name_hash(const char *s)
     return h;
 }
 
-/* Okabe-Ito by what the frame is, lightened by up to 30% by its name. */
+/* The chart module's palette (report/chart.h: Okabe-Ito) by what the frame
+ * is, lightened by up to 30% by its name; grey for the root and tracks. */
 static void frame_colour(const struct fl_frame *f, char out[8])
 {
-    static const unsigned char base[][3] = {
-        {0x56, 0xb4, 0xe9}, /* application: sky blue */
-        {0xe6, 0x9f, 0x00}, /* runtime: orange */
-        {0x00, 0x9e, 0x73}, /* kernels: bluish green */
-        {0xf0, 0xe4, 0x42}, /* op-type groups: yellow */
-        {0x00, 0x72, 0xb2}, /* pipeline nodes: blue */
-        {0x99, 0x99, 0x99}, /* the root, tracks */
-    };
+    enum { BLUE = 0, ORANGE = 1, GREEN = 2, SKY = 4, YELLOW = 6, GREY = 99 };
     size_t c;
     switch (f->kind) {
     case FK_KERNEL:
-        c = 2;
+        c = GREEN;
         break;
     case FK_OP:
-        c = 3;
+        c = YELLOW;
         break;
     case FK_NODE:
-        c = 4;
+        c = BLUE;
         break;
-    case FK_PHASE:
-        c = f->layer == 0 ? 2 : f->layer == 1 ? 1 : f->layer == 3 ? 4 : 0;
+    case FK_PHASE: /* on a CPU, waiting for one, off it, blocked */
+        c = f->layer == 0 ? GREEN : f->layer == 1 ? ORANGE : f->layer == 3 ? BLUE : SKY;
         break;
     case FK_EVENT:
-        c = f->layer == CP_LAYER_APP ? 0 : f->layer == CP_LAYER_DEVICE ? 2 : 1;
+        c = f->layer == CP_LAYER_APP ? SKY : f->layer == CP_LAYER_DEVICE ? GREEN : ORANGE;
         break;
     default:
-        c = 5;
+        c = GREY;
     }
+    double base[3] = {0.6, 0.6, 0.6};
+    if (c != GREY)
+        cp_chart_colour(c, base);
     double light = 0.30 * (double)(name_hash(f->name) % 1000) / 1000.0;
     unsigned char rgb[3];
     for (int k = 0; k < 3; k++)
-        rgb[k] = (unsigned char)lround(base[c][k] + (255 - base[c][k]) * light);
+        rgb[k] = (unsigned char)lround(255 * (base[k] + (1 - base[k]) * light));
     snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 
@@ -193,14 +191,14 @@ static void change_colour(const struct fl_change *c, char out[8])
         snprintf(out, 8, "#c8c8c8");
         return;
     }
-    static const unsigned char up[3] = {0xd5, 0x5e, 0x00}, down[3] = {0x00, 0x72, 0xb2};
-    const unsigned char *b = c->pct > 0 ? up : down;
+    double b[3];
+    cp_chart_colour(c->pct > 0 ? 5 : 0, b); /* vermillion, blue */
     /* 5% light, 50% and more full */
     double m = isfinite(c->pct) ? fmin(fabs(c->pct), 50) : 50;
     double k = 0.35 + 0.65 * (m / 50);
     unsigned char rgb[3];
     for (int i = 0; i < 3; i++)
-        rgb[i] = (unsigned char)lround(255 - (255 - b[i]) * k);
+        rgb[i] = (unsigned char)lround(255 - (255 - 255 * b[i]) * k);
     snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 

@@ -120,8 +120,11 @@ static enum cp_status collect(void *vctx, const struct cp_trace_event_row *e, st
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", c->path);
     struct tl_event *t = &c->ev[c->n];
     memset(t, 0, sizeof *t);
-    t->start = e->start_ns;
-    t->dur = e->dur_ns < 0 ? 0 : e->dur_ns;
+    /* clamped to ±2^61 ns (73 years), so that no sum or difference of two
+     * times below overflows: an imported trace may hold any int64 */
+    const int64_t lim = (int64_t)1 << 61;
+    t->start = e->start_ns < -lim ? -lim : e->start_ns > lim ? lim : e->start_ns;
+    t->dur = e->dur_ns < 0 ? 0 : e->dur_ns > lim ? lim : e->dur_ns;
     t->iteration = e->iteration;
     t->kernel = e->kernel_idx < 0 ? -1 : e->kernel_idx;
     t->parent = -1;

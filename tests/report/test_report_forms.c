@@ -5,6 +5,7 @@
  * twice. */
 #include "cli/cli_test.h"
 #include "report/doc.h"
+#include "support/browser.h"
 #include "support/calibration.h"
 #include "support/run.h"
 
@@ -127,6 +128,22 @@ Test(report_forms, suggest_writes_its_report_as_html_and_pdf_with_charts)
         findings++;
     }
     cr_expect_gt(findings, 0, "resnet_tiny has findings");
+    /* as a person opens it: in a browser, its charts drawn, nothing wrong */
+    cr_assert(ct_browser_available(), "chromium is needed (scripts/test.sh installs it)");
+    char *console = NULL;
+    char *dom = ct_browser_dom(html, NULL, &console);
+    cr_assert_not_null(dom, "chromium did not open %s", html);
+    cr_expect(console && console[0] == '\0', "the page logged: %s", console ? console : "");
+    cr_expect_geq(ct_count(dom, "<figure"), 3, "op types, gains, roofline");
+    ct_assert_mentions(dom, "Where the time goes", "<nav>", NULL);
+    free(console);
+    free(dom);
+    char *png = cp_t_path("s.png");
+    cr_assert(ct_browser_screenshot(html, NULL, png, 1000, 1400));
+    struct ct_png_ink ink;
+    cr_assert(ct_png_ink(png, &ink));
+    cr_expect_gt(ink.ink, 0.02, "the report is blank");
+    free(png);
     char *docx = cp_t_path("s.docx");
     cp_run_cli(&r, "suggest", db, "-o", docx, NULL);
     cr_expect_eq(r.exit_code, 2);
@@ -149,8 +166,8 @@ Test(report_forms, tune_writes_its_report_as_html_and_pdf_beside_the_markdown)
     char mp[1024];
     char *out = cp_t_path("tune"), *kb = cp_t_path("kb.sqlite");
     struct cp_run r;
-    cp_run_cli(&r, "tune", cp_example_model(mp, sizeof mp, "launch_bound_tiny"), "--budget", "3",
-               "--kb", kb, "-o", out, NULL);
+    cp_run_cli(&r, "tune", cp_example_model(mp, sizeof mp, "sd_unet_tiny"), "--budget", "2", "--kb",
+               kb, "-o", out, NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     ct_assert_mentions(r.out, "report.html", "report.pdf", NULL);
     cp_run_release(&r);
@@ -161,6 +178,11 @@ Test(report_forms, tune_writes_its_report_as_html_and_pdf_beside_the_markdown)
     ct_assert_mentions(m, "## Steps", NULL);
     ct_assert_mentions(h, ">Steps<", "Tuning trajectory", "<svg", NULL);
     ct_assert_mentions(t, "Steps", "Tuning trajectory", "cannprof tune:", NULL);
+    /* a change accepted: the final check against the baseline, drawn */
+    if (strstr(m, "**accepted**")) {
+        ct_assert_mentions(h, "Latency before and after", "Where the best&#39;s time goes", NULL);
+        ct_assert_mentions(t, "Latency before and after", "measured interleaved", NULL);
+    }
     char *cmd = cp_t_fmt("pdfinfo '%s'", pdf);
     char *info = run(cmd);
     cr_assert_not_null(info);
