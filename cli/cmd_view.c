@@ -4,7 +4,10 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "core/json.h"
+#include "rules/rules.h"
 #include "view/view.h"
+
+#include <jansson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,7 @@ enum {
     OPT_TITLE,
     OPT_FIRST,
     OPT_COUNT,
+    OPT_NO_FINDINGS,
 };
 
 static const struct cp_opt own[] = {
@@ -46,6 +50,8 @@ static const struct cp_opt own[] = {
      "(summed), or an iteration's number"},
     {"min-change", 0, CP_OPT_VALUE, OPT_MIN_CHANGE, "PCT",
      "--diff: the smallest change marked, even when significant (default 2%)"},
+    {"no-findings", 0, CP_OPT_FLAG, OPT_NO_FINDINGS, NULL,
+     "--topology of a trace: do not run analyze's rules to mark the nodes its findings name"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE",
      "where to write (- for stdout; default: beside the input, .flame.svg, .diff.svg, "
      ".topology.svg or .timeline.html)"},
@@ -203,12 +209,80 @@ static int flame(const struct cp_args *a, bool diff, const char *out)
     return 0;
 }
 
+/* Analyze's findings on a trace, as marks on the nodes each names. A trace
+ * the rules cannot diagnose (a flow's run, an import without kernels) is
+ * drawn without marks, and stderr says why. OUT: *marks (free each text and
+ * node, then the array), *n. */
+static void findings_marks(const char *path, int64_t run, struct cp_topology_mark **marks,
+                           size_t *n)
+{
+    *marks = NULL;
+    *n = 0;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_diagnose_opts o = {.run_id = run, .calibrate = true};
+    struct cp_diagnosis dg;
+    if (cp_rules_diagnose(path, &o, &dg, &d) != CP_OK) {
+        fprintf(stderr, "view: no findings marked: %s\n", d.msg);
+        cp_diagnosis_release(&dg);
+        return;
+    }
+    size_t cap = 0;
+    for (size_t i = 0; i < dg.analysis.n; i++) {
+        const struct cp_finding *f = &dg.analysis.findings[i];
+        json_t *nodes = json_loads(f->nodes_json ? f->nodes_json : "[]", 0, NULL);
+        char text[192];
+        snprintf(text, sizeof text, "%zu. %.140s", i + 1, f->root_cause);
+        for (size_t k = 0; json_is_array(nodes) && k < json_array_size(nodes); k++) {
+            const char *node = json_string_value(json_array_get(nodes, k));
+            if (!node)
+                continue;
+            if (*n == cap) {
+                size_t c = cap ? 2 * cap : 16;
+                struct cp_topology_mark *m = cp_realloc_array(*marks, c, sizeof *m);
+                if (!m)
+                    break;
+                *marks = m;
+                cap = c;
+            }
+            (*marks)[*n].node = cp_strdup(node);
+            (*marks)[*n].text = cp_strdup(text);
+            if ((*marks)[*n].node && (*marks)[*n].text)
+                (*n)++;
+            else {
+                free((char *)(*marks)[*n].node);
+                free((char *)(*marks)[*n].text);
+            }
+        }
+        json_decref(nodes);
+    }
+    cp_diagnosis_release(&dg);
+}
+
+/* Whether the file is a trace store (SQLite), which findings can mark. */
+static bool is_trace(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char head[16] = {0};
+    bool yes = f && fread(head, 1, sizeof head, f) == sizeof head &&
+               memcmp(head, "SQLite format 3", 16) == 0;
+    if (f)
+        fclose(f);
+    return yes;
+}
+
 static int topology(const struct cp_args *a, const char *out)
 {
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_topology_opts o = {.run_id = cp_args_int(a, CP_SO_RUN, -1),
                                  .title = cp_args_get(a, OPT_TITLE)};
+    struct cp_topology_mark *marks = NULL;
+    size_t n_marks = 0;
+    if (!cp_args_has(a, OPT_NO_FINDINGS) && is_trace(a->positional[0]))
+        findings_marks(a->positional[0], o.run_id, &marks, &n_marks);
+    o.marks = marks;
+    o.n_marks = n_marks;
     struct cp_topology_info info;
     memset(&info, 0, sizeof info);
     struct cp_buf b;
@@ -216,6 +290,11 @@ static int topology(const struct cp_args *a, const char *out)
     enum cp_status st = cp_view_topology(a->positional[0], &o, &b, &info, &d);
     int rc = st == CP_OK ? write_out(out, &b, &d) : cp_cli_fail("view", &d);
     cp_buf_release(&b);
+    for (size_t i = 0; i < n_marks; i++) {
+        free((char *)marks[i].node);
+        free((char *)marks[i].text);
+    }
+    free(marks);
     if (rc != 0 || strcmp(out, "-") == 0)
         return rc;
     if (cp_args_has(a, CP_SO_JSON)) {
@@ -224,14 +303,15 @@ static int topology(const struct cp_args *a, const char *out)
               cp_json_set_str(j, "kind", info.kind ? info.kind : "") &&
               cp_json_set_int(j, "nodes", (int64_t)info.nodes) &&
               cp_json_set_int(j, "edges", (int64_t)info.edges) &&
-              cp_json_set_int(j, "fused", (int64_t)info.fused))) {
+              cp_json_set_int(j, "fused", (int64_t)info.fused) &&
+              cp_json_set_int(j, "flagged", (int64_t)info.flagged))) {
             json_decref(j);
             j = NULL;
         }
         return cp_out_json_take(j, "view");
     }
-    printf("view: %s (%s: %zu nodes, %zu edges, %zu fused)\n", out, info.kind ? info.kind : "?",
-           info.nodes, info.edges, info.fused);
+    printf("view: %s (%s: %zu nodes, %zu edges, %zu fused, %zu marked by findings)\n", out,
+           info.kind ? info.kind : "?", info.nodes, info.edges, info.fused, info.flagged);
     return 0;
 }
 

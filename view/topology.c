@@ -61,7 +61,7 @@ struct topo {
     Agraph_t *g;
     Agnode_t **nodes; /* by the caller's node index; NULL: not drawn */
     size_t cap;
-    size_t n_nodes, n_edges, fused;
+    size_t n_nodes, n_edges, fused, flagged;
     struct cp_buf esc; /* scratch for escaped text */
     char **tips;       /* tooltips as XML attribute text, by placeholder number */
     size_t n_tips, cap_tips;
@@ -239,7 +239,8 @@ struct topo_look {
     const char *label, *tooltip;
     int ramp; /* RAMP index, < 0: neutral */
     bool hot;
-    bool fused; /* stands for more than one ONNX node */
+    bool fused;   /* stands for more than one ONNX node */
+    bool flagged; /* a finding names it: a double border */
 };
 
 static enum cp_status topo_node(struct topo *t, size_t i, const struct topo_look *k,
@@ -266,6 +267,10 @@ static enum cp_status topo_node(struct topo *t, size_t i, const struct topo_look
         set(n, "color", HOT_COLOUR);
         set(n, "penwidth", "3");
         set(n, "style", "filled,rounded,bold");
+    }
+    if (k->flagged) {
+        set(n, "peripheries", "2");
+        t->flagged++;
     }
     return CP_OK;
 }
@@ -507,8 +512,9 @@ static bool origin_names(json_t *arr, const char ***names, size_t *n)
 }
 
 static enum cp_status draw_kernels(struct cp_trace_store *s, const char *path, int64_t run,
-                                   const char *title, struct cp_buf *out,
-                                   struct cp_topology_info *info, struct cp_diag *d)
+                                   const char *title, const struct cp_topology_opts *o,
+                                   struct cp_buf *out, struct cp_topology_info *info,
+                                   struct cp_diag *d)
 {
     struct cp_trace_kernel_desc *k = NULL;
     size_t nk = 0;
@@ -602,6 +608,29 @@ static enum cp_status draw_kernels(struct cp_trace_store *s, const char *path, i
         }
         if (differ)
             put_origins(&label, &tip, names, no);
+        /* the findings that name it, or an ONNX node it stands for: one
+         * line per finding, however many of its nodes it stands for */
+        bool flagged = false;
+        const char *shown[8];
+        size_t n_shown = 0;
+        for (size_t m = 0; m < o->n_marks; m++) {
+            const struct cp_topology_mark *mk = &o->marks[m];
+            if (!mk->node || !mk->text)
+                continue;
+            bool hit = strcmp(mk->node, k[i].node) == 0;
+            for (size_t q = 0; !hit && q < no; q++)
+                hit = strcmp(mk->node, names[q]) == 0;
+            for (size_t e = 0; hit && e < n_shown; e++)
+                hit = strcmp(shown[e], mk->text) != 0;
+            if (!hit || n_shown == sizeof shown / sizeof shown[0])
+                continue;
+            shown[n_shown++] = mk->text;
+            cp_buf_puts(&label, LABEL_BREAK "\xe2\x9a\x91 ");
+            put_text(&label, mk->text, TOPO_LINE_CHARS);
+            cp_buf_puts(&tip, TOOLTIP_BREAK "finding ");
+            put_tip(&tip, mk->text);
+            flagged = true;
+        }
         free(names);
         json_decref(origins);
         if (hot[i]) {
@@ -618,11 +647,12 @@ static enum cp_status draw_kernels(struct cp_trace_store *s, const char *path, i
                                  .tooltip = tip.data,
                                  .ramp = timed ? ramp_of(share[i], max_share) : -1,
                                  .hot = hot[i] != 0,
-                                 .fused = no > 1};
+                                 .fused = no > 1,
+                                 .flagged = flagged};
         st = topo_node(&t, i, &look, d);
-        for (size_t o = 0; o < k[i].n_out && st == CP_OK; o++)
-            if (k[i].out[o].name[0] &&
-                cp_strmap_puts(&producer, k[i].out[o].name, (int64_t)i) != CP_OK)
+        for (size_t q = 0; q < k[i].n_out && st == CP_OK; q++)
+            if (k[i].out[q].name[0] &&
+                cp_strmap_puts(&producer, k[i].out[q].name, (int64_t)i) != CP_OK)
                 st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     }
     /* edges: a tensor one kernel writes and another reads (a view reads
@@ -672,8 +702,11 @@ static enum cp_status draw_kernels(struct cp_trace_store *s, const char *path, i
                       LABEL_BREAK
                       "fill: share of the kernel time, light 0%% to dark %.1f%%" LABEL_BREAK
                       "bold orange border: hot (the largest share, and "
-                      "any at least half of it)",
-                      max_share * 100);
+                      "any at least half of it)%s",
+                      max_share * 100,
+                      t.flagged ? LABEL_BREAK "double border, \xe2\x9a\x91: a finding of "
+                                              "cannprof analyze names the node"
+                                : "");
     } else {
         cp_buf_puts(&lb, "; no kernel events: no times");
     }
@@ -682,6 +715,7 @@ static enum cp_status draw_kernels(struct cp_trace_store *s, const char *path, i
         info->nodes = t.n_nodes;
         info->edges = t.n_edges;
         info->fused = t.fused;
+        info->flagged = t.flagged;
     }
 out:
     topo_close(&t);
@@ -882,7 +916,7 @@ static enum cp_status draw_trace(const char *path, const struct cp_topology_opts
     if (p.n_nodes > 0)
         st = draw_pipeline(s, r.id, &p, title.data, out, info, d);
     else
-        st = draw_kernels(s, path, r.id, title.data, out, info, d);
+        st = draw_kernels(s, path, r.id, title.data, o, out, info, d);
 out:
     cp_buf_release(&title);
     cp_trace_pipeline_release(&p);

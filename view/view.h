@@ -91,15 +91,26 @@ enum cp_status cp_view_flame_diff(struct cp_trace_store *a, struct cp_trace_stor
 
 /* ---- topology ---------------------------------------------------------- */
 
+/* A finding to mark on the node it names (a kernel's node in the converted
+ * graph, or one of the ONNX nodes it stands for). */
+struct cp_topology_mark {
+    const char *node;
+    const char *text; /* "1. fp32_where_bf16_available" */
+};
+
 struct cp_topology_opts {
     int64_t run_id;    /* a trace: < 0 the last run */
     const char *title; /* NULL: from the path */
+    /* a trace's kernels: findings to mark (may be none) */
+    const struct cp_topology_mark *marks;
+    size_t n_marks;
 };
 
 /* What a topology holds, for the command to print. */
 struct cp_topology_info {
     size_t nodes, edges;
     size_t fused;     /* nodes that stand for more than one ONNX node */
+    size_t flagged;   /* nodes marked with a finding */
     const char *kind; /* "trace", "model" or "flow" (static) */
 };
 

@@ -8,6 +8,7 @@
 #include "cli/cli_test.h"
 #include "graph/graph.h"
 #include "om/om.h"
+#include "support/calibration.h"
 #include "support/db.h"
 #include "view/view.h"
 
@@ -296,4 +297,35 @@ Test(topology, inputs_that_cannot_be_drawn_are_refused_naming_the_file)
                                  " x[flowunit=warp]\n src:out -> x:in\n}\n");
     refused(bad, CP_ERR_INVALID, "unknown flowunit 'warp'");
     free(bad);
+}
+
+/* The command marks the nodes analyze's findings name, on a fixed roofline
+ * (the same findings on every machine); --no-findings leaves them out. */
+Test(topology, the_command_marks_the_nodes_findings_name)
+{
+    cr_assert_eq(setenv("XDG_CACHE_HOME", cp_t_dir, 1), 0);
+    cr_assert(cp_t_fixed_calibration());
+    char *db = resnet_trace();
+    char *svg = cp_t_path("marked.svg");
+    struct cp_run r;
+    cp_run_cli(&r, "view", "--topology", db, "-o", svg, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = ct_json(r.out);
+    cr_expect_gt(ct_num(j, "flagged"), 0, "resnet_tiny has findings on its kernels");
+    json_decref(j);
+    cp_run_release(&r);
+    char *text = ct_read_text(svg);
+    ct_assert_mentions(text, "\xe2\x9a\x91 ", "a finding of cannprof analyze", NULL);
+    free(text);
+    cp_run_cli(&r, "view", "--topology", db, "-o", svg, "--no-findings", "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    j = ct_json(r.out);
+    cr_expect_eq(ct_num(j, "flagged"), 0);
+    json_decref(j);
+    cp_run_release(&r);
+    text = ct_read_text(svg);
+    cr_expect(strstr(text, "\xe2\x9a\x91") == NULL);
+    free(text);
+    free(svg);
+    free(db);
 }
