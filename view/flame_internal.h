@@ -79,7 +79,8 @@ static inline double fl_per(const struct fl_frame *f, size_t i)
 
 /* The change of one frame, A -> B, for the diff. */
 struct fl_change {
-    double a_ns, b_ns; /* the frame's width in A and in B (ns) */
+    double a_ns, b_ns; /* the frame's median time per iteration in A and in B (ns); its
+                        * mean when it is absent from most iterations of both */
     double pct;        /* (b - a) / a * 100; INFINITY for a frame new in B */
     double p;          /* Mann-Whitney over the per-iteration times; NaN when untested */
     bool tested, significant;

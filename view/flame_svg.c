@@ -140,6 +140,40 @@ static void label(struct cp_buf *o, const char *name, double w)
     cp_buf_puts(o, "..");
 }
 
+/* s as markup, its middle replaced by "…" when it has more than `cells`
+ * display cells. */
+static void fit_middle(struct cp_buf *o, const char *s, double cells)
+{
+    size_t room = cells > 8 ? (size_t)cells : 8;
+    size_t total = cells_of(s, NULL, 0);
+    if (total <= room) {
+        cp_buf_markup(o, s);
+        return;
+    }
+    size_t head = 0, keep = (room - 1) / 2;
+    cells_of(s, &head, keep);
+    /* the tail: the bytes after the cut that hold room - 1 - keep cells */
+    const char *tail = s + strlen(s);
+    size_t tail_cells = 0;
+    while (tail > s + head) {
+        const char *p = tail - 1;
+        while (p > s + head && ((unsigned char)*p & 0xc0) == 0x80)
+            p--;
+        size_t w = cells_of(p, NULL, 0) - tail_cells;
+        if (tail_cells + w > room - 1 - keep)
+            break;
+        tail_cells += w;
+        tail = p;
+    }
+    struct cp_buf part;
+    cp_buf_init(&part);
+    cp_buf_append(&part, s, head);
+    cp_buf_puts(&part, "\xe2\x80\xa6");
+    cp_buf_puts(&part, tail);
+    cp_buf_markup(o, part.data ? part.data : "");
+    cp_buf_release(&part);
+}
+
 static uint32_t name_hash(const char *s)
 {
     uint32_t h = 2166136261u;
@@ -221,10 +255,11 @@ static void tooltip(struct cp_buf *o, const struct fl_tree *t, const struct fl_f
     cp_buf_init(&s);
     cp_buf_printf(&s, "%s: %s (%.1f%%)", f->name, tm, share);
     if (c) {
-        char a[32], ct[32];
+        char a[32], b[32], ct[32];
         fl_fmt_ns(c->a_ns, a, sizeof a);
+        fl_fmt_ns(c->b_ns, b, sizeof b);
         change_text(c, ct, sizeof ct);
-        cp_buf_printf(&s, ", A %s \xe2\x86\x92 B %s, %s", a, tm, ct);
+        cp_buf_printf(&s, "; per iteration A %s \xe2\x86\x92 B %s, %s", a, b, ct);
         if (c->tested)
             cp_buf_printf(&s, " (p=%.2g, %s)", c->p,
                           c->significant ? "significant" : "within noise");
@@ -282,9 +317,15 @@ enum cp_status fl_svg(const struct fl_tree *t, const struct fl_change *ch, const
     cp_buf_puts(o, "]]></script>\n");
     cp_buf_printf(o, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"#ffffff\"/>\n",
                   width, height);
-    cp_buf_printf(o, "<text class=\"t\" id=\"title\" x=\"%.1f\" y=\"22\" text-anchor=\"middle\">",
-                  width / 2);
+    /* the whole title for tools and screen readers; on the picture, cut in
+     * its middle to the width (paths are long) */
+    cp_buf_puts(o, "<title>");
     cp_buf_markup(o, title);
+    cp_buf_printf(o,
+                  "</title>\n<text class=\"t\" id=\"title\" x=\"%.1f\" y=\"22\" "
+                  "text-anchor=\"middle\">",
+                  width / 2);
+    fit_middle(o, title, (width - 2 * PAD) / 8.6);
     cp_buf_puts(o, "</text>\n");
     /* the subtitle, a line of text per line */
     int y = 40;
@@ -299,7 +340,7 @@ enum cp_status fl_svg(const struct fl_tree *t, const struct fl_change *ch, const
                       "<text class=\"s\" id=\"subtitle%d\" x=\"%.1f\" y=\"%d\" "
                       "text-anchor=\"middle\">",
                       (y - 40) / 15 + 1, width / 2, y);
-        cp_buf_markup(o, line.data ? line.data : "");
+        fit_middle(o, line.data ? line.data : "", (width - 2 * PAD) / 6.4);
         cp_buf_puts(o, "</text>\n");
         cp_buf_release(&line);
         l = nl ? nl + 1 : l + len;

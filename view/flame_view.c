@@ -1,9 +1,11 @@
 /* cp_view_flame and cp_view_flame_diff (view/view.h): build the trees,
  * lay them out, and for a diff, test every frame's change.
  *
- * A diff draws B's frames at B's widths. Each frame's change is the
- * difference of its width in A and in B; whether it is marked is decided
- * on its per-iteration times, not its means: a Mann-Whitney test of A's
+ * A diff draws B's frames at B's widths. Each frame's change is that of
+ * its median time per iteration (its mean when it is absent from most
+ * iterations of both runs; with fewer than 3 iterations, of its widths);
+ * whether it is marked is decided on its per-iteration times, not their
+ * means: a Mann-Whitney test of A's
  * iterations against B's (a frame absent from an iteration counts 0 there),
  * Holm's correction over every tested frame, and a change of at least
  * min_change of A's time. A frame that moved less, or whose move the
@@ -122,6 +124,15 @@ static enum cp_status changes(const struct fl_tree *a, const struct fl_tree *b,
             xa[k] = fa ? fl_per(fa, k) : 0;
         for (size_t k = 0; k < b->n_iters; k++)
             xb[k] = fl_per(fb, k);
+        /* the change of the typical iteration: medians, which one stalled
+         * iteration cannot move as it moves a mean */
+        double ma = cp_stats_quantile(xa, a->n_iters, 0.5),
+               mb = cp_stats_quantile(xb, b->n_iters, 0.5);
+        if (ma > 0 || mb > 0) {
+            c->a_ns = ma;
+            c->b_ns = mb;
+            c->pct = ma > 0 ? 100 * (mb - ma) / ma : INFINITY;
+        }
         struct cp_mwu r;
         struct cp_diag dd;
         cp_diag_init(&dd);
@@ -227,9 +238,9 @@ enum cp_status cp_view_flame_diff(struct cp_trace_store *sa, struct cp_trace_sto
         char legend[300];
         if (testable)
             snprintf(legend, sizeof legend,
-                     "\xe2\x96\xb2 vermillion slower, \xe2\x96\xbc blue faster: significant "
-                     "(Mann-Whitney on the iterations, Holm at %g%%) and %g%% or more; grey: "
-                     "within noise",
+                     "changes of the median iteration: \xe2\x96\xb2 vermillion slower, "
+                     "\xe2\x96\xbc blue faster: significant (Mann-Whitney on the iterations, "
+                     "Holm at %g%%) and %g%% or more; grey: within noise",
                      100 * (o->fdr > 0 ? o->fdr : 0.05),
                      100 * (o->min_change > 0 ? o->min_change : 0.02));
         else
