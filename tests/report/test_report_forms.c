@@ -166,7 +166,7 @@ Test(report_forms, tune_writes_its_report_as_html_and_pdf_beside_the_markdown)
     char mp[1024];
     char *out = cp_t_path("tune"), *kb = cp_t_path("kb.sqlite");
     struct cp_run r;
-    cp_run_cli(&r, "tune", cp_example_model(mp, sizeof mp, "sd_unet_tiny"), "--budget", "2", "--kb",
+    cp_run_cli(&r, "tune", cp_example_model(mp, sizeof mp, "sd_unet_tiny"), "--budget", "1", "--kb",
                kb, "-o", out, NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     ct_assert_mentions(r.out, "report.html", "report.pdf", NULL);
@@ -180,15 +180,33 @@ Test(report_forms, tune_writes_its_report_as_html_and_pdf_beside_the_markdown)
     ct_assert_mentions(t, "Steps", "Tuning trajectory", "cannprof tune:", NULL);
     /* a change accepted: the final check against the baseline, drawn */
     if (strstr(m, "**accepted**")) {
-        ct_assert_mentions(h, "Latency before and after", "Where the best&#39;s time goes", NULL);
+        ct_assert_mentions(h, "Latency before and after", "time goes: kernel time by op type",
+                           NULL);
         ct_assert_mentions(t, "Latency before and after", "measured interleaved", NULL);
     }
     char *cmd = cp_t_fmt("pdfinfo '%s'", pdf);
     char *info = run(cmd);
     cr_assert_not_null(info);
-    ct_assert_mentions(info, "Pages:", NULL);
+    const char *pages = strstr(info, "Pages:");
+    cr_assert_not_null(pages);
+    int n_pages = atoi(pages + strlen("Pages:"));
+    cr_expect_geq(n_pages, 2, "a title page with the result, then the steps");
     free(info);
     free(cmd);
+    /* every page drawn: none blank */
+    char *prefix = cp_t_path("page");
+    cmd = cp_t_fmt("pdftoppm -r 30 -png '%s' '%s'", pdf, prefix);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    free(cmd);
+    for (int i = 1; i <= n_pages; i++) {
+        char *png =
+            n_pages >= 10 ? cp_t_fmt("%s-%02d.png", prefix, i) : cp_t_fmt("%s-%d.png", prefix, i);
+        struct ct_png_ink ink;
+        cr_assert(ct_png_ink(png, &ink), "%s", png);
+        cr_expect_gt(ink.ink, 0.005, "page %d of %d is blank", i, n_pages);
+        free(png);
+    }
+    free(prefix);
     free(t);
     free(h);
     free(m);
