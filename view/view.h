@@ -67,6 +67,10 @@ struct cp_flame_opts {
 
 void cp_flame_opts_init(struct cp_flame_opts *o);
 
+/* A diff marks a frame only when its change moves the median iteration (A's
+ * root) by this share or more, besides min_change of its own time. */
+#define CP_FLAME_MIN_OF_ROOT 0.005
+
 /* What a picture holds, for the command to print. */
 struct cp_flame_info {
     int64_t run_id, run_id_b;

@@ -213,15 +213,17 @@ Test(flame, a_diff_marks_what_moved_beyond_its_noise_and_nothing_else)
 {
     const struct kspec a[] = {{"steady", 200000, 20000},
                               {"slowed", 100000, 5000},
-                              {"nudged", 300000, 300},
+                              {"nudged", 500000, 300},
+                              {"speck", 1000, 10},
                               {"dropped", 50000, 2000}};
     const struct kspec b[] = {{"steady", 200000, 20000},
                               {"slowed", 130000, 5000},
-                              {"nudged", 303000, 300},
+                              {"nudged", 505000, 300},
+                              {"speck", 1300, 10},
                               {"added", 80000, 2000}};
     char *da = cp_t_path("a.db"), *db = cp_t_path("b.db"), *out = cp_t_path("d.svg");
-    synth(da, "h1", a, 4, 40, 1);
-    synth(db, "h1", b, 4, 40, 2);
+    synth(da, "h1", a, 5, 40, 1);
+    synth(db, "h1", b, 5, 40, 2);
     struct cp_run r;
     cp_run_cli(&r, "view", "--diff", da, db, "-o", out, "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
@@ -243,6 +245,8 @@ Test(flame, a_diff_marks_what_moved_beyond_its_noise_and_nothing_else)
     cr_expect(!marked(svg, "steady"), "a frame that did not change is marked");
     /* +1%, significant on its tiny spread, but under the 2% floor: grey */
     cr_expect(!marked(svg, "nudged"), "a 1%% change is marked");
+    /* +30% of a microsecond: real, but a 0.04% move of the iteration */
+    cr_expect(!marked(svg, "speck"), "a change too small to matter to the iteration is marked");
     ct_assert_mentions(svg, "gone from B: dropped", "within noise", NULL);
     cr_expect(ct_num(j, "slower") >= 2, "slowed, added (and their parents)");
     json_decref(j);
