@@ -29,9 +29,13 @@ enum {
     OPT_FIRST,
     OPT_COUNT,
     OPT_NO_FINDINGS,
+    OPT_ALL_ITERATIONS,
 };
 
 static const struct cp_opt own[] = {
+    {"all-iterations", 0, CP_OPT_FLAG, OPT_ALL_ITERATIONS, NULL,
+     "--flame, --diff: every measured iteration, not only those the interference probe found "
+     "undisturbed (as validate compares them)"},
     {"count", 0, CP_OPT_VALUE, OPT_COUNT, "K",
      "--timeline: how many iterations (1..16, default 1)"},
     {"diff", 0, CP_OPT_FLAG, OPT_DIFF, NULL,
@@ -159,6 +163,7 @@ static int flame(const struct cp_args *a, bool diff, const char *out)
     }
     o.fdr = cp_args_num(a, CP_SO_ALPHA, 0);
     o.force = cp_args_has(a, OPT_FORCE);
+    o.all_iterations = cp_args_has(a, OPT_ALL_ITERATIONS);
     o.title = cp_args_get(a, OPT_TITLE);
     int64_t run = cp_args_int(a, CP_SO_RUN, -1);
     struct cp_trace_store *sa = NULL, *sb = NULL;
@@ -402,10 +407,10 @@ int cp_cmd_view(int argc, char **argv)
                                     ".om or a flow's .toml too)");
         return 2;
     }
-    static const char *const only_flame[] = {"group", "iteration", "width"};
-    static const int only_flame_id[] = {OPT_GROUP, OPT_ITERATION, OPT_WIDTH};
+    static const char *const only_flame[] = {"group", "iteration", "width", "all-iterations"};
+    static const int only_flame_id[] = {OPT_GROUP, OPT_ITERATION, OPT_WIDTH, OPT_ALL_ITERATIONS};
     bool is_flame = diff || cp_args_has(&args, OPT_FLAME);
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < 4; i++)
         if (!is_flame && cp_args_has(&args, only_flame_id[i])) {
             char msg[128];
             snprintf(msg, sizeof msg, "--%s is an option of --flame and --diff", only_flame[i]);

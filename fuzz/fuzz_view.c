@@ -89,7 +89,11 @@ static bool contains_ci(const char *s, const char *w)
 static int authorize(void *ctx, int action, const char *a, const char *b, const char *c,
                      const char *e)
 {
-    (void)ctx, (void)a, (void)b, (void)c, (void)e;
+    (void)ctx;
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)e;
     return action == SQLITE_ATTACH || action == SQLITE_DETACH ? SQLITE_DENY : SQLITE_OK;
 }
 

@@ -50,12 +50,17 @@ static void inline_text(cmark_node *n, struct cp_buf *o)
     }
 }
 
+/* Blocks nested deeper than this (quotes in quotes, lists in lists) are
+ * left out: the walk recurses, and cmark nests without a limit. */
+#define MAX_NESTING 64
+
 struct walk {
     struct cp_doc *doc;
     cp_doc_section_fn hook;
     void *ctx;
     struct cp_buf text;
     int title_seen;
+    int nesting;
     bool oom;
 };
 
@@ -121,6 +126,9 @@ static void list(struct walk *w, cmark_node *l, int depth)
  * item's mark). */
 static void blocks(struct walk *w, cmark_node *parent, const char *bullet, int depth)
 {
+    if (w->nesting >= MAX_NESTING)
+        return;
+    w->nesting++;
     for (cmark_node *n = cmark_node_first_child(parent); n; n = cmark_node_next(n)) {
         switch (cmark_node_get_type(n)) {
         case CMARK_NODE_HEADING: {
@@ -187,6 +195,7 @@ static void blocks(struct walk *w, cmark_node *parent, const char *bullet, int d
             break; /* thematic breaks */
         }
     }
+    w->nesting--;
 }
 
 struct cp_doc *cp_doc_from_markdown(const char *md, const char *title, cp_doc_section_fn hook,

@@ -17,6 +17,7 @@
 #include "view/flame_internal.h"
 
 #include "core/json.h"
+#include "runner/probe.h"
 #include "stats/stats.h"
 
 #include <inttypes.h>
@@ -90,6 +91,7 @@ void fl_tree_release(struct fl_tree *t)
     cp_strmap_release(&t->by_key);
     free(t->iters);
     free(t->chosen);
+    free(t->quiet);
     cp_trace_kernels_free(t->k, t->nk);
     free(t->run_label);
     free(t->model);
@@ -481,6 +483,82 @@ static enum cp_status build_pipeline(struct cp_trace_store *s, int64_t run, stru
 
 /* ---- which iterations ---------------------------------------------------------------------- */
 
+/* The fewest undisturbed iterations kept on their own (fewer: all count). */
+#define FL_MIN_QUIET 5
+
+static int cmp_sample_it(const void *a, const void *b)
+{
+    int64_t x = ((const struct cp_trace_sample *)a)->iteration,
+            y = ((const struct cp_trace_sample *)b)->iteration;
+    return x < y ? -1 : x > y;
+}
+
+/* Which dense iterations ran undisturbed: the probe of every sample, marked
+ * as validate and the features mark them (cp_probe_mark_run against the
+ * run's own floor). Leaves t->quiet NULL when the run has no probe for
+ * every sample, or fewer than FL_MIN_QUIET (or all) ran undisturbed. */
+static enum cp_status pick_quiet(struct cp_trace_store *s, struct fl_tree *t, struct cp_diag *d)
+{
+    struct cp_trace_sample *sm = NULL;
+    struct cp_trace_point *pr = NULL;
+    size_t n = 0, np = 0;
+    enum cp_status st = cp_trace_query_samples(s, t->run_id, &sm, &n, d);
+    if (st == CP_OK && n > 0)
+        st = cp_trace_query_counter_series(s, t->run_id, "probe_ns", &pr, &np, d);
+    uint64_t *ns = NULL, *probe = NULL;
+    bool *keep = NULL;
+    if (st != CP_OK || n < FL_MIN_QUIET || np < n)
+        goto out;
+    if (n > 1)
+        qsort(sm, n, sizeof *sm, cmp_sample_it);
+    ns = cp_calloc(n, sizeof *ns);
+    probe = cp_calloc(n, sizeof *probe);
+    keep = cp_calloc(n, sizeof *keep);
+    if (!ns || !probe || !keep) {
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    /* each sample's probe (the series is ascending by iteration) */
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (j < np && pr[j].iteration < sm[i].iteration)
+            j++;
+        if (j == np || pr[j].iteration != sm[i].iteration ||
+            !(pr[j].value > 0 && pr[j].value < 1e18))
+            goto out; /* a sample without a probe: every iteration counts */
+        probe[i] = (uint64_t)pr[j].value;
+        ns[i] = sm[i].latency_ns;
+    }
+    size_t k = cp_probe_mark_run(probe, ns, n, cp_probe_floor(probe, n), keep);
+    if (k < FL_MIN_QUIET || k == n)
+        goto out;
+    t->quiet = cp_calloc(t->n_iters ? t->n_iters : 1, sizeof *t->quiet);
+    if (!t->quiet) {
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    /* dense iterations are ascending too */
+    j = 0;
+    for (size_t i = 0; i < t->n_iters; i++) {
+        while (j < n && sm[j].iteration < t->iters[i])
+            j++;
+        t->quiet[i] = j < n && sm[j].iteration == t->iters[i] && keep[j];
+        t->n_quiet += t->quiet[i];
+    }
+    if (t->n_quiet < FL_MIN_QUIET) {
+        free(t->quiet);
+        t->quiet = NULL;
+        t->n_quiet = 0;
+    }
+out:
+    free(sm);
+    free(pr);
+    free(ns);
+    free(probe);
+    free(keep);
+    return st;
+}
+
 /* The iteration with the median latency (the lower of the middle two). */
 static enum cp_status median_iteration(struct cp_trace_store *s, int64_t run, int64_t *it,
                                        struct cp_diag *d)
@@ -577,6 +655,11 @@ enum cp_status fl_build(struct cp_trace_store *s, const struct cp_flame_opts *o,
                            "%s: run %lld has no %s in measured iterations to draw (a run "
                            "recorded without --trace events, or an empty import)",
                            path, (long long)t->run_id, pipeline ? "node calls" : "events");
+    if (!pipeline && o->all_iterations == false) {
+        st = pick_quiet(s, t, d);
+        if (st != CP_OK)
+            return st;
+    }
     /* the chosen iterations */
     t->chosen = cp_calloc(t->n_iters, sizeof *t->chosen);
     if (!t->chosen)
@@ -605,7 +688,9 @@ enum cp_status fl_build(struct cp_trace_store *s, const struct cp_flame_opts *o,
     }
     size_t n_chosen = 0;
     for (size_t i = 0; i < t->n_iters; i++) {
-        t->chosen[i] = want < 0 || t->iters[i] == want;
+        /* the mean and the sum are of the undisturbed iterations; one
+         * iteration asked for by number is drawn whatever it met */
+        t->chosen[i] = want < 0 ? fl_counts(t, i) : t->iters[i] == want;
         n_chosen += t->chosen[i];
     }
     if (n_chosen == 0)

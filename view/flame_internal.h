@@ -52,6 +52,11 @@ struct fl_tree {
      * divided (mean: all, over their count) */
     bool *chosen;
     double divisor;
+    /* the iterations that ran undisturbed, as validate judges them (the
+     * interference probe, runner/probe.h); NULL when every one counts (no
+     * probe, or too few undisturbed to keep only those) */
+    bool *quiet;
+    size_t n_quiet;
     int64_t run_id;
     char *run_label; /* the run, as the title names it */
     char *model;     /* the run's model path */
@@ -70,6 +75,12 @@ void fl_tree_release(struct fl_tree *t);
 /* Widths and positions from the chosen iterations: children sorted by
  * name, each frame as wide as its time. */
 enum cp_status fl_layout(struct fl_tree *t);
+
+/* Whether dense iteration i counts: undisturbed, or every one does. */
+static inline bool fl_counts(const struct fl_tree *t, size_t i)
+{
+    return !t->quiet || t->quiet[i];
+}
 
 /* A frame's time in dense iteration i (0 when none). */
 static inline double fl_per(const struct fl_frame *f, size_t i)

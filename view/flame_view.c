@@ -37,12 +37,15 @@ static void iters_text(const struct fl_tree *t, const struct cp_flame_opts *o, c
             k++;
             one = t->iters[i];
         }
+    char of[64] = "";
+    if (t->quiet)
+        snprintf(of, sizeof of, " (the undisturbed of %zu)", t->n_iters);
     switch (o->iters) {
     case CP_FLAME_MEAN:
-        snprintf(out, n, "the mean of %zu %ss", k, unit);
+        snprintf(out, n, "the mean of %zu %ss%s", k, unit, of);
         break;
     case CP_FLAME_ALL:
-        snprintf(out, n, "all %zu %ss, summed", k, unit);
+        snprintf(out, n, "%zu %ss summed%s", k, unit, of);
         break;
     case CP_FLAME_MEDIAN:
         snprintf(out, n, "%s %lld, the median", unit, (long long)one);
@@ -99,14 +102,24 @@ static enum cp_status changes(const struct fl_tree *a, const struct fl_tree *b,
             cp_strmap_release(&by_path);
             return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         }
+    /* the iterations that count on each side (the undisturbed ones) */
+    size_t *ia_k = cp_calloc(a->n_iters ? a->n_iters : 1, sizeof *ia_k),
+           *ib_k = cp_calloc(b->n_iters ? b->n_iters : 1, sizeof *ib_k);
+    size_t na = 0, nb = 0;
+    for (size_t k = 0; ia_k && k < a->n_iters; k++)
+        if (fl_counts(a, k))
+            ia_k[na++] = k;
+    for (size_t k = 0; ib_k && k < b->n_iters; k++)
+        if (fl_counts(b, k))
+            ib_k[nb++] = k;
     double *xa = cp_calloc(a->n_iters ? a->n_iters : 1, sizeof *xa);
     double *xb = cp_calloc(b->n_iters ? b->n_iters : 1, sizeof *xb);
     double *p = cp_calloc(b->n ? b->n : 1, sizeof *p);
     bool *rej = cp_calloc(b->n ? b->n : 1, sizeof *rej);
     size_t *which = cp_calloc(b->n ? b->n : 1, sizeof *which);
-    enum cp_status st = xa && xb && p && rej && which ? CP_OK : CP_ERR_NOMEM;
+    enum cp_status st = xa && xb && p && rej && which && ia_k && ib_k ? CP_OK : CP_ERR_NOMEM;
     size_t n_tested = 0;
-    bool testable = a->n_iters >= 3 && b->n_iters >= 3;
+    bool testable = na >= 3 && nb >= 3;
     for (size_t i = 0; st == CP_OK && i < b->n; i++) {
         const struct fl_frame *fb = &b->f[i];
         int64_t ia = cp_strmap_gets(&by_path, fb->path, -1);
@@ -120,14 +133,13 @@ static enum cp_status changes(const struct fl_tree *a, const struct fl_tree *b,
         c->p = NAN;
         if (!testable)
             continue;
-        for (size_t k = 0; k < a->n_iters; k++)
-            xa[k] = fa ? fl_per(fa, k) : 0;
-        for (size_t k = 0; k < b->n_iters; k++)
-            xb[k] = fl_per(fb, k);
+        for (size_t k = 0; k < na; k++)
+            xa[k] = fa ? fl_per(fa, ia_k[k]) : 0;
+        for (size_t k = 0; k < nb; k++)
+            xb[k] = fl_per(fb, ib_k[k]);
         /* the change of the typical iteration: medians, which one stalled
          * iteration cannot move as it moves a mean */
-        double ma = cp_stats_quantile(xa, a->n_iters, 0.5),
-               mb = cp_stats_quantile(xb, b->n_iters, 0.5);
+        double ma = cp_stats_quantile(xa, na, 0.5), mb = cp_stats_quantile(xb, nb, 0.5);
         if (ma > 0 || mb > 0) {
             c->a_ns = ma;
             c->b_ns = mb;
@@ -136,7 +148,7 @@ static enum cp_status changes(const struct fl_tree *a, const struct fl_tree *b,
         struct cp_mwu r;
         struct cp_diag dd;
         cp_diag_init(&dd);
-        if (cp_stats_mann_whitney(xa, a->n_iters, xb, b->n_iters, CP_MWU_AUTO, &r, &dd) != CP_OK)
+        if (cp_stats_mann_whitney(xa, na, xb, nb, CP_MWU_AUTO, &r, &dd) != CP_OK)
             continue;
         c->tested = true;
         c->p = r.p;
@@ -152,9 +164,9 @@ static enum cp_status changes(const struct fl_tree *a, const struct fl_tree *b,
          * difference (where each landed in memory, the clock's steps) but
          * no change to act on; interleaved runs of one model marked such
          * frames until this floor (bench/view_diff.sh) */
-        for (size_t k = 0; k < a->n_iters; k++)
-            xa[k] = fl_per(&a->f[0], k);
-        double root = cp_stats_quantile(xa, a->n_iters, 0.5);
+        for (size_t k = 0; k < na; k++)
+            xa[k] = fl_per(&a->f[0], ia_k[k]);
+        double root = cp_stats_quantile(xa, na, 0.5);
         for (size_t k = 0; st == CP_OK && k < n_tested; k++) {
             struct fl_change *c = &ch[which[k]];
             c->significant = rej[k] && (!isfinite(c->pct) || fabs(c->pct) >= 100 * min) &&
@@ -163,6 +175,8 @@ static enum cp_status changes(const struct fl_tree *a, const struct fl_tree *b,
     }
     if (st == CP_ERR_NOMEM)
         cp_diag_set(d, st, "out of memory");
+    free(ia_k);
+    free(ib_k);
     free(xa);
     free(xb);
     free(p);
@@ -243,7 +257,8 @@ enum cp_status cp_view_flame_diff(struct cp_trace_store *sa, struct cp_trace_sto
         iters_text(&b, o, it, sizeof it);
         fl_fmt_ns(a.f[0].width, ta, sizeof ta);
         fl_fmt_ns(b.f[0].width, tb, sizeof tb);
-        bool testable = a.n_iters >= 3 && b.n_iters >= 3;
+        bool testable =
+            (a.quiet ? a.n_quiet : a.n_iters) >= 3 && (b.quiet ? b.n_quiet : b.n_iters) >= 3;
         char legend[300];
         if (testable)
             snprintf(legend, sizeof legend,

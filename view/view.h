@@ -63,6 +63,9 @@ struct cp_flame_opts {
      * over the frames (0: 0.05) */
     double min_change, fdr;
     bool force; /* diff: runs of different models */
+    /* every measured iteration, not only the undisturbed ones (a run that
+     * recorded the interference probe: bench, bench --vs, tune) */
+    bool all_iterations;
 };
 
 void cp_flame_opts_init(struct cp_flame_opts *o);

@@ -7,6 +7,7 @@
  * logs no error. */
 #include "cli/cli_test.h"
 #include "support/browser.h"
+#include "runner/probe.h"
 #include "support/run.h"
 #include "trace/query.h"
 #include "trace/trace.h"
@@ -144,8 +145,20 @@ static double gauss(void)
 
 /* A run of `iters` iterations of an "execute" phase over the kernels of
  * `ks`, each kernel's time drawn from its normal distribution. */
+static void synth_stalls(const char *db, const char *hash, const struct kspec *ks, size_t nk,
+                         size_t iters, uint64_t seed, size_t stall_every);
+
 static void synth(const char *db, const char *hash, const struct kspec *ks, size_t nk, size_t iters,
                   uint64_t seed)
+{
+    synth_stalls(db, hash, ks, nk, iters, seed, 0);
+}
+
+/* The same, every stall_every-th iteration (0: none) 50 times slower with
+ * the interference probe seeing a busy machine around it, as a run of
+ * `cannprof bench` on a loaded machine records it. */
+static void synth_stalls(const char *db, const char *hash, const struct kspec *ks, size_t nk,
+                         size_t iters, uint64_t seed, size_t stall_every)
 {
     rng = seed;
     struct cp_diag d;
@@ -170,12 +183,14 @@ static void synth(const char *db, const char *hash, const struct kspec *ks, size
     int32_t names[16];
     for (size_t i = 0; i < nk; i++)
         names[i] = cp_trace_intern(r, ks[i].name);
-    uint64_t *lat = calloc(iters, sizeof *lat);
+    uint64_t *lat = calloc(iters, sizeof *lat), *probe = calloc(iters, sizeof *probe);
     uint64_t t = 1000000;
     for (size_t it = 0; it < iters; it++) {
         uint64_t t0 = t;
+        bool stall = stall_every && it % stall_every == stall_every - 1;
+        probe[it] = stall ? 500000 : 10000 + (uint64_t)(100 * unit());
         for (size_t i = 0; i < nk; i++) {
-            double dur = fmax(100, ks[i].mean_ns + ks[i].sd_ns * gauss());
+            double dur = fmax(100, ks[i].mean_ns + ks[i].sd_ns * gauss()) * (stall ? 50 : 1);
             cp_trace_record(r, CP_LAYER_DEVICE, names[i], (int32_t)i, (int32_t)it, t,
                             t + (uint64_t)dur, 0);
             t += (uint64_t)dur + 100;
@@ -186,6 +201,9 @@ static void synth(const char *db, const char *hash, const struct kspec *ks, size
     }
     cr_assert_eq(cp_trace_store_add_events(s, run, r, &d), CP_OK, "%s", d.msg);
     cr_assert_eq(cp_trace_store_add_samples(s, run, 0, lat, iters, &d), CP_OK, "%s", d.msg);
+    if (stall_every)
+        cr_assert_eq(cp_probe_store(s, run, probe, iters, &d), CP_OK, "%s", d.msg);
+    free(probe);
     free(lat);
     cp_trace_recorder_free(r);
     cp_trace_store_close(s);
@@ -290,6 +308,38 @@ Test(flame, noise_is_never_called_a_gain)
     cp_run_release(&r);
     free(db);
     free(da);
+}
+
+/* A loaded machine's stalls are left out as validate leaves them out: the
+ * mean is of the iterations the interference probe found undisturbed. */
+Test(flame, stalled_iterations_are_left_out_as_validate_leaves_them_out)
+{
+    const struct kspec k[] = {{"work", 2000000, 20000}}; /* 2 ms: a window of 1 */
+    char *db = cp_t_path("stalls.db"), *q = cp_t_path("q.svg"), *a = cp_t_path("a.svg");
+    synth_stalls(db, "h", k, 1, 60, 5, 20); /* iterations 19, 39, 59 stall */
+    struct cp_run r;
+    cp_run_cli(&r, "view", db, "--flame", "-o", q, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = ct_json(r.out);
+    double quiet_ms = ct_num(j, "total_ms"), quiet_n = ct_num(j, "iterations");
+    json_decref(j);
+    cp_run_release(&r);
+    cp_run_cli(&r, "view", db, "--flame", "-o", a, "--all-iterations", "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    j = ct_json(r.out);
+    double all_ms = ct_num(j, "total_ms"), all_n = ct_num(j, "iterations");
+    json_decref(j);
+    cp_run_release(&r);
+    cr_expect_eq(all_n, 60);
+    cr_expect(quiet_n >= 5 && quiet_n <= 57, "%.0f iterations counted", quiet_n);
+    cr_expect(quiet_ms < 2.1 && quiet_ms > 1.9, "the undisturbed mean is %.3f ms", quiet_ms);
+    cr_expect_gt(all_ms, 2 * quiet_ms, "three 50x stalls in 60 iterations move the mean");
+    char *svg = ct_read_text(q);
+    ct_assert_mentions(svg, "(the undisturbed of 60)", NULL);
+    free(svg);
+    free(a);
+    free(q);
+    free(db);
 }
 
 Test(flame, bad_input_is_refused_with_exit_2)
