@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +51,11 @@ static const char *const RAMP[] = {"#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "
 #define NEUTRAL_FILL "#f0f0f0"
 #define HOT_MAX      3
 #define HOT_OF_TOP   0.5
+
+/* Courier's metrics are Graphviz's own for a name starting "cour", and every
+ * monospace font a browser falls back to has its advance (0.6 em): labels
+ * are sized as they will be drawn. */
+#define TOPO_FONT "Courier,monospace"
 
 static const char *const KINDS_TAKEN = "a trace store (.db), a CPU .om or a flow (.toml)";
 
@@ -165,7 +169,7 @@ static enum cp_status topo_open(struct topo *t, const char *title, size_t n, siz
     if (!t->g)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     set(t->g, "rankdir", "TB");
-    set(t->g, "fontname", "Helvetica,Arial,sans-serif");
+    set(t->g, "fontname", TOPO_FONT);
     set(t->g, "fontsize", "12");
     set(t->g, "labelloc", "t");
     set(t->g, "labeljust", "l");
@@ -183,7 +187,7 @@ static enum cp_status topo_open(struct topo *t, const char *title, size_t n, siz
     }
     agattr(t->g, AGNODE, "shape", "box");
     agattr(t->g, AGNODE, "style", "filled,rounded");
-    agattr(t->g, AGNODE, "fontname", "Helvetica,Arial,sans-serif");
+    agattr(t->g, AGNODE, "fontname", TOPO_FONT);
     agattr(t->g, AGNODE, "fontsize", "10");
     agattr(t->g, AGNODE, "fillcolor", NEUTRAL_FILL);
     agattr(t->g, AGNODE, "fontcolor", "black");
@@ -191,7 +195,7 @@ static enum cp_status topo_open(struct topo *t, const char *title, size_t n, siz
     agattr(t->g, AGNODE, "penwidth", "1");
     agattr(t->g, AGNODE, "label", "");
     agattr(t->g, AGNODE, "tooltip", "");
-    agattr(t->g, AGEDGE, "fontname", "Helvetica,Arial,sans-serif");
+    agattr(t->g, AGEDGE, "fontname", TOPO_FONT);
     agattr(t->g, AGEDGE, "fontsize", "8");
     agattr(t->g, AGEDGE, "color", "#737373");
     agattr(t->g, AGEDGE, "arrowsize", "0.6");
@@ -338,25 +342,22 @@ static void put_svg(const struct topo *t, const char *svg, size_t len, struct cp
     }
 }
 
-/* The process's one Graphviz context, made on first use and never freed.
- * Graphviz 2.43's pango text layout plugin keeps a pointer to the last
- * font name it measured, a string the context owns: laying out under a new
- * context after freeing the old one reads freed memory (and the fonts were
- * loaded anew each time). Like cgraph itself it serves one thread at a
- * time. NULL when it cannot be made. */
-static GVC_t *gv_context;
+/* Graphviz with two plugins linked in, not loaded from its configuration:
+ * dot's layout and the core renderers (SVG). Left out on purpose is the
+ * pango text layout plugin: without it Graphviz sizes labels from its own
+ * font metrics, so the same graph gives the same SVG on every machine
+ * whatever fonts it has, and fontconfig is never touched (pango's plugin
+ * holds its fonts for the life of the process, which a leak checker
+ * reports at every exit, and reads freed memory when a second context is
+ * made after a first one was freed). */
+extern gvplugin_library_t gvplugin_dot_layout_LTX_library;
+extern gvplugin_library_t gvplugin_core_LTX_library;
 
-static void make_gv_context(void)
-{
-    gv_context = gvContext();
-}
-
-static GVC_t *layout_context(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, make_gv_context);
-    return gv_context;
-}
+static const lt_symlist_t BUILTINS[] = {
+    {"gvplugin_dot_layout_LTX_library", &gvplugin_dot_layout_LTX_library},
+    {"gvplugin_core_LTX_library", &gvplugin_core_LTX_library},
+    {0, 0},
+};
 
 /* Lay the graph out with dot under the label `label` (escaped text) and
  * append the SVG to `out`. */
@@ -372,13 +373,13 @@ static enum cp_status topo_render(struct topo *t, struct cp_buf *label, struct c
     if (label->failed)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     set(t->g, "label", label->data);
-    GVC_t *gvc = layout_context();
+    GVC_t *gvc = gvContextPlugins(BUILTINS, 0);
     if (!gvc)
         return cp_diag_set(d, CP_ERR_INTERNAL, "Graphviz's context cannot be made");
-    if (gvLayout(gvc, t->g, "dot") != 0)
-        return cp_diag_set(d, CP_ERR_INTERNAL,
-                           "Graphviz could not lay out the graph (is dot's "
-                           "layout plugin installed?)");
+    if (gvLayout(gvc, t->g, "dot") != 0) {
+        gvFreeContext(gvc);
+        return cp_diag_set(d, CP_ERR_INTERNAL, "Graphviz could not lay out the graph");
+    }
     enum cp_status st = CP_OK;
     char *data = NULL;
     unsigned int len = 0;
@@ -392,6 +393,7 @@ static enum cp_status topo_render(struct topo *t, struct cp_buf *label, struct c
     if (data)
         gvFreeRenderData(data);
     gvFreeLayout(gvc, t->g);
+    gvFreeContext(gvc);
     return st;
 }
 

@@ -55,7 +55,7 @@ static void self_contained(const char *html)
 
 Test(report_forms, markdown_becomes_the_same_document_in_html_and_pdf)
 {
-    const char *md = "# 报告: a report\n\nSome *emphasis*, `code` and a [link](http://x).\n\n"
+    const char *md = "# A report\n\n报告 Some *emphasis*, `code` and a [link](http://x).\n\n"
                      "## Steps\n\n| # | change | ms |\n|---:|---|---:|\n| 1 | `fp16` | 1.25 |\n"
                      "| 2 | 去噪器 | 2.50 |\n\n- first item\n- second item\n\n"
                      "```\ncannprof convert --model=m.onnx\n```\n\n"
@@ -67,7 +67,7 @@ Test(report_forms, markdown_becomes_the_same_document_in_html_and_pdf)
     cp_buf_init(&h);
     cp_doc_html(doc, &h);
     cp_buf_puts(&h, "");
-    ct_assert_mentions(h.data, "<title>报告: a report</title>", "Some emphasis, code and a link",
+    ct_assert_mentions(h.data, "<title>A report</title>", "报告 Some emphasis, code and a link",
                        "<th>change</th>", "去噪器", "\xe2\x80\xa2 first item",
                        "cannprof convert --model=m.onnx", ">evidence<", "hidden words", "Deeper",
                        NULL);
@@ -81,7 +81,7 @@ Test(report_forms, markdown_becomes_the_same_document_in_html_and_pdf)
     cp_diag_init(&d);
     cr_assert_eq(cp_doc_write(doc, pdf, &d), CP_OK, "%s", d.msg);
     char *t = pdf_text(pdf);
-    ct_assert_mentions(t, "报告: a report", "去噪器", "first item", "cannprof convert", NULL);
+    ct_assert_mentions(t, "A report", "报告", "去噪器", "first item", "cannprof convert", NULL);
     free(t);
     free(pdf);
     cp_doc_free(doc);
@@ -135,7 +135,7 @@ Test(report_forms, suggest_writes_its_report_as_html_and_pdf_with_charts)
     cr_assert_not_null(dom, "chromium did not open %s", html);
     cr_expect(console && console[0] == '\0', "the page logged: %s", console ? console : "");
     cr_expect_geq(ct_count(dom, "<figure"), 3, "op types, gains, roofline");
-    ct_assert_mentions(dom, "Where the time goes", "<nav>", NULL);
+    ct_assert_mentions(dom, "Where the time goes", NULL);
     free(console);
     free(dom);
     char *png = cp_t_path("s.png");
