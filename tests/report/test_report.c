@@ -18,26 +18,6 @@
 
 TestSuite(report, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 120);
 
-/* A command's output (stdout), or NULL when it failed. */
-static char *run(const char *cmd)
-{
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "%s", cmd);
-    struct cp_buf b;
-    cp_buf_init(&b);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        cp_buf_append(&b, chunk, n);
-    int rc = pclose(p);
-    cp_buf_puts(&b, "");
-    if (rc != 0) {
-        cp_buf_release(&b);
-        return NULL;
-    }
-    return cp_buf_steal(&b);
-}
-
 static const char *const NODES[] = {"encoder", "去噪器 (denoiser)", "decoder"};
 static const double TIMES[] = {3.25, 41.5, 7.75};
 
@@ -84,7 +64,7 @@ Test(report, a_pdf_paginates_a_long_table_and_its_text_can_be_extracted)
     cr_assert_eq(cp_doc_pdf(d, pdf, &pages, &dg), CP_OK, "%s", dg.msg);
     cr_expect_geq(pages, 3, "150 rows fit on %d pages?", pages);
     char *cmd = cp_t_fmt("pdfinfo '%s'", pdf);
-    char *info = run(cmd);
+    char *info = cp_run_shell(cmd);
     free(cmd);
     cr_assert_not_null(info, "pdfinfo failed");
     const char *pl = strstr(info, "Pages:");
@@ -93,7 +73,7 @@ Test(report, a_pdf_paginates_a_long_table_and_its_text_can_be_extracted)
     ct_assert_mentions(info, "A report: 报告", "cannprof", NULL);
     free(info);
     cmd = cp_t_fmt("pdftotext -layout '%s' -", pdf);
-    char *text = run(cmd);
+    char *text = cp_run_shell(cmd);
     free(cmd);
     cr_assert_not_null(text);
     ct_assert_mentions(text, "Contents", "Time per node", "去噪器 (denoiser)", "41.5 ms", "150",
@@ -109,7 +89,7 @@ Test(report, a_pdf_paginates_a_long_table_and_its_text_can_be_extracted)
     cmd = cp_t_fmt("pdftoppm -r 30 -gray -f 1 -l 1 '%s' '%s' && od -An -tu1 -v '%s'-1.pgm | "
                    "tr -s ' ' '\\n' | awk '$1 != \"\" && $1 < 128' | wc -l",
                    pdf, png, png);
-    char *dark = run(cmd);
+    char *dark = cp_run_shell(cmd);
     free(cmd);
     cr_assert_not_null(dark);
     cr_expect_gt(atol(dark), 100, "the first page looks blank");
@@ -151,7 +131,7 @@ Test(report, html_is_self_contained_and_the_same_bytes_every_time)
     cr_assert_eq(cp_chart_render(&c, CP_CHART_SVG, 500, &svg, &dg), CP_OK, "%s", dg.msg);
     cr_assert(cp_t_write_file(path, svg.data, svg.len));
     char *cmd = cp_t_fmt("xmllint --noout '%s' && echo ok", path);
-    char *ok = run(cmd);
+    char *ok = cp_run_shell(cmd);
     cr_expect(ok && strstr(ok, "ok"), "the SVG is not valid XML");
     free(ok);
     free(cmd);
@@ -214,7 +194,7 @@ Test(report, validate_writes_its_result_as_a_pdf_with_the_distributions)
     ct_assert_mentions(r.out, "report: ", NULL);
     cp_run_release(&r);
     char *cmd = cp_t_fmt("pdftotext '%s' -", pdf);
-    char *text = run(cmd);
+    char *text = cp_run_shell(cmd);
     free(cmd);
     cr_assert_not_null(text, "pdftotext failed");
     ct_assert_mentions(text, "cannprof validate", "Metrics", "latency (ms)", "Latency, cumulative",
@@ -323,7 +303,7 @@ static char *pdf_text(const struct cp_chart *c, const char *opts)
     char *path = cp_t_path("xy.pdf");
     cr_assert(cp_t_write_file(path, pdf.data, pdf.len));
     char *cmd = cp_t_fmt("pdftotext %s '%s' -", opts, path);
-    char *text = run(cmd);
+    char *text = cp_run_shell(cmd);
     cr_assert_not_null(text, "%s failed", cmd);
     free(cmd);
     free(path);
@@ -340,7 +320,7 @@ static void expect_stable_svg(const struct cp_chart *c)
     char *path = cp_t_path("xy.svg");
     cr_assert(cp_t_write_file(path, svg.data, svg.len));
     char *cmd = cp_t_fmt("xmllint --noout '%s' && echo ok", path);
-    char *ok = run(cmd);
+    char *ok = cp_run_shell(cmd);
     cr_expect(ok && strstr(ok, "ok"), "the SVG is not valid XML");
     cp_buf_puts(&svg, "");
     cr_expect(strstr(svg.data, "nan") == NULL && strstr(svg.data, "inf") == NULL,

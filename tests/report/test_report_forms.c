@@ -17,30 +17,10 @@
 
 TestSuite(report_forms, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 240);
 
-/* A command's stdout, or NULL when it failed. */
-static char *run(const char *cmd)
-{
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "%s", cmd);
-    struct cp_buf b;
-    cp_buf_init(&b);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        cp_buf_append(&b, chunk, n);
-    int rc = pclose(p);
-    cp_buf_puts(&b, "");
-    if (rc != 0) {
-        cp_buf_release(&b);
-        return NULL;
-    }
-    return cp_buf_steal(&b);
-}
-
 static char *pdf_text(const char *pdf)
 {
     char *cmd = cp_t_fmt("pdftotext -layout '%s' -", pdf);
-    char *t = run(cmd);
+    char *t = cp_run_shell(cmd);
     free(cmd);
     cr_assert_not_null(t, "pdftotext failed on %s", pdf);
     return t;
@@ -185,7 +165,7 @@ Test(report_forms, tune_writes_its_report_as_html_and_pdf_beside_the_markdown)
         ct_assert_mentions(t, "Latency before and after", "measured interleaved", NULL);
     }
     char *cmd = cp_t_fmt("pdfinfo '%s'", pdf);
-    char *info = run(cmd);
+    char *info = cp_run_shell(cmd);
     cr_assert_not_null(info);
     const char *pages = strstr(info, "Pages:");
     cr_assert_not_null(pages);

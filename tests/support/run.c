@@ -1,6 +1,8 @@
 /* Test support: process runner and scratch folders. */
 #include "support/run.h"
 
+#include "core/core.h"
+
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -112,4 +114,24 @@ const char *cp_example_model(char *buf, size_t n, const char *name)
 {
     snprintf(buf, n, "%s/examples/models/%s.onnx", CP_SOURCE_DIR, name);
     return buf;
+}
+
+char *cp_run_shell(const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    struct cp_buf b;
+    cp_buf_init(&b);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+        cp_buf_append(&b, chunk, n);
+    int rc = pclose(p);
+    cp_buf_puts(&b, "");
+    if (rc != 0 || cp_buf_status(&b) != CP_OK) {
+        cp_buf_release(&b);
+        return NULL;
+    }
+    return cp_buf_steal(&b);
 }

@@ -21,6 +21,11 @@ void cp_run_cli(struct cp_run *r, ...);
 
 void cp_run_release(struct cp_run *r);
 
+/* What a shell command line prints on stdout (a heap string), or NULL
+ * when it cannot be started or exits other than 0: for the poppler and
+ * libxml2 tools that tests look at reports with. */
+char *cp_run_shell(const char *cmd);
+
 /* A fresh folder under /tmp. Caller frees the string; the
  * folder is removed by cp_scratch_remove. */
 char *cp_scratch_dir(void);
