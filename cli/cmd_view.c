@@ -58,7 +58,8 @@ static const struct cp_opt own[] = {
      "--topology of a trace: do not run analyze's rules to mark the nodes its findings name"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE",
      "where to write (- for stdout; default: beside the input, .flame.svg, .diff.svg, "
-     ".topology.svg or .timeline.html)"},
+     ".topology.svg or .timeline.html); --flame and --diff also write a still picture as "
+     ".png or .pdf"},
     {"run-b", 0, CP_OPT_VALUE, OPT_RUN_B, "ID", "--diff: the run of B.db (default: its last)"},
     {"timeline", 0, CP_OPT_FLAG, OPT_TIMELINE, NULL,
      "a self-contained HTML timeline of one or a few iterations"},
@@ -164,6 +165,11 @@ static int flame(const struct cp_args *a, bool diff, const char *out)
     o.fdr = cp_args_num(a, CP_SO_ALPHA, 0);
     o.force = cp_args_has(a, OPT_FORCE);
     o.all_iterations = cp_args_has(a, OPT_ALL_ITERATIONS);
+    /* -o F.png or F.pdf: the still picture, for a page or a slide */
+    if (cp_path_has_suffix(out, ".png") || cp_path_has_suffix(out, ".pdf")) {
+        o.still = true;
+        o.still_format = cp_path_has_suffix(out, ".png") ? CP_CHART_PNG : CP_CHART_PDF;
+    }
     o.title = cp_args_get(a, OPT_TITLE);
     int64_t run = cp_args_int(a, CP_SO_RUN, -1);
     struct cp_trace_store *sa = NULL, *sb = NULL;

@@ -194,6 +194,43 @@ static double xy_natural(double width)
     return fmax(XY_MIN_H, XY_RATIO * width);
 }
 
+/* ---- FRAMES: a flame graph drawn still (PNG, PDF, a page) ---------------------------------- */
+
+#define FRAME_H 14.0
+
+static double frames_depth(const struct cp_chart *c)
+{
+    int d = 0;
+    for (size_t i = 0; c->frames && i < c->n_frames; i++)
+        d = c->frames[i].depth > d ? c->frames[i].depth : d;
+    return d < 4096 ? d : 4096;
+}
+
+static void draw_frames(cairo_t *cr, const struct cp_chart *c, double x, double y, double w)
+{
+    double top = frames_depth(c);
+    for (size_t i = 0; c->frames && i < c->n_frames; i++) {
+        const struct cp_chart_frame *f = &c->frames[i];
+        if (!(f->w > 0) || !(f->x >= 0) || f->x > 1 || f->depth < 0 || f->depth > 4096)
+            continue;
+        double fx = x + f->x * w, fw = fmin(f->w, 1 - f->x) * w;
+        double fy = y + (top - f->depth) * FRAME_H;
+        cairo_set_source_rgb(cr, f->rgb[0], f->rgb[1], f->rgb[2]);
+        cairo_rectangle(cr, fx, fy, fw, FRAME_H - 1);
+        cairo_fill(cr);
+        if (fw < 14 || !f->label || !f->label[0])
+            continue;
+        /* the label, cut to the frame with an ellipsis */
+        PangoLayout *l = make_layout(cr, f->label, 7, false);
+        pango_layout_set_width(l, (int)((fw - 4) * PANGO_SCALE));
+        pango_layout_set_ellipsize(l, PANGO_ELLIPSIZE_END);
+        cairo_set_source_rgb(cr, 0.05, 0.05, 0.05);
+        cairo_move_to(cr, fx + 2, fy + 2);
+        pango_cairo_show_layout(cr, l);
+        g_object_unref(l);
+    }
+}
+
 double cp_chart_height(const struct cp_chart *c, double width)
 {
     char extra[160];
@@ -208,6 +245,8 @@ double cp_chart_height(const struct cp_chart *c, double width)
         return h + CDF_H + AXIS_H + LEGEND_H;
     case CP_CHART_XY:
         return h + xy_natural(width) + LEGEND_H;
+    case CP_CHART_FRAMES:
+        return h + (frames_depth(c) + 1) * FRAME_H;
     }
     return h;
 }
@@ -1055,6 +1094,10 @@ void cp_chart_draw(cairo_t *cr, const struct cp_chart *c, double x, double y, do
         y += ph + LEGEND_H;
         break;
     }
+    case CP_CHART_FRAMES:
+        draw_frames(cr, c, x, y, w);
+        y += (frames_depth(c) + 1) * FRAME_H;
+        break;
     }
     char extra[160];
     bool left_out = xy_left_out(c, extra, sizeof extra);

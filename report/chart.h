@@ -23,6 +23,16 @@ enum cp_chart_kind {
     CP_CHART_STACKED,  /* parts per label, stacked horizontal bars, with a legend */
     CP_CHART_CDF,      /* one or two samples' cumulative distributions */
     CP_CHART_XY,       /* series of (x, y) points on two numeric axes, joined or not */
+    CP_CHART_FRAMES,   /* a flame graph: frames stacked by depth, as wide as their time */
+};
+
+/* One frame of a FRAMES chart: x and w in 0..1 of the chart's width, depth
+ * 0 at the bottom, its label (cut with "…" to fit) and fill colour. */
+struct cp_chart_frame {
+    double x, w;
+    int depth;
+    const char *label;
+    double rgb[3];
 };
 
 #define CP_CHART_MAX_PARTS  6
@@ -65,6 +75,9 @@ struct cp_chart {
     const char *x_title, *y_title;
     bool log_x, log_y;
     double roof_peak, roof_bw;
+    /* FRAMES */
+    const struct cp_chart_frame *frames;
+    size_t n_frames;
     const char *note; /* a line under the chart (the CI of a change...); NULL: none */
 };
 

@@ -18,6 +18,10 @@ struct chart_copy {
     struct cp_chart c;
     char **labels, **parts, *title, *unit, *note, *snames[2];
     double *values, *samples[2];
+    /* FRAMES */
+    struct cp_chart_frame *frames;
+    char **frame_labels;
+    size_t n_frame_labels;
     /* XY */
     char *x_title, *y_title;
     struct {
@@ -88,6 +92,10 @@ static void free_chart(struct chart_copy *c)
     free(c->values);
     free(c->samples[0]);
     free(c->samples[1]);
+    for (size_t i = 0; c->frame_labels && i < c->n_frame_labels; i++)
+        free(c->frame_labels[i]);
+    free(c->frame_labels);
+    free(c->frames);
     free(c->x_title);
     free(c->y_title);
     for (size_t s = 0; s < CP_CHART_MAX_SERIES; s++) {
@@ -255,6 +263,24 @@ void cp_doc_chart(struct cp_doc *d, const struct cp_chart *c)
                 memcpy(x->samples[s], c->samples[s], c->n_samples[s] * sizeof(double));
             else
                 oom = true;
+        }
+    }
+    /* FRAMES: the frames and their labels */
+    x->c.frames = NULL;
+    x->c.n_frames = 0;
+    if (c->frames && c->n_frames) {
+        x->frames = cp_calloc(c->n_frames, sizeof *x->frames);
+        x->frame_labels = cp_calloc(c->n_frames, sizeof *x->frame_labels);
+        x->n_frame_labels = x->frame_labels ? c->n_frames : 0;
+        oom = oom || !x->frames || !x->frame_labels;
+        for (size_t i = 0; !oom && i < c->n_frames; i++) {
+            x->frames[i] = c->frames[i];
+            x->frame_labels[i] = dup_or_null(c->frames[i].label, &oom);
+            x->frames[i].label = x->frame_labels[i];
+        }
+        if (!oom) {
+            x->c.frames = x->frames;
+            x->c.n_frames = c->n_frames;
         }
     }
     /* XY: the axes' titles and each series' points, name and labels */

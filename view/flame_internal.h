@@ -100,6 +100,12 @@ struct fl_change {
 /* Time as text: "1.23 ms", "456 µs". */
 void fl_fmt_ns(double ns, char *out, size_t n);
 
+/* The same picture still, through the chart module (a FRAMES chart) as
+ * PNG or PDF, appended to out. */
+enum cp_status fl_still(const struct fl_tree *t, const struct fl_change *ch, const char *title,
+                        const char *subtitle, double width, enum cp_chart_format f,
+                        struct cp_buf *out, size_t *frames_drawn, struct cp_diag *d);
+
 /* The SVG of a laid-out tree; `ch` (per frame of t) for a diff, else NULL;
  * `gone` lists the frames only in A (NULL-terminated, may be NULL). */
 enum cp_status fl_svg(const struct fl_tree *t, const struct fl_change *ch, const char *title,

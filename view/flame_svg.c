@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FRAME_H 17
@@ -411,4 +412,84 @@ enum cp_status fl_svg(const struct fl_tree *t, const struct fl_change *ch, const
     if (frames_drawn)
         *frames_drawn = drawn;
     return cp_buf_status(o);
+}
+
+/* ---- the still picture ------------------------------------------------------------------- */
+
+static void rgb_of(const char hex[8], double rgb[3])
+{
+    unsigned v = 0;
+    if (sscanf(hex, "#%6x", &v) != 1)
+        v = 0xc8c8c8;
+    rgb[0] = (double)((v >> 16) & 0xff) / 255;
+    rgb[1] = (double)((v >> 8) & 0xff) / 255;
+    rgb[2] = (double)(v & 0xff) / 255;
+}
+
+enum cp_status fl_still(const struct fl_tree *t, const struct fl_change *ch, const char *title,
+                        const char *subtitle, double width, enum cp_chart_format f,
+                        struct cp_buf *out, size_t *frames_drawn, struct cp_diag *d)
+{
+    double root = t->f[0].width;
+    struct cp_chart_frame *fr = cp_calloc(t->n ? t->n : 1, sizeof *fr);
+    char **labels = cp_calloc(t->n ? t->n : 1, sizeof *labels);
+    struct cp_buf note;
+    cp_buf_init(&note);
+    enum cp_status st = fr && labels ? CP_OK : cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; st == CP_OK && i < t->n; i++) {
+        const struct fl_frame *q = &t->f[i];
+        if (!(root > 0) || q->width / root * width < 0.5)
+            continue;
+        bool shown = true;
+        for (int32_t p = q->parent; p >= 0; p = t->f[p].parent)
+            shown = shown && t->f[p].width / root * width >= 0.5;
+        if (!shown)
+            continue;
+        char col[8], lab[600];
+        if (ch)
+            change_colour(&ch[i], col);
+        else
+            frame_colour(q, col);
+        snprintf(lab, sizeof lab, "%.500s", q->name);
+        if (ch && ch[i].significant) {
+            char ct[32];
+            change_text(&ch[i], ct, sizeof ct);
+            snprintf(lab, sizeof lab, "%s %s %.500s",
+                     ch[i].pct > 0 ? "\xe2\x96\xb2" : "\xe2\x96\xbc", ct, q->name);
+        }
+        if (!(labels[n] = cp_strdup(lab))) {
+            st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        fr[n] = (struct cp_chart_frame){
+            .x = q->x / root, .w = q->width / root, .depth = q->depth, .label = labels[n]};
+        rgb_of(col, fr[n].rgb);
+        n++;
+    }
+    /* the subtitle's lines as one note */
+    for (const char *s = subtitle; s && *s; s++)
+        if (*s == '\n')
+            cp_buf_puts(&note, "; ");
+        else
+            cp_buf_putc(&note, *s);
+    cp_buf_puts(&note, "");
+    if (st == CP_OK && cp_buf_status(&note) != CP_OK)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (st == CP_OK) {
+        struct cp_chart c = {.kind = CP_CHART_FRAMES,
+                             .title = title,
+                             .frames = fr,
+                             .n_frames = n,
+                             .note = note.data};
+        st = cp_chart_render(&c, f, width, out, d);
+    }
+    if (frames_drawn)
+        *frames_drawn = n;
+    for (size_t i = 0; labels && i < n; i++)
+        free(labels[i]);
+    free(labels);
+    free(fr);
+    cp_buf_release(&note);
+    return st;
 }

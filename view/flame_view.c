@@ -76,8 +76,11 @@ enum cp_status cp_view_flame(struct cp_trace_store *s, const struct cp_flame_opt
              group_name(t.group),
              t.overlaps ? "; overlapping events were shrunk to fit their container" : "");
     size_t drawn = 0;
-    st = fl_svg(&t, NULL, title, sub, o->width > 0 ? o->width : 1200, out, &drawn);
-    if (st != CP_OK)
+    if (o->still)
+        st = fl_still(&t, NULL, title, sub, o->width > 0 ? o->width : 1200, o->still_format, out,
+                      &drawn, d);
+    else if ((st = fl_svg(&t, NULL, title, sub, o->width > 0 ? o->width : 1200, out, &drawn)) !=
+             CP_OK)
         st = cp_diag_set(d, st, "out of memory");
     if (info && st == CP_OK) {
         info->run_id = t.run_id;
@@ -278,8 +281,11 @@ enum cp_status cp_view_flame_diff(struct cp_trace_store *sa, struct cp_trace_sto
                  gone ? "; gone from B: " : "", gone ? g.data : "");
         cp_buf_release(&g);
         size_t drawn = 0;
-        st = fl_svg(&b, ch, title, sub, o->width > 0 ? o->width : 1200, out, &drawn);
-        if (st != CP_OK)
+        if (o->still)
+            st = fl_still(&b, ch, title, sub, o->width > 0 ? o->width : 1200, o->still_format, out,
+                          &drawn, d);
+        else if ((st = fl_svg(&b, ch, title, sub, o->width > 0 ? o->width : 1200, out, &drawn)) !=
+                 CP_OK)
             st = cp_diag_set(d, st, "out of memory");
         if (info && st == CP_OK) {
             info->run_id = a.run_id;

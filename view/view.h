@@ -23,6 +23,7 @@
 #define CP_VIEW_H
 
 #include "core/core.h"
+#include "report/chart.h"
 #include "trace/trace.h"
 
 #include <stdbool.h>
@@ -66,6 +67,10 @@ struct cp_flame_opts {
     /* every measured iteration, not only the undisturbed ones (a run that
      * recorded the interference probe: bench, bench --vs, tune) */
     bool all_iterations;
+    /* a still picture for a page or a slide, drawn by the chart module
+     * (report/chart.h) as PNG or PDF, instead of the interactive SVG */
+    bool still;
+    enum cp_chart_format still_format;
 };
 
 void cp_flame_opts_init(struct cp_flame_opts *o);

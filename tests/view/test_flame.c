@@ -454,6 +454,25 @@ Test(flame, searched_in_a_browser)
     ct_assert_mentions(dom, "Matched: ", "(Mul)", NULL);
     free(dom);
     free(console);
+    /* still pictures for a page or a slide, drawn by the chart module */
+    char *pdf = cp_t_path("b.pdf"), *still = cp_t_path("b.still.png");
+    cp_run_cli(&r, "view", db, "--flame", "-o", pdf, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "view", "--diff", db, db, "-o", still, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    char *cmd = cp_t_fmt("pdftotext '%s' -", pdf);
+    char *text = cp_run_shell(cmd);
+    cr_assert_not_null(text, "%s", cmd);
+    ct_assert_mentions(text, "Flame graph", "execute", "runtime", NULL);
+    free(text);
+    free(cmd);
+    struct ct_png_ink sink;
+    cr_assert(ct_png_ink(still, &sink));
+    cr_expect_gt(sink.ink, 0.05, "the still diff is blank");
+    free(still);
+    free(pdf);
     /* and as it looks */
     char *png = cp_t_path("b.png");
     cr_assert(ct_browser_screenshot(svg, "s=Mul", png, 1200, 400));
