@@ -291,4 +291,12 @@ void cp_tune_progress_step(const struct cp_tune_ctx *c, const struct cp_tune_ste
 void cp_tune_progress_note(const struct cp_tune_ctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The steps on the Pareto front of (latency, precision_loss, memory), in
+ * step order (tuner/report.c). Caller frees; NULL when out of memory. */
+size_t *cp_tune_pareto_steps(const struct cp_tune_result *r, size_t *n);
+/* report.html and report.pdf beside report.md, from its Markdown `md`, with
+ * the session's charts (tuner/report_doc.c); their paths into r. */
+enum cp_status cp_tune_write_report_doc(const struct cp_tune_opts *o, struct cp_tune_result *r,
+                                        const struct cp_buf *md, struct cp_diag *d);
+
 #endif
