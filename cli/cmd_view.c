@@ -275,8 +275,7 @@ static bool is_trace(const char *path)
 {
     FILE *f = fopen(path, "rb");
     char head[16] = {0};
-    bool yes = f && fread(head, 1, sizeof head, f) == sizeof head &&
-               memcmp(head, "SQLite format 3", 16) == 0;
+    bool yes = f && cp_trace_is_sqlite(head, fread(head, 1, sizeof head, f));
     if (f)
         fclose(f);
     return yes;

@@ -568,7 +568,7 @@ enum cp_status cp_import(const struct cp_import_opts *o, struct cp_import_result
     enum cp_status st = sniff(file, head, sizeof head, &got, d);
     if (st != CP_OK)
         return st;
-    if (got >= 16 && memcmp(head, "SQLite format 3", 16) == 0) {
+    if (cp_trace_is_sqlite(head, got)) {
         uint64_t t0 = cp_clock_ns();
         st = cp_imp_sqlite(file, o->trace_path, r, d);
         r->seconds = (double)(cp_clock_ns() - t0) / 1e9;

@@ -92,6 +92,11 @@ static const char SCHEMA_V1[] =
 
 static const char SQLITE_MAGIC[16] = "SQLite format 3";
 
+bool cp_trace_is_sqlite(const void *head, size_t n)
+{
+    return head && n >= sizeof SQLITE_MAGIC && memcmp(head, SQLITE_MAGIC, sizeof SQLITE_MAGIC) == 0;
+}
+
 enum cp_status cp_trace_store_db_error(struct cp_trace_store *s, struct cp_diag *d,
                                        const char *what)
 {

@@ -156,6 +156,10 @@ void cp_trace_clear(struct cp_trace_recorder *r);
 
 struct cp_trace_store;
 
+/* Whether `head` (n bytes of a file's start) begins with SQLite's file
+ * header: a trace store, or another SQLite database (an import's). */
+bool cp_trace_is_sqlite(const void *head, size_t n);
+
 /* Open (creating if needed) a trace store, in WAL mode with
  * synchronous=NORMAL. Errors: a file that is not SQLite at all
  * ("x.db is not a SQLite file") or a SQLite database that is not a cannprof

@@ -687,7 +687,7 @@ enum cp_status cp_view_topology(const char *path, const struct cp_topology_opts 
     if (n == 0)
         return cp_diag_set(d, CP_ERR_INVALID, "%s: an empty file: a topology is drawn from %s",
                            path, KINDS_TAKEN);
-    if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0)
+    if (cp_trace_is_sqlite(head, n))
         return draw_trace(path, o, out, info, d);
     if (n >= 4 && cp_om_sniff(head, n) != CP_OM_KIND_UNKNOWN)
         return draw_model(path, o, out, info, d);
