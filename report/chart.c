@@ -32,6 +32,40 @@ void cp_chart_colour(size_t i, double rgb[3])
         rgb[k] = PALETTE[i % 8][k] / 255.0;
 }
 
+void cp_chart_tint_hex(size_t i, double t, char out[8])
+{
+    double c[3];
+    cp_chart_colour(i, c);
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    unsigned char rgb[3];
+    for (int k = 0; k < 3; k++)
+        rgb[k] = (unsigned char)lround(255 * (c[k] + (1 - c[k]) * t));
+    snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+double cp_chart_name_tint(const char *name)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const char *p = name ? name : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return CP_CHART_NAME_TINT_MAX * (double)(h % 1000) / 1000.0;
+}
+
+/* ColorBrewer's sequential "Blues", light to dark: ordered in lightness,
+ * so it reads in grey and with the common colour-vision deficiencies. */
+static const char *const RAMP[CP_CHART_RAMP_N] = {"#f7fbff", "#deebf7", "#c6dbef",
+                                                  "#9ecae1", "#6baed6", "#4292c6",
+                                                  "#2171b5", "#08519c", "#08306b"};
+
+const char *cp_chart_ramp_hex(size_t k, bool *light_text)
+{
+    if (k >= CP_CHART_RAMP_N)
+        k = CP_CHART_RAMP_N - 1;
+    if (light_text)
+        *light_text = k >= CP_CHART_RAMP_N - 3;
+    return RAMP[k];
+}
+
 void ch_set_colour(cairo_t *cr, size_t i)
 {
     double c[3];

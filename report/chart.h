@@ -107,7 +107,42 @@ enum cp_status cp_chart_svg_inline(const struct cp_chart *c, double width, const
  * map, cairo's caches and fontconfig's are released at exit. */
 void cp_report_fonts_used(void);
 
-/* The palette: colour i (0..7) as r, g, b in 0..1. */
+/* The palette: colour i (0..7) as r, g, b in 0..1. What each colour means
+ * where the views share one: */
 void cp_chart_colour(size_t i, double rgb[3]);
+enum {
+    CP_CHART_BLUE = 0,
+    CP_CHART_ORANGE = 1,
+    CP_CHART_GREEN = 2,
+    CP_CHART_PURPLE = 3,
+    CP_CHART_SKY = 4,
+    CP_CHART_VERMILLION = 5,
+    CP_CHART_YELLOW = 6,
+    CP_CHART_BLACK = 7,
+};
+/* Palette colours as "#rrggbb" for pages and stylesheets; within noise,
+ * unchanged, merged: a light grey; a highlight (a search's matches) in the
+ * palette's reddish purple. */
+#define CP_CHART_BLUE_HEX       "#0072b2"
+#define CP_CHART_VERMILLION_HEX "#d55e00"
+#define CP_CHART_GREY_HEX       "#c8c8c8"
+#define CP_CHART_NEUTRAL_HEX    "#f0f0f0"
+#define CP_CHART_HIGHLIGHT_HEX  "#cc79a7"
+
+/* Palette colour i lightened toward white by t (0: itself, 1: white), as
+ * "#rrggbb". */
+void cp_chart_tint_hex(size_t i, double t, char out[8]);
+
+/* How much a name lightens its colour (0..CP_CHART_NAME_TINT_MAX), from a
+ * hash of it: neighbours with different names differ, the same name looks
+ * the same in every view and every run. */
+#define CP_CHART_NAME_TINT_MAX 0.30
+double cp_chart_name_tint(const char *name);
+
+/* The sequential ramp for a share (ColorBrewer's "Blues"), step k of
+ * CP_CHART_RAMP_N, light to dark, as "#rrggbb"; *light_text (may be NULL):
+ * the step is dark enough to take white text. */
+#define CP_CHART_RAMP_N 9
+const char *cp_chart_ramp_hex(size_t k, bool *light_text);
 
 #endif

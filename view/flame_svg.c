@@ -18,6 +18,7 @@
  * that no colour carries a figure alone.
  */
 #include "report/chart.h"
+#include "view/colour.h"
 #include "view/flame_internal.h"
 
 #include <inttypes.h>
@@ -66,7 +67,8 @@ static const char *const SCRIPT =
     "search(query);}\n"
     "function search(q){var re;try{re=new RegExp(q);}catch(e){mt.textContent='not a regular "
     "expression: '+q;return;}query=q;var m=[];F.forEach(function(g){var r=g.querySelector("
-    "'rect');if(re.test(g.getAttribute('data-n'))){r.setAttribute('fill','#cc79a7');"
+    "'rect');if(re.test(g.getAttribute('data-n'))){r.setAttribute('fill','" CP_CHART_HIGHLIGHT_HEX
+    "');"
     "m.push(g);}else r.setAttribute('fill',g.getAttribute('data-c'));});"
     "m.sort(function(a,b){return a.getAttribute('data-x')-b.getAttribute('data-x');});"
     "var tot=0,end=-1;m.forEach(function(g){var x=+g.getAttribute('data-x'),w=+g.getAttribute("
@@ -175,47 +177,35 @@ static void fit_middle(struct cp_buf *o, const char *s, double cells)
     cp_buf_release(&part);
 }
 
-static uint32_t name_hash(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
 /* The chart module's palette (report/chart.h: Okabe-Ito) by what the frame
- * is, lightened by up to 30% by its name; grey for the root and tracks. */
+ * is, lightened by its name; grey for the root and tracks. */
 static void frame_colour(const struct fl_frame *f, char out[8])
 {
-    enum { BLUE = 0, ORANGE = 1, GREEN = 2, SKY = 4, YELLOW = 6, GREY = 99 };
     size_t c;
     switch (f->kind) {
     case FK_KERNEL:
-        c = GREEN;
+        c = CP_CHART_GREEN;
         break;
     case FK_OP:
-        c = YELLOW;
+        c = CP_CHART_YELLOW;
         break;
     case FK_NODE:
-        c = BLUE;
+        c = CP_CHART_BLUE;
         break;
     case FK_PHASE: /* on a CPU, waiting for one, off it, blocked */
-        c = f->layer == 0 ? GREEN : f->layer == 1 ? ORANGE : f->layer == 3 ? BLUE : SKY;
+        c = f->layer == 0   ? CP_CHART_GREEN
+            : f->layer == 1 ? CP_CHART_ORANGE
+            : f->layer == 3 ? CP_CHART_BLUE
+                            : CP_CHART_SKY;
         break;
     case FK_EVENT:
-        c = f->layer == CP_LAYER_APP ? SKY : f->layer == CP_LAYER_DEVICE ? GREEN : ORANGE;
+        c = vw_layer_colour(f->layer);
         break;
     default:
-        c = GREY;
+        vw_grey_fill(f->name, out);
+        return;
     }
-    double base[3] = {0.6, 0.6, 0.6};
-    if (c != GREY)
-        cp_chart_colour(c, base);
-    double light = 0.30 * (double)(name_hash(f->name) % 1000) / 1000.0;
-    unsigned char rgb[3];
-    for (int k = 0; k < 3; k++)
-        rgb[k] = (unsigned char)lround(255 * (base[k] + (1 - base[k]) * light));
-    snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+    vw_fill(c, f->name, out);
 }
 
 /* A diff's colour: vermillion (slower) or blue (faster) by how much,
@@ -223,11 +213,11 @@ static void frame_colour(const struct fl_frame *f, char out[8])
 static void change_colour(const struct fl_change *c, char out[8])
 {
     if (!c->significant) {
-        snprintf(out, 8, "#c8c8c8");
+        snprintf(out, 8, CP_CHART_GREY_HEX);
         return;
     }
     double b[3];
-    cp_chart_colour(c->pct > 0 ? 5 : 0, b); /* vermillion, blue */
+    cp_chart_colour(c->pct > 0 ? CP_CHART_VERMILLION : CP_CHART_BLUE, b);
     /* 5% light, 50% and more full */
     double m = isfinite(c->pct) ? fmin(fabs(c->pct), 50) : 50;
     double k = 0.35 + 0.65 * (m / 50);
@@ -312,7 +302,8 @@ enum cp_status fl_svg(const struct fl_tree *t, const struct fl_change *ch, const
                    "g.f{cursor:pointer}g.anc{opacity:0.55}\n"
                    ".t{font-size:16px;font-family:sans-serif}.s{font-size:12px;font-family:"
                    "sans-serif;fill:#333}\n"
-                   ".b{cursor:pointer;font-family:sans-serif;font-size:12px;fill:#0072b2}\n"
+                   ".b{cursor:pointer;font-family:sans-serif;font-size:12px;fill:" CP_CHART_BLUE_HEX
+                   "}\n"
                    "</style>\n<script type=\"text/ecmascript\"><![CDATA[\n");
     cp_buf_puts(o, SCRIPT);
     cp_buf_puts(o, "]]></script>\n");

@@ -17,6 +17,7 @@
  * page: 200,000 rows as jansson trees would cost a hundred megabytes.
  */
 #include "view/view.h"
+#include "view/colour.h"
 #include "view/timeline_page.h"
 
 #include "core/hashmap.h"
@@ -440,14 +441,51 @@ static int cmp_kernel_idx(const void *key, const void *elem)
 /* The JSON the script reads, but for the event rows: meta, tracks, names,
  * the kernels the events refer to (their position in "kernels" replaces
  * the kernel index in each event: *kpos[event], -1 for none). */
+/* The fills the events are drawn in, the flame graph's (view/colour.h): the
+ * layer's colour lightened by the event's name, so that an event and its
+ * frame look alike. Each distinct fill goes once into `fills`; *fill[e] is
+ * its index. */
+static bool event_fills(const struct tl_ctx *c, json_t *fills, int32_t *fill)
+{
+    struct cp_strmap seen;
+    cp_strmap_init(&seen);
+    char **owned = NULL; /* the map's keys */
+    size_t n_owned = 0, cap = 0;
+    bool ok = true;
+    for (size_t e = 0; ok && e < c->n; e++) {
+        const struct tl_event *ev = &c->ev[e];
+        const char *key = ev->name >= 0 ? c->names[ev->name] : "";
+        char hex[8];
+        vw_fill(vw_layer_colour(ev->layer), key, hex);
+        int64_t i = cp_strmap_gets(&seen, hex, -1);
+        if (i < 0) {
+            char *copy = cp_strdup(hex);
+            ok = copy && grow((void **)&owned, &cap, n_owned, sizeof *owned);
+            if (!ok) {
+                free(copy);
+                break;
+            }
+            owned[n_owned] = copy;
+            i = (int64_t)n_owned++;
+            ok = cp_strmap_puts(&seen, copy, i) == CP_OK && cp_json_push(fills, cp_json_str(copy));
+        }
+        fill[e] = (int32_t)i;
+    }
+    cp_strmap_release(&seen);
+    for (size_t i = 0; i < n_owned; i++)
+        free(owned[i]);
+    free(owned);
+    return ok;
+}
+
 static json_t *page_json(const struct tl_ctx *c, const struct cp_trace_run *run, const char *title,
                          const int64_t *its, size_t n_its, const struct cp_trace_sample *sm,
                          size_t n_sm, const struct cp_trace_kernel_desc *k, size_t nk, int64_t t0,
-                         int64_t t1, int64_t *kpos)
+                         int64_t t1, int64_t *kpos, int32_t *fill)
 {
     /* the containers go in first (the setters steal them), then are filled */
     json_t *root = json_object(), *tracks = json_array(), *names = json_array();
-    json_t *kernels = json_array(), *iters = json_array();
+    json_t *kernels = json_array(), *iters = json_array(), *fills = json_array();
     bool ok = root && cp_json_set_str(root, "title", title) &&
               cp_json_set_str(root, "trace", c->path) && cp_json_set_int(root, "run", run->id) &&
               cp_json_set_str(root, "model", run->model_path) &&
@@ -456,6 +494,7 @@ static json_t *page_json(const struct tl_ctx *c, const struct cp_trace_run *run,
     ok = cp_json_set(root, "names", names) && ok;
     ok = cp_json_set(root, "kernels", kernels) && ok;
     ok = cp_json_set(root, "iterations", iters) && ok;
+    ok = cp_json_set(root, "fills", fills) && ok;
     for (size_t i = 0; ok && i < c->n_tracks; i++) {
         const struct tl_track *t = &c->tracks[i];
         char lname[32];
@@ -490,6 +529,7 @@ static json_t *page_json(const struct tl_ctx *c, const struct cp_trace_run *run,
         if (kd)
             pos[kd - k] = 1;
     }
+    ok = ok && event_fills(c, fills, fill);
     for (size_t i = 0, nused = 0; ok && i < nk; i++) {
         if (!pos[i])
             continue;
@@ -563,17 +603,22 @@ static enum cp_status write_page(struct tl_ctx *c, const struct cp_trace_run *ru
         if (c->ev[i].start + c->ev[i].dur > t1)
             t1 = c->ev[i].start + c->ev[i].dur;
     int64_t *kpos = cp_calloc(c->n, sizeof *kpos);
-    if (!kpos)
+    int32_t *fill = cp_calloc(c->n, sizeof *fill);
+    if (!kpos || !fill) {
+        free(kpos);
+        free(fill);
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", c->path);
+    }
     for (size_t i = 0; i < c->n; i++)
         kpos[i] = -1;
-    json_t *j = page_json(c, run, title, its, n_its, sm, n_sm, k, nk, t0, t1, kpos);
+    json_t *j = page_json(c, run, title, its, n_its, sm, n_sm, k, nk, t0, t1, kpos, fill);
     struct cp_buf js;
     cp_buf_init(&js);
     if (!j || cp_json_dump(j, false, &js) != CP_OK || js.len < 2) {
         json_decref(j);
         cp_buf_release(&js);
         free(kpos);
+        free(fill);
         return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", c->path);
     }
     json_decref(j);
@@ -604,19 +649,20 @@ static enum cp_status write_page(struct tl_ctx *c, const struct cp_trace_run *ru
     cp_buf_puts(out, "<script type=\"application/json\" id=\"tl-data\">");
     put_script_json(out, js.data, js.len - 1); /* all but the closing brace */
     cp_buf_puts(out, ",\"events\":[");
-    /* [track, depth, start, dur, name, kernel, iteration, parent] */
+    /* [track, depth, start, dur, name, kernel, iteration, parent, fill] */
     for (size_t i = 0; i < c->n; i++) {
         const struct tl_event *e = &c->ev[i];
         cp_buf_printf(out,
-                      "%s[%d,%d,%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64 ",%" PRId64 "]",
+                      "%s[%d,%d,%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRId64 ",%" PRId64 ",%d]",
                       i ? (i % 8 ? "," : ",\n") : "", (int)e->track, (int)e->depth, e->start - t0,
-                      e->dur, (int)e->name, kpos[i], e->iteration, e->parent);
+                      e->dur, (int)e->name, kpos[i], e->iteration, e->parent, (int)fill[i]);
     }
     cp_buf_puts(out, "]}</script>\n<script>\n");
     put_lines(out, TL_SCRIPT);
     cp_buf_puts(out, "</script>\n</body>\n</html>\n");
     cp_buf_release(&js);
     free(kpos);
+    free(fill);
     return cp_buf_status(out) == CP_OK ? CP_OK
                                        : cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory", c->path);
 }

@@ -4,16 +4,13 @@
  * the drawings share. */
 #include "view/topology_internal.h"
 
+#include "report/chart.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const RAMP[] = {"#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6",
-                                   "#4292c6", "#2171b5", "#08519c", "#08306b"};
-#define RAMP_N    (sizeof RAMP / sizeof RAMP[0])
-#define RAMP_DARK 6
 
 /* ---- building the graph ----------------------------------------------------------------- */
 
@@ -131,7 +128,7 @@ enum cp_status topo_open(struct topo *t, const char *title, size_t n, size_t cap
     agattr(t->g, AGNODE, "style", "filled,rounded");
     agattr(t->g, AGNODE, "fontname", TOPO_FONT);
     agattr(t->g, AGNODE, "fontsize", "10");
-    agattr(t->g, AGNODE, "fillcolor", NEUTRAL_FILL);
+    agattr(t->g, AGNODE, "fillcolor", CP_CHART_NEUTRAL_HEX);
     agattr(t->g, AGNODE, "fontcolor", "black");
     agattr(t->g, AGNODE, "color", "#525252");
     agattr(t->g, AGNODE, "penwidth", "1");
@@ -194,13 +191,14 @@ enum cp_status topo_node(struct topo *t, size_t i, const struct topo_look *k, st
     tp_set(n, "label", k->label);
     if (tp_set_tooltip(t, n, k->tooltip, d) != CP_OK)
         return CP_ERR_NOMEM;
+    bool light_text = false;
     if (k->ramp >= 0) {
-        tp_set(n, "fillcolor", RAMP[k->ramp]);
-        if (k->ramp >= RAMP_DARK)
+        tp_set(n, "fillcolor", cp_chart_ramp_hex((size_t)k->ramp, &light_text));
+        if (light_text)
             tp_set(n, "fontcolor", "white");
     }
     if (k->hot) {
-        tp_set(n, "color", HOT_COLOUR);
+        tp_set(n, "color", CP_CHART_VERMILLION_HEX);
         tp_set(n, "penwidth", "3");
         tp_set(n, "style", "filled,rounded,bold");
     }
@@ -346,8 +344,8 @@ int tp_ramp_of(double share, double max_share)
 {
     if (!(max_share > 0) || !(share > 0))
         return 0;
-    int i = (int)lround(share / max_share * (double)(RAMP_N - 1));
-    return i < 0 ? 0 : i >= (int)RAMP_N ? (int)RAMP_N - 1 : i;
+    int i = (int)lround(share / max_share * (CP_CHART_RAMP_N - 1));
+    return i < 0 ? 0 : i >= CP_CHART_RAMP_N ? CP_CHART_RAMP_N - 1 : i;
 }
 
 /* Mark as hot the largest share and those at least HOT_OF_TOP of it, at

@@ -19,13 +19,11 @@
 /* Fused nodes list this many of their ONNX origins, then "+N more". */
 #define TOPO_ORIGINS_SHOWN 2
 
-/* ColorBrewer's sequential "Blues" (colour-blind safe), light to dark;
- * the last three take white text. */
-/* Hot nodes: a thick border in an orange no ramp colour is confused with. */
-#define HOT_COLOUR   "#d95f02"
-#define NEUTRAL_FILL "#f0f0f0"
-#define HOT_MAX      3
-#define HOT_OF_TOP   0.5
+/* Nodes are filled by their share from the chart module's ramp (blues),
+ * hot ones get a thick border in its vermillion, which no blue is
+ * confused with; nodes without a time, its neutral grey. */
+#define HOT_MAX    3
+#define HOT_OF_TOP 0.5
 
 /* Courier's metrics are Graphviz's own for a name starting "cour", and every
  * monospace font a browser falls back to has its advance (0.6 em): labels
@@ -49,7 +47,7 @@ struct topo {
 /* What one node shows: the label as label text, the tooltip as XML. */
 struct topo_look {
     const char *label, *tooltip;
-    int ramp; /* RAMP index, < 0: neutral */
+    int ramp; /* step of the chart module's ramp, < 0: neutral */
     bool hot;
     bool fused;   /* stands for more than one ONNX node */
     bool flagged; /* a finding names it: a double border */

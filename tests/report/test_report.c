@@ -590,3 +590,38 @@ Test(report, an_xy_chart_marks_each_series_with_its_own_shape_and_colour)
     cr_expect_geq(cp_chart_height(&c, 100), 220);
     cr_expect_geq(cp_chart_height(&c, 1000), 550);
 }
+
+Test(report, the_views_colours_are_the_palettes_named_tints_and_ramp)
+{
+    char hex[8];
+    cp_chart_tint_hex(CP_CHART_BLUE, 0, hex);
+    cr_assert_str_eq(hex, CP_CHART_BLUE_HEX);
+    cp_chart_tint_hex(CP_CHART_VERMILLION, 0, hex);
+    cr_assert_str_eq(hex, CP_CHART_VERMILLION_HEX);
+    cp_chart_tint_hex(CP_CHART_PURPLE, 0, hex);
+    cr_assert_str_eq(hex, CP_CHART_HIGHLIGHT_HEX);
+    cp_chart_tint_hex(CP_CHART_GREEN, 1, hex);
+    cr_assert_str_eq(hex, "#ffffff", "fully lightened is white");
+    cp_chart_tint_hex(CP_CHART_GREEN, 5, hex);
+    cr_assert_str_eq(hex, "#ffffff", "clamped");
+
+    /* a name lightens by the same amount every time, within the bound */
+    double t = cp_chart_name_tint("conv1");
+    cr_assert_eq(t, cp_chart_name_tint("conv1"));
+    cr_assert(t >= 0 && t <= CP_CHART_NAME_TINT_MAX);
+    cr_assert_eq(cp_chart_name_tint(NULL), cp_chart_name_tint(""));
+
+    /* the ramp darkens step by step; the last three take white text */
+    int last = 256 * 3;
+    for (size_t k = 0; k < CP_CHART_RAMP_N; k++) {
+        bool light = false;
+        const char *h = cp_chart_ramp_hex(k, &light);
+        unsigned v = 0;
+        cr_assert_eq(sscanf(h, "#%6x", &v), 1, "%s", h);
+        int sum = (int)((v >> 16) & 0xff) + (int)((v >> 8) & 0xff) + (int)(v & 0xff);
+        cr_assert_lt(sum, last, "step %zu (%s) is not darker", k, h);
+        last = sum;
+        cr_assert_eq(light, k + 3 >= CP_CHART_RAMP_N, "step %zu", k);
+    }
+    cr_assert_str_eq(cp_chart_ramp_hex(99, NULL), cp_chart_ramp_hex(CP_CHART_RAMP_N - 1, NULL));
+}

@@ -202,6 +202,27 @@ Test(timeline, the_median_iteration_is_one_self_contained_page_the_same_bytes_tw
     free(trace);
 }
 
+/* The "#rrggbb" value of attribute `attr` (e.g. `fill="`) of the element
+ * holding `needle` (freed here): the first after it (after) or the last
+ * before it. */
+static void attr_near(const char *hay, char *needle, const char *attr, bool after, char out[8])
+{
+    const char *at = strstr(hay, needle);
+    cr_assert_not_null(at, "no %s", needle);
+    const char *v = NULL;
+    if (after)
+        v = strstr(at, attr);
+    else
+        for (const char *p = strstr(hay, attr); p && p < at; p = strstr(p + 1, attr))
+            v = p;
+    cr_assert_not_null(v, "no %s near %s", attr, needle);
+    v += strlen(attr);
+    cr_assert_eq(v[0], '#', "%.20s", v);
+    memcpy(out, v, 7);
+    out[7] = '\0';
+    free(needle);
+}
+
 Test(timeline, the_page_runs_in_a_browser_and_draws_tracks_kernels_and_iterations)
 {
     char *trace = bench_trace();
@@ -229,6 +250,21 @@ Test(timeline, the_page_runs_in_a_browser_and_draws_tracks_kernels_and_iteration
         cr_assert_not_null(strstr(dom, attr), "no element for kernel %s", k[i].node);
         free(attr);
     }
+
+    /* a kernel is drawn in the colour of its frame in the flame graph */
+    struct cp_flame_opts fo;
+    cp_flame_opts_init(&fo);
+    struct cp_buf svg;
+    cp_buf_init(&svg);
+    cr_assert_eq(cp_view_flame(s, &fo, &svg, NULL, &d), CP_OK, "%s", d.msg);
+    for (size_t i = 0; i < nk; i += 10) {
+        char tl_fill[8], fl_fill[8];
+        attr_near(dom, cp_t_fmt("data-name=\"%s\"", k[i].node), "fill=\"", true, tl_fill);
+        attr_near(svg.data, cp_t_fmt("data-n=\"%s\"", k[i].node), "data-c=\"", false, fl_fill);
+        cr_assert_str_eq(tl_fill, fl_fill, "kernel %s: %s on the timeline, %s in the flame graph",
+                         k[i].node, tl_fill, fl_fill);
+    }
+    cp_buf_release(&svg);
     cp_trace_kernels_free(k, nk);
     cp_trace_store_close(s);
 

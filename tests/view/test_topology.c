@@ -94,8 +94,8 @@ Test(topology, a_traced_run_shows_its_kernels_timed_fused_and_hot)
                        "ONNX nodes (3):&#10;- /conv1/Conv&#10;- /bn1/BatchNormalization&#10;- "
                        "/relu/Relu",
                        /* times, shares, the hot kernel and the legend */
-                       "/iter", "% of the kernel time", "HOT #1 by time", "#d95f02",
-                       "share of the kernel time, light 0% to dark",
+                       "/iter", "% of the kernel time", "HOT #1 by time",
+                       "#d55e00" /* vermillion */, "share of the kernel time, light 0% to dark",
                        /* edges labelled with the tensor between the kernels */
                        "1x16x32x32 f32", NULL);
     cr_expect_null(strstr(svg, "no times"), "a bench trace has kernel times");
