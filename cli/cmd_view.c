@@ -58,8 +58,8 @@ static const struct cp_opt own[] = {
      "--topology of a trace: do not run analyze's rules to mark the nodes its findings name"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE",
      "where to write (- for stdout; default: beside the input, .flame.svg, .diff.svg, "
-     ".topology.svg or .timeline.html); --flame and --diff also write a still picture as "
-     ".png or .pdf"},
+     ".topology.svg or .timeline.html); --flame, --diff and --topology also write a still "
+     "picture as .png or .pdf"},
     {"run-b", 0, CP_OPT_VALUE, OPT_RUN_B, "ID", "--diff: the run of B.db (default: its last)"},
     {"timeline", 0, CP_OPT_FLAG, OPT_TIMELINE, NULL,
      "a self-contained HTML timeline of one or a few iterations"},
@@ -86,7 +86,7 @@ static const struct cp_command_opts OPTS = {
     .usage = "usage: cannprof view TRACE.db --flame [-o F.svg] [--group layer|op|onnx|pipeline]\n"
              "                                   [--iteration mean|median|all|N]\n"
              "       cannprof view --diff A.db B.db [-o D.svg] [--force] [--min-change 2%]\n"
-             "       cannprof view --topology TRACE.db|MODEL.om|FLOW.toml [-o T.svg]\n"
+             "       cannprof view --topology TRACE.db|MODEL.om|FLOW.toml [-o T.svg|.png|.pdf]\n"
              "       cannprof view --timeline TRACE.db [-o T.html] [--first N] [--count K]\n\n"
              "Draw a trace (or a model, or a flow) as one self-contained file that opens\n"
              "offline: an SVG flame graph with search, zoom and tooltips; a differential\n"
@@ -293,6 +293,11 @@ static int topology(const struct cp_args *a, const char *out)
         findings_marks(a->positional[0], o.run_id, &marks, &n_marks);
     o.marks = marks;
     o.n_marks = n_marks;
+    /* -o T.png or T.pdf: Graphviz's layout drawn still by the chart module */
+    if (cp_path_has_suffix(out, ".png") || cp_path_has_suffix(out, ".pdf")) {
+        o.still = true;
+        o.still_format = cp_path_has_suffix(out, ".png") ? CP_CHART_PNG : CP_CHART_PDF;
+    }
     struct cp_topology_info info;
     memset(&info, 0, sizeof info);
     struct cp_buf b;

@@ -215,6 +215,8 @@ double cp_chart_height(const struct cp_chart *c, double width)
         return h + ch_xy_natural(width) + LEGEND_H;
     case CP_CHART_FRAMES:
         return h + (frames_depth(c) + 1) * FRAME_H;
+    case CP_CHART_GRAPH:
+        return h + ch_graph_height(c, width);
     }
     return h;
 }
@@ -437,6 +439,10 @@ void cp_chart_draw(cairo_t *cr, const struct cp_chart *c, double x, double y, do
         draw_frames(cr, c, x, y, w);
         y += (frames_depth(c) + 1) * FRAME_H;
         break;
+    case CP_CHART_GRAPH:
+        ch_draw_graph(cr, c, x, y, w);
+        y += ch_graph_height(c, w);
+        break;
     }
     char extra[160];
     bool left_out = ch_xy_left_out(c, extra, sizeof extra);
@@ -452,6 +458,10 @@ void cp_chart_draw(cairo_t *cr, const struct cp_chart *c, double x, double y, do
 }
 
 /* ---- alone, as a file ------------------------------------------------------------------- */
+
+/* A chart alone has this margin left and right, in points. */
+#define RENDER_MARGIN 8.0
+#define PNG_MAX_BYTES (64.0 * 1024 * 1024)
 
 static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned int length)
 {
@@ -483,7 +493,10 @@ enum cp_status cp_chart_render(const struct cp_chart *c, enum cp_chart_format f,
 static enum cp_status render(const struct cp_chart *c, enum cp_chart_format f, double width,
                              struct cp_buf *out, struct cp_diag *d)
 {
-    double h = cp_chart_height(c, width);
+    double h = cp_chart_height(c, width - 2 * RENDER_MARGIN);
+    /* PNG at twice the points, but for a picture that would take more
+     * than PNG_MAX_BYTES so */
+    double png_scale = width * h * 4 * 4 <= PNG_MAX_BYTES ? 2 : 1;
     cairo_surface_t *s = NULL;
     switch (f) {
     case CP_CHART_SVG:
@@ -493,7 +506,8 @@ static enum cp_status render(const struct cp_chart *c, enum cp_chart_format f, d
         s = cairo_pdf_surface_create_for_stream(to_buf, out, width, h);
         break;
     case CP_CHART_PNG:
-        s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)ceil(width * 2), (int)ceil(h * 2));
+        s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)ceil(width * png_scale),
+                                       (int)ceil(h * png_scale));
         break;
     }
     if (!s || cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
@@ -504,10 +518,10 @@ static enum cp_status render(const struct cp_chart *c, enum cp_chart_format f, d
     }
     cairo_t *cr = cairo_create(s);
     if (f == CP_CHART_PNG)
-        cairo_scale(cr, 2, 2);
+        cairo_scale(cr, png_scale, png_scale);
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
-    cp_chart_draw(cr, c, 8, 0, width - 16, h);
+    cp_chart_draw(cr, c, RENDER_MARGIN, 0, width - 2 * RENDER_MARGIN, h);
     cairo_status_t cs = cairo_status(cr);
     cairo_destroy(cr);
     if (f == CP_CHART_PNG && cs == CAIRO_STATUS_SUCCESS)

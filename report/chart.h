@@ -24,6 +24,7 @@ enum cp_chart_kind {
     CP_CHART_CDF,      /* one or two samples' cumulative distributions */
     CP_CHART_XY,       /* series of (x, y) points on two numeric axes, joined or not */
     CP_CHART_FRAMES,   /* a flame graph: frames stacked by depth, as wide as their time */
+    CP_CHART_GRAPH,    /* a graph laid out elsewhere (Graphviz): boxes, splines, labels */
 };
 
 /* One frame of a FRAMES chart: x and w in 0..1 of the chart's width, depth
@@ -33,6 +34,31 @@ struct cp_chart_frame {
     int depth;
     const char *label;
     double rgb[3];
+};
+
+/* A node of a GRAPH chart, in the layout's points (y up, as Graphviz
+ * gives them): a box, rounded or not, its border doubled for a mark, its
+ * label's lines (separated by '\n') centred in a monospace font, made
+ * smaller when they would not fit. */
+struct cp_chart_gnode {
+    double x, y, w, h; /* centre and size */
+    const char *label;
+    double font; /* points */
+    double fill[3], text[3], pen[3];
+    double pen_width;
+    bool rounded, double_border;
+};
+
+/* An edge of a GRAPH chart: a cubic Bezier spline through n_pts points (x,
+ * y pairs, 1 + 3k of them), an arrowhead from its end to the tip when
+ * arrow, a label centred at (lx, ly). */
+struct cp_chart_gedge {
+    const double *pts;
+    size_t n_pts;
+    bool dashed, arrow;
+    double tip_x, tip_y;
+    const char *label;
+    double lx, ly, font;
 };
 
 #define CP_CHART_MAX_PARTS  6
@@ -78,8 +104,23 @@ struct cp_chart {
     /* FRAMES */
     const struct cp_chart_frame *frames;
     size_t n_frames;
+    /* GRAPH: the layout's nodes and edges in a graph_w x graph_h box,
+     * scaled down (never up) to the width, and to CP_CHART_GRAPH_MAX_H */
+    const struct cp_chart_gnode *gnodes;
+    size_t n_gnodes;
+    const struct cp_chart_gedge *gedges;
+    size_t n_gedges;
+    double graph_w, graph_h;
+    /* GRAPH: the layout's own label (lines separated by '\n'), left
+     * aligned from (glabel_x, glabel_y), its top left corner */
+    const char *glabel;
+    double glabel_x, glabel_y, glabel_font;
     const char *note; /* a line under the chart (the CI of a change...); NULL: none */
 };
+
+/* The tallest a GRAPH chart is drawn, in points: a taller layout is scaled
+ * down to it (its labels shrink with it; the SVG view has them whole). */
+#define CP_CHART_GRAPH_MAX_H 14000.0
 
 /* Its natural height in points for a width (bars grow with their labels). */
 double cp_chart_height(const struct cp_chart *c, double width);

@@ -1,6 +1,6 @@
 /* What the chart module's files share (report/chart.c: the common parts,
  * bars, stacked bars, CDFs, frames, rendering; report/chart_xy.c: the XY
- * kind). Private to report/. */
+ * kind; report/chart_graph.c: the GRAPH kind). Private to report/. */
 #ifndef CP_REPORT_CHART_INTERNAL_H
 #define CP_REPORT_CHART_INTERNAL_H
 
@@ -39,5 +39,9 @@ double ch_xy_plot_h(const struct cp_chart *c, double w, double h);
 void ch_draw_xy(cairo_t *cr, const struct cp_chart *c, double x, double y, double w, double bh);
 void ch_series_key(cairo_t *cr, const struct cp_chart_series *s, size_t k, double x, double y,
                    double w);
+
+/* GRAPH (report/chart_graph.c) */
+double ch_graph_height(const struct cp_chart *c, double w);
+void ch_draw_graph(cairo_t *cr, const struct cp_chart *c, double x, double y, double w);
 
 #endif

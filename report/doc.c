@@ -265,6 +265,12 @@ void cp_doc_chart(struct cp_doc *d, const struct cp_chart *c)
                 oom = true;
         }
     }
+    /* GRAPH: not kept (a laid-out graph is drawn alone: taller than a
+     * page, it would not paginate); drawn as "no graph" */
+    x->c.gnodes = NULL;
+    x->c.n_gnodes = 0;
+    x->c.gedges = NULL;
+    x->c.n_gedges = 0;
     /* FRAMES: the frames and their labels */
     x->c.frames = NULL;
     x->c.n_frames = 0;

@@ -118,7 +118,7 @@ static enum cp_status draw_kernels(struct cp_trace_store *s, const char *path, i
     tp_mark_hot(share, nk, hot);
     bool timed = total > 0;
 
-    st = topo_open(&t, title, nk, nk, d);
+    st = topo_open(&t, title, nk, nk, o, d);
     if (st != CP_OK)
         goto out;
     for (size_t i = 0; i < nk && st == CP_OK; i++) {
@@ -246,7 +246,7 @@ static enum cp_status draw_kernels(struct cp_trace_store *s, const char *path, i
         cp_buf_printf(&lb,
                       LABEL_BREAK
                       "fill: share of the kernel time, light 0%% to dark %.1f%%" LABEL_BREAK
-                      "bold orange border: hot (the largest share, and "
+                      "bold vermillion border: hot (the largest share, and "
                       "any at least half of it)%s",
                       max_share * 100,
                       t.flagged ? LABEL_BREAK "double border, \xe2\x9a\x91: a finding of "
@@ -286,8 +286,8 @@ struct node_sums {
 
 static enum cp_status draw_pipeline(struct cp_trace_store *s, int64_t run,
                                     const struct cp_trace_pipeline *p, const char *title,
-                                    struct cp_buf *out, struct cp_topology_info *info,
-                                    struct cp_diag *d)
+                                    const struct cp_topology_opts *o, struct cp_buf *out,
+                                    struct cp_topology_info *info, struct cp_diag *d)
 {
     struct cp_trace_node_call *calls = NULL;
     size_t nc = 0;
@@ -331,7 +331,7 @@ static enum cp_status draw_pipeline(struct cp_trace_store *s, int64_t run,
     }
     tp_mark_hot(share, n, hot);
 
-    st = topo_open(&t, title, n, n, d);
+    st = topo_open(&t, title, n, n, o, d);
     for (size_t i = 0; i < n && st == CP_OK; i++) {
         const struct cp_trace_pipeline_node *pn = &p->nodes[i];
         cp_buf_reset(&label);
@@ -403,7 +403,7 @@ static enum cp_status draw_pipeline(struct cp_trace_store *s, int64_t run,
     if (total > 0)
         cp_buf_printf(&label,
                       LABEL_BREAK "fill: share of the nodes' busy time, light 0%% to dark "
-                                  "%.1f%%; bold orange border: busiest" LABEL_BREAK
+                                  "%.1f%%; bold vermillion border: busiest" LABEL_BREAK
                                   "edges: the downstream node's mean input queue depth and wait "
                                   "per call",
                       max_share * 100);
@@ -459,7 +459,7 @@ static enum cp_status draw_trace(const char *path, const struct cp_topology_opts
         goto out;
     }
     if (p.n_nodes > 0)
-        st = draw_pipeline(s, r.id, &p, title.data, out, info, d);
+        st = draw_pipeline(s, r.id, &p, title.data, o, out, info, d);
     else
         st = draw_kernels(s, path, r.id, title.data, o, out, info, d);
 out:
@@ -489,7 +489,7 @@ static enum cp_status draw_model(const char *path, const struct cp_topology_opts
         info->kind = "model";
     size_t n = cp_graph_n_nodes(g);
     /* nodes keep their index in the graph, dead ones undrawn */
-    st = topo_open(&t, o->title ? o->title : path, cp_graph_n_live_nodes(g), n, d);
+    st = topo_open(&t, o->title ? o->title : path, cp_graph_n_live_nodes(g), n, o, d);
     for (size_t i = 0; i < n && st == CP_OK; i++) {
         const struct cp_node *nd = cp_graph_node(g, (int32_t)i);
         if (nd->dead)
@@ -589,7 +589,7 @@ static enum cp_status draw_flow(const char *path, const struct cp_topology_opts 
     if (info)
         info->kind = "flow";
     size_t n = cp_flow_n_nodes(f);
-    st = topo_open(&t, o->title ? o->title : path, n, n, d);
+    st = topo_open(&t, o->title ? o->title : path, n, n, o, d);
     for (size_t i = 0; i < n && st == CP_OK; i++) {
         struct cp_flow_node_info ni;
         cp_flow_node(f, i, &ni);

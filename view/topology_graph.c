@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,11 +90,15 @@ void tp_set(void *obj, const char *key, const char *value)
     agsafeset(obj, (char *)key, (char *)value, "");
 }
 
-/* A graph of `n` nodes to draw, numbered below `cap`. */
-enum cp_status topo_open(struct topo *t, const char *title, size_t n, size_t cap, struct cp_diag *d)
+/* A graph of `n` nodes to draw, numbered below `cap`, as o asks (still or
+ * SVG). */
+enum cp_status topo_open(struct topo *t, const char *title, size_t n, size_t cap,
+                         const struct cp_topology_opts *o, struct cp_diag *d)
 {
     memset(t, 0, sizeof *t);
     cp_buf_init(&t->esc);
+    t->still = o && o->still;
+    t->still_format = o ? o->still_format : CP_CHART_SVG;
     t->big = n > TOPO_BIG_NODES;
     t->cap = cap;
     t->nodes = cp_calloc(cap ? cap : 1, sizeof *t->nodes);
@@ -272,6 +277,179 @@ static void put_svg(const struct topo *t, const char *svg, size_t len, struct cp
     }
 }
 
+/* ---- the still picture, drawn by the chart module ---------------------------------------- */
+
+/* What a still picture is made of, copied out of Graphviz's layout. */
+struct still {
+    struct cp_chart_gnode *nodes;
+    struct cp_chart_gedge *edges;
+    size_t n_nodes, n_edges, cap_edges;
+    struct cp_buf text; /* every label, NUL-separated; read once it is whole */
+    size_t *node_text, glabel;
+    struct {
+        size_t pts, text; /* where its points and label are, once they stop moving */
+    } * edge_at;
+    double *pts;
+    size_t n_pts, cap_pts;
+};
+
+/* A colour as Graphviz was given it ("#rrggbb", black or white). */
+static void colour_of(const char *s, double rgb[3])
+{
+    unsigned v = 0;
+    if (!s || strcmp(s, "black") == 0)
+        v = 0;
+    else if (strcmp(s, "white") == 0)
+        v = 0xffffff;
+    else if (sscanf(s, "#%6x", &v) != 1)
+        v = 0x525252;
+    rgb[0] = (double)((v >> 16) & 0xff) / 255;
+    rgb[1] = (double)((v >> 8) & 0xff) / 255;
+    rgb[2] = (double)(v & 0xff) / 255;
+}
+
+/* A label's lines as Graphviz parsed them (entities decoded, "\n" split),
+ * appended to the text with a NUL; its offset. */
+static size_t put_label(struct still *x, const textlabel_t *l)
+{
+    size_t at = x->text.len;
+    for (int i = 0; l && i < l->u.txt.nspans; i++) {
+        if (i)
+            cp_buf_putc(&x->text, '\n');
+        cp_buf_puts(&x->text, l->u.txt.span[i].str ? l->u.txt.span[i].str : "");
+    }
+    cp_buf_putc(&x->text, '\0');
+    return at;
+}
+
+static bool add_pts(struct still *x, const pointf *p, size_t n, double ox, double oy)
+{
+    if (x->n_pts + n > x->cap_pts) {
+        size_t cap = x->cap_pts ? x->cap_pts : 256;
+        while (cap < x->n_pts + n)
+            cap *= 2;
+        double *more = cp_realloc_array(x->pts, cap, 2 * sizeof *more);
+        if (!more)
+            return false;
+        x->pts = more;
+        x->cap_pts = cap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        x->pts[2 * (x->n_pts + i)] = p[i].x - ox;
+        x->pts[2 * (x->n_pts + i) + 1] = p[i].y - oy;
+    }
+    x->n_pts += n;
+    return true;
+}
+
+static bool add_edge(struct still *x, Agedge_t *e, const bezier *bz, double ox, double oy)
+{
+    if (x->n_edges == x->cap_edges) {
+        size_t cap = x->cap_edges ? 2 * x->cap_edges : 64;
+        struct cp_chart_gedge *more = cp_realloc_array(x->edges, cap, sizeof *more);
+        void *tmore = cp_realloc_array(x->edge_at, cap, sizeof *x->edge_at);
+        if (more)
+            x->edges = more;
+        if (tmore)
+            x->edge_at = tmore;
+        if (!more || !tmore)
+            return false;
+        x->cap_edges = cap;
+    }
+    const char *style = agget(e, "style");
+    const textlabel_t *l = ED_label(e);
+    struct cp_chart_gedge *g = &x->edges[x->n_edges];
+    *g = (struct cp_chart_gedge){
+        .n_pts = (size_t)bz->size,
+        .dashed = style && strstr(style, "dashed"),
+        .arrow = bz->eflag != 0,
+        .tip_x = bz->ep.x - ox,
+        .tip_y = bz->ep.y - oy,
+        .lx = l ? l->pos.x - ox : 0,
+        .ly = l ? l->pos.y - oy : 0,
+        .font = l ? l->fontsize : 0,
+    };
+    x->edge_at[x->n_edges].pts = x->n_pts;
+    x->edge_at[x->n_edges].text = l ? put_label(x, l) : SIZE_MAX;
+    x->n_edges++;
+    return add_pts(x, bz->list, (size_t)bz->size, ox, oy);
+}
+
+/* Copy the laid-out graph into x, then draw it with the chart module. */
+static enum cp_status put_still(struct topo *t, struct cp_buf *out, struct cp_diag *d)
+{
+    struct still x = {0};
+    cp_buf_init(&x.text);
+    boxf bb = GD_bb(t->g);
+    double ox = bb.LL.x, oy = bb.LL.y;
+    x.nodes = cp_calloc(t->n_nodes ? t->n_nodes : 1, sizeof *x.nodes);
+    x.node_text = cp_calloc(t->n_nodes ? t->n_nodes : 1, sizeof *x.node_text);
+    bool ok = x.nodes && x.node_text;
+    for (Agnode_t *n = agfstnode(t->g); ok && n; n = agnxtnode(t->g, n)) {
+        if (x.n_nodes == t->n_nodes)
+            break;
+        const char *style = agget(n, "style"), *per = agget(n, "peripheries");
+        const char *pw = agget(n, "penwidth");
+        struct cp_chart_gnode *g = &x.nodes[x.n_nodes];
+        *g = (struct cp_chart_gnode){
+            .x = ND_coord(n).x - ox,
+            .y = ND_coord(n).y - oy,
+            .w = ND_width(n) * 72,
+            .h = ND_height(n) * 72,
+            .font = ND_label(n) ? ND_label(n)->fontsize : 10,
+            .pen_width = pw && pw[0] ? atof(pw) : 1,
+            .rounded = style && strstr(style, "rounded"),
+            .double_border = per && atoi(per) >= 2,
+        };
+        colour_of(agget(n, "fillcolor"), g->fill);
+        colour_of(agget(n, "fontcolor"), g->text);
+        colour_of(agget(n, "color"), g->pen);
+        x.node_text[x.n_nodes++] = put_label(&x, ND_label(n));
+        for (Agedge_t *e = agfstout(t->g, n); ok && e; e = agnxtout(t->g, e))
+            for (int i = 0; ok && ED_spl(e) && i < ED_spl(e)->size; i++)
+                ok = add_edge(&x, e, &ED_spl(e)->list[i], ox, oy);
+    }
+    const textlabel_t *gl = GD_label(t->g);
+    x.glabel = gl ? put_label(&x, gl) : SIZE_MAX;
+    ok = ok && !x.text.failed;
+    enum cp_status st = CP_OK;
+    if (!ok) {
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    } else {
+        for (size_t i = 0; i < x.n_nodes; i++)
+            x.nodes[i].label = x.text.data + x.node_text[i];
+        for (size_t i = 0; i < x.n_edges; i++) {
+            x.edges[i].pts = x.pts + 2 * x.edge_at[i].pts;
+            x.edges[i].label =
+                x.edge_at[i].text == SIZE_MAX ? NULL : x.text.data + x.edge_at[i].text;
+        }
+        double gw = bb.UR.x - bb.LL.x, gh = bb.UR.y - bb.LL.y;
+        struct cp_chart c = {
+            .kind = CP_CHART_GRAPH,
+            .gnodes = x.nodes,
+            .n_gnodes = x.n_nodes,
+            .gedges = x.edges,
+            .n_gedges = x.n_edges,
+            .graph_w = gw,
+            .graph_h = gh,
+            .glabel = x.glabel == SIZE_MAX ? NULL : x.text.data + x.glabel,
+            .glabel_x = gl ? gl->pos.x - gl->dimen.x / 2 - ox : 0,
+            .glabel_y = gl ? gl->pos.y + gl->dimen.y / 2 - oy : 0,
+            .glabel_font = gl ? gl->fontsize : 0,
+        };
+        /* as wide as the layout, within what a page or a screen takes */
+        double width = fmin(fmax(gw, STILL_MIN_W), STILL_MAX_W) + 16;
+        st = cp_chart_render(&c, t->still_format, width, out, d);
+    }
+    free(x.nodes);
+    free(x.node_text);
+    free(x.edges);
+    free(x.edge_at);
+    free(x.pts);
+    cp_buf_release(&x.text);
+    return st;
+}
+
 /* Graphviz with two plugins linked in, not loaded from its configuration:
  * dot's layout and the core renderers (SVG). Left out on purpose is the
  * pango text layout plugin: without it Graphviz sizes labels from its own
@@ -313,7 +491,9 @@ enum cp_status topo_render(struct topo *t, struct cp_buf *label, struct cp_buf *
     enum cp_status st = CP_OK;
     char *data = NULL;
     unsigned int len = 0;
-    if (gvRenderData(gvc, t->g, "svg", &data, &len) != 0 || !data) {
+    if (t->still) {
+        st = put_still(t, out, d);
+    } else if (gvRenderData(gvc, t->g, "svg", &data, &len) != 0 || !data) {
         st = cp_diag_set(d, CP_ERR_INTERNAL, "Graphviz could not render the graph as SVG");
     } else {
         put_svg(t, data, len, out);

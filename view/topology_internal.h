@@ -5,7 +5,9 @@
 #define CP_VIEW_TOPOLOGY_INTERNAL_H
 
 #include "core/core.h"
+#include "report/chart.h"
 #include "trace/query.h"
+#include "view/view.h"
 
 #include <gvc.h>
 #include <stdbool.h>
@@ -30,6 +32,10 @@
  * are sized as they will be drawn. */
 #define TOPO_FONT "Courier,monospace"
 
+/* A still picture is as wide as the layout, within these (points). */
+#define STILL_MIN_W 360.0
+#define STILL_MAX_W 1584.0
+
 #define LABEL_BREAK   "\\n"
 #define TOOLTIP_BREAK "&#10;"
 
@@ -42,6 +48,8 @@ struct topo {
     char **tips;       /* tooltips as XML attribute text, by placeholder number */
     size_t n_tips, cap_tips;
     bool big;
+    bool still; /* drawn by the chart module (report/chart.h), not as SVG */
+    enum cp_chart_format still_format;
 };
 
 /* What one node shows: the label as label text, the tooltip as XML. */
@@ -58,7 +66,7 @@ void tp_put_tail(struct cp_buf *b, const char *s, size_t max);
 void tp_put_tip(struct cp_buf *b, const char *s);
 void tp_set(void *obj, const char *key, const char *value);
 enum cp_status topo_open(struct topo *t, const char *title, size_t n, size_t cap,
-                         struct cp_diag *d);
+                         const struct cp_topology_opts *o, struct cp_diag *d);
 void topo_close(struct topo *t);
 enum cp_status topo_node(struct topo *t, size_t i, const struct topo_look *k, struct cp_diag *d);
 enum cp_status topo_edge(struct topo *t, size_t from, size_t to, const char *label,

@@ -116,6 +116,11 @@ struct cp_topology_opts {
     /* a trace's kernels: findings to mark (may be none) */
     const struct cp_topology_mark *marks;
     size_t n_marks;
+    /* a still picture for a page or a slide, drawn by the chart module
+     * (report/chart.h) as PNG or PDF from Graphviz's layout, instead of
+     * Graphviz's SVG with its tooltips */
+    bool still;
+    enum cp_chart_format still_format;
 };
 
 /* What a topology holds, for the command to print. */

@@ -8,6 +8,7 @@
 #include "cli/cli_test.h"
 #include "graph/graph.h"
 #include "om/om.h"
+#include "support/browser.h"
 #include "support/calibration.h"
 #include "support/db.h"
 #include "view/view.h"
@@ -175,6 +176,21 @@ Test(topology, a_flow_shows_its_nodes_keys_and_edges_with_names_escaped)
         edges++;
     cr_expect_eq(edges, 2);
     same_bytes_twice(path, -1, svg);
+
+    /* drawn still, the name reads back as it was written: entities
+     * decoded, the backslash single, the CJK in a font that has it */
+    char *pdf = cp_t_path("shop.pdf");
+    struct cp_run r;
+    cp_run_cli(&r, "view", "--topology", path, "-o", pdf, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    char *cmd = cp_t_fmt("pdftotext -raw '%s' -", pdf);
+    char *text = cp_run_shell(cmd);
+    cr_assert_not_null(text, "%s", cmd);
+    ct_assert_mentions(text, "去噪 \"q\" a&b <c> d\\e", "workers 3 · batch 1 · queue 7", NULL);
+    free(text);
+    free(cmd);
+    free(pdf);
     free(svg);
     free(path);
 }
@@ -328,4 +344,57 @@ Test(topology, the_command_marks_the_nodes_findings_name)
     free(text);
     free(svg);
     free(db);
+}
+
+Test(topology, a_still_picture_draws_the_same_layout_through_the_chart_module)
+{
+    char *trace = resnet_trace();
+    char *pdf = cp_t_path("t.pdf"), *png = cp_t_path("t.png"), *again = cp_t_path("t2.pdf");
+    struct cp_run r;
+    cp_run_cli(&r, "view", "--topology", trace, "-o", pdf, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.out, "t.pdf (trace: "), "%s", r.out);
+    cp_run_release(&r);
+    cp_run_cli(&r, "view", "--topology", trace, "-o", again, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "view", "--topology", trace, "-o", png, "--no-findings", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+
+    /* one page; the labels as text: the legend, nodes, origins, the hot
+     * kernel, the marks of findings, the tensors on the edges */
+    char *cmd = cp_t_fmt("pdfinfo '%s'", pdf);
+    char *info = cp_run_shell(cmd);
+    cr_assert_not_null(info, "%s", cmd);
+    cr_expect_not_null(strstr(info, "Pages:           1"), "%s", info);
+    free(info);
+    free(cmd);
+    cmd = cp_t_fmt("pdftotext -raw '%s' -", pdf);
+    char *text = cp_run_shell(cmd);
+    cr_assert_not_null(text, "%s", cmd);
+    ct_assert_mentions(text, "share of the kernel time, light 0% to dark", "/maxpool/MaxPool",
+                       "FusedConv", "fuses: /conv1/Conv, /bn1/BatchNormalization, +1 more",
+                       "HOT #1 by time", "/iter", "1x16x32x32 f32", "\xe2\x9a\x91 1.", NULL);
+    free(text);
+    free(cmd);
+    /* the same bytes apart from the creation date */
+    cmd = cp_t_fmt("grep -av CreationDate '%s' > '%s.a' && grep -av CreationDate '%s' > '%s.b' && "
+                   "cmp -s '%s.a' '%s.b' && echo same",
+                   pdf, pdf, again, pdf, pdf, pdf);
+    char *same = cp_run_shell(cmd);
+    cr_expect(same && strstr(same, "same"), "two PDFs of one trace differ");
+    free(same);
+    free(cmd);
+
+    /* the PNG: drawn, in the ramp's blues and the hot border's vermillion */
+    struct ct_png_ink ink;
+    cr_assert(ct_png_ink(png, &ink));
+    cr_expect_gt(ink.ink, 0.03, "the picture is blank: %.4f", ink.ink);
+    cr_expect_gt(ink.colors, 12, "%zu colours", ink.colors);
+    cr_expect_gt(ink.height, ink.width, "a chain of kernels is tall: %dx%d", ink.width, ink.height);
+    free(again);
+    free(png);
+    free(pdf);
+    free(trace);
 }
