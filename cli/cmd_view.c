@@ -30,12 +30,17 @@ enum {
     OPT_COUNT,
     OPT_NO_FINDINGS,
     OPT_ALL_ITERATIONS,
+    OPT_FOCUS,
+    OPT_CALLERS,
 };
 
 static const struct cp_opt own[] = {
     {"all-iterations", 0, CP_OPT_FLAG, OPT_ALL_ITERATIONS, NULL,
      "--flame, --diff: every measured iteration, not only those the interference probe found "
      "undisturbed (as validate compares them)"},
+    {"callers", 0, CP_OPT_FLAG, OPT_CALLERS, NULL,
+     "--focus: the matched frames' callers above them (an inverted flame graph), instead of "
+     "their callees"},
     {"count", 0, CP_OPT_VALUE, OPT_COUNT, "K",
      "--timeline: how many iterations (1..16, default 1)"},
     {"diff", 0, CP_OPT_FLAG, OPT_DIFF, NULL,
@@ -45,6 +50,9 @@ static const struct cp_opt own[] = {
      "--timeline: the first iteration shown (default: the median one)"},
     {"flame", 0, CP_OPT_FLAG, OPT_FLAME, NULL,
      "an interactive SVG flame graph (search, zoom, tooltips)"},
+    {"focus", 0, CP_OPT_VALUE, OPT_FOCUS, "REGEX",
+     "--flame, --diff: only the frames whose names match (an extended regular expression) and "
+     "what they call, merged under one root wherever they ran"},
     {"force", 0, CP_OPT_FLAG, OPT_FORCE, NULL, "--diff: draw runs of different models anyway"},
     {"group", 0, CP_OPT_VALUE, OPT_GROUP, "BY",
      "what kernels' frames are named by: layer (the stack as recorded, default), op (under "
@@ -165,6 +173,12 @@ static int flame(const struct cp_args *a, bool diff, const char *out)
     o.fdr = cp_args_num(a, CP_SO_ALPHA, 0);
     o.force = cp_args_has(a, OPT_FORCE);
     o.all_iterations = cp_args_has(a, OPT_ALL_ITERATIONS);
+    o.focus = cp_args_get(a, OPT_FOCUS);
+    o.callers = cp_args_has(a, OPT_CALLERS);
+    if (o.callers && !o.focus) {
+        cp_cli_error("view", "--callers needs --focus REGEX: whose callers to draw");
+        return 2;
+    }
     /* -o F.png or F.pdf: the still picture, for a page or a slide */
     if (cp_path_has_suffix(out, ".png") || cp_path_has_suffix(out, ".pdf")) {
         o.still = true;
@@ -198,6 +212,10 @@ static int flame(const struct cp_args *a, bool diff, const char *out)
                   cp_json_set_int(j, "frames", (int64_t)info.frames) &&
                   cp_json_set_int(j, "iterations", (int64_t)info.iterations) &&
                   cp_json_set_num(j, "total_ms", info.total_ns / 1e6);
+        if (ok && o.focus)
+            ok = cp_json_set_str(j, "focus", o.focus) &&
+                 cp_json_set_str(j, "side", o.callers ? "callers" : "callees") &&
+                 cp_json_set_int(j, "matched", (int64_t)info.matched);
         if (ok && diff)
             ok = cp_json_set_int(j, "run_b", info.run_id_b) &&
                  cp_json_set_int(j, "slower", (int64_t)info.slower) &&
@@ -217,6 +235,9 @@ static int flame(const struct cp_args *a, bool diff, const char *out)
     else
         printf("view: %s (%zu frames, %zu iteration%s, %.3f ms at the root)\n", out, info.frames,
                info.iterations, info.iterations == 1 ? "" : "s", info.total_ns / 1e6);
+    if (o.focus)
+        printf("view: %zu frame%s matched /%s/: their %s\n", info.matched,
+               info.matched == 1 ? "" : "s", o.focus, o.callers ? "callers" : "callees");
     return 0;
 }
 
@@ -417,10 +438,12 @@ int cp_cmd_view(int argc, char **argv)
                                     ".om or a flow's .toml too)");
         return 2;
     }
-    static const char *const only_flame[] = {"group", "iteration", "width", "all-iterations"};
-    static const int only_flame_id[] = {OPT_GROUP, OPT_ITERATION, OPT_WIDTH, OPT_ALL_ITERATIONS};
+    static const char *const only_flame[] = {"group",          "iteration", "width",
+                                             "all-iterations", "focus",     "callers"};
+    static const int only_flame_id[] = {OPT_GROUP,          OPT_ITERATION, OPT_WIDTH,
+                                        OPT_ALL_ITERATIONS, OPT_FOCUS,     OPT_CALLERS};
     bool is_flame = diff || cp_args_has(&args, OPT_FLAME);
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < sizeof only_flame_id / sizeof only_flame_id[0]; i++)
         if (!is_flame && cp_args_has(&args, only_flame_id[i])) {
             char msg[128];
             snprintf(msg, sizeof msg, "--%s is an option of --flame and --diff", only_flame[i]);

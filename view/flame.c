@@ -78,7 +78,7 @@ void fl_fmt_ns(double ns, char *out, size_t n)
 
 /* ---- the tree ---------------------------------------------------------------------------- */
 
-void fl_tree_release(struct fl_tree *t)
+void fl_frames_release(struct fl_tree *t)
 {
     for (size_t i = 0; i < t->n; i++) {
         free(t->f[i].name);
@@ -88,7 +88,14 @@ void fl_tree_release(struct fl_tree *t)
         free(t->f[i].kids);
     }
     free(t->f);
+    t->f = NULL;
+    t->n = t->cap = 0;
     cp_strmap_release(&t->by_key);
+}
+
+void fl_tree_release(struct fl_tree *t)
+{
+    fl_frames_release(t);
     free(t->iters);
     free(t->chosen);
     free(t->quiet);
@@ -99,9 +106,7 @@ void fl_tree_release(struct fl_tree *t)
     memset(t, 0, sizeof *t);
 }
 
-/* The child of `parent` of this kind and name, made when new; -1 on OOM. */
-static int32_t child(struct fl_tree *t, int32_t parent, enum fl_kind kind, int layer,
-                     const char *name)
+int32_t fl_child(struct fl_tree *t, int32_t parent, enum fl_kind kind, int layer, const char *name)
 {
     struct cp_buf key;
     cp_buf_init(&key);
@@ -298,7 +303,7 @@ static enum cp_status fold(struct walk *w, struct cp_diag *d)
                 size_t l = strlen(track);
                 snprintf(track + l, sizeof track - l, " (thread %d)", e->thread);
             }
-            parent = child(t, 0, FK_TRACK, e->layer, track);
+            parent = fl_child(t, 0, FK_TRACK, e->layer, track);
             if (parent < 0 || !add(t, parent, (double)(e->end - e->start)) ||
                 !add(t, 0, (double)(e->end - e->start)))
                 return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -307,14 +312,14 @@ static enum cp_status fold(struct walk *w, struct cp_diag *d)
         bool is_kernel = e->kernel >= 0 && e->layer == CP_LAYER_DEVICE;
         int32_t id;
         if (is_kernel && t->group == CP_FLAME_BY_OP) {
-            int32_t op = child(t, parent, FK_OP, e->layer, op_of(t, e->kernel));
+            int32_t op = fl_child(t, parent, FK_OP, e->layer, op_of(t, e->kernel));
             if (op < 0 || !add(t, op, (double)(e->end - e->start)))
                 return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-            id = child(t, op, FK_KERNEL, e->layer, kernel_name(w, e, en));
+            id = fl_child(t, op, FK_KERNEL, e->layer, kernel_name(w, e, en));
         } else if (is_kernel) {
-            id = child(t, parent, FK_KERNEL, e->layer, kernel_name(w, e, en));
+            id = fl_child(t, parent, FK_KERNEL, e->layer, kernel_name(w, e, en));
         } else {
-            id = child(t, parent, FK_EVENT, e->layer, en ? en : "(unnamed)");
+            id = fl_child(t, parent, FK_EVENT, e->layer, en ? en : "(unnamed)");
         }
         if (id < 0 || !add(t, id, (double)(e->end - e->start)))
             return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -425,7 +430,7 @@ static enum cp_status build_pipeline(struct cp_trace_store *s, int64_t run, stru
     }
     const char *flow = t->model && t->model[0] ? t->model : "flow";
     const char *base = strrchr(flow, '/');
-    int32_t root = st == CP_OK ? child(t, 0, FK_TRACK, -1, base ? base + 1 : flow) : 0;
+    int32_t root = st == CP_OK ? fl_child(t, 0, FK_TRACK, -1, base ? base + 1 : flow) : 0;
     if (root < 0)
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     static const char *const phase[] = {"on a CPU", "waiting for a CPU", "off the CPU",
@@ -438,10 +443,10 @@ static enum cp_status build_pipeline(struct cp_trace_store *s, int64_t run, stru
         double cpu = fmin((double)c->cpu_ns, busy);
         double rq = fmin((double)c->runq_ns, busy - cpu);
         double part[4] = {cpu, rq, busy - cpu - rq, (double)c->blocked_ns};
-        int32_t node = child(t, root, FK_NODE, -1, pl->nodes[c->node].name);
+        int32_t node = fl_child(t, root, FK_NODE, -1, pl->nodes[c->node].name);
         int32_t ph[4];
         for (int k = 0; k < 4; k++)
-            ph[k] = node >= 0 ? child(t, node, FK_PHASE, k, phase[k]) : -1;
+            ph[k] = node >= 0 ? fl_child(t, node, FK_PHASE, k, phase[k]) : -1;
         if (node < 0 || ph[0] < 0 || ph[1] < 0 || ph[2] < 0 || ph[3] < 0) {
             st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
             break;
@@ -616,7 +621,7 @@ enum cp_status fl_build(struct cp_trace_store *s, const struct cp_flame_opts *o,
     cp_trace_run_release(&run);
     if (!t->model || !t->model_hash || !t->run_label)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    if (child(t, -1, FK_ROOT, -1, "all") != 0)
+    if (fl_child(t, -1, FK_ROOT, -1, "all") != 0)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     struct cp_trace_pipeline pl;
     st = cp_trace_query_pipeline(s, t->run_id, &pl, d);

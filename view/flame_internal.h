@@ -71,6 +71,23 @@ struct fl_tree {
 enum cp_status fl_build(struct cp_trace_store *s, const struct cp_flame_opts *o, struct fl_tree *t,
                         struct cp_diag *d);
 void fl_tree_release(struct fl_tree *t);
+/* Free t's frames and their index (the rest of the tree stays). */
+void fl_frames_release(struct fl_tree *t);
+
+/* The child of `parent` (-1: the root) of this kind and name, made when
+ * new; -1 when out of memory. */
+int32_t fl_child(struct fl_tree *t, int32_t parent, enum fl_kind kind, int layer, const char *name);
+
+/* Replace t's frames (before fl_layout) by those around the frames whose
+ * names match the POSIX extended regular expression `pattern` (of nested
+ * matches, the outermost): their callees, merged by name under one root
+ * (callers false), or their callers, the innermost first, above one root
+ * (callers true: an inverted flame graph). A matched frame's time is
+ * counted once, in every iteration. *matched: how many frames matched.
+ * Errors: a bad expression, or none matched (CP_ERR_INVALID, naming
+ * `what`, the trace), CP_ERR_NOMEM. */
+enum cp_status fl_focus(struct fl_tree *t, const char *pattern, bool callers, const char *what,
+                        size_t *matched, struct cp_diag *d);
 
 /* Widths and positions from the chosen iterations: children sorted by
  * name, each frame as wide as its time. */

@@ -61,7 +61,10 @@ enum cp_status cp_view_flame(struct cp_trace_store *s, const struct cp_flame_opt
     if (info)
         memset(info, 0, sizeof *info);
     struct fl_tree t;
+    size_t matched = 0;
     enum cp_status st = fl_build(s, o, &t, d);
+    if (st == CP_OK && o->focus)
+        st = fl_focus(&t, o->focus, o->callers, t.run_label, &matched, d);
     if (st == CP_OK && fl_layout(&t) != CP_OK)
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (st != CP_OK) {
@@ -88,6 +91,7 @@ enum cp_status cp_view_flame(struct cp_trace_store *s, const struct cp_flame_opt
         for (size_t i = 0; i < t.n_iters; i++)
             info->iterations += t.chosen[i];
         info->total_ns = t.f[0].width;
+        info->matched = matched;
     }
     fl_tree_release(&t);
     return st;
@@ -200,9 +204,14 @@ enum cp_status cp_view_flame_diff(struct cp_trace_store *sa, struct cp_trace_sto
     ob.run_id = run_b;
     struct fl_tree a, b;
     memset(&b, 0, sizeof b);
+    size_t matched = 0, matched_b = 0;
     enum cp_status st = fl_build(sa, &oa, &a, d);
     if (st == CP_OK)
         st = fl_build(sb, &ob, &b, d);
+    if (st == CP_OK && o->focus)
+        st = fl_focus(&a, o->focus, o->callers, a.run_label, &matched, d);
+    if (st == CP_OK && o->focus)
+        st = fl_focus(&b, o->focus, o->callers, b.run_label, &matched_b, d);
     if (st == CP_OK && (fl_layout(&a) != CP_OK || fl_layout(&b) != CP_OK))
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (st == CP_OK && !o->force) {
@@ -298,6 +307,7 @@ enum cp_status cp_view_flame_diff(struct cp_trace_store *sa, struct cp_trace_sto
             info->faster = faster;
             info->unchanged = same;
             info->gone = gone;
+            info->matched = matched;
         }
     }
     free(ch);

@@ -71,6 +71,12 @@ struct cp_flame_opts {
      * (report/chart.h) as PNG or PDF, instead of the interactive SVG */
     bool still;
     enum cp_chart_format still_format;
+    /* a POSIX extended regular expression: only the frames around those
+     * whose names match, their callees merged under one root, or with
+     * `callers` their callers above it (speedscope's sandwich, in two
+     * pictures); NULL: every frame */
+    const char *focus;
+    bool callers;
 };
 
 void cp_flame_opts_init(struct cp_flame_opts *o);
@@ -87,6 +93,7 @@ struct cp_flame_info {
     double total_ns;        /* the root's width */
     size_t slower, faster;  /* diff: frames significantly slower, faster */
     size_t unchanged, gone; /* diff: within noise; only in A */
+    size_t matched;         /* --focus: the frames that matched (A's, in a diff) */
 };
 
 /* The flame graph of one run of `s` (opened on `path`, named in errors and
