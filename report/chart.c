@@ -131,6 +131,26 @@ double ch_text(cairo_t *cr, const char *s, double x, double y, double size, bool
     return tw;
 }
 
+/* Text at (x, y) as ch_text, cut with "…" (in the middle: a title is
+ * often a path, whose two ends say most) to at most max_w points; returns
+ * the width drawn. Nothing when max_w is not above 0. */
+double ch_text_within(cairo_t *cr, const char *s, double x, double y, double size, bool bold,
+                      double max_w, bool middle)
+{
+    if (!(max_w > 0))
+        return 0; /* no room left */
+    PangoLayout *l = ch_make_layout(cr, s, size, bold);
+    if (ch_layout_width(l) > max_w) {
+        pango_layout_set_width(l, (int)(max_w * PANGO_SCALE));
+        pango_layout_set_ellipsize(l, middle ? PANGO_ELLIPSIZE_MIDDLE : PANGO_ELLIPSIZE_END);
+    }
+    double tw = ch_layout_width(l);
+    cairo_move_to(cr, x, y);
+    pango_cairo_show_layout(cr, l);
+    g_object_unref(l);
+    return tw;
+}
+
 /* The width and height text would take. */
 void ch_text_extent(cairo_t *cr, const char *s, double size, double *w, double *h)
 {
@@ -199,11 +219,56 @@ static void draw_frames(cairo_t *cr, const struct cp_chart *c, double x, double 
     }
 }
 
-double cp_chart_height(const struct cp_chart *c, double width)
+/* The lines under a chart, wrapped to w: its note, and what an XY chart
+ * left out; NULL when there are none. */
+static PangoLayout *note_layout(cairo_t *cr, const struct cp_chart *c, double w)
 {
     char extra[160];
-    bool note = c->note || ch_xy_left_out(c, extra, sizeof extra);
-    double h = (c->title ? TITLE_H : 0) + (note ? NOTE_H : 0) + PAD * 2;
+    bool left_out = ch_xy_left_out(c, extra, sizeof extra);
+    if (!c->note && !left_out)
+        return NULL;
+    struct cp_buf b;
+    cp_buf_init(&b);
+    if (c->note)
+        cp_buf_puts(&b, c->note);
+    if (c->note && left_out)
+        cp_buf_puts(&b, "; ");
+    if (left_out)
+        cp_buf_puts(&b, extra);
+    cp_buf_putc(&b, '\0');
+    PangoLayout *l = ch_make_layout(cr, b.failed ? "" : b.data, 8, false);
+    cp_buf_release(&b);
+    pango_layout_set_width(l, (int)(fmax(w, 1) * PANGO_SCALE));
+    pango_layout_set_wrap(l, PANGO_WRAP_WORD_CHAR);
+    return l;
+}
+
+/* The room the lines under a chart take at width w (0: none), measured
+ * without hinted metrics, as the vector surfaces lay text out. */
+double ch_note_height(const struct cp_chart *c, double w)
+{
+    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_A8, 1, 1);
+    cairo_t *cr = cairo_create(s);
+    cairo_font_options_t *fo = cairo_font_options_create();
+    cairo_font_options_set_hint_metrics(fo, CAIRO_HINT_METRICS_OFF);
+    cairo_set_font_options(cr, fo);
+    cairo_font_options_destroy(fo);
+    PangoLayout *l = note_layout(cr, c, w);
+    double h = 0;
+    if (l) {
+        int lw = 0, lh = 0;
+        pango_layout_get_size(l, &lw, &lh);
+        h = fmax(NOTE_H, (double)lh / PANGO_SCALE + 4);
+        g_object_unref(l);
+    }
+    cairo_destroy(cr);
+    cairo_surface_destroy(s);
+    return h;
+}
+
+double cp_chart_height(const struct cp_chart *c, double width)
+{
+    double h = (c->title ? TITLE_H : 0) + ch_note_height(c, width) + PAD * 2;
     switch (c->kind) {
     case CP_CHART_BARS:
         return h + (double)c->n * (BAR_H + BAR_GAP);
@@ -413,7 +478,7 @@ void cp_chart_draw(cairo_t *cr, const struct cp_chart *c, double x, double y, do
     y += PAD;
     if (c->title) {
         cairo_set_source_rgb(cr, 0.05, 0.05, 0.05);
-        ch_text(cr, c->title, x, y, 10, true, false);
+        ch_text_within(cr, c->title, x, y, 10, true, w, true);
         y += TITLE_H;
     }
     switch (c->kind) {
@@ -444,16 +509,13 @@ void cp_chart_draw(cairo_t *cr, const struct cp_chart *c, double x, double y, do
         y += ch_graph_height(c, w);
         break;
     }
-    char extra[160];
-    bool left_out = ch_xy_left_out(c, extra, sizeof extra);
-    double at = x;
-    cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
-    if (c->note)
-        at += ch_text(cr, c->note, x, y + 2, 8, false, false);
-    if (c->note && left_out)
-        at += ch_text(cr, "; ", at, y + 2, 8, false, false);
-    if (left_out)
-        ch_text(cr, extra, at, y + 2, 8, false, false);
+    PangoLayout *l = note_layout(cr, c, w);
+    if (l) {
+        cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+        cairo_move_to(cr, x, y + 2);
+        pango_cairo_show_layout(cr, l);
+        g_object_unref(l);
+    }
     cairo_restore(cr);
 }
 

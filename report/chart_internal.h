@@ -25,6 +25,9 @@ void ch_set_colour(cairo_t *cr, size_t i);
 PangoLayout *ch_make_layout(cairo_t *cr, const char *s, double size, bool bold);
 double ch_layout_width(PangoLayout *l);
 double ch_text(cairo_t *cr, const char *s, double x, double y, double size, bool bold, bool right);
+double ch_text_within(cairo_t *cr, const char *s, double x, double y, double size, bool bold,
+                      double max_w, bool middle);
+double ch_note_height(const struct cp_chart *c, double w);
 void ch_text_extent(cairo_t *cr, const char *s, double size, double *w, double *h);
 double ch_text_width(cairo_t *cr, const char *s, double size);
 void ch_value_label(double v, const char *unit, char out[48]);

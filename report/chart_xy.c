@@ -685,9 +685,7 @@ void ch_draw_xy(cairo_t *cr, const struct cp_chart *c, double x, double y, doubl
 /* An XY plot's height in a box h high (its natural one when h is not). */
 double ch_xy_plot_h(const struct cp_chart *c, double w, double h)
 {
-    char extra[160];
-    bool note = c->note || ch_xy_left_out(c, extra, sizeof extra);
-    double fixed = PAD * 2 + (c->title ? TITLE_H : 0) + (note ? NOTE_H : 0) + LEGEND_H;
+    double fixed = PAD * 2 + (c->title ? TITLE_H : 0) + ch_note_height(c, w) + LEGEND_H;
     if (!(h > 0) || !isfinite(h))
         return ch_xy_natural(w);
     return fmax(h - fixed, 80);
