@@ -480,8 +480,23 @@ struct pen {
     int *heading_page; /* by heading index */
     size_t heading;
     const char *title;
-    int pages; /* the measuring pass's count, for the feet */
+    int pages;       /* the measuring pass's count, for the feet */
+    double table_pt; /* the table being drawn: its font size */
 };
+
+/* Tables are set at TABLE_PT; one too wide for the page even with every
+ * column at its longest word is set smaller, down to TABLE_MIN_PT, before
+ * its words are broken (pango's points are at 96 dots per inch: these are
+ * 10.7 and 6.7 of the PDF's). */
+#define TABLE_PT     8.0
+#define TABLE_MIN_PT 5.0
+
+/* The font of a table's cells at the pen's size. */
+static const char *cell_font(const struct pen *p, bool header, char out[32])
+{
+    snprintf(out, 32, "Sans%s %.2f", header ? " Bold" : "", p->table_pt);
+    return out;
+}
 
 static PangoLayout *layout(cairo_t *cr, const char *text, const char *font, double width,
                            bool wrap_char)
@@ -577,7 +592,8 @@ static void table_row(struct pen *p, const struct block *b, size_t r, const doub
     PangoLayout *ls[64];
     size_t cols = b->cols < 64 ? b->cols : 64;
     for (size_t c = 0; c < cols; c++) {
-        ls[c] = layout(p->cr, b->cells[r * b->cols + c], header ? "Sans Bold 8" : "Sans 8",
+        char font[32];
+        ls[c] = layout(p->cr, b->cells[r * b->cols + c], cell_font(p, header, font),
                        cw[c] - 2 * CELL_PAD, false);
         if (!header && b->right[c])
             pango_layout_set_alignment(ls[c], PANGO_ALIGN_RIGHT);
@@ -606,10 +622,11 @@ static void table_row(struct pen *p, const struct block *b, size_t r, const doub
     p->y += h;
 }
 
-/* The width of text on one line. */
-static double text_w(cairo_t *cr, const char *text, bool bold)
+/* The width of a cell's text on one line. */
+static double text_w(const struct pen *p, const char *text, bool bold)
 {
-    PangoLayout *l = layout(cr, text, bold ? "Sans Bold 8" : "Sans 8", -1, false);
+    char font[32];
+    PangoLayout *l = layout(p->cr, text, cell_font(p, bold, font), -1, false);
     pango_layout_set_width(l, -1);
     int w = 0, h = 0;
     pango_layout_get_size(l, &w, &h);
@@ -621,7 +638,8 @@ static double row_height(struct pen *p, const struct block *b, size_t r, const d
 {
     double h = 0;
     for (size_t c = 0; c < b->cols && c < 64; c++) {
-        PangoLayout *l = layout(p->cr, b->cells[r * b->cols + c], r ? "Sans 8" : "Sans Bold 8",
+        char font[32];
+        PangoLayout *l = layout(p->cr, b->cells[r * b->cols + c], cell_font(p, r == 0, font),
                                 cw[c] - 2 * CELL_PAD, false);
         h = fmax(h, layout_h(l) + 2 * CELL_PAD);
         g_object_unref(l);
@@ -629,24 +647,24 @@ static double row_height(struct pen *p, const struct block *b, size_t r, const d
     return h;
 }
 
-static void put_table(struct pen *p, const struct block *b)
+/* Column widths at the pen's table size: each column's widest cell (cw),
+ * and its longest word (mw); OUT: their sums. */
+static void column_widths(const struct pen *p, const struct block *b, double *cw, double *mw,
+                          double *total, double *min_total)
 {
-    /* column widths: each column's widest cell; when they do not fit, each
-     * keeps at least its longest word (a number is one) and the rest of the
-     * page is shared in proportion to what each would have wanted more */
     size_t cols = b->cols < 64 ? b->cols : 64;
-    double cw[64], mw[64], total = 0, min_total = 0;
+    *total = *min_total = 0;
     for (size_t c = 0; c < cols; c++) {
         cw[c] = mw[c] = 20;
         for (size_t r = 0; r < b->rows; r++) {
             const char *cell = b->cells[r * b->cols + c];
-            cw[c] = fmax(cw[c], text_w(p->cr, cell, r == 0) + 2 * CELL_PAD + 1);
+            cw[c] = fmax(cw[c], text_w(p, cell, r == 0) + 2 * CELL_PAD + 1);
             /* its longest word */
             for (const char *w = cell; *w;) {
                 size_t n = strcspn(w, " \t\n");
                 char word[256];
                 snprintf(word, sizeof word, "%.*s", (int)(n < 255 ? n : 255), w);
-                mw[c] = fmax(mw[c], text_w(p->cr, word, r == 0) + 2 * CELL_PAD + 1);
+                mw[c] = fmax(mw[c], text_w(p, word, r == 0) + 2 * CELL_PAD + 1);
                 w += n;
                 while (*w == ' ' || *w == '\t' || *w == '\n')
                     w++;
@@ -656,8 +674,27 @@ static void put_table(struct pen *p, const struct block *b)
         /* a word longer than a fifth of the page (a flag with its value, a
          * node path) may break: it does not starve the other columns */
         mw[c] = fmin(mw[c], fmin(cw[c], CONTENT * 0.2));
-        total += cw[c];
-        min_total += mw[c];
+        *total += cw[c];
+        *min_total += mw[c];
+    }
+}
+
+static void put_table(struct pen *p, const struct block *b)
+{
+    /* column widths: each column's widest cell; when they do not fit, each
+     * keeps at least its longest word (a number is one) and the rest of the
+     * page is shared in proportion to what each would have wanted more; a
+     * table whose words alone are wider than the page is set smaller */
+    size_t cols = b->cols < 64 ? b->cols : 64;
+    double cw[64], mw[64], total = 0, min_total = 0;
+    p->table_pt = TABLE_PT;
+    column_widths(p, b, cw, mw, &total, &min_total);
+    if (min_total > CONTENT) {
+        /* text widths go with the size; the padding does not */
+        double pad = (double)cols * (2 * CELL_PAD + 1);
+        double k = min_total > pad ? (CONTENT - pad) / (min_total - pad) : 1;
+        p->table_pt = fmax(TABLE_MIN_PT, floor(TABLE_PT * k * 4) / 4);
+        column_widths(p, b, cw, mw, &total, &min_total);
     }
     if (total > CONTENT) {
         /* the spare room goes by the square root of what each wants more,

@@ -625,3 +625,34 @@ Test(report, the_views_colours_are_the_palettes_named_tints_and_ramp)
     }
     cr_assert_str_eq(cp_chart_ramp_hex(99, NULL), cp_chart_ramp_hex(CP_CHART_RAMP_N - 1, NULL));
 }
+
+Test(report, a_table_too_wide_for_the_page_is_set_smaller_and_keeps_its_words_whole)
+{
+    /* 8 columns of 12-character words: at the tables' size their words
+     * alone are wider than A4's text width; smaller, they fit */
+    enum { COLS = 8, ROWS = 4 };
+    struct cp_doc *d = cp_doc_new("wide");
+    const char *cells[COLS * ROWS];
+    char *owned[COLS * ROWS];
+    for (size_t i = 0; i < COLS * ROWS; i++) {
+        owned[i] = cp_t_fmt("w%02zu_abcdefgh", i);
+        cells[i] = owned[i];
+    }
+    cp_doc_table(d, COLS, ROWS, cells);
+    char *pdf = cp_t_path("wide.pdf");
+    int pages = 0;
+    struct cp_diag dg;
+    cp_diag_init(&dg);
+    cr_assert_eq(cp_doc_pdf(d, pdf, &pages, &dg), CP_OK, "%s", dg.msg);
+    char *cmd = cp_t_fmt("pdftotext -raw '%s' -", pdf);
+    char *text = cp_run_shell(cmd);
+    cr_assert_not_null(text);
+    for (size_t i = 0; i < COLS * ROWS; i++)
+        cr_expect_not_null(strstr(text, owned[i]), "%s is not whole in: %s", owned[i], text);
+    free(text);
+    free(cmd);
+    for (size_t i = 0; i < COLS * ROWS; i++)
+        free(owned[i]);
+    free(pdf);
+    cp_doc_free(d);
+}
