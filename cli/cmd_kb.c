@@ -69,7 +69,7 @@ static const struct cp_opt card_own[] = {
     {"model", 'm', CP_OPT_VALUE, OPT_MODEL, "X", "the latest session of this model (.onnx/.om)"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.html|.pdf",
      "write the card there instead of stdout: Markdown, or the same as self-contained HTML or "
-     "a PDF"},
+     "a PDF with the trajectory and the accepted changes' gains drawn"},
 };
 static const struct cp_opt_use kb_only[] = {
     {CP_SO_HELP, NULL},
@@ -285,17 +285,12 @@ static int cmd_card(int argc, char **argv)
     cp_buf_init(&b);
     enum cp_status st = cp_kb_open(cp_args_get(&a, CP_SO_KB), &kb, &d);
     if (st == CP_OK && model && (st = model_fingerprint(cmd, kb, model, &fp, &d)) == CP_OK)
-        st = cp_kb_card_model(kb, &fp, &b, &d);
-    else if (st == CP_OK && !model)
-        st = cp_kb_card_session(kb, id, &b, &d);
+        st = cp_kb_card_find_session(kb, &fp, &id, &d);
     const char *out = cp_args_get(&a, OPT_OUTPUT);
-    if (st == CP_OK && out && cp_path_has_suffix(out, ".md"))
-        st = cp_file_write_atomic(out, b.data, b.len, &d);
-    else if (st == CP_OK && out) {
-        struct cp_doc *doc = cp_doc_from_markdown(b.data, NULL, NULL, NULL);
-        st = doc ? cp_doc_write(doc, out, &d) : cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
-        cp_doc_free(doc);
-    }
+    if (st == CP_OK && out)
+        st = cp_kb_card_write(kb, id, out, &d);
+    else if (st == CP_OK)
+        st = cp_kb_card_session(kb, id, &b, &d);
     if (st != CP_OK)
         rc = cp_cli_fail(cmd, &d);
     else if (out)

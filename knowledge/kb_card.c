@@ -223,9 +223,10 @@ out:
     return st;
 }
 
-enum cp_status cp_kb_card_model(struct cp_kb *kb, const struct cp_kb_fingerprint *fp,
-                                struct cp_buf *out, struct cp_diag *d)
+enum cp_status cp_kb_card_find_session(struct cp_kb *kb, const struct cp_kb_fingerprint *fp,
+                                       int64_t *session_id, struct cp_diag *d)
 {
+    *session_id = 0;
     sqlite3_stmt *st = NULL;
     enum cp_status ret =
         cp_kb_prepare(kb,
@@ -249,5 +250,14 @@ enum cp_status cp_kb_card_model(struct cp_kb *kb, const struct cp_kb_fingerprint
                            "%s: no tuning session of model '%s' (structure %s); run `cannprof "
                            "tune` on it first",
                            kb->path, fp->name, fp->structure_hash);
-    return cp_kb_card_session(kb, id, out, d);
+    *session_id = id;
+    return CP_OK;
+}
+
+enum cp_status cp_kb_card_model(struct cp_kb *kb, const struct cp_kb_fingerprint *fp,
+                                struct cp_buf *out, struct cp_diag *d)
+{
+    int64_t id = 0;
+    enum cp_status st = cp_kb_card_find_session(kb, fp, &id, d);
+    return st == CP_OK ? cp_kb_card_session(kb, id, out, d) : st;
 }

@@ -348,6 +348,20 @@ enum cp_status cp_kb_card_session(struct cp_kb *kb, int64_t session_id, struct c
 enum cp_status cp_kb_card_model(struct cp_kb *kb, const struct cp_kb_fingerprint *fp,
                                 struct cp_buf *out, struct cp_diag *d);
 
+/* That session's id, the one cp_kb_card_model draws. */
+enum cp_status cp_kb_card_find_session(struct cp_kb *kb, const struct cp_kb_fingerprint *fp,
+                                       int64_t *session_id, struct cp_diag *d);
+
+/* The card of a session written to `path` by its extension: .md the
+ * Markdown as it is; .html or .pdf the same text as a document
+ * (report/doc.h) with two charts, the latency of every candidate by step
+ * with the best so far under "Result", and under "Effective changes" the
+ * latency each accepted change saved as measured beside what was
+ * predicted. Errors: no such session (CP_ERR_INVALID), another extension
+ * (CP_ERR_USAGE, naming the ones taken), writing (CP_ERR_IO). */
+enum cp_status cp_kb_card_write(struct cp_kb *kb, int64_t session_id, const char *path,
+                                struct cp_diag *d);
+
 /* ---- sharing: JSON Lines ------------------------------------------------- */
 
 /* Append the whole knowledge base to `out` as JSON Lines: one object per

@@ -8,6 +8,7 @@
  * Lines file named with its line (exit 2). */
 #include "core/core.h"
 #include "knowledge/kb_tuning.h"
+#include "support/browser.h"
 #include "support/cli.h"
 #include "support/examples.h"
 #include "support/run.h"
@@ -208,6 +209,64 @@ Test(cli_kb, card_by_session_and_by_model)
     cp_run_release(&r);
     free(sd);
     free(rn);
+    free(kb);
+}
+
+Test(cli_kb, card_as_a_document_draws_the_trajectory_and_the_measured_gains)
+{
+    char *kb = cp_t_path("kb.sqlite"), *pdf = cp_t_path("card.pdf"), *html = cp_t_path("card.html");
+    char *md = cp_t_path("card.md"), *txt = cp_t_path("card.txt");
+    fill(kb);
+    struct cp_run r;
+    cp_run_cli(&r, "kb", "card", "1", "--kb", kb, "-o", pdf, NULL);
+    expect(&r, 0, "card -o card.pdf");
+    cr_assert(strstr(r.out, "card.pdf"), "%s", r.out);
+    cp_run_release(&r);
+    char *cmd = cp_t_fmt("pdftotext -raw '%s' -", pdf);
+    char *text = cp_run_shell(cmd);
+    cr_assert_not_null(text, "%s", cmd);
+    /* the text, the accepted change's bar with its number, its CI and
+     * what was predicted, and the trajectory */
+    const char *want[] = {"Tuning card: sd_unet_tiny",
+                          "Effective changes",
+                          "Latency each accepted change saved, as measured",
+                          "step 1: fa=on",
+                          "20%",
+                          "step 1: 95% CI [+18.0%, +22.0%], predicted —",
+                          "Tuning trajectory: median latency by step",
+                          "best so far",
+                          "rejected"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(text, want[i]), "missing '%s' in\n%s", want[i], text);
+    free(text);
+    free(cmd);
+
+    char *sd = cp_t_example("sd_unet_tiny");
+    cp_run_cli(&r, "kb", "card", "--model", sd, "--kb", kb, "-o", html, NULL);
+    expect(&r, 0, "card --model -o card.html");
+    cp_run_release(&r);
+    char *page = ct_read_text(html);
+    cr_expect_eq(ct_count(page, "<svg"), 2, "two charts inline");
+    cr_expect(strstr(page, "<figcaption><strong>Tuning trajectory"), "captioned");
+    cr_expect_null(strstr(page, "<script"), "no script");
+    free(page);
+
+    /* Markdown as printed; another extension refused */
+    cp_run_cli(&r, "kb", "card", "1", "--kb", kb, "-o", md, NULL);
+    expect(&r, 0, "card -o card.md");
+    cp_run_release(&r);
+    page = ct_read_text(md);
+    cr_expect(strstr(page, "## Effective changes") && !strstr(page, "<svg"), "%s", page);
+    free(page);
+    cp_run_cli(&r, "kb", "card", "1", "--kb", kb, "-o", txt, NULL);
+    expect(&r, 2, "card -o card.txt");
+    cr_expect(strstr(r.err, ".md, .html or .pdf"), "%s", r.err);
+    cp_run_release(&r);
+    free(sd);
+    free(txt);
+    free(md);
+    free(html);
+    free(pdf);
     free(kb);
 }
 
