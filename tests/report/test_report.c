@@ -99,6 +99,27 @@ Test(report, a_pdf_paginates_a_long_table_and_its_text_can_be_extracted)
     cp_doc_free(d);
 }
 
+Test(report, two_pdfs_of_one_document_differ_only_in_their_creation_date)
+{
+    struct cp_doc *d = sample_doc(60);
+    char *a = cp_t_path("a.pdf"), *b = cp_t_path("b.pdf");
+    struct cp_diag dg;
+    cp_diag_init(&dg);
+    cr_assert_eq(cp_doc_pdf(d, a, NULL, &dg), CP_OK, "%s", dg.msg);
+    cr_assert_eq(cp_doc_pdf(d, b, NULL, &dg), CP_OK, "%s", dg.msg);
+    char *cmd = cp_t_fmt("grep -av CreationDate '%s' > '%s.x' && grep -av CreationDate '%s' > "
+                         "'%s.x' && cmp '%s.x' '%s.x' && grep -ac CreationDate '%s'",
+                         a, a, b, b, a, b, a);
+    char *out = cp_run_shell(cmd);
+    cr_assert_not_null(out, "%s", cmd);
+    cr_expect_eq(atoi(out), 1, "one line apart, the creation date: %s", out);
+    free(out);
+    free(cmd);
+    free(b);
+    free(a);
+    cp_doc_free(d);
+}
+
 Test(report, html_is_self_contained_and_the_same_bytes_every_time)
 {
     struct cp_doc *a = sample_doc(20), *b = sample_doc(20);

@@ -47,7 +47,10 @@ Test(flame, a_run_as_an_svg_with_every_layer_the_same_bytes_twice)
     char *db = bench_trace("resnet_tiny", "r.db");
     char *svg = cp_t_path("r.svg"), *svg2 = cp_t_path("r2.svg");
     struct cp_run r;
-    cp_run_cli(&r, "view", db, "--flame", "-o", svg, "--json", NULL);
+    /* wide, so that every kernel is drawn: a frame under a tenth of a
+     * pixel is not, and a small TransData's mean can be under 1/12000 of
+     * the iteration at the default width on a loaded machine */
+    cp_run_cli(&r, "view", db, "--flame", "-o", svg, "--json", "--width", "20000", NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     json_t *j = ct_json(r.out);
     cr_expect_gt(ct_num(j, "frames"), 5);
@@ -56,7 +59,7 @@ Test(flame, a_run_as_an_svg_with_every_layer_the_same_bytes_twice)
     cr_expect_gt(ct_num(j, "total_ms"), 0);
     json_decref(j);
     cp_run_release(&r);
-    cp_run_cli(&r, "view", db, "--flame", "-o", svg2, NULL);
+    cp_run_cli(&r, "view", db, "--flame", "-o", svg2, "--width", "20000", NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     cp_run_release(&r);
     cr_expect(xml_valid(svg), "xmllint refused %s", svg);
