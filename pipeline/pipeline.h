@@ -258,7 +258,7 @@ struct cp_flow_whatif {
 
 /* Replay pipeline run `run` of a trace with `changes`
  * ("node.key=value,...": speed (a factor), workers, batch_size,
- * queue_size) and predict the flow's throughput and latency
+ * queue_size, batch_window_ms) and predict the flow's throughput and latency
  * (docs/pipelines.md, "What if"). Errors: not a pipeline run
  * (CP_ERR_INVALID), a change that names no node or key (CP_ERR_USAGE). */
 enum cp_status cp_pipeline_whatif(const char *trace, int64_t run, const char *changes,

@@ -1,6 +1,6 @@
 /* What-if replay of a pipeline run (docs/pipelines.md, "What if"): a
  * discrete-event simulation of the flow as recorded (its nodes, workers,
- * queue sizes, batch sizes, loops and fan-outs, blocking pushes), each
+ * queue sizes, batch sizes and windows, loops and fan-outs, blocking pushes), each
  * call's service time drawn from the node's recorded calls (fixed seed),
  * run twice: as recorded, and with the changes. The prediction is the
  * measured figure times the ratio of the two simulations, so what the
@@ -16,6 +16,7 @@
 #include "stats/stats.h"
 #include "trace/query.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ struct sim_push {
 
 struct sim_node {
     int workers, batch, queue;
+    double window; /* s a worker waits, from its first item, for a batch to fill */
     double speed;
     const char *flowunit;
     bool source, loop;
@@ -55,16 +57,20 @@ enum { W_IDLE, W_BUSY, W_BLOCKED };
 
 struct sim_worker {
     int node, state;
+    double wait_until; /* idle with a partial batch: its window ends then; 0 not waiting */
     struct sim_item items[256];
     size_t n_items;
     struct sim_push *pend;
     size_t n_pend, i_pend, cap_pend;
 };
 
+/* An event: a worker's call completes (worker >= 0), an arrival is due
+ * (-1), or a worker's batching window ends (WINDOW_EVENT of it). */
 struct sim_event {
     double t;
     int worker;
 };
+#define WINDOW_EVENT(wi) (-2 - (wi))
 
 struct sim {
     struct sim_node *n;
@@ -286,6 +292,18 @@ static void dispatch(struct sim *s)
                     heap_push(s, s->timer, -1);
                 }
             } else {
+                /* a partial batch waits for its window (pl_queue_pop): the
+                 * worker wakes when it ends, or takes a batch that fills */
+                if (n->window > 0 && n->q_n > 0 && n->q_n < max) {
+                    if (!(w->wait_until > 0)) {
+                        w->wait_until = s->now + n->window;
+                        heap_push(s, w->wait_until, WINDOW_EVENT((int)wi));
+                        continue;
+                    }
+                    if (s->now + 1e-12 < w->wait_until)
+                        continue;
+                }
+                w->wait_until = 0;
                 while (m < max && n->q_n > 0) {
                     w->items[m++] = n->q[n->q_head];
                     n->q_head = (n->q_head + 1) % n->q_cap;
@@ -381,8 +399,10 @@ static enum cp_status simulate(struct sim_node *nodes, size_t n_nodes,
             s.now = e.t;
             if (e.worker >= 0)
                 complete(&s, e.worker);
-            else
+            else if (e.worker == -1)
                 s.timer = -1; /* an arrival is due */
+            /* else a batching window ended (or its batch filled before):
+             * dispatch takes what there is */
             dispatch(&s);
         }
         if (s.oom)
@@ -433,7 +453,8 @@ static enum cp_status simulate(struct sim_node *nodes, size_t n_nodes,
 /* ---- changes --------------------------------------------------------------------------- */
 
 /* "node.key=value[,node.key=value...]": key workers, batch_size,
- * queue_size (whole numbers) or speed (a factor > 0). */
+ * queue_size (whole numbers), batch_window_ms (whole milliseconds, 0 for
+ * none) or speed (a factor > 0). */
 static enum cp_status apply_changes(const char *spec, const struct cp_trace_pipeline *pl,
                                     struct sim_node *nodes, struct cp_flow_whatif *w,
                                     struct cp_diag *d)
@@ -451,7 +472,7 @@ static enum cp_status apply_changes(const char *spec, const struct cp_trace_pipe
         if (!dot || !eq)
             return cp_diag_set(d, CP_ERR_USAGE,
                                "--what-if %s: write NODE.KEY=VALUE (KEY: speed, workers, "
-                               "batch_size, queue_size)",
+                               "batch_size, queue_size, batch_window_ms)",
                                t);
         *dot = '\0';
         *eq = '\0';
@@ -466,10 +487,13 @@ static enum cp_status apply_changes(const char *spec, const struct cp_trace_pipe
         double x = strtod(val, &end);
         bool whole = x == floor(x) && x >= 1 && x <= 1e6;
         struct sim_node *n = &nodes[node];
-        if (end == val || *end || !isfinite(x) || x <= 0)
-            return cp_diag_set(d, CP_ERR_USAGE, "--what-if %s.%s=%s: give a number above 0", t, key,
-                               val);
-        if (strcmp(key, "speed") == 0)
+        bool window = strcmp(key, "batch_window_ms") == 0;
+        if (end == val || *end || !isfinite(x) || x < 0 || (x == 0 && !window))
+            return cp_diag_set(d, CP_ERR_USAGE, "--what-if %s.%s=%s: give a number above 0%s", t,
+                               key, val, window ? " (or 0: no window)" : "");
+        if (window && x == floor(x) && x <= 60000)
+            n->window = x / 1e3;
+        else if (strcmp(key, "speed") == 0)
             n->speed *= x;
         else if (strcmp(key, "workers") == 0 && whole)
             n->workers = (int)x;
@@ -480,7 +504,8 @@ static enum cp_status apply_changes(const char *spec, const struct cp_trace_pipe
         else
             return cp_diag_set(d, CP_ERR_USAGE,
                                "--what-if %s.%s=%s: KEY is speed (a factor), workers, batch_size "
-                               "(1..256) or queue_size (whole numbers)",
+                               "(1..256), queue_size (whole numbers) or batch_window_ms "
+                               "(0..60000)",
                                t, key, val);
         if (w->n_changes < CP_WHATIF_MAX_CHANGES) {
             struct cp_whatif_change *c = &w->changes[w->n_changes++];
@@ -493,6 +518,20 @@ static enum cp_status apply_changes(const char *spec, const struct cp_trace_pipe
     if (w->n_changes == 0)
         return cp_diag_set(d, CP_ERR_USAGE, "--what-if: no change given");
     return CP_OK;
+}
+
+/* A number among a node's recorded keys (a JSON object of strings); 0
+ * when absent or not a number. */
+static double attr_num(const char *attrs_json, const char *key)
+{
+    json_t *o = attrs_json ? json_loads(attrs_json, 0, NULL) : NULL;
+    const char *v = json_string_value(json_object_get(o, key));
+    char *end = NULL;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end || !isfinite(x) || x < 0)
+        x = 0;
+    json_decref(o);
+    return x;
 }
 
 static void free_nodes(struct sim_node *nodes, size_t n)
@@ -533,6 +572,7 @@ static enum cp_status load_nodes(const struct cp_trace_pipeline *pl,
         s->batch = pl->nodes[i].batch_size > 0 ? pl->nodes[i].batch_size : 1;
         s->queue = pl->nodes[i].queue_size > 0 ? pl->nodes[i].queue_size : 32;
         s->speed = 1;
+        s->window = attr_num(pl->nodes[i].attrs_json, "batch_window_ms") / 1e3;
         s->flowunit = pl->nodes[i].flowunit;
         s->source = strcmp(s->flowunit, "file_source") == 0;
         s->loop = strcmp(s->flowunit, "loop") == 0;

@@ -4,8 +4,10 @@
  *   1. The current flow runs flat out (`pipeline run`, its source sending
  *      back to back) into a trace: its capacity, and node-bottleneck's
  *      limiting node and problems.
- *   2. Candidates: each problem's fix (workers, queue_size, batch_size), the
- *      limiting node with one more worker or twice its batch, and with
+ *   2. Candidates: each problem's fix (workers, queue_size, batch_size,
+ *      batch_window_ms), the limiting node with one more worker, twice its
+ *      batch, or a batching window of half a call when it batches without
+ *      one, and with
  *      --models each inference node's .om tuned by the model loop (its best
  *      .om in place). Each is predicted by the what-if replay of that trace
  *      (a tuned model as its node k times faster), and measured best first.
@@ -424,16 +426,28 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
             struct cp_flow *f = NULL;
             struct cp_diag fd;
             cp_diag_init(&fd);
-            if (strcmp(n->flowunit, "inference") == 0 && n->batch_size < 64 &&
-                cp_flow_load(cur, &f, &fd) == CP_OK &&
+            bool inference = strcmp(n->flowunit, "inference") == 0;
+            bool loaded = inference && cp_flow_load(cur, &f, &fd) == CP_OK;
+            if (loaded && n->batch_size < 64 &&
                 batch_settable(cur, f, (size_t)b.limiting, n->batch_size * 2)) {
                 snprintf(v, sizeof v, "%d", n->batch_size * 2);
                 add(cands, &nc, 32, n->name, "batch_size", v, "limiting node");
-            } else if (strcmp(n->flowunit, "inference") == 0) {
+            } else if (inference) {
                 say(o,
                     "flow-tune: node %s's model cannot run at batch %d: no batch_size "
                     "candidate\n",
                     n->name, n->batch_size * 2);
+            }
+            /* a batched node without a batching window: let its batches
+             * fill for half a call's time (1..50 ms), so that a call
+             * carries more requests; the replay says what it costs in
+             * waiting */
+            const char *win =
+                loaded ? cp_flow_node_attr(f, (size_t)b.limiting, "batch_window_ms") : NULL;
+            if (loaded && n->batch_size > 1 && n->calls > 0 && (!win || atol(win) == 0)) {
+                double half_call_ms = 1e3 * n->busy_s / (double)n->calls / 2;
+                snprintf(v, sizeof v, "%ld", lround(fmin(fmax(half_call_ms, 1), 50)));
+                add(cands, &nc, 32, n->name, "batch_window_ms", v, "limiting node");
             }
             cp_flow_free(f);
         }

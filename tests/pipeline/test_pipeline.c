@@ -6,6 +6,7 @@
  * assertions are lower bounds a loaded machine cannot break (a sleep is
  * never shorter, a spin counts CPU time). */
 #include "cli/cli_test.h"
+#include "pipeline/pipeline.h"
 #include "runner/runner.h"
 #include "support/png.h"
 
@@ -530,6 +531,53 @@ Test(pipeline, what_if_replays_a_change_checks_it_and_writes_the_fix)
     cr_expect_eq(r.exit_code, 0, "%s", r.err);
     cp_run_release(&r);
     free(fixed2);
+    free(fixed);
+    free(db);
+    free(p);
+}
+
+Test(pipeline, what_if_replays_a_batching_window_as_the_wait_it_adds)
+{
+    /* requests 100 ms apart reach a node that batches 4 and works 1 ms:
+     * its batches never fill, so a 20 ms window is 20 ms more of every
+     * request's latency, and no more throughput */
+    char *p = flow("window.toml", "digraph window {\n src[flowunit=file_source, dir=\"in\"]\n"
+                                  " up[flowunit=delay, sleep_ms=2]\n"
+                                  " b[flowunit=delay, spin_ms=1, batch_size=4]\n"
+                                  " src:out -> up:in\n up:out -> b:in\n}\n");
+    char *db = cp_t_path("window.db");
+    json_t *j = run_json(p, "30", db);
+    json_decref(j);
+    struct cp_flow_whatif w;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_pipeline_whatif_at(db, -1, "b.batch_window_ms=20", 10, 1, &w, &d), CP_OK, "%s",
+                 d.msg);
+    double added = w.simulated.p50_ms - w.replayed.p50_ms;
+    cr_expect(added > 17 && added < 23, "the window added %.2f ms to the median (%.2f -> %.2f)",
+              added, w.replayed.p50_ms, w.simulated.p50_ms);
+    cr_expect_lt(fabs(w.simulated.throughput / w.replayed.throughput - 1), 0.05,
+                 "throughput %.2f against %.2f", w.simulated.throughput, w.replayed.throughput);
+    /* no window is no change; a whole number of milliseconds only */
+    cr_assert_eq(cp_pipeline_whatif_at(db, -1, "b.batch_window_ms=0", 10, 1, &w, &d), CP_OK, "%s",
+                 d.msg);
+    cr_expect_float_eq(w.simulated.p50_ms, w.replayed.p50_ms, 1e-9);
+    cr_expect_eq(cp_pipeline_whatif_at(db, -1, "b.batch_window_ms=2.5", 10, 1, &w, &d),
+                 CP_ERR_USAGE);
+    ct_assert_mentions(d.msg, "batch_window_ms (0..60000)", NULL);
+    cp_diag_init(&d);
+    cr_expect_eq(cp_pipeline_whatif_at(db, -1, "b.batch_window_ms=-1", 10, 1, &w, &d),
+                 CP_ERR_USAGE);
+    /* the fix writes the key */
+    char *fixed = cp_t_path("window.fixed.toml");
+    struct cp_run r;
+    cp_run_cli(&r, "node-bottleneck", db, "--what-if", "b.batch_window_ms=20", "--fix", fixed,
+               NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    char *text = ct_read_text(fixed);
+    cr_expect(strstr(text, "batch_window_ms=20") != NULL, "%s", text);
+    free(text);
     free(fixed);
     free(db);
     free(p);
