@@ -5,7 +5,9 @@ For one model and thread count: `cannprof bench` throughput (the model
 alone, in process), then `cannprof serve` under `cannprof load` offered
 more than the model can do (open loop, --rate above bench's throughput),
 without batching (--max-batch 1) and with it (--max-batch N, a small
-window). Each configuration is run --reps times, interleaved; the table
+window). --mlp benches a model that batching helps instead of --model
+(bench/make_mlp_model.py: Gemm layers whose weights one batched call
+reads once for every row), made in a temporary folder. Each configuration is run --reps times, interleaved; the table
 shows medians [min..max] of the answered throughput and the p50/p99
 latency load measured (from the intended send times: under overload they
 grow with the queue, which is the point)."""
@@ -13,6 +15,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import tempfile
 
 from serving import cli, fmt, load, serve, stop
@@ -35,12 +38,23 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--duration", type=float, default=5)
+    ap.add_argument("--mlp", action="store_true",
+                    help="bench an MLP that batching helps (bench/make_mlp_model.py)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="cannprof-serve-bench-")
+    shape = []
+    if a.mlp:
+        a.model = os.path.join(tmp, "mlp.onnx")
+        # Debian's onnx, run outside the repo (our onnx/ folder would shadow it)
+        here = os.path.dirname(os.path.abspath(__file__))
+        subprocess.run(["/usr/bin/python3", os.path.join(here, "make_mlp_model.py"), a.model],
+                       cwd=tmp, check=True)
+        shape = ["--input_shape", "x:1,1024"]
     rows = {"bench": [], "serve b1": [], f"serve b{a.batch}": []}
     lat = {k: ([], []) for k in rows}
     for r in range(a.reps):
-        b = json.loads(cli(["bench", a.model, "-t", str(a.threads), "-n", "200", "--json"], a.cli))
+        b = json.loads(cli(["bench", a.model, *shape, "-t", str(a.threads), "-n", "200",
+                            "--json"], a.cli))
         thr = b["throughput_items_per_s"]
         rows["bench"].append(thr)
         rate = 1.5 * thr
@@ -49,7 +63,8 @@ def main():
             rows[name].append(out["throughput"])
             lat[name][0].append(out["latency_p50_ms"])
             lat[name][1].append(out["latency_p99_ms"])
-    print(f"## serve against bench: {a.model}, {a.threads} thread(s), {a.reps} interleaved "
+    name = "an MLP (4 x 1024 Gemm, bench/make_mlp_model.py)" if a.mlp else a.model
+    print(f"## serve against bench: {name}, {a.threads} thread(s), {a.reps} interleaved "
           f"rounds, load offered at 1.5x bench's throughput for {a.duration:.0f} s\n")
     print("| configuration | throughput (req/s) | vs bench | p50 ms | p99 ms |")
     print("|---|---|---|---|---|")

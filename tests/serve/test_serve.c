@@ -7,6 +7,7 @@
  * then a clean exit. */
 #include "cli/cli_test.h"
 #include "serve/serve_proc.h"
+#include "support/onnx_build.h"
 #include "runner/runner.h"
 #include "runner/session.h"
 
@@ -162,6 +163,45 @@ Test(serve, load_is_counted_in_the_metrics_and_batches_form)
     cr_expect_eq(r.exit_code, 2, "%s", r.err);
     ct_assert_mentions(r.err, "Couldn't connect", NULL);
     cp_run_release(&r);
+}
+
+/* A model whose batch dimension is left open ("N" x 4), served one request
+ * at a time and in batches: its batch is the one served. */
+Test(serve, a_model_with_an_open_batch_is_served_at_the_batch_asked_for)
+{
+    char *path = cp_t_path("open_batch.onnx");
+    struct cp_t_onnx *m = cp_t_onnx_new(13);
+    const int64_t dims[] = {-1, 4};
+    cp_t_onnx_input(m, "x", CP_T_F32, 2, dims);
+    cp_t_onnx_output(m, "y", CP_T_F32, 2, dims);
+    cp_t_onnx_node(m, "Relu", "relu", "x", "y");
+    cr_assert(cp_t_onnx_write(m, path));
+    cp_t_onnx_free(m);
+    static const char *const batched[] = {"--max-batch", "4", NULL};
+    for (int k = 0; k < 2; k++) {
+        struct server s = serve_start(path, k ? batched : NULL);
+        struct body b;
+        const char *head = "{\"inputs\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4]}]}\n";
+        float x[4] = {-1, 2, -3, 4};
+        size_t h = strlen(head);
+        char req[256];
+        memcpy(req, head, h);
+        memcpy(req + h, x, sizeof x);
+        cr_assert_eq(serve_http(s.port, "POST", "/v1/infer", req, h + sizeof x, NULL, &b), 200,
+                     "max batch %d: %s", k ? 4 : 1, b.data);
+        char *nl = memchr(b.data, '\n', b.len);
+        cr_assert_not_null(nl);
+        float y[4];
+        cr_assert_eq(b.len - (size_t)(nl + 1 - b.data), sizeof y);
+        memcpy(y, nl + 1, sizeof y);
+        cr_expect(y[0] == 0 && y[1] == 2 && y[2] == 0 && y[3] == 4, "relu: %g %g %g %g", y[0], y[1],
+                  y[2], y[3]);
+        free(b.data);
+        char *printed = NULL;
+        cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
+        free(printed);
+    }
+    free(path);
 }
 
 /* SIGTERM while requests wait in a batch window: each is answered. */
