@@ -122,6 +122,16 @@ struct cp_chart {
  * down to it (its labels shrink with it; the SVG view has them whole). */
 #define CP_CHART_GRAPH_MAX_H 14000.0
 
+/* A tuning trajectory, as the tune report and the knowledge card draw it:
+ * the best so far at each step (x, best: n points, joined) and each
+ * candidate accepted (ax, ay) or rejected (rx, ry), median latency in ms by
+ * step. The chart borrows the arrays. */
+struct cp_chart_trajectory {
+    const double *x, *best, *ax, *ay, *rx, *ry;
+    size_t n, na, nr;
+};
+struct cp_chart cp_chart_trajectory(const struct cp_chart_trajectory *t, const char *title);
+
 /* Its natural height in points for a width (bars grow with their labels). */
 double cp_chart_height(const struct cp_chart *c, double width);
 

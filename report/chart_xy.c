@@ -690,3 +690,18 @@ double ch_xy_plot_h(const struct cp_chart *c, double w, double h)
         return ch_xy_natural(w);
     return fmax(h - fixed, 80);
 }
+
+struct cp_chart cp_chart_trajectory(const struct cp_chart_trajectory *t, const char *title)
+{
+    struct cp_chart ch = {.kind = CP_CHART_XY,
+                          .title = title,
+                          .x_title = "step",
+                          .y_title = "median latency (ms)",
+                          .n_series = 3,
+                          .note = "each candidate measured interleaved against the best of its "
+                                  "step"};
+    ch.series[0] = (struct cp_chart_series){"best so far", t->x, t->best, t->n, true, true, NULL};
+    ch.series[1] = (struct cp_chart_series){"accepted", t->ax, t->ay, t->na, false, true, NULL};
+    ch.series[2] = (struct cp_chart_series){"rejected", t->rx, t->ry, t->nr, false, true, NULL};
+    return ch;
+}

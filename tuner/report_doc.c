@@ -214,17 +214,10 @@ static void tune_section(void *ctx, struct cp_doc *doc, const char *heading)
         cp_doc_chart(doc, &ch);
     }
     if (strncmp(heading, "Steps", 5) == 0 && c->n > 1) {
-        struct cp_chart ch = {.kind = CP_CHART_XY,
-                              .title = "Tuning trajectory: the best's median latency by step",
-                              .x_title = "step",
-                              .y_title = "median latency (ms)",
-                              .n_series = 3,
-                              .note = "each candidate measured interleaved against the best of "
-                                      "its step"};
-        ch.series[0] =
-            (struct cp_chart_series){"best so far", c->x, c->best, c->n, true, true, NULL};
-        ch.series[1] = (struct cp_chart_series){"accepted", c->ax, c->ay, c->na, false, true, NULL};
-        ch.series[2] = (struct cp_chart_series){"rejected", c->rx, c->ry, c->nr, false, true, NULL};
+        struct cp_chart_trajectory t = {c->x,  c->best, c->ax, c->ay, c->rx,
+                                        c->ry, c->n,    c->na, c->nr};
+        struct cp_chart ch =
+            cp_chart_trajectory(&t, "Tuning trajectory: the best's median latency by step");
         cp_doc_chart(doc, &ch);
     }
     if (strncmp(heading, "Pareto", 6) == 0 && c->np > 0) {
