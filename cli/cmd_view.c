@@ -32,6 +32,7 @@ enum {
     OPT_ALL_ITERATIONS,
     OPT_FOCUS,
     OPT_CALLERS,
+    OPT_LEFT_HEAVY,
 };
 
 static const struct cp_opt own[] = {
@@ -60,6 +61,9 @@ static const struct cp_opt own[] = {
     {"iteration", 0, CP_OPT_VALUE, OPT_ITERATION, "WHICH",
      "the widths: mean (the mean iteration, default), median (the median iteration), all "
      "(summed), or an iteration's number"},
+    {"left-heavy", 0, CP_OPT_FLAG, OPT_LEFT_HEAVY, NULL,
+     "--flame, --diff: each frame's children widest first (speedscope's left heavy), not in "
+     "name order"},
     {"min-change", 0, CP_OPT_VALUE, OPT_MIN_CHANGE, "PCT",
      "--diff: the smallest change marked, even when significant (default 2%)"},
     {"no-findings", 0, CP_OPT_FLAG, OPT_NO_FINDINGS, NULL,
@@ -175,6 +179,7 @@ static int flame(const struct cp_args *a, bool diff, const char *out)
     o.all_iterations = cp_args_has(a, OPT_ALL_ITERATIONS);
     o.focus = cp_args_get(a, OPT_FOCUS);
     o.callers = cp_args_has(a, OPT_CALLERS);
+    o.left_heavy = cp_args_has(a, OPT_LEFT_HEAVY);
     if (o.callers && !o.focus) {
         cp_cli_error("view", "--callers needs --focus REGEX: whose callers to draw");
         return 2;
@@ -438,10 +443,10 @@ int cp_cmd_view(int argc, char **argv)
                                     ".om or a flow's .toml too)");
         return 2;
     }
-    static const char *const only_flame[] = {"group",          "iteration", "width",
-                                             "all-iterations", "focus",     "callers"};
-    static const int only_flame_id[] = {OPT_GROUP,          OPT_ITERATION, OPT_WIDTH,
-                                        OPT_ALL_ITERATIONS, OPT_FOCUS,     OPT_CALLERS};
+    static const char *const only_flame[] = {"group", "iteration", "width",     "all-iterations",
+                                             "focus", "callers",   "left-heavy"};
+    static const int only_flame_id[] = {OPT_GROUP, OPT_ITERATION, OPT_WIDTH,     OPT_ALL_ITERATIONS,
+                                        OPT_FOCUS, OPT_CALLERS,   OPT_LEFT_HEAVY};
     bool is_flame = diff || cp_args_has(&args, OPT_FLAME);
     for (size_t i = 0; i < sizeof only_flame_id / sizeof only_flame_id[0]; i++)
         if (!is_flame && cp_args_has(&args, only_flame_id[i])) {

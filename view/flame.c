@@ -604,6 +604,7 @@ enum cp_status fl_build(struct cp_trace_store *s, const struct cp_flame_opts *o,
     cp_strmap_init(&t->by_key);
     t->keep_per = true; /* widths of the chosen iterations, and a diff's tests */
     t->group = o->group;
+    t->left_heavy = o->left_heavy;
     const char *path = cp_trace_store_path(s);
     struct cp_trace_run run;
     enum cp_status st = cp_trace_query_run(s, o->run_id, &run, d);
@@ -715,6 +716,9 @@ static int cmp_kid(const void *a, const void *b)
 {
     const struct fl_frame *x = &sort_tree->f[*(const int32_t *)a],
                           *y = &sort_tree->f[*(const int32_t *)b];
+    /* left-heavy (speedscope): the widest first, ties by name */
+    if (sort_tree->left_heavy && x->width != y->width)
+        return x->width > y->width ? -1 : 1;
     int c = strcmp(x->name, y->name);
     if (c)
         return c;

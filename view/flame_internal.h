@@ -48,6 +48,7 @@ struct fl_tree {
     struct cp_trace_kernel_desc *k;
     size_t nk;
     enum cp_flame_group group;
+    bool left_heavy; /* children widest first, not in name order */
     /* which dense iterations the widths are, and over how many they are
      * divided (mean: all, over their count) */
     bool *chosen;
@@ -90,7 +91,7 @@ enum cp_status fl_focus(struct fl_tree *t, const char *pattern, bool callers, co
                         size_t *matched, struct cp_diag *d);
 
 /* Widths and positions from the chosen iterations: children sorted by
- * name, each frame as wide as its time. */
+ * name (or widest first when left_heavy), each frame as wide as its time. */
 enum cp_status fl_layout(struct fl_tree *t);
 
 /* Whether dense iteration i counts: undisturbed, or every one does. */

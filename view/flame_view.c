@@ -75,8 +75,8 @@ enum cp_status cp_view_flame(struct cp_trace_store *s, const struct cp_flame_opt
     snprintf(title, sizeof title, "Flame graph: %.1100s", o->title ? o->title : t.run_label);
     iters_text(&t, o, it, sizeof it);
     fl_fmt_ns(t.f[0].width, tot, sizeof tot);
-    snprintf(sub, sizeof sub, "%s: %s, %s; click a frame to zoom, Ctrl-F or / to search%s", it, tot,
-             group_name(t.group),
+    snprintf(sub, sizeof sub, "%s: %s, %s%s; click a frame to zoom, Ctrl-F or / to search%s", it,
+             tot, group_name(t.group), o->left_heavy ? ", widest first" : "",
              t.overlaps ? "; overlapping events were shrunk to fit their container" : "");
     size_t drawn = 0;
     if (o->still)

@@ -77,6 +77,9 @@ struct cp_flame_opts {
      * pictures); NULL: every frame */
     const char *focus;
     bool callers;
+    /* children widest first (speedscope's "left heavy"), not in name order
+     * (flamegraph.pl's, which keeps a frame in place between runs) */
+    bool left_heavy;
 };
 
 void cp_flame_opts_init(struct cp_flame_opts *o);

@@ -1,9 +1,8 @@
-/* view --flame --focus REGEX [--callers]: the frames around the matched
- * ones, their callees merged under one root or their callers above it
- * (speedscope's sandwich). On a tree with known times the merged widths
- * are the sums they must be, per iteration, with nested matches counted
- * once; on a real run the command draws both sides and refuses what it
- * cannot draw with exit 2. */
+/* view --flame --focus REGEX [--callers] and --left-heavy: the frames
+ * around the matched ones, their callees merged under one root or their
+ * callers above it (speedscope's sandwich), and children widest first. On a tree with known times
+ * the merged widths are the sums they must be, per iteration, with nested matches counted once; on
+ * a real run the command draws both sides and refuses what it cannot draw with exit 2. */
 #include "cli/cli_test.h"
 #include "support/run.h"
 #include "view/flame_internal.h"
@@ -54,6 +53,13 @@ static void tree(struct fl_tree *t)
     int32_t load = frame(t, track, FK_EVENT, "load", 3, 3);
     frame(t, load, FK_KERNEL, "ConvB", 1, 2);
     frame(t, load, FK_KERNEL, "ConvA", 1, 1);
+    /* the root: all of it */
+    t->f[0].per = cp_calloc(2, sizeof *t->f[0].per);
+    cr_assert_not_null(t->f[0].per);
+    t->f[0].n_per = 2;
+    t->f[0].per[0] = 13;
+    t->f[0].per[1] = 15;
+    t->f[0].total = 28;
 }
 
 /* The frame at the end of a path of names from the root; -1 when none. */
@@ -195,4 +201,36 @@ Test(flame_focus, the_command_draws_both_sides_of_a_run_and_refuses_what_it_cann
     free(svg);
     free(db);
     free(model);
+}
+
+/* The widths of both iterations, as fl_build leaves a tree for the mean. */
+static void choose_both(struct fl_tree *t)
+{
+    t->n_iters = 2;
+    t->chosen = cp_calloc(2, sizeof *t->chosen);
+    cr_assert_not_null(t->chosen);
+    t->chosen[0] = t->chosen[1] = true;
+    t->divisor = 2;
+}
+
+Test(flame_focus, left_heavy_puts_the_widest_child_first_and_name_order_stays_the_default)
+{
+    for (int heavy = 0; heavy < 2; heavy++) {
+        struct fl_tree t;
+        tree(&t);
+        choose_both(&t);
+        t.left_heavy = heavy;
+        cr_assert_eq(fl_layout(&t), CP_OK);
+        int32_t load = find(&t, (const char *const[]){"runtime", "load"}, 2);
+        cr_assert_geq(load, 0);
+        const struct fl_frame *f = &t.f[load];
+        cr_assert_eq(f->n_kids, 2);
+        /* ConvA 1 ms a mean, ConvB 1.5 ms: by name ConvA first, left-heavy ConvB */
+        const char *first = t.f[f->kids[0]].name, *second = t.f[f->kids[1]].name;
+        cr_expect_str_eq(first, heavy ? "ConvB" : "ConvA");
+        cr_expect_str_eq(second, heavy ? "ConvA" : "ConvB");
+        cr_expect_lt(t.f[f->kids[0]].x, t.f[f->kids[1]].x, "the first is on the left");
+        cr_expect_float_eq(t.f[f->kids[0]].x, f->x, 1e-12, "from the parent's left edge");
+        fl_tree_release(&t);
+    }
 }
