@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
+#include "view/view.h"
 #include "core/json.h"
 #include "pipeline/pipeline.h"
 
@@ -170,6 +171,24 @@ static int what_if(const struct cp_args *a, const char *trace)
     return 0;
 }
 
+/* The flow as it ran, queue depth and wait on its edges, at the end of
+ * the report (view/view.h); a flow that cannot be drawn says why there. */
+static void add_topology(struct cp_doc *doc, const char *trace, int64_t run)
+{
+    struct cp_topology_opts to = {.run_id = run, .still = true, .doc = doc};
+    struct cp_buf unused;
+    cp_buf_init(&unused);
+    struct cp_diag td;
+    cp_diag_init(&td);
+    cp_doc_heading(doc, 1, "Topology");
+    if (cp_view_topology(trace, &to, &unused, NULL, &td) != CP_OK) {
+        char line[600];
+        snprintf(line, sizeof line, "The flow could not be drawn: %.500s", td.msg);
+        cp_doc_text(doc, line);
+    }
+    cp_buf_release(&unused);
+}
+
 int cp_cmd_node_bottleneck(int argc, char **argv)
 {
     struct cp_diag d;
@@ -207,6 +226,8 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
         struct cp_doc *doc = cp_bottleneck_doc(&b, trace);
         if (!doc)
             cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+        else
+            add_topology(doc, trace, cp_args_int(&a, CP_SO_RUN, -1));
         if (!doc || cp_doc_write(doc, out, &d) != CP_OK)
             rc = cp_cli_fail(OPTS.cmd, &d);
         else

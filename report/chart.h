@@ -115,6 +115,7 @@ struct cp_chart {
      * aligned from (glabel_x, glabel_y), its top left corner */
     const char *glabel;
     double glabel_x, glabel_y, glabel_font;
+    double max_h;     /* GRAPH: the tallest it is drawn; 0: CP_CHART_GRAPH_MAX_H */
     const char *note; /* a line under the chart (the CI of a change...); NULL: none */
 };
 

@@ -21,8 +21,9 @@ static double graph_scale(const struct cp_chart *c, double w)
     if (!(c->graph_w > 0) || !(c->graph_h > 0))
         return 1;
     double s = fmin(1, w / c->graph_w);
-    if (c->graph_h * s > CP_CHART_GRAPH_MAX_H)
-        s = CP_CHART_GRAPH_MAX_H / c->graph_h;
+    double max_h = c->max_h > 0 ? c->max_h : CP_CHART_GRAPH_MAX_H;
+    if (c->graph_h * s > max_h)
+        s = max_h / c->graph_h;
     return s;
 }
 

@@ -14,10 +14,28 @@
 
 enum block_kind { B_HEADING, B_TEXT, B_PRE, B_TABLE, B_CHART };
 
+/* The PDF's page */
+#define PAGE_W   595.0 /* A4, points */
+#define PAGE_H   842.0
+#define MARGIN   50.0
+#define FOOT     24.0
+#define CONTENT  (PAGE_W - 2 * MARGIN)
+#define BOTTOM   (PAGE_H - MARGIN - FOOT)
+#define CELL_PAD 3.0
+
 struct chart_copy {
     struct cp_chart c;
     char **labels, **parts, *title, *unit, *note, *snames[2];
     double *values, *samples[2];
+    /* GRAPH */
+    struct cp_chart_gnode *gnodes;
+    char **gnode_labels;
+    size_t n_gnodes;
+    struct cp_chart_gedge *gedges;
+    char **gedge_labels;
+    double **gedge_pts;
+    size_t n_gedges;
+    char *glabel;
     /* FRAMES */
     struct cp_chart_frame *frames;
     char **frame_labels;
@@ -96,6 +114,20 @@ static void free_chart(struct chart_copy *c)
         free(c->frame_labels[i]);
     free(c->frame_labels);
     free(c->frames);
+    for (size_t i = 0; c->gnode_labels && i < c->n_gnodes; i++)
+        free(c->gnode_labels[i]);
+    free(c->gnode_labels);
+    free(c->gnodes);
+    for (size_t i = 0; i < c->n_gedges; i++) {
+        if (c->gedge_labels)
+            free(c->gedge_labels[i]);
+        if (c->gedge_pts)
+            free(c->gedge_pts[i]);
+    }
+    free(c->gedge_labels);
+    free(c->gedge_pts);
+    free(c->gedges);
+    free(c->glabel);
     free(c->x_title);
     free(c->y_title);
     for (size_t s = 0; s < CP_CHART_MAX_SERIES; s++) {
@@ -223,6 +255,62 @@ static char *dup_or_null(const char *s, bool *oom)
     return t;
 }
 
+/* A page's room for a graph under its title and a few lines of note. */
+#define GRAPH_PAGE_H (BOTTOM - MARGIN - 80)
+
+/* Copy c's graph into x (its chart points at the copies). False when out
+ * of memory (x holds what was copied, freed with it). */
+static bool copy_graph(struct chart_copy *x, const struct cp_chart *c)
+{
+    bool oom = false;
+    x->glabel = dup_or_null(c->glabel, &oom);
+    x->c.glabel = x->glabel;
+    x->c.max_h = c->max_h > 0 && c->max_h < GRAPH_PAGE_H ? c->max_h : GRAPH_PAGE_H;
+    if (c->n_gnodes && c->gnodes) {
+        x->gnodes = cp_calloc(c->n_gnodes, sizeof *x->gnodes);
+        x->gnode_labels = cp_calloc(c->n_gnodes, sizeof *x->gnode_labels);
+        if (!x->gnodes || !x->gnode_labels)
+            return false;
+        x->n_gnodes = c->n_gnodes;
+        for (size_t i = 0; i < c->n_gnodes; i++) {
+            x->gnodes[i] = c->gnodes[i];
+            x->gnode_labels[i] = dup_or_null(c->gnodes[i].label, &oom);
+            x->gnodes[i].label = x->gnode_labels[i];
+        }
+    }
+    if (c->n_gedges && c->gedges) {
+        x->gedges = cp_calloc(c->n_gedges, sizeof *x->gedges);
+        x->gedge_labels = cp_calloc(c->n_gedges, sizeof *x->gedge_labels);
+        x->gedge_pts = cp_calloc(c->n_gedges, sizeof *x->gedge_pts);
+        if (!x->gedges || !x->gedge_labels || !x->gedge_pts)
+            return false;
+        x->n_gedges = c->n_gedges;
+        for (size_t i = 0; i < c->n_gedges; i++) {
+            const struct cp_chart_gedge *e = &c->gedges[i];
+            x->gedges[i] = *e;
+            x->gedge_labels[i] = dup_or_null(e->label, &oom);
+            x->gedges[i].label = x->gedge_labels[i];
+            x->gedges[i].pts = NULL;
+            x->gedges[i].n_pts = 0;
+            if (e->pts && e->n_pts) {
+                x->gedge_pts[i] = cp_calloc(2 * e->n_pts, sizeof *x->gedge_pts[i]);
+                if (!x->gedge_pts[i])
+                    return false;
+                memcpy(x->gedge_pts[i], e->pts, 2 * e->n_pts * sizeof *x->gedge_pts[i]);
+                x->gedges[i].pts = x->gedge_pts[i];
+                x->gedges[i].n_pts = e->n_pts;
+            }
+        }
+    }
+    if (oom)
+        return false;
+    x->c.gnodes = x->gnodes;
+    x->c.n_gnodes = x->n_gnodes;
+    x->c.gedges = x->gedges;
+    x->c.n_gedges = x->n_gedges;
+    return true;
+}
+
 void cp_doc_chart(struct cp_doc *d, const struct cp_chart *c)
 {
     struct block *b = push(d, B_CHART);
@@ -265,12 +353,15 @@ void cp_doc_chart(struct cp_doc *d, const struct cp_chart *c)
                 oom = true;
         }
     }
-    /* GRAPH: not kept (a laid-out graph is drawn alone: taller than a
-     * page, it would not paginate); drawn as "no graph" */
+    /* GRAPH: nodes, edges, their points and labels; no taller than a page
+     * can hold under its title and note */
     x->c.gnodes = NULL;
     x->c.n_gnodes = 0;
     x->c.gedges = NULL;
     x->c.n_gedges = 0;
+    x->c.glabel = NULL;
+    if (c->kind == CP_CHART_GRAPH)
+        oom = oom || !copy_graph(x, c);
     /* FRAMES: the frames and their labels */
     x->c.frames = NULL;
     x->c.n_frames = 0;
@@ -460,14 +551,6 @@ void cp_doc_html(const struct cp_doc *d, struct cp_buf *o)
 }
 
 /* ---- PDF ----------------------------------------------------------------------------------- */
-
-#define PAGE_W   595.0 /* A4, points */
-#define PAGE_H   842.0
-#define MARGIN   50.0
-#define FOOT     24.0
-#define CONTENT  (PAGE_W - 2 * MARGIN)
-#define BOTTOM   (PAGE_H - MARGIN - FOOT)
-#define CELL_PAD 3.0
 
 /* Where the layout is: the page, the height used on it. One pass measures
  * (draw false: pages and headings' pages only), the other draws. */

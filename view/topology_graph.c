@@ -5,6 +5,7 @@
 #include "view/topology_internal.h"
 
 #include "report/chart.h"
+#include "report/doc.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -99,6 +100,7 @@ enum cp_status topo_open(struct topo *t, const char *title, size_t n, size_t cap
     cp_buf_init(&t->esc);
     t->still = o && o->still;
     t->still_format = o ? o->still_format : CP_CHART_SVG;
+    t->doc = o && o->still ? o->doc : NULL;
     t->big = n > TOPO_BIG_NODES;
     t->cap = cap;
     t->nodes = cp_calloc(cap ? cap : 1, sizeof *t->nodes);
@@ -439,7 +441,10 @@ static enum cp_status put_still(struct topo *t, struct cp_buf *out, struct cp_di
         };
         /* as wide as the layout, within what a page or a screen takes */
         double width = fmin(fmax(gw, STILL_MIN_W), STILL_MAX_W) + 16;
-        st = cp_chart_render(&c, t->still_format, width, out, d);
+        if (t->doc)
+            cp_doc_chart(t->doc, &c);
+        else
+            st = cp_chart_render(&c, t->still_format, width, out, d);
     }
     free(x.nodes);
     free(x.node_text);

@@ -50,6 +50,7 @@ struct topo {
     bool big;
     bool still; /* drawn by the chart module (report/chart.h), not as SVG */
     enum cp_chart_format still_format;
+    struct cp_doc *doc; /* still: into this document */
 };
 
 /* What one node shows: the label as label text, the tooltip as XML. */

@@ -113,6 +113,8 @@ enum cp_status cp_view_flame_diff(struct cp_trace_store *a, struct cp_trace_stor
 
 /* ---- topology ---------------------------------------------------------- */
 
+struct cp_doc;
+
 /* A finding to mark on the node it names (a kernel's node in the converted
  * graph, or one of the ONNX nodes it stands for). */
 struct cp_topology_mark {
@@ -131,6 +133,9 @@ struct cp_topology_opts {
      * Graphviz's SVG with its tooltips */
     bool still;
     enum cp_chart_format still_format;
+    /* with still: the picture appended to this document as a chart
+     * (report/doc.h), scaled to a page, instead of written to `out` */
+    struct cp_doc *doc;
 };
 
 /* What a topology holds, for the command to print. */

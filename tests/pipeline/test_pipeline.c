@@ -377,7 +377,7 @@ Test(pipeline, node_bottleneck_names_planted_sleep_spin_and_blocked_nodes)
     cp_run_release(&r);
     char *page = ct_read_text(html), *text = ct_read_text(md);
     ct_assert_mentions(page, "<!DOCTYPE html>", ">Limiting node</h2>\n<p>io (confidence",
-                       "io_bound", "<svg", "Where each node", "</html>", NULL);
+                       "io_bound", "<svg", "Where each node", ">Topology</h2>", "</html>", NULL);
     cr_expect(strstr(page, "<script") == NULL && strstr(page, "src=\"http") == NULL &&
                   strstr(page, "<link") == NULL && strstr(page, "url(http") == NULL,
               "nothing fetched");
@@ -392,11 +392,16 @@ Test(pipeline, node_bottleneck_names_planted_sleep_spin_and_blocked_nodes)
     char *cmd = cp_t_fmt("pdftotext '%s' -", pdf);
     FILE *pp = popen(cmd, "r");
     cr_assert_not_null(pp);
-    char got[8192];
+    static char got[65536];
     size_t gn = fread(got, 1, sizeof got - 1, pp);
     got[gn] = '\0';
     cr_expect_eq(pclose(pp), 0);
     ct_assert_mentions(got, "Limiting node", "io (confidence", "io_bound", NULL);
+    /* the flow as it ran, drawn at the end: its nodes and edges' queues */
+    const char *topo = strstr(got, "Topology");
+    cr_assert_not_null(topo, "%s", got);
+    ct_assert_mentions(topo, "pipeline run 1: 3 nodes, 2 edges", "BUSIEST #1", "depth ", "wait ",
+                       NULL);
     free(cmd);
     free(pdf);
     free(md);
