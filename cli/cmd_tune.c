@@ -111,45 +111,6 @@ static const struct cp_command_opts OPTS = {
                   "that died), 130 interrupted",
 };
 
-static void print_summary(const struct cp_tune_opts *o, const struct cp_tune_result *r)
-{
-    printf("model:       %s\n", o->model);
-    printf("session:     %lld%s, %d evaluations, stopped: %s\n", (long long)r->session_id,
-           r->already_done ? " (finished earlier)"
-           : r->resumed    ? " (resumed)"
-                           : "",
-           r->evaluations, r->stop_reason);
-    printf("\n%-22s %12s %12s %9s\n", "", "baseline", "best", "change");
-    printf("%-22s %12.3f %12.3f %+8.1f%%\n", "latency (median, ms)", r->baseline_ns / 1e6,
-           r->best_ns / 1e6, 100 * (r->best_ns / r->baseline_ns - 1));
-    printf("%-22s %12.2f %12.2f %+8.1f%%\n", "throughput (items/s)", r->baseline_items_s,
-           r->best_items_s, 100 * (r->best_items_s / r->baseline_items_s - 1));
-    char a[32], b[32];
-    cp_format_bytes(r->baseline_memory, a);
-    cp_format_bytes(r->best_memory, b);
-    printf("%-22s %12s %12s\n", "memory", a, b);
-    printf("%-22s %11.4f%% %11.4f%%\n", "precision_loss", r->baseline_precision_loss,
-           r->best_precision_loss);
-    if (isfinite(r->final_change)) {
-        bool thr = o->target == CP_TARGET_THROUGHPUT;
-        printf("\nbest vs baseline, interleaved: %s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3g\n"
-               "(the table's columns were measured apart; this figure was not)\n",
-               thr ? "throughput" : "latency", (thr ? 100 : -100) * r->final_change,
-               thr ? 100 * r->final_ci_lo : -100 * r->final_ci_hi,
-               thr ? 100 * r->final_ci_hi : -100 * r->final_ci_lo, r->final_p);
-    }
-    printf("\naccepted changes:\n");
-    int k = 0;
-    for (size_t i = 0; i < r->n_steps; i++)
-        if (r->steps[i].status == CP_STEP_ACCEPTED)
-            printf("  %d. %s (%s): %s\n", ++k, r->steps[i].delta, r->steps[i].source,
-                   r->steps[i].reason);
-    if (!k)
-        printf("  none: the baseline stays the best\n");
-    printf("\nbest model:  %s\nreport:      %s (and %s, %s)\n", r->best_om, r->report_md,
-           r->report_html, r->report_pdf);
-}
-
 static int tune_one(struct cp_tune_opts *o, bool json)
 {
     struct cp_diag d;
@@ -169,8 +130,13 @@ static int tune_one(struct cp_tune_opts *o, bool json)
             rc = 3;
         }
         free(data);
-    } else
-        print_summary(o, &r);
+    } else {
+        struct cp_buf text;
+        cp_buf_init(&text);
+        cp_tune_summary_text(o, &r, &text);
+        rc = cp_out_buf(&text, "tune");
+        cp_buf_release(&text);
+    }
     if (st == CP_OK && r.interrupted) {
         fprintf(stderr, "cannprof tune: interrupted; run the same command again to resume\n");
         rc = 130;
@@ -181,72 +147,12 @@ static int tune_one(struct cp_tune_opts *o, bool json)
 
 /* ---- many models ------------------------------------------------------------------ */
 
-static bool constraints_met(const struct cp_tune_opts *o, const struct cp_tune_report_row *row)
-{
-    const struct cp_constraint *pl =
-        cp_constraints_find(&o->constraints, CP_CONSTRAINT_PRECISION_LOSS);
-    const struct cp_constraint *mc = cp_constraints_find(&o->constraints, CP_CONSTRAINT_MEMORY);
-    return (!pl || cp_constraint_holds(pl, row->best_precision_loss)) &&
-           (!mc || cp_constraint_holds(mc, row->best_memory_bytes));
-}
-
 /* "0" or "0-1": the CPUs of the job that tuned model i. */
 static void job_cpus(const struct cp_tune_batch_plan *plan, size_t i, struct cp_buf *out)
 {
     size_t n = 0;
     const int *cpus = cp_tune_batch_plan_job_cpus(plan, i, &n);
     cp_tune_cpus_format(cpus, n, out);
-}
-
-static void print_row(const char *name, const struct cp_tune_batch_result *res,
-                      const struct cp_tune_opts *o, const char *cpus, const char *error)
-{
-    if (error) {
-        printf("| %s | - | - | - | error: %s | - | %s | - |\n", name, error, cpus);
-        return;
-    }
-    const struct cp_tune_report_row *row = &res->row;
-    struct cp_buf changes;
-    cp_buf_init(&changes);
-    for (size_t k = 0; k < row->n_accepted; k++)
-        cp_buf_printf(&changes, "%s`%s`", k ? ", " : "", row->accepted[k]);
-    printf("| %s | %.3f | %.3f | %+.1f%% | %s | %s | %s | %d of %d |\n", name, row->baseline_ms,
-           row->best_ms, 100 * (row->best_ms / row->baseline_ms - 1),
-           changes.len && cp_buf_status(&changes) == CP_OK ? changes.data : "none",
-           constraints_met(o, row) ? "met" : "NOT met", cpus, row->inconclusive, row->verdicts);
-    cp_buf_release(&changes);
-}
-
-static json_t *row_json(const char *name, const char *model, const char *out_root,
-                        const struct cp_tune_batch_result *res, const struct cp_tune_opts *o,
-                        const char *cpus, int threads, const char *error)
-{
-    json_t *j = json_object();
-    json_object_set_new(j, "name", cp_json_str(name));
-    json_object_set_new(j, "model", cp_json_str(model));
-    char dir[2048];
-    snprintf(dir, sizeof dir, "%s/%s", out_root, name);
-    json_object_set_new(j, "out_dir", cp_json_str(dir));
-    json_object_set_new(j, "cpus", cp_json_str(cpus));
-    json_object_set_new(j, "threads", json_integer(threads));
-    if (error) {
-        json_object_set_new(j, "status", json_string("error"));
-        json_object_set_new(j, "error", cp_json_str(error));
-        return j;
-    }
-    const struct cp_tune_report_row *row = &res->row;
-    json_object_set_new(j, "status", json_string("done"));
-    json_object_set_new(j, "baseline_ms", cp_json_num(row->baseline_ms));
-    json_object_set_new(j, "best_ms", cp_json_num(row->best_ms));
-    json_object_set_new(j, "change_pct", cp_json_num(100 * (row->best_ms / row->baseline_ms - 1)));
-    json_t *acc = json_array();
-    for (size_t k = 0; k < row->n_accepted; k++)
-        json_array_append_new(acc, cp_json_str(row->accepted[k]));
-    json_object_set_new(j, "accepted", acc);
-    json_object_set_new(j, "constraints_met", cp_json_bool(constraints_met(o, row)));
-    json_object_set_new(j, "verdicts", json_integer(row->verdicts));
-    json_object_set_new(j, "inconclusive", json_integer(row->inconclusive));
-    return j;
 }
 
 /* How the jobs share this process's CPUs; false after printing why not. */
@@ -298,10 +204,10 @@ static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, bool js
         cp_cli_error("tune", d.msg);
         rc = 3;
     }
+    struct cp_buf table;
+    cp_buf_init(&table);
     if (!json)
-        printf("| model | baseline ms | best ms | change | accepted changes | constraints | cpus | "
-               "inconclusive |\n"
-               "|---|---:|---:|---:|---|---|---|---:|\n");
+        cp_tune_batch_table_head(&table);
     json_t *arr = json ? json_array() : NULL;
     enum cp_status worst = CP_OK;
     long verdicts = 0, inconclusive = 0;
@@ -327,17 +233,22 @@ static int tune_batch(struct cp_tune_opts *o, const char *src, int jobs, bool js
         job_cpus(&plan, i, &cpus);
         const char *c = cp_buf_status(&cpus) == CP_OK && cpus.data ? cpus.data : "-";
         if (arr)
-            json_array_append_new(
-                arr, row_json(b.dirs[i], b.models[i], o->out_dir, &res, o, c, plan.threads, error));
+            json_array_append_new(arr, cp_tune_batch_row_json(b.dirs[i], b.models[i], o->out_dir,
+                                                              &res, o, c, plan.threads, error));
         else
-            print_row(b.dirs[i], &res, o, c, error);
+            cp_tune_batch_table_row(&table, b.dirs[i], &res, o, c, error);
         cp_buf_release(&cpus);
         cp_tune_batch_result_release(&res);
     }
-    if (!json)
-        printf("\n%ld of %ld verdict%s inconclusive (not significant although the change "
-               "reached the threshold: measured too noisily to tell)\n",
-               inconclusive, verdicts, verdicts == 1 ? "" : "s");
+    if (!json) {
+        cp_buf_printf(&table,
+                      "\n%ld of %ld verdict%s inconclusive (not significant although the change "
+                      "reached the threshold: measured too noisily to tell)\n",
+                      inconclusive, verdicts, verdicts == 1 ? "" : "s");
+        if (cp_out_buf(&table, "tune") != 0 && !rc)
+            rc = 3;
+    }
+    cp_buf_release(&table);
     if (arr && cp_out_json(arr, "tune") != 0 && !rc)
         rc = 3;
     json_decref(arr);

@@ -762,4 +762,31 @@ enum cp_status cp_tune_batch_outcome(const struct cp_tune_batch *b, size_t i, co
                                      struct cp_tune_batch_result *out, struct cp_diag *d);
 void cp_tune_batch_result_release(struct cp_tune_batch_result *r);
 
+/* ---- what tune prints (render.c) ---------------------------------------------- */
+
+/* A finished session as `tune` prints it: the model, the session, baseline
+ * against best (latency, throughput, memory, precision_loss), the
+ * interleaved final check, the accepted changes, where the best model and
+ * the reports are. Appended to out. */
+void cp_tune_summary_text(const struct cp_tune_opts *o, const struct cp_tune_result *r,
+                          struct cp_buf *out);
+
+/* Whether a batch row's best meets o's precision_loss and memory
+ * constraints. */
+bool cp_tune_row_constraints_met(const struct cp_tune_opts *o,
+                                 const struct cp_tune_report_row *row);
+
+/* A batch's Markdown table: its head, and model `name`'s row (its outcome,
+ * or `error`; cpus: the CPUs its job ran on), appended to out. */
+void cp_tune_batch_table_head(struct cp_buf *out);
+void cp_tune_batch_table_row(struct cp_buf *out, const char *name,
+                             const struct cp_tune_batch_result *res, const struct cp_tune_opts *o,
+                             const char *cpus, const char *error);
+
+/* The same row as a JSON object (new reference), with the model, its
+ * folder under out_root and the job's threads. */
+json_t *cp_tune_batch_row_json(const char *name, const char *model, const char *out_root,
+                               const struct cp_tune_batch_result *res, const struct cp_tune_opts *o,
+                               const char *cpus, int threads, const char *error);
+
 #endif

@@ -2,6 +2,7 @@
  * tuner wrote reads back with its figures and accepted changes; a file that
  * is not JSON, or not shaped as a report, is an error naming the file and
  * what is wrong, never a crash or a row of zeros. */
+#include "cli/cli_test.h"
 #include "support/cli.h"
 #include "tuner/tuner.h"
 
@@ -118,4 +119,49 @@ Test(tune_report, a_report_of_the_wrong_shape_names_the_field)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_refused(bad[i][0], CP_ERR_CORRUPT, bad[i][1]);
+}
+
+/* What `tune` prints of a session: both sides, the interleaved check
+ * (latency saved shown as a fall), the accepted changes, the files. */
+Test(tune_report, the_summary_prints_both_sides_the_final_check_and_the_changes)
+{
+    struct cp_tune_opts o;
+    cp_tune_opts_init(&o);
+    o.model = "m.onnx";
+    struct cp_tune_result r;
+    memset(&r, 0, sizeof r);
+    r.session_id = 7;
+    r.evaluations = 3;
+    snprintf(r.stop_reason, sizeof r.stop_reason, "budget reached");
+    r.baseline_ns = 2e6;
+    r.best_ns = 1.5e6;
+    r.baseline_items_s = 500;
+    r.best_items_s = 666.67;
+    r.baseline_memory = r.best_memory = 1 << 20;
+    r.final_change = 0.24;
+    r.final_ci_lo = 0.2;
+    r.final_ci_hi = 0.28;
+    r.final_p = 0.001;
+    struct cp_tune_step steps[2] = {{.step = 1, .status = CP_STEP_ACCEPTED},
+                                    {.step = 2, .status = CP_STEP_REJECTED}};
+    snprintf(steps[0].delta, sizeof steps[0].delta, "layout_policy=nhwc");
+    snprintf(steps[0].source, sizeof steps[0].source, "rule:layout");
+    snprintf(steps[0].reason, sizeof steps[0].reason, "24%% faster");
+    snprintf(steps[1].delta, sizeof steps[1].delta, "threads=1");
+    r.steps = steps;
+    r.n_steps = 2;
+    snprintf(r.best_om, sizeof r.best_om, "out/best.om");
+    snprintf(r.report_md, sizeof r.report_md, "out/report.md");
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_tune_summary_text(&o, &r, &b);
+    ct_assert_mentions(b.data, "model:       m.onnx",
+                       "session:     7, 3 evaluations, stopped: "
+                       "budget reached",
+                       "latency (median, ms)", "2.000", "1.500", "-25.0%",
+                       "best vs baseline, interleaved: latency -24.0% [-28.0%, -20.0%]",
+                       "1. layout_policy=nhwc (rule:layout): 24% faster",
+                       "best model:  out/best.om", NULL);
+    cr_expect_null(strstr(b.data, "threads=1"), "a rejected change is not listed: %s", b.data);
+    cp_buf_release(&b);
 }
