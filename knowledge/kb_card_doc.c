@@ -47,12 +47,13 @@ static void fmt_pct(char out[32], double frac)
         snprintf(out, 32, "%+.1f%%", frac * 100);
 }
 
-/* "step 3: DELTA", DELTA cut to LABEL_CHARS characters with "…". */
+/* "3. DELTA", DELTA cut to LABEL_CHARS characters with "…" (the chart
+ * cuts a label too long for its column from the left: the value stays). */
 static char *label_of(int step, const char *delta)
 {
     struct cp_buf b;
     cp_buf_init(&b);
-    cp_buf_printf(&b, "step %d: ", step);
+    cp_buf_printf(&b, "%d. ", step);
     size_t chars = 0;
     const char *p = delta && delta[0] ? delta : "(no change)";
     for (; *p && chars < LABEL_CHARS; chars++) {

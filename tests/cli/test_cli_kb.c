@@ -230,7 +230,7 @@ Test(cli_kb, card_as_a_document_draws_the_trajectory_and_the_measured_gains)
     const char *want[] = {"Tuning card: sd_unet_tiny",
                           "Effective changes",
                           "Latency each accepted change saved, as measured",
-                          "step 1: fa=on",
+                          "1. fa=on",
                           "20%",
                           "step 1: 95% CI [+18.0%, +22.0%], predicted —",
                           "Tuning trajectory: median latency by step",
