@@ -15,8 +15,7 @@
 
 struct card_charts {
     /* the trajectory: the best so far at each step, and each candidate */
-    double *x, *best, *ax, *ay, *rx, *ry;
-    size_t n, na, nr;
+    struct cp_chart_trajectory traj;
     /* the accepted changes: measured gains (%), their labels and notes */
     double *gain;
     char **labels;
@@ -26,12 +25,7 @@ struct card_charts {
 
 static void charts_release(struct card_charts *c)
 {
-    free(c->x);
-    free(c->best);
-    free(c->ax);
-    free(c->ay);
-    free(c->rx);
-    free(c->ry);
+    cp_chart_trajectory_release(&c->traj);
     free(c->gain);
     for (size_t i = 0; i < c->ng; i++)
         free(c->labels[i]);
@@ -73,11 +67,8 @@ static bool charts_init(struct card_charts *c, const struct cp_kb_candidate *k, 
     memset(c, 0, sizeof *c);
     cp_buf_init(&c->note);
     size_t cap = n ? n : 1;
-    double **v[] = {&c->x, &c->best, &c->ax, &c->ay, &c->rx, &c->ry, &c->gain};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        if (!(*v[i] = cp_calloc(cap, sizeof **v[i])))
-            return false;
-    if (!(c->labels = cp_calloc(cap, sizeof *c->labels)))
+    if (!cp_chart_trajectory_init(&c->traj, cap) || !(c->gain = cp_calloc(cap, sizeof *c->gain)) ||
+        !(c->labels = cp_calloc(cap, sizeof *c->labels)))
         return false;
     double best = NAN;
     for (size_t i = 0; i < n; i++) {
@@ -87,21 +78,13 @@ static bool charts_init(struct card_charts *c, const struct cp_kb_candidate *k, 
             continue;
         if (e->status == CP_STEP_BASELINE || (e->status == CP_STEP_ACCEPTED && !isfinite(best)))
             best = ms;
-        if (e->status == CP_STEP_ACCEPTED) {
+        if (e->status == CP_STEP_ACCEPTED)
             best = ms;
-            c->ax[c->na] = e->step;
-            c->ay[c->na++] = ms;
-        } else if (e->status == CP_STEP_REJECTED) {
-            c->rx[c->nr] = e->step;
-            c->ry[c->nr++] = ms;
-        }
+        if (e->status == CP_STEP_ACCEPTED || e->status == CP_STEP_REJECTED)
+            cp_chart_trajectory_point(&c->traj, e->step, ms, e->status == CP_STEP_ACCEPTED);
         /* one point per step: the best after it */
-        if (c->n > 0 && c->x[c->n - 1] == e->step)
-            c->best[c->n - 1] = best;
-        else if (isfinite(best)) {
-            c->x[c->n] = e->step;
-            c->best[c->n++] = best;
-        }
+        if (isfinite(best))
+            cp_chart_trajectory_best(&c->traj, e->step, best);
     }
     for (size_t i = 0; i < n; i++) {
         const struct cp_kb_candidate *e = &k[i];
@@ -134,10 +117,9 @@ static void card_section(void *ctx, struct cp_doc *doc, const char *heading)
                               .note = c->note.data};
         cp_doc_chart(doc, &ch);
     }
-    if (strncmp(heading, "Result", 6) == 0 && c->n > 1) {
-        struct cp_chart_trajectory t = {c->x,  c->best, c->ax, c->ay, c->rx,
-                                        c->ry, c->n,    c->na, c->nr};
-        struct cp_chart ch = cp_chart_trajectory(&t, "Tuning trajectory: median latency by step");
+    if (strncmp(heading, "Result", 6) == 0 && c->traj.n > 1) {
+        struct cp_chart ch =
+            cp_chart_trajectory(&c->traj, "Tuning trajectory: median latency by step");
         cp_doc_chart(doc, &ch);
     }
 }

@@ -126,11 +126,19 @@ struct cp_chart {
 /* A tuning trajectory, as the tune report and the knowledge card draw it:
  * the best so far at each step (x, best: n points, joined) and each
  * candidate accepted (ax, ay) or rejected (rx, ry), median latency in ms by
- * step. The chart borrows the arrays. */
+ * step. Made with room for `cap` steps (false when out of memory; release
+ * it either way), filled step by step; the chart borrows its arrays. */
 struct cp_chart_trajectory {
-    const double *x, *best, *ax, *ay, *rx, *ry;
-    size_t n, na, nr;
+    double *x, *best, *ax, *ay, *rx, *ry;
+    size_t n, na, nr, cap;
 };
+bool cp_chart_trajectory_init(struct cp_chart_trajectory *t, size_t cap);
+void cp_chart_trajectory_release(struct cp_chart_trajectory *t);
+/* The best so far after `step` (a step already last: its best replaced). */
+void cp_chart_trajectory_best(struct cp_chart_trajectory *t, double step, double best_ms);
+/* A candidate measured at `step`, accepted or rejected. */
+void cp_chart_trajectory_point(struct cp_chart_trajectory *t, double step, double ms,
+                               bool accepted);
 struct cp_chart cp_chart_trajectory(const struct cp_chart_trajectory *t, const char *title);
 
 /* Its natural height in points for a width (bars grow with their labels). */

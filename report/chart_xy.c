@@ -691,6 +691,49 @@ double ch_xy_plot_h(const struct cp_chart *c, double w, double h)
     return fmax(h - fixed, 80);
 }
 
+bool cp_chart_trajectory_init(struct cp_chart_trajectory *t, size_t cap)
+{
+    memset(t, 0, sizeof *t);
+    cap = cap ? cap : 1;
+    double **v[] = {&t->x, &t->best, &t->ax, &t->ay, &t->rx, &t->ry};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (!(*v[i] = cp_calloc(cap, sizeof **v[i])))
+            return false;
+    t->cap = cap;
+    return true;
+}
+
+void cp_chart_trajectory_release(struct cp_chart_trajectory *t)
+{
+    free(t->x);
+    free(t->best);
+    free(t->ax);
+    free(t->ay);
+    free(t->rx);
+    free(t->ry);
+    memset(t, 0, sizeof *t);
+}
+
+void cp_chart_trajectory_best(struct cp_chart_trajectory *t, double step, double best_ms)
+{
+    if (t->n > 0 && t->x[t->n - 1] == step)
+        t->best[t->n - 1] = best_ms;
+    else if (t->n < t->cap) {
+        t->x[t->n] = step;
+        t->best[t->n++] = best_ms;
+    }
+}
+
+void cp_chart_trajectory_point(struct cp_chart_trajectory *t, double step, double ms, bool accepted)
+{
+    double *x = accepted ? t->ax : t->rx, *y = accepted ? t->ay : t->ry;
+    size_t *n = accepted ? &t->na : &t->nr;
+    if (*n < t->cap) {
+        x[*n] = step;
+        y[(*n)++] = ms;
+    }
+}
+
 struct cp_chart cp_chart_trajectory(const struct cp_chart_trajectory *t, const char *title)
 {
     struct cp_chart ch = {.kind = CP_CHART_XY,

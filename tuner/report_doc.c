@@ -14,8 +14,7 @@
 struct charts {
     const struct cp_tune_result *r;
     /* the trajectory: the best so far at each step, and each candidate */
-    double *x, *best, *ax, *ay, *rx, *ry;
-    size_t n, na, nr;
+    struct cp_chart_trajectory traj;
     /* the Pareto plane: every measured point, the front */
     double *px, *py, *fx, *fy;
     const char **plab, **flab;
@@ -108,12 +107,7 @@ static void final_measurement(struct charts *c, const char *out_dir)
 
 static void charts_release(struct charts *c)
 {
-    free(c->x);
-    free(c->best);
-    free(c->ax);
-    free(c->ay);
-    free(c->rx);
-    free(c->ry);
+    cp_chart_trajectory_release(&c->traj);
     free(c->px);
     free(c->py);
     free(c->fx);
@@ -138,8 +132,9 @@ static bool charts_init(struct charts *c, const struct cp_tune_result *r, const 
                  r->final_best_ns / 1e6, r->final_baseline_ns / 1e6, -100 * r->final_change,
                  -100 * r->final_ci_hi, -100 * r->final_ci_lo, r->final_p);
     size_t n = r->n_steps ? r->n_steps : 1;
-    double **v[] = {&c->x,  &c->best, &c->ax, &c->ay, &c->rx,
-                    &c->ry, &c->px,   &c->py, &c->fx, &c->fy};
+    if (!cp_chart_trajectory_init(&c->traj, n))
+        return false;
+    double **v[] = {&c->px, &c->py, &c->fx, &c->fy};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!(*v[i] = cp_calloc(n, sizeof **v[i])))
             return false;
@@ -152,17 +147,12 @@ static bool charts_init(struct charts *c, const struct cp_tune_result *r, const 
         const struct cp_tune_step *s = &r->steps[i];
         if (s->status == CP_STEP_ACCEPTED && isfinite(s->after_ns))
             best = s->after_ns;
-        c->x[c->n] = s->step;
-        c->best[c->n++] = best / 1e6;
+        cp_chart_trajectory_best(&c->traj, s->step, best / 1e6);
         if (!isfinite(s->after_ns) || s->status == CP_STEP_BASELINE)
             continue;
-        if (s->status == CP_STEP_ACCEPTED) {
-            c->ax[c->na] = s->step;
-            c->ay[c->na++] = s->after_ns / 1e6;
-        } else if (s->status == CP_STEP_REJECTED) {
-            c->rx[c->nr] = s->step;
-            c->ry[c->nr++] = s->after_ns / 1e6;
-        }
+        if (s->status == CP_STEP_ACCEPTED || s->status == CP_STEP_REJECTED)
+            cp_chart_trajectory_point(&c->traj, s->step, s->after_ns / 1e6,
+                                      s->status == CP_STEP_ACCEPTED);
         if (isfinite(s->precision_loss) && s->status != CP_STEP_FAILED) {
             c->px[c->np] = s->precision_loss;
             c->py[c->np] = s->after_ns / 1e6;
@@ -213,11 +203,9 @@ static void tune_section(void *ctx, struct cp_doc *doc, const char *heading)
                               .note = "per iteration of the final measurement"};
         cp_doc_chart(doc, &ch);
     }
-    if (strncmp(heading, "Steps", 5) == 0 && c->n > 1) {
-        struct cp_chart_trajectory t = {c->x,  c->best, c->ax, c->ay, c->rx,
-                                        c->ry, c->n,    c->na, c->nr};
+    if (strncmp(heading, "Steps", 5) == 0 && c->traj.n > 1) {
         struct cp_chart ch =
-            cp_chart_trajectory(&t, "Tuning trajectory: the best's median latency by step");
+            cp_chart_trajectory(&c->traj, "Tuning trajectory: the best's median latency by step");
         cp_doc_chart(doc, &ch);
     }
     if (strncmp(heading, "Pareto", 6) == 0 && c->np > 0) {
