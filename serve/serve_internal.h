@@ -1,6 +1,7 @@
-/* Inside serve/: the server's state, shared by server.c (a model: the
- * batcher, the HTTP handlers, running) and flow.c (a flow served through
- * pipeline/'s service). */
+/* Inside serve/: the server's state, shared by server.c (the HTTP handlers,
+ * running), batcher.c (a model's batches), request.c (a request's body),
+ * describe.c (the model's description, metrics, each request's record)
+ * and flow.c (a flow served through pipeline/'s service). */
 #ifndef CP_SERVE_INTERNAL_H
 #define CP_SERVE_INTERNAL_H
 
@@ -13,10 +14,11 @@
 
 /* ---- metrics --------------------------------------------------------------------------- */
 
-/* The latency histograms' bounds, seconds (server.c). */
+/* The latency histograms' bounds, seconds, and the batch sizes' (server.c). */
 #define N_LAT 13
 extern const double SV_LAT_BOUNDS[N_LAT];
 #define N_BATCH 9
+extern const int SV_BATCH_BOUNDS[N_BATCH];
 
 struct metrics {
     pthread_mutex_t mu;
@@ -121,9 +123,30 @@ enum MHD_Result sv_reply(struct MHD_Connection *c, unsigned code, const char *ty
                          size_t len);
 enum MHD_Result sv_reply_error(struct server *sv, struct MHD_Connection *c, unsigned code,
                                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* A /v1/infer request answered: histograms, the hook, the captures. */
+/* A /v1/infer request answered: histograms, the hook, the captures
+ * (describe.c, with GET /v1/model's JSON and GET /metrics' text). */
 void sv_emit(struct server *sv, struct cp_serve_event *e);
 void sv_note_latency(struct server *sv, int64_t t0, unsigned code);
+char *sv_model_json(struct server *sv);
+char *sv_metrics_text(struct server *sv);
+
+/* ---- a model's batcher (batcher.c) ---- */
+
+/* Queue a parsed job and wait until the batcher has run it. */
+void sv_submit(struct server *sv, struct job *j);
+/* The batching thread (arg: the server). */
+void *sv_batcher_main(void *arg);
+
+/* ---- a request's body (request.c) ---- */
+
+enum MHD_Result sv_on_part(void *cls, enum MHD_ValueKind kind, const char *key,
+                           const char *filename, const char *content_type,
+                           const char *transfer_encoding, const char *data, uint64_t off,
+                           size_t size);
+void sv_free_conn(struct conn *c);
+/* The job's inputs from a raw or a multipart body; false with err set. */
+bool sv_parse_raw(struct server *sv, struct conn *c, struct job *j, char *err, size_t n_err);
+bool sv_parse_parts(struct server *sv, struct conn *c, struct job *j, char *err, size_t n_err);
 
 /* ---- a flow (flow.c) ---- */
 

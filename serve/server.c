@@ -1,10 +1,9 @@
 /* cannprof serve (docs/serving.md): a model behind libmicrohttpd, one
- * thread per connection. A request's inputs are parsed on its connection's
- * thread and queued; one batching thread takes up to max_batch of them
- * (waiting up to the window for the batch to fill), stacks them along the
- * first dimension, runs the model once, and hands each request its slice
- * of the outputs. SIGTERM or SIGINT stops the listening socket, lets every
- * request in flight finish, then stops. */
+ * thread per connection: the HTTP handlers and running. A request's inputs
+ * are parsed on its connection's thread (request.c) and queued for the
+ * batching thread (batcher.c); what the server says of itself and keeps of
+ * each request is describe.c's. SIGTERM or SIGINT stops the listening
+ * socket, lets every request in flight finish, then stops. */
 #define _GNU_SOURCE /* gettid */
 #include "serve/serve_internal.h"
 #include "core/json.h"
@@ -19,8 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The batch size histogram's bounds (the latency's are serve_internal.h's). */
-static const int BATCH_BOUNDS[N_BATCH] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+const int SV_BATCH_BOUNDS[N_BATCH] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 
 const double SV_LAT_BOUNDS[N_LAT] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                      0.25,  0.5,    1,     2.5,  5,     10};
@@ -30,272 +28,7 @@ int64_t sv_now_ns(void)
     return (int64_t)cp_clock_ns();
 }
 
-/* Spin for ms milliseconds: the fire drill's slower model. */
-static void spin_ms(double ms)
-{
-    int64_t until = sv_now_ns() + (int64_t)(ms * 1e6);
-    while (sv_now_ns() < until)
-        ;
-}
-
-/* Hand the recorded batches to the hook, then forget them. */
-static void kernels_done(struct server *sv)
-{
-    if (sv->n_deep && sv->hooks && sv->hooks->on_kernels)
-        sv->hooks->on_kernels(sv->hooks->ctx, &sv->s, sv->rec, sv->deep_ns, sv->n_deep);
-    cp_trace_clear(sv->rec);
-    sv->n_deep = 0;
-}
-
-static void run_batch(struct server *sv, struct job **jobs, size_t n, int64_t popped,
-                      int64_t waited, size_t depth)
-{
-    struct cp_plan *plan = sv->s.plan;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    enum cp_status st = CP_OK;
-    size_t per = (size_t)sv->batch;
-    uint64_t seq = ++sv->batch_seq;
-    bool deep = sv->rec && sv->hooks->kernels_wanted && sv->hooks->kernels_wanted(sv->hooks->ctx);
-    if (sv->rec && !deep && sv->n_deep)
-        kernels_done(sv);
-    if (sv->rec)
-        cp_runtime_pause_trace(sv->s.rt, !deep);
-    if (deep && sv->n_deep == sv->cap_deep) {
-        size_t nc = sv->cap_deep ? sv->cap_deep * 2 : 256;
-        uint64_t *g = cp_realloc_array(sv->deep_ns, nc, sizeof *g);
-        if (g) {
-            sv->deep_ns = g;
-            sv->cap_deep = nc;
-        } else {
-            deep = false;
-            cp_runtime_pause_trace(sv->s.rt, true);
-        }
-    }
-    struct cp_thread_clock k0, k1;
-    int64_t t_start = sv_now_ns();
-    cp_thread_clock_begin(&k0);
-    for (size_t i = 0; st == CP_OK && i < sv->n_in; i++) {
-        const struct cp_tensor *pt = cp_plan_input(plan, i);
-        struct cp_host_tensor t = {.dtype = pt->dtype, .rank = pt->shape.rank};
-        snprintf(t.name, sizeof t.name, "%s", pt->name);
-        for (int k = 0; k < t.rank; k++)
-            t.dims[k] = pt->shape.dims[k].value;
-        t.nbytes = sv->slice_in[i] * per;
-        if (per == 1) {
-            /* one request: its bytes go to the plan as they are (no batch to
-             * stack them in) */
-            t.data = jobs[0]->in[i].data;
-            st = cp_plan_set_input(plan, i, &t, &d);
-            continue;
-        }
-        t.data = malloc(t.nbytes ? t.nbytes : 1);
-        if (!t.data) {
-            st = cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
-            break;
-        }
-        for (size_t b = 0; b < per; b++)
-            memcpy((char *)t.data + b * sv->slice_in[i], jobs[b < n ? b : n - 1]->in[i].data,
-                   sv->slice_in[i]);
-        st = cp_plan_set_input(plan, i, &t, &d);
-        cp_host_tensor_release(&t);
-    }
-    if (st == CP_OK)
-        st = cp_plan_run(plan, deep ? (int32_t)sv->n_deep : -1, &d);
-    if (sv->o->inject_ms > 0 && t_start - __atomic_load_n(&sv->started_ns, __ATOMIC_ACQUIRE) >=
-                                    (int64_t)(sv->o->inject_after_s * 1e9))
-        spin_ms(sv->o->inject_ms);
-    cp_thread_clock_end(&k1);
-    int64_t t_end = sv_now_ns();
-    if (deep)
-        sv->deep_ns[sv->n_deep++] = (uint64_t)(t_end - t_start);
-    for (size_t b = 0; b < n; b++) {
-        struct cp_serve_event *e = &jobs[b]->ev;
-        e->popped_ns = popped;
-        e->run_start_ns = t_start;
-        e->run_end_ns = t_end;
-        e->batch_seq = seq;
-        e->batch = (uint32_t)n;
-        e->depth = (uint32_t)depth;
-        e->batch_wait_ns = waited;
-        e->batch_cpu_ns = k1.cpu_ns - k0.cpu_ns;
-        e->batch_runq_ns = k1.runq_ns - k0.runq_ns;
-    }
-    for (size_t b = 0; b < n; b++)
-        jobs[b]->out = st == CP_OK ? cp_calloc(sv->n_out, sizeof *jobs[b]->out) : NULL;
-    for (size_t o = 0; st == CP_OK && o < sv->n_out; o++) {
-        struct cp_host_tensor t;
-        if ((st = cp_plan_get_output(plan, o, &t, &d)) != CP_OK)
-            break;
-        size_t slice = t.nbytes / per;
-        for (size_t b = 0; b < n; b++) {
-            struct cp_host_tensor *one = &jobs[b]->out[o];
-            *one = t;
-            if (per > 1 && one->rank > 0)
-                one->dims[0] /= (int64_t)per;
-            one->nbytes = slice;
-            one->data = malloc(slice ? slice : 1);
-            if (!one->data) {
-                st = cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
-                break;
-            }
-            memcpy(one->data, (char *)t.data + b * slice, slice);
-        }
-        cp_host_tensor_release(&t);
-    }
-    pthread_mutex_lock(&sv->m.mu);
-    size_t k = 0;
-    while (k < N_BATCH && (int)n > BATCH_BOUNDS[k])
-        k++;
-    sv->m.batch_bucket[k]++;
-    sv->m.batch_sum += n;
-    sv->m.batches++;
-    pthread_mutex_unlock(&sv->m.mu);
-    pthread_mutex_lock(&sv->mu);
-    for (size_t b = 0; b < n; b++) {
-        jobs[b]->st = st;
-        jobs[b]->n_out = st == CP_OK ? sv->n_out : 0;
-        if (st != CP_OK)
-            snprintf(jobs[b]->err, sizeof jobs[b]->err, "%s", d.msg);
-        jobs[b]->done = true;
-        pthread_cond_signal(&jobs[b]->cv);
-    }
-    pthread_mutex_unlock(&sv->mu);
-}
-
-static void *batcher_main(void *arg)
-{
-    struct server *sv = arg;
-    struct job **batch = cp_calloc((size_t)sv->o->max_batch, sizeof *batch);
-    if (!batch)
-        return NULL;
-    pthread_mutex_lock(&sv->mu);
-    for (;;) {
-        int64_t t_wait = sv_now_ns();
-        while (sv->q_n == 0 && !sv->stopping) {
-            if (!sv->n_deep) {
-                pthread_cond_wait(&sv->has_work, &sv->mu);
-                continue;
-            }
-            /* kernels recorded and idle: hand them over once no longer wanted */
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_nsec += 100000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&sv->has_work, &sv->mu, &ts);
-            if (sv->q_n == 0 && !sv->hooks->kernels_wanted(sv->hooks->ctx)) {
-                pthread_mutex_unlock(&sv->mu);
-                kernels_done(sv);
-                pthread_mutex_lock(&sv->mu);
-            }
-        }
-        if (sv->q_n == 0 && sv->stopping)
-            break;
-        /* let the batch fill for up to the window */
-        if (sv->o->window_ms > 0 && sv->q_n < (size_t)sv->o->max_batch) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t ns = (int64_t)(sv->o->window_ms * 1e6);
-            ts.tv_sec += ns / 1000000000;
-            ts.tv_nsec += ns % 1000000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            while (sv->q_n < (size_t)sv->o->max_batch && !sv->stopping && !sv->draining)
-                if (pthread_cond_timedwait(&sv->has_work, &sv->mu, &ts) != 0)
-                    break;
-        }
-        size_t depth = sv->q_n;
-        size_t n = sv->q_n < (size_t)sv->o->max_batch ? sv->q_n : (size_t)sv->o->max_batch;
-        memcpy(batch, sv->q, n * sizeof *batch);
-        memmove(sv->q, sv->q + n, (sv->q_n - n) * sizeof *sv->q);
-        sv->q_n -= n;
-        pthread_mutex_unlock(&sv->mu);
-        int64_t popped = sv_now_ns();
-        run_batch(sv, batch, n, popped, popped - t_wait, depth);
-        pthread_mutex_lock(&sv->mu);
-    }
-    pthread_mutex_unlock(&sv->mu);
-    if (sv->rec && sv->n_deep)
-        kernels_done(sv);
-    free(batch);
-    return NULL;
-}
-
-/* Queue a job and wait for it. */
-static void submit(struct server *sv, struct job *j)
-{
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_cond_init(&j->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_lock(&sv->mu);
-    if (sv->q_n == sv->q_cap) {
-        size_t nc = sv->q_cap ? sv->q_cap * 2 : 64;
-        struct job **g = cp_realloc_array(sv->q, nc, sizeof *g);
-        if (!g) {
-            j->st = CP_ERR_NOMEM;
-            snprintf(j->err, sizeof j->err, "out of memory");
-            pthread_mutex_unlock(&sv->mu);
-            pthread_cond_destroy(&j->cv);
-            return;
-        }
-        sv->q = g;
-        sv->q_cap = nc;
-    }
-    j->ev.queued_ns = sv_now_ns();
-    sv->q[sv->q_n++] = j;
-    pthread_cond_signal(&sv->has_work);
-    while (!j->done)
-        pthread_cond_wait(&j->cv, &sv->mu);
-    pthread_mutex_unlock(&sv->mu);
-    j->ev.woken_ns = sv_now_ns();
-    pthread_cond_destroy(&j->cv);
-}
-
 /* ---- requests ------------------------------------------------------------------------------ */
-
-static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *key,
-                               const char *filename, const char *content_type,
-                               const char *transfer_encoding, const char *data, uint64_t off,
-                               size_t size)
-{
-    (void)kind;
-    (void)filename;
-    (void)content_type;
-    (void)transfer_encoding;
-    (void)off;
-    struct conn *c = cls;
-    size_t i = 0;
-    while (i < c->n_parts && strcmp(c->part[i].name, key) != 0)
-        i++;
-    if (i == c->n_parts) {
-        if (c->n_parts == MAX_PARTS || !(c->part[i].name = cp_strdup(key)))
-            return MHD_NO;
-        cp_buf_init(&c->part[i].data);
-        c->n_parts++;
-    }
-    cp_buf_append(&c->part[i].data, data, size);
-    return cp_buf_status(&c->part[i].data) == CP_OK ? MHD_YES : MHD_NO;
-}
-
-static void free_conn(struct conn *c)
-{
-    if (!c)
-        return;
-    if (c->pp)
-        MHD_destroy_post_processor(c->pp);
-    for (size_t i = 0; i < c->n_parts; i++) {
-        free(c->part[i].name);
-        cp_buf_release(&c->part[i].data);
-    }
-    cp_buf_release(&c->body);
-    free(c);
-}
 
 enum MHD_Result sv_reply(struct MHD_Connection *c, unsigned code, const char *type, void *body,
                          size_t len)
@@ -333,254 +66,6 @@ enum MHD_Result sv_reply_error(struct server *sv, struct MHD_Connection *c, unsi
 }
 
 /* GET /v1/model: inputs and outputs as a request carries them. */
-static char *model_json(struct server *sv)
-{
-    json_t *j = json_object(), *ins = json_array(), *outs = json_array();
-    for (int k = 0; k < 2; k++) {
-        size_t n = k ? sv->n_out : sv->n_in;
-        for (size_t i = 0; i < n; i++) {
-            const struct cp_tensor *t =
-                k ? cp_plan_output(sv->s.plan, i) : cp_plan_input(sv->s.plan, i);
-            json_t *o = json_object(), *shape = json_array();
-            for (int r = 0; r < t->shape.rank; r++)
-                json_array_append_new(shape, json_integer(r == 0 && sv->batch > 1
-                                                              ? t->shape.dims[r].value / sv->batch
-                                                              : t->shape.dims[r].value));
-            json_object_set_new(o, "name", json_string(t->name));
-            json_object_set_new(o, "dtype", json_string(cp_dtype_name(t->dtype)));
-            json_object_set_new(o, "shape", shape);
-            json_array_append_new(k ? outs : ins, o);
-        }
-    }
-    json_object_set_new(j, "model", json_string(sv->o->model_path));
-    json_object_set_new(j, "inputs", ins);
-    json_object_set_new(j, "outputs", outs);
-    json_object_set_new(j, "max_batch", json_integer(sv->o->max_batch));
-    char *text = json_dumps(j, JSON_COMPACT);
-    json_decref(j);
-    return text;
-}
-
-static char *metrics_text(struct server *sv)
-{
-    struct cp_buf b;
-    cp_buf_init(&b);
-    pthread_mutex_lock(&sv->m.mu);
-    cp_buf_puts(&b, "# HELP cannprof_requests_total Requests answered, by status class.\n"
-                    "# TYPE cannprof_requests_total counter\n");
-    for (int k = 2; k < 6; k++)
-        cp_buf_printf(&b, "cannprof_requests_total{code=\"%dxx\"} %llu\n", k,
-                      (unsigned long long)sv->m.by_code[k]);
-    cp_buf_puts(&b, "# HELP cannprof_request_latency_seconds Time from a request's arrival to "
-                    "its answer.\n# TYPE cannprof_request_latency_seconds histogram\n");
-    uint64_t acc = 0;
-    for (size_t i = 0; i < N_LAT; i++) {
-        acc += sv->m.lat_bucket[i];
-        cp_buf_printf(&b, "cannprof_request_latency_seconds_bucket{le=\"%g\"} %llu\n",
-                      SV_LAT_BOUNDS[i], (unsigned long long)acc);
-    }
-    acc += sv->m.lat_bucket[N_LAT];
-    cp_buf_printf(&b,
-                  "cannprof_request_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
-                  "cannprof_request_latency_seconds_sum %.9g\n"
-                  "cannprof_request_latency_seconds_count %llu\n",
-                  (unsigned long long)acc, sv->m.lat_sum, (unsigned long long)sv->m.lat_count);
-    cp_buf_puts(&b, "# HELP cannprof_batch_size Requests run together.\n"
-                    "# TYPE cannprof_batch_size histogram\n");
-    acc = 0;
-    for (size_t i = 0; i < N_BATCH; i++) {
-        acc += sv->m.batch_bucket[i];
-        cp_buf_printf(&b, "cannprof_batch_size_bucket{le=\"%d\"} %llu\n", BATCH_BOUNDS[i],
-                      (unsigned long long)acc);
-    }
-    acc += sv->m.batch_bucket[N_BATCH];
-    cp_buf_printf(&b,
-                  "cannprof_batch_size_bucket{le=\"+Inf\"} %llu\ncannprof_batch_size_sum %llu\n"
-                  "cannprof_batch_size_count %llu\n",
-                  (unsigned long long)acc, (unsigned long long)sv->m.batch_sum,
-                  (unsigned long long)sv->m.batches);
-    static const char *const node_names[3] = {"http", "model", "reply"};
-    cp_buf_puts(&b, "# HELP cannprof_node_latency_seconds Time a request spent in each node: "
-                    "http (read and parsed), model (queued and run in a batch), reply (its "
-                    "answer encoded).\n# TYPE cannprof_node_latency_seconds histogram\n");
-    for (int k = 0; k < 3; k++) {
-        acc = 0;
-        for (size_t i = 0; i <= N_LAT; i++) {
-            acc += sv->node_bucket[k][i];
-            if (i < N_LAT)
-                cp_buf_printf(&b,
-                              "cannprof_node_latency_seconds_bucket{node=\"%s\",le=\"%g\"} %llu\n",
-                              node_names[k], SV_LAT_BOUNDS[i], (unsigned long long)acc);
-            else
-                cp_buf_printf(
-                    &b, "cannprof_node_latency_seconds_bucket{node=\"%s\",le=\"+Inf\"} %llu\n",
-                    node_names[k], (unsigned long long)acc);
-        }
-        cp_buf_printf(&b,
-                      "cannprof_node_latency_seconds_sum{node=\"%s\"} %.9g\n"
-                      "cannprof_node_latency_seconds_count{node=\"%s\"} %llu\n",
-                      node_names[k], sv->node_sum[k], node_names[k],
-                      (unsigned long long)sv->node_count[k]);
-    }
-    pthread_mutex_unlock(&sv->m.mu);
-    if (sv->fs)
-        sv_flow_metrics(sv, &b);
-    if (sv->hooks && sv->hooks->metrics)
-        sv->hooks->metrics(sv->hooks->ctx, &b);
-    pthread_mutex_lock(&sv->mu);
-    cp_buf_printf(&b,
-                  "# HELP cannprof_queue_depth Requests waiting for a batch.\n"
-                  "# TYPE cannprof_queue_depth gauge\ncannprof_queue_depth %zu\n",
-                  sv->q_n);
-    pthread_mutex_unlock(&sv->mu);
-    return cp_buf_status(&b) == CP_OK ? cp_buf_steal(&b) : (cp_buf_release(&b), NULL);
-}
-
-/* The request's inputs from a raw body: a JSON header line, then the
- * inputs' bytes back to back. */
-static bool parse_raw(struct server *sv, struct conn *c, struct job *j, char *err, size_t n_err)
-{
-    const char *body = c->body.data ? c->body.data : "";
-    size_t len = c->body.len;
-    const char *nl = memchr(body, '\n', len);
-    if (!nl) {
-        snprintf(err, n_err, "the body starts with a JSON header line ({\"inputs\": [...]})");
-        return false;
-    }
-    json_error_t e;
-    json_t *h = json_loadb(body, (size_t)(nl - body), 0, &e);
-    json_t *ins = json_object_get(h, "inputs");
-    if (!json_is_array(ins) || json_array_size(ins) != sv->n_in) {
-        snprintf(err, n_err, "the header needs \"inputs\": a list of %zu (name, dtype, shape)",
-                 sv->n_in);
-        json_decref(h);
-        return false;
-    }
-    size_t at = (size_t)(nl - body) + 1;
-    for (size_t i = 0; i < sv->n_in; i++) {
-        const struct cp_tensor *pt = cp_plan_input(sv->s.plan, i);
-        json_t *o = json_array_get(ins, i);
-        const char *dt = json_string_value(json_object_get(o, "dtype"));
-        if (!dt || cp_dtype_from_name(dt) != pt->dtype) {
-            snprintf(err, n_err, "input %s: dtype %s, the model takes %s", pt->name,
-                     dt ? dt : "(none)", cp_dtype_name(pt->dtype));
-            json_decref(h);
-            return false;
-        }
-        if (len - at < sv->slice_in[i]) {
-            snprintf(err, n_err, "input %s: %zu bytes left in the body, it takes %zu", pt->name,
-                     len - at, sv->slice_in[i]);
-            json_decref(h);
-            return false;
-        }
-        struct cp_host_tensor *t = &j->in[i];
-        snprintf(t->name, sizeof t->name, "%s", pt->name);
-        t->dtype = pt->dtype;
-        t->nbytes = sv->slice_in[i];
-        /* the input stays in the request's body, which lives until the
-         * answer is sent: borrowed, not copied */
-        t->data = c->body.data + at;
-        j->in_borrowed = true;
-        at += t->nbytes;
-    }
-    json_decref(h);
-    if (at != len) {
-        snprintf(err, n_err, "%zu bytes after the last input", len - at);
-        return false;
-    }
-    return true;
-}
-
-/* The request's inputs from multipart parts, one .npy per input name. */
-static bool parse_parts(struct server *sv, struct conn *c, struct job *j, char *err, size_t n_err)
-{
-    for (size_t i = 0; i < sv->n_in; i++) {
-        const struct cp_tensor *pt = cp_plan_input(sv->s.plan, i);
-        size_t k = 0;
-        while (k < c->n_parts && strcmp(c->part[k].name, pt->name) != 0)
-            k++;
-        if (k == c->n_parts) {
-            snprintf(err, n_err, "no part named %s (one .npy per input)", pt->name);
-            return false;
-        }
-        struct cp_diag d;
-        cp_diag_init(&d);
-        if (cp_tensor_read_buffer(pt->name, c->part[k].data.data, c->part[k].data.len, &j->in[i],
-                                  &d) != CP_OK) {
-            snprintf(err, n_err, "%.380s", d.msg);
-            return false;
-        }
-        if (j->in[i].dtype != pt->dtype || j->in[i].nbytes != sv->slice_in[i]) {
-            snprintf(err, n_err, "input %s: %s of %zu bytes, the model takes %s of %zu", pt->name,
-                     cp_dtype_name(j->in[i].dtype), j->in[i].nbytes, cp_dtype_name(pt->dtype),
-                     sv->slice_in[i]);
-            return false;
-        }
-    }
-    return true;
-}
-
-/* A /v1/infer request was answered: its node histograms, the hook, the
- * captures of GET /v1/trace. */
-void sv_emit(struct server *sv, struct cp_serve_event *e)
-{
-    if (!e->id)
-        e->id = __atomic_add_fetch(&sv->next_id, 1, __ATOMIC_RELAXED);
-    if (!e->replied_ns)
-        e->replied_ns = sv_now_ns();
-    pthread_mutex_lock(&sv->m.mu);
-    if (e->code == 200 && e->queued_ns && e->run_end_ns) {
-        double node_s[3] = {(double)(e->queued_ns - e->arrive_ns) / 1e9,
-                            (double)(e->run_end_ns - e->queued_ns) / 1e9,
-                            (double)(e->replied_ns - e->run_end_ns) / 1e9};
-        for (int k = 0; k < 3; k++) {
-            size_t b = 0;
-            while (b < N_LAT && node_s[k] > SV_LAT_BOUNDS[b])
-                b++;
-            sv->node_bucket[k][b]++;
-            sv->node_sum[k] += node_s[k];
-            sv->node_count[k]++;
-        }
-    }
-    for (struct capture *c = sv->captures; c; c = c->next) {
-        if (e->replied_ns > c->until_ns || c->full)
-            continue;
-        c->seen++;
-        /* every request whose turn comes up at the sampling rate */
-        if (floor((double)c->seen * c->sampling) <= floor((double)(c->seen - 1) * c->sampling))
-            continue;
-        if (c->n == c->cap) {
-            size_t nc = c->cap ? c->cap * 2 : 1024;
-            struct cp_serve_event *g =
-                nc <= CP_SERVE_TRACE_MAX ? cp_realloc_array(c->ev, nc, sizeof *g) : NULL;
-            if (!g) {
-                c->full = true;
-                continue;
-            }
-            c->ev = g;
-            c->cap = nc;
-        }
-        c->ev[c->n++] = *e;
-    }
-    pthread_mutex_unlock(&sv->m.mu);
-    if (sv->hooks && sv->hooks->on_request)
-        sv->hooks->on_request(sv->hooks->ctx, e);
-}
-
-void sv_note_latency(struct server *sv, int64_t t0, unsigned code)
-{
-    double s = (double)(sv_now_ns() - t0) / 1e9;
-    pthread_mutex_lock(&sv->m.mu);
-    size_t k = 0;
-    while (k < N_LAT && s > SV_LAT_BOUNDS[k])
-        k++;
-    sv->m.lat_bucket[k]++;
-    sv->m.lat_sum += s;
-    sv->m.lat_count++;
-    sv->m.by_code[code / 100 < 6 ? code / 100 : 5]++;
-    pthread_mutex_unlock(&sv->m.mu);
-}
-
 static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struct conn *c)
 {
     struct job j;
@@ -590,8 +75,8 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
     j.ev.arrive_ns = c->t0;
     j.ev.connection = c->connection;
     char err[400] = "";
-    bool ok = j.in && (c->multipart ? parse_parts(sv, c, &j, err, sizeof err)
-                                    : parse_raw(sv, c, &j, err, sizeof err));
+    bool ok = j.in && (c->multipart ? sv_parse_parts(sv, c, &j, err, sizeof err)
+                                    : sv_parse_raw(sv, c, &j, err, sizeof err));
     struct cp_thread_clock k1, r0, r1;
     cp_thread_clock_end(&k1);
     j.ev.parse_cpu_ns = k1.cpu_ns - c->k0.cpu_ns;
@@ -601,7 +86,7 @@ static enum MHD_Result infer(struct server *sv, struct MHD_Connection *mc, struc
         ret = sv_reply_error(sv, mc, 400, "%s", err[0] ? err : "out of memory");
         j.ev.code = 400;
     } else {
-        submit(sv, &j);
+        sv_submit(sv, &j);
         cp_thread_clock_begin(&r0);
         if (j.st != CP_OK) {
             ret = sv_reply_error(sv, mc, 500, "%s", j.err);
@@ -756,7 +241,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         const char *ct = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Type");
         c->multipart = ct && strncmp(ct, "multipart/form-data", 19) == 0;
         if (c->multipart && strcmp(method, "POST") == 0)
-            c->pp = MHD_create_post_processor(mc, 65536, on_part, c);
+            c->pp = MHD_create_post_processor(mc, 65536, sv_on_part, c);
         *con_cls = c;
         pthread_mutex_lock(&sv->mu);
         sv->inflight++;
@@ -782,11 +267,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         return ok ? sv_reply(mc, 200, "text/plain", ok, 3) : MHD_NO;
     }
     if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0) {
-        char *text = metrics_text(sv);
+        char *text = sv_metrics_text(sv);
         return text ? sv_reply(mc, 200, "text/plain; version=0.0.4", text, strlen(text)) : MHD_NO;
     }
     if (strcmp(url, "/v1/model") == 0 && strcmp(method, "GET") == 0) {
-        char *text = sv->fs ? sv_flow_model_json(sv) : model_json(sv);
+        char *text = sv->fs ? sv_flow_model_json(sv) : sv_model_json(sv);
         sv_note_latency(sv, c->t0, 200);
         return text ? sv_reply(mc, 200, "application/json", text, strlen(text)) : MHD_NO;
     }
@@ -825,7 +310,7 @@ static void completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     struct server *sv = cls;
     if (!*con_cls)
         return;
-    free_conn(*con_cls);
+    sv_free_conn(*con_cls);
     *con_cls = NULL;
     pthread_mutex_lock(&sv->mu);
     sv->inflight--;
@@ -930,7 +415,7 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
     enum cp_status st = flow ? sv_flow_open(&sv, d) : open_model(&sv, d);
     bool batcher = false;
     if (st == CP_OK && !flow) {
-        if (pthread_create(&sv.batcher, NULL, batcher_main, &sv) != 0)
+        if (pthread_create(&sv.batcher, NULL, sv_batcher_main, &sv) != 0)
             st = cp_diag_set(d, CP_ERR_NOMEM, "cannot start the batching thread");
         batcher = st == CP_OK;
     }
