@@ -235,6 +235,25 @@ static void change_text(const struct fl_change *c, char *out, size_t n)
         snprintf(out, n, "%+.1f%%", c->pct);
 }
 
+/* A frame's fill and label: a diff's change colour (c, when given) or the
+ * frame's own; a significant change leads the label, its mark and its
+ * size (ct), so that no colour carries it alone. Returns whether it does. */
+static bool frame_look(const struct fl_frame *f, const struct fl_change *c, char col[8],
+                       char lab[600], char ct[32])
+{
+    if (c)
+        change_colour(c, col);
+    else
+        frame_colour(f, col);
+    snprintf(lab, 600, "%.500s", f->name);
+    ct[0] = '\0';
+    if (!c || !c->significant)
+        return false;
+    change_text(c, ct, 32);
+    snprintf(lab, 600, "%s %s %.500s", c->pct > 0 ? "\xe2\x96\xb2" : "\xe2\x96\xbc", ct, f->name);
+    return true;
+}
+
 /* The tooltip: a first line (also the details line) and the facts. */
 static void tooltip(struct cp_buf *o, const struct fl_tree *t, const struct fl_frame *f,
                     const struct fl_change *c)
@@ -367,25 +386,14 @@ enum cp_status fl_svg(const struct fl_tree *t, const struct fl_change *ch, const
             continue;
         double x = PAD + f->x * scale;
         double fy = top + (t->max_depth - f->depth) * FRAME_H;
-        char col[8];
-        if (ch)
-            change_colour(&ch[i], col);
-        else
-            frame_colour(f, col);
+        char col[8], lab[600], ct[32];
+        bool marked = frame_look(f, ch ? &ch[i] : NULL, col, lab, ct);
         cp_buf_printf(o,
                       "<g class=\"f\" id=\"f%zu\" data-x=\"%.2f\" data-w=\"%.2f\" "
                       "data-d=\"%d\" data-c=\"%s\" data-n=\"",
                       i, x - PAD, w, f->depth, col);
         cp_buf_markup(o, f->name);
-        /* a significant change leads the label, its mark and its size:
-         * no colour carries it alone */
-        char lab[600];
-        snprintf(lab, sizeof lab, "%.500s", f->name);
-        if (ch && ch[i].significant) {
-            char ct[32];
-            change_text(&ch[i], ct, sizeof ct);
-            snprintf(lab, sizeof lab, "%s %s %.500s",
-                     ch[i].pct > 0 ? "\xe2\x96\xb2" : "\xe2\x96\xbc", ct, f->name);
+        if (marked) {
             cp_buf_printf(o, "\" data-change=\"%s\" data-l=\"", ct);
             cp_buf_markup(o, lab);
         }
@@ -437,18 +445,8 @@ enum cp_status fl_still(const struct fl_tree *t, const struct fl_change *ch, con
             shown = shown && t->f[p].width / root * width >= 0.5;
         if (!shown)
             continue;
-        char col[8], lab[600];
-        if (ch)
-            change_colour(&ch[i], col);
-        else
-            frame_colour(q, col);
-        snprintf(lab, sizeof lab, "%.500s", q->name);
-        if (ch && ch[i].significant) {
-            char ct[32];
-            change_text(&ch[i], ct, sizeof ct);
-            snprintf(lab, sizeof lab, "%s %s %.500s",
-                     ch[i].pct > 0 ? "\xe2\x96\xb2" : "\xe2\x96\xbc", ct, q->name);
-        }
+        char col[8], lab[600], ct[32];
+        frame_look(q, ch ? &ch[i] : NULL, col, lab, ct);
         if (!(labels[n] = cp_strdup(lab))) {
             st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
             break;

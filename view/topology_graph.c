@@ -91,6 +91,31 @@ void tp_set(void *obj, const char *key, const char *value)
     agsafeset(obj, (char *)key, (char *)value, "");
 }
 
+/* Every node's and edge's attributes unless one says otherwise. */
+static const struct {
+    int kind;
+    const char *key, *value;
+} DEFAULTS[] = {
+    {AGNODE, "shape", "box"},
+    {AGNODE, "style", "filled,rounded"},
+    {AGNODE, "fontname", TOPO_FONT},
+    {AGNODE, "fontsize", "10"},
+    {AGNODE, "fillcolor", CP_CHART_NEUTRAL_HEX},
+    {AGNODE, "fontcolor", "black"},
+    {AGNODE, "color", "#525252"},
+    {AGNODE, "penwidth", "1"},
+    {AGNODE, "label", ""},
+    {AGNODE, "tooltip", ""},
+    {AGEDGE, "fontname", TOPO_FONT},
+    {AGEDGE, "fontsize", "8"},
+    {AGEDGE, "color", "#737373"},
+    {AGEDGE, "arrowsize", "0.6"},
+    {AGEDGE, "label", ""},
+    {AGEDGE, "tooltip", ""},
+    {AGEDGE, "style", "solid"},
+    {AGEDGE, "constraint", "true"},
+};
+
 /* A graph of `n` nodes to draw, numbered below `cap`, as o asks (still or
  * SVG). */
 enum cp_status topo_open(struct topo *t, const char *title, size_t n, size_t cap,
@@ -131,24 +156,8 @@ enum cp_status topo_open(struct topo *t, const char *title, size_t n, size_t cap
         tp_set(t->g, "nslimit", "2");
         tp_set(t->g, "nslimit1", "2");
     }
-    agattr(t->g, AGNODE, "shape", "box");
-    agattr(t->g, AGNODE, "style", "filled,rounded");
-    agattr(t->g, AGNODE, "fontname", TOPO_FONT);
-    agattr(t->g, AGNODE, "fontsize", "10");
-    agattr(t->g, AGNODE, "fillcolor", CP_CHART_NEUTRAL_HEX);
-    agattr(t->g, AGNODE, "fontcolor", "black");
-    agattr(t->g, AGNODE, "color", "#525252");
-    agattr(t->g, AGNODE, "penwidth", "1");
-    agattr(t->g, AGNODE, "label", "");
-    agattr(t->g, AGNODE, "tooltip", "");
-    agattr(t->g, AGEDGE, "fontname", TOPO_FONT);
-    agattr(t->g, AGEDGE, "fontsize", "8");
-    agattr(t->g, AGEDGE, "color", "#737373");
-    agattr(t->g, AGEDGE, "arrowsize", "0.6");
-    agattr(t->g, AGEDGE, "label", "");
-    agattr(t->g, AGEDGE, "tooltip", "");
-    agattr(t->g, AGEDGE, "style", "solid");
-    agattr(t->g, AGEDGE, "constraint", "true");
+    for (size_t i = 0; i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
+        agattr(t->g, DEFAULTS[i].kind, (char *)DEFAULTS[i].key, (char *)DEFAULTS[i].value);
     return CP_OK;
 }
 
