@@ -125,6 +125,9 @@ struct cp_plan_options {
     const struct cp_input_shape *input_shapes;
     size_t n_input_shapes;
     int64_t batch; /* > 0: pick this dynamic-batch profile / set dim 0 */
+    /* > 0 and batch not: a first dimension the model leaves open (and no
+     * profile or --input_shape sets) is this, not an error */
+    int64_t open_dim0;
     /* -1: the model's buffer_optimize; else enum cp_buffer_opt. */
     int buffer_optimize;
     bool reference_only; /* use only reference kernels (tests, debugging) */

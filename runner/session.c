@@ -71,6 +71,7 @@ enum cp_status cp_session_open(struct cp_session *s, const struct cp_session_opt
         .input_shapes = s->shapes.input_shapes,
         .n_input_shapes = s->shapes.n_input_shapes,
         .batch = o->batch,
+        .open_dim0 = o->open_dim0,
         .buffer_optimize = o->buffer_optimize,
     };
     if ((st = cp_plan_create(s->model, &po, &s->plan, d)) != CP_OK)

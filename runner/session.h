@@ -20,6 +20,7 @@ struct cp_session_opts {
     const char *model_path;
     const char *input_shape; /* "--input_shape" text or NULL */
     int64_t batch;           /* 0: the model's */
+    int64_t open_dim0;       /* batch 0: a first dimension the model leaves open is this */
     int threads;             /* 0: all cores */
     int buffer_optimize;     /* -1: the model's */
     struct cp_trace_recorder *trace;

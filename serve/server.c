@@ -329,22 +329,13 @@ static enum cp_status open_model(struct server *sv, struct cp_diag *d)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     struct cp_session_opts so = {.model_path = o->model_path,
                                  .batch = o->max_batch > 1 ? o->max_batch : 0,
+                                 /* served one request at a time, a model whose
+                                  * batch is left open runs at batch 1 */
+                                 .open_dim0 = 1,
                                  .threads = o->threads,
                                  .buffer_optimize = -1,
                                  .trace = sv->rec};
     enum cp_status st = cp_session_open(&sv->s, &so, d);
-    if (st == CP_ERR_INVALID && so.batch == 0) {
-        /* a model whose batch is left open (a dynamic first dimension)
-         * served one request at a time: its batch is 1; any other
-         * failure is the first one's */
-        struct cp_diag first = *d;
-        cp_diag_init(d);
-        so.batch = 1;
-        st = cp_session_open(&sv->s, &so, d);
-        if (st != CP_OK)
-            *d = first;
-        st = st == CP_OK ? CP_OK : first.status;
-    }
     /* warm up before the port opens (the first runs create oneDNN's
      * primitives and touch the arena): the first requests would otherwise
      * pay for it, and a monitor would see a cold start as a regression */

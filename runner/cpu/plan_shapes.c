@@ -118,7 +118,7 @@ static enum cp_status check_profile(const char *name, const struct cp_convert_co
 
 static enum cp_status apply_batch(struct cp_graph *g, const char *name,
                                   const struct cp_convert_config *c, int64_t batch,
-                                  const bool *dim0_given, struct cp_diag *d)
+                                  int64_t open_dim0, const bool *dim0_given, struct cp_diag *d)
 {
     size_t ni = cp_graph_n_inputs(g);
     bool profiles = c->n_dynamic_batch > 0;
@@ -126,6 +126,15 @@ static enum cp_status apply_batch(struct cp_graph *g, const char *name,
     for (size_t i = 0; i < ni; i++)
         if (!dim0_given[i] && has_dynamic_dim0(cp_graph_tensor(g, cp_graph_input(g, i))))
             any_dynamic = true;
+    if (batch <= 0 && !profiles && any_dynamic && open_dim0 > 0) {
+        /* only the open first dimensions: a fixed one stays the model's */
+        for (size_t i = 0; i < ni; i++) {
+            struct cp_tensor *t = cp_graph_tensor(g, cp_graph_input(g, i));
+            if (!dim0_given[i] && has_dynamic_dim0(t))
+                set_dim(&t->shape.dims[0], open_dim0);
+        }
+        return CP_OK;
+    }
     if (batch <= 0) {
         if (!profiles || !any_dynamic)
             return CP_OK;
@@ -281,7 +290,8 @@ enum cp_status cp_plan_apply_shapes(struct cp_graph *g, const char *name,
         before[i] = cp_graph_tensor(g, cp_graph_input(g, i))->shape;
     if ((st = apply_input_shapes(g, name, opt, dim0_given, d)) != CP_OK)
         goto out_free;
-    if ((st = apply_batch(g, name, &meta->config, opt->batch, dim0_given, d)) != CP_OK)
+    if ((st = apply_batch(g, name, &meta->config, opt->batch, opt->open_dim0, dim0_given, d)) !=
+        CP_OK)
         goto out_free;
     if ((st = check_inputs_static(g, name, d)) != CP_OK)
         goto out_free;
