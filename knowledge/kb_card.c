@@ -17,8 +17,7 @@ static const char *or_dash(const char *s)
     return s && *s ? s : "—";
 }
 
-/* A gain fraction as "+12.3%" ("—" when unknown). */
-static void fmt_pct(char out[32], double frac)
+void cp_kb_fmt_pct(char out[32], double frac)
 {
     if (isnan(frac))
         snprintf(out, 32, "—");
@@ -97,9 +96,9 @@ static void put_changes(struct cp_buf *b, const struct cp_kb_candidate *c, size_
             cp_buf_puts(b, "| step | change | source | latency gain | 95% CI | p |\n"
                            "|---:|---|---|---:|---|---:|\n");
         char g[32], lo[32], hi[32], p[32];
-        fmt_pct(g, c[i].measured_gain);
-        fmt_pct(lo, c[i].ci_lo);
-        fmt_pct(hi, c[i].ci_hi);
+        cp_kb_fmt_pct(g, c[i].measured_gain);
+        cp_kb_fmt_pct(lo, c[i].ci_lo);
+        cp_kb_fmt_pct(hi, c[i].ci_hi);
         if (isnan(c[i].p))
             snprintf(p, sizeof p, "—");
         else

@@ -2,7 +2,7 @@
  * read back as a document with its charts, the candidates' latency by step
  * under "Result" and the accepted changes' gains, measured beside
  * predicted, under "Effective changes". */
-#include "knowledge/kb_tuning.h"
+#include "knowledge/kb_internal.h"
 #include "report/doc.h"
 
 #include <math.h>
@@ -31,14 +31,6 @@ static void charts_release(struct card_charts *c)
         free(c->labels[i]);
     free(c->labels);
     cp_buf_release(&c->note);
-}
-
-static void fmt_pct(char out[32], double frac)
-{
-    if (isnan(frac))
-        snprintf(out, 32, "—");
-    else
-        snprintf(out, 32, "%+.1f%%", frac * 100);
 }
 
 /* "3. DELTA", DELTA cut to LABEL_CHARS characters with "…" (the chart
@@ -91,9 +83,9 @@ static bool charts_init(struct card_charts *c, const struct cp_kb_candidate *k, 
         if (e->status != CP_STEP_ACCEPTED || !isfinite(e->measured_gain))
             continue;
         char pred[32], lo[32], hi[32];
-        fmt_pct(pred, e->expected_gain);
-        fmt_pct(lo, e->ci_lo);
-        fmt_pct(hi, e->ci_hi);
+        cp_kb_fmt_pct(pred, e->expected_gain);
+        cp_kb_fmt_pct(lo, e->ci_lo);
+        cp_kb_fmt_pct(hi, e->ci_hi);
         c->labels[c->ng] = label_of(e->step, e->delta);
         if (!c->labels[c->ng])
             return false;

@@ -38,6 +38,10 @@ void cp_kb_rollback(struct cp_kb *kb);
 /* The current time as UTC "YYYY-MM-DDTHH:MM:SSZ" into out[32]. */
 void cp_kb_now(char out[32]);
 
+/* A gain fraction as "+12.3%" ("—" when unknown): the card's form
+ * (kb_card.c). */
+void cp_kb_fmt_pct(char out[32], double frac);
+
 /* A column as a fresh string ("" for NULL when `empty_for_null`, else NULL).
  * *oom is set when a copy fails. */
 char *cp_kb_col_text(sqlite3_stmt *st, int col, bool empty_for_null, bool *oom);
