@@ -72,6 +72,9 @@ enum cp_status cp_tensor_fill_random(struct cp_host_tensor *t, uint64_t seed, st
 struct cp_runtime_options {
     int threads;                     /* <= 0: number of online cores */
     struct cp_trace_recorder *trace; /* optional; borrowed, not freed */
+    /* The thread its runtime and kernel events are recorded on (0: the
+     * default): a flow's inference worker puts them on its own track. */
+    int trace_thread;
     /* The most memory one plan may allocate: its activation arena plus its
      * kernels' scratch (weights stay mapped and do not count). 0: the
      * environment's CANNPROF_MAX_PLAN_BYTES (a byte count, "16G", or
@@ -161,11 +164,24 @@ const struct cp_tensor *cp_plan_output(const struct cp_plan *p, size_t i);
  * the input and both shapes. */
 enum cp_status cp_plan_set_input(struct cp_plan *p, size_t i, const struct cp_host_tensor *t,
                                  struct cp_diag *d);
+/* Copy rows [row, row + n_rows) of input i's first dimension in from
+ * `data` (nbytes: n_rows of its rows): a batch stacked from its requests
+ * straight into the plan, no buffer between. The caller checked each
+ * row's dtype and shape. Errors (CP_ERR_INVALID): no such input, a
+ * constant, a scalar, rows past the first dimension, nbytes not n_rows
+ * rows. */
+enum cp_status cp_plan_set_input_rows(struct cp_plan *p, size_t i, int64_t row, int64_t n_rows,
+                                      const void *data, size_t nbytes, struct cp_diag *d);
 /* Execute once. `iteration` is stamped on trace events (-1: none). */
 enum cp_status cp_plan_run(struct cp_plan *p, int32_t iteration, struct cp_diag *d);
 /* Copy an output out. OUT: *t (release with cp_host_tensor_release). */
 enum cp_status cp_plan_get_output(struct cp_plan *p, size_t i, struct cp_host_tensor *t,
                                   struct cp_diag *d);
+/* An output where the plan holds it, not copied: t->data borrows the
+ * plan's memory until its next run (do not release it); a batch's caller
+ * copies each request's rows out of it once. */
+enum cp_status cp_plan_output_view(const struct cp_plan *p, size_t i, struct cp_host_tensor *t,
+                                   struct cp_diag *d);
 
 /* The kernels that can run node `node` of the plan (its name in the
  * converted graph) on this CPU, in the order the plan prefers them, the

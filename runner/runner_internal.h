@@ -31,6 +31,7 @@ struct cp_runtime {
     /* cp_runtime_pause_trace: runs record nothing (a server tracing only
      * some of its batches); read by the thread that runs plans. */
     bool trace_paused;
+    int trace_thread; /* the thread its events are recorded on */
     struct cp_rt_names names;
     struct cp_kernel_env env;
     /* The CPU kernels are chosen for: this machine, detected at create.

@@ -70,6 +70,7 @@ enum cp_status cp_runtime_create(const struct cp_runtime_options *opt, struct cp
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory creating the runtime");
     rt->threads = opt && opt->threads > 0 ? opt->threads : cp_host_usable_cpus();
     rt->trace = opt ? opt->trace : NULL;
+    rt->trace_thread = opt ? opt->trace_thread : 0;
     rt->env.threads = rt->threads;
     cp_host_detect(&rt->host);
     enum cp_status st = plan_limit(rt, opt, d);
@@ -143,5 +144,6 @@ void cp_runtime_record(const struct cp_runtime *rt, int32_t name, int32_t iterat
 {
     struct cp_trace_recorder *tr = cp_rt_recording(rt);
     if (tr && name >= 0)
-        cp_trace_record(tr, CP_LAYER_RUNTIME, name, -1, iteration, start_ns, end_ns, 0);
+        cp_trace_record(tr, CP_LAYER_RUNTIME, name, -1, iteration, start_ns, end_ns,
+                        rt->trace_thread);
 }

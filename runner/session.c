@@ -58,7 +58,8 @@ enum cp_status cp_session_open(struct cp_session *s, const struct cp_session_opt
     if (o->input_shape &&
         (st = cp_convert_config_set(&s->shapes, "input_shape", o->input_shape, d)) != CP_OK)
         return st;
-    struct cp_runtime_options ro = {.threads = o->threads, .trace = o->trace};
+    struct cp_runtime_options ro = {
+        .threads = o->threads, .trace = o->trace, .trace_thread = o->trace_thread};
     if ((st = cp_runtime_create(&ro, &s->rt, d)) != CP_OK)
         return st;
     if (cp_path_has_suffix(o->model_path, ".onnx"))

@@ -24,6 +24,7 @@ struct cp_session_opts {
     int threads;             /* 0: all cores */
     int buffer_optimize;     /* -1: the model's */
     struct cp_trace_recorder *trace;
+    int trace_thread; /* cp_runtime_options.trace_thread */
     /* An .onnx only: intermediate tensors to copy out after each run, as
      * extra outputs after the model's own (calibration reads activations
      * so). A name the graph lacks is an error; a graph input or output is

@@ -70,16 +70,12 @@ static void run_batch(struct server *sv, struct job **jobs, size_t n, int64_t po
             st = cp_plan_set_input(plan, i, &t, &d);
             continue;
         }
-        t.data = malloc(t.nbytes ? t.nbytes : 1);
-        if (!t.data) {
-            st = cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
-            break;
-        }
-        for (size_t b = 0; b < per; b++)
-            memcpy((char *)t.data + b * sv->slice_in[i], jobs[b < n ? b : n - 1]->in[i].data,
-                   sv->slice_in[i]);
-        st = cp_plan_set_input(plan, i, &t, &d);
-        cp_host_tensor_release(&t);
+        /* a batch: each request's rows go from its body into the plan's
+         * input, where they stack (a partial batch repeats its last) */
+        int64_t rows = t.rank > 0 ? t.dims[0] / (int64_t)per : 0;
+        for (size_t b = 0; st == CP_OK && b < per; b++)
+            st = cp_plan_set_input_rows(plan, i, (int64_t)b * rows, rows,
+                                        jobs[b < n ? b : n - 1]->in[i].data, sv->slice_in[i], &d);
     }
     if (st == CP_OK)
         st = cp_plan_run(plan, deep ? (int32_t)sv->n_deep : -1, &d);
@@ -105,8 +101,9 @@ static void run_batch(struct server *sv, struct job **jobs, size_t n, int64_t po
     for (size_t b = 0; b < n; b++)
         jobs[b]->out = st == CP_OK ? cp_calloc(sv->n_out, sizeof *jobs[b]->out) : NULL;
     for (size_t o = 0; st == CP_OK && o < sv->n_out; o++) {
+        /* each request's rows copied once, out of the plan's output */
         struct cp_host_tensor t;
-        if ((st = cp_plan_get_output(plan, o, &t, &d)) != CP_OK)
+        if ((st = cp_plan_output_view(plan, o, &t, &d)) != CP_OK)
             break;
         size_t slice = t.nbytes / per;
         for (size_t b = 0; b < n; b++) {
@@ -122,7 +119,6 @@ static void run_batch(struct server *sv, struct job **jobs, size_t n, int64_t po
             }
             memcpy(one->data, (char *)t.data + b * slice, slice);
         }
-        cp_host_tensor_release(&t);
     }
     pthread_mutex_lock(&sv->m.mu);
     size_t k = 0;

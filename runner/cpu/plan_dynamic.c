@@ -439,7 +439,7 @@ static enum cp_status run_node(struct cp_plan *p, size_t pos, int32_t iteration,
     st = x->kernel->run(x);
     if (tr && p->kname)
         cp_trace_record(tr, CP_LAYER_DEVICE, p->kname[ki], (int32_t)ki, iteration, ks,
-                        cp_clock_ns(), 0);
+                        cp_clock_ns(), p->rt->trace_thread);
     if (st != CP_OK)
         return cp_diag_set(d, st, "%s: node '%s' (%s): kernel %s failed (%s)", p->m->name, n->name,
                            n->op_type, x->kernel->name, cp_status_str(st));

@@ -31,7 +31,7 @@ enum cp_status cp_plan_run(struct cp_plan *p, int32_t iteration, struct cp_diag 
             uint64_t ks = cp_clock_ns();
             st = x->kernel->run(x);
             cp_trace_record(tr, CP_LAYER_DEVICE, p->kname[i], (int32_t)i, iteration, ks,
-                            cp_clock_ns(), 0);
+                            cp_clock_ns(), p->rt->trace_thread);
         } else {
             st = x->kernel->run(x);
         }
@@ -101,6 +101,58 @@ enum cp_status cp_plan_set_input(struct cp_plan *p, size_t i, const struct cp_ho
     if (need)
         memcpy(p->ptr[ti], t->data, (size_t)need);
     cp_runtime_record(p->rt, p->rt->names.input_copy, -1, t0, cp_clock_ns());
+    return CP_OK;
+}
+
+enum cp_status cp_plan_set_input_rows(struct cp_plan *p, size_t i, int64_t row, int64_t n_rows,
+                                      const void *data, size_t nbytes, struct cp_diag *d)
+{
+    uint64_t t0 = cp_clock_ns();
+    if (i >= cp_graph_n_inputs(p->g))
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: input %zu does not exist (the model has %zu)",
+                           p->m->name, i, cp_graph_n_inputs(p->g));
+    int32_t ti = cp_graph_input(p->g, i);
+    const struct cp_tensor *T = cp_graph_tensor(p->g, ti);
+    if (T->kind == CP_TENSOR_INITIALIZER || (!p->dyn && p->mem.block[ti] < 0) || !p->ptr[ti])
+        return cp_diag_set(d, CP_ERR_INVALID,
+                           "%s: input '%s' is a constant of the model and cannot be set",
+                           p->m->name, T->name);
+    if (T->shape.rank < 1 || !cp_shape_is_static(&T->shape) || T->shape.dims[0].value < 1)
+        return cp_diag_set(d, CP_ERR_INVALID, "input '%s' has no rows to set", T->name);
+    int64_t d0 = T->shape.dims[0].value;
+    uint64_t row_bytes = cp_memplan_tensor_bytes(T) / (uint64_t)d0;
+    if (row < 0 || n_rows < 1 || row > d0 - n_rows)
+        return cp_diag_set(d, CP_ERR_INVALID, "input '%s': rows %lld..%lld of %lld", T->name,
+                           (long long)row, (long long)(row + n_rows - 1), (long long)d0);
+    if ((uint64_t)nbytes != row_bytes * (uint64_t)n_rows || (nbytes && !data))
+        return cp_diag_set(d, CP_ERR_INVALID, "input '%s': %zu bytes for %lld rows of %llu",
+                           T->name, nbytes, (long long)n_rows, (unsigned long long)row_bytes);
+    if (nbytes)
+        memcpy((char *)p->ptr[ti] + (size_t)(row_bytes * (uint64_t)row), data, nbytes);
+    cp_runtime_record(p->rt, p->rt->names.input_copy, -1, t0, cp_clock_ns());
+    return CP_OK;
+}
+
+enum cp_status cp_plan_output_view(const struct cp_plan *p, size_t i, struct cp_host_tensor *t,
+                                   struct cp_diag *d)
+{
+    memset(t, 0, sizeof *t);
+    if (i >= cp_graph_n_outputs(p->g))
+        return cp_diag_set(d, CP_ERR_INVALID, "%s: output %zu does not exist (the model has %zu)",
+                           p->m->name, i, cp_graph_n_outputs(p->g));
+    int32_t to = cp_graph_output(p->g, i);
+    const struct cp_tensor *T = cp_graph_tensor(p->g, to);
+    uint64_t n = cp_memplan_tensor_bytes(T);
+    if (!cp_shape_is_static(&T->shape) || (n && !p->ptr[to]))
+        return cp_diag_set(d, CP_ERR_INTERNAL, "%s: output '%s' has no storage in the plan",
+                           p->m->name, T->name);
+    snprintf(t->name, sizeof t->name, "%s", T->name);
+    t->dtype = T->dtype;
+    t->rank = T->shape.rank;
+    for (int k = 0; k < T->shape.rank; k++)
+        t->dims[k] = T->shape.dims[k].value;
+    t->data = p->ptr[to];
+    t->nbytes = (size_t)n;
     return CP_OK;
 }
 

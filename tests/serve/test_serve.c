@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,74 @@ Test(serve, a_model_with_an_open_batch_is_served_at_the_batch_asked_for)
         cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
         free(printed);
     }
+    free(path);
+}
+
+/* One request of four, sent at once to a server batching up to four with
+ * a long window: each is answered with its own rows of the batch. */
+struct relu_call {
+    int port;
+    float x[4], y[4];
+    long code;
+};
+
+static void *relu_call_main(void *arg)
+{
+    struct relu_call *c = arg;
+    const char *head = "{\"inputs\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,4]}]}\n";
+    size_t h = strlen(head);
+    char req[256];
+    memcpy(req, head, h);
+    memcpy(req + h, c->x, sizeof c->x);
+    struct body b;
+    c->code = serve_http(c->port, "POST", "/v1/infer", req, h + sizeof c->x, NULL, &b);
+    char *nl = c->code == 200 ? memchr(b.data, '\n', b.len) : NULL;
+    if (nl && b.len - (size_t)(nl + 1 - b.data) == sizeof c->y)
+        memcpy(c->y, nl + 1, sizeof c->y);
+    else
+        c->code = -c->code;
+    free(b.data);
+    return NULL;
+}
+
+Test(serve, requests_batched_together_each_get_their_own_rows)
+{
+    char *path = cp_t_path("open_batch.onnx");
+    struct cp_t_onnx *m = cp_t_onnx_new(13);
+    const int64_t dims[] = {-1, 4};
+    cp_t_onnx_input(m, "x", CP_T_F32, 2, dims);
+    cp_t_onnx_output(m, "y", CP_T_F32, 2, dims);
+    cp_t_onnx_node(m, "Relu", "relu", "x", "y");
+    cr_assert(cp_t_onnx_write(m, path));
+    cp_t_onnx_free(m);
+    static const char *const args[] = {"--max-batch", "4", "--batch-window", "500", NULL};
+    struct server s = serve_start(path, args);
+    struct relu_call c[4];
+    pthread_t th[4];
+    for (int k = 0; k < 4; k++) {
+        c[k].port = s.port;
+        for (int j = 0; j < 4; j++)
+            c[k].x[j] = (float)((j % 2 ? 1 : -1) * (10 * k + j + 1));
+        cr_assert_eq(pthread_create(&th[k], NULL, relu_call_main, &c[k]), 0);
+    }
+    for (int k = 0; k < 4; k++)
+        pthread_join(th[k], NULL);
+    for (int k = 0; k < 4; k++) {
+        cr_expect_eq(c[k].code, 200, "request %d: %ld", k, c[k].code);
+        for (int j = 0; j < 4; j++)
+            cr_expect(c[k].y[j] == (c[k].x[j] > 0 ? c[k].x[j] : 0), "request %d [%d]: %g for %g", k,
+                      j, c[k].y[j], c[k].x[j]);
+    }
+    /* they ran together: fewer batches than requests */
+    struct body b;
+    cr_expect_eq(serve_http(s.port, "GET", "/metrics", NULL, 0, NULL, &b), 200);
+    const char *at = strstr(b.data, "cannprof_batch_size_count ");
+    cr_assert_not_null(at, "%s", b.data);
+    cr_expect_lt(atol(at + strlen("cannprof_batch_size_count ")), 4, "%s", at);
+    free(b.data);
+    char *printed = NULL;
+    cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
+    free(printed);
     free(path);
 }
 
