@@ -261,7 +261,10 @@ enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bott
         bn->busy_s += busy;
         bn->cpu_s += (double)c->cpu_ns / 1e9;
         bn->runq_s += (double)c->runq_ns / 1e9;
-        bn->starved_s += (double)c->wait_ns / 1e9;
+        /* the wait inside the window: a served flow's first call waited
+         * for requests since long before its recording began */
+        double wait_from = fmax((double)c->ready_ns - (double)c->wait_ns, (double)t0);
+        bn->starved_s += fmax(0, (double)c->ready_ns - wait_from) / 1e9;
         bn->blocked_s += (double)c->blocked_ns / 1e9;
         bn->depth_sum += c->depth;
         bn->max_depth = c->depth > bn->max_depth ? c->depth : bn->max_depth;
