@@ -4,6 +4,7 @@
 #include "cli/output.h"
 #include "core/json.h"
 #include "monitor/monitor.h"
+#include "pipeline/pipeline.h"
 #include "serve/serve.h"
 #include "validate/validate.h"
 
@@ -48,9 +49,10 @@ static const struct cp_opt serve_own[] = {
      "monitor: clearing needs the value back past the threshold by PCT of it (default 10%)"},
     {"incident-dir", 0, CP_OPT_VALUE, OPT_INCIDENT_DIR, "DIR",
      "monitor: one folder per incident under DIR (default cannprof-incidents)"},
-    {"inject-slowdown", 0, CP_OPT_VALUE, OPT_INJECT, "AFTER:+MS",
-     "a fire drill: from AFTER (\"20s\") on, every batch takes MS milliseconds longer, to "
-     "check the monitor and its alert end to end"},
+    {"inject-slowdown", 0, CP_OPT_VALUE, OPT_INJECT, "AFTER:+MS[@NODE]",
+     "a fire drill: from AFTER (\"20s\") on, every batch takes MS milliseconds longer (a "
+     "flow: every answer, or with @NODE every call of that node), to check the monitor and its "
+     "alert end to end"},
     {"max-batch", 0, CP_OPT_VALUE, OPT_MAX_BATCH, "N",
      "run up to N requests together (1 .. 256, default 1); the model's batch must be settable"},
     {"max-body", 0, CP_OPT_VALUE, OPT_MAX_BODY, "BYTES",
@@ -165,6 +167,7 @@ int cp_cmd_serve(int argc, char **argv)
     }
     /* the fire drill */
     double inject_after = 0, inject_ms = 0;
+    char inject_node[128] = "";
     if ((v = cp_args_get(&a, OPT_INJECT))) {
         char after[64];
         const char *colon = strchr(v, ':');
@@ -174,11 +177,25 @@ int cp_cmd_serve(int argc, char **argv)
             after[colon - v] = '\0';
             inject_ms = strtod(colon + (colon[1] == ':' ? 2 : 1) + (colon[1] == '+'), &end);
         }
+        if (end && *end == '@' && end[1] && strlen(end + 1) < sizeof inject_node) {
+            snprintf(inject_node, sizeof inject_node, "%s", end + 1);
+            end += strlen(end);
+        }
         if (!colon || (size_t)(colon - v) >= sizeof after ||
             !(cp_parse_duration(after, &inject_after) || strcmp(after, "0") == 0) || !end || *end ||
             !(inject_ms > 0 && inject_ms <= 60000)) {
-            cp_cli_error(SERVE.cmd, "--inject-slowdown takes AFTER:+MS, as in 20s:+50 (from 20 s "
-                                    "on, every batch 50 ms slower)");
+            cp_cli_error(SERVE.cmd, "--inject-slowdown takes AFTER:+MS[@NODE], as in 20s:+50 (from "
+                                    "20 s on, every batch 50 ms slower) or 20s:+50@denoiser (a "
+                                    "flow's node)");
+            return 2;
+        }
+        if (inject_node[0] && !cp_path_has_suffix(a.positional[0], ".toml")) {
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "--inject-slowdown: @%s names a node, and only a flow (.toml) has nodes to "
+                     "slow",
+                     inject_node);
+            cp_cli_error(SERVE.cmd, msg);
             return 2;
         }
     }
@@ -273,7 +290,30 @@ int cp_cmd_serve(int argc, char **argv)
         mo.flow = cp_path_has_suffix(a.positional[0], ".toml");
         mo.max_batch = (int)batch;
         mo.threads = (int)cp_args_int(&a, CP_SO_THREADS, 0);
-        if (cp_monitor_create(&mo, &mon, &d) != CP_OK || cp_monitor_start(mon, &d) != CP_OK) {
+        /* a flow's conditions may name its own nodes */
+        struct cp_flow *flow = NULL;
+        const char **names = NULL;
+        if (mo.flow) {
+            if (cp_flow_load(a.positional[0], &flow, &d) != CP_OK)
+                return cp_cli_fail(SERVE.cmd, &d);
+            mo.n_flow_nodes = cp_flow_n_nodes(flow);
+            names = cp_calloc(mo.n_flow_nodes ? mo.n_flow_nodes : 1, sizeof *names);
+            if (!names) {
+                cp_flow_free(flow);
+                cp_cli_error(SERVE.cmd, "out of memory");
+                return 1;
+            }
+            for (size_t i = 0; i < mo.n_flow_nodes; i++) {
+                struct cp_flow_node_info ni;
+                cp_flow_node(flow, i, &ni);
+                names[i] = ni.name;
+            }
+            mo.flow_nodes = names;
+        }
+        enum cp_status mst = cp_monitor_create(&mo, &mon, &d);
+        free(names);
+        cp_flow_free(flow);
+        if (mst != CP_OK || cp_monitor_start(mon, &d) != CP_OK) {
             cp_monitor_free(mon);
             return cp_cli_fail(SERVE.cmd, &d);
         }
@@ -300,6 +340,7 @@ int cp_cmd_serve(int argc, char **argv)
         .hooks = mon ? cp_monitor_hooks(mon) : NULL,
         .inject_after_s = inject_after,
         .inject_ms = inject_ms,
+        .inject_node = inject_node[0] ? inject_node : NULL,
     };
     struct cp_serve_stats s;
     enum cp_status st = cp_serve_run(&o, &s, &d);

@@ -1,7 +1,9 @@
 /* `serve --monitor "p99_latency>2s,error_rate>1%"`: parse; what parses has
  * one to eight conditions of known statistics and nodes with finite,
  * non-negative thresholds, and each prints its values; a refusal leaves no
- * condition behind. */
+ * condition behind. What parses is then resolved against a served model
+ * and against a flow: a flow's node resolves to its index, nothing else
+ * does, and a refusal says so. */
 #include "harness.h"
 
 #include "monitor/monitor.h"
@@ -29,13 +31,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const struct cp_mon_condition *x = &c.c[i];
             if (!isfinite(x->value) || x->value < 0)
                 fuzz_fail("'%s': condition %zu has the threshold %g", text, i, x->value);
-            if ((unsigned)x->stat >= CP_MON_STAT_COUNT || x->node < -1 || x->node >= CP_MON_N_NODES)
+            if ((unsigned)x->stat >= CP_MON_STAT_COUNT || x->node < CP_MON_NODE_FLOW ||
+                x->node >= CP_MON_N_NODES || (x->node == CP_MON_NODE_FLOW && !x->node_name[0]))
                 fuzz_fail("'%s': condition %zu names no statistic or node", text, i);
             char v[48];
             cp_mon_format_value(x, x->value, v);
             (void)cp_mon_condition_fires(x, x->value);
             (void)cp_mon_condition_clears(x, NAN, 0.1);
         }
+        static const char *const flow[] = {"src", "prep", "model", "den.oiser", "out"};
+        struct cp_mon_conditions r = c;
+        cp_diag_init(&d);
+        st = cp_mon_conditions_resolve(&r, "flow.toml", flow, 5, &d);
+        fuzz_expect_refusal("cp_mon_conditions_resolve", st, &d);
+        for (size_t i = 0; st == CP_OK && i < r.n; i++) {
+            const struct cp_mon_condition *x = &r.c[i];
+            if (x->node == CP_MON_NODE_FLOW &&
+                (x->flow_node < 0 || x->flow_node >= 5 || strcmp(flow[x->flow_node], x->node_name)))
+                fuzz_fail("'%s': condition %zu resolved to the flow's node %d", text, i,
+                          x->flow_node);
+        }
+        r = c;
+        cp_diag_init(&d);
+        st = cp_mon_conditions_resolve(&r, "model.om", NULL, 0, &d);
+        fuzz_expect_refusal("cp_mon_conditions_resolve", st, &d);
+        for (size_t i = 0; st == CP_OK && i < r.n; i++)
+            if (r.c[i].node == CP_MON_NODE_FLOW)
+                fuzz_fail("'%s': a served model resolved a flow's node", text);
     }
     free(text);
     return 0;

@@ -47,30 +47,29 @@ static enum cp_status parse_item(const char *s, size_t len, struct cp_mon_condit
 {
     memset(c, 0, sizeof *c);
     c->node = -1;
+    c->flow_node = -1;
     snprintf(c->text, sizeof c->text, "%.*s", (int)(len < sizeof c->text - 1 ? len : 95), s);
     size_t i = 0;
-    while (i < len && (s[i] == '_' || s[i] == '.' || (s[i] >= 'a' && s[i] <= 'z') ||
+    while (i < len && (s[i] == '_' || s[i] == '.' || s[i] == '-' || (s[i] >= 'a' && s[i] <= 'z') ||
                        (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
         i++;
-    char name[64];
+    char name[128];
     if (i == 0 || i >= sizeof name)
         return item_error(d, s, len, "expected [NODE.]STATISTIC first; statistics: " KNOWN_STATS);
     memcpy(name, s, i);
     name[i] = '\0';
-    char *stat = name, *dot = strchr(name, '.');
+    /* the statistic follows the last dot: a node's name may hold dots */
+    char *stat = name, *dot = strrchr(name, '.');
     if (dot) {
         *dot = '\0';
         stat = dot + 1;
+        if (!name[0] || strlen(name) >= sizeof c->node_name)
+            return item_error(d, s, len, "a node's name is 1 to 63 characters before the dot");
+        snprintf(c->node_name, sizeof c->node_name, "%s", name);
+        c->node = CP_MON_NODE_FLOW;
         for (int k = 0; k < CP_MON_N_NODES; k++)
             if (strcmp(name, NODES[k]) == 0)
                 c->node = k;
-        if (c->node < 0) {
-            char msg[200];
-            snprintf(msg, sizeof msg,
-                     "no node '%.40s' in a served model; its nodes are http, model and reply",
-                     name);
-            return item_error(d, s, len, msg);
-        }
     }
     int found = -1;
     for (int k = 0; k < CP_MON_STAT_COUNT; k++)
@@ -82,7 +81,7 @@ static enum cp_status parse_item(const char *s, size_t len, struct cp_mon_condit
         return item_error(d, s, len, msg);
     }
     c->stat = STATS[found].stat;
-    if (c->node >= 0 && c->stat >= CP_MON_ERROR_RATE && c->stat != CP_MON_QUEUE_DEPTH)
+    if (c->node != -1 && c->stat >= CP_MON_ERROR_RATE && c->stat != CP_MON_QUEUE_DEPTH)
         return item_error(d, s, len,
                           "a node has latencies and a queue depth (NODE.p99_latency, "
                           "model.queue_depth); error_rate and throughput are the service's");
@@ -164,6 +163,43 @@ enum cp_status cp_mon_conditions_parse(const char *text, struct cp_mon_condition
     return CP_OK;
 }
 
+enum cp_status cp_mon_conditions_resolve(struct cp_mon_conditions *c, const char *what,
+                                         const char *const *flow_nodes, size_t n, struct cp_diag *d)
+{
+    for (size_t k = 0; k < c->n; k++) {
+        struct cp_mon_condition *cd = &c->c[k];
+        if (!cd->node_name[0])
+            continue;
+        cd->flow_node = -1;
+        for (size_t i = 0; flow_nodes && i < n; i++)
+            if (flow_nodes[i] && strcmp(flow_nodes[i], cd->node_name) == 0) {
+                cd->flow_node = (int)i;
+                cd->node = CP_MON_NODE_FLOW;
+                break;
+            }
+        if (cd->node != CP_MON_NODE_FLOW || cd->flow_node >= 0)
+            continue;
+        if (!flow_nodes)
+            return cp_diag_set(d, CP_ERR_USAGE,
+                               "--monitor: '%s': no node '%s' in a served model; its nodes are "
+                               "http, model and reply (a flow's own nodes are watched when a "
+                               ".toml flow is served)",
+                               cd->text, cd->node_name);
+        char names[600] = "";
+        size_t at = 0;
+        for (size_t i = 0; i < n && at < sizeof names - 1; i++) {
+            int w = snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "",
+                             flow_nodes[i] ? flow_nodes[i] : "?");
+            at += w > 0 ? (size_t)w : 0;
+        }
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--monitor: '%s': the flow %.300s has no node '%s'; its nodes are "
+                           "%.600s (and http, model and reply, the request's stages)",
+                           cd->text, what ? what : "served", cd->node_name, names);
+    }
+    return CP_OK;
+}
+
 void cp_mon_format_value(const struct cp_mon_condition *c, double v, char out[48])
 {
     if (!isfinite(v)) {
@@ -208,8 +244,35 @@ static double request_s(const struct cp_serve_event *e, int k)
     }
 }
 
+/* A flow node's value over its calls done in (from_ns, to_ns]: NAN when it
+ * had none. x has room for n_calls. */
+static double node_value(const struct cp_mon_condition *cd, const struct cp_mon_node_call *calls,
+                         size_t n_calls, int64_t from_ns, int64_t to_ns, double *x)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n_calls; i++) {
+        const struct cp_mon_node_call *k = &calls[i];
+        if (k->node == (uint32_t)cd->flow_node && k->done_ns > from_ns && k->done_ns <= to_ns)
+            x[m++] = cd->stat == CP_MON_QUEUE_DEPTH ? (double)k->depth : (double)k->busy_ns / 1e9;
+    }
+    if (m == 0)
+        return NAN;
+    if (cd->stat == CP_MON_MEAN || cd->stat == CP_MON_QUEUE_DEPTH) {
+        double sum = 0;
+        for (size_t i = 0; i < m; i++)
+            sum += x[i];
+        return sum / (double)m;
+    }
+    double q = cd->stat == CP_MON_P50   ? 0.5
+               : cd->stat == CP_MON_P90 ? 0.9
+               : cd->stat == CP_MON_P99 ? 0.99
+                                        : 1.0;
+    return cp_stats_quantile(x, m, q);
+}
+
 void cp_mon_window(const struct cp_mon_conditions *c, const struct cp_serve_event *ev, size_t n,
-                   int64_t from_ns, int64_t to_ns, size_t min_requests, struct cp_mon_values *out)
+                   const struct cp_mon_node_call *calls, size_t n_calls, int64_t from_ns,
+                   int64_t to_ns, size_t min_requests, struct cp_mon_values *out)
 {
     memset(out, 0, sizeof *out);
     size_t ok = 0, all = 0;
@@ -223,11 +286,19 @@ void cp_mon_window(const struct cp_mon_conditions *c, const struct cp_serve_even
     if (all < min_requests || all == 0)
         return;
     double window_s = (double)(to_ns - from_ns) / 1e9;
-    double *x = cp_calloc(ok ? ok : 1, sizeof *x);
+    size_t room = ok > n_calls ? ok : n_calls;
+    double *x = cp_calloc(room ? room : 1, sizeof *x);
     if (!x)
         return;
     for (size_t k = 0; k < c->n; k++) {
         const struct cp_mon_condition *cd = &c->c[k];
+        if (cd->node == CP_MON_NODE_FLOW) {
+            out->v[k] = cd->flow_node >= 0 && calls
+                            ? node_value(cd, calls, n_calls, from_ns, to_ns, x)
+                            : NAN;
+            out->known[k] = isfinite(out->v[k]);
+            continue;
+        }
         if (cd->stat == CP_MON_ERROR_RATE) {
             out->v[k] = 100.0 * (double)(all - ok) / (double)all;
             out->known[k] = true;

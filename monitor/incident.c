@@ -7,7 +7,9 @@
  *   deep.db        the deep trace of the next --deep-trace seconds: the
  *                  model's runtime and kernel layers (run 1, what analyze
  *                  reads) and its requests' node calls (run 2, what
- *                  node-bottleneck reads)
+ *                  node-bottleneck reads); a flow's: every call of its
+ *                  nodes with its inference nodes' runtime and kernel
+ *                  layers (run 1) and its requests' stages (run 2)
  *   findings.json  what fired, the node-bottleneck, the analysis, the
  *   findings.md    validation, and the alert's outcome
  *   alert.json     the alert as sent
@@ -40,6 +42,7 @@ struct incident {
     char limiting[160];
     char top_finding[400];
     char verdict[32];
+    char grew[112]; /* a flow's node whose load grew the most */
     bool capture_failed;
 };
 
@@ -232,7 +235,7 @@ static void deep_trace(struct incident *in, int64_t *deep_from, int64_t *deep_to
         cp_json_set_str(o, "flow_error",
                         in_ ? err : "the flow's calls were not handed over in time");
     else if (m->o.flow)
-        ; /* a flow's deep trace is its nodes' calls: no kernel layer */
+        ; /* a flow's deep trace: its nodes' calls, its inference nodes' kernels */
     else if (!in_)
         cp_json_set_str(o, "kernel_error",
                         "no batch ran during the deep trace: no kernel layer was recorded");
@@ -275,10 +278,11 @@ static void store_deep_nodes(struct incident *in, int64_t from, int64_t to, int6
     int64_t kr = (int64_t)json_integer_value(json_object_get(o, "kernel_run"));
     if (in->m->o.flow)
         cp_buf_printf(&in->md,
-                      "\n## Deep trace\n\n`%s`: %zu requests over %.1f s (the served model's "
-                      "stages: run %lld; every call of the flow's nodes: run %lld; the flow's "
-                      "kernel layer is not recorded).\n",
+                      "\n## Deep trace\n\n`%s`: %zu requests over %.1f s (the request's "
+                      "stages: run %lld; every call of the flow's nodes, with the runtime and "
+                      "kernel layers of its inference nodes (%lld events): run %lld).\n",
                       path, n, json_real_value(json_object_get(o, "seconds")), (long long)*node_run,
+                      (long long)json_integer_value(json_object_get(o, "kernel_events")),
                       (long long)json_integer_value(json_object_get(o, "flow_run")));
     else
         cp_buf_printf(&in->md,
@@ -434,6 +438,252 @@ static void analyze(struct incident *in, int64_t kernels_run)
     cp_diagnosis_release(&dg);
 }
 
+/* ---- a flow's nodes ----------------------------------------------------------------------- */
+
+/* Per node of a flow: its calls and busy time in a window of the recorder. */
+struct node_load {
+    size_t calls;
+    double busy_s;
+    double *busy; /* each call's, for the median */
+};
+
+static double node_median(const struct node_load *l)
+{
+    return l->calls ? cp_stats_quantile(l->busy, l->calls, 0.5) : NAN;
+}
+
+static bool node_loads(const struct cp_mon_node_call *c, size_t n, size_t n_nodes,
+                       struct node_load *out)
+{
+    for (size_t i = 0; i < n; i++)
+        if (c[i].node < n_nodes)
+            out[c[i].node].calls++;
+    for (size_t k = 0; k < n_nodes; k++) {
+        out[k].busy = cp_calloc(out[k].calls ? out[k].calls : 1, sizeof *out[k].busy);
+        if (!out[k].busy)
+            return false;
+        out[k].calls = 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (c[i].node < n_nodes) {
+            struct node_load *l = &out[c[i].node];
+            double s = (double)c[i].busy_ns / 1e9;
+            l->busy[l->calls++] = s;
+            l->busy_s += s;
+        }
+    return true;
+}
+
+/* A flow's nodes in the incident's window against the last healthy one,
+ * from the recorder's node calls: the node whose busy time per second grew
+ * the most is the one to look at, before the deep trace says more. */
+static void node_changes(struct incident *in)
+{
+    struct cp_monitor *m = in->m;
+    if (!m->calls || m->n_flow_names == 0)
+        return;
+    if (!m->healthy_calls || m->n_healthy_calls == 0) {
+        cp_buf_puts(&in->md, "\n## The flow's nodes\n\nNo healthy window came before the "
+                             "incident to compare the nodes' calls with.\n");
+        return;
+    }
+    int64_t w = (int64_t)(m->o.policy.window_s * 1e9);
+    struct cp_mon_node_call *bad = NULL;
+    size_t n_bad = cp_mon_snapshot_calls(m, in->t_fire - w, in->t_fire, &bad);
+    size_t nn = m->n_flow_names;
+    struct node_load *h = cp_calloc(nn, sizeof *h), *b = cp_calloc(nn, sizeof *b);
+    bool ok = h && b && node_loads(m->healthy_calls, m->n_healthy_calls, nn, h) &&
+              node_loads(bad, n_bad, nn, b);
+    double ws = m->o.policy.window_s;
+    int top = -1;
+    double top_growth = 0;
+    json_t *arr = json_array();
+    if (ok) {
+        cp_buf_printf(&in->md,
+                      "\n## The flow's nodes (flight recorder)\n\nEach node's calls in the last "
+                      "healthy window and in the incident's (%.0f s each): median busy time per "
+                      "call, and busy seconds per second (its load).\n\n"
+                      "| node | calls before | calls now | median busy before | median busy now | "
+                      "load before | load now |\n|---|---:|---:|---:|---:|---:|---:|\n",
+                      ws);
+        for (size_t k = 0; k < nn; k++) {
+            double mb = node_median(&h[k]), mn = node_median(&b[k]);
+            double lb = h[k].busy_s / ws, ln = b[k].busy_s / ws;
+            if (ln - lb > top_growth) {
+                top_growth = ln - lb;
+                top = (int)k;
+            }
+            json_t *o = json_object();
+            cp_json_set_str(o, "node", m->flow_names[k]);
+            cp_json_set_int(o, "calls_before", (int64_t)h[k].calls);
+            cp_json_set_int(o, "calls_now", (int64_t)b[k].calls);
+            cp_json_set_num(o, "median_busy_ms_before", mb * 1e3);
+            cp_json_set_num(o, "median_busy_ms_now", mn * 1e3);
+            cp_json_set_num(o, "load_before", lb);
+            cp_json_set_num(o, "load_now", ln);
+            json_array_append_new(arr, o);
+            cp_buf_printf(&in->md, "| %s | %zu | %zu | %.2f ms | %.2f ms | %.2f | %.2f |\n",
+                          m->flow_names[k], h[k].calls, b[k].calls, isfinite(mb) ? mb * 1e3 : 0,
+                          isfinite(mn) ? mn * 1e3 : 0, lb, ln);
+        }
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "nodes", arr);
+    if (top >= 0) {
+        cp_json_set_str(o, "grew_most", m->flow_names[top]);
+        cp_json_set_num(o, "load_growth", top_growth);
+        snprintf(in->grew, sizeof in->grew, "%.100s", m->flow_names[top]);
+        cp_buf_printf(&in->md,
+                      "\n**%s** is the node whose load grew the most (+%.2f busy seconds per "
+                      "second).\n",
+                      m->flow_names[top], top_growth);
+        cp_buf_printf(&in->summary, "node whose load grew the most: %s (+%.2f busy s/s)\n",
+                      m->flow_names[top], top_growth);
+    }
+    json_object_set_new(in->f, "flow_nodes", o);
+    for (size_t k = 0; k < nn; k++) {
+        if (h)
+            free(h[k].busy);
+        if (b)
+            free(b[k].busy);
+    }
+    free(h);
+    free(b);
+    free(bad);
+}
+
+/* The kernel layer under a flow's inference nodes in the deep trace: each
+ * node's kernel time and its kernels with the most (a node's kernels are
+ * on its workers' threads). */
+struct kernel_sum {
+    int node;
+    char name[96];
+    double ns;
+    size_t n;
+};
+
+struct kernel_acc {
+    int *node_of_thread; /* by thread, -1: none */
+    size_t n_threads;
+    struct kernel_sum *s;
+    size_t n, cap;
+};
+
+static enum cp_status add_kernel(void *ctx, const struct cp_trace_event_row *e, struct cp_diag *d)
+{
+    struct kernel_acc *a = ctx;
+    if (e->thread < 0 || (size_t)e->thread >= a->n_threads || a->node_of_thread[e->thread] < 0)
+        return CP_OK;
+    int node = a->node_of_thread[e->thread];
+    const char *name = e->name ? e->name : "?";
+    for (size_t i = 0; i < a->n; i++)
+        if (a->s[i].node == node && strncmp(a->s[i].name, name, sizeof a->s[i].name - 1) == 0) {
+            a->s[i].ns += (double)e->dur_ns;
+            a->s[i].n++;
+            return CP_OK;
+        }
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? a->cap * 2 : 64;
+        struct kernel_sum *g = cp_realloc_array(a->s, nc, sizeof *g);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        a->s = g;
+        a->cap = nc;
+    }
+    struct kernel_sum *k = &a->s[a->n++];
+    memset(k, 0, sizeof *k);
+    k->node = node;
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->ns = (double)e->dur_ns;
+    k->n = 1;
+    return CP_OK;
+}
+
+static int by_time(const void *x, const void *y)
+{
+    const struct kernel_sum *a = x, *b = y;
+    if (a->node != b->node)
+        return a->node - b->node;
+    return (a->ns < b->ns) - (a->ns > b->ns);
+}
+
+static void flow_kernels(struct incident *in, int64_t flow_run)
+{
+    char path[1200];
+    path_in(in, "deep.db", path, sizeof path);
+    struct cp_trace_store *s = NULL;
+    struct cp_trace_node_call *calls = NULL;
+    size_t n_calls = 0;
+    struct cp_trace_pipeline pl;
+    memset(&pl, 0, sizeof pl);
+    struct kernel_acc a;
+    memset(&a, 0, sizeof a);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    enum cp_status st = cp_trace_store_open_ro(path, &s, &d);
+    if (st == CP_OK)
+        st = cp_trace_query_pipeline(s, flow_run, &pl, &d);
+    if (st == CP_OK)
+        st = cp_trace_query_node_calls(s, flow_run, &calls, &n_calls, &d);
+    for (size_t i = 0; st == CP_OK && i < n_calls; i++)
+        if (calls[i].thread >= 0 && (size_t)calls[i].thread + 1 > a.n_threads)
+            a.n_threads = (size_t)calls[i].thread + 1;
+    if (st == CP_OK && !(a.node_of_thread = cp_calloc(a.n_threads ? a.n_threads : 1, sizeof(int))))
+        st = cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == CP_OK && i < a.n_threads; i++)
+        a.node_of_thread[i] = -1;
+    for (size_t i = 0; st == CP_OK && i < n_calls; i++)
+        if (calls[i].thread >= 0)
+            a.node_of_thread[calls[i].thread] = calls[i].node;
+    if (st == CP_OK)
+        st = cp_trace_query_iteration_events(s, flow_run, CP_TRACE_LAYER_BIT(CP_LAYER_DEVICE), NULL,
+                                             add_kernel, &a, &d);
+    cp_trace_store_close(s);
+    if (st != CP_OK) {
+        step_error(in, "model_layer", d.msg);
+    } else if (a.n == 0) {
+        step_error(in, "model_layer",
+                   "no kernel of the flow's inference nodes was recorded in the deep trace");
+    } else {
+        qsort(a.s, a.n, sizeof *a.s, by_time);
+        json_t *arr = json_array();
+        cp_buf_puts(&in->md, "\n## The kernel layer under the flow's inference nodes (the deep "
+                             "trace)\n\n");
+        for (size_t i = 0; i < a.n;) {
+            size_t j = i;
+            double total = 0;
+            while (j < a.n && a.s[j].node == a.s[i].node)
+                total += a.s[j++].ns;
+            const char *node = a.s[i].node >= 0 && (size_t)a.s[i].node < pl.n_nodes
+                                   ? pl.nodes[a.s[i].node].name
+                                   : "?";
+            json_t *o = json_object(), *top = json_array();
+            cp_json_set_str(o, "node", node);
+            cp_json_set_num(o, "kernel_ms", total / 1e6);
+            cp_buf_printf(&in->md, "- **%s**: %.1f ms in kernels;", node, total / 1e6);
+            for (size_t k = i; k < j && k < i + 5; k++) {
+                json_t *t = json_object();
+                cp_json_set_str(t, "kernel", a.s[k].name);
+                cp_json_set_num(t, "ms", a.s[k].ns / 1e6);
+                cp_json_set_int(t, "runs", (int64_t)a.s[k].n);
+                cp_json_set_num(t, "share", total > 0 ? a.s[k].ns / total : 0);
+                json_array_append_new(top, t);
+                cp_buf_printf(&in->md, "%s %s %.0f%% (%zu runs)", k == i ? "" : ",", a.s[k].name,
+                              total > 0 ? 100 * a.s[k].ns / total : 0, a.s[k].n);
+            }
+            cp_buf_puts(&in->md, "\n");
+            json_object_set_new(o, "top_kernels", top);
+            json_array_append_new(arr, o);
+            i = j;
+        }
+        json_object_set_new(in->f, "model_layer", arr);
+    }
+    free(a.node_of_thread);
+    free(a.s);
+    cp_trace_node_calls_free(calls, n_calls);
+    cp_trace_pipeline_release(&pl);
+}
+
 /* ---- the alert
  * ----------------------------------------------------------------------------------- */
 
@@ -451,6 +701,8 @@ static void send_alert(struct incident *in)
     cp_json_set_num(fig, "value", (in->value));
     cp_json_set_num(fig, "threshold", (in->cond->value));
     cp_json_set_str(fig, "limiting_node", in->limiting);
+    if (in->grew[0])
+        cp_json_set_str(fig, "node_grew_most", in->grew);
     cp_json_set_str(fig, "top_finding", in->top_finding);
     cp_json_set_str(fig, "validation", in->verdict);
     cp_json_set_str(fig, "incident", in->dir);
@@ -590,15 +842,17 @@ void cp_mon_incident(struct cp_monitor *m, int64_t t_fire)
 
     dump_recorder(&in);
     compare_windows(&in);
+    node_changes(&in);
     int64_t from = 0, to = 0, kernels_run = -1, node_run = -1;
     deep_trace(&in, &from, &to, &kernels_run);
     store_deep_nodes(&in, from, to, &node_run);
     /* a flow: node-bottleneck reads its own nodes' calls */
     json_t *dt = json_object_get(in.f, "deep_trace");
     int64_t flow_run = json_integer_value(json_object_get(dt, "flow_run"));
-    if (m->o.flow && json_object_get(dt, "flow_run") && flow_run >= 0)
+    if (m->o.flow && json_object_get(dt, "flow_run") && flow_run >= 0) {
         bottleneck(&in, flow_run);
-    else if (node_run >= 0)
+        flow_kernels(&in, flow_run);
+    } else if (node_run >= 0)
         bottleneck(&in, node_run);
     model_time(&in, kernels_run);
     analyze(&in, kernels_run);

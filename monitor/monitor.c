@@ -41,6 +41,29 @@ static void on_request(void *ctx, const struct cp_serve_event *e)
     pthread_mutex_unlock(&m->mu);
 }
 
+static void on_node_call(void *ctx, const struct cp_flow_call_info *c)
+{
+    struct cp_monitor *m = ctx;
+    struct cp_mon_node_call k = {
+        .done_ns = c->done_ns,
+        .wait_ns = c->wait_ns,
+        .busy_ns = c->busy_ns,
+        .blocked_ns = c->blocked_ns,
+        .node = (uint32_t)c->node,
+        .batch = c->batch,
+        .depth = c->depth,
+    };
+    pthread_mutex_lock(&m->mu);
+    if (m->n_calls == m->call_cap) {
+        m->call_head = (m->call_head + 1) % m->call_cap;
+        m->n_calls--;
+    }
+    m->calls[(m->call_head + m->n_calls) % m->call_cap] = k;
+    m->n_calls++;
+    m->calls_seen++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 static bool kernels_wanted(void *ctx)
 {
     struct cp_monitor *m = ctx;
@@ -114,10 +137,11 @@ static void on_flow_recorded(void *ctx, struct cp_flow_service *fs)
     struct cp_diag d;
     cp_diag_init(&d);
     int64_t run = -1;
+    size_t events = 0;
     enum cp_status st =
-        path[0] ? cp_flow_service_record_end(fs, path, "serve-deep-flow", &run, &d)
+        path[0] ? cp_flow_service_record_end(fs, path, "serve-deep-flow", &run, &events, &d)
                 : cp_diag_set(&d, CP_ERR_INVALID, "the flow was recorded outside an incident");
-    handed_over(m, -1, run, 0, 0, st, d.msg);
+    handed_over(m, -1, run, 0, events, st, d.msg);
 }
 
 static void metrics(void *ctx, struct cp_buf *b)
@@ -174,6 +198,28 @@ size_t cp_mon_snapshot(struct cp_monitor *m, int64_t from_ns, int64_t to_ns,
     return *out ? j : 0;
 }
 
+size_t cp_mon_snapshot_calls(struct cp_monitor *m, int64_t from_ns, int64_t to_ns,
+                             struct cp_mon_node_call **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&m->mu);
+    size_t k = 0;
+    for (size_t i = 0; i < m->n_calls; i++) {
+        const struct cp_mon_node_call *c = &m->calls[(m->call_head + i) % m->call_cap];
+        k += c->done_ns > from_ns && c->done_ns <= to_ns;
+    }
+    if (k)
+        *out = cp_calloc(k, sizeof **out);
+    size_t j = 0;
+    for (size_t i = 0; *out && i < m->n_calls; i++) {
+        const struct cp_mon_node_call *c = &m->calls[(m->call_head + i) % m->call_cap];
+        if (c->done_ns > from_ns && c->done_ns <= to_ns)
+            (*out)[j++] = *c;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return j;
+}
+
 /* ---- the thread ---------------------------------------------------------------------------- */
 
 enum cp_mon_event cp_mon_tick(struct cp_monitor *m, int64_t now)
@@ -181,8 +227,11 @@ enum cp_mon_event cp_mon_tick(struct cp_monitor *m, int64_t now)
     int64_t w = (int64_t)(m->o.policy.window_s * 1e9);
     struct cp_serve_event *ev = NULL;
     size_t n = cp_mon_snapshot(m, now - w, now, &ev);
+    struct cp_mon_node_call *calls = NULL;
+    size_t n_calls = m->calls ? cp_mon_snapshot_calls(m, now - w, now, &calls) : 0;
     struct cp_mon_values v;
-    cp_mon_window(&m->o.conditions, ev, n, now - w, now, m->o.policy.min_requests, &v);
+    cp_mon_window(&m->o.conditions, ev, n, calls, n_calls, now - w, now, m->o.policy.min_requests,
+                  &v);
     /* a window reaching back before the server listened decides nothing
      * (its throughput would count time nobody could be served in) */
     pthread_mutex_lock(&m->mu);
@@ -204,8 +253,13 @@ enum cp_mon_event cp_mon_tick(struct cp_monitor *m, int64_t now)
         m->n_healthy = n;
         m->healthy_to_ns = now;
         ev = NULL;
+        free(m->healthy_calls);
+        m->healthy_calls = calls;
+        m->n_healthy_calls = n_calls;
+        calls = NULL;
     }
     free(ev);
+    free(calls);
     if (e == CP_MON_SUPPRESSED || e == CP_MON_RESOLVED) {
         const struct cp_mon_condition *c =
             m->alarm.trigger >= 0 ? &m->o.conditions.c[m->alarm.trigger] : NULL;
@@ -260,6 +314,15 @@ static void *monitor_main(void *arg)
 
 /* ---- making one --------------------------------------------------------------------------- */
 
+static void free_names(struct cp_monitor *m)
+{
+    for (size_t i = 0; i < m->n_flow_names; i++)
+        free(m->flow_names[i]);
+    free(m->flow_names);
+    m->flow_names = NULL;
+    m->n_flow_names = 0;
+}
+
 enum cp_status cp_monitor_create(const struct cp_monitor_opts *o, struct cp_monitor **out,
                                  struct cp_diag *d)
 {
@@ -287,13 +350,35 @@ enum cp_status cp_monitor_create(const struct cp_monitor_opts *o, struct cp_moni
         return cp_diag_set(d, CP_ERR_USAGE, "--deep-trace is above 0 to an hour");
     if (o->recorder_events < 1024 || o->recorder_events > (1u << 24))
         return cp_diag_set(d, CP_ERR_USAGE, "the recorder holds 1024 to 16777216 requests");
+    struct cp_mon_conditions resolved = o->conditions;
+    enum cp_status st = cp_mon_conditions_resolve(
+        &resolved, o->model_path, o->flow ? o->flow_nodes : NULL, o->flow ? o->n_flow_nodes : 0, d);
+    if (st != CP_OK)
+        return st;
     struct cp_monitor *m = cp_calloc(1, sizeof *m);
     if (!m)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     m->o = *o;
+    m->o.conditions = resolved;
+    m->o.flow_nodes = NULL; /* borrowed only here */
+    m->o.n_flow_nodes = 0;
     m->cap = o->recorder_events;
     m->ring = cp_calloc(m->cap, sizeof *m->ring);
+    if (o->flow && m->ring) {
+        m->call_cap = o->recorder_events;
+        m->calls = cp_calloc(m->call_cap, sizeof *m->calls);
+        m->flow_names = cp_calloc(o->n_flow_nodes ? o->n_flow_nodes : 1, sizeof *m->flow_names);
+        bool ok = m->calls && m->flow_names;
+        for (size_t i = 0; ok && i < o->n_flow_nodes; i++)
+            ok = (m->flow_names[m->n_flow_names++] = cp_strdup(o->flow_nodes[i])) != NULL;
+        if (!ok) {
+            free(m->ring);
+            m->ring = NULL;
+        }
+    }
     if (!m->ring) {
+        free_names(m);
+        free(m->calls);
         free(m);
         return cp_diag_set(d, CP_ERR_NOMEM,
                            "out of memory reserving the flight recorder (%zu "
@@ -302,9 +387,11 @@ enum cp_status cp_monitor_create(const struct cp_monitor_opts *o, struct cp_moni
     }
     m->tick_s = o->tick_s > 0 ? o->tick_s : fmin(1.0, fmax(0.05, p->hold_s / 4));
     cp_mon_alarm_init(&m->alarm, p);
-    enum cp_status st = cp_mkdir_p(o->incident_dir, 0755, d);
+    st = cp_mkdir_p(o->incident_dir, 0755, d);
     if (st != CP_OK) {
         free(m->ring);
+        free(m->calls);
+        free_names(m);
         free(m);
         return st;
     }
@@ -320,6 +407,7 @@ enum cp_status cp_monitor_create(const struct cp_monitor_opts *o, struct cp_moni
         .kernels_wanted = kernels_wanted,
         .on_kernels = o->flow ? NULL : on_kernels,
         .on_flow_recorded = o->flow ? on_flow_recorded : NULL,
+        .on_node_call = o->flow ? on_node_call : NULL,
         .on_listening = on_listening,
         .metrics = metrics,
     };
@@ -378,6 +466,9 @@ void cp_monitor_free(struct cp_monitor *m)
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     free(m->ring);
+    free(m->calls);
     free(m->healthy);
+    free(m->healthy_calls);
+    free_names(m);
     free(m);
 }

@@ -11,9 +11,13 @@
  *     /s, shares in %. STATISTIC is p50_latency, p90_latency, p99_latency,
  *     mean_latency, max_latency, error_rate (%), throughput (/s) or
  *     queue_depth (a count, no unit); NODE (http, model or reply) narrows a
- *     latency or queue_depth to that node of the served model;
+ *     latency or queue_depth to that node of the served model, and a flow's
+ *     own node (by its name in the flow) to that node's calls: a latency
+ *     is a call's busy time, queue_depth its input queue's depth at the
+ *     pop;
  *   - the flight recorder: always on, the events of the last N seconds of
- *     requests in a ring (every request's stage times, not kernels);
+ *     requests in a ring (every request's stage times, not kernels), and
+ *     for a flow every call of its nodes in a second ring;
  *   - the alarm: each tick, the conditions over a sliding window of answered
  *     requests (nothing is decided before a whole window has passed since
  *     the server began listening); a condition must hold for the hold time to fire, a window
@@ -52,12 +56,17 @@ enum cp_mon_stat {
 
 /* The served model's nodes (serve/serve.h): -1 the whole request. */
 enum { CP_MON_NODE_HTTP = 0, CP_MON_NODE_MODEL, CP_MON_NODE_REPLY, CP_MON_N_NODES };
+/* A condition on a flow's own node: its index in flow_node, once resolved
+ * (cp_mon_conditions_resolve). */
+#define CP_MON_NODE_FLOW (-2)
 
 #define CP_MON_MAX_CONDITIONS 8
 
 struct cp_mon_condition {
-    char text[96]; /* as given, trimmed */
-    int node;      /* -1, or CP_MON_NODE_* */
+    char text[96];      /* as given, trimmed */
+    char node_name[64]; /* as given; "" for the whole request */
+    int node;           /* -1, CP_MON_NODE_*, or CP_MON_NODE_FLOW */
+    int flow_node;      /* CP_MON_NODE_FLOW: the flow's node; else -1 */
     enum cp_mon_stat stat;
     bool above;     /* fires when the value is above (> or >=) the threshold, else below */
     bool inclusive; /* >= or <= */
@@ -69,12 +78,23 @@ struct cp_mon_conditions {
     struct cp_mon_condition c[CP_MON_MAX_CONDITIONS];
 };
 
-/* Parse --monitor's text. Errors (CP_ERR_USAGE, "--monitor: '<item>': ..."):
- * an unknown statistic or node (with the known ones), a missing or unknown
- * unit, a value that is negative, more than CP_MON_MAX_CONDITIONS. OUT:
- * *out (empty on failure). */
+/* Parse --monitor's text. A NODE other than http, model and reply is taken
+ * for a flow's node (CP_MON_NODE_FLOW), to resolve. Errors (CP_ERR_USAGE,
+ * "--monitor: '<item>': ..."): an unknown statistic (with the known ones),
+ * a statistic a node does not have, a missing or unknown unit, a value
+ * that is negative, more than CP_MON_MAX_CONDITIONS. OUT: *out (empty on
+ * failure). */
 enum cp_status cp_mon_conditions_parse(const char *text, struct cp_mon_conditions *out,
                                        struct cp_diag *d);
+
+/* Resolve the conditions' node names against what is served: a model
+ * (flow_nodes NULL: http, model and reply only), or a flow `what` whose
+ * nodes are flow_nodes[0..n) (a flow's node of that name wins over http,
+ * model and reply). Errors (CP_ERR_USAGE): a node nothing served has,
+ * naming the ones it has. */
+enum cp_status cp_mon_conditions_resolve(struct cp_mon_conditions *c, const char *what,
+                                         const char *const *flow_nodes, size_t n,
+                                         struct cp_diag *d);
 
 /* A value of condition c's quantity as text ("83.2ms", "4.1%", "120/s", "7"). */
 void cp_mon_format_value(const struct cp_mon_condition *c, double v, char out[48]);
@@ -88,12 +108,22 @@ struct cp_mon_values {
     bool known[CP_MON_MAX_CONDITIONS]; /* false: too few requests to say */
 };
 
+/* One call of a flow's node, as the recorder keeps it. */
+struct cp_mon_node_call {
+    int64_t done_ns;                      /* pushed its outputs (cp_clock_ns) */
+    int64_t wait_ns, busy_ns, blocked_ns; /* on its input queue, processing, pushing */
+    uint32_t node, batch, depth;          /* the flow's node, items taken, queue at the pop */
+};
+
 /* The conditions' values over the requests answered in (from_ns, to_ns]
- * (`ev`, in any order), the window being window_s long. Latencies are of
- * the requests answered 200; a window with fewer than min_requests answered
- * decides nothing (known false). */
+ * (`ev`, in any order) and the flow's node calls done in it (`calls`, may
+ * be NULL), the window being window_s long. Latencies are of the requests
+ * answered 200, or of the node's calls (busy time); a window with fewer
+ * than min_requests answered decides nothing (known false), nor does a
+ * node condition whose node had no call in it. */
 void cp_mon_window(const struct cp_mon_conditions *c, const struct cp_serve_event *ev, size_t n,
-                   int64_t from_ns, int64_t to_ns, size_t min_requests, struct cp_mon_values *out);
+                   const struct cp_mon_node_call *calls, size_t n_calls, int64_t from_ns,
+                   int64_t to_ns, size_t min_requests, struct cp_mon_values *out);
 
 /* Whether condition i holds for its value (fires), and whether the value is
  * back past the threshold by `hysteresis` (a share: 0.1 = 10%) (clears). */
@@ -159,10 +189,13 @@ struct cp_monitor_opts {
     const char *incident_dir; /* default "cannprof-incidents" */
     const char *webhook;      /* NULL: none (the alert is still written) */
     enum cp_webhook_format webhook_format;
-    const char *webhook_secret; /* NULL: unsigned */
-    const char *model_path;     /* the served model, for the reports */
-    bool flow;                  /* it is a flow (.toml): the deep trace records its nodes' calls
-                                 * (no kernel layer) */
+    const char *webhook_secret;    /* NULL: unsigned */
+    const char *model_path;        /* the served model, for the reports */
+    bool flow;                     /* it is a flow (.toml): the recorder keeps its nodes' calls,
+                                    * the deep trace records them with the inference nodes'
+                                    * runtime and kernel layers */
+    const char *const *flow_nodes; /* a flow's node names (conditions resolve against them) */
+    size_t n_flow_nodes;
     int max_batch, threads;
     const char *rules_dir; /* NULL: the default packs */
 };

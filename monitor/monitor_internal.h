@@ -20,12 +20,21 @@ struct cp_monitor {
     struct cp_serve_event *ring;
     size_t cap, head, n;
     uint64_t seen, overwritten;
+    /* a flow's node calls: a second ring, oldest at call_head (NULL for a
+     * model) */
+    struct cp_mon_node_call *calls;
+    size_t call_cap, call_head, n_calls;
+    uint64_t calls_seen;
     /* the alarm (written by the monitor's thread, read under mu) */
     struct cp_mon_alarm alarm;
     struct cp_mon_values last;
     /* the last healthy window's requests (the monitor's thread only) */
     struct cp_serve_event *healthy;
     size_t n_healthy;
+    struct cp_mon_node_call *healthy_calls; /* a flow's node calls in it */
+    size_t n_healthy_calls;
+    char **flow_names; /* a flow's node names (owned) */
+    size_t n_flow_names;
     int64_t healthy_to_ns;
     /* the deep trace: batches record kernels until deep_until_ns; the
      * batching thread stores them in deep_path and says so */
@@ -46,6 +55,11 @@ struct cp_monitor {
  * NULL when out of memory). Returns their count. */
 size_t cp_mon_snapshot(struct cp_monitor *m, int64_t from_ns, int64_t to_ns,
                        struct cp_serve_event **out);
+
+/* The recorder's node calls done in (from_ns, to_ns]. OUT: *out (free;
+ * NULL when there are none or out of memory). Returns their count. */
+size_t cp_mon_snapshot_calls(struct cp_monitor *m, int64_t from_ns, int64_t to_ns,
+                             struct cp_mon_node_call **out);
 
 /* One evaluation at `now`: the window's values, the alarm's step, the last
  * healthy window kept, suppressions and resolutions said. */

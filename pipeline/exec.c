@@ -159,6 +159,42 @@ static bool record_call(struct pl_worker *w, struct pl_call *c, const struct pl_
     return true;
 }
 
+/* Serving: whether a call runs with its model layer on (the service is
+ * recording and all its requests came in the window); counted, so that
+ * record_end reads the recorders only once no such call is running. */
+static bool traced_begin(struct pl_exec *x, const struct pl_item *items, size_t n)
+{
+    pthread_mutex_lock(&x->mu);
+    bool on = atomic_load(&x->recording);
+    for (size_t i = 0; on && i < n; i++)
+        on = items[i].request >= x->rec_base;
+    if (on)
+        x->traced_calls++;
+    pthread_mutex_unlock(&x->mu);
+    return on;
+}
+
+static void traced_end(struct pl_exec *x)
+{
+    pthread_mutex_lock(&x->mu);
+    if (--x->traced_calls == 0)
+        pthread_cond_broadcast(&x->traced_cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* The fire drill: spin as long as the node's injected slowdown says. */
+static void drill(struct pl_inject *in)
+{
+    int64_t ns = atomic_load(&in->ns);
+    if (ns <= 0)
+        return;
+    int64_t t = now_ns();
+    if (t < atomic_load(&in->from_ns))
+        return;
+    while (now_ns() - t < ns)
+        ;
+}
+
 static void *worker_main(void *arg)
 {
     struct pl_worker *w = arg;
@@ -207,12 +243,17 @@ static void *worker_main(void *arg)
         cp_thread_clock_begin(&k0);
         c.start_ns = now_ns();
         size_t n_out = source ? max : got;
+        bool traced = w->rec && x->service && traced_begin(x, items, got);
+        if (w->rec && x->service)
+            pl_unit_trace_pause(w->u, !traced);
         if (source && x->service)
             n_out = taken; /* what the callers sent is the source's output */
         else if (source && atomic_load(&x->failed))
             n_out = 0;
         else
             w->st = pl_unit_process(w->u, items, got, &n_out, &w->d);
+        if (x->inject)
+            drill(&x->inject[w->node]);
         c.end_ns = now_ns();
         cp_thread_clock_end(&k1);
         if (w->st != CP_OK && x->service && !source) {
@@ -223,12 +264,16 @@ static void *worker_main(void *arg)
                 pl_service_answer(x, items[i].request, NULL, &w->d);
             }
             atomic_fetch_sub(&x->live, (long long)got);
+            if (traced)
+                traced_end(x);
             w->st = CP_OK;
             cp_diag_init(&w->d);
             maybe_finish(x);
             continue;
         }
         if (w->st != CP_OK) {
+            if (traced)
+                traced_end(x);
             for (size_t i = 0; i < got; i++)
                 pl_payload_unref(items[i].p);
             atomic_fetch_sub(&x->live, (long long)got);
@@ -259,16 +304,19 @@ static void *worker_main(void *arg)
         if (x->on_call)
             x->on_call(x->call_ctx, x, &c);
         /* serving: a call is kept while recording, when all of its requests
-         * came in the window */
+         * came in the window; a call that ran traced is kept with its
+         * kernels (record_end waits for it) */
         if (x->service)
             pthread_mutex_lock(&x->mu); /* against record_begin/_end */
-        bool keep = !x->service || atomic_load(&x->recording);
+        bool keep = traced || !x->service || atomic_load(&x->recording);
         for (size_t i = 0; keep && x->service && i < n_ids; i++)
             keep = ids[i].request >= x->rec_base;
         bool recorded =
             !keep || record_call(w, &c, count <= 64 ? ids : items, count <= 64 ? count : 0);
         if (x->service)
             pthread_mutex_unlock(&x->mu);
+        if (traced)
+            traced_end(x);
         if (!recorded) {
             cp_diag_set(&w->d, CP_ERR_NOMEM, "out of memory");
             fail(x, &w->d);
@@ -356,10 +404,12 @@ enum cp_status pl_exec_open(struct pl_exec *x, const struct cp_flow *f, bool mod
     x->f = f;
     x->env.flow = f;
     atomic_init(&x->env.next_request, 0);
+    atomic_init(&x->env.iter_base, 0);
     atomic_init(&x->live, 0);
     atomic_init(&x->failed, false);
     atomic_init(&x->recording, false);
     pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->traced_cv, NULL);
     enum cp_status st = CP_OK;
     x->q = cp_calloc(f->n_nodes, sizeof *x->q);
     x->seq = cp_calloc(f->n_nodes, sizeof *x->seq);
@@ -387,7 +437,7 @@ enum cp_status pl_exec_open(struct pl_exec *x, const struct cp_flow *f, bool mod
                 !(w->rec = cp_trace_recorder_create(4096)))
                 st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
             if (st == CP_OK)
-                st = pl_unit_open(f, i, k, &x->env, w->rec, &w->u, d);
+                st = pl_unit_open(f, i, k, w->thread, &x->env, w->rec, &w->u, d);
             x->n_w++;
             if (n->unit == PL_FILE_SOURCE)
                 sources++;
@@ -439,7 +489,9 @@ void pl_exec_close(struct pl_exec *x)
     free(x->w);
     free(x->emitted);
     free(x->done);
+    free(x->inject);
     pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->traced_cv);
     memset(x, 0, sizeof *x);
 }
 

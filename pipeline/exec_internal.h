@@ -56,6 +56,15 @@ struct pl_exec {
     struct pl_queue inbox;
     atomic_bool recording;
     uint64_t rec_base;
+    /* inference calls running with their model layer on (under mu);
+     * record_end waits for them on traced_cv before reading the recorders */
+    size_t traced_calls;
+    pthread_cond_t traced_cv;
+    /* the fire drill (cp_flow_service_inject), per node: from when and how
+     * much longer each call takes; NULL outside a service */
+    struct pl_inject {
+        atomic_llong from_ns, ns;
+    } * inject;
     struct pl_waiter *waiters; /* under mu */
     void (*on_call)(void *ctx, const struct pl_exec *x, const struct pl_call *c);
     void *call_ctx;

@@ -83,11 +83,18 @@ void cp_flow_run_result_release(struct cp_flow_run_result *r);
 
 struct cp_flow_service;
 
-/* Called after each node call of a served flow, on the worker's thread:
- * the node, the items it took, its wait on the input queue, its busy time
- * and its time blocked pushing (ns). */
-typedef void (*cp_flow_call_fn)(void *ctx, size_t node, uint32_t batch, int64_t wait_ns,
-                                int64_t busy_ns, int64_t blocked_ns);
+/* One node call of a served flow: the node, the items it took, its input
+ * queue's depth when it popped them, its wait on that queue, its busy time
+ * (processing the batch), its time blocked pushing (ns), and when it was
+ * done (cp_clock_ns). */
+struct cp_flow_call_info {
+    size_t node;
+    uint32_t batch, depth;
+    int64_t wait_ns, busy_ns, blocked_ns, done_ns;
+};
+
+/* Called after each node call of a served flow, on the worker's thread. */
+typedef void (*cp_flow_call_fn)(void *ctx, const struct cp_flow_call_info *c);
 
 /* Start serving flow f until cp_flow_service_stop: its one file_source
  * takes the callers' requests (cp_flow_service_call) instead of reading
@@ -125,14 +132,25 @@ enum cp_status cp_flow_service_sample(const struct cp_flow_service *s, uint8_t *
 size_t cp_flow_service_n_nodes(const struct cp_flow_service *s);
 const char *cp_flow_service_node_name(const struct cp_flow_service *s, size_t node);
 
-/* Record every node call and request from now on (a deep trace), and
- * write what was recorded as a pipeline run of `trace` (kind: NULL
- * "pipeline"), then forget it. Errors: nothing came through while
- * recording (CP_ERR_INVALID: an empty capture), the trace cannot be
- * written. OUT: *run_id. */
+/* Record every node call and request from now on (a deep trace), with the
+ * runtime and kernel layers of the inference nodes' calls (on their
+ * workers' threads), and write what was recorded as a pipeline run of
+ * `trace` (kind: NULL "pipeline"), then forget it. Ending waits for an
+ * inference call of the window still running. Errors: nothing came through
+ * while recording (CP_ERR_INVALID: an empty capture), the trace cannot be
+ * written. OUT: *run_id, *model_events (the runtime and kernel events
+ * written; may be NULL). */
 void cp_flow_service_record_begin(struct cp_flow_service *s);
 enum cp_status cp_flow_service_record_end(struct cp_flow_service *s, const char *trace,
-                                          const char *kind, int64_t *run_id, struct cp_diag *d);
+                                          const char *kind, int64_t *run_id, size_t *model_events,
+                                          struct cp_diag *d);
+
+/* A fire drill: from from_ns (cp_clock_ns) on, every call of `node` takes
+ * `ms` longer, spinning on its worker's CPU after its work, as a slower
+ * unit would (0: none). */
+void cp_flow_service_inject(struct cp_flow_service *s, size_t node, int64_t from_ns, double ms);
+/* The node called `name`; -1 when the flow has none. */
+int cp_flow_service_node_index(const struct cp_flow_service *s, const char *name);
 
 /* An open-loop workload driven in process, as `cannprof load` drives a
  * server but without HTTP: Poisson arrivals at `rate` (stats/stats.h's,

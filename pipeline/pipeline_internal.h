@@ -124,14 +124,23 @@ struct pl_run_env {
      * instead of their folders, and the sinks write nothing (the answer goes
      * back to the caller) */
     struct pl_queue *inbox;
+    /* a served flow's recording counts the runtime's iterations from this
+     * request on, as its node calls are (set by record_begin) */
+    atomic_ullong iter_base;
 };
 
-/* Open node n's unit for one worker (models loaded, files listed). Errors
- * name the node and its line. */
-enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker,
+/* Open node n's unit for one worker (models loaded, files listed); an
+ * inference unit records its model's runtime and kernel layers into `rec`
+ * (NULL: none) on the worker's `thread`. Errors name the node and its
+ * line. */
+enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker, int thread,
                             struct pl_run_env *env, struct cp_trace_recorder *rec,
                             struct pl_unit_ctx **out, struct cp_diag *d);
 void pl_unit_close(struct pl_unit_ctx *u);
+/* Pause or resume an inference unit's recording (a served flow records
+ * only the calls of a deep trace); other units record nothing. Call from
+ * the worker's thread, between calls. */
+void pl_unit_trace_pause(struct pl_unit_ctx *u, bool paused);
 /* A file_source's first file (name order) and its folder; NULL for other
  * units. */
 const char *pl_unit_first_file(const struct pl_unit_ctx *u, const char **dir);

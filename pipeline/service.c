@@ -45,7 +45,16 @@ static void call_hook(void *ctx, const struct pl_exec *x, const struct pl_call *
 {
     (void)x;
     struct cp_flow_service *s = ctx;
-    s->on_call(s->call_ctx, c->node, c->batch, c->wait_ns, c->end_ns - c->start_ns, c->blocked_ns);
+    struct cp_flow_call_info i = {
+        .node = c->node,
+        .batch = c->batch,
+        .depth = c->depth,
+        .wait_ns = c->wait_ns,
+        .busy_ns = c->end_ns - c->start_ns,
+        .blocked_ns = c->blocked_ns,
+        .done_ns = c->done_ns,
+    };
+    s->on_call(s->call_ctx, &i);
 }
 
 enum cp_status cp_flow_service_start(const struct cp_flow *f, cp_flow_call_fn on_call,
@@ -90,8 +99,19 @@ enum cp_status cp_flow_service_start(const struct cp_flow *f, cp_flow_call_fn on
         return st;
     }
     s->x.env.inbox = &s->x.inbox;
-    st = pl_exec_open(&s->x, f, false, d);
+    s->x.inject = cp_calloc(f->n_nodes ? f->n_nodes : 1, sizeof *s->x.inject);
+    if (!s->x.inject) {
+        pl_queue_destroy(&s->x.inbox);
+        free(s);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    /* the inference nodes get recorders for a deep trace, paused
+     * between recordings */
+    st = pl_exec_open(&s->x, f, true, d);
     s->x.f = f;
+    for (size_t k = 0; st == CP_OK && k < s->x.n_w; k++)
+        if (s->x.w[k].rec)
+            pl_unit_trace_pause(s->x.w[k].u, true);
     if (st == CP_OK)
         st = pl_exec_start(&s->x, d);
     s->started = true;
@@ -200,30 +220,43 @@ void cp_flow_service_record_begin(struct cp_flow_service *s)
 {
     struct pl_exec *x = &s->x;
     pthread_mutex_lock(&x->mu);
-    for (size_t k = 0; k < x->n_w; k++)
+    for (size_t k = 0; k < x->n_w; k++) {
         x->w[k].n_calls = x->w[k].n_reqs = 0;
+        if (x->w[k].rec) /* not recording: no call writes to it */
+            cp_trace_clear(x->w[k].rec);
+    }
     if (x->cap_req) {
         memset(x->emitted, 0, x->cap_req * sizeof *x->emitted);
         memset(x->done, 0, x->cap_req * sizeof *x->done);
     }
     x->n_done = 0;
     x->rec_base = atomic_load(&x->env.next_request);
+    atomic_store(&x->env.iter_base, x->rec_base);
     atomic_store(&x->recording, true);
     pthread_mutex_unlock(&x->mu);
 }
 
 enum cp_status cp_flow_service_record_end(struct cp_flow_service *s, const char *trace,
-                                          const char *kind, int64_t *run_id, struct cp_diag *d)
+                                          const char *kind, int64_t *run_id, size_t *model_events,
+                                          struct cp_diag *d)
 {
     struct pl_exec *x = &s->x;
     *run_id = -1;
+    if (model_events)
+        *model_events = 0;
     pthread_mutex_lock(&x->mu);
     atomic_store(&x->recording, false);
+    /* an inference call of the window may still be writing its kernels */
+    while (x->traced_calls)
+        pthread_cond_wait(&x->traced_cv, &x->mu);
     pthread_mutex_unlock(&x->mu);
-    /* nothing is added while not recording: the workers' lists are still */
-    size_t calls = 0;
-    for (size_t k = 0; k < x->n_w; k++)
+    /* nothing is added while not recording: the workers' lists and
+     * recorders are still */
+    size_t calls = 0, events = 0;
+    for (size_t k = 0; k < x->n_w; k++) {
         calls += x->w[k].n_calls;
+        events += x->w[k].rec ? cp_trace_n_events(x->w[k].rec) : 0;
+    }
     enum cp_status st =
         x->cap_req && x->emitted[0] && x->done[0] && calls
             ? pl_exec_record(x, trace, kind, run_id, d)
@@ -231,11 +264,32 @@ enum cp_status cp_flow_service_record_end(struct cp_flow_service *s, const char 
                           "%s: nothing to record: no request came through the flow while it "
                           "was recorded",
                           trace);
+    if (st == CP_OK && model_events)
+        *model_events = events;
     pthread_mutex_lock(&x->mu);
-    for (size_t k = 0; k < x->n_w; k++)
+    for (size_t k = 0; k < x->n_w; k++) {
         x->w[k].n_calls = x->w[k].n_reqs = 0;
+        if (x->w[k].rec)
+            cp_trace_clear(x->w[k].rec);
+    }
     pthread_mutex_unlock(&x->mu);
     return st;
+}
+
+void cp_flow_service_inject(struct cp_flow_service *s, size_t node, int64_t from_ns, double ms)
+{
+    if (node >= s->x.f->n_nodes || !s->x.inject)
+        return;
+    atomic_store(&s->x.inject[node].from_ns, from_ns);
+    atomic_store(&s->x.inject[node].ns, ms > 0 ? (int64_t)(ms * 1e6) : 0);
+}
+
+int cp_flow_service_node_index(const struct cp_flow_service *s, const char *name)
+{
+    for (size_t i = 0; name && i < s->x.f->n_nodes; i++)
+        if (strcmp(s->x.f->nodes[i].name, name) == 0)
+            return (int)i;
+    return -1;
 }
 
 void cp_flow_service_stop(struct cp_flow_service *s)

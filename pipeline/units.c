@@ -127,7 +127,7 @@ static enum cp_status list_files(struct pl_unit_ctx *u, struct cp_diag *d)
 }
 
 static enum cp_status open_inference(struct pl_unit_ctx *u, struct cp_trace_recorder *rec,
-                                     struct cp_diag *d)
+                                     int thread, struct cp_diag *d)
 {
     char model[1200];
     enum cp_status st = pl_flow_path(u->f, pl_attr(u->n, "model"), model, sizeof model, d);
@@ -140,6 +140,7 @@ static enum cp_status open_inference(struct pl_unit_ctx *u, struct cp_trace_reco
         .threads = (int)num_key(u->n, "threads", 0),
         .buffer_optimize = -1,
         .trace = rec,
+        .trace_thread = thread,
     };
     if ((st = cp_session_open(&u->s, &o, d)) != CP_OK) {
         struct cp_diag inner = *d;
@@ -218,7 +219,7 @@ static enum cp_status open_delay(struct pl_unit_ctx *u, struct cp_diag *d)
     return CP_OK;
 }
 
-enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker,
+enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker, int thread,
                             struct pl_run_env *env, struct cp_trace_recorder *rec,
                             struct pl_unit_ctx **out, struct cp_diag *d)
 {
@@ -235,7 +236,7 @@ enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker,
     const struct pl_node *n = u->n;
     switch (n->unit) {
     case PL_INFERENCE:
-        st = open_inference(u, rec, d);
+        st = open_inference(u, rec, thread, d);
         break;
     case PL_FILE_SOURCE:
     case PL_FILE_SINK:
@@ -301,6 +302,12 @@ enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker,
     }
     *out = u;
     return CP_OK;
+}
+
+void pl_unit_trace_pause(struct pl_unit_ctx *u, bool paused)
+{
+    if (u && u->session_open)
+        cp_runtime_pause_trace(u->s.rt, paused);
 }
 
 void pl_unit_close(struct pl_unit_ctx *u)
@@ -620,7 +627,8 @@ static enum cp_status infer(struct pl_unit_ctx *u, struct pl_item *items, size_t
         cp_host_tensor_release(&t);
     }
     if (st == CP_OK)
-        st = cp_plan_run(plan, (int32_t)(items[0].request & 0x7fffffff), d);
+        st = cp_plan_run(
+            plan, (int32_t)((items[0].request - atomic_load(&u->env->iter_base)) & 0x7fffffff), d);
     for (size_t o = 0; st == CP_OK && o < n_out; o++) {
         struct cp_host_tensor t;
         if ((st = cp_plan_get_output(plan, o, &t, d)) != CP_OK)

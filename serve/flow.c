@@ -13,16 +13,15 @@
 #include <string.h>
 #include <time.h>
 
-static void on_call(void *ctx, size_t node, uint32_t batch, int64_t wait_ns, int64_t busy_ns,
-                    int64_t blocked_ns)
+static void on_call(void *ctx, const struct cp_flow_call_info *c)
 {
-    (void)batch;
-    (void)wait_ns;
-    (void)blocked_ns;
     struct server *sv = ctx;
+    size_t node = c->node;
     if (node >= sv->n_flow_nodes)
         return;
-    double s = (double)busy_ns / 1e9;
+    if (sv->hooks && sv->hooks->on_node_call)
+        sv->hooks->on_node_call(sv->hooks->ctx, c);
+    double s = (double)c->busy_ns / 1e9;
     pthread_mutex_lock(&sv->m.mu);
     size_t b = 0;
     while (b < N_LAT && s > SV_LAT_BOUNDS[b])
@@ -72,6 +71,17 @@ enum cp_status sv_flow_open(struct server *sv, struct cp_diag *d)
     sv->flow_count = cp_calloc(n ? n : 1, sizeof *sv->flow_count);
     if (!sv->flow_bucket || !sv->flow_sum || !sv->flow_count)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (sv->o->inject_node && sv->o->inject_ms > 0) {
+        bool found = false;
+        for (size_t i = 0; i < n && !found; i++) {
+            struct cp_flow_node_info ni;
+            cp_flow_node(sv->flow, i, &ni);
+            found = strcmp(ni.name, sv->o->inject_node) == 0;
+        }
+        if (!found)
+            return cp_diag_set(d, CP_ERR_USAGE, "--inject-slowdown: %s has no node '%.100s'",
+                               sv->o->model_path, sv->o->inject_node);
+    }
     st = cp_flow_service_start(sv->flow, on_call, sv, &sv->fs, d);
     /* warm up with the source's first file: the models' first runs, the
      * answer's shape */
@@ -212,9 +222,11 @@ enum MHD_Result sv_flow_infer(struct server *sv, struct MHD_Connection *mc, stru
     }
     /* the flow is the "model" node: queued to its answer */
     e.queued_ns = e.popped_ns = e.run_start_ns = sv_now_ns();
-    /* the fire drill: the flow's answer comes that much later */
-    if (sv->o->inject_ms > 0 && e.queued_ns - __atomic_load_n(&sv->started_ns, __ATOMIC_ACQUIRE) >=
-                                    (int64_t)(sv->o->inject_after_s * 1e9)) {
+    /* the fire drill: the flow's answer comes that much later (a node's
+     * calls are slowed by the service itself) */
+    if (sv->o->inject_ms > 0 && !sv->o->inject_node &&
+        e.queued_ns - __atomic_load_n(&sv->started_ns, __ATOMIC_ACQUIRE) >=
+            (int64_t)(sv->o->inject_after_s * 1e9)) {
         struct timespec ts = {(time_t)(sv->o->inject_ms / 1000),
                               (long)(fmod(sv->o->inject_ms, 1000) * 1e6)};
         nanosleep(&ts, NULL);

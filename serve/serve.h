@@ -18,6 +18,7 @@
 struct cp_session;
 struct cp_trace_recorder;
 struct cp_flow_service;
+struct cp_flow_call_info;
 
 /* One answered request, as a monitor sees it (serve/serve.h's hooks).
  * Times are cp_clock_ns(); a stage the request never reached is 0 (a
@@ -65,6 +66,9 @@ struct cp_serve_hooks {
      * every 100 ms, and at shutdown) this is called to write what was
      * recorded (cp_flow_service_record_end). */
     void (*on_flow_recorded)(void *ctx, struct cp_flow_service *fs);
+    /* A flow served: every call of its nodes (pipeline/pipeline.h), on the
+     * node's worker thread: must be thread-safe and quick. */
+    void (*on_node_call)(void *ctx, const struct cp_flow_call_info *c);
     /* Once listening, before any request: the port, and the time (cp_clock_ns)
      * the fire drill's --inject-slowdown counts from. */
     void (*on_listening)(void *ctx, int port, int64_t started_ns);
@@ -83,8 +87,10 @@ struct cp_serve_opts {
     const struct cp_serve_hooks *hooks; /* NULL: none */
     /* A fire drill (--inject-slowdown): from inject_after_s after the start,
      * every batch spins inject_ms longer, as a slower model would (a flow:
-     * every request's answer comes inject_ms later). */
+     * every request's answer comes inject_ms later, or with inject_node
+     * every call of that node spins inject_ms longer). */
     double inject_after_s, inject_ms;
+    const char *inject_node; /* a flow's node; NULL: none */
 };
 
 struct cp_serve_stats {

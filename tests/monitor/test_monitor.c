@@ -62,7 +62,7 @@ Test(monitor, conditions_use_the_constraint_grammars_quantities_and_units)
     parse_bad("error_rate>1s", "unknown unit 's' for precision_loss");
     parse_bad("p99_latency>-1s", "cannot be negative");
     parse_bad("p99_latency=2s", "expected >, >=, < or <=");
-    parse_bad("gpu.p99_latency>2s", "no node 'gpu'");
+    parse_bad("gpu.error_rate>1%", "error_rate and throughput are the service's");
     parse_bad("model.error_rate>1%", "error_rate and throughput are the service's");
     parse_bad("http.queue_depth>3", "only the model node has a queue");
     parse_bad("queue_depth>3ms", "a count without a unit");
@@ -112,7 +112,7 @@ static struct timeline drive(const struct cp_mon_conditions *c, const struct cp_
     cp_mon_alarm_init(&a, p);
     for (double t = p->window_s; t <= end + 1e-9; t += tick) {
         struct cp_mon_values val;
-        cp_mon_window(c, v, n, S(t - p->window_s), S(t), p->min_requests, &val);
+        cp_mon_window(c, v, n, NULL, 0, S(t - p->window_s), S(t), p->min_requests, &val);
         switch (cp_mon_alarm_step(&a, c, &val, S(t))) {
         case CP_MON_FIRE:
             if (tl.n_fire < 8)
@@ -155,7 +155,7 @@ Test(monitor, the_window_computes_what_each_condition_names)
     add(&v, &n, 9, 10, 10, 0.100); /* then 10 of 100 ms */
     v[0].code = 503;               /* one failed */
     struct cp_mon_values val;
-    cp_mon_window(&c, v, n, S(0) - 1, S(10), 20, &val);
+    cp_mon_window(&c, v, n, NULL, 0, S(0) - 1, S(10), 20, &val);
     cr_expect_eq(val.requests, 100);
     cr_expect_eq(val.ok, 99);
     for (size_t k = 0; k < c.n; k++)
@@ -170,10 +170,71 @@ Test(monitor, the_window_computes_what_each_condition_names)
     cr_expect_float_eq(val.v[7], 50.0 / 99, 1e-9);                      /* mean depth */
 
     /* a window too thin decides nothing */
-    cp_mon_window(&c, v, n, S(9.5), S(10), 20, &val);
+    cp_mon_window(&c, v, n, NULL, 0, S(9.5), S(10), 20, &val);
     cr_expect_eq(val.requests, 4); /* 9.6 .. 9.9 s */
     for (size_t k = 0; k < c.n; k++)
         cr_expect(!val.known[k]);
+    free(v);
+}
+
+Test(monitor, a_flows_own_nodes_resolve_by_name_and_take_their_calls_values)
+{
+    static const char *const flow[] = {"src", "prep", "model", "steps.denoiser", "out"};
+    struct cp_mon_conditions c =
+        parse_ok("prep.p99_latency>30ms,steps.denoiser.mean_latency>1s,prep.queue_depth>4,"
+                 "http.p99_latency>1s,model.p50_latency>1s");
+    cr_expect_eq(c.c[0].node, CP_MON_NODE_FLOW);
+    cr_expect_str_eq(c.c[0].node_name, "prep");
+    cr_expect_str_eq(c.c[1].node_name, "steps.denoiser"); /* the statistic follows the last dot */
+    /* a served model has no node "prep" */
+    struct cp_mon_conditions r = c;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_expect_eq(cp_mon_conditions_resolve(&r, "m.om", NULL, 0, &d), CP_ERR_USAGE);
+    cr_expect(strstr(d.msg, "no node 'prep' in a served model") != NULL, "%s", d.msg);
+    /* a flow resolves its names; its node "model" wins over the stage */
+    r = c;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_mon_conditions_resolve(&r, "f.toml", flow, 5, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(r.c[0].flow_node, 1);
+    cr_expect_eq(r.c[1].flow_node, 3);
+    cr_expect_eq(r.c[3].node, CP_MON_NODE_HTTP);
+    cr_expect_eq(r.c[4].node, CP_MON_NODE_FLOW);
+    cr_expect_eq(r.c[4].flow_node, 2);
+    struct cp_mon_conditions bad = parse_ok("prpe.p99_latency>1s");
+    cp_diag_init(&d);
+    cr_expect_eq(cp_mon_conditions_resolve(&bad, "f.toml", flow, 5, &d), CP_ERR_USAGE);
+    cr_expect(strstr(d.msg, "no node 'prpe'") && strstr(d.msg, "src, prep, model"), "%s", d.msg);
+
+    /* 100 requests in 10 s; prep's 100 calls take 10 ms, the last 10 of
+     * them 50 ms with 6 queued; the denoiser's take 200 ms */
+    struct cp_serve_event *v = NULL;
+    size_t n = 0;
+    add(&v, &n, 0, 10, 10, 0.010);
+    struct cp_mon_node_call calls[200];
+    for (int i = 0; i < 100; i++) {
+        calls[i] = (struct cp_mon_node_call){.done_ns = S(0.1 * i + 0.05),
+                                             .busy_ns = i >= 90 ? S(0.050) : S(0.010),
+                                             .node = 1,
+                                             .batch = 1,
+                                             .depth = i >= 90 ? 6 : 0};
+        calls[100 + i] = (struct cp_mon_node_call){
+            .done_ns = S(0.1 * i + 0.06), .busy_ns = S(0.2), .node = 3, .batch = 1};
+    }
+    struct cp_mon_values val;
+    cp_mon_window(&r, v, n, calls, 200, S(0) - 1, S(10), 20, &val);
+    cr_expect(val.known[0] && val.known[1] && val.known[2]);
+    cr_expect_float_eq(val.v[0], 0.050, 1e-9);      /* prep's p99 */
+    cr_expect_float_eq(val.v[1], 0.2, 1e-9);        /* the denoiser's mean */
+    cr_expect_float_eq(val.v[2], 60.0 / 100, 1e-9); /* prep's mean depth */
+    cr_expect(cp_mon_condition_fires(&r.c[0], val.v[0]));
+    /* the first 8 s: prep is at 10 ms */
+    cp_mon_window(&r, v, n, calls, 200, S(0) - 1, S(8), 20, &val);
+    cr_expect_float_eq(val.v[0], 0.010, 1e-9);
+    /* no call of the node in the window: nothing said about it */
+    struct cp_mon_values none;
+    cp_mon_window(&r, v, n, calls + 100, 100, S(0) - 1, S(10), 20, &none);
+    cr_expect(!none.known[0] && !none.known[2] && none.known[1]);
     free(v);
 }
 

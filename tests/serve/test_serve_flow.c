@@ -189,3 +189,120 @@ Test(serve_flow, a_monitored_flow_traces_its_own_nodes_in_an_incident)
     free(inc);
     free(f);
 }
+
+/* The name of the node object in `arr` whose "node" is `name`, or NULL. */
+static json_t *node_entry(json_t *arr, const char *name)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *o = json_array_get(arr, i);
+        const char *n = json_string_value(json_object_get(o, "node"));
+        if (n && strcmp(n, name) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+Test(serve_flow, a_condition_on_a_flows_own_node_fires_when_that_node_slows)
+{
+    /* the delay node spins 3 ms a call; from 4 s on, 25 ms: its own p99
+     * crosses 12 ms while nothing else changes */
+    char *f = text_flow();
+    char *inc = cp_t_path("incidents");
+    const char *args[] = {"--monitor",
+                          "wait.p99_latency>12ms",
+                          "--window",
+                          "2s",
+                          "--for",
+                          "1s",
+                          "--deep-trace",
+                          "2s",
+                          "--min-requests",
+                          "10",
+                          "--incident-dir",
+                          inc,
+                          "--inject-slowdown",
+                          "4s:+22@wait",
+                          NULL};
+    struct server s = serve_start(f, args);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+    struct cp_load_opts lo = {
+        .url = url, .rate = 20, .duration_s = 9, .concurrency = 64, .seed = 3};
+    struct cp_load_result lr;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_load_run(&lo, &lr, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(lr.errors, 0);
+    char *printed = NULL;
+    cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
+    ct_assert_mentions(printed, "FIRING: wait.p99_latency>12ms", NULL);
+    char dir[1200];
+    cr_assert_eq(serve_incidents(inc, dir, sizeof dir), 1, "%s", printed);
+    char *path = cp_t_fmt("%s/findings.json", dir);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    cr_assert_not_null(j, "%s", e.text);
+    json_t *fired = json_object_get(j, "fired");
+    cr_expect_str_eq(json_string_value(json_object_get(fired, "condition")),
+                     "wait.p99_latency>12ms");
+    /* the node's own calls: about 25 ms, not the request's latency */
+    double v = json_number_value(json_object_get(fired, "value"));
+    cr_expect(v > 0.020 && v < 0.060, "value %g s", v);
+    /* the recorder's node calls name the node that slowed */
+    json_t *fn = json_object_get(j, "flow_nodes");
+    cr_expect_str_eq(json_string_value(json_object_get(fn, "grew_most")), "wait", "%s",
+                     json_dumps(fn, 0));
+    json_t *w = node_entry(json_object_get(fn, "nodes"), "wait");
+    cr_assert_not_null(w);
+    cr_expect_lt(json_number_value(json_object_get(w, "median_busy_ms_before")), 10);
+    cr_expect_gt(json_number_value(json_object_get(w, "median_busy_ms_now")), 20);
+    /* the deep trace holds the encoder's kernels, on its worker's track */
+    json_t *deep = json_object_get(j, "deep_trace");
+    cr_expect_gt(json_integer_value(json_object_get(deep, "kernel_events")), 0, "%s",
+                 json_dumps(deep, 0));
+    json_t *enc = node_entry(json_object_get(j, "model_layer"), "enc");
+    cr_assert_not_null(enc, "%s", json_dumps(json_object_get(j, "model_layer"), 0));
+    cr_expect_gt(json_number_value(json_object_get(enc, "kernel_ms")), 0);
+    cr_expect_gt(json_array_size(json_object_get(enc, "top_kernels")), 0);
+    /* the alert names the node too */
+    char *alert = cp_t_fmt("%s/alert.json", dir);
+    char *text = ct_read_text(alert);
+    cr_assert_not_null(text);
+    ct_assert_mentions(text, "wait.p99_latency", "node_grew_most", NULL);
+    free(text);
+    free(alert);
+    json_decref(j);
+    free(path);
+    free(printed);
+    free(inc);
+    free(f);
+}
+
+Test(serve_flow, conditions_and_drills_on_nodes_nothing_served_has_are_refused)
+{
+    char *f = text_flow();
+    char *model = cp_t_fmt("%s/examples/models/resnet_tiny.onnx", CP_SOURCE_DIR);
+    struct cp_run r;
+    cp_run_cli(&r, "serve", f, "--port", "0", "--monitor", "nosuch.p99_latency>1s", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    ct_assert_mentions(r.err, "no node 'nosuch'", "src, wait, tok, enc, out", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "serve", f, "--port", "0", "--monitor", "enc.throughput<5/s", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    ct_assert_mentions(r.err, "throughput are the service's", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "serve", model, "--port", "0", "--monitor", "enc.p99_latency>1s", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    ct_assert_mentions(r.err, "no node 'enc' in a served model", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "serve", f, "--port", "0", "--inject-slowdown", "1s:+5@nosuch", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    ct_assert_mentions(r.err, "no node 'nosuch'", NULL);
+    cp_run_release(&r);
+    cp_run_cli(&r, "serve", model, "--port", "0", "--inject-slowdown", "1s:+5@enc", NULL);
+    cr_expect_eq(r.exit_code, 2, "%s", r.err);
+    ct_assert_mentions(r.err, "only a flow", NULL);
+    cp_run_release(&r);
+    free(model);
+    free(f);
+}
