@@ -137,6 +137,7 @@ static enum cp_status open_inference(struct pl_unit_ctx *u, struct cp_trace_reco
     struct cp_session_opts o = {
         .model_path = model,
         .batch = u->batch,
+        .open_dim0 = 1, /* no batch_size: a batch the model leaves open is one request */
         .threads = (int)num_key(u->n, "threads", 0),
         .buffer_optimize = -1,
         .trace = rec,
@@ -563,8 +564,9 @@ static enum cp_status about(const struct pl_unit_ctx *u, const struct pl_item *i
 }
 
 /* Run the model on items[0..n) (n <= the batch): each input stacked along
- * its first dimension (the last item repeated to fill a batch), each
- * output cut back into the items. */
+ * its first dimension (the last item repeated to fill a batch) straight
+ * into the plan's input, each output cut back into the items out of the
+ * plan's output: one copy each way. */
 static enum cp_status infer(struct pl_unit_ctx *u, struct pl_item *items, size_t n,
                             struct cp_diag *d)
 {
@@ -582,9 +584,7 @@ static enum cp_status infer(struct pl_unit_ctx *u, struct pl_item *items, size_t
             t.dims[k] = pt->shape.dims[k].value;
         t.nbytes = (size_t)cp_host_tensor_numel(&t) * cp_dtype_size(t.dtype);
         size_t slice = per > 0 ? t.nbytes / per : t.nbytes;
-        t.data = malloc(t.nbytes ? t.nbytes : 1);
-        if (!t.data)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        int64_t rows = t.rank > 0 ? t.dims[0] / (int64_t)per : 0;
         for (size_t b = 0; st == CP_OK && b < per; b++) {
             const struct pl_item *it = &items[b < n ? b : n - 1];
             bool *taken = cp_calloc(it->p->n_t + 1, sizeof *taken);
@@ -620,18 +620,20 @@ static enum cp_status infer(struct pl_unit_ctx *u, struct pl_item *items, size_t
                            d);
                 break;
             }
-            memcpy((char *)t.data + b * slice, src->data, slice);
+            if (per == 1) {
+                t.data = src->data; /* borrowed: the plan copies it in */
+                st = cp_plan_set_input(plan, in, &t, d);
+            } else {
+                st = cp_plan_set_input_rows(plan, in, (int64_t)b * rows, rows, src->data, slice, d);
+            }
         }
-        if (st == CP_OK)
-            st = cp_plan_set_input(plan, in, &t, d);
-        cp_host_tensor_release(&t);
     }
     if (st == CP_OK)
         st = cp_plan_run(
             plan, (int32_t)((items[0].request - atomic_load(&u->env->iter_base)) & 0x7fffffff), d);
     for (size_t o = 0; st == CP_OK && o < n_out; o++) {
         struct cp_host_tensor t;
-        if ((st = cp_plan_get_output(plan, o, &t, d)) != CP_OK)
+        if ((st = cp_plan_output_view(plan, o, &t, d)) != CP_OK)
             break;
         size_t slice = t.nbytes / per;
         for (size_t b = 0; st == CP_OK && b < n; b++) {
@@ -647,7 +649,6 @@ static enum cp_status infer(struct pl_unit_ctx *u, struct pl_item *items, size_t
             memcpy(one.data, (char *)t.data + b * slice, slice);
             st = put_tensor(items[b].p, u->outputs[o], &one, d);
         }
-        cp_host_tensor_release(&t);
     }
     if (st == CP_OK)
         for (size_t b = 0; b < n; b++) {

@@ -8,6 +8,7 @@
 #include "cli/cli_test.h"
 #include "pipeline/pipeline.h"
 #include "runner/runner.h"
+#include "support/onnx_build.h"
 #include "support/png.h"
 
 #include <criterion/criterion.h>
@@ -297,6 +298,62 @@ Test(pipeline, images_through_a_batched_model)
     free(p);
     free(dot);
     free(img);
+}
+
+/* Three prompts through a model whose batch is open, one request per call
+ * and then batched (a window long enough for all three to meet): each
+ * request's answer is its own rows, byte for byte the same. */
+Test(pipeline, a_batched_model_answers_each_request_with_its_own_rows)
+{
+    char *model = cp_t_path("double.onnx");
+    struct cp_t_onnx *m = cp_t_onnx_new(13);
+    const int64_t dims[] = {-1, 77};
+    cp_t_onnx_input(m, "ids", CP_T_I64, 2, dims);
+    cp_t_onnx_output(m, "y", CP_T_F32, 2, dims);
+    cp_t_onnx_attr_int(m, cp_t_onnx_node(m, "Cast", "cast", "ids", "c"), "to", CP_T_F32);
+    cp_t_onnx_node(m, "Add", "twice", "c,c", "y");
+    cr_assert(cp_t_onnx_write(m, model));
+    cp_t_onnx_free(m);
+    char *out[2];
+    for (int k = 0; k < 2; k++) {
+        char *dot = cp_t_fmt("digraph b {\n"
+                             " src[flowunit=file_source, dir=\"in\"]\n"
+                             " tok[flowunit=tokenize, max_len=77, vocab=1000]\n"
+                             " net[flowunit=inference, model=\"%s\", batch_size=%d, "
+                             "batch_window_ms=%d, threads=1]\n"
+                             " sink[flowunit=file_sink, dir=\"out%d\"]\n"
+                             " src:out -> tok:in\n tok:out -> net:in\n net:out -> sink:in\n}\n",
+                             model, k ? 4 : 1, k ? 500 : 0, k);
+        char *name = cp_t_fmt("b%d.toml", k);
+        char *p = flow(name, dot);
+        json_t *j = run_json(p, "3", NULL);
+        json_int_t calls = json_integer_value(json_object_get(node(j, "net"), "calls"));
+        cr_expect_eq(calls, k ? 1 : 3, "batch %d: %lld calls", k ? 4 : 1, (long long)calls);
+        json_decref(j);
+        out[k] = cp_t_fmt("out%d", k);
+        free(p);
+        free(name);
+        free(dot);
+    }
+    for (int i = 0; i < 3; i++) {
+        uint8_t *bytes[2];
+        size_t len[2];
+        for (int k = 0; k < 2; k++) {
+            char *rel = cp_t_fmt("%s/%06d-p%d.npy", out[k], i, i);
+            char *f = cp_t_path(rel);
+            free(rel);
+            bytes[k] = cp_t_read_file(f, &len[k]);
+            cr_assert_not_null(bytes[k], "%s", f);
+            free(f);
+        }
+        cr_expect(len[0] == len[1] && memcmp(bytes[0], bytes[1], len[0]) == 0,
+                  "request %d: batched answer differs", i);
+        free(bytes[0]);
+        free(bytes[1]);
+    }
+    free(out[0]);
+    free(out[1]);
+    free(model);
 }
 
 /* A unit that fails on a request stops the run, naming the node and the
