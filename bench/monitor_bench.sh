@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The serving monitor's overhead and its time from an injected slowdown to the alert
-# (bench/monitor_bench.py). usage: bench/monitor_bench.sh [--model M] [--reps N] [--drills N]
+# (bench/monitor_bench.py). usage: bench/monitor_bench.sh [--model M | --flow] [--reps N] [--drills N]
 set -euo pipefail
 CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ -z "${CANNPROF:-}" ]; then
