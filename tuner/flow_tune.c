@@ -1,9 +1,11 @@
 /* Tuning a flow (docs/tuning.md, "Tuning a flow"): the pipeline's knobs
  * under an open-loop workload, with the acceptance rules of the model loop.
  *
- *   1. The current flow runs flat out (`pipeline run`, its source sending
- *      back to back) into a trace: its capacity, and node-bottleneck's
- *      limiting node and problems.
+ *   1. The current flow is served as the measurements serve it (pipeline/'s
+ *      service: its sink hands answers back instead of writing files) and
+ *      loaded flat out (--concurrency requests in flight, back to back),
+ *      recorded into a trace: its capacity, and node-bottleneck's limiting
+ *      node and problems.
  *   2. Candidates: each problem's fix (workers, queue_size, batch_size,
  *      batch_window_ms), the limiting node with one more worker, twice its
  *      batch, or a batching window of half a call when it batches without
@@ -248,7 +250,9 @@ static bool constraints_hold(const struct cp_flow_tune_opts *o, const struct sam
 
 /* ---- the flow's own figures ------------------------------------------------------------- */
 
-/* Run `flow` flat out into out_dir/<name>.db and analyse it. */
+/* Serve `flow` as the measurements do (its sink handing answers back, not
+ * writing files) and load it flat out (--concurrency requests in flight,
+ * sent back to back), recorded into out_dir/<name>.db, and analyse it. */
 static enum cp_status profile(const char *flow, const struct cp_flow_tune_opts *o, const char *name,
                               char *trace, size_t n_trace, struct cp_bottleneck *b,
                               struct cp_diag *d)
@@ -256,13 +260,30 @@ static enum cp_status profile(const char *flow, const struct cp_flow_tune_opts *
     snprintf(trace, n_trace, "%.1000s/%s.db", o->out_dir, name);
     unlink(trace);
     struct cp_flow *f = NULL;
+    struct cp_flow_service *s = NULL;
     enum cp_status st = cp_flow_load(flow, &f, d);
-    struct cp_flow_run_opts ro = {.requests = 2 * o->requests, .trace_path = trace};
-    struct cp_flow_run_result rr;
-    memset(&rr, 0, sizeof rr);
     if (st == CP_OK)
-        st = cp_flow_run(f, &ro, &rr, d);
-    cp_flow_run_result_release(&rr);
+        st = cp_flow_service_start(f, NULL, NULL, &s, d);
+    /* a warm-up: the models' first runs stay out of the trace */
+    struct cp_flow_load_opts lo = {
+        .rate = 1e6, .requests = 8, .concurrency = o->concurrency, .seed = o->seed};
+    struct cp_flow_load_result lr;
+    if (st == CP_OK)
+        st = cp_flow_service_load(s, &lo, &lr, d);
+    if (st == CP_OK) {
+        cp_flow_service_record_begin(s);
+        lo.requests = 2 * o->requests;
+        st = cp_flow_service_load(s, &lo, &lr, d);
+        int64_t run = -1;
+        struct cp_diag rd;
+        cp_diag_init(&rd);
+        enum cp_status rst = cp_flow_service_record_end(s, trace, "pipeline", &run, NULL, &rd);
+        if (st == CP_OK && rst != CP_OK) {
+            *d = rd;
+            st = rst;
+        }
+    }
+    cp_flow_service_stop(s);
     cp_flow_free(f);
     if (st == CP_OK)
         st = cp_node_bottleneck(trace, -1, b, d);

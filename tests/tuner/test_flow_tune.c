@@ -3,6 +3,7 @@
  * second worker, measured better and written as NAME.tuned.toml; a flow with
  * nothing to gain keeps its knobs; bad options are refused. */
 #include "cli/cli_test.h"
+#include "support/onnx_build.h"
 #include "support/run.h"
 
 #include <criterion/criterion.h>
@@ -117,4 +118,75 @@ Test(flow_tune, bad_options_are_refused)
     cp_run_release(&r);
     free(m);
     free(f);
+}
+
+/* A flow whose limiting node is a model that batches (its batch left
+ * open: three MatMuls, 77 -> 1024 -> 1024 -> 1024) without a batching window: the
+ * tuner proposes a window of half a call, the replay predicts it, and
+ * under the throughput target it is measured like any other candidate. */
+Test(flow_tune, a_batched_model_without_a_window_gets_one_proposed_and_measured)
+{
+    char *model = cp_t_path("mlp.onnx");
+    struct cp_t_onnx *m = cp_t_onnx_new(13);
+    const int64_t in_dims[] = {-1, 77}, out_dims[] = {-1, 1024};
+    const int64_t w1_dims[] = {77, 1024}, w2_dims[] = {1024, 1024};
+    float *w = malloc(1024 * 1024 * sizeof *w);
+    cr_assert_not_null(w);
+    for (size_t i = 0; i < 1024 * 1024; i++)
+        w[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    cp_t_onnx_input(m, "ids", CP_T_I64, 2, in_dims);
+    cp_t_onnx_output(m, "y", CP_T_F32, 2, out_dims);
+    cp_t_onnx_init_f32(m, "w1", 2, w1_dims, w, 77 * 1024);
+    cp_t_onnx_init_f32(m, "w2", 2, w2_dims, w, 1024 * 1024);
+    cp_t_onnx_init_f32(m, "w3", 2, w2_dims, w, 1024 * 1024);
+    cp_t_onnx_attr_int(m, cp_t_onnx_node(m, "Cast", "cast", "ids", "x"), "to", CP_T_F32);
+    cp_t_onnx_node(m, "MatMul", "mm1", "x,w1", "h");
+    cp_t_onnx_node(m, "MatMul", "mm2", "h,w2", "h2");
+    cp_t_onnx_node(m, "MatMul", "mm3", "h2,w3", "y");
+    cr_assert(cp_t_onnx_write(m, model));
+    cp_t_onnx_free(m);
+    free(w);
+    char *in = cp_t_path("in");
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_mkdir_p(in, 0755, &d), CP_OK);
+    char *p = cp_t_fmt("%s/a.txt", in);
+    ct_write_text(p, "a poster of a cat");
+    free(p);
+    free(in);
+    char *f = cp_t_path("batched.toml");
+    char *text = cp_t_fmt("[graph]\nformat = \"graphviz\"\ngraphconf = '''digraph g {\n"
+                          "  src[flowunit=file_source, dir=\"in\"]\n"
+                          "  tok[flowunit=tokenize, max_len=77, vocab=1000]\n"
+                          "  net[flowunit=inference, model=\"%s\", batch_size=4, threads=1]\n"
+                          "  out[flowunit=file_sink, dir=\"out\"]\n"
+                          "  src:out -> tok:in\n  tok:out -> net:in\n  net:out -> out:in\n}'''\n",
+                          model);
+    ct_write_text(f, text);
+    free(text);
+    char *out = cp_t_path("tune-batched");
+    struct cp_run r;
+    cp_run_cli(&r, "tune", f, "--target", "throughput", "--budget", "3", "--pairs", "3",
+               "--requests", "40", "-o", out, "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    json_t *j = ct_json(r.out);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "limiting_node")), "net", "%s", r.out);
+    json_t *steps = json_object_get(j, "steps");
+    json_t *win = NULL;
+    for (size_t i = 0; i < json_array_size(steps); i++) {
+        const char *c = json_string_value(json_object_get(json_array_get(steps, i), "change"));
+        if (c && strncmp(c, "net.batch_window_ms=", 20) == 0 && !win)
+            win = json_array_get(steps, i);
+    }
+    cr_assert_not_null(win, "no window candidate: %s", r.out);
+    long ms = atol(json_string_value(json_object_get(win, "change")) + 20);
+    cr_expect(ms >= 1 && ms <= 50, "a window of %ld ms", ms);
+    cr_expect(json_is_number(json_object_get(win, "predicted_pct")), "%s", json_dumps(win, 0));
+    cr_expect(json_is_number(json_object_get(win, "measured_pct")), "not measured: %s",
+              json_dumps(win, 0));
+    json_decref(j);
+    cp_run_release(&r);
+    free(out);
+    free(f);
+    free(model);
 }
