@@ -41,6 +41,7 @@ enum field_id {
     F_LAYOUT,
     F_COPY,
     F_COMPUTE,
+    F_IN_LAYOUT,
     N_FIELDS
 };
 
@@ -69,6 +70,7 @@ static const char *const field_names[N_FIELDS] = {
     [F_LAYOUT] = "layout_transform",
     [F_COPY] = "copy",
     [F_COMPUTE] = "compute",
+    [F_IN_LAYOUT] = "layout",
 };
 
 const char *const *cp_features_scalar_names(size_t *n)
@@ -503,6 +505,7 @@ static void kernel_rows(struct cp_features *f, const struct cp_machine *m, struc
         r->dtype = s->n_out && s->out[0].compute ? s->out[0].compute
                    : s->n_in                     ? s->in[0].dtype
                                                  : "";
+        r->layout = s->n_in && s->in[0].layout ? s->in[0].layout : "";
         r->flops = s->flops;
         r->bytes = s->bytes;
         r->calls = it > 0 ? (double)s->n_events / it : NAN;
@@ -907,6 +910,9 @@ static bool env_field(void *ctx, size_t row, const char *name, struct cp_expr_va
         break;
     case F_COPY:
         boolean(out, k->copy);
+        break;
+    case F_IN_LAYOUT:
+        str(out, k->layout ? k->layout : "");
         break;
     case F_COMPUTE:
         boolean(out, k->compute);

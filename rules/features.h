@@ -55,6 +55,7 @@ struct cp_kernel_feat {
     const char *dtype;     /* compute dtype: "bf16" when the kernel computed in bf16,
                             * else its first input's dtype ("f32", ...) */
     const char *origins;   /* JSON array of the original ONNX node names */
+    const char *layout;    /* its first input's layout: "NCHW", "nChw16c", ... ("" unknown) */
     const char *pattern;   /* kind of the unfused pattern it belongs to, "" when none */
     double calls;          /* executions per measured iteration */
     double mean_ns;        /* time per measured iteration (all its calls) */

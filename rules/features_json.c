@@ -23,6 +23,7 @@ static json_t *kernel_json(const struct cp_kernel_feat *k)
     bool ok = o && cp_json_set_int(o, "idx", (int64_t)k->idx) &&
               cp_json_set_str(o, "node", k->node) && cp_json_set_str(o, "op_type", k->op_type) &&
               cp_json_set_str(o, "impl", k->impl) && cp_json_set_str(o, "dtype", k->dtype) &&
+              cp_json_set_str(o, "layout", k->layout ? k->layout : "") &&
               cp_json_set(o, "origins", array_text(k->origins)) &&
               cp_json_set_str(o, "pattern", k->pattern);
     static const char *const names[] = {
