@@ -7,6 +7,7 @@
 #include "view/view.h"
 #include "core/json.h"
 #include "pipeline/pipeline.h"
+#include "rules/rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,121 @@ static int what_if(const struct cp_args *a, const char *trace)
     return 0;
 }
 
+/* ---- the limiting node's model --------------------------------------------------------- */
+
+/* The rules on the limiting inference node's own model run (the kernels
+ * under its calls, docs/pipelines.md): what its conversion leaves on the
+ * table. Findings whose change is only how the model is run (threads,
+ * batch) are left out: those are the flow's knobs, node-bottleneck's and
+ * the flow tuner's. */
+struct model_view {
+    const char *node;
+    int64_t run;
+    bool have; /* analysed */
+    char err[600];
+    struct cp_diagnosis dg;
+};
+
+static bool conversion_change(const struct cp_finding *f)
+{
+    return (f->change.convert && f->change.convert[0]) ||
+           (f->change.fusion_switches && f->change.fusion_switches[0]);
+}
+
+static void model_view_make(const char *trace, const struct cp_bottleneck *b, struct model_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->run = -1;
+    if (b->limiting < 0 || b->nodes[b->limiting].model_run < 0)
+        return;
+    v->node = b->nodes[b->limiting].name;
+    v->run = b->nodes[b->limiting].model_run;
+    struct cp_diagnose_opts o = {.run_id = v->run, .analysis = {.target = CP_TARGET_LATENCY}};
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (cp_rules_diagnose(trace, &o, &v->dg, &d) == CP_OK)
+        v->have = true;
+    else
+        snprintf(v->err, sizeof v->err, "%.590s", d.msg);
+}
+
+static void model_view_text(const struct model_view *v, const char *trace, bool md,
+                            struct cp_buf *o)
+{
+    if (v->run < 0)
+        return;
+    cp_buf_printf(
+        o, "\n%sthe limiting node's model: %s (run %lld: cannprof analyze %s --run %lld)\n\n",
+        md ? "## " : "", v->node, (long long)v->run, trace, (long long)v->run);
+    if (!v->have) {
+        cp_buf_printf(o, "not analysed: %s\n", v->err);
+        return;
+    }
+    size_t shown = 0;
+    for (size_t i = 0; i < v->dg.analysis.n && shown < 3; i++) {
+        const struct cp_finding *f = &v->dg.analysis.findings[i];
+        if (!conversion_change(f))
+            continue;
+        shown++;
+        cp_buf_printf(o,
+                      "%zu. %s (%s): %s\n   %.0f%% of its kernel time; predicted %.1f%% faster a "
+                      "call [%.1f, %.1f]\n",
+                      shown, f->rule, f->root_cause, f->title, 100 * f->time_share, 100 * f->gain,
+                      100 * f->gain_lo, 100 * f->gain_hi);
+        for (size_t k = 0; f->change.convert && f->change.convert[k]; k++)
+            cp_buf_printf(o, "   convert %s\n", f->change.convert[k]);
+        for (size_t k = 0; f->change.fusion_switches && f->change.fusion_switches[k]; k++)
+            cp_buf_printf(o, "   fusion switch %s\n", f->change.fusion_switches[k]);
+    }
+    if (shown == 0)
+        cp_buf_puts(o, "no rule finds its conversion at fault\n");
+}
+
+static json_t *model_view_json(const struct model_view *v)
+{
+    if (v->run < 0)
+        return NULL;
+    json_t *o = json_object(), *arr = json_array();
+    cp_json_set_str(o, "node", v->node);
+    cp_json_set_int(o, "run", v->run);
+    if (!v->have)
+        cp_json_set_str(o, "error", v->err);
+    for (size_t i = 0; v->have && i < v->dg.analysis.n; i++) {
+        const struct cp_finding *f = &v->dg.analysis.findings[i];
+        if (!conversion_change(f))
+            continue;
+        json_t *x = json_object(), *conv = json_array(), *sw = json_array();
+        cp_json_set_str(x, "rule", f->rule);
+        cp_json_set_str(x, "root_cause", f->root_cause);
+        cp_json_set_str(x, "title", f->title);
+        cp_json_set_num(x, "time_share", f->time_share);
+        cp_json_set_num(x, "gain", f->gain);
+        cp_json_set_num(x, "gain_lo", f->gain_lo);
+        cp_json_set_num(x, "gain_hi", f->gain_hi);
+        for (size_t k = 0; f->change.convert && f->change.convert[k]; k++)
+            json_array_append_new(conv, json_string(f->change.convert[k]));
+        for (size_t k = 0; f->change.fusion_switches && f->change.fusion_switches[k]; k++)
+            json_array_append_new(sw, json_string(f->change.fusion_switches[k]));
+        json_object_set_new(x, "convert", conv);
+        json_object_set_new(x, "fusion_switches", sw);
+        json_array_append_new(arr, x);
+    }
+    json_object_set_new(o, "findings", arr);
+    return o;
+}
+
+static json_t *report_json(const struct cp_bottleneck *b, const char *trace,
+                           const struct model_view *v)
+{
+    json_t *j = cp_bottleneck_json(b, trace);
+    json_t *m = model_view_json(v);
+    if (j && m)
+        json_object_set_new(j, "limiting_model", m);
+    else
+        json_decref(m);
+    return j;
+}
+
 /* The flow as it ran, queue depth and wait on its edges, at the end of
  * the report (view/view.h); a flow that cannot be drawn says why there. */
 static void add_topology(struct cp_doc *doc, const char *trace, int64_t run)
@@ -217,17 +333,36 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
     if (cp_node_bottleneck(trace, cp_args_int(&a, CP_SO_RUN, -1), &b, &d) != CP_OK)
         return cp_cli_fail(OPTS.cmd, &d);
     int rc = 0;
+    struct model_view mv;
+    model_view_make(trace, &b, &mv);
     const char *out = cp_args_get(&a, OPT_OUTPUT);
     bool json_file = out && cp_path_has_suffix(out, ".json");
     if (cp_args_has(&a, CP_SO_JSON) && !out) {
-        rc = cp_out_json_take(cp_bottleneck_json(&b, trace), OPTS.cmd);
+        rc = cp_out_json_take(report_json(&b, trace, &mv), OPTS.cmd);
     } else if (out && (cp_path_has_suffix(out, ".html") || cp_path_has_suffix(out, ".htm") ||
                        cp_path_has_suffix(out, ".pdf"))) {
         struct cp_doc *doc = cp_bottleneck_doc(&b, trace);
-        if (!doc)
+        if (!doc) {
             cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
-        else
+        } else {
+            if (mv.run >= 0) {
+                struct cp_buf t;
+                cp_buf_init(&t);
+                model_view_text(&mv, trace, true, &t);
+                /* its heading, then its lines as paragraphs */
+                char *text = cp_buf_steal(&t), *line = text ? strstr(text, "## ") : NULL;
+                char *save = NULL;
+                for (char *l = line ? strtok_r(line, "\n", &save) : NULL; l;
+                     l = strtok_r(NULL, "\n", &save)) {
+                    if (strncmp(l, "## ", 3) == 0)
+                        cp_doc_heading(doc, 1, l + 3);
+                    else
+                        cp_doc_text(doc, l);
+                }
+                free(text);
+            }
             add_topology(doc, trace, cp_args_int(&a, CP_SO_RUN, -1));
+        }
         if (!doc || cp_doc_write(doc, out, &d) != CP_OK)
             rc = cp_cli_fail(OPTS.cmd, &d);
         else
@@ -236,13 +371,14 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
     } else if (out) {
         char *text = NULL;
         if (json_file) {
-            json_t *j = cp_bottleneck_json(&b, trace);
+            json_t *j = report_json(&b, trace, &mv);
             text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
             json_decref(j);
         } else {
             struct cp_buf o;
             cp_buf_init(&o);
             cp_bottleneck_text(&b, trace, true, &o);
+            model_view_text(&mv, trace, true, &o);
             text = cp_buf_steal(&o);
         }
         if (!text)
@@ -256,6 +392,7 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
         struct cp_buf o;
         cp_buf_init(&o);
         cp_bottleneck_text(&b, trace, false, &o);
+        model_view_text(&mv, trace, false, &o);
         rc = cp_out_buf(&o, OPTS.cmd);
         cp_buf_release(&o);
     }
@@ -282,5 +419,7 @@ int cp_cmd_node_bottleneck(int argc, char **argv)
         }
     }
     cp_bottleneck_release(&b);
+    if (mv.have)
+        cp_diagnosis_release(&mv.dg);
     return rc;
 }

@@ -301,8 +301,11 @@ static void store_deep_nodes(struct incident *in, int64_t from, int64_t to, int6
 /* ---- the diagnosis ------------------------------------------------------------------------------
  */
 
-static void bottleneck(struct incident *in, int64_t node_run)
+/* node-bottleneck on the deep trace's run `node_run`; returns the run of
+ * the limiting node's model when it is a flow's inference node (-1). */
+static int64_t bottleneck(struct incident *in, int64_t node_run)
 {
+    int64_t model_run = -1;
     char path[1200];
     path_in(in, "deep.db", path, sizeof path);
     struct cp_bottleneck b;
@@ -310,13 +313,14 @@ static void bottleneck(struct incident *in, int64_t node_run)
     cp_diag_init(&d);
     if (cp_node_bottleneck(path, node_run, &b, &d) != CP_OK) {
         step_error(in, "node_bottleneck", d.msg);
-        return;
+        return -1;
     }
     json_t *o = cp_bottleneck_json(&b, path);
     if (o)
         json_object_set_new(in->f, "node_bottleneck", o);
     if (b.limiting >= 0) {
         const struct cp_bottleneck_node *n = &b.nodes[b.limiting];
+        model_run = n->model_run;
         snprintf(in->limiting, sizeof in->limiting,
                  "%.60s (busy %.0f%%, %.0f%% of it on a CPU, confidence %.0f%%)", n->name,
                  100 * n->util, 100 * n->cpu_share, 100 * b.confidence);
@@ -329,6 +333,7 @@ static void bottleneck(struct incident *in, int64_t node_run)
     cp_buf_puts(&in->md, "\n## Node bottleneck (the deep trace)\n\n");
     cp_bottleneck_text(&b, path, true, &in->md);
     cp_bottleneck_release(&b);
+    return model_run;
 }
 
 /* Where a batch's time went: its kernels, or around them (input and output
@@ -849,13 +854,15 @@ void cp_mon_incident(struct cp_monitor *m, int64_t t_fire)
     /* a flow: node-bottleneck reads its own nodes' calls */
     json_t *dt = json_object_get(in.f, "deep_trace");
     int64_t flow_run = json_integer_value(json_object_get(dt, "flow_run"));
+    int64_t limiting_model = -1;
     if (m->o.flow && json_object_get(dt, "flow_run") && flow_run >= 0) {
-        bottleneck(&in, flow_run);
+        limiting_model = bottleneck(&in, flow_run);
         flow_kernels(&in, flow_run);
     } else if (node_run >= 0)
         bottleneck(&in, node_run);
     model_time(&in, kernels_run);
-    analyze(&in, kernels_run);
+    /* a flow: the rules on its limiting inference node's own model run */
+    analyze(&in, m->o.flow ? limiting_model : kernels_run);
     send_alert(&in);
 
     /* the findings */

@@ -247,6 +247,20 @@ enum cp_status cp_node_bottleneck(const char *trace, int64_t run, struct cp_bott
         bn->batch_size = pl.nodes[i].batch_size;
         bn->queue_size = pl.nodes[i].queue_size;
         bn->source = is_source(bn->flowunit);
+        bn->model_run = -1;
+        /* "model_run:NODE:WORKER": the lowest worker's */
+        size_t len = strlen(bn->name);
+        long best = -1;
+        for (size_t k = 0; k < rec.n_model_runs; k++) {
+            const char *c = rec.model_runs[k].name + strlen("model_run:");
+            if (strncmp(c, bn->name, len) == 0 && c[len] == ':') {
+                long wk = atol(c + len + 1);
+                if (best < 0 || wk < best) {
+                    best = wk;
+                    bn->model_run = (int64_t)rec.model_runs[k].value;
+                }
+            }
+        }
     }
     double win_busy[WINDOWS][64];
     memset(win_busy, 0, sizeof win_busy);

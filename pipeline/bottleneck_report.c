@@ -118,6 +118,7 @@ json_t *cp_bottleneck_json(const struct cp_bottleneck *b, const char *trace)
              cp_json_set_num(o, "visits_per_request", n->visits) &&
              cp_json_set_num(o, "mean_queue_depth", n->mean_depth) &&
              cp_json_set_int(o, "max_queue_depth", n->max_depth) &&
+             (n->model_run < 0 || cp_json_set_int(o, "model_run", n->model_run)) &&
              (n->source || n->capacity > 1e12 ? cp_json_set(o, "capacity", json_null())
                                               : cp_json_set_num(o, "capacity", n->capacity));
         if (!ok || !cp_json_push(nodes, o)) {

@@ -20,6 +20,67 @@ static char *attrs_json(const struct pl_node *n)
     return t;
 }
 
+/* An inference worker's model as a run of its own (kind "pipeline-model"),
+ * what `analyze` and its rules read: the plan's kernel table, one sample
+ * per call (its busy time), the call's runtime and kernel events with the
+ * call's index as their iteration (the runtime stamped the first request's
+ * id). The pipeline run says which run it is in a counter,
+ * "model_run:NODE:WORKER". Nothing is written (*run -1) for a worker
+ * without calls or kernel events. */
+static enum cp_status model_run(struct pl_exec *x, struct pl_worker *w, struct cp_trace_store *s,
+                                int64_t *run, struct cp_diag *d)
+{
+    struct cp_session *ses = pl_unit_session(w->u);
+    size_t n_ev = cp_trace_n_events(w->rec);
+    if (!ses || w->n_calls == 0 || n_ev == 0)
+        return CP_OK;
+    /* each recorded request's call: by its id less rec_base */
+    size_t n_req = 0;
+    for (size_t i = 0; i < w->n_calls; i++) {
+        const struct pl_call *c = &w->calls[i];
+        if (c->batch && c->req_off < w->n_reqs && w->reqs[c->req_off] - x->rec_base + 1 > n_req)
+            n_req = (size_t)(w->reqs[c->req_off] - x->rec_base + 1);
+    }
+    int64_t *call_of = cp_calloc(n_req ? n_req : 1, sizeof *call_of);
+    uint64_t *ns = cp_calloc(w->n_calls, sizeof *ns);
+    int32_t *name_of = cp_calloc(cp_trace_n_strings(w->rec) + 1, sizeof *name_of);
+    struct cp_trace_recorder *r = cp_trace_recorder_create(n_ev);
+    enum cp_status st = CP_OK;
+    if (!call_of || !ns || !name_of || !r)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == CP_OK && i < n_req; i++)
+        call_of[i] = -1;
+    for (size_t i = 0; st == CP_OK && i < cp_trace_n_strings(w->rec); i++)
+        name_of[i] = cp_trace_intern(r, cp_trace_string(w->rec, (int32_t)i));
+    for (size_t i = 0; st == CP_OK && i < w->n_calls; i++) {
+        const struct pl_call *c = &w->calls[i];
+        ns[i] = (uint64_t)(c->end_ns - c->start_ns);
+        if (c->batch && c->req_off < w->n_reqs)
+            call_of[w->reqs[c->req_off] - x->rec_base] = (int64_t)i;
+    }
+    const struct cp_trace_event *ev = cp_trace_events(w->rec);
+    for (size_t i = 0; st == CP_OK && i < n_ev; i++) {
+        const struct cp_trace_event *e = &ev[i];
+        int32_t it = -1;
+        if (e->iteration >= 0) {
+            if ((size_t)e->iteration >= n_req || call_of[e->iteration] < 0)
+                continue; /* a call that was not kept */
+            it = (int32_t)call_of[e->iteration];
+        }
+        int32_t name = e->name >= 0 ? name_of[e->name] : -1;
+        cp_trace_record_depth(r, (enum cp_trace_layer)e->layer, name, e->kernel, it, e->start_ns,
+                              e->end_ns, e->thread, e->depth);
+    }
+    if (st == CP_OK)
+        st = cp_session_store_run(ses, s, "pipeline-model", pl_unit_model_path(w->u), r, 0, 0, ns,
+                                  w->n_calls, cp_peak_rss_bytes(), run, d);
+    cp_trace_recorder_free(r);
+    free(name_of);
+    free(ns);
+    free(call_of);
+    return st;
+}
+
 enum cp_status pl_exec_record(struct pl_exec *x, const char *trace_path, const char *kind,
                               int64_t *run_id, struct cp_diag *d)
 {
@@ -32,6 +93,16 @@ enum cp_status pl_exec_record(struct pl_exec *x, const char *trace_path, const c
         cp_trace_store_close(s);
         return st;
     }
+    /* each inference worker's model first, so that the pipeline run is the
+     * store's last (what `node-bottleneck TRACE.db` reads) */
+    int64_t *model_runs = cp_calloc(x->n_w ? x->n_w : 1, sizeof *model_runs);
+    if (!model_runs)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; model_runs && k < x->n_w; k++)
+        model_runs[k] = -1;
+    for (size_t k = 0; st == CP_OK && k < x->n_w; k++)
+        if (x->w[k].rec)
+            st = model_run(x, &x->w[k], s, &model_runs[k], d);
     /* the requests that completed, from the first on (a served window's
      * last ones may still be on their way) */
     size_t sent = 0;
@@ -45,7 +116,9 @@ enum cp_status pl_exec_record(struct pl_exec *x, const char *trace_path, const c
         .iterations = (int)sent,
         .peak_rss_bytes = cp_peak_rss_bytes(),
     };
-    st = cp_trace_store_begin_run(s, &info, run_id, d);
+    *run_id = -1;
+    if (st == CP_OK)
+        st = cp_trace_store_begin_run(s, &info, run_id, d);
     uint64_t *lat = cp_calloc(sent ? sent : 1, sizeof *lat);
     if (st == CP_OK && !lat)
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
@@ -131,16 +204,30 @@ enum cp_status pl_exec_record(struct pl_exec *x, const char *trace_path, const c
         free((char *)calls[i].requests);
     free(calls);
     cp_trace_recorder_free(rec);
-    /* the model layer under the inference nodes */
-    for (size_t k = 0; st == CP_OK && k < x->n_w; k++)
+    /* the model layer under the inference nodes, and which run holds each
+     * inference worker's model */
+    for (size_t k = 0; st == CP_OK && k < x->n_w; k++) {
         if (x->w[k].rec)
             st = cp_trace_store_add_events(s, *run_id, x->w[k].rec, d);
+        char name[200];
+        snprintf(name, sizeof name, "model_run:%.150s:%d", f->nodes[x->w[k].node].name,
+                 x->w[k].worker);
+        if (st == CP_OK && model_runs && model_runs[k] >= 0)
+            st = cp_trace_store_add_counter(s, *run_id, -1, name, (double)model_runs[k], 0, d);
+    }
     if (st != CP_OK && *run_id >= 0) {
         struct cp_diag ignored;
         cp_diag_init(&ignored);
         (void)cp_trace_store_delete_run(s, *run_id, &ignored);
         *run_id = -1;
     }
+    for (size_t k = 0; st != CP_OK && model_runs && k < x->n_w; k++)
+        if (model_runs[k] >= 0) {
+            struct cp_diag ignored;
+            cp_diag_init(&ignored);
+            (void)cp_trace_store_delete_run(s, model_runs[k], &ignored);
+        }
+    free(model_runs);
     cp_trace_store_close(s);
     return st;
 }

@@ -195,6 +195,7 @@ struct cp_bottleneck_node {
     double capacity;                            /* requests per second it can carry */
     double depth_sum, mean_depth;
     uint32_t max_depth;
+    int64_t model_run; /* an inference node: the run of its (first worker's) model; -1 */
 };
 
 /* A call on a request's path: its queue wait before it, its service, its

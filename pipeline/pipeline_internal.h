@@ -137,6 +137,9 @@ enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker, in
                             struct pl_run_env *env, struct cp_trace_recorder *rec,
                             struct pl_unit_ctx **out, struct cp_diag *d);
 void pl_unit_close(struct pl_unit_ctx *u);
+/* An inference unit's session and its model's path (NULL for other units). */
+struct cp_session *pl_unit_session(struct pl_unit_ctx *u);
+const char *pl_unit_model_path(const struct pl_unit_ctx *u);
 /* Pause or resume an inference unit's recording (a served flow records
  * only the calls of a deep trace); other units record nothing. Call from
  * the worker's thread, between calls. */
@@ -189,6 +192,10 @@ struct pl_recorded {
     struct cp_trace_sample *samples; /* one per request */
     size_t n_samples;
     int cores; /* the host's; 0: not recorded */
+    /* "model_run:NODE:WORKER" counters: the runs holding the inference
+     * workers' models */
+    struct cp_trace_counter *model_runs;
+    size_t n_model_runs;
 };
 
 /* Read pipeline run `run` (< 0: the last) of a trace. Errors: not a

@@ -28,6 +28,9 @@ enum cp_status pl_recorded_read(const char *trace, int64_t run, struct pl_record
         st = cp_trace_query_node_calls(s, r->run_id, &r->calls, &r->n_calls, d);
     if (st == CP_OK)
         st = cp_trace_query_samples(s, r->run_id, &r->samples, &r->n_samples, d);
+    if (st == CP_OK)
+        st = cp_trace_query_run_counters(s, r->run_id, "model_run:", &r->model_runs,
+                                         &r->n_model_runs, d);
     struct cp_trace_run row;
     memset(&row, 0, sizeof row);
     if (st == CP_OK && (st = cp_trace_query_run(s, r->run_id, &row, d)) == CP_OK)
@@ -52,6 +55,9 @@ void pl_recorded_release(struct pl_recorded *r)
     cp_trace_pipeline_release(&r->pl);
     cp_trace_node_calls_free(r->calls, r->n_calls);
     free(r->samples);
+    cp_trace_counters_free(r->model_runs, r->n_model_runs);
+    r->model_runs = NULL;
+    r->n_model_runs = 0;
     r->calls = NULL;
     r->samples = NULL;
     r->n_calls = r->n_samples = 0;

@@ -32,6 +32,7 @@ struct pl_unit_ctx {
     /* inference */
     struct cp_session s;
     bool session_open;
+    char model[1200]; /* its path, as opened */
     int64_t batch;
     char **outputs; /* names the model's outputs take in the payload */
     size_t n_outputs;
@@ -129,8 +130,8 @@ static enum cp_status list_files(struct pl_unit_ctx *u, struct cp_diag *d)
 static enum cp_status open_inference(struct pl_unit_ctx *u, struct cp_trace_recorder *rec,
                                      int thread, struct cp_diag *d)
 {
-    char model[1200];
-    enum cp_status st = pl_flow_path(u->f, pl_attr(u->n, "model"), model, sizeof model, d);
+    char *model = u->model;
+    enum cp_status st = pl_flow_path(u->f, pl_attr(u->n, "model"), model, sizeof u->model, d);
     if (st != CP_OK)
         return st;
     u->batch = u->n->batch_size > 1 ? u->n->batch_size : 0;
@@ -303,6 +304,16 @@ enum cp_status pl_unit_open(const struct cp_flow *f, size_t node, int worker, in
     }
     *out = u;
     return CP_OK;
+}
+
+struct cp_session *pl_unit_session(struct pl_unit_ctx *u)
+{
+    return u && u->session_open ? &u->s : NULL;
+}
+
+const char *pl_unit_model_path(const struct pl_unit_ctx *u)
+{
+    return u && u->session_open ? u->model : NULL;
 }
 
 void pl_unit_trace_pause(struct pl_unit_ctx *u, bool paused)

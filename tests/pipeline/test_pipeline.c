@@ -714,6 +714,44 @@ Test(pipeline, the_poster_example_runs_and_is_analysed)
     cr_expect_float_eq(
         json_number_value(json_object_get(node(j, "denoiser"), "visits_per_request")), 4.0, 1e-9,
         "four steps a request");
+    /* the denoiser's model is a run of its own, and the rules on it name
+     * the planted layout; so does node-bottleneck when it is the limit */
+    json_int_t model_run = json_integer_value(json_object_get(node(j, "denoiser"), "model_run"));
+    cr_assert_gt(model_run, 0, "no model run for the denoiser");
+    const char *limiting = json_string_value(json_object_get(j, "limiting_node"));
+    if (limiting && strcmp(limiting, "denoiser") == 0) {
+        json_t *f = json_object_get(json_object_get(j, "limiting_model"), "findings");
+        bool layout = false;
+        for (size_t i = 0; i < json_array_size(f); i++)
+            layout =
+                layout || strcmp(json_string_value(json_object_get(json_array_get(f, i), "rule")),
+                                 "plain_layout_convs") == 0;
+        cr_expect(layout, "%s", json_dumps(json_object_get(j, "limiting_model"), 0));
+    }
+    char run_text[32];
+    snprintf(run_text, sizeof run_text, "%lld", (long long)model_run);
+    cp_run_cli(&r, "analyze", db, "--run", run_text, NULL);
+    cr_expect_eq(r.exit_code, 0, "%s", r.err);
+    ct_assert_mentions(r.out, "denoiser.om", "rule plain_layout_convs", "--layout_policy=auto",
+                       NULL);
+    cp_run_release(&r);
+    /* the negative control: converted with the default policy, its
+     * convolutions run blocked and the rule stays quiet */
+    char *auto_om = cp_t_fmt("%s/denoiser_auto", dir), *auto_db = cp_t_fmt("%s/auto.db", dir);
+    cp_run_cli(&r, "convert", "--model", CP_SOURCE_DIR "/examples/models/sd_unet_tiny.onnx",
+               "--framework", "5", "--output", auto_om, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    char *auto_path = cp_t_fmt("%s.om", auto_om);
+    cp_run_cli(&r, "bench", auto_path, "-t", "1", "-n", "5", "--trace", auto_db, NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    cp_run_release(&r);
+    cp_run_cli(&r, "analyze", auto_db, NULL);
+    cr_expect(strstr(r.out, "plain_layout_convs") == NULL, "%s", r.out);
+    cp_run_release(&r);
+    free(auto_path);
+    free(auto_db);
+    free(auto_om);
     json_decref(j);
     free(db);
     free(flow_path);
