@@ -65,7 +65,7 @@ static enum cp_status parse_item(const char *s, size_t len, struct cp_mon_condit
         stat = dot + 1;
         if (!name[0] || strlen(name) >= sizeof c->node_name)
             return item_error(d, s, len, "a node's name is 1 to 63 characters before the dot");
-        snprintf(c->node_name, sizeof c->node_name, "%s", name);
+        snprintf(c->node_name, sizeof c->node_name, "%.63s", name);
         c->node = CP_MON_NODE_FLOW;
         for (int k = 0; k < CP_MON_N_NODES; k++)
             if (strcmp(name, NODES[k]) == 0)

@@ -160,27 +160,19 @@ enum cp_status cp_plan_get_output(struct cp_plan *p, size_t i, struct cp_host_te
                                   struct cp_diag *d)
 {
     uint64_t t0 = cp_clock_ns();
+    struct cp_host_tensor view;
+    enum cp_status st = cp_plan_output_view(p, i, &view, d);
     memset(t, 0, sizeof *t);
-    if (i >= cp_graph_n_outputs(p->g))
-        return cp_diag_set(d, CP_ERR_INVALID, "%s: output %zu does not exist (the model has %zu)",
-                           p->m->name, i, cp_graph_n_outputs(p->g));
-    int32_t to = cp_graph_output(p->g, i);
-    const struct cp_tensor *T = cp_graph_tensor(p->g, to);
-    uint64_t n = cp_memplan_tensor_bytes(T);
-    if (!cp_shape_is_static(&T->shape) || (n && !p->ptr[to]))
-        return cp_diag_set(d, CP_ERR_INTERNAL, "%s: output '%s' has no storage in the plan",
-                           p->m->name, T->name);
-    snprintf(t->name, sizeof t->name, "%s", T->name);
-    t->dtype = T->dtype;
-    t->rank = T->shape.rank;
-    for (int k = 0; k < T->shape.rank; k++)
-        t->dims[k] = T->shape.dims[k].value;
-    t->data = malloc(n ? (size_t)n : 1);
-    if (!t->data)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory copying output '%s'", T->name);
-    if (n)
-        memcpy(t->data, p->ptr[to], (size_t)n);
-    t->nbytes = (size_t)n;
+    if (st != CP_OK)
+        return st;
+    *t = view;
+    t->data = malloc(view.nbytes ? view.nbytes : 1);
+    if (!t->data) {
+        t->nbytes = 0;
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory copying output '%s'", view.name);
+    }
+    if (view.nbytes)
+        memcpy(t->data, view.data, view.nbytes);
     cp_runtime_record(p->rt, p->rt->names.output_copy, -1, t0, cp_clock_ns());
     return CP_OK;
 }

@@ -137,6 +137,39 @@ Test(serve_flow, a_unit_that_refuses_a_request_answers_400_and_the_flow_goes_on)
     free(f);
 }
 
+/* Serve text_flow() with `args` (a monitor and a fire drill), load it at
+ * 20 requests/s for `seconds`, stop it, and read the one incident it must
+ * have written: its folder (dir) and findings.json; what serve printed in
+ * *printed. */
+static json_t *one_incident(const char *f, const char *const *args, uint64_t seed, double seconds,
+                            char *dir, size_t n_dir, char **printed)
+{
+    struct server s = serve_start(f, args);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+    struct cp_load_opts lo = {
+        .url = url, .rate = 20, .duration_s = seconds, .concurrency = 64, .seed = seed};
+    struct cp_load_result lr;
+    struct cp_diag d;
+    cp_diag_init(&d);
+    cr_assert_eq(cp_load_run(&lo, &lr, &d), CP_OK, "%s", d.msg);
+    cr_expect_eq(lr.errors, 0);
+    *printed = NULL;
+    cr_expect_eq(serve_stop(&s, printed), 0, "%s", *printed);
+    const char *inc = NULL;
+    for (size_t i = 0; args[i]; i++)
+        if (strcmp(args[i], "--incident-dir") == 0)
+            inc = args[i + 1];
+    cr_assert_not_null(inc);
+    cr_assert_eq(serve_incidents(inc, dir, n_dir), 1, "%s", *printed);
+    char *path = cp_t_fmt("%s/findings.json", dir);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    cr_assert_not_null(j, "%s", e.text);
+    free(path);
+    return j;
+}
+
 Test(serve_flow, a_monitored_flow_traces_its_own_nodes_in_an_incident)
 {
     char *f = text_flow();
@@ -156,23 +189,8 @@ Test(serve_flow, a_monitored_flow_traces_its_own_nodes_in_an_incident)
                           "--inject-slowdown",
                           "3s:+120",
                           NULL};
-    struct server s = serve_start(f, args);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-    struct cp_load_opts lo = {
-        .url = url, .rate = 20, .duration_s = 8, .concurrency = 64, .seed = 2};
-    struct cp_load_result lr;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_load_run(&lo, &lr, &d), CP_OK, "%s", d.msg);
-    char *printed = NULL;
-    cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
-    char dir[1200];
-    cr_assert_eq(serve_incidents(inc, dir, sizeof dir), 1, "%s", printed);
-    char *path = cp_t_fmt("%s/findings.json", dir);
-    json_error_t e;
-    json_t *j = json_load_file(path, 0, &e);
-    cr_assert_not_null(j, "%s", e.text);
+    char dir[1200], *printed = NULL;
+    json_t *j = one_incident(f, args, 2, 8, dir, sizeof dir, &printed);
     json_t *deep = json_object_get(j, "deep_trace");
     cr_expect_geq(json_integer_value(json_object_get(deep, "flow_run")), 1, "%s",
                   json_dumps(deep, 0));
@@ -184,7 +202,6 @@ Test(serve_flow, a_monitored_flow_traces_its_own_nodes_in_an_incident)
                             "enc") == 0;
     cr_expect(enc, "%s", json_dumps(json_object_get(j, "node_bottleneck"), 0));
     json_decref(j);
-    free(path);
     free(printed);
     free(inc);
     free(f);
@@ -223,25 +240,9 @@ Test(serve_flow, a_condition_on_a_flows_own_node_fires_when_that_node_slows)
                           "--inject-slowdown",
                           "4s:+22@wait",
                           NULL};
-    struct server s = serve_start(f, args);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-    struct cp_load_opts lo = {
-        .url = url, .rate = 20, .duration_s = 9, .concurrency = 64, .seed = 3};
-    struct cp_load_result lr;
-    struct cp_diag d;
-    cp_diag_init(&d);
-    cr_assert_eq(cp_load_run(&lo, &lr, &d), CP_OK, "%s", d.msg);
-    cr_expect_eq(lr.errors, 0);
-    char *printed = NULL;
-    cr_expect_eq(serve_stop(&s, &printed), 0, "%s", printed);
+    char dir[1200], *printed = NULL;
+    json_t *j = one_incident(f, args, 3, 9, dir, sizeof dir, &printed);
     ct_assert_mentions(printed, "FIRING: wait.p99_latency>12ms", NULL);
-    char dir[1200];
-    cr_assert_eq(serve_incidents(inc, dir, sizeof dir), 1, "%s", printed);
-    char *path = cp_t_fmt("%s/findings.json", dir);
-    json_error_t e;
-    json_t *j = json_load_file(path, 0, &e);
-    cr_assert_not_null(j, "%s", e.text);
     json_t *fired = json_object_get(j, "fired");
     cr_expect_str_eq(json_string_value(json_object_get(fired, "condition")),
                      "wait.p99_latency>12ms");
@@ -272,7 +273,6 @@ Test(serve_flow, a_condition_on_a_flows_own_node_fires_when_that_node_slows)
     free(text);
     free(alert);
     json_decref(j);
-    free(path);
     free(printed);
     free(inc);
     free(f);
