@@ -120,29 +120,38 @@ Test(flow_tune, bad_options_are_refused)
     free(f);
 }
 
-/* A flow whose limiting node is a model that batches (its batch left
- * open: three MatMuls, 77 -> 1024 -> 1024 -> 1024) without a batching window: the
- * tuner proposes a window of half a call, the replay predicts it, and
- * under the throughput target it is measured like any other candidate. */
+/* A flow whose limiting node is a model that batches (four requests a
+ * call, its batch fixed at 4 so that no bigger batch is proposed first:
+ * four MatMuls, 77 -> 2048 -> 2048 -> 2048 -> 2048, 49 MB of weights read
+ * by every call, so that it stays the limit under ASan, where the load's
+ * own threads slow down and oneDNN's do not) without a batching window:
+ * the tuner proposes a window of half a call, the replay predicts it, and
+ * under the throughput target it is measured like any other candidate
+ * (or, predicted worse, skipped as any other). */
 Test(flow_tune, a_batched_model_without_a_window_gets_one_proposed_and_measured)
 {
+    enum { W = 2048 };
     char *model = cp_t_path("mlp.onnx");
     struct cp_t_onnx *m = cp_t_onnx_new(13);
-    const int64_t in_dims[] = {-1, 77}, out_dims[] = {-1, 1024};
-    const int64_t w1_dims[] = {77, 1024}, w2_dims[] = {1024, 1024};
-    float *w = malloc(1024 * 1024 * sizeof *w);
+    const int64_t in_dims[] = {4, 77}, out_dims[] = {4, W};
+    const int64_t w1_dims[] = {77, W}, w2_dims[] = {W, W};
+    float *w = malloc((size_t)W * W * sizeof *w);
     cr_assert_not_null(w);
-    for (size_t i = 0; i < 1024 * 1024; i++)
-        w[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    for (size_t i = 0; i < (size_t)W * W; i++)
+        w[i] = ((float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f) / 32;
     cp_t_onnx_input(m, "ids", CP_T_I64, 2, in_dims);
     cp_t_onnx_output(m, "y", CP_T_F32, 2, out_dims);
-    cp_t_onnx_init_f32(m, "w1", 2, w1_dims, w, 77 * 1024);
-    cp_t_onnx_init_f32(m, "w2", 2, w2_dims, w, 1024 * 1024);
-    cp_t_onnx_init_f32(m, "w3", 2, w2_dims, w, 1024 * 1024);
+    cp_t_onnx_init_f32(m, "w1", 2, w1_dims, w, 77 * W);
+    for (int k = 2; k <= 4; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "w%d", k);
+        cp_t_onnx_init_f32(m, name, 2, w2_dims, w, (size_t)W * W);
+    }
     cp_t_onnx_attr_int(m, cp_t_onnx_node(m, "Cast", "cast", "ids", "x"), "to", CP_T_F32);
-    cp_t_onnx_node(m, "MatMul", "mm1", "x,w1", "h");
-    cp_t_onnx_node(m, "MatMul", "mm2", "h,w2", "h2");
-    cp_t_onnx_node(m, "MatMul", "mm3", "h2,w3", "y");
+    cp_t_onnx_node(m, "MatMul", "mm1", "x,w1", "h1");
+    cp_t_onnx_node(m, "MatMul", "mm2", "h1,w2", "h2");
+    cp_t_onnx_node(m, "MatMul", "mm3", "h2,w3", "h3");
+    cp_t_onnx_node(m, "MatMul", "mm4", "h3,w4", "y");
     cr_assert(cp_t_onnx_write(m, model));
     cp_t_onnx_free(m);
     free(w);
@@ -166,7 +175,7 @@ Test(flow_tune, a_batched_model_without_a_window_gets_one_proposed_and_measured)
     free(text);
     char *out = cp_t_path("tune-batched");
     struct cp_run r;
-    cp_run_cli(&r, "tune", f, "--target", "throughput", "--budget", "3", "--pairs", "3",
+    cp_run_cli(&r, "tune", f, "--target", "throughput", "--budget", "6", "--pairs", "3",
                "--requests", "40", "-o", out, "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     json_t *j = ct_json(r.out);
@@ -182,8 +191,13 @@ Test(flow_tune, a_batched_model_without_a_window_gets_one_proposed_and_measured)
     long ms = atol(json_string_value(json_object_get(win, "change")) + 20);
     cr_expect(ms >= 1 && ms <= 50, "a window of %ld ms", ms);
     cr_expect(json_is_number(json_object_get(win, "predicted_pct")), "%s", json_dumps(win, 0));
-    cr_expect(json_is_number(json_object_get(win, "measured_pct")), "not measured: %s",
-              json_dumps(win, 0));
+    /* measured, unless the replay predicted it worse than the threshold
+     * (its throughput moves by a few percent either way here: measured in
+     * most runs, skipped in about one in ten) */
+    const char *why = json_string_value(json_object_get(win, "reason"));
+    cr_expect(json_is_number(json_object_get(win, "measured_pct")) ||
+                  (why && strstr(why, "not measured: the replay predicts it")),
+              "neither measured nor skipped for its prediction: %s", json_dumps(win, 0));
     json_decref(j);
     cp_run_release(&r);
     free(out);
