@@ -169,8 +169,13 @@ static void find_problems(struct cp_bottleneck *b, const struct cp_trace_pipelin
                             "busy %.0f%%): %s is the constraint, not %s",
                             n->name, 100 * n->blocked, b->nodes[worst].name, b->nodes[worst].name,
                             100 * b->nodes[worst].util, b->nodes[worst].name, n->name);
-            else if (worst >= 0)
-                /* the consumer has spare time, yet its queue fills: bursts */
+            else if (worst >= 0 &&
+                     1e3 * n->blocked_s / (double)(n->items ? n->items : 1) >= 0.05 * b->p50_ms)
+                /* the consumer has spare time, yet its queue fills: bursts;
+                 * a problem when the blocking costs a request at least 5%
+                 * of the median latency (a flow that is done in a few
+                 * milliseconds blocks a fifth of them on a consumer waiting
+                 * for a CPU, and has nothing to gain) */
                 add_problem(b, "queue_too_small", worst, "queue_size",
                             (long)b->nodes[worst].queue_size * 4,
                             "%s is blocked %.0f%% of its time pushing into %s's queue of %d, "
