@@ -293,12 +293,16 @@ int cp_cmd_serve(int argc, char **argv)
         /* a flow's conditions may name its own nodes */
         struct cp_flow *flow = NULL;
         const char **names = NULL;
+        int *workers = NULL;
         if (mo.flow) {
             if (cp_flow_load(a.positional[0], &flow, &d) != CP_OK)
                 return cp_cli_fail(SERVE.cmd, &d);
             mo.n_flow_nodes = cp_flow_n_nodes(flow);
             names = cp_calloc(mo.n_flow_nodes ? mo.n_flow_nodes : 1, sizeof *names);
-            if (!names) {
+            workers = cp_calloc(mo.n_flow_nodes ? mo.n_flow_nodes : 1, sizeof *workers);
+            if (!names || !workers) {
+                free(names);
+                free(workers);
                 cp_flow_free(flow);
                 cp_cli_error(SERVE.cmd, "out of memory");
                 return 1;
@@ -307,11 +311,14 @@ int cp_cmd_serve(int argc, char **argv)
                 struct cp_flow_node_info ni;
                 cp_flow_node(flow, i, &ni);
                 names[i] = ni.name;
+                workers[i] = ni.workers;
             }
             mo.flow_nodes = names;
+            mo.flow_workers = workers;
         }
         enum cp_status mst = cp_monitor_create(&mo, &mon, &d);
         free(names);
+        free(workers);
         cp_flow_free(flow);
         if (mst != CP_OK || cp_monitor_start(mon, &d) != CP_OK) {
             cp_monitor_free(mon);

@@ -42,18 +42,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         static const char *const flow[] = {"src", "prep", "model", "den.oiser", "out"};
         struct cp_mon_conditions r = c;
         cp_diag_init(&d);
-        st = cp_mon_conditions_resolve(&r, "flow.toml", flow, 5, &d);
+        static const int workers[] = {1, 2, 1, 4, 1};
+        st = cp_mon_conditions_resolve(&r, "flow.toml", flow, workers, 5, &d);
         fuzz_expect_refusal("cp_mon_conditions_resolve", st, &d);
         for (size_t i = 0; st == CP_OK && i < r.n; i++) {
             const struct cp_mon_condition *x = &r.c[i];
             if (x->node == CP_MON_NODE_FLOW &&
-                (x->flow_node < 0 || x->flow_node >= 5 || strcmp(flow[x->flow_node], x->node_name)))
+                (x->flow_node < 0 || x->flow_node >= 5 ||
+                 strcmp(flow[x->flow_node], x->node_name) || x->workers != workers[x->flow_node]))
                 fuzz_fail("'%s': condition %zu resolved to the flow's node %d", text, i,
                           x->flow_node);
         }
         r = c;
         cp_diag_init(&d);
-        st = cp_mon_conditions_resolve(&r, "model.om", NULL, 0, &d);
+        st = cp_mon_conditions_resolve(&r, "model.om", NULL, NULL, 0, &d);
         fuzz_expect_refusal("cp_mon_conditions_resolve", st, &d);
         for (size_t i = 0; st == CP_OK && i < r.n; i++)
             if (r.c[i].node == CP_MON_NODE_FLOW)

@@ -23,13 +23,14 @@ static const struct {
     {"error_rate", CP_MON_ERROR_RATE, CP_CONSTRAINT_PRECISION_LOSS, false},
     {"throughput", CP_MON_THROUGHPUT, CP_CONSTRAINT_THROUGHPUT, false},
     {"queue_depth", CP_MON_QUEUE_DEPTH, CP_CONSTRAINT_THROUGHPUT, true},
+    {"busy", CP_MON_BUSY, CP_CONSTRAINT_PRECISION_LOSS, false},
 };
 
 static const char *const NODES[CP_MON_N_NODES] = {"http", "model", "reply"};
 
 #define KNOWN_STATS                                                                                \
     "p50_latency, p90_latency, p99_latency, mean_latency, max_latency, error_rate, throughput, "   \
-    "queue_depth"
+    "queue_depth, busy (a flow node's)"
 
 static bool is_space(char c)
 {
@@ -81,7 +82,12 @@ static enum cp_status parse_item(const char *s, size_t len, struct cp_mon_condit
         return item_error(d, s, len, msg);
     }
     c->stat = STATS[found].stat;
-    if (c->node != -1 && c->stat >= CP_MON_ERROR_RATE && c->stat != CP_MON_QUEUE_DEPTH)
+    if (c->stat == CP_MON_BUSY && c->node != CP_MON_NODE_FLOW)
+        return item_error(d, s, len,
+                          "busy is a flow node's share of its workers' time, as in "
+                          "denoiser.busy>90%");
+    if (c->node != -1 && c->stat >= CP_MON_ERROR_RATE && c->stat != CP_MON_QUEUE_DEPTH &&
+        c->stat != CP_MON_BUSY)
         return item_error(d, s, len,
                           "a node has latencies and a queue depth (NODE.p99_latency, "
                           "model.queue_depth); error_rate and throughput are the service's");
@@ -164,7 +170,8 @@ enum cp_status cp_mon_conditions_parse(const char *text, struct cp_mon_condition
 }
 
 enum cp_status cp_mon_conditions_resolve(struct cp_mon_conditions *c, const char *what,
-                                         const char *const *flow_nodes, size_t n, struct cp_diag *d)
+                                         const char *const *flow_nodes, const int *workers,
+                                         size_t n, struct cp_diag *d)
 {
     for (size_t k = 0; k < c->n; k++) {
         struct cp_mon_condition *cd = &c->c[k];
@@ -175,6 +182,7 @@ enum cp_status cp_mon_conditions_resolve(struct cp_mon_conditions *c, const char
             if (flow_nodes[i] && strcmp(flow_nodes[i], cd->node_name) == 0) {
                 cd->flow_node = (int)i;
                 cd->node = CP_MON_NODE_FLOW;
+                cd->workers = workers && workers[i] > 0 ? workers[i] : 1;
                 break;
             }
         if (cd->node != CP_MON_NODE_FLOW || cd->flow_node >= 0)
@@ -211,6 +219,7 @@ void cp_mon_format_value(const struct cp_mon_condition *c, double v, char out[48
         snprintf(out, 48, "%.3g", v);
         return;
     case CP_MON_ERROR_RATE:
+    case CP_MON_BUSY:
         snprintf(out, 48, "%.3g%%", v);
         return;
     case CP_MON_THROUGHPUT:
@@ -250,13 +259,18 @@ static double node_value(const struct cp_mon_condition *cd, const struct cp_mon_
                          size_t n_calls, int64_t from_ns, int64_t to_ns, double *x)
 {
     size_t m = 0;
+    double busy = 0;
     for (size_t i = 0; i < n_calls; i++) {
         const struct cp_mon_node_call *k = &calls[i];
-        if (k->node == (uint32_t)cd->flow_node && k->done_ns > from_ns && k->done_ns <= to_ns)
+        if (k->node == (uint32_t)cd->flow_node && k->done_ns > from_ns && k->done_ns <= to_ns) {
             x[m++] = cd->stat == CP_MON_QUEUE_DEPTH ? (double)k->depth : (double)k->busy_ns / 1e9;
+            busy += (double)k->busy_ns;
+        }
     }
     if (m == 0)
         return NAN;
+    if (cd->stat == CP_MON_BUSY) /* a call ending in the window counts whole */
+        return 100 * busy / ((double)(to_ns - from_ns) * (cd->workers > 0 ? cd->workers : 1));
     if (cd->stat == CP_MON_MEAN || cd->stat == CP_MON_QUEUE_DEPTH) {
         double sum = 0;
         for (size_t i = 0; i < m; i++)

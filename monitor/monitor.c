@@ -352,7 +352,8 @@ enum cp_status cp_monitor_create(const struct cp_monitor_opts *o, struct cp_moni
         return cp_diag_set(d, CP_ERR_USAGE, "the recorder holds 1024 to 16777216 requests");
     struct cp_mon_conditions resolved = o->conditions;
     enum cp_status st = cp_mon_conditions_resolve(
-        &resolved, o->model_path, o->flow ? o->flow_nodes : NULL, o->flow ? o->n_flow_nodes : 0, d);
+        &resolved, o->model_path, o->flow ? o->flow_nodes : NULL, o->flow ? o->flow_workers : NULL,
+        o->flow ? o->n_flow_nodes : 0, d);
     if (st != CP_OK)
         return st;
     struct cp_monitor *m = cp_calloc(1, sizeof *m);
@@ -361,6 +362,7 @@ enum cp_status cp_monitor_create(const struct cp_monitor_opts *o, struct cp_moni
     m->o = *o;
     m->o.conditions = resolved;
     m->o.flow_nodes = NULL; /* borrowed only here */
+    m->o.flow_workers = NULL;
     m->o.n_flow_nodes = 0;
     m->cap = o->recorder_events;
     m->ring = cp_calloc(m->cap, sizeof *m->ring);

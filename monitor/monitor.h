@@ -9,8 +9,10 @@
  *     of which firing raises the alarm. The quantities and units are those
  *     of --constraints (rules/constraints.h): latency in ns/us/ms/s, rates in
  *     /s, shares in %. STATISTIC is p50_latency, p90_latency, p99_latency,
- *     mean_latency, max_latency, error_rate (%), throughput (/s) or
- *     queue_depth (a count, no unit); NODE (http, model or reply) narrows a
+ *     mean_latency, max_latency, error_rate (%), throughput (/s),
+ *     queue_depth (a count, no unit) or busy (%, a flow node's only: its
+ *     calls' busy time over the window, a share of its workers' time);
+ *     NODE (http, model or reply) narrows a
  *     latency or queue_depth to that node of the served model, and a flow's
  *     own node (by its name in the flow) to that node's calls: a latency
  *     is a call's busy time, queue_depth its input queue's depth at the
@@ -51,8 +53,9 @@ enum cp_mon_stat {
     CP_MON_ERROR_RATE,
     CP_MON_THROUGHPUT,
     CP_MON_QUEUE_DEPTH,
+    CP_MON_BUSY, /* a flow node's: its calls' busy time, a share of its workers' time */
 };
-#define CP_MON_STAT_COUNT 8
+#define CP_MON_STAT_COUNT 9
 
 /* The served model's nodes (serve/serve.h): -1 the whole request. */
 enum { CP_MON_NODE_HTTP = 0, CP_MON_NODE_MODEL, CP_MON_NODE_REPLY, CP_MON_N_NODES };
@@ -67,6 +70,7 @@ struct cp_mon_condition {
     char node_name[64]; /* as given; "" for the whole request */
     int node;           /* -1, CP_MON_NODE_*, or CP_MON_NODE_FLOW */
     int flow_node;      /* CP_MON_NODE_FLOW: the flow's node; else -1 */
+    int workers;        /* CP_MON_NODE_FLOW: its workers (busy's base); else 0 */
     enum cp_mon_stat stat;
     bool above;     /* fires when the value is above (> or >=) the threshold, else below */
     bool inclusive; /* >= or <= */
@@ -89,12 +93,13 @@ enum cp_status cp_mon_conditions_parse(const char *text, struct cp_mon_condition
 
 /* Resolve the conditions' node names against what is served: a model
  * (flow_nodes NULL: http, model and reply only), or a flow `what` whose
- * nodes are flow_nodes[0..n) (a flow's node of that name wins over http,
- * model and reply). Errors (CP_ERR_USAGE): a node nothing served has,
- * naming the ones it has. */
+ * nodes are flow_nodes[0..n) with workers[0..n) (NULL: one each; a flow's
+ * node of that name wins over http, model and reply). Errors
+ * (CP_ERR_USAGE): a node nothing served has, naming the ones it has; busy
+ * on what is not a flow's node. */
 enum cp_status cp_mon_conditions_resolve(struct cp_mon_conditions *c, const char *what,
-                                         const char *const *flow_nodes, size_t n,
-                                         struct cp_diag *d);
+                                         const char *const *flow_nodes, const int *workers,
+                                         size_t n, struct cp_diag *d);
 
 /* A value of condition c's quantity as text ("83.2ms", "4.1%", "120/s", "7"). */
 void cp_mon_format_value(const struct cp_mon_condition *c, double v, char out[48]);
@@ -195,6 +200,7 @@ struct cp_monitor_opts {
                                     * the deep trace records them with the inference nodes'
                                     * runtime and kernel layers */
     const char *const *flow_nodes; /* a flow's node names (conditions resolve against them) */
+    const int *flow_workers;       /* and their workers (NULL: one each) */
     size_t n_flow_nodes;
     int max_batch, threads;
     const char *rules_dir; /* NULL: the default packs */

@@ -63,6 +63,8 @@ Test(monitor, conditions_use_the_constraint_grammars_quantities_and_units)
     parse_bad("p99_latency>-1s", "cannot be negative");
     parse_bad("p99_latency=2s", "expected >, >=, < or <=");
     parse_bad("gpu.error_rate>1%", "error_rate and throughput are the service's");
+    parse_bad("busy>50%", "busy is a flow node's");
+    parse_bad("model.busy>50%", "busy is a flow node's");
     parse_bad("model.error_rate>1%", "error_rate and throughput are the service's");
     parse_bad("http.queue_depth>3", "only the model node has a queue");
     parse_bad("queue_depth>3ms", "a count without a unit");
@@ -182,7 +184,7 @@ Test(monitor, a_flows_own_nodes_resolve_by_name_and_take_their_calls_values)
     static const char *const flow[] = {"src", "prep", "model", "steps.denoiser", "out"};
     struct cp_mon_conditions c =
         parse_ok("prep.p99_latency>30ms,steps.denoiser.mean_latency>1s,prep.queue_depth>4,"
-                 "http.p99_latency>1s,model.p50_latency>1s");
+                 "http.p99_latency>1s,model.p50_latency>1s,prep.busy>50%");
     cr_expect_eq(c.c[0].node, CP_MON_NODE_FLOW);
     cr_expect_str_eq(c.c[0].node_name, "prep");
     cr_expect_str_eq(c.c[1].node_name, "steps.denoiser"); /* the statistic follows the last dot */
@@ -190,12 +192,13 @@ Test(monitor, a_flows_own_nodes_resolve_by_name_and_take_their_calls_values)
     struct cp_mon_conditions r = c;
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_expect_eq(cp_mon_conditions_resolve(&r, "m.om", NULL, 0, &d), CP_ERR_USAGE);
+    cr_expect_eq(cp_mon_conditions_resolve(&r, "m.om", NULL, NULL, 0, &d), CP_ERR_USAGE);
     cr_expect(strstr(d.msg, "no node 'prep' in a served model") != NULL, "%s", d.msg);
     /* a flow resolves its names; its node "model" wins over the stage */
     r = c;
     cp_diag_init(&d);
-    cr_assert_eq(cp_mon_conditions_resolve(&r, "f.toml", flow, 5, &d), CP_OK, "%s", d.msg);
+    static const int workers[] = {1, 2, 1, 1, 1};
+    cr_assert_eq(cp_mon_conditions_resolve(&r, "f.toml", flow, workers, 5, &d), CP_OK, "%s", d.msg);
     cr_expect_eq(r.c[0].flow_node, 1);
     cr_expect_eq(r.c[1].flow_node, 3);
     cr_expect_eq(r.c[3].node, CP_MON_NODE_HTTP);
@@ -203,7 +206,7 @@ Test(monitor, a_flows_own_nodes_resolve_by_name_and_take_their_calls_values)
     cr_expect_eq(r.c[4].flow_node, 2);
     struct cp_mon_conditions bad = parse_ok("prpe.p99_latency>1s");
     cp_diag_init(&d);
-    cr_expect_eq(cp_mon_conditions_resolve(&bad, "f.toml", flow, 5, &d), CP_ERR_USAGE);
+    cr_expect_eq(cp_mon_conditions_resolve(&bad, "f.toml", flow, workers, 5, &d), CP_ERR_USAGE);
     cr_expect(strstr(d.msg, "no node 'prpe'") && strstr(d.msg, "src, prep, model"), "%s", d.msg);
 
     /* 100 requests in 10 s; prep's 100 calls take 10 ms, the last 10 of
@@ -227,6 +230,9 @@ Test(monitor, a_flows_own_nodes_resolve_by_name_and_take_their_calls_values)
     cr_expect_float_eq(val.v[0], 0.050, 1e-9);      /* prep's p99 */
     cr_expect_float_eq(val.v[1], 0.2, 1e-9);        /* the denoiser's mean */
     cr_expect_float_eq(val.v[2], 60.0 / 100, 1e-9); /* prep's mean depth */
+    /* prep busy 90 x 10 ms + 10 x 50 ms = 1.4 s of its 2 workers' 10 s */
+    cr_expect_float_eq(val.v[5], 100 * 1.4 / 20, 1e-6);
+    cr_expect(!cp_mon_condition_fires(&r.c[5], val.v[5]));
     cr_expect(cp_mon_condition_fires(&r.c[0], val.v[0]));
     /* the first 8 s: prep is at 10 ms */
     cp_mon_window(&r, v, n, calls, 200, S(0) - 1, S(8), 20, &val);

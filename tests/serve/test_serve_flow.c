@@ -246,9 +246,10 @@ Test(serve_flow, a_condition_on_a_flows_own_node_fires_when_that_node_slows)
     json_t *fired = json_object_get(j, "fired");
     cr_expect_str_eq(json_string_value(json_object_get(fired, "condition")),
                      "wait.p99_latency>12ms");
-    /* the node's own calls: about 25 ms, not the request's latency */
+    /* the node's own calls: about 25 ms (more when a loaded machine preempts
+     * the spin), not the request's latency */
     double v = json_number_value(json_object_get(fired, "value"));
-    cr_expect(v > 0.020 && v < 0.060, "value %g s", v);
+    cr_expect(v > 0.020 && v < 0.200, "value %g s", v);
     /* the recorder's node calls name the node that slowed */
     json_t *fn = json_object_get(j, "flow_nodes");
     cr_expect_str_eq(json_string_value(json_object_get(fn, "grew_most")), "wait", "%s",
