@@ -62,8 +62,9 @@ static const struct cp_opt serve_own[] = {
     {"min-requests", 0, CP_OPT_VALUE, OPT_MIN_REQUESTS, "N",
      "monitor: a window of fewer answered requests decides nothing (default 20)"},
     {"monitor", 0, CP_OPT_VALUE, OPT_MONITOR, "CONDITIONS",
-     "watch the service: \"p99_latency>2s\", \"error_rate>1%,model.p99_latency>50ms\" "
-     "(docs/serving.md); a firing dumps the flight recorder, traces deep, diagnoses and alerts"},
+     "watch the service: \"p99_latency>2s\", \"error_rate>1%,model.p99_latency>50ms\", a "
+     "flow's own nodes \"denoiser.p99_latency>400ms,prep.busy>90%\" (docs/serving.md); a firing "
+     "dumps the flight recorder, traces deep, diagnoses and alerts"},
     {"port", 0, CP_OPT_VALUE, OPT_PORT, "P", "the port to listen on (0: any free one, printed)"},
     {"ready-file", 0, CP_OPT_VALUE, OPT_READY, "FILE",
      "write the port to FILE once listening (for scripts and tests)"},
