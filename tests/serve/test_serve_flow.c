@@ -137,13 +137,30 @@ Test(serve_flow, a_unit_that_refuses_a_request_answers_400_and_the_flow_goes_on)
     free(f);
 }
 
-/* Serve text_flow() with `args` (a monitor and a fire drill), load it at
+/* Serve text_flow() with `--monitor cond` (a 2 s window held 1 s, a 2 s
+ * deep trace, 10 requests at least) and the fire drill `drill`, load it at
  * 20 requests/s for `seconds`, stop it, and read the one incident it must
  * have written: its folder (dir) and findings.json; what serve printed in
  * *printed. */
-static json_t *one_incident(const char *f, const char *const *args, uint64_t seed, double seconds,
-                            char *dir, size_t n_dir, char **printed)
+static json_t *one_incident(const char *f, const char *cond, const char *drill, uint64_t seed,
+                            double seconds, char *dir, size_t n_dir, char **printed)
 {
+    char *inc = cp_t_path("incidents");
+    const char *args[] = {"--monitor",
+                          cond,
+                          "--window",
+                          "2s",
+                          "--for",
+                          "1s",
+                          "--deep-trace",
+                          "2s",
+                          "--min-requests",
+                          "10",
+                          "--incident-dir",
+                          inc,
+                          "--inject-slowdown",
+                          drill,
+                          NULL};
     struct server s = serve_start(f, args);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
@@ -156,12 +173,8 @@ static json_t *one_incident(const char *f, const char *const *args, uint64_t see
     cr_expect_eq(lr.errors, 0);
     *printed = NULL;
     cr_expect_eq(serve_stop(&s, printed), 0, "%s", *printed);
-    const char *inc = NULL;
-    for (size_t i = 0; args[i]; i++)
-        if (strcmp(args[i], "--incident-dir") == 0)
-            inc = args[i + 1];
-    cr_assert_not_null(inc);
     cr_assert_eq(serve_incidents(inc, dir, n_dir), 1, "%s", *printed);
+    free(inc);
     char *path = cp_t_fmt("%s/findings.json", dir);
     json_error_t e;
     json_t *j = json_load_file(path, 0, &e);
@@ -173,24 +186,8 @@ static json_t *one_incident(const char *f, const char *const *args, uint64_t see
 Test(serve_flow, a_monitored_flow_traces_its_own_nodes_in_an_incident)
 {
     char *f = text_flow();
-    char *inc = cp_t_path("incidents");
-    const char *args[] = {"--monitor",
-                          "p99_latency>60ms",
-                          "--window",
-                          "2s",
-                          "--for",
-                          "1s",
-                          "--deep-trace",
-                          "2s",
-                          "--min-requests",
-                          "10",
-                          "--incident-dir",
-                          inc,
-                          "--inject-slowdown",
-                          "3s:+120",
-                          NULL};
     char dir[1200], *printed = NULL;
-    json_t *j = one_incident(f, args, 2, 8, dir, sizeof dir, &printed);
+    json_t *j = one_incident(f, "p99_latency>60ms", "3s:+120", 2, 8, dir, sizeof dir, &printed);
     json_t *deep = json_object_get(j, "deep_trace");
     cr_expect_geq(json_integer_value(json_object_get(deep, "flow_run")), 1, "%s",
                   json_dumps(deep, 0));
@@ -203,7 +200,6 @@ Test(serve_flow, a_monitored_flow_traces_its_own_nodes_in_an_incident)
     cr_expect(enc, "%s", json_dumps(json_object_get(j, "node_bottleneck"), 0));
     json_decref(j);
     free(printed);
-    free(inc);
     free(f);
 }
 
@@ -224,24 +220,9 @@ Test(serve_flow, a_condition_on_a_flows_own_node_fires_when_that_node_slows)
     /* the delay node spins 3 ms a call; from 4 s on, 25 ms: its own p99
      * crosses 12 ms while nothing else changes */
     char *f = text_flow();
-    char *inc = cp_t_path("incidents");
-    const char *args[] = {"--monitor",
-                          "wait.p99_latency>12ms",
-                          "--window",
-                          "2s",
-                          "--for",
-                          "1s",
-                          "--deep-trace",
-                          "2s",
-                          "--min-requests",
-                          "10",
-                          "--incident-dir",
-                          inc,
-                          "--inject-slowdown",
-                          "4s:+22@wait",
-                          NULL};
     char dir[1200], *printed = NULL;
-    json_t *j = one_incident(f, args, 3, 9, dir, sizeof dir, &printed);
+    json_t *j =
+        one_incident(f, "wait.p99_latency>12ms", "4s:+22@wait", 3, 9, dir, sizeof dir, &printed);
     ct_assert_mentions(printed, "FIRING: wait.p99_latency>12ms", NULL);
     json_t *fired = json_object_get(j, "fired");
     cr_expect_str_eq(json_string_value(json_object_get(fired, "condition")),
@@ -275,7 +256,6 @@ Test(serve_flow, a_condition_on_a_flows_own_node_fires_when_that_node_slows)
     free(alert);
     json_decref(j);
     free(printed);
-    free(inc);
     free(f);
 }
 
