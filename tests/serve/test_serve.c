@@ -166,9 +166,9 @@ Test(serve, load_is_counted_in_the_metrics_and_batches_form)
     cp_run_release(&r);
 }
 
-/* A model whose batch dimension is left open ("N" x 4), served one request
- * at a time and in batches: its batch is the one served. */
-Test(serve, a_model_with_an_open_batch_is_served_at_the_batch_asked_for)
+/* A Relu whose batch dimension is left open: x, y f32 ["N", 4], written
+ * in the scratch folder; its path. */
+static char *open_batch_relu(void)
 {
     char *path = cp_t_path("open_batch.onnx");
     struct cp_t_onnx *m = cp_t_onnx_new(13);
@@ -178,6 +178,14 @@ Test(serve, a_model_with_an_open_batch_is_served_at_the_batch_asked_for)
     cp_t_onnx_node(m, "Relu", "relu", "x", "y");
     cr_assert(cp_t_onnx_write(m, path));
     cp_t_onnx_free(m);
+    return path;
+}
+
+/* A model whose batch dimension is left open ("N" x 4), served one request
+ * at a time and in batches: its batch is the one served. */
+Test(serve, a_model_with_an_open_batch_is_served_at_the_batch_asked_for)
+{
+    char *path = open_batch_relu();
     static const char *const batched[] = {"--max-batch", "4", NULL};
     for (int k = 0; k < 2; k++) {
         struct server s = serve_start(path, k ? batched : NULL);
@@ -234,14 +242,7 @@ static void *relu_call_main(void *arg)
 
 Test(serve, requests_batched_together_each_get_their_own_rows)
 {
-    char *path = cp_t_path("open_batch.onnx");
-    struct cp_t_onnx *m = cp_t_onnx_new(13);
-    const int64_t dims[] = {-1, 4};
-    cp_t_onnx_input(m, "x", CP_T_F32, 2, dims);
-    cp_t_onnx_output(m, "y", CP_T_F32, 2, dims);
-    cp_t_onnx_node(m, "Relu", "relu", "x", "y");
-    cr_assert(cp_t_onnx_write(m, path));
-    cp_t_onnx_free(m);
+    char *path = open_batch_relu();
     static const char *const args[] = {"--max-batch", "4", "--batch-window", "500", NULL};
     struct server s = serve_start(path, args);
     struct relu_call c[4];
