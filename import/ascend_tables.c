@@ -14,7 +14,11 @@
  *   info.json             the device's core counts and clock (PROF_*).
  *
  * Every table is read by its header names; a table of another version
- * whose columns are not there is skipped and the import says so. */
+ * whose columns are not there is skipped and the import says so. The
+ * statistic tables' other numeric columns are kept as whole-run counters,
+ * one per row and column: "opstat.<OP Type>.<column>",
+ * "apistat.<API Name>.<column>" (a key repeated is averaged; at most
+ * EXTRA_ROWS rows a table). */
 #define _GNU_SOURCE /* strcasestr */
 #include "import/import_internal.h"
 
@@ -131,6 +135,24 @@ static bool cell_num(const struct cp_imp_row *r, int col, double *x)
     return v.s && cp_imp_val_num(&v, x) && isfinite(*x);
 }
 
+/* A statistic table's columns that are neither read nor an identity: kept
+ * as counters, per row. */
+#define EXTRA_ROWS 512
+#define EXTRA_COLS 64
+
+static bool extra_column(const struct cols *c, const struct cp_imp_row *h, size_t i)
+{
+    static const char *const ids[] = {"Device_id", "Device ID", "Level", "Core Type",
+                                      "Rank ID",   "Step",      "Type"};
+    for (size_t k = 0; k < c->n; k++)
+        if (c->at[k] == (int)i)
+            return false;
+    for (size_t k = 0; k < sizeof ids / sizeof *ids; k++)
+        if (h->len[i] == strlen(ids[k]) && memcmp(h->f[i], ids[k], h->len[i]) == 0)
+            return false;
+    return h->len[i] > 0;
+}
+
 /* A table's reader: its row function and what it needs of the header. */
 struct table {
     struct cp_imp_sink *k;
@@ -158,7 +180,42 @@ struct table {
     size_t n_top;
     double peak_allocated_mb;
     struct cp_imp_pool pool;
+    /* the statistic tables' other numeric columns: their headers, the
+     * rows kept so far */
+    const char *extra[EXTRA_COLS]; /* pool; NULL: not kept */
+    size_t extra_rows;
 };
+
+/* The header's other columns, noted (the first row of a statistic table). */
+static enum cp_status extra_header(struct table *t, const struct cp_imp_row *h, struct cp_diag *d)
+{
+    for (size_t i = 0; i < h->n && i < EXTRA_COLS; i++)
+        if (extra_column(&t->c, h, i) &&
+            !(t->extra[i] = cp_imp_pool_add(&t->pool, h->f[i], h->len[i])))
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    return CP_OK;
+}
+
+/* A row's other numeric cells as counters "<prefix>.<key>.<column>"; a
+ * cell that is not a number (N/A, text) is left out. */
+static enum cp_status extra_row(struct table *t, const char *prefix, struct cp_imp_val key,
+                                const struct cp_imp_row *r, struct cp_diag *d)
+{
+    if (!key.s || key.len == 0 || t->extra_rows >= EXTRA_ROWS)
+        return CP_OK;
+    t->extra_rows++;
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; st == CP_OK && i < r->n && i < EXTRA_COLS; i++) {
+        double x;
+        if (!t->extra[i] || !cell_num(r, (int)i, &x))
+            continue;
+        char name[400];
+        snprintf(name, sizeof name, "%s.%.*s.%.150s", prefix, (int)(key.len > 150 ? 150 : key.len),
+                 key.s, t->extra[i]);
+        st = cp_imp_sink_acc(t->k, -1, name, x, 1, false, d);
+    }
+    return st;
+}
 
 /* ---- op_statistic.csv --------------------------------------------------------------------- */
 
@@ -166,12 +223,16 @@ static const char *const OPSTAT[] = {"OP Type", "Count", "Total Time(us)"};
 
 static enum cp_status opstat_row(void *u, const struct cp_imp_row *r, struct cp_diag *d)
 {
-    (void)d;
     struct table *t = u;
     if (r->number == 1) {
         find_cols(&t->c, r);
         t->usable = t->c.at[1] >= 0 && t->c.at[2] >= 0;
-        return CP_OK;
+        return t->usable ? extra_header(t, r, d) : CP_OK;
+    }
+    if (t->usable) {
+        enum cp_status st = extra_row(t, "opstat", cp_imp_cell(r, t->c.at[0]), r, d);
+        if (st != CP_OK)
+            return st;
     }
     double count, us;
     if (t->usable && cell_num(r, t->c.at[1], &count) && cell_num(r, t->c.at[2], &us) &&
@@ -191,12 +252,16 @@ static const char *const APISTAT_COUNTERS[4] = {"apistat.compile_calls", "apista
 
 static enum cp_status apistat_row(void *u, const struct cp_imp_row *r, struct cp_diag *d)
 {
-    (void)d;
     struct table *t = u;
     if (r->number == 1) {
         find_cols(&t->c, r);
         t->usable = t->c.at[1] >= 0 && t->c.at[2] >= 0 && t->c.at[3] >= 0;
-        return CP_OK;
+        return t->usable ? extra_header(t, r, d) : CP_OK;
+    }
+    if (t->usable) {
+        enum cp_status st = extra_row(t, "apistat", cp_imp_cell(r, t->c.at[1]), r, d);
+        if (st != CP_OK)
+            return st;
     }
     struct cp_imp_val level = cp_imp_cell(r, t->c.at[0]), api = cp_imp_cell(r, t->c.at[1]);
     double us, count;

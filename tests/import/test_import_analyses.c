@@ -78,6 +78,26 @@ Test(import_analyses, the_summary_tables_matrix_and_device_info_are_read)
     /* op_statistic counts 4 tasks; the timeline holds 3 (its HCCL task is
      * not in this trace): both are reported, for the user to see */
     cr_expect_float_eq(json_number_value(json_object_get(j, "op_statistic_tasks")), 4, 1e-9);
+    /* the statistic tables' other numeric columns, kept per row; N/A, text
+     * and identity columns are not */
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
+                                 "'opstat.TransData.Max Time(us)'"),
+                       25, 1e-9);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
+                                 "'opstat.MatMulV2.Ratio(%)'"),
+                       54.4, 1e-9);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name LIKE "
+                           "'opstat.hcom_allReduce_.Ratio%'"),
+                 0, "N/A is absent");
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name LIKE 'opstat.%.Device_id' "
+                           "OR name LIKE 'opstat.%.Core Type' OR name LIKE 'apistat.%.Level'"),
+                 0);
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
+                                 "'apistat.aclopCompileAndExecute.Avg(us)'"),
+                       100, 1e-9);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name LIKE 'apistat.%.Count' OR "
+                           "name LIKE 'opstat.%.Total Time(us)'"),
+                 0, "the columns read are not kept twice");
     cr_expect_str_eq(json_string_value(json_object_get(j, "slowest_link")), "0-2.HCCS at 50 GB/s",
                      "the total entries, not top1's");
     /* info.json: 20 AI Cores; the TransData tasks' block dim 8 is not a
