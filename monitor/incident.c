@@ -558,58 +558,86 @@ static void node_changes(struct incident *in)
 }
 
 /* The kernel layer under a flow's inference nodes in the deep trace: each
- * node's kernel time and its kernels with the most (a node's kernels are
- * on its workers' threads). */
+ * node's kernel time and its kernels with the most, from its workers'
+ * model runs (the flow run's "model_run:NODE:WORKER" counters). */
 struct kernel_sum {
-    int node;
-    char name[96];
+    int64_t idx;
     double ns;
-    size_t n;
+    int64_t runs;
 };
-
-struct kernel_acc {
-    int *node_of_thread; /* by thread, -1: none */
-    size_t n_threads;
-    struct kernel_sum *s;
-    size_t n, cap;
-};
-
-static enum cp_status add_kernel(void *ctx, const struct cp_trace_event_row *e, struct cp_diag *d)
-{
-    struct kernel_acc *a = ctx;
-    if (e->thread < 0 || (size_t)e->thread >= a->n_threads || a->node_of_thread[e->thread] < 0)
-        return CP_OK;
-    int node = a->node_of_thread[e->thread];
-    const char *name = e->name ? e->name : "?";
-    for (size_t i = 0; i < a->n; i++)
-        if (a->s[i].node == node && strncmp(a->s[i].name, name, sizeof a->s[i].name - 1) == 0) {
-            a->s[i].ns += (double)e->dur_ns;
-            a->s[i].n++;
-            return CP_OK;
-        }
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? a->cap * 2 : 64;
-        struct kernel_sum *g = cp_realloc_array(a->s, nc, sizeof *g);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        a->s = g;
-        a->cap = nc;
-    }
-    struct kernel_sum *k = &a->s[a->n++];
-    memset(k, 0, sizeof *k);
-    k->node = node;
-    snprintf(k->name, sizeof k->name, "%s", name);
-    k->ns = (double)e->dur_ns;
-    k->n = 1;
-    return CP_OK;
-}
 
 static int by_time(const void *x, const void *y)
 {
     const struct kernel_sum *a = x, *b = y;
-    if (a->node != b->node)
-        return a->node - b->node;
     return (a->ns < b->ns) - (a->ns > b->ns);
+}
+
+/* One node's kernels: its workers' runs summed by kernel index (one plan). */
+static enum cp_status node_kernels(struct cp_trace_store *s, const struct cp_trace_counter *runs,
+                                   size_t n_runs, const char *node, size_t len, json_t *arr,
+                                   struct cp_buf *md, struct cp_diag *d)
+{
+    struct kernel_sum *sum = NULL;
+    size_t n_sum = 0;
+    struct cp_trace_kernel_desc *kd = NULL;
+    size_t n_kd = 0;
+    enum cp_status st = CP_OK;
+    for (size_t r = 0; st == CP_OK && r < n_runs; r++) {
+        const char *c = runs[r].name + strlen("model_run:");
+        if (strncmp(c, node, len) != 0 || c[len] != ':')
+            continue;
+        int64_t run = (int64_t)runs[r].value;
+        struct cp_trace_kernel_time *kt = NULL;
+        size_t n_kt = 0;
+        st = cp_trace_query_kernel_times(s, run, NULL, 0, &kt, &n_kt, d);
+        if (st == CP_OK && !kd)
+            st = cp_trace_query_kernels(s, run, &kd, &n_kd, d);
+        for (size_t i = 0; st == CP_OK && i < n_kt; i++) {
+            size_t j = 0;
+            while (j < n_sum && sum[j].idx != kt[i].kernel_idx)
+                j++;
+            if (j == n_sum) {
+                struct kernel_sum *g = cp_realloc_array(sum, n_sum + 1, sizeof *g);
+                if (!g) {
+                    st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                sum = g;
+                sum[n_sum++] = (struct kernel_sum){.idx = kt[i].kernel_idx};
+            }
+            sum[j].ns += kt[i].total_ns;
+            sum[j].runs += kt[i].events;
+        }
+        free(kt);
+    }
+    if (st == CP_OK && n_sum) {
+        qsort(sum, n_sum, sizeof *sum, by_time);
+        double total = 0;
+        for (size_t j = 0; j < n_sum; j++)
+            total += sum[j].ns;
+        json_t *o = json_object(), *top = json_array();
+        cp_json_set_str(o, "node", node);
+        cp_json_set_num(o, "kernel_ms", total / 1e6);
+        cp_buf_printf(md, "- **%s**: %.1f ms in kernels;", node, total / 1e6);
+        for (size_t j = 0; j < n_sum && j < 5; j++) {
+            const char *name =
+                sum[j].idx >= 0 && (size_t)sum[j].idx < n_kd ? kd[sum[j].idx].node : "?";
+            json_t *t = json_object();
+            cp_json_set_str(t, "kernel", name);
+            cp_json_set_num(t, "ms", sum[j].ns / 1e6);
+            cp_json_set_int(t, "runs", sum[j].runs);
+            cp_json_set_num(t, "share", total > 0 ? sum[j].ns / total : 0);
+            json_array_append_new(top, t);
+            cp_buf_printf(md, "%s %s %.0f%% (%lld runs)", j ? "," : "", name,
+                          total > 0 ? 100 * sum[j].ns / total : 0, (long long)sum[j].runs);
+        }
+        cp_buf_puts(md, "\n");
+        json_object_set_new(o, "top_kernels", top);
+        json_array_append_new(arr, o);
+    }
+    cp_trace_kernels_free(kd, n_kd);
+    free(sum);
+    return st;
 }
 
 static void flow_kernels(struct incident *in, int64_t flow_run)
@@ -617,76 +645,44 @@ static void flow_kernels(struct incident *in, int64_t flow_run)
     char path[1200];
     path_in(in, "deep.db", path, sizeof path);
     struct cp_trace_store *s = NULL;
-    struct cp_trace_node_call *calls = NULL;
-    size_t n_calls = 0;
-    struct cp_trace_pipeline pl;
-    memset(&pl, 0, sizeof pl);
-    struct kernel_acc a;
-    memset(&a, 0, sizeof a);
+    struct cp_trace_counter *runs = NULL;
+    size_t n_runs = 0;
     struct cp_diag d;
     cp_diag_init(&d);
     enum cp_status st = cp_trace_store_open_ro(path, &s, &d);
     if (st == CP_OK)
-        st = cp_trace_query_pipeline(s, flow_run, &pl, &d);
-    if (st == CP_OK)
-        st = cp_trace_query_node_calls(s, flow_run, &calls, &n_calls, &d);
-    for (size_t i = 0; st == CP_OK && i < n_calls; i++)
-        if (calls[i].thread >= 0 && (size_t)calls[i].thread + 1 > a.n_threads)
-            a.n_threads = (size_t)calls[i].thread + 1;
-    if (st == CP_OK && !(a.node_of_thread = cp_calloc(a.n_threads ? a.n_threads : 1, sizeof(int))))
-        st = cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; st == CP_OK && i < a.n_threads; i++)
-        a.node_of_thread[i] = -1;
-    for (size_t i = 0; st == CP_OK && i < n_calls; i++)
-        if (calls[i].thread >= 0)
-            a.node_of_thread[calls[i].thread] = calls[i].node;
-    if (st == CP_OK)
-        st = cp_trace_query_iteration_events(s, flow_run, CP_TRACE_LAYER_BIT(CP_LAYER_DEVICE), NULL,
-                                             add_kernel, &a, &d);
+        st = cp_trace_query_run_counters(s, flow_run, "model_run:", &runs, &n_runs, &d);
+    json_t *arr = json_array();
+    struct cp_buf md;
+    cp_buf_init(&md);
+    /* each node once, in the counters' order */
+    for (size_t r = 0; st == CP_OK && r < n_runs; r++) {
+        const char *c = runs[r].name + strlen("model_run:"), *colon = strrchr(c, ':');
+        size_t len = colon ? (size_t)(colon - c) : strlen(c);
+        bool seen = false;
+        for (size_t q = 0; q < r && !seen; q++)
+            seen = strncmp(runs[q].name + strlen("model_run:"), c, len + 1) == 0;
+        char node[160];
+        snprintf(node, sizeof node, "%.*s", (int)(len < 150 ? len : 150), c);
+        if (!seen)
+            st = node_kernels(s, runs, n_runs, node, len, arr, &md, &d);
+    }
     cp_trace_store_close(s);
     if (st != CP_OK) {
         step_error(in, "model_layer", d.msg);
-    } else if (a.n == 0) {
+    } else if (json_array_size(arr) == 0) {
         step_error(in, "model_layer",
                    "no kernel of the flow's inference nodes was recorded in the deep trace");
     } else {
-        qsort(a.s, a.n, sizeof *a.s, by_time);
-        json_t *arr = json_array();
         cp_buf_puts(&in->md, "\n## The kernel layer under the flow's inference nodes (the deep "
                              "trace)\n\n");
-        for (size_t i = 0; i < a.n;) {
-            size_t j = i;
-            double total = 0;
-            while (j < a.n && a.s[j].node == a.s[i].node)
-                total += a.s[j++].ns;
-            const char *node = a.s[i].node >= 0 && (size_t)a.s[i].node < pl.n_nodes
-                                   ? pl.nodes[a.s[i].node].name
-                                   : "?";
-            json_t *o = json_object(), *top = json_array();
-            cp_json_set_str(o, "node", node);
-            cp_json_set_num(o, "kernel_ms", total / 1e6);
-            cp_buf_printf(&in->md, "- **%s**: %.1f ms in kernels;", node, total / 1e6);
-            for (size_t k = i; k < j && k < i + 5; k++) {
-                json_t *t = json_object();
-                cp_json_set_str(t, "kernel", a.s[k].name);
-                cp_json_set_num(t, "ms", a.s[k].ns / 1e6);
-                cp_json_set_int(t, "runs", (int64_t)a.s[k].n);
-                cp_json_set_num(t, "share", total > 0 ? a.s[k].ns / total : 0);
-                json_array_append_new(top, t);
-                cp_buf_printf(&in->md, "%s %s %.0f%% (%zu runs)", k == i ? "" : ",", a.s[k].name,
-                              total > 0 ? 100 * a.s[k].ns / total : 0, a.s[k].n);
-            }
-            cp_buf_puts(&in->md, "\n");
-            json_object_set_new(o, "top_kernels", top);
-            json_array_append_new(arr, o);
-            i = j;
-        }
+        cp_buf_puts(&in->md, md.data ? md.data : "");
         json_object_set_new(in->f, "model_layer", arr);
+        arr = NULL;
     }
-    free(a.node_of_thread);
-    free(a.s);
-    cp_trace_node_calls_free(calls, n_calls);
-    cp_trace_pipeline_release(&pl);
+    json_decref(arr);
+    cp_buf_release(&md);
+    cp_trace_counters_free(runs, n_runs);
 }
 
 /* ---- the alert
