@@ -164,6 +164,11 @@ static bool record_call(struct pl_worker *w, struct pl_call *c, const struct pl_
  * record_end reads the recorders only once no such call is running. */
 static bool traced_begin(struct pl_exec *x, const struct pl_item *items, size_t n)
 {
+    /* most calls of a server run outside a deep trace: no lock for them
+     * (a recording that begins just after this check misses this call's
+     * kernels only) */
+    if (!atomic_load(&x->recording))
+        return false;
     pthread_mutex_lock(&x->mu);
     bool on = atomic_load(&x->recording);
     for (size_t i = 0; on && i < n; i++)
