@@ -86,14 +86,6 @@ static enum cp_status add_attr(struct pl_node *n, const char *key, const char *v
     return CP_OK;
 }
 
-static long node_index(const struct cp_flow *f, const char *name)
-{
-    for (size_t i = 0; i < f->n_nodes; i++)
-        if (strcmp(f->nodes[i].name, name) == 0)
-            return (long)i;
-    return -1;
-}
-
 static enum cp_status read_nodes(struct cp_flow *f, Agraph_t *g, const char *dot, int line0,
                                  struct cp_diag *d)
 {
@@ -151,8 +143,8 @@ static enum cp_status read_edges(struct cp_flow *f, Agraph_t *g, const char *dot
                                    "is 'in')",
                                    f->path, line, tail, head, head, hp);
             struct pl_edge *pe = &f->edges[f->n_edges++];
-            pe->from = (size_t)node_index(f, tail);
-            pe->to = (size_t)node_index(f, head);
+            pe->from = (size_t)cp_flow_node_index(f, tail);
+            pe->to = (size_t)cp_flow_node_index(f, head);
             pe->line = line;
         }
     return CP_OK;

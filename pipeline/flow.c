@@ -59,6 +59,14 @@ const char *cp_flow_name(const struct cp_flow *f)
     return f->name;
 }
 
+int cp_flow_node_index(const struct cp_flow *f, const char *name)
+{
+    for (size_t i = 0; name && i < f->n_nodes; i++)
+        if (strcmp(f->nodes[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
 const char *cp_flow_node_attr(const struct cp_flow *f, size_t i, const char *key)
 {
     return i < f->n_nodes ? pl_attr(&f->nodes[i], key) : NULL;

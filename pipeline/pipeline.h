@@ -34,6 +34,8 @@ struct cp_flow_node_info {
 size_t cp_flow_n_nodes(const struct cp_flow *f);
 void cp_flow_node(const struct cp_flow *f, size_t i, struct cp_flow_node_info *out);
 const char *cp_flow_name(const struct cp_flow *f);
+/* The node called `name`; -1 when the flow has none. */
+int cp_flow_node_index(const struct cp_flow *f, const char *name);
 /* Node i's key `key` as the file gives it (NULL when absent). */
 const char *cp_flow_node_attr(const struct cp_flow *f, size_t i, const char *key);
 /* The flow's edges, in the order the file gives them: edge i runs from
@@ -149,8 +151,6 @@ enum cp_status cp_flow_service_record_end(struct cp_flow_service *s, const char 
  * `ms` longer, spinning on its worker's CPU after its work, as a slower
  * unit would (0: none). */
 void cp_flow_service_inject(struct cp_flow_service *s, size_t node, int64_t from_ns, double ms);
-/* The node called `name`; -1 when the flow has none. */
-int cp_flow_service_node_index(const struct cp_flow_service *s, const char *name);
 
 /* An open-loop workload driven in process, as `cannprof load` drives a
  * server but without HTTP: Poisson arrivals at `rate` (stats/stats.h's,

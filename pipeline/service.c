@@ -284,14 +284,6 @@ void cp_flow_service_inject(struct cp_flow_service *s, size_t node, int64_t from
     atomic_store(&s->x.inject[node].ns, ms > 0 ? (int64_t)(ms * 1e6) : 0);
 }
 
-int cp_flow_service_node_index(const struct cp_flow_service *s, const char *name)
-{
-    for (size_t i = 0; name && i < s->x.f->n_nodes; i++)
-        if (strcmp(s->x.f->nodes[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
 void cp_flow_service_stop(struct cp_flow_service *s)
 {
     if (!s)

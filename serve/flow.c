@@ -71,17 +71,10 @@ enum cp_status sv_flow_open(struct server *sv, struct cp_diag *d)
     sv->flow_count = cp_calloc(n ? n : 1, sizeof *sv->flow_count);
     if (!sv->flow_bucket || !sv->flow_sum || !sv->flow_count)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    if (sv->o->inject_node && sv->o->inject_ms > 0) {
-        bool found = false;
-        for (size_t i = 0; i < n && !found; i++) {
-            struct cp_flow_node_info ni;
-            cp_flow_node(sv->flow, i, &ni);
-            found = strcmp(ni.name, sv->o->inject_node) == 0;
-        }
-        if (!found)
-            return cp_diag_set(d, CP_ERR_USAGE, "--inject-slowdown: %s has no node '%.100s'",
-                               sv->o->model_path, sv->o->inject_node);
-    }
+    if (sv->o->inject_node && sv->o->inject_ms > 0 &&
+        cp_flow_node_index(sv->flow, sv->o->inject_node) < 0)
+        return cp_diag_set(d, CP_ERR_USAGE, "--inject-slowdown: %s has no node '%.100s'",
+                           sv->o->model_path, sv->o->inject_node);
     st = cp_flow_service_start(sv->flow, on_call, sv, &sv->fs, d);
     /* warm up with the source's first file: the models' first runs, the
      * answer's shape */

@@ -424,7 +424,7 @@ enum cp_status cp_serve_run(const struct cp_serve_opts *o, struct cp_serve_stats
         int port = info ? info->port : o->port;
         __atomic_store_n(&sv.started_ns, sv_now_ns(), __ATOMIC_RELEASE);
         if (flow && o->inject_node && o->inject_ms > 0)
-            cp_flow_service_inject(sv.fs, (size_t)cp_flow_service_node_index(sv.fs, o->inject_node),
+            cp_flow_service_inject(sv.fs, (size_t)cp_flow_node_index(sv.flow, o->inject_node),
                                    sv.started_ns + (int64_t)(o->inject_after_s * 1e9),
                                    o->inject_ms);
         if (sv.hooks && sv.hooks->on_listening)
