@@ -253,6 +253,22 @@ static double request_s(const struct cp_serve_event *e, int k)
     }
 }
 
+/* A statistic of x[0..m): the mean (queue_depth too) or a quantile. */
+static double summarise(enum cp_mon_stat stat, double *x, size_t m)
+{
+    if (stat == CP_MON_MEAN || stat == CP_MON_QUEUE_DEPTH) {
+        double sum = 0;
+        for (size_t i = 0; i < m; i++)
+            sum += x[i];
+        return sum / (double)m;
+    }
+    double q = stat == CP_MON_P50   ? 0.5
+               : stat == CP_MON_P90 ? 0.9
+               : stat == CP_MON_P99 ? 0.99
+                                    : 1.0;
+    return cp_stats_quantile(x, m, q);
+}
+
 /* A flow node's value over its calls done in (from_ns, to_ns]: NAN when it
  * had none. x has room for n_calls. */
 static double node_value(const struct cp_mon_condition *cd, const struct cp_mon_node_call *calls,
@@ -271,17 +287,7 @@ static double node_value(const struct cp_mon_condition *cd, const struct cp_mon_
         return NAN;
     if (cd->stat == CP_MON_BUSY) /* a call ending in the window counts whole */
         return 100 * busy / ((double)(to_ns - from_ns) * (cd->workers > 0 ? cd->workers : 1));
-    if (cd->stat == CP_MON_MEAN || cd->stat == CP_MON_QUEUE_DEPTH) {
-        double sum = 0;
-        for (size_t i = 0; i < m; i++)
-            sum += x[i];
-        return sum / (double)m;
-    }
-    double q = cd->stat == CP_MON_P50   ? 0.5
-               : cd->stat == CP_MON_P90 ? 0.9
-               : cd->stat == CP_MON_P99 ? 0.99
-                                        : 1.0;
-    return cp_stats_quantile(x, m, q);
+    return summarise(cd->stat, x, m);
 }
 
 void cp_mon_window(const struct cp_mon_conditions *c, const struct cp_serve_event *ev, size_t n,
@@ -332,19 +338,7 @@ void cp_mon_window(const struct cp_mon_conditions *c, const struct cp_serve_even
                 e->queued_ns && e->run_end_ns)
                 x[m++] = cd->stat == CP_MON_QUEUE_DEPTH ? (double)e->depth : request_s(e, cd->node);
         }
-        double v = NAN;
-        if (cd->stat == CP_MON_MEAN || cd->stat == CP_MON_QUEUE_DEPTH) {
-            double sum = 0;
-            for (size_t i = 0; i < m; i++)
-                sum += x[i];
-            v = sum / (double)m;
-        } else {
-            double q = cd->stat == CP_MON_P50   ? 0.5
-                       : cd->stat == CP_MON_P90 ? 0.9
-                       : cd->stat == CP_MON_P99 ? 0.99
-                                                : 1.0;
-            v = cp_stats_quantile(x, m, q);
-        }
+        double v = summarise(cd->stat, x, m);
         out->v[k] = v;
         out->known[k] = isfinite(v);
     }
