@@ -83,6 +83,7 @@ enum key_kind {
     KEY_CORRELATION, /* Kineto: a launch and the kernel it launched */
     KEY_CALL_STACK,  /* a framework op's Python call stack */
     KEY_EXTERNAL,    /* Kineto: a framework op and the launches inside it */
+    KEY_TRANSPORT,   /* torch_npu: an HCCL task's link (SDMA, RDMA) */
 };
 
 static enum key_kind classify_key(const char *k, size_t n)
@@ -95,6 +96,8 @@ static enum key_kind classify_key(const char *k, size_t n)
         return KEY_TASK_TYPE;
     if (n == 11 && memcmp(k, "correlation", 11) == 0)
         return KEY_CORRELATION;
+    if (n == 14 && memcmp(k, "transport type", 14) == 0)
+        return KEY_TRANSPORT;
     if (n == 10 && (memcmp(k, "Call stack", 10) == 0 || memcmp(k, "Call Stack", 10) == 0))
         return KEY_CALL_STACK;
     if (n == 11 && (memcmp(k, "External id", 11) == 0 || memcmp(k, "external id", 11) == 0))
@@ -206,7 +209,7 @@ static enum cp_status spill_event(struct cp_imp_scan *s, const struct cp_imp_eve
     r.cat = cp_imp_spill_str(sp, &e->cat);
     r.pid = cp_imp_spill_str(sp, &e->pid);
     r.tid = cp_imp_spill_str(sp, &e->tid);
-    r.op_name = r.provider = r.task_type = -1;
+    r.op_name = r.provider = r.task_type = r.transport = -1;
     r.correlation = r.external = -1;
     bool python = ph == 'X' && has_ts && cp_imp_val_is(&e->cat, "python_function");
     int64_t py_id = -1, py_parent = -1;
@@ -227,6 +230,9 @@ static enum cp_status spill_event(struct cp_imp_scan *s, const struct cp_imp_eve
             break;
         case KEY_TASK_TYPE:
             r.task_type = cp_imp_spill_str(sp, v);
+            break;
+        case KEY_TRANSPORT:
+            r.transport = cp_imp_spill_str(sp, v);
             break;
         case KEY_CALL_STACK:
             if (v->s && v->len && r.name >= 0 && !cp_imp_scan_note_stack(s, r.name, v))

@@ -8,6 +8,7 @@
 #include "core/json.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ struct ev {
     int64_t ts, dur;
     struct cp_imp_val name, cat, pid, tid;
     struct cp_imp_val op_name, provider, task_type; /* the arguments placement reads */
+    struct cp_imp_val transport;                    /* an HCCL task's link */
     int64_t correlation, external;                  /* -1: none */
     size_t n_num;
     const char *num_key[CP_IMP_MAX_ARGS]; /* numeric arguments */
@@ -52,6 +54,16 @@ struct write {
     struct open_b **stack;
     size_t *depth, *cap;
     size_t n_threads;
+    /* torch_npu's HCCL tasks: the SDMA transfers below the bandwidth an
+     * idle link reaches, and the matmul tasks they may compete with for
+     * memory bandwidth (msprof-analyze's bandwidth contention check) */
+    struct span *slow, *mm;
+    size_t n_slow, cap_slow, n_mm, cap_mm;
+};
+
+struct span {
+    int64_t s, e;
+    int32_t it;
 };
 
 static const char *process_name(const struct cp_imp_scan *s, const struct cp_imp_val *pid)
@@ -109,6 +121,7 @@ struct placed {
     char impl[128];
     char origins[600];
     int32_t origin_id; /* the origin op's spill string id; -1: none */
+    bool plane;        /* torch_npu: a task of an HCCL plane, inside its collective */
 };
 
 /* A kernel's origin, as the JSON array the kernel table keeps. */
@@ -207,9 +220,12 @@ static bool place(const struct write *w, const struct ev *e, struct placed *p,
         if (pn && (strcmp(pn, "Ascend Hardware") == 0 || strcmp(pn, "HCCL") == 0)) {
             p->layer = CP_LAYER_DEVICE;
             const struct cp_imp_val *tt = &e->task_type;
-            if (strcmp(pn, "HCCL") == 0)
+            if (strcmp(pn, "HCCL") == 0) {
                 snprintf(p->op_type, sizeof p->op_type, "HCCL");
-            else
+                /* thread 0 holds the collectives, the others their planes'
+                 * tasks: the same time again, in parts */
+                p->plane = e->tid.s && !cp_imp_val_is(&e->tid, "0");
+            } else
                 ascend_op_type(&e->name, p->op_type, sizeof p->op_type);
             if (tt->s)
                 snprintf(p->impl, sizeof p->impl, "%.*s", (int)tt->len, tt->s);
@@ -284,6 +300,100 @@ static enum cp_status origin_stack(struct write *w, int32_t op, struct cp_diag *
     return st;
 }
 
+static enum cp_status add_span(struct span **v, size_t *n, size_t *cap, struct span x,
+                               struct cp_diag *d)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        struct span *g = cp_realloc_array(*v, nc, sizeof *g);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        *v = g;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = x;
+    return CP_OK;
+}
+
+/* The bandwidth of an SDMA transfer below which msprof-analyze's advisor
+ * calls it slowed by contention: 0.8 of its 18 GB/s baseline. */
+#define SDMA_CONTENDED_GBPS (0.8 * 18.0)
+
+/* A torch_npu device task the communication checks read (docs/import.md):
+ * an HCCL SDMA transfer's time, whether its size is a multiple of 512 bytes
+ * (hccl.misaligned_*), and when slow, its span; a matmul task's span. */
+static enum cp_status ascend_transfer(struct write *w, const struct ev *e, const struct placed *p,
+                                      int32_t it, int64_t ts, int64_t dur, struct cp_diag *d)
+{
+    if (strstr(p->op_type, "MatMul") || strstr(p->op_type, "Matmul")) {
+        /* a stream's tasks come in order: one that starts inside the last
+         * span extends it */
+        struct span *last = w->n_mm ? &w->mm[w->n_mm - 1] : NULL;
+        if (last && ts >= last->s && ts <= last->e) {
+            last->e = ts + dur > last->e ? ts + dur : last->e;
+            return CP_OK;
+        }
+        return add_span(&w->mm, &w->n_mm, &w->cap_mm, (struct span){ts, ts + dur, it}, d);
+    }
+    if (strcmp(p->op_type, "HCCL") != 0 || !cp_imp_val_is(&e->transport, "SDMA"))
+        return CP_OK;
+    double bytes = NAN, gbps = NAN;
+    for (size_t i = 0; i < e->n_num; i++)
+        if (strcmp(e->num_key[i], "size(Byte)") == 0)
+            bytes = e->num_val[i];
+        else if (strcmp(e->num_key[i], "bandwidth(GB/s)") == 0)
+            gbps = e->num_val[i];
+    if (!(bytes > 0) || !isfinite(bytes))
+        return CP_OK;
+    double us = (double)dur / 1000.0;
+    enum cp_status st = cp_imp_sink_acc(w->k, it, "hccl.sdma_us", us, 0, true, d);
+    if (st == CP_OK)
+        st = cp_imp_sink_acc(w->k, it, "hccl.sdma_tasks", 1, 0, true, d);
+    if (st == CP_OK && fmod(bytes, 512.0) != 0) {
+        st = cp_imp_sink_acc(w->k, it, "hccl.misaligned_us", us, 0, true, d);
+        if (st == CP_OK)
+            st = cp_imp_sink_acc(w->k, it, "hccl.misaligned_tasks", 1, 0, true, d);
+    }
+    if (st == CP_OK && isfinite(gbps) && gbps < SDMA_CONTENDED_GBPS && dur > 0)
+        st = add_span(&w->slow, &w->n_slow, &w->cap_slow, (struct span){ts, ts + dur, it}, d);
+    return st;
+}
+
+static int cmp_span(const void *pa, const void *pb)
+{
+    const struct span *a = pa, *b = pb;
+    return (a->s > b->s) - (a->s < b->s);
+}
+
+/* The slow SDMA transfers that overlap a matmul task: their time, per
+ * iteration (hccl.contended_us). */
+static enum cp_status contention(struct write *w, struct cp_diag *d)
+{
+    if (!w->n_slow || !w->n_mm)
+        return CP_OK;
+    qsort(w->mm, w->n_mm, sizeof *w->mm, cmp_span);
+    /* the latest end among the matmuls started so far, in place of .e */
+    for (size_t i = 1; i < w->n_mm; i++)
+        if (w->mm[i].e < w->mm[i - 1].e)
+            w->mm[i].e = w->mm[i - 1].e;
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; st == CP_OK && i < w->n_slow; i++) {
+        const struct span *t = &w->slow[i];
+        size_t lo = 0, hi = w->n_mm; /* the matmuls that start before t ends */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (w->mm[mid].s < t->e)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && w->mm[lo - 1].e > t->s)
+            st = cp_imp_sink_acc(w->k, t->it, "hccl.contended_us", (double)(t->e - t->s) / 1000.0,
+                                 0, true, d);
+    }
+    return st;
+}
+
 static enum cp_status interval(struct write *w, const struct ev *e, const struct placed *p,
                                int64_t ts, int64_t dur, int thread, struct cp_diag *d)
 {
@@ -296,6 +406,10 @@ static enum cp_status interval(struct write *w, const struct ev *e, const struct
     int32_t it = cp_imp_steps_of(&s->steps, ts, p->layer == CP_LAYER_DEVICE);
     int32_t kernel = -1;
     enum cp_status st = CP_OK;
+    if (p->plane) {
+        w->r->skipped[CP_SKIP_DETAIL]++;
+        return ascend_transfer(w, e, p, it, ts, dur, d);
+    }
     if (p->layer == CP_LAYER_DEVICE && p->origin_id >= 0)
         st = origin_stack(w, p->origin_id, d);
     if (st == CP_OK && p->layer == CP_LAYER_DEVICE) {
@@ -304,6 +418,8 @@ static enum cp_status interval(struct write *w, const struct ev *e, const struct
                                 &kernel, d);
         if (st == CP_OK)
             st = device_counters(w, e, it, dur, d);
+        if (st == CP_OK && w->format == CP_IMPORT_ASCEND)
+            st = ascend_transfer(w, e, p, it, ts, dur, d);
     }
     if (st == CP_OK)
         st = cp_imp_sink_event(w->k, p->layer, e->name.s ? e->name.s : "",
@@ -448,6 +564,7 @@ static enum cp_status write_spill(struct write *w, struct cp_imp_spill *sp, stru
         e.op_name = cp_imp_spill_text(sp, r.op_name);
         e.provider = cp_imp_spill_text(sp, r.provider);
         e.task_type = cp_imp_spill_text(sp, r.task_type);
+        e.transport = cp_imp_spill_text(sp, r.transport);
         e.correlation = r.correlation;
         e.external = r.external;
         e.n_num = r.n_num;
@@ -471,6 +588,8 @@ static void release_write(struct write *w)
     free(w->depth);
     free(w->cap);
     free(w->stacked);
+    free(w->slow);
+    free(w->mm);
 }
 
 enum cp_status cp_imp_chrome_write(const struct cp_imp_scan *s, struct cp_imp_sink *k,
@@ -480,6 +599,8 @@ enum cp_status cp_imp_chrome_write(const struct cp_imp_scan *s, struct cp_imp_si
     enum cp_status st = write_spill(&w, s->spill, d);
     for (size_t t = 0; st == CP_OK && t < w.n_threads; t++)
         r->skipped[CP_SKIP_UNPAIRED] += w.depth[t];
+    if (st == CP_OK)
+        st = contention(&w, d);
     release_write(&w);
     return st;
 }

@@ -9,6 +9,7 @@
  * step_trace_time.csv beside the file when there is one (Computing +
  * Communication(Not Overlapped) + Free, which is the step by the file's own
  * definition), else from the span of each step's tasks. */
+#define _GNU_SOURCE /* memmem */
 #include "import/import_internal.h"
 #include "trace/query.h"
 
@@ -267,7 +268,7 @@ struct csv_import {
     size_t n_tl;
     /* the device's core counts (info.json), for the block dim check */
     struct cp_imp_device dev;
-    int col_block, col_mix_block;
+    int col_block, col_mix_block, col_shapes;
     int col_pipe[N_PIPES];
 };
 
@@ -314,6 +315,7 @@ static enum cp_status header_row(struct csv_import *c, const struct cp_imp_row *
         c->col_mix_block = cp_imp_column(r, "Mix Block Num");
     for (size_t p = 0; p < N_PIPES; p++)
         c->col_pipe[p] = cp_imp_column(r, PIPE_RATIOS[p]);
+    c->col_shapes = cp_imp_column(r, "Input Shapes");
     if (c->col[C_NAME] < 0 || c->col[C_START] < 0 || c->col[C_DUR] < 0)
         return cp_diag_set(d, CP_ERR_INVALID,
                            "%s: row 1: not a kernel_details / op_summary header: it lacks %s",
@@ -442,13 +444,119 @@ static long long cell_count(const struct cp_imp_row *r, int col)
     return (long long)x;
 }
 
+/* A pipe ratio of the row; NaN when the profile has none. */
+static double pipe_ratio(const struct csv_import *c, const struct cp_imp_row *r, size_t p)
+{
+    struct cp_imp_val v = cp_imp_cell(r, c->col_pipe[p]);
+    double x;
+    return v.s && cp_imp_val_num(&v, &x) && isfinite(x) ? x : NAN;
+}
+
+static bool val_has(const struct cp_imp_val *v, const char *s)
+{
+    return v->s && memmem(v->s, v->len, s, strlen(s)) != NULL;
+}
+
+/* The dims of input `which` of an "Input Shapes" cell ("8,512;512,512",
+ * quoted or not), up to `max`: how many; 0 when the cell has no such input
+ * or a dim is not a whole number. */
+static size_t input_dims(struct cp_imp_val v, size_t which, long long *dim, size_t max)
+{
+    const char *p = v.s, *end = v.s + v.len;
+    while (p < end && *p == '"')
+        p++;
+    while (end > p && end[-1] == '"')
+        end--;
+    for (size_t i = 0; i < which; i++) {
+        const char *semi = memchr(p, ';', (size_t)(end - p));
+        if (!semi)
+            return 0;
+        p = semi + 1;
+    }
+    size_t n = 0;
+    while (p < end && *p != ';') {
+        char *stop;
+        errno = 0;
+        long long x = strtoll(p, &stop, 10);
+        if (stop == p || errno || x < 0 || n == max)
+            return 0;
+        dim[n++] = x;
+        p = stop;
+        if (p < end && *p == ',')
+            p++;
+        else if (p < end && *p != ';')
+            return 0;
+    }
+    return n;
+}
+
+/* msprof-analyze's AI Core performance check per class of operator
+ * (docs/import.md): a flash attention task is bound when its cube loads or
+ * computes (MTE2 or MAC >= 0.8), its fixpipe (>= 0.75) or its vector unit
+ * (>= 0.75) is busy; a vector task when its vector and data-moving pipes
+ * together pass 0.9 or one of them 0.7. The rest have room; their time is
+ * counted. Then the shapes the cube prefers: a matmul's inner axes a
+ * multiple of 256, an attention's head dim (rank-4 query) of 128. */
+static enum cp_status class_checks(struct csv_import *c, const struct cp_imp_row *r, int32_t it,
+                                   double us, bool *judged, struct cp_diag *d)
+{
+    *judged = false;
+    enum pipe { MAC, SCALAR, MTE1, MTE2, FIXPIPE, VEC, VSCALAR, VMTE2, VMTE3 };
+    struct cp_imp_val type = cp_imp_cell(r, c->col[C_TYPE]), core = cp_imp_cell(r, c->col[C_CORE]);
+    bool fa = val_has(&type, "FlashAttention") || val_has(&type, "AttentionScore");
+    bool mm = !fa && (val_has(&type, "MatMul") || val_has(&type, "Matmul"));
+    bool vec = !fa && cp_imp_val_is(&core, "AI_VECTOR_CORE");
+    enum cp_status st = cp_imp_sink_acc(c->k, it, "ascend.task_us", us, 0, true, d);
+    if (st == CP_OK && fa) {
+        double mac = pipe_ratio(c, r, MAC), mte2 = pipe_ratio(c, r, MTE2),
+               fix = pipe_ratio(c, r, FIXPIPE), v = pipe_ratio(c, r, VEC);
+        if (isfinite(mac) || isfinite(mte2)) {
+            *judged = true;
+            bool bound = mac >= 0.8 || mte2 >= 0.8 || fix >= 0.75 || v >= 0.75;
+            st = cp_imp_sink_acc(c->k, it, "ascend.fa_us", us, 0, true, d);
+            if (st == CP_OK && !bound)
+                st = cp_imp_sink_acc(c->k, it, "ascend.fa_unbound_us", us, 0, true, d);
+        }
+    }
+    if (st == CP_OK && vec) {
+        double v = pipe_ratio(c, r, VEC), m2 = pipe_ratio(c, r, VMTE2),
+               m3 = pipe_ratio(c, r, VMTE3);
+        if (isfinite(v) && isfinite(m2) && isfinite(m3)) {
+            *judged = true;
+            bool bound = v + m2 + m3 >= 0.9 || v >= 0.7 || m2 >= 0.7 || m3 >= 0.7;
+            st = cp_imp_sink_acc(c->k, it, "ascend.vector_us", us, 0, true, d);
+            if (st == CP_OK && !bound)
+                st = cp_imp_sink_acc(c->k, it, "ascend.vector_unbound_us", us, 0, true, d);
+        }
+    }
+    struct cp_imp_val shapes = cp_imp_cell(r, c->col_shapes);
+    if (st != CP_OK || !(fa || mm) || !shapes.s)
+        return st;
+    long long a[8], b[8];
+    size_t na = input_dims(shapes, 0, a, 8), nb = mm ? input_dims(shapes, 1, b, 8) : 0;
+    bool checked = false, misaligned = false;
+    if (mm && na >= 2 && nb >= 2) {
+        checked = true;
+        misaligned = a[na - 1] % 256 != 0 || b[nb - 1] % 256 != 0;
+    } else if (fa && na == 4) {
+        checked = true;
+        misaligned = a[3] % 128 != 0;
+    }
+    if (checked)
+        st = cp_imp_sink_acc(c->k, it, "ascend.shape_checked_us", us, 0, true, d);
+    if (st == CP_OK && misaligned)
+        st = cp_imp_sink_acc(c->k, it, "ascend.shape_misaligned_us", us, 0, true, d);
+    return st;
+}
+
 /* The two per-task checks msprof-analyze's advisor makes on a task table
  * (docs/import.md): block dims that are not a multiple of the device's
  * cores (its last wave leaves cores idle), and tasks longer than 20 us
- * none of whose pipes is busy (bound by nothing). Each adds the task's
+ * none of whose pipes is busy (bound by nothing; attention and vector
+ * tasks class_checks judged are left to it). Each adds the task's
  * time to what was checked and to what failed, per iteration. */
 static enum cp_status task_checks(struct csv_import *c, const struct cp_imp_row *r, int32_t it,
-                                  double us, struct cp_diag *d)
+                                  double us, bool judged, struct cp_diag *d)
 {
     enum cp_status st = CP_OK;
     struct cp_imp_val core = cp_imp_cell(r, c->col[C_CORE]);
@@ -462,7 +570,8 @@ static enum cp_status task_checks(struct csv_import *c, const struct cp_imp_row 
         if (st == CP_OK && block % cores != 0)
             st = cp_imp_sink_acc(c->k, it, "ascend.block_dim_misaligned_us", us, 0, true, d);
     }
-    if (st != CP_OK || us <= NO_BOUND_MIN_US)
+    /* an attention or vector task has its own check (class_checks) */
+    if (st != CP_OK || us <= NO_BOUND_MIN_US || judged)
         return st;
     bool any = false, bound = false;
     for (size_t p = 0; p < N_PIPES; p++) {
@@ -514,8 +623,11 @@ static enum cp_status write_row(void *u, const struct cp_imp_row *r, struct cp_d
         if (v.s && cp_imp_val_num(&v, &x))
             st = cp_imp_sink_acc(c->k, it, c->col_name[i], x, w, false, d);
     }
+    bool judged = false;
     if (st == CP_OK)
-        st = task_checks(c, r, it, (double)dur / 1000.0, d);
+        st = class_checks(c, r, it, (double)dur / 1000.0, &judged, d);
+    if (st == CP_OK)
+        st = task_checks(c, r, it, (double)dur / 1000.0, judged, d);
     if (st == CP_OK && state.s) {
         bool dyn = state.len == 7 && memcmp(state.s, "dynamic", 7) == 0;
         st = cp_imp_sink_acc(c->k, it, dyn ? "ascend.op_state.dynamic" : "ascend.op_state.static",

@@ -41,8 +41,8 @@ bool cp_import_format_parse(const char *name, enum cp_import_format *out)
 
 const char *cp_import_skip_name(enum cp_import_skip s)
 {
-    static const char *const names[CP_SKIP_N] = {"flow",    "instant",  "derived",    "fence",
-                                                 "no_time", "unpaired", "other_phase"};
+    static const char *const names[CP_SKIP_N] = {"flow",    "instant",  "derived",     "fence",
+                                                 "no_time", "unpaired", "other_phase", "detail"};
     return (unsigned)s < CP_SKIP_N ? names[s] : "?";
 }
 

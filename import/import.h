@@ -67,6 +67,7 @@ enum cp_import_skip {
     CP_SKIP_NO_TIME,     /* an interval without a usable ts */
     CP_SKIP_UNPAIRED,    /* a B without its E, or an E without its B */
     CP_SKIP_OTHER_PHASE, /* phases cannprof does not map (async b/e/n, objects, samples, ...) */
+    CP_SKIP_DETAIL,      /* parts of an event kept (torch_npu's HCCL plane tasks of a collective) */
     CP_SKIP_N
 };
 const char *cp_import_skip_name(enum cp_import_skip s);

@@ -97,6 +97,7 @@ struct cp_imp_rec {
     int64_t ts, dur;
     int32_t name, cat, pid, tid;
     int32_t op_name, provider, task_type; /* the string arguments placement reads */
+    int32_t transport;                    /* an HCCL task's "transport type" */
     int64_t correlation, external;        /* Kineto's links; -1: none */
     uint32_t n_num;
     int32_t num_key[CP_IMP_MAX_ARGS];
@@ -220,6 +221,7 @@ enum cp_imp_api {
     CP_IMP_API_MEMORY,     /* device memory taken from or given back to the driver */
     CP_IMP_API_SYNCBN,     /* a SyncBatchNorm op (a collective per call) */
     CP_IMP_API_DATALOADER, /* the framework's data loader, fetching a batch */
+    CP_IMP_API_GC,         /* Python's garbage collector (torch_npu's GC track) */
 };
 /* An event's name ("AscendCL@aclrtFree", "cudaLaunchKernel",
  * "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__") as one of

@@ -202,6 +202,8 @@ enum cp_imp_api cp_imp_api_kind(const char *name, size_t len, enum cp_trace_laye
             return CP_IMP_API_SYNCBN;
         if (len >= 21 && memcmp(name, "enumerate(DataLoader)", 21) == 0)
             return CP_IMP_API_DATALOADER;
+        if (len == 2 && memcmp(name, "GC", 2) == 0)
+            return CP_IMP_API_GC;
     }
     /* torch_npu writes "<level>@<api>" (AscendCL@aclrtFree, Node@launch) */
     const char *at = memchr(name, '@', len);
@@ -241,6 +243,13 @@ static enum cp_status count_api(struct cp_imp_sink *k, int32_t id, const char *n
         return cp_imp_sink_acc(k, iteration, "host.syncbn_ops", 1, 0, true, d);
     case CP_IMP_API_DATALOADER:
         return cp_imp_sink_acc(k, iteration, "host.dataloader_us", us, 0, true, d);
+    case CP_IMP_API_GC: {
+        /* msprof-analyze flags collections of 1 ms and more */
+        if (us < 1000)
+            return CP_OK;
+        enum cp_status st = cp_imp_sink_acc(k, iteration, "host.gc_us", us, 0, true, d);
+        return st == CP_OK ? cp_imp_sink_acc(k, iteration, "host.gc_long", 1, 0, true, d) : st;
+    }
     default:
         return CP_OK;
     }

@@ -96,7 +96,7 @@ struct cp_imp_val cp_imp_spill_text(const struct cp_imp_spill *sp, int32_t id)
 /* A record on disk: the fixed part, then n_num (key, value) pairs. */
 struct head {
     int64_t ts, dur, correlation, external;
-    int32_t name, cat, pid, tid, op_name, provider, task_type;
+    int32_t name, cat, pid, tid, op_name, provider, task_type, transport;
     uint32_t n_num;
     char ph;
     uint8_t has_ts;
@@ -125,6 +125,7 @@ enum cp_status cp_imp_spill_put(struct cp_imp_spill *sp, const struct cp_imp_rec
     h.op_name = r->op_name;
     h.provider = r->provider;
     h.task_type = r->task_type;
+    h.transport = r->transport;
     h.n_num = r->n_num > CP_IMP_MAX_ARGS ? CP_IMP_MAX_ARGS : r->n_num;
     h.ph = r->ph;
     h.has_ts = r->has_ts;
@@ -172,6 +173,7 @@ enum cp_status cp_imp_spill_next(struct cp_imp_spill *sp, struct cp_imp_rec *r, 
     r->op_name = h.op_name;
     r->provider = h.provider;
     r->task_type = h.task_type;
+    r->transport = h.transport;
     r->ph = h.ph;
     r->has_ts = h.has_ts;
     r->n_num = h.n_num;

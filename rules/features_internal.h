@@ -108,7 +108,14 @@
     X(LINK_BANDWIDTH_SPREAD, "link_bandwidth_spread")                                              \
     X(ENV_LOG_LEVEL, "env_log_level")                                                              \
     X(ALLOC_EXPANDABLE, "alloc_expandable")                                                        \
-    X(MEMORY_RESERVED_RATIO, "memory_reserved_ratio")
+    X(MEMORY_RESERVED_RATIO, "memory_reserved_ratio")                                              \
+    X(FA_UNBOUND_SHARE, "fa_unbound_share")                                                        \
+    X(VECTOR_UNBOUND_SHARE, "vector_unbound_share")                                                \
+    X(SHAPE_MISALIGNED_SHARE, "shape_misaligned_share")                                            \
+    X(MISALIGNED_TRANSFER_SHARE, "misaligned_transfer_share")                                      \
+    X(BANDWIDTH_CONTENTION_SHARE, "bandwidth_contention_share")                                    \
+    X(GC_SHARE, "gc_share")                                                                        \
+    X(QUIET_GAP_SHARE, "quiet_gap_share")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -155,20 +162,26 @@ enum {
 /* The rest of an imported profile's facts (features_load.c,
  * read_analyses): NaN when the profile does not have them. */
 enum {
-    CP_X_BLOCK_DIM,      /* misaligned block dims: share of the checked task time */
-    CP_X_UNBOUND,        /* tasks > 20 us bound by no pipe: share of the checked time */
-    CP_X_FREQ_DROP,      /* (nominal - mean AI Core clock) / nominal */
-    CP_X_COMPILE_CALLS,  /* per iteration */
-    CP_X_SYNC_CALLS,     /* per iteration */
-    CP_X_MEMORY_API_US,  /* per iteration */
-    CP_X_SYNCBN_OPS,     /* per iteration */
-    CP_X_DATALOADER_US,  /* per iteration */
-    CP_X_SMALL_PACKETS,  /* small packets / packets */
-    CP_X_RDMA_MAX_MS,    /* the longest RDMA transit */
-    CP_X_LINK_SPREAD,    /* (max - min) / mean bandwidth of links of one transport */
-    CP_X_LOG_LEVEL,      /* ASCEND_GLOBAL_LOG_LEVEL */
-    CP_X_EXPANDABLE,     /* PYTORCH_NPU_ALLOC_CONF has expandable_segments:True */
-    CP_X_RESERVED_RATIO, /* peak reserved / peak allocated memory */
+    CP_X_BLOCK_DIM,        /* misaligned block dims: share of the checked task time */
+    CP_X_UNBOUND,          /* tasks > 20 us bound by no pipe: share of the checked time */
+    CP_X_FREQ_DROP,        /* (nominal - mean AI Core clock) / nominal */
+    CP_X_COMPILE_CALLS,    /* per iteration */
+    CP_X_SYNC_CALLS,       /* per iteration */
+    CP_X_MEMORY_API_US,    /* per iteration */
+    CP_X_SYNCBN_OPS,       /* per iteration */
+    CP_X_DATALOADER_US,    /* per iteration */
+    CP_X_SMALL_PACKETS,    /* small packets / packets */
+    CP_X_RDMA_MAX_MS,      /* the longest RDMA transit */
+    CP_X_LINK_SPREAD,      /* (max - min) / mean bandwidth of links of one transport */
+    CP_X_LOG_LEVEL,        /* ASCEND_GLOBAL_LOG_LEVEL */
+    CP_X_EXPANDABLE,       /* PYTORCH_NPU_ALLOC_CONF has expandable_segments:True */
+    CP_X_RESERVED_RATIO,   /* peak reserved / peak allocated memory */
+    CP_X_FA_UNBOUND,       /* flash attention tasks bound by no pipe: share of the task time */
+    CP_X_VECTOR_UNBOUND,   /* vector tasks bound by no pipe: share of the task time */
+    CP_X_SHAPE_MISALIGNED, /* matmul / attention tasks of shapes the cube dislikes: share */
+    CP_X_MISALIGNED_SDMA,  /* SDMA transfers not a multiple of 512 B: share of SDMA time */
+    CP_X_CONTENDED_SDMA,   /* slow SDMA transfers overlapping a matmul: share of SDMA time */
+    CP_X_GC_US,            /* garbage collections of 1 ms or more, per iteration */
     CP_FLOAD_N_X
 };
 
@@ -194,11 +207,12 @@ struct cp_fload {
     size_t n_dev_iter; /* measured iterations with device events */
     /* Sums over measured iterations that have both a sample and events. */
     size_t cov_iters;
-    double wall_ns;   /* their latencies */
-    double dev_ns;    /* time covered by device events (union of intervals) */
-    double rt_ns;     /* covered by runtime or device events (union) */
-    double io_ns;     /* runtime "input copy" / "output copy" events */
-    bool has_runtime; /* any runtime event in a measured iteration */
+    double wall_ns;      /* their latencies */
+    double dev_ns;       /* time covered by device events (union of intervals) */
+    double rt_ns;        /* covered by runtime or device events (union) */
+    double io_ns;        /* runtime "input copy" / "output copy" events */
+    double quiet_gap_ns; /* device idle over 200 ms with the host nearly silent */
+    bool has_runtime;    /* any runtime event in a measured iteration */
     /* perf counters of the run (iteration -1) */
     bool perf_recorded; /* any perf.* counter */
     bool perf_has[CP_PERF_N_COUNTERS];

@@ -264,7 +264,18 @@ struct iter_acc {
     bool any;
     struct cover dev, all;
     double io;
+    /* host calls since the last device task, when they start after the
+     * device went idle: how many, for how long */
+    double quiet_calls, quiet_call_ns;
+    double quiet_ns; /* the iteration's gaps that are unexplained (below) */
 };
+
+/* msprof-analyze's conjectured gap: the device idles over 200 ms while the
+ * host calls almost no runtime API (under 1e-4 calls per us, under 1% of
+ * the gap): the host runs code the profile does not show. */
+#define QUIET_GAP_NS   200e6
+#define QUIET_CALLS_US 1e-4
+#define QUIET_SHARE    0.01
 
 static double lookup_latency(const struct iter_acc *a, int64_t it)
 {
@@ -292,6 +303,7 @@ static void iter_flush(struct iter_acc *a)
         l->dev_ns += dev < w ? dev : w;
         l->rt_ns += all < w ? all : w;
         l->io_ns += a->io < w ? a->io : w;
+        l->quiet_gap_ns += a->quiet_ns < w ? a->quiet_ns : w;
     }
     a->any = false;
 }
@@ -307,11 +319,20 @@ static enum cp_status on_event(void *ctx, const struct cp_trace_event_row *e, st
         a->any = true;
         memset(&a->dev, 0, sizeof a->dev);
         memset(&a->all, 0, sizeof a->all);
-        a->io = 0;
+        a->io = a->quiet_calls = a->quiet_call_ns = a->quiet_ns = 0;
     }
     if (e->layer == CP_LAYER_DEVICE) {
+        double gap = a->dev.open ? (double)(e->start_ns - a->dev.e) : 0;
+        if (gap > QUIET_GAP_NS && a->quiet_calls < QUIET_CALLS_US * gap / 1000.0 &&
+            a->quiet_call_ns < QUIET_SHARE * gap)
+            a->quiet_ns += gap;
+        a->quiet_calls = a->quiet_call_ns = 0;
         cover_add(&a->dev, e->start_ns, e->start_ns + dur);
     } else {
+        if (a->dev.open && e->start_ns > a->dev.e) {
+            a->quiet_calls++;
+            a->quiet_call_ns += (double)dur;
+        }
         a->l->has_runtime = true;
         if (e->name && (strcmp(e->name, "input copy") == 0 || strcmp(e->name, "output copy") == 0))
             a->io += (double)dur;
@@ -703,6 +724,33 @@ static enum cp_status read_analyses(struct cp_trace_store *s, struct cp_fload *l
     if (rc == CP_OK)
         rc = cp_trace_query_counter(s, l->run_id, "memory.peak_allocated_mb", &allocated, d);
     x[CP_X_RESERVED_RATIO] = allocated > 0 ? reserved / allocated : NAN;
+    /* what failed a check, as a share of all the task (or SDMA) time; NaN
+     * when the profile let nothing be checked (no ratios, no shapes) */
+    static const struct {
+        int x;
+        const char *failed, *checked, *of;
+    } shares[] = {
+        {CP_X_FA_UNBOUND, "ascend.fa_unbound_us", "ascend.fa_us", "ascend.task_us"},
+        {CP_X_VECTOR_UNBOUND, "ascend.vector_unbound_us", "ascend.vector_us", "ascend.task_us"},
+        {CP_X_SHAPE_MISALIGNED, "ascend.shape_misaligned_us", "ascend.shape_checked_us",
+         "ascend.task_us"},
+        {CP_X_MISALIGNED_SDMA, "hccl.misaligned_us", "hccl.sdma_us", "hccl.sdma_us"},
+        {CP_X_CONTENDED_SDMA, "hccl.contended_us", "hccl.sdma_us", "hccl.sdma_us"},
+    };
+    for (size_t i = 0; rc == CP_OK && i < sizeof shares / sizeof *shares; i++) {
+        double checked = 0;
+        bool has = false;
+        rc = iteration_sum(s, l, shares[i].checked, &checked, &has, d);
+        x[shares[i].x] = NAN;
+        if (rc == CP_OK && has && checked > 0)
+            rc = checked_share(s, l, shares[i].failed, shares[i].of, &x[shares[i].x], d);
+    }
+    /* a collection hits some steps: its time is spread over all of them */
+    double gc = 0;
+    bool has_gc = false;
+    if (rc == CP_OK)
+        rc = iteration_sum(s, l, "host.gc_us", &gc, &has_gc, d);
+    x[CP_X_GC_US] = has_gc && l->n_lat ? gc / (double)l->n_lat : NAN;
     return rc;
 }
 

@@ -166,6 +166,13 @@ Test(import_analyses, without_the_files_nothing_is_claimed)
     cr_expect(isnan(import_feature(db, "op_compile_calls")));
     char *rules = fired_rules(db);
     static const char *const none[] = {"ascend_block_dim_misaligned",
+                                       "ascend_flash_attention_unbound",
+                                       "ascend_vector_unbound",
+                                       "ascend_shape_misaligned",
+                                       "ascend_misaligned_transfers",
+                                       "ascend_bandwidth_contention",
+                                       "ascend_gc_pauses",
+                                       "ascend_unprofiled_host_work",
                                        "ascend_operator_compile_at_run_time",
                                        "ascend_stream_synchronize",
                                        "ascend_debug_logging",
@@ -319,5 +326,103 @@ Test(import_analyses, a_broken_summary_file_fails_the_import)
     expect_refused(dir, db, "info.json.0: no DeviceInfo list");
     free(db);
     free(dev);
+    free(dir);
+}
+
+/* A task table's operators by class: a flash attention task of 400 us with
+ * no pipe near busy and a head dim of 64, a matmul of 200 us bound on its
+ * cube but with an inner axis of 1000, a vector Add of 300 us bound by
+ * nothing and a vector Mul of 100 us bound (its pipes sum to 1.0), per
+ * step of 1000 us of tasks. Then the same with shapes and ratios that
+ * pass: nothing is claimed. */
+Test(import_analyses, a_task_tables_operator_classes_and_shapes_are_checked)
+{
+    char *dir = cp_t_path("classes_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    copy_fixture("kernel_details_classes.csv", out, "kernel_details.csv");
+    char *db = cp_t_path("classes.db");
+    json_decref(import_ok(dir, db));
+    cr_expect_float_eq(import_feature(db, "fa_unbound_share"), 0.4, 1e-9);
+    cr_expect_float_eq(import_feature(db, "vector_unbound_share"), 0.3, 1e-9);
+    cr_expect_float_eq(import_feature(db, "shape_misaligned_share"), 0.6, 1e-9);
+    cr_expect_float_eq(import_feature(db, "unbound_task_share"), 0, 1e-9,
+                       "the attention and vector tasks are judged by their own checks");
+    char *rules = fired_rules(db);
+    cr_expect(fired(rules, "ascend_flash_attention_unbound"), "fired: %s", rules);
+    cr_expect(fired(rules, "ascend_vector_unbound"), "fired: %s", rules);
+    cr_expect(fired(rules, "ascend_shape_misaligned"), "fired: %s", rules);
+    cr_expect(!fired(rules, "ascend_unbound_operators"), "fired: %s", rules);
+    free(rules);
+
+    /* aligned shapes, attention bound on MTE2, the Add's pipes busy */
+    char *csv = cp_t_fmt("%s/kernel_details.csv", out), *text = ct_read_text(csv);
+    struct {
+        const char *from, *to;
+    } edits[] = {{"1,8,1024,64;1,8,1024,64;1,8,1024,64", "1,8,1024,128;1,8,1024,128;1,8,1024,128"},
+                 {"8,1000;1000,512", "8,1024;1024,512"},
+                 {"0.30,0.40,0.20,0.30", "0.30,0.85,0.20,0.30"},
+                 {"N/A,0.20,0.30,0.10", "N/A,0.75,0.30,0.10"}};
+    for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
+        char *at;
+        while ((at = strstr(text, edits[e].from)) != NULL) {
+            struct cp_buf b;
+            cp_buf_init(&b);
+            cp_buf_printf(&b, "%.*s%s%s", (int)(at - text), text, edits[e].to,
+                          at + strlen(edits[e].from));
+            free(text);
+            text = cp_buf_steal(&b);
+        }
+    }
+    ct_write_text(csv, text);
+    free(text);
+    free(csv);
+    char *db2 = cp_t_path("classes_ok.db");
+    json_decref(import_ok(dir, db2));
+    cr_expect_float_eq(import_feature(db2, "fa_unbound_share"), 0, 1e-9);
+    cr_expect_float_eq(import_feature(db2, "vector_unbound_share"), 0, 1e-9);
+    cr_expect_float_eq(import_feature(db2, "shape_misaligned_share"), 0, 1e-9);
+    rules = fired_rules(db2);
+    cr_expect(!fired(rules, "ascend_flash_attention_unbound"), "fired: %s", rules);
+    cr_expect(!fired(rules, "ascend_vector_unbound"), "fired: %s", rules);
+    cr_expect(!fired(rules, "ascend_shape_misaligned"), "fired: %s", rules);
+    free(rules);
+    free(db2);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+/* A timeline's HCCL plane tasks, collections and gaps: in step 1 an SDMA
+ * copy of 1,000,000 bytes (not a multiple of 512) at 1 GB/s beside a
+ * matmul, one of 1 MiB at 20 GB/s, a 10 ms collection, and 244 ms with no
+ * device task nor host call; in step 2 an aligned SDMA copy, an RDMA send
+ * and steady work. Steps of 300 ms. */
+Test(import_analyses, a_timelines_transfers_collections_and_gaps_are_checked)
+{
+    char *dir = cp_t_path("advisor_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    copy_fixture("trace_view_advisor.json", out, "trace_view.json");
+    char *db = cp_t_path("advisor.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_eq(num(j, "iterations"), 2);
+    cr_expect_eq(num(j, "skipped.detail"), 4, "the plane tasks are read, not kept twice");
+    cr_expect_float_eq(q_num(db, "SELECT sum(value) FROM counters WHERE name = 'hccl.sdma_us'"),
+                       3000, 1e-9, "RDMA is not SDMA");
+    cr_expect_float_eq(import_feature(db, "misaligned_transfer_share"), 1.0 / 3, 1e-9);
+    cr_expect_float_eq(import_feature(db, "bandwidth_contention_share"), 1.0 / 3, 1e-9);
+    cr_expect_float_eq(import_feature(db, "gc_share"), 10000.0 / 2 / 300000, 1e-9);
+    cr_expect_float_eq(import_feature(db, "quiet_gap_share"), 244000.0 / 600000, 1e-9);
+    /* the collectives' time once: 4.5 ms of each step's 2 + 1 (+ 20) ms */
+    cr_expect_float_eq(import_feature(db, "communication_share"), 9000.0 / (9000 + 4000 + 21000),
+                       1e-9);
+    char *rules = fired_rules(db);
+    static const char *const all[] = {"ascend_misaligned_transfers", "ascend_bandwidth_contention",
+                                      "ascend_gc_pauses", "ascend_unprofiled_host_work"};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        cr_expect(fired(rules, all[i]), "%s not fired: %s", all[i], rules);
+    free(rules);
+    json_decref(j);
+    free(db);
+    free(out);
     free(dir);
 }
