@@ -148,6 +148,20 @@ struct cp_imp_acc {
     double sum, weight;
 };
 
+/* Framework op sequences torch_npu has a fused API for (sequences.c). */
+#define CP_IMP_N_SEQ 4
+struct cp_imp_seq_state {
+    int step, gap; /* the next step to match (0: none under way); ops since the last */
+    int32_t it;
+    uint64_t start, end;
+};
+struct cp_imp_seqs {
+    uint32_t *bits; /* event name id -> the steps it matches (UINT32_MAX: unseen) */
+    size_t cap_bits;
+    struct cp_imp_seq_state *state; /* per thread, per pattern */
+    size_t n_threads;
+};
+
 struct cp_imp_sink {
     struct cp_trace_store *store;
     int64_t run;
@@ -166,6 +180,7 @@ struct cp_imp_sink {
     size_t n_counters, cap_counters;
     uint8_t *api; /* event name id -> what the call analyses count it as */
     size_t cap_api;
+    struct cp_imp_seqs seq;
     struct cp_import_result *r;
 };
 
@@ -185,6 +200,13 @@ enum cp_status cp_imp_sink_kernel(struct cp_imp_sink *k, const char *name, size_
  * sight (0 .. 32767; beyond that they share the last). */
 enum cp_status cp_imp_sink_thread(struct cp_imp_sink *k, const struct cp_imp_val *pid,
                                   const struct cp_imp_val *tid, int *thread, struct cp_diag *d);
+/* A framework op of a step, for the sequence matchers (sequences.c). */
+enum cp_status cp_imp_seq_event(struct cp_imp_sink *k, int32_t id, const char *name, size_t len,
+                                int thread, int32_t it, uint64_t start_ns, uint64_t end_ns,
+                                struct cp_diag *d);
+void cp_imp_seq_release(struct cp_imp_seqs *q);
+/* The fused API of pattern p (0 .. CP_IMP_N_SEQ - 1). */
+const char *cp_imp_seq_api(int p);
 /* One interval. */
 enum cp_status cp_imp_sink_event(struct cp_imp_sink *k, enum cp_trace_layer layer, const char *name,
                                  size_t len, int32_t kernel, int32_t iteration, uint64_t start_ns,

@@ -302,6 +302,12 @@ enum cp_status cp_imp_sink_event(struct cp_imp_sink *k, enum cp_trace_layer laye
     if (cp_trace_n_events(k->rec) == before)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory recording an event");
     k->r->events[layer]++;
+    if (layer == CP_LAYER_APP && iteration >= 0) {
+        enum cp_status st =
+            cp_imp_seq_event(k, id, name, len, thread, iteration, start_ns, end_ns, d);
+        if (st != CP_OK)
+            return st;
+    }
     if ((layer == CP_LAYER_APP || layer == CP_LAYER_RUNTIME) && iteration >= 0)
         return count_api(k, id, name, len, layer, iteration,
                          end_ns > start_ns ? end_ns - start_ns : 0, d);
@@ -408,6 +414,7 @@ static void release(struct cp_imp_sink *k)
     cp_imp_pool_release(&k->pool);
     free(k->acc);
     free(k->api);
+    cp_imp_seq_release(&k->seq);
     k->api = NULL;
     k->cap_api = 0;
     free(k->kernels);

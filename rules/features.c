@@ -357,6 +357,7 @@ static void imported_scalars(struct cp_features *f)
     for (size_t i = 0; i < l->n_lat; i++)
         lat += l->lat_ns[i];
     double step_us = l->n_lat ? lat / (double)l->n_lat / 1000.0 : NAN;
+    static const char no_ops[] = "the profile has no framework events in its steps";
     const struct {
         int feat;
         double v;
@@ -400,6 +401,14 @@ static void imported_scalars(struct cp_features *f)
          "the profile has no HCCL SDMA tasks with their sizes (trace_view.json)"},
         {CP_FEAT_GC_SHARE, l->x[CP_X_GC_US] / step_us,
          "the profile has no garbage collections of 1 ms or more (torch_npu's GC track)"},
+        {CP_FEAT_NPU_RMS_NORM_SEQUENCES, l->x[CP_X_RMS_NORM_N], no_ops},
+        {CP_FEAT_NPU_SWIGLU_SEQUENCES, l->x[CP_X_SWIGLU_N], no_ops},
+        {CP_FEAT_NPU_ROTARY_MUL_SEQUENCES, l->x[CP_X_ROTARY_N], no_ops},
+        {CP_FEAT_NPU_FUSION_ATTENTION_SEQUENCES, l->x[CP_X_ATTENTION_N], no_ops},
+        {CP_FEAT_NPU_RMS_NORM_SEQUENCE_SHARE, l->x[CP_X_RMS_NORM_US] / step_us, no_ops},
+        {CP_FEAT_NPU_SWIGLU_SEQUENCE_SHARE, l->x[CP_X_SWIGLU_US] / step_us, no_ops},
+        {CP_FEAT_NPU_ROTARY_MUL_SEQUENCE_SHARE, l->x[CP_X_ROTARY_US] / step_us, no_ops},
+        {CP_FEAT_NPU_FUSION_ATTENTION_SEQUENCE_SHARE, l->x[CP_X_ATTENTION_US] / step_us, no_ops},
         {CP_FEAT_QUIET_GAP_SHARE,
          l->cov_iters && l->has_runtime ? l->quiet_gap_ns / l->wall_ns : NAN,
          "the profile has no host runtime calls in its steps"},

@@ -115,7 +115,15 @@
     X(MISALIGNED_TRANSFER_SHARE, "misaligned_transfer_share")                                      \
     X(BANDWIDTH_CONTENTION_SHARE, "bandwidth_contention_share")                                    \
     X(GC_SHARE, "gc_share")                                                                        \
-    X(QUIET_GAP_SHARE, "quiet_gap_share")
+    X(QUIET_GAP_SHARE, "quiet_gap_share")                                                          \
+    X(NPU_RMS_NORM_SEQUENCES, "npu_rms_norm_sequences")                                            \
+    X(NPU_SWIGLU_SEQUENCES, "npu_swiglu_sequences")                                                \
+    X(NPU_ROTARY_MUL_SEQUENCES, "npu_rotary_mul_sequences")                                        \
+    X(NPU_FUSION_ATTENTION_SEQUENCES, "npu_fusion_attention_sequences")                            \
+    X(NPU_RMS_NORM_SEQUENCE_SHARE, "npu_rms_norm_sequence_share")                                  \
+    X(NPU_SWIGLU_SEQUENCE_SHARE, "npu_swiglu_sequence_share")                                      \
+    X(NPU_ROTARY_MUL_SEQUENCE_SHARE, "npu_rotary_mul_sequence_share")                              \
+    X(NPU_FUSION_ATTENTION_SEQUENCE_SHARE, "npu_fusion_attention_sequence_share")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -182,6 +190,16 @@ enum {
     CP_X_MISALIGNED_SDMA,  /* SDMA transfers not a multiple of 512 B: share of SDMA time */
     CP_X_CONTENDED_SDMA,   /* slow SDMA transfers overlapping a matmul: share of SDMA time */
     CP_X_GC_US,            /* garbage collections of 1 ms or more, per iteration */
+    /* framework op sequences torch_npu has a fused API for, per iteration:
+     * how many, and their host time in us (import/sequences.c) */
+    CP_X_RMS_NORM_N,
+    CP_X_SWIGLU_N,
+    CP_X_ROTARY_N,
+    CP_X_ATTENTION_N,
+    CP_X_RMS_NORM_US,
+    CP_X_SWIGLU_US,
+    CP_X_ROTARY_US,
+    CP_X_ATTENTION_US,
     CP_FLOAD_N_X
 };
 

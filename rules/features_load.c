@@ -751,6 +751,27 @@ static enum cp_status read_analyses(struct cp_trace_store *s, struct cp_fload *l
     if (rc == CP_OK)
         rc = iteration_sum(s, l, "host.gc_us", &gc, &has_gc, d);
     x[CP_X_GC_US] = has_gc && l->n_lat ? gc / (double)l->n_lat : NAN;
+    /* the fused-API sequences: counted in the steps they occur in, spread
+     * over all; 0 when the timeline has framework ops but none matched */
+    static const char *const apis[4] = {"npu_rms_norm", "npu_swiglu", "npu_rotary_mul",
+                                        "npu_fusion_attention"};
+    struct cp_trace_iter_time *app = NULL;
+    size_t n_app = 0;
+    if (rc == CP_OK)
+        rc = cp_trace_query_layer_iterations(s, l->run_id, CP_LAYER_APP, NULL, &app, &n_app, d);
+    free(app);
+    for (int i = 0; rc == CP_OK && i < 4; i++) {
+        char name[64];
+        double v[2] = {0, 0};
+        bool has[2] = {false, false};
+        for (int j = 0; rc == CP_OK && j < 2; j++) {
+            snprintf(name, sizeof name, "affinity.%s.%s", apis[i], j ? "us" : "count");
+            rc = iteration_sum(s, l, name, &v[j], &has[j], d);
+        }
+        bool known = l->n_lat && n_app > 0;
+        x[CP_X_RMS_NORM_N + i] = known ? v[0] / (double)l->n_lat : NAN;
+        x[CP_X_RMS_NORM_US + i] = known ? v[1] / (double)l->n_lat : NAN;
+    }
     return rc;
 }
 

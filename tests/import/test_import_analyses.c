@@ -173,6 +173,10 @@ Test(import_analyses, without_the_files_nothing_is_claimed)
                                        "ascend_bandwidth_contention",
                                        "ascend_gc_pauses",
                                        "ascend_unprofiled_host_work",
+                                       "ascend_affinity_rms_norm",
+                                       "ascend_affinity_swiglu",
+                                       "ascend_affinity_rotary_mul",
+                                       "ascend_affinity_fusion_attention",
                                        "ascend_operator_compile_at_run_time",
                                        "ascend_stream_synchronize",
                                        "ascend_debug_logging",
@@ -422,6 +426,50 @@ Test(import_analyses, a_timelines_transfers_collections_and_gaps_are_checked)
         cr_expect(fired(rules, all[i]), "%s not fired: %s", all[i], rules);
     free(rules);
     json_decref(j);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+/* A timeline's framework ops, per step of 10 ms: a hand-written RMSNorm
+ * (with casts and a Python function among its ops), SwiGLU, a rotary
+ * embedding and an attention, each matched once; then a pow with the
+ * rest of an RMSNorm more than 6 ops later, which is not one. */
+Test(import_analyses, framework_op_sequences_with_a_fused_api_are_found)
+{
+    char *dir = cp_t_path("ops_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    copy_fixture("trace_view_ops.json", out, "trace_view.json");
+    char *db = cp_t_path("ops.db");
+    json_decref(import_ok(dir, db));
+    static const char *const api[] = {"npu_rms_norm", "npu_swiglu", "npu_rotary_mul",
+                                      "npu_fusion_attention"};
+    /* host time from the first op's start to the last op's end */
+    static const double us[] = {72, 40, 100, 54};
+    for (size_t i = 0; i < 4; i++) {
+        char *f = cp_t_fmt("%s_sequences", api[i]), *g = cp_t_fmt("%s_sequence_share", api[i]);
+        cr_expect_float_eq(import_feature(db, f), 1, 1e-9, "%s", f);
+        cr_expect_float_eq(import_feature(db, g), us[i] / 10000, 1e-9, "%s", g);
+        free(g);
+        free(f);
+    }
+    char *rules = fired_rules(db);
+    static const char *const all[] = {"ascend_affinity_rms_norm", "ascend_affinity_swiglu",
+                                      "ascend_affinity_rotary_mul",
+                                      "ascend_affinity_fusion_attention"};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        cr_expect(fired(rules, all[i]), "%s not fired: %s", all[i], rules);
+    free(rules);
+    /* a timeline whose framework ops match nothing: 0, not absent */
+    char *db2 = cp_t_path("calls_seq.db"), *dir2 = cp_t_path("calls2_ascend_pt"),
+         *out2 = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir2);
+    mkdirs(out2);
+    copy_fixture("trace_view_calls.json", out2, "trace_view.json");
+    json_decref(import_ok(dir2, db2));
+    cr_expect_float_eq(import_feature(db2, "npu_rms_norm_sequences"), 0, 1e-9);
+    free(out2);
+    free(dir2);
+    free(db2);
     free(db);
     free(out);
     free(dir);
