@@ -3,6 +3,8 @@
 #include "stats/verdict.h"
 #include "stats/check.h"
 
+#include <gsl/gsl_cdf.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,10 +209,26 @@ static bool decide(const struct cp_verdict_opts *o, enum cp_better better, struc
     return !significant && large;
 }
 
+/* The bootstrap's spread, read back from its interval: the sigma that
+ * gives a two-sample standard error of the interval's half width over its
+ * z (NaN when the interval has no width). A quantile's spread is not the
+ * samples': a p99 moves far more than the MAD says. */
+static double bootstrap_spread(const struct cp_comparison *c, size_t nb, size_t na, double level)
+{
+    double half = (c->ci_hi_pct - c->ci_lo_pct) / 200.0,
+           z = gsl_cdf_ugaussian_Pinv(0.5 + level / 2);
+    if (!(half > 0) || !isfinite(half) || !(z > 0))
+        return NAN;
+    return half / z * fabs(c->before) / sqrt(1.0 / (double)nb + 1.0 / (double)na);
+}
+
 static void judge(const double *b, size_t nb, const double *a, size_t na, enum cp_better better,
                   const struct cp_verdict_opts *o, struct cp_comparison *c)
 {
-    double sigma = spread(b, nb, a, na, c->test);
+    double sigma = c->test == CP_TEST_BOOTSTRAP ? bootstrap_spread(c, nb, na, o->boot.level)
+                                                : spread(b, nb, a, na, c->test);
+    if (!(sigma > 0))
+        sigma = spread(b, nb, a, na, c->test);
     if (sigma > 0)
         cp_stats_mde_relative(nb, na, o->alpha, o->power, sigma, c->before, &c->mde_pct, NULL);
     size_t n = 0;
@@ -218,6 +236,16 @@ static void judge(const double *b, size_t nb, const double *a, size_t na, enum c
         cp_stats_n_for_relative(fabs(c->delta_pct), sigma, c->before, o->alpha, o->power, &n,
                                 NULL) == CP_OK)
         c->n_needed = n;
+    /* a quantile q above the median is read between the two largest
+     * samples only from 0.5 / (1 - q) samples a side (p99: 50); on fewer it
+     * is the largest sample, and the bootstrap's interval of it means
+     * little: no verdict of a change */
+    double q = o->quantile > 0 ? o->quantile : 0.5;
+    size_t least = q > 0.5 ? (size_t)ceil(0.5 / (1.0 - q) - 1e-9) : 0;
+    if ((nb < least || na < least) && c->verdict != CP_VERDICT_UNCHANGED) {
+        c->verdict = CP_VERDICT_INCONCLUSIVE;
+        c->n_needed = c->n_needed > least ? c->n_needed : least;
+    }
 }
 
 static enum cp_status exact(double b, double a, enum cp_better better,

@@ -459,6 +459,9 @@ static enum cp_status pick_metrics(const struct cp_validate_opts *o, bool wanted
                           "bench --trace`";
             else if (wanted[CP_VM_PRECISION] && i == 0 && isnan(m->precision_loss))
                 missing = "precision needs a precision_loss counter in the run";
+            else if (wanted[CP_VM_MEMORY] && i == 0 && m->weight_bytes + m->arena_bytes == 0)
+                missing = "memory needs the run's weights and arena, which cannprof's own runs "
+                          "record (an imported profile has none)";
             if (!missing)
                 continue;
             if (o->asked)
@@ -468,6 +471,8 @@ static enum cp_status pick_metrics(const struct cp_validate_opts *o, bool wanted
                 wanted[CP_VM_DEVICE_UTIL] = false;
             if (i == 0 && isnan(m->precision_loss))
                 wanted[CP_VM_PRECISION] = false;
+            if (i == 0 && m->weight_bytes + m->arena_bytes == 0)
+                wanted[CP_VM_MEMORY] = false;
         }
     return CP_OK;
 }

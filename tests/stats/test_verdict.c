@@ -140,6 +140,40 @@ Test(verdict, a_tail_regression_shows_in_the_p99_but_not_the_median)
     cr_expect(p99.delta_pct > 50);
 }
 
+/* A p99 that moved in a few heavy tails: the samples' spread is small, the
+ * tail's is not. The sample-size figures come from the bootstrap interval,
+ * so an inconclusive p99 asks for more samples than it has, never fewer. */
+Test(verdict, an_inconclusive_p99_asks_for_more_samples_than_it_has)
+{
+    double b[60], a[60];
+    draw(b, 60, 10.0, 0.1, 12);
+    draw(a, 60, 10.0, 0.1, 13);
+    b[59] = 14.0; /* one slow outlier each side, the after one slower */
+    a[58] = 18.0;
+    struct cp_verdict_opts o;
+    cp_verdict_opts_init(&o);
+    o.quantile = 0.99;
+    struct cp_comparison c;
+    cr_assert_eq(cp_verdict_compare(b, 60, a, 60, CP_BETTER_LOWER, &o, &c, NULL), CP_OK);
+    cr_assert_eq(c.verdict, CP_VERDICT_INCONCLUSIVE, "delta %g CI [%g, %g] p %g", c.delta_pct,
+                 c.ci_lo_pct, c.ci_hi_pct, c.p);
+    cr_expect(c.n_needed > 60, "n_needed %zu", c.n_needed);
+    cr_expect(c.mde_pct > fabs(c.delta_pct) * 0.5, "mde %g delta %g", c.mde_pct, c.delta_pct);
+}
+
+/* Two samples a side say nothing of a p99, however far apart they are. */
+Test(verdict, a_p99_from_too_few_samples_is_no_verdict)
+{
+    double b[2] = {300, 300}, a[2] = {10, 10};
+    struct cp_verdict_opts o;
+    cp_verdict_opts_init(&o);
+    o.quantile = 0.99;
+    struct cp_comparison c;
+    cr_assert_eq(cp_verdict_compare(b, 2, a, 2, CP_BETTER_LOWER, &o, &c, NULL), CP_OK);
+    cr_expect_eq(c.verdict, CP_VERDICT_INCONCLUSIVE);
+    cr_expect(c.n_needed >= 50, "n_needed %zu", c.n_needed);
+}
+
 Test(verdict, bad_input_is_refused_with_a_reason)
 {
     double b[3] = {1, 2, 3}, a[3] = {1, NAN, 3}, z[2] = {0, 0};
