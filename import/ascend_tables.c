@@ -19,7 +19,7 @@
  * one per row and column: "opstat.<OP Type>.<column>",
  * "apistat.<API Name>.<column>" (a key repeated is averaged; at most
  * EXTRA_ROWS rows a table). */
-#define _GNU_SOURCE /* strcasestr */
+#define _GNU_SOURCE /* strcasestr, memmem */
 #include "import/import_internal.h"
 
 #include <jansson.h>
@@ -135,23 +135,36 @@ static bool cell_num(const struct cp_imp_row *r, int col, double *x)
     return v.s && cp_imp_val_num(&v, x) && isfinite(*x);
 }
 
-/* A statistic table's columns that are neither read nor an identity: kept
- * as counters, per row. */
+/* A table's columns that are neither read nor an identity: kept as
+ * counters, per row key (an op type, an API, an op name); at most
+ * EXTRA_ROWS distinct keys. */
 #define EXTRA_ROWS 512
 #define EXTRA_COLS 64
 
 static bool extra_column(const struct cols *c, const struct cp_imp_row *h, size_t i)
 {
-    static const char *const ids[] = {"Device_id", "Device ID", "Level", "Core Type",
-                                      "Rank ID",   "Step",      "Type"};
+    static const char *const ids[] = {"Device_id",  "Device ID",   "Level",     "Core Type",
+                                      "Rank ID",    "Step",        "Type",      "Input Shapes",
+                                      "Stream Ptr", "Device Type", "Call Stack"};
     for (size_t k = 0; k < c->n; k++)
         if (c->at[k] == (int)i)
             return false;
     for (size_t k = 0; k < sizeof ids / sizeof *ids; k++)
         if (h->len[i] == strlen(ids[k]) && memcmp(h->f[i], ids[k], h->len[i]) == 0)
             return false;
+    /* operator_memory's allocation and release times are instants, not
+     * amounts: neither a sum nor a mean of them means anything */
+    if (memmem(h->f[i], h->len[i], "Allocation Time(", 16) ||
+        memmem(h->f[i], h->len[i], "Release Time(", 13))
+        return false;
     return h->len[i] > 0;
 }
+
+/* How a repeated row key's cells combine: the statistic tables' rows are
+ * one per key (a repeat is averaged); operator_details' are one per call
+ * site and operator_memory's one per allocation, whose amounts add up
+ * (durations) or, for the allocator's running totals, peak. */
+enum extra_mode { EXTRA_MEAN, EXTRA_SUM };
 
 /* A table's reader: its row function and what it needs of the header. */
 struct table {
@@ -184,6 +197,10 @@ struct table {
      * rows kept so far */
     const char *extra[EXTRA_COLS]; /* pool; NULL: not kept */
     size_t extra_rows;
+    struct cp_strmap extra_ix; /* the row keys kept (EXTRA_SUM) */
+    size_t extra_dropped;      /* rows of keys beyond EXTRA_ROWS */
+    double peak[EXTRA_COLS];   /* "Total" columns of operator_memory: the largest */
+    bool has_peak[EXTRA_COLS];
 };
 
 /* The header's other columns, noted (the first row of a statistic table). */
@@ -199,20 +216,65 @@ static enum cp_status extra_header(struct table *t, const struct cp_imp_row *h, 
 /* A row's other numeric cells as counters "<prefix>.<key>.<column>"; a
  * cell that is not a number (N/A, text) is left out. */
 static enum cp_status extra_row(struct table *t, const char *prefix, struct cp_imp_val key,
-                                const struct cp_imp_row *r, struct cp_diag *d)
+                                const struct cp_imp_row *r, enum extra_mode mode, struct cp_diag *d)
 {
-    if (!key.s || key.len == 0 || t->extra_rows >= EXTRA_ROWS)
+    if (!key.s || key.len == 0)
         return CP_OK;
-    t->extra_rows++;
+    size_t kl = key.len > 150 ? 150 : key.len;
+    if (mode == EXTRA_SUM) {
+        if (cp_strmap_get(&t->extra_ix, key.s, kl, -1) < 0) {
+            if (t->extra_rows >= EXTRA_ROWS) {
+                t->extra_dropped++;
+                return CP_OK;
+            }
+            const char *k = cp_imp_pool_add(&t->pool, key.s, kl);
+            if (!k || cp_strmap_add(&t->extra_ix, k, kl, 1, NULL, NULL) != CP_OK)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            t->extra_rows++;
+        }
+    } else if (t->extra_rows++ >= EXTRA_ROWS) {
+        t->extra_dropped++;
+        return CP_OK;
+    }
     enum cp_status st = CP_OK;
     for (size_t i = 0; st == CP_OK && i < r->n && i < EXTRA_COLS; i++) {
         double x;
         if (!t->extra[i] || !cell_num(r, (int)i, &x))
             continue;
+        size_t hl = strlen(t->extra[i]);
+        bool running =
+            strstr(t->extra[i], "Total") && hl > 4 && strcmp(t->extra[i] + hl - 4, "(MB)") == 0;
+        if (mode == EXTRA_SUM && running) {
+            t->peak[i] = t->has_peak[i] && t->peak[i] > x ? t->peak[i] : x;
+            t->has_peak[i] = true;
+            continue;
+        }
         char name[400];
-        snprintf(name, sizeof name, "%s.%.*s.%.150s", prefix, (int)(key.len > 150 ? 150 : key.len),
-                 key.s, t->extra[i]);
-        st = cp_imp_sink_acc(t->k, -1, name, x, 1, false, d);
+        snprintf(name, sizeof name, "%s.%.*s.%.150s", prefix, (int)kl, key.s, t->extra[i]);
+        st = cp_imp_sink_acc(t->k, -1, name, x, 1, mode == EXTRA_SUM, d);
+    }
+    return st;
+}
+
+/* After the rows: the running totals' (the allocator's "... Total ...(MB)")
+ * peaks ("<prefix>.peak.<column>")
+ * and, when keys were dropped, how many rows (meta skipped.<prefix>_rows). */
+static enum cp_status extra_done(struct table *t, const char *prefix, struct cp_diag *d)
+{
+    enum cp_status st = CP_OK;
+    for (size_t i = 0; st == CP_OK && i < EXTRA_COLS; i++)
+        if (t->has_peak[i]) {
+            char name[300];
+            snprintf(name, sizeof name, "%s.peak.%.150s", prefix, t->extra[i]);
+            st = cp_imp_sink_counter(t->k, -1, name, t->peak[i], 0, d);
+        }
+    if (st == CP_OK && t->extra_dropped) {
+        char key[96], text[160];
+        snprintf(key, sizeof key, "skipped.%s_rows", prefix);
+        snprintf(text, sizeof text,
+                 "%zu rows beyond the first %d keys: their other columns are not kept as counters",
+                 t->extra_dropped, EXTRA_ROWS);
+        st = cp_imp_sink_meta(t->k, key, text, d);
     }
     return st;
 }
@@ -230,7 +292,7 @@ static enum cp_status opstat_row(void *u, const struct cp_imp_row *r, struct cp_
         return t->usable ? extra_header(t, r, d) : CP_OK;
     }
     if (t->usable) {
-        enum cp_status st = extra_row(t, "opstat", cp_imp_cell(r, t->c.at[0]), r, d);
+        enum cp_status st = extra_row(t, "opstat", cp_imp_cell(r, t->c.at[0]), r, EXTRA_MEAN, d);
         if (st != CP_OK)
             return st;
     }
@@ -259,7 +321,7 @@ static enum cp_status apistat_row(void *u, const struct cp_imp_row *r, struct cp
         return t->usable ? extra_header(t, r, d) : CP_OK;
     }
     if (t->usable) {
-        enum cp_status st = extra_row(t, "apistat", cp_imp_cell(r, t->c.at[1]), r, d);
+        enum cp_status st = extra_row(t, "apistat", cp_imp_cell(r, t->c.at[1]), r, EXTRA_MEAN, d);
         if (st != CP_OK)
             return st;
     }
@@ -298,11 +360,14 @@ static enum cp_status opdetails_row(void *u, const struct cp_imp_row *r, struct 
     if (r->number == 1) {
         find_cols(&t->c, r);
         t->usable = t->c.at[0] >= 0;
-        return CP_OK;
+        return t->usable ? extra_header(t, r, d) : CP_OK;
     }
     struct cp_imp_val name = cp_imp_cell(r, t->c.at[0]), stack = cp_imp_cell(r, t->c.at[1]);
     if (!t->usable || !name.s)
         return CP_OK;
+    enum cp_status est = extra_row(t, "opdetail", name, r, EXTRA_SUM, d);
+    if (est != CP_OK)
+        return est;
     double host = 0, dev = 0;
     if (cell_num(r, t->c.at[2], &host) && host > 0)
         t->host_self_us += host;
@@ -341,17 +406,19 @@ static const char *const OPMEM[] = {"Name", "Size(KB)", "Duration(us)",
 
 static enum cp_status opmem_row(void *u, const struct cp_imp_row *r, struct cp_diag *d)
 {
-    (void)d;
     struct table *t = u;
     if (r->number == 1) {
         find_cols(&t->c, r);
         t->usable = t->c.at[0] >= 0 && t->c.at[1] >= 0;
-        return CP_OK;
+        return t->usable ? extra_header(t, r, d) : CP_OK;
     }
     struct cp_imp_val name = cp_imp_cell(r, t->c.at[0]);
     double kb, us = NAN, mb;
     if (!t->usable || !name.s || !cell_num(r, t->c.at[1], &kb) || kb <= 0)
         return CP_OK;
+    enum cp_status est = extra_row(t, "opmem", name, r, EXTRA_SUM, d);
+    if (est != CP_OK)
+        return est;
     t->rows++;
     (void)cell_num(r, t->c.at[2], &us);
     if (cell_num(r, t->c.at[3], &mb) && mb > t->peak_allocated_mb)
@@ -382,6 +449,7 @@ static void table_release(struct table *t)
 {
     free(t->ops);
     cp_strmap_release(&t->best_ix);
+    cp_strmap_release(&t->extra_ix);
     cp_imp_pool_release(&t->pool);
 }
 
@@ -394,6 +462,7 @@ static enum cp_status read_table(struct cp_imp_sink *k, const char *path, const 
     t->c.names = names;
     t->c.n = n;
     cp_strmap_init(&t->best_ix);
+    cp_strmap_init(&t->extra_ix);
     uint64_t bytes = 0;
     enum cp_status st = cp_imp_read_csv(path, fn, t, &bytes, d);
     if (st == CP_OK)
@@ -421,6 +490,8 @@ static enum cp_status op_statistic(struct cp_imp_sink *k, const char *path, stru
         if (st == CP_OK)
             st = cp_imp_sink_counter(k, -1, "opstat.total_us", t.total_us, 0, d);
         if (st == CP_OK)
+            st = extra_done(&t, "opstat", d);
+        if (st == CP_OK)
             st = cp_imp_sink_meta(k, "op_statistic", path, d);
         k->r->table_tasks = t.tasks;
     }
@@ -436,6 +507,8 @@ static enum cp_status api_statistic(struct cp_imp_sink *k, const char *path, str
         st = skipped_table(k, "api_statistic", path, d);
     for (int i = 0; st == CP_OK && t.usable && i < 4; i++)
         st = cp_imp_sink_counter(k, -1, APISTAT_COUNTERS[i], t.calls[i], 0, d);
+    if (st == CP_OK && t.usable)
+        st = extra_done(&t, "apistat", d);
     if (st == CP_OK && t.usable)
         st = cp_imp_sink_meta(k, "api_statistic", path, d);
     table_release(&t);
@@ -461,6 +534,8 @@ static enum cp_status operator_details(struct cp_imp_sink *k, const char *path, 
             snprintf(key, sizeof key, "stack.%s", t.ops[i].name);
             st = cp_imp_sink_meta(k, key, t.ops[i].stack, d);
         }
+        if (st == CP_OK)
+            st = extra_done(&t, "opdetail", d);
         if (st == CP_OK)
             st = cp_imp_sink_meta(k, "operator_details", path, d);
     }
@@ -496,6 +571,8 @@ static enum cp_status operator_memory(struct cp_imp_sink *k, const char *path, s
         if (st == CP_OK && t.peak_allocated_mb > 0)
             st = cp_imp_sink_counter(k, -1, "memory.op_peak_allocated_mb", t.peak_allocated_mb, 0,
                                      d);
+        if (st == CP_OK)
+            st = extra_done(&t, "opmem", d);
         if (st == CP_OK)
             st = cp_imp_sink_meta(k, "operator_memory", path, d);
     }

@@ -124,6 +124,22 @@ Test(import_analyses, the_summary_tables_matrix_and_device_info_are_read)
     cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
                                  "'framework.device_self_us'"),
                        53.741 + 45 + 1, 1e-9, "N/A is absent, not zero");
+    /* operator_details' other columns per op, summed over its call sites;
+     * operator_memory's amounts per op, the allocator's running totals as
+     * peaks, its instants and pointers not at all */
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
+                                 "'opdetail.npu_format_cast.Device Total Duration(us)'"),
+                       45 + 1, 1e-9);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name = "
+                           "'opdetail.aten::zeros.Device Total Duration(us)'"),
+                 0, "N/A is absent");
+    cr_expect_float_eq(q_num(db, "SELECT value FROM counters WHERE name = "
+                                 "'opmem.peak.Allocation Total Reserved(MB)'"),
+                       768, 1e-9);
+    cr_expect_eq(q_int(db, "SELECT count(*) FROM counters WHERE name LIKE 'opdetail.%Shapes' OR "
+                           "name LIKE 'opdetail.%Self Duration(us)' OR name LIKE 'opmem.%Time(us)' "
+                           "OR name LIKE 'opmem.%Stream Ptr' OR name LIKE 'opmem.%Size(KB)'"),
+                 0, "shapes, the columns read, instants and pointers are not counters");
     /* operator_memory: the largest allocations; a negative size is not one */
     char *top = q_text(db, "SELECT value FROM meta WHERE key = "
                            "'run.1.import.memory.largest_allocations'");
