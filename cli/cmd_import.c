@@ -92,6 +92,8 @@ static json_t *result_json(const char *trace, const struct cp_import_result *r)
         ok = cp_json_set_num(j, "op_statistic_tasks", r->table_tasks);
     if (ok && r->slowest_link[0])
         ok = cp_json_set_str(j, "slowest_link", r->slowest_link);
+    if (ok && r->fusible[0])
+        ok = cp_json_set_str(j, "fusible_sequence", r->fusible);
     json_t *ranks = json_array();
     for (size_t i = 0; ok && ranks && i < r->n_ranks; i++) {
         json_t *o = json_object();
@@ -215,5 +217,8 @@ int cp_cmd_import(int argc, char **argv)
                r.table_tasks, r.events[2]);
     if (r.slowest_link[0])
         printf("import: slowest link (communication_matrix.json): %s\n", r.slowest_link);
+    if (r.fusible[0])
+        printf("import: task chain worth fusing (repeated, memory-bound or short tasks): %s\n",
+               r.fusible);
     return 0;
 }

@@ -270,6 +270,7 @@ struct csv_import {
     struct cp_imp_device dev;
     int col_block, col_mix_block, col_shapes;
     int col_pipe[N_PIPES];
+    struct cp_imp_fusible fus; /* the task chains worth fusing */
 };
 
 static enum cp_status header_row(struct csv_import *c, const struct cp_imp_row *r,
@@ -549,6 +550,26 @@ static enum cp_status class_checks(struct csv_import *c, const struct cp_imp_row
     return st;
 }
 
+/* A computing task, for the chains worth fusing (fusible.c): its op type
+ * and its largest data-moving ratio. */
+static enum cp_status fusible_task(struct csv_import *c, const struct cp_imp_row *r, double us,
+                                   struct cp_diag *d)
+{
+    enum pipe { MTE2 = 3, VMTE2 = 7, VMTE3 = 8 };
+    struct cp_imp_val core = cp_imp_cell(r, c->col[C_CORE]);
+    if (cp_imp_val_is(&core, "HCCL") || cp_imp_val_is(&core, "COMMUNICATION"))
+        return CP_OK;
+    double mte = NAN;
+    const enum pipe pipes[] = {MTE2, VMTE2, VMTE3};
+    for (size_t i = 0; i < 3; i++) {
+        double x = pipe_ratio(c, r, pipes[i]);
+        if (isfinite(x) && !(x <= mte))
+            mte = x;
+    }
+    return cp_imp_fusible_task(&c->fus, cp_imp_cell(r, c->col[C_STREAM]),
+                               cp_imp_cell(r, c->col[C_TYPE]), us, mte, d);
+}
+
 /* The two per-task checks msprof-analyze's advisor makes on a task table
  * (docs/import.md): block dims that are not a multiple of the device's
  * cores (its last wave leaves cores idle), and tasks longer than 20 us
@@ -627,6 +648,8 @@ static enum cp_status write_row(void *u, const struct cp_imp_row *r, struct cp_d
     if (st == CP_OK)
         st = class_checks(c, r, it, (double)dur / 1000.0, &judged, d);
     if (st == CP_OK)
+        st = fusible_task(c, r, (double)dur / 1000.0, d);
+    if (st == CP_OK)
         st = task_checks(c, r, it, (double)dur / 1000.0, judged, d);
     if (st == CP_OK && state.s) {
         bool dyn = state.len == 7 && memcmp(state.s, "dynamic", 7) == 0;
@@ -685,6 +708,7 @@ static void release(struct csv_import *c)
     free(c->col_name);
     cp_strmap_release(&c->step_ix);
     cp_imp_pool_release(&c->pool);
+    cp_imp_fusible_release(&c->fus);
 }
 
 enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
@@ -692,6 +716,7 @@ enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
 {
     struct csv_import c;
     memset(&c, 0, sizeof c);
+    cp_imp_fusible_init(&c.fus);
     c.path = path;
     cp_strmap_init(&c.step_ix);
     uint64_t bytes = 0;
@@ -777,6 +802,8 @@ enum cp_status cp_imp_ascend_csv(const char *path, const char *trace_path,
         st = cp_imp_sink_meta(&k, "summary", summary, d);
     r->skipped[CP_SKIP_NO_TIME] += c.rows_skipped;
     if (st == CP_OK)
+        st = cp_imp_fusible_finish(&c.fus, &k, r, d);
+    if (st == CP_OK)
         st = cp_imp_sink_finish(&k, samples, n, d);
     if (st != CP_OK)
         cp_imp_sink_abort(&k);
@@ -790,6 +817,7 @@ enum cp_status cp_imp_ascend_csv_counters(const char *path, const char *trace_pa
 {
     struct csv_import c;
     memset(&c, 0, sizeof c);
+    cp_imp_fusible_init(&c.fus);
     c.path = path;
     c.attach = true;
     cp_strmap_init(&c.step_ix);
@@ -816,6 +844,8 @@ enum cp_status cp_imp_ascend_csv_counters(const char *path, const char *trace_pa
     c.k = &k;
     if (st == CP_OK)
         st = cp_imp_read_csv(path, write_row, &c, &bytes, d);
+    if (st == CP_OK)
+        st = cp_imp_fusible_finish(&c.fus, &k, r, d);
     if (st == CP_OK)
         st = cp_imp_sink_meta(&k, "task_table", path, d);
     if (st == CP_OK)

@@ -478,6 +478,10 @@ static enum cp_status import_cluster(const struct cp_import_opts *o, const struc
             if ((size_t)snprintf(r->slowest_link, sizeof r->slowest_link, "rank %d: %.*s",
                                  v[i].rank, 120, ri.slowest_link) >= sizeof r->slowest_link)
                 r->slowest_link[sizeof r->slowest_link - 1] = '\0';
+        if (ri.fusible[0] && !r->fusible[0])
+            if ((size_t)snprintf(r->fusible, sizeof r->fusible, "rank %d: %.*s", v[i].rank, 180,
+                                 ri.fusible) >= sizeof r->fusible)
+                r->fusible[sizeof r->fusible - 1] = '\0';
     }
     /* one run group, each run with its rank */
     struct cp_trace_store *s = NULL;

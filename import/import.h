@@ -95,6 +95,7 @@ struct cp_import_result {
     char extras[512];
     double table_tasks;
     char slowest_link[160]; /* communication_matrix.json's, "0-3.HCCS at 12 GB/s"; "" */
+    char fusible[200];      /* the task chain most worth fusing, in words; "" */
     /* A cluster folder (one *_ascend_pt per rank): every rank a run of one
      * run group, in rank order; n_ranks 0 for a single profile. The
      * counts above are summed over the ranks. */

@@ -148,6 +148,44 @@ struct cp_imp_acc {
     double sum, weight;
 };
 
+/* Repeated chains of device tasks one kernel could run (fusible.c). */
+#define CP_IMP_FUSE_MAX 10
+struct cp_imp_fuse_stream {
+    int32_t op[CP_IMP_FUSE_MAX]; /* a ring of the last tasks' op type ids */
+    double us[CP_IMP_FUSE_MAX];
+    bool light[CP_IMP_FUSE_MAX];
+    size_t head, n;
+};
+struct cp_imp_fuse_seq {
+    const int32_t *op; /* len op type ids (the pool's copy) */
+    uint8_t len;
+    uint32_t count;
+    double us, light_us;
+};
+struct cp_imp_fusible {
+    struct cp_imp_pool pool;
+    struct cp_strmap op_ix, stream_ix, seq_ix;
+    const char **ops; /* op type by id */
+    size_t n_ops, cap_ops;
+    struct cp_imp_fuse_stream *streams;
+    size_t n_streams, cap_streams;
+    struct cp_imp_fuse_seq *seqs;
+    size_t n_seqs, cap_seqs;
+    double task_us;
+    bool full; /* FUSE_SEQS distinct chains reached */
+};
+void cp_imp_fusible_init(struct cp_imp_fusible *f);
+void cp_imp_fusible_release(struct cp_imp_fusible *f);
+/* One task of the table, in order: its stream, op type, time and its
+ * largest MTE ratio (NaN: none). */
+enum cp_status cp_imp_fusible_task(struct cp_imp_fusible *f, struct cp_imp_val stream,
+                                   struct cp_imp_val op, double us, double mte, struct cp_diag *d);
+/* The candidates: counter fusible.top_share, meta fusible_sequences (the
+ * top 5, JSON), r->fusible (the best, in words). */
+struct cp_imp_sink;
+enum cp_status cp_imp_fusible_finish(struct cp_imp_fusible *f, struct cp_imp_sink *k,
+                                     struct cp_import_result *r, struct cp_diag *d);
+
 /* Framework op sequences torch_npu has a fused API for (sequences.c). */
 #define CP_IMP_N_SEQ 4
 struct cp_imp_seq_state {

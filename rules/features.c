@@ -409,6 +409,8 @@ static void imported_scalars(struct cp_features *f)
         {CP_FEAT_NPU_SWIGLU_SEQUENCE_SHARE, l->x[CP_X_SWIGLU_US] / step_us, no_ops},
         {CP_FEAT_NPU_ROTARY_MUL_SEQUENCE_SHARE, l->x[CP_X_ROTARY_US] / step_us, no_ops},
         {CP_FEAT_NPU_FUSION_ATTENTION_SEQUENCE_SHARE, l->x[CP_X_ATTENTION_US] / step_us, no_ops},
+        {CP_FEAT_FUSIBLE_SEQUENCE_SHARE, l->x[CP_X_FUSIBLE],
+         "the profile has no task table (kernel_details.csv, op_summary)"},
         {CP_FEAT_QUIET_GAP_SHARE,
          l->cov_iters && l->has_runtime ? l->quiet_gap_ns / l->wall_ns : NAN,
          "the profile has no host runtime calls in its steps"},

@@ -123,7 +123,8 @@
     X(NPU_RMS_NORM_SEQUENCE_SHARE, "npu_rms_norm_sequence_share")                                  \
     X(NPU_SWIGLU_SEQUENCE_SHARE, "npu_swiglu_sequence_share")                                      \
     X(NPU_ROTARY_MUL_SEQUENCE_SHARE, "npu_rotary_mul_sequence_share")                              \
-    X(NPU_FUSION_ATTENTION_SEQUENCE_SHARE, "npu_fusion_attention_sequence_share")
+    X(NPU_FUSION_ATTENTION_SEQUENCE_SHARE, "npu_fusion_attention_sequence_share")                  \
+    X(FUSIBLE_SEQUENCE_SHARE, "fusible_sequence_share")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -200,6 +201,7 @@ enum {
     CP_X_SWIGLU_US,
     CP_X_ROTARY_US,
     CP_X_ATTENTION_US,
+    CP_X_FUSIBLE, /* the best repeated light task chain: share of the task time */
     CP_FLOAD_N_X
 };
 

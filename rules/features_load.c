@@ -755,6 +755,8 @@ static enum cp_status read_analyses(struct cp_trace_store *s, struct cp_fload *l
      * over all; 0 when the timeline has framework ops but none matched */
     static const char *const apis[4] = {"npu_rms_norm", "npu_swiglu", "npu_rotary_mul",
                                         "npu_fusion_attention"};
+    if (rc == CP_OK)
+        rc = cp_trace_query_counter(s, l->run_id, "fusible.top_share", &x[CP_X_FUSIBLE], d);
     struct cp_trace_iter_time *app = NULL;
     size_t n_app = 0;
     if (rc == CP_OK)

@@ -193,6 +193,7 @@ Test(import_analyses, without_the_files_nothing_is_claimed)
                                        "ascend_affinity_swiglu",
                                        "ascend_affinity_rotary_mul",
                                        "ascend_affinity_fusion_attention",
+                                       "ascend_fusible_operators",
                                        "ascend_operator_compile_at_run_time",
                                        "ascend_stream_synchronize",
                                        "ascend_debug_logging",
@@ -486,6 +487,37 @@ Test(import_analyses, framework_op_sequences_with_a_fused_api_are_found)
     free(out2);
     free(dir2);
     free(db2);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+/* A task table of six layers a step, each a matmul (300 us, cube-bound)
+ * then Cast, Mul, Add, Cast on the vector units (15, 40, 40, 15 us: short
+ * or bound by their data moves), and a collective on another stream: the
+ * vector chain is the one worth fusing, 12 times, 26.8% of the task time;
+ * its parts and the chains through the matmul are not reported. */
+Test(import_analyses, a_repeated_chain_of_light_tasks_is_a_fusion_candidate)
+{
+    char *dir = cp_t_path("chain_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    copy_fixture("kernel_details_chain.csv", out, "kernel_details.csv");
+    char *db = cp_t_path("chain.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "fusible_sequence")),
+                     "Cast > Mul > Add > Cast x12 (26.8% of the task time)");
+    char *top = q_text(db, "SELECT value FROM meta WHERE key = "
+                           "'run.1.import.fusible_sequences'");
+    cr_assert_not_null(top);
+    json_t *list = json_loads(top, 0, NULL);
+    cr_expect_eq(json_array_size(list), 1, "its sub-chains are views of it: %s", top);
+    json_decref(list);
+    free(top);
+    cr_expect_float_eq(import_feature(db, "fusible_sequence_share"), 1320.0 / 4920, 1e-9);
+    char *rules = fired_rules(db);
+    cr_expect(fired(rules, "ascend_fusible_operators"), "fired: %s", rules);
+    free(rules);
+    json_decref(j);
     free(db);
     free(out);
     free(dir);

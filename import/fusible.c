@@ -1,0 +1,226 @@
+/* Repeated chains of device tasks that one kernel could run: msprof-
+ * analyze's fusible operator check, on a task table (docs/import.md).
+ * Per stream, in the table's order, every chain of 2 to CP_IMP_FUSE_MAX
+ * consecutive tasks is counted by its op types, with its time and the
+ * time of its "light" tasks: those whose data moves keep them busy (an MTE
+ * ratio of 0.8 or more) or that are short (under 20 us, their launch and
+ * sync a large part). A chain that came at least 5 times, took at least 1%
+ * of the task time and is light for 80% of it is a candidate: fused, its
+ * intermediate tensors stay on chip and its launches become one. */
+#include "import/import_internal.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUSE_SEQS      65536 /* distinct chains counted; later new ones are not */
+#define FUSE_MIN_COUNT 5
+#define FUSE_MIN_SHARE 0.01
+#define FUSE_LIGHT     0.8
+#define FUSE_MTE       0.8
+#define FUSE_SHORT_US  20.0
+#define FUSE_TOP       5
+
+void cp_imp_fusible_init(struct cp_imp_fusible *f)
+{
+    memset(f, 0, sizeof *f);
+    cp_strmap_init(&f->op_ix);
+    cp_strmap_init(&f->stream_ix);
+    cp_strmap_init(&f->seq_ix);
+}
+
+void cp_imp_fusible_release(struct cp_imp_fusible *f)
+{
+    cp_strmap_release(&f->op_ix);
+    cp_strmap_release(&f->stream_ix);
+    cp_strmap_release(&f->seq_ix);
+    free(f->ops);
+    free(f->streams);
+    free(f->seqs);
+    cp_imp_pool_release(&f->pool);
+    memset(f, 0, sizeof *f);
+}
+
+static enum cp_status intern(struct cp_imp_fusible *f, struct cp_strmap *m, const char *s, size_t n,
+                             int64_t next, int64_t *id, const char **kept, struct cp_diag *d)
+{
+    *id = cp_strmap_get(m, s, n, -1);
+    if (*id >= 0)
+        return CP_OK;
+    const char *k = cp_imp_pool_add(&f->pool, s, n);
+    if (!k || cp_strmap_add(m, k, n, next, NULL, NULL) != CP_OK)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    *id = next;
+    if (kept)
+        *kept = k;
+    return CP_OK;
+}
+
+/* The chain of the last `len` tasks of stream s, counted. */
+static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_fuse_stream *s,
+                                  size_t len, struct cp_diag *d)
+{
+    int32_t key[CP_IMP_FUSE_MAX];
+    double us = 0, light = 0;
+    for (size_t i = 0; i < len; i++) {
+        size_t at = (s->head + CP_IMP_FUSE_MAX - len + i) % CP_IMP_FUSE_MAX;
+        key[i] = s->op[at];
+        us += s->us[at];
+        light += s->light[at] ? s->us[at] : 0;
+    }
+    size_t kn = len * sizeof *key;
+    int64_t ix = cp_strmap_get(&f->seq_ix, (const char *)key, kn, -1);
+    if (ix < 0) {
+        if (f->n_seqs >= FUSE_SEQS) {
+            f->full = true;
+            return CP_OK;
+        }
+        struct cp_imp_fuse_seq *g = cp_imp_grow(f->seqs, f->n_seqs, &f->cap_seqs, sizeof *g, 256);
+        const char *k = g ? cp_imp_pool_add(&f->pool, (const char *)key, kn) : NULL;
+        if (g)
+            f->seqs = g;
+        if (!k || cp_strmap_add(&f->seq_ix, k, kn, (int64_t)f->n_seqs, NULL, NULL) != CP_OK)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        ix = (int64_t)f->n_seqs++;
+        f->seqs[ix] =
+            (struct cp_imp_fuse_seq){(const int32_t *)(const void *)k, (uint8_t)len, 0, 0, 0};
+    }
+    struct cp_imp_fuse_seq *q = &f->seqs[ix];
+    q->count++;
+    q->us += us;
+    q->light_us += light;
+    return CP_OK;
+}
+
+enum cp_status cp_imp_fusible_task(struct cp_imp_fusible *f, struct cp_imp_val stream,
+                                   struct cp_imp_val op, double us, double mte, struct cp_diag *d)
+{
+    if (!op.s || !(us >= 0) || !isfinite(us))
+        return CP_OK;
+    f->task_us += us;
+    int64_t oid, sid;
+    const char *kept = NULL;
+    enum cp_status st =
+        intern(f, &f->op_ix, op.s, op.len > 120 ? 120 : op.len, (int64_t)f->n_ops, &oid, &kept, d);
+    if (st == CP_OK && kept) {
+        const char **g = cp_imp_grow(f->ops, f->n_ops, &f->cap_ops, sizeof *g, 64);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        f->ops = g;
+        f->ops[f->n_ops++] = kept;
+    }
+    const char *sk = stream.s ? stream.s : "";
+    size_t sl = stream.s ? (stream.len > 40 ? 40 : stream.len) : 0;
+    if (st == CP_OK) {
+        kept = NULL;
+        st = intern(f, &f->stream_ix, sk, sl, (int64_t)f->n_streams, &sid, &kept, d);
+    }
+    if (st == CP_OK && kept) {
+        struct cp_imp_fuse_stream *g =
+            cp_imp_grow(f->streams, f->n_streams, &f->cap_streams, sizeof *g, 8);
+        if (!g)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        f->streams = g;
+        memset(&f->streams[f->n_streams++], 0, sizeof *g);
+    }
+    if (st != CP_OK)
+        return st;
+    struct cp_imp_fuse_stream *s = &f->streams[sid];
+    s->op[s->head] = (int32_t)oid;
+    s->us[s->head] = us;
+    s->light[s->head] = (isfinite(mte) && mte >= FUSE_MTE) || us < FUSE_SHORT_US;
+    s->head = (s->head + 1) % CP_IMP_FUSE_MAX;
+    if (s->n < CP_IMP_FUSE_MAX)
+        s->n++;
+    for (size_t len = 2; st == CP_OK && len <= s->n; len++)
+        st = count_chain(f, s, len, d);
+    return st;
+}
+
+/* Whether a and b share a run of two op types or more (then they are
+ * views of the same stretch of the stream). */
+static bool overlap(const struct cp_imp_fuse_seq *a, const struct cp_imp_fuse_seq *b)
+{
+    for (size_t i = 0; i + 1 < a->len; i++)
+        for (size_t j = 0; j + 1 < b->len; j++)
+            if (a->op[i] == b->op[j] && a->op[i + 1] == b->op[j + 1])
+                return true;
+    return false;
+}
+
+static int cmp_seq(const void *pa, const void *pb)
+{
+    const struct cp_imp_fuse_seq *a = *(const struct cp_imp_fuse_seq *const *)pa,
+                                 *b = *(const struct cp_imp_fuse_seq *const *)pb;
+    if (a->us != b->us)
+        return a->us < b->us ? 1 : -1;
+    return (int)b->len - (int)a->len;
+}
+
+enum cp_status cp_imp_fusible_finish(struct cp_imp_fusible *f, struct cp_imp_sink *k,
+                                     struct cp_import_result *r, struct cp_diag *d)
+{
+    if (!(f->task_us > 0))
+        return CP_OK;
+    size_t n = 0;
+    const struct cp_imp_fuse_seq **cand = cp_calloc(f->n_seqs ? f->n_seqs : 1, sizeof *cand);
+    if (!cand)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < f->n_seqs; i++) {
+        const struct cp_imp_fuse_seq *q = &f->seqs[i];
+        if (q->count >= FUSE_MIN_COUNT && q->us >= FUSE_MIN_SHARE * f->task_us &&
+            q->light_us >= FUSE_LIGHT * q->us)
+            cand[n++] = q;
+    }
+    qsort(cand, n, sizeof *cand, cmp_seq);
+    const struct cp_imp_fuse_seq *top[FUSE_TOP];
+    size_t n_top = 0;
+    for (size_t i = 0; i < n && n_top < FUSE_TOP; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < n_top && !dup; j++)
+            dup = overlap(cand[i], top[j]);
+        if (!dup)
+            top[n_top++] = cand[i];
+    }
+    free(cand);
+    /* the best chain's share is the feature; 0 when none qualified */
+    enum cp_status st =
+        cp_imp_sink_counter(k, -1, "fusible.top_share", n_top ? top[0]->us / f->task_us : 0, 0, d);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n_top; i++) {
+        json_t *o = json_object(), *ops = json_array();
+        for (size_t j = 0; ops && j < top[i]->len; j++)
+            json_array_append_new(ops, json_string(f->ops[top[i]->op[j]]));
+        json_object_set_new(o, "ops", ops);
+        json_object_set_new(o, "count", json_integer(top[i]->count));
+        json_object_set_new(o, "share", json_real(top[i]->us / f->task_us));
+        json_array_append_new(list, o);
+    }
+    char *text = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
+    if (st == CP_OK && !text)
+        st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    if (st == CP_OK)
+        st = cp_imp_sink_meta(k, "fusible_sequences", text, d);
+    free(text);
+    if (st == CP_OK && f->full)
+        st =
+            cp_imp_sink_meta(k, "skipped.fusible_sequences",
+                             "more than 65536 distinct task chains: later new ones not counted", d);
+    if (n_top) {
+        /* "Cast > Mul > Add x480 (12.3% of the task time)" for the import's summary */
+        size_t at = 0;
+        r->fusible[0] = '\0';
+        for (size_t j = 0; j < top[0]->len && at < sizeof r->fusible; j++) {
+            int w = snprintf(r->fusible + at, sizeof r->fusible - at, "%s%.30s", j ? " > " : "",
+                             f->ops[top[0]->op[j]]);
+            at += w > 0 ? (size_t)w : 0;
+        }
+        if (at < sizeof r->fusible)
+            snprintf(r->fusible + at, sizeof r->fusible - at, " x%u (%.1f%% of the task time)",
+                     top[0]->count, 100.0 * top[0]->us / f->task_us);
+    }
+    return st;
+}
