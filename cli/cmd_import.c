@@ -94,6 +94,8 @@ static json_t *result_json(const char *trace, const struct cp_import_result *r)
         ok = cp_json_set_str(j, "slowest_link", r->slowest_link);
     if (ok && r->fusible[0])
         ok = cp_json_set_str(j, "fusible_sequence", r->fusible);
+    if (ok && r->rank_comparison[0])
+        ok = cp_json_set_str(j, "rank_comparison", r->rank_comparison);
     json_t *ranks = json_array();
     for (size_t i = 0; ok && ranks && i < r->n_ranks; i++) {
         json_t *o = json_object();
@@ -220,5 +222,7 @@ int cp_cmd_import(int argc, char **argv)
     if (r.fusible[0])
         printf("import: task chain worth fusing (repeated, memory-bound or short tasks): %s\n",
                r.fusible);
+    if (r.rank_comparison[0])
+        printf("import: slowest rank, per step: %s\n", r.rank_comparison);
     return 0;
 }

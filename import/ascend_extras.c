@@ -270,6 +270,45 @@ static enum cp_status memory(struct cp_imp_sink *k, const char *path, struct cp_
  * "env.<NAME>", and the settings the Ascend pack reads as counters:
  * env.launch_blocking (ASCEND_LAUNCH_BLOCKING=1 makes every launch
  * synchronous). */
+/* The rank's pipeline stage (parallel.pp_stage, parallel.pp_size): its
+ * place in its "pp" group of parallel_group_info, else from
+ * distributed_args (Megatron's order, pipeline outermost: rank / (world /
+ * pp)). Nothing when neither says. */
+static enum cp_status parallel_stage(struct cp_imp_sink *k, const json_t *j, struct cp_diag *d)
+{
+    double stage = NAN, size = NAN;
+    const json_t *groups = json_object_get(j, "parallel_group_info"), *g;
+    const char *key;
+    json_object_foreach((json_t *)groups, key, g)
+    {
+        const char *name = json_string_value(json_object_get(g, "group_name"));
+        const json_t *ranks = json_object_get(g, "global_ranks");
+        const json_t *me = json_object_get(g, "group_rank");
+        if (name && strcmp(name, "pp") == 0 && json_is_array(ranks) && json_is_integer(me) &&
+            json_integer_value(me) >= 0 &&
+            (size_t)json_integer_value(me) < json_array_size(ranks)) {
+            stage = (double)json_integer_value(me);
+            size = (double)json_array_size(ranks);
+        }
+    }
+    const json_t *args = json_object_get(j, "distributed_args");
+    const json_t *pp = json_object_get(args, "pipeline_model_parallel_size"),
+                 *rank = json_object_get(args, "rank"),
+                 *world = json_object_get(args, "world_size");
+    if (!isfinite(stage) && json_is_integer(pp) && json_is_integer(rank) &&
+        json_is_integer(world) && json_integer_value(pp) > 0 && json_integer_value(world) > 0 &&
+        json_integer_value(world) % json_integer_value(pp) == 0 && json_integer_value(rank) >= 0 &&
+        json_integer_value(rank) < json_integer_value(world)) {
+        json_int_t per = json_integer_value(world) / json_integer_value(pp);
+        stage = (double)(json_integer_value(rank) / per);
+        size = (double)json_integer_value(pp);
+    }
+    if (!isfinite(stage) || !(size > 1))
+        return CP_OK;
+    enum cp_status st = cp_imp_sink_counter(k, -1, "parallel.pp_stage", stage, 0, d);
+    return st == CP_OK ? cp_imp_sink_counter(k, -1, "parallel.pp_size", size, 0, d) : st;
+}
+
 static enum cp_status metadata(struct cp_imp_sink *k, const char *path, struct cp_diag *d)
 {
     json_error_t e;
@@ -304,12 +343,25 @@ static enum cp_status metadata(struct cp_imp_sink *k, const char *path, struct c
             break;
         if (strcmp(key, "PYTORCH_NPU_ALLOC_CONF") == 0)
             expandable = strstr(text, "expandable_segments:True") != NULL;
+        /* a fixed collective algorithm, and the operator caches' sizes */
+        if (strcmp(key, "HCCL_ALGO") == 0)
+            st = cp_imp_sink_counter(k, -1, "env.hccl_algo_set", text[0] ? 1 : 0, 0, d);
+        double x = strtod(text, &end);
+        bool number = end != text && *end == '\0' && isfinite(x) && x >= 0;
+        if (st == CP_OK && strcmp(key, "HOST_CACHE_CAPACITY") == 0)
+            st = cp_imp_sink_counter(k, -1, "env.host_cache_capacity", number ? x : 0, 0, d);
+        if (st == CP_OK && strcmp(key, "ACLNN_CACHE_LIMIT") == 0 && number)
+            st = cp_imp_sink_counter(k, -1, "env.aclnn_cache_limit", x, 0, d);
+        if (st != CP_OK)
+            break;
     }
     if (st == CP_OK && json_is_object(env))
         st = cp_imp_sink_counter(k, -1, "env.launch_blocking", blocking ? 1 : 0, 0, d);
     if (st == CP_OK && json_is_object(env))
         st = cp_imp_sink_counter(k, -1, "env.alloc_expandable", expandable ? 1 : 0, 0, d);
     (void)seen;
+    if (st == CP_OK)
+        st = parallel_stage(k, j, d);
     json_decref(j);
     return st;
 }

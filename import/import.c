@@ -493,6 +493,8 @@ static enum cp_status import_cluster(const struct cp_import_opts *o, const struc
         if (st == CP_OK)
             st = cp_trace_store_add_counter(s, r->rank_run[i], -1, "rank", r->rank[i], 0, d);
     }
+    if (st == CP_OK)
+        st = cp_imp_cluster_compare(s, r, d);
     cp_trace_store_close(s);
     if (st != CP_OK) {
         remove_runs(o->trace_path, r->rank_run, r->n_ranks);

@@ -94,8 +94,9 @@ struct cp_import_result {
      * checked. */
     char extras[512];
     double table_tasks;
-    char slowest_link[160]; /* communication_matrix.json's, "0-3.HCCS at 12 GB/s"; "" */
-    char fusible[200];      /* the task chain most worth fusing, in words; "" */
+    char slowest_link[160];    /* communication_matrix.json's, "0-3.HCCS at 12 GB/s"; "" */
+    char fusible[200];         /* the task chain most worth fusing, in words; "" */
+    char rank_comparison[240]; /* a cluster's slowest rank against its fastest; "" */
     /* A cluster folder (one *_ascend_pt per rank): every rank a run of one
      * run group, in rank order; n_ranks 0 for a single profile. The
      * counts above are summed over the ranks. */

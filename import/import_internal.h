@@ -186,6 +186,13 @@ struct cp_imp_sink;
 enum cp_status cp_imp_fusible_finish(struct cp_imp_fusible *f, struct cp_imp_sink *k,
                                      struct cp_import_result *r, struct cp_diag *d);
 
+/* A cluster's ranks compared after their import (cluster_compare.c):
+ * meta cluster.rank_comparison and r->rank_comparison (the slowest rank
+ * against the fastest by op type), counters cluster.stage_compute_spread
+ * and cluster.slowest_stage when every rank said its pipeline stage. */
+enum cp_status cp_imp_cluster_compare(struct cp_trace_store *s, struct cp_import_result *r,
+                                      struct cp_diag *d);
+
 /* Framework op sequences torch_npu has a fused API for (sequences.c). */
 #define CP_IMP_N_SEQ 4
 struct cp_imp_seq_state {

@@ -292,9 +292,7 @@ static bool ascend_impl(const char *impl)
 /* Collective communication: Ascend's HCCL tasks, NCCL's kernels. */
 static bool communication_kernel(const struct cp_fk *k)
 {
-    return (k->impl && (strcmp(k->impl, "HCCL") == 0 || strcmp(k->impl, "COMMUNICATION") == 0)) ||
-           (k->op_type && strcmp(k->op_type, "HCCL") == 0) ||
-           (k->node && (strncmp(k->node, "nccl", 4) == 0 || strncmp(k->node, "hcom_", 5) == 0));
+    return cp_trace_kernel_is_communication(k->op_type, k->impl, k->node);
 }
 
 /* The features of profiles other tools wrote (docs/features.md, "Imported
@@ -411,6 +409,16 @@ static void imported_scalars(struct cp_features *f)
         {CP_FEAT_NPU_FUSION_ATTENTION_SEQUENCE_SHARE, l->x[CP_X_ATTENTION_US] / step_us, no_ops},
         {CP_FEAT_FUSIBLE_SEQUENCE_SHARE, l->x[CP_X_FUSIBLE],
          "the profile has no task table (kernel_details.csv, op_summary)"},
+        {CP_FEAT_STAGE_COMPUTE_SPREAD, l->x[CP_X_STAGE_SPREAD],
+         "not a cluster whose ranks say their pipeline stage (profiler_metadata.json)"},
+        {CP_FEAT_SLOWEST_STAGE, l->x[CP_X_SLOWEST_STAGE],
+         "not a cluster whose ranks say their pipeline stage (profiler_metadata.json)"},
+        {CP_FEAT_ENV_HCCL_ALGO, l->x[CP_X_HCCL_ALGO],
+         "the profile's environment has no HCCL_ALGO (profiler_metadata.json)"},
+        {CP_FEAT_ENV_HOST_CACHE_CAPACITY, l->x[CP_X_HOST_CACHE],
+         "the profile's environment has no HOST_CACHE_CAPACITY (profiler_metadata.json)"},
+        {CP_FEAT_ENV_ACLNN_CACHE_LIMIT, l->x[CP_X_ACLNN_CACHE],
+         "the profile's environment has no ACLNN_CACHE_LIMIT (profiler_metadata.json)"},
         {CP_FEAT_QUIET_GAP_SHARE,
          l->cov_iters && l->has_runtime ? l->quiet_gap_ns / l->wall_ns : NAN,
          "the profile has no host runtime calls in its steps"},

@@ -124,7 +124,12 @@
     X(NPU_SWIGLU_SEQUENCE_SHARE, "npu_swiglu_sequence_share")                                      \
     X(NPU_ROTARY_MUL_SEQUENCE_SHARE, "npu_rotary_mul_sequence_share")                              \
     X(NPU_FUSION_ATTENTION_SEQUENCE_SHARE, "npu_fusion_attention_sequence_share")                  \
-    X(FUSIBLE_SEQUENCE_SHARE, "fusible_sequence_share")
+    X(FUSIBLE_SEQUENCE_SHARE, "fusible_sequence_share")                                            \
+    X(STAGE_COMPUTE_SPREAD, "stage_compute_spread")                                                \
+    X(SLOWEST_STAGE, "slowest_stage")                                                              \
+    X(ENV_HCCL_ALGO, "env_hccl_algo")                                                              \
+    X(ENV_HOST_CACHE_CAPACITY, "env_host_cache_capacity")                                          \
+    X(ENV_ACLNN_CACHE_LIMIT, "env_aclnn_cache_limit")
 
 #define CP_FEAT_ENUM(id, name) CP_FEAT_##id,
 enum cp_feat_id { CP_FEATURE_SCALARS(CP_FEAT_ENUM) CP_FEAT_COUNT };
@@ -201,7 +206,12 @@ enum {
     CP_X_SWIGLU_US,
     CP_X_ROTARY_US,
     CP_X_ATTENTION_US,
-    CP_X_FUSIBLE, /* the best repeated light task chain: share of the task time */
+    CP_X_FUSIBLE,      /* the best repeated light task chain: share of the task time */
+    CP_X_STAGE_SPREAD, /* (max - min) / mean computing time of a cluster's pipeline stages */
+    CP_X_SLOWEST_STAGE,
+    CP_X_HCCL_ALGO,   /* HCCL_ALGO was set */
+    CP_X_HOST_CACHE,  /* HOST_CACHE_CAPACITY (0: off) */
+    CP_X_ACLNN_CACHE, /* ACLNN_CACHE_LIMIT */
     CP_FLOAD_N_X
 };
 

@@ -755,8 +755,19 @@ static enum cp_status read_analyses(struct cp_trace_store *s, struct cp_fload *l
      * over all; 0 when the timeline has framework ops but none matched */
     static const char *const apis[4] = {"npu_rms_norm", "npu_swiglu", "npu_rotary_mul",
                                         "npu_fusion_attention"};
-    if (rc == CP_OK)
-        rc = cp_trace_query_counter(s, l->run_id, "fusible.top_share", &x[CP_X_FUSIBLE], d);
+    static const struct {
+        int x;
+        const char *counter;
+    } runwide[] = {
+        {CP_X_FUSIBLE, "fusible.top_share"},
+        {CP_X_STAGE_SPREAD, "cluster.stage_compute_spread"},
+        {CP_X_SLOWEST_STAGE, "cluster.slowest_stage"},
+        {CP_X_HCCL_ALGO, "env.hccl_algo_set"},
+        {CP_X_HOST_CACHE, "env.host_cache_capacity"},
+        {CP_X_ACLNN_CACHE, "env.aclnn_cache_limit"},
+    };
+    for (size_t i = 0; rc == CP_OK && i < sizeof runwide / sizeof *runwide; i++)
+        rc = cp_trace_query_counter(s, l->run_id, runwide[i].counter, &x[runwide[i].x], d);
     struct cp_trace_iter_time *app = NULL;
     size_t n_app = 0;
     if (rc == CP_OK)

@@ -186,6 +186,11 @@ enum cp_status cp_trace_query_kernels(struct cp_trace_store *s, int64_t run_id,
                                       struct cp_diag *d);
 void cp_trace_kernels_free(struct cp_trace_kernel_desc *k, size_t n); /* NULL is a no-op */
 
+/* Whether a kernel is collective communication, as an import names it:
+ * HCCL tasks (impl HCCL / COMMUNICATION, op type HCCL, hcom_*), NCCL
+ * kernels (nccl*). Any argument may be NULL. */
+bool cp_trace_kernel_is_communication(const char *op_type, const char *impl, const char *node);
+
 /* ---- where the time went ------------------------------------------------------ */
 
 /* One kernel's device events over the chosen iterations. */

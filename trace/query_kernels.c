@@ -29,6 +29,13 @@ static void kernel_release(struct cp_trace_kernel_desc *k)
     free(k->out);
 }
 
+bool cp_trace_kernel_is_communication(const char *op_type, const char *impl, const char *node)
+{
+    return (impl && (strcmp(impl, "HCCL") == 0 || strcmp(impl, "COMMUNICATION") == 0)) ||
+           (op_type && strcmp(op_type, "HCCL") == 0) ||
+           (node && (strncmp(node, "nccl", 4) == 0 || strncmp(node, "hcom_", 5) == 0));
+}
+
 void cp_trace_kernels_free(struct cp_trace_kernel_desc *k, size_t n)
 {
     if (!k)

@@ -522,3 +522,71 @@ Test(import_analyses, a_repeated_chain_of_light_tasks_is_a_fusion_candidate)
     free(out);
     free(dir);
 }
+
+/* A cluster of four ranks in two pipeline stages (ranks 0 and 1 stage 0,
+ * 2 and 3 stage 1, as profiler_metadata.json's pp group says): the second
+ * stage's matmul takes 100 us longer, and rank 3's first step 400 us
+ * longer. The stages' computing time spreads, the slowest rank is compared
+ * with the fastest op type by op type. */
+Test(import_analyses, a_clusters_stages_and_slowest_rank_are_compared)
+{
+    char *root = cp_t_path("pp_cluster"), *src = fixture("trace_view.json");
+    char *text = ct_read_text(src);
+    for (int rank = 0; rank < 4; rank++) {
+        char *run = cp_t_fmt("%s/node%d_%d_ascend_pt", root, rank, 200 + rank);
+        char *dir = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", run);
+        mkdirs(dir);
+        struct cp_buf b;
+        cp_buf_init(&b);
+        cp_buf_puts(&b, text);
+        char *tv_text = cp_buf_steal(&b), *p;
+        if (rank >= 2) {
+            cr_assert_not_null(p = strstr(tv_text, "\"dur\":53.7410625"));
+            memcpy(p, "\"dur\":153.741062", 16);
+        }
+        if (rank == 3) {
+            cr_assert_not_null(p = strstr(tv_text, "\"dur\":2000.0"));
+            memcpy(p, "\"dur\":2400.0", 12);
+        }
+        char *tv = cp_t_fmt("%s/trace_view.json", dir);
+        ct_write_text(tv, tv_text);
+        char *info = cp_t_fmt("%s/profiler_info_%d.json", run, rank);
+        char *rid = cp_t_fmt("{\"rank_id\": %d}", rank);
+        ct_write_text(info, rid);
+        char *meta = cp_t_fmt("%s/profiler_metadata.json", run);
+        char *mt = cp_t_fmt("{\"ENV_VARIABLES\": {\"HCCL_ALGO\": \"level0:NA;level1:ring\"}, "
+                            "\"parallel_group_info\": {\"group_name_41\": {\"group_name\": "
+                            "\"pp\", \"group_rank\": %d, \"global_ranks\": [%d, %d]}}}",
+                            rank / 2, rank % 2, rank % 2 + 2);
+        ct_write_text(meta, mt);
+        free(mt);
+        free(meta);
+        free(rid);
+        free(info);
+        free(tv);
+        free(tv_text);
+        free(dir);
+        free(run);
+    }
+    char *db = cp_t_path("pp.db");
+    json_t *j = import_ok(root, db);
+    cr_expect_eq(json_array_size(json_object_get(j, "ranks")), 4);
+    const char *cmp = json_string_value(json_object_get(j, "rank_comparison"));
+    cr_assert_not_null(cmp);
+    cr_expect(strncmp(cmp, "rank 3 vs rank 0 (fastest): step +200 us; MatMulV2 +50 us", 57) == 0,
+              "%s", cmp);
+    /* stage 0: (53.741 + 20 + 25) / 2 us a step; stage 1: 100 us more */
+    double s0 = (53.741 + 45) / 2, s1 = s0 + 50;
+    cr_expect_float_eq(import_feature(db, "stage_compute_spread"), (s1 - s0) / ((s0 + s1) / 2),
+                       1e-6);
+    cr_expect_float_eq(import_feature(db, "slowest_stage"), 1, 1e-9);
+    cr_expect_float_eq(import_feature(db, "env_hccl_algo"), 1, 1e-9);
+    char *rules = fired_rules(db);
+    cr_expect(fired(rules, "ascend_pipeline_stage_imbalance"), "fired: %s", rules);
+    free(rules);
+    json_decref(j);
+    free(db);
+    free(text);
+    free(src);
+    free(root);
+}
