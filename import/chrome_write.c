@@ -59,6 +59,9 @@ struct write {
      * memory bandwidth (msprof-analyze's bandwidth contention check) */
     struct span *slow, *mm;
     size_t n_slow, cap_slow, n_mm, cap_mm;
+    /* Kineto's kernels, for the chains worth fusing (fusible.c; an Ascend
+     * run reads them from its task table) */
+    struct cp_imp_fusible fus;
 };
 
 struct span {
@@ -420,6 +423,11 @@ static enum cp_status interval(struct write *w, const struct ev *e, const struct
             st = device_counters(w, e, it, dur, d);
         if (st == CP_OK && w->format == CP_IMPORT_ASCEND)
             st = ascend_transfer(w, e, p, it, ts, dur, d);
+        /* a GPU's kernels by name (their op type is "Kernel"): no data-move
+         * ratio, so only short ones are light */
+        if (st == CP_OK && w->format == CP_IMPORT_KINETO && strcmp(p->op_type, "Kernel") == 0)
+            st = cp_imp_fusible_task(&w->fus, e->tid, (struct cp_imp_val){p->kname, p->klen, false},
+                                     (double)dur / 1000.0, NAN, d);
     }
     if (st == CP_OK)
         st = cp_imp_sink_event(w->k, p->layer, e->name.s ? e->name.s : "",
@@ -590,17 +598,21 @@ static void release_write(struct write *w)
     free(w->stacked);
     free(w->slow);
     free(w->mm);
+    cp_imp_fusible_release(&w->fus);
 }
 
 enum cp_status cp_imp_chrome_write(const struct cp_imp_scan *s, struct cp_imp_sink *k,
                                    struct cp_import_result *r, struct cp_diag *d)
 {
     struct write w = {.s = s, .k = k, .r = r, .format = r->format};
+    cp_imp_fusible_init(&w.fus);
     enum cp_status st = write_spill(&w, s->spill, d);
     for (size_t t = 0; st == CP_OK && t < w.n_threads; t++)
         r->skipped[CP_SKIP_UNPAIRED] += w.depth[t];
     if (st == CP_OK)
         st = contention(&w, d);
+    if (st == CP_OK && w.format == CP_IMPORT_KINETO)
+        st = cp_imp_fusible_finish(&w.fus, k, r, d);
     release_write(&w);
     return st;
 }

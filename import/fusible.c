@@ -1,7 +1,8 @@
 /* Repeated chains of device tasks that one kernel could run: msprof-
  * analyze's fusible operator check, on a task table (docs/import.md).
  * Per stream, in the table's order, every chain of 2 to CP_IMP_FUSE_MAX
- * consecutive tasks is counted by its op types, with its time and the
+ * consecutive tasks is counted by its op types (occurrences that do not
+ * overlap, so that no task's time counts twice), with its time and the
  * time of its "light" tasks: those whose data moves keep them busy (an MTE
  * ratio of 0.8 or more) or that are short (under 20 us, their launch and
  * sync a large part). A chain that came at least 5 times, took at least 1%
@@ -60,7 +61,7 @@ static enum cp_status intern(struct cp_imp_fusible *f, struct cp_strmap *m, cons
 
 /* The chain of the last `len` tasks of stream s, counted. */
 static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_fuse_stream *s,
-                                  size_t len, struct cp_diag *d)
+                                  int64_t sid, size_t len, struct cp_diag *d)
 {
     int32_t key[CP_IMP_FUSE_MAX];
     double us = 0, light = 0;
@@ -84,10 +85,15 @@ static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_
         if (!k || cp_strmap_add(&f->seq_ix, k, kn, (int64_t)f->n_seqs, NULL, NULL) != CP_OK)
             return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
         ix = (int64_t)f->n_seqs++;
-        f->seqs[ix] =
-            (struct cp_imp_fuse_seq){(const int32_t *)(const void *)k, (uint8_t)len, 0, 0, 0};
+        f->seqs[ix] = (struct cp_imp_fuse_seq){
+            (const int32_t *)(const void *)k, (uint8_t)len, 0, 0, 0, -1, 0};
     }
     struct cp_imp_fuse_seq *q = &f->seqs[ix];
+    /* occurrences do not overlap: "a b a b a" holds "a b a" once */
+    if (q->stream == sid && s->tasks - len < q->last_end)
+        return CP_OK;
+    q->stream = sid;
+    q->last_end = s->tasks;
     q->count++;
     q->us += us;
     q->light_us += light;
@@ -132,10 +138,11 @@ enum cp_status cp_imp_fusible_task(struct cp_imp_fusible *f, struct cp_imp_val s
     s->us[s->head] = us;
     s->light[s->head] = (isfinite(mte) && mte >= FUSE_MTE) || us < FUSE_SHORT_US;
     s->head = (s->head + 1) % CP_IMP_FUSE_MAX;
+    s->tasks++;
     if (s->n < CP_IMP_FUSE_MAX)
         s->n++;
     for (size_t len = 2; st == CP_OK && len <= s->n; len++)
-        st = count_chain(f, s, len, d);
+        st = count_chain(f, s, sid, len, d);
     return st;
 }
 
@@ -156,7 +163,8 @@ static int cmp_seq(const void *pa, const void *pb)
                                  *b = *(const struct cp_imp_fuse_seq *const *)pb;
     if (a->us != b->us)
         return a->us < b->us ? 1 : -1;
-    return (int)b->len - (int)a->len;
+    /* as much time in a shorter chain: the longer one repeats it */
+    return (int)a->len - (int)b->len;
 }
 
 enum cp_status cp_imp_fusible_finish(struct cp_imp_fusible *f, struct cp_imp_sink *k,

@@ -155,12 +155,15 @@ struct cp_imp_fuse_stream {
     double us[CP_IMP_FUSE_MAX];
     bool light[CP_IMP_FUSE_MAX];
     size_t head, n;
+    uint64_t tasks; /* tasks seen on the stream */
 };
 struct cp_imp_fuse_seq {
     const int32_t *op; /* len op type ids (the pool's copy) */
     uint8_t len;
     uint32_t count;
     double us, light_us;
+    int64_t stream;    /* of the last occurrence counted */
+    uint64_t last_end; /* its last task's number on that stream (+ 1) */
 };
 struct cp_imp_fusible {
     struct cp_imp_pool pool;

@@ -590,3 +590,58 @@ Test(import_analyses, a_clusters_stages_and_slowest_rank_are_compared)
     free(src);
     free(root);
 }
+
+/* A Kineto trace of 5 steps, each a 300 us gemm and six times three short
+ * elementwise kernels (add, mul, relu: 5 us each), a launch before each
+ * kernel; step 0 also has 250 ms without a kernel or a launch. The chain
+ * of short kernels is the one worth fusing; the gap is work the profile
+ * does not show. */
+Test(import_analyses, a_gpu_traces_short_kernel_chains_and_quiet_gaps_are_found)
+{
+    char *path = cp_t_path("chains.json");
+    FILE *fp = fopen(path, "w");
+    cr_assert_not_null(fp);
+    fprintf(fp, "{\"schemaVersion\": 1, \"traceEvents\": [\n");
+    double t = 1.7e9;
+    for (int step = 0; step < 5; step++) {
+        double start = t;
+        const char *names[] = {"gemm", "add_kernel", "mul_kernel", "relu_kernel"};
+        for (int k = 0; k < 19; k++) {
+            const char *name = k == 0 ? names[0] : names[1 + (k - 1) % 3];
+            double dur = k == 0 ? 300 : 5;
+            fprintf(fp,
+                    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+                    "\"pid\":1,\"tid\":1,\"ts\":%.3f,\"dur\":2},\n"
+                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,"
+                    "\"tid\":7,\"ts\":%.3f,\"dur\":%.3f},\n",
+                    t, name, t + 3, dur);
+            t += dur + 4;
+            if (step == 0 && k == 9)
+                t += 250000; /* the host is busy elsewhere */
+        }
+        fprintf(fp,
+                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                "\"pid\":1,\"tid\":1,\"ts\":%.3f,\"dur\":%.3f},\n",
+                step, start - 1, t - start + 2);
+        t += 10;
+    }
+    fprintf(fp, "{\"ph\":\"i\",\"name\":\"end\",\"pid\":1,\"tid\":1,\"ts\":%.3f}]}\n", t);
+    fclose(fp);
+    char *db = cp_t_path("chains.db");
+    json_t *j = import_ok(path, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "kineto");
+    const char *chain = json_string_value(json_object_get(j, "fusible_sequence"));
+    cr_assert_not_null(chain);
+    cr_expect(strncmp(chain, "add_kernel > mul_kernel > relu_kernel x30", 40) == 0, "%s", chain);
+    /* 30 times 15 us of the five steps' 5 x 390 us */
+    cr_expect_float_eq(import_feature(db, "fusible_sequence_share"), 450.0 / 1950, 1e-9);
+    double gap = import_feature(db, "quiet_gap_share");
+    cr_expect(gap > 0.9, "one step's 250 ms of the five steps' %g", gap);
+    char *rules = fired_rules(db);
+    cr_expect(fired(rules, "gpu_fusible_kernels"), "fired: %s", rules);
+    cr_expect(fired(rules, "gpu_unprofiled_host_work"), "fired: %s", rules);
+    free(rules);
+    json_decref(j);
+    free(db);
+    free(path);
+}
