@@ -308,7 +308,7 @@ static enum cp_status ascend_db(struct dbimp *x, struct cp_import_result *r, con
         st = write_rows(x, CP_LAYER_APP, "Python",
                         "SELECT CAST(a.startNs AS INTEGER), CAST(a.endNs AS INTEGER), "
                         "a.globalTid, s.value FROM PYTORCH_API a LEFT JOIN STRING_IDS s ON s.id "
-                        "= a.name",
+                        "= a.name ORDER BY CAST(a.startNs AS INTEGER)",
                         "reading PYTORCH_API", d);
     if (st == CP_OK && pmu)
         st = each_row(f,
