@@ -426,7 +426,8 @@ static enum cp_status interval(struct write *w, const struct ev *e, const struct
         /* a GPU's kernels by name (their op type is "Kernel"): no data-move
          * ratio, so only short ones are light */
         if (st == CP_OK && w->format == CP_IMPORT_KINETO && strcmp(p->op_type, "Kernel") == 0)
-            st = cp_imp_fusible_task(&w->fus, e->tid, (struct cp_imp_val){p->kname, p->klen, false},
+            st = cp_imp_fusible_task(&w->fus, thread, kernel,
+                                     (struct cp_imp_val){p->kname, p->klen, false},
                                      (double)dur / 1000.0, NAN, d);
     }
     if (st == CP_OK)

@@ -566,8 +566,9 @@ static enum cp_status fusible_task(struct csv_import *c, const struct cp_imp_row
         if (isfinite(x) && !(x <= mte))
             mte = x;
     }
-    return cp_imp_fusible_task(&c->fus, cp_imp_cell(r, c->col[C_STREAM]),
-                               cp_imp_cell(r, c->col[C_TYPE]), us, mte, d);
+    struct cp_imp_val stream = cp_imp_cell(r, c->col[C_STREAM]);
+    int64_t sk = stream.s ? (int64_t)(cp_hash64(stream.s, stream.len) >> 1) : 0;
+    return cp_imp_fusible_task(&c->fus, sk, -1, cp_imp_cell(r, c->col[C_TYPE]), us, mte, d);
 }
 
 /* The two per-task checks msprof-analyze's advisor makes on a task table

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #define FUSE_SEQS      65536 /* distinct chains counted; later new ones are not */
+#define FUSE_STREAMS   4096  /* streams read; later new ones are not */
 #define FUSE_MIN_COUNT 5
 #define FUSE_MIN_SHARE 0.01
 #define FUSE_LIGHT     0.8
@@ -28,40 +29,128 @@ void cp_imp_fusible_init(struct cp_imp_fusible *f)
 {
     memset(f, 0, sizeof *f);
     cp_strmap_init(&f->op_ix);
-    cp_strmap_init(&f->stream_ix);
-    cp_strmap_init(&f->seq_ix);
 }
 
 void cp_imp_fusible_release(struct cp_imp_fusible *f)
 {
     cp_strmap_release(&f->op_ix);
-    cp_strmap_release(&f->stream_ix);
-    cp_strmap_release(&f->seq_ix);
     free(f->ops);
+    free(f->key_op);
+    free(f->stream_key);
     free(f->streams);
     free(f->seqs);
+    free(f->tab);
     cp_imp_pool_release(&f->pool);
     memset(f, 0, sizeof *f);
 }
 
-static enum cp_status intern(struct cp_imp_fusible *f, struct cp_strmap *m, const char *s, size_t n,
-                             int64_t next, int64_t *id, const char **kept, struct cp_diag *d)
+/* The op id of a task: by the caller's key (a kernel index) when it has
+ * one, else by its name. */
+static enum cp_status op_id(struct cp_imp_fusible *f, int32_t key, struct cp_imp_val name,
+                            int32_t *id, struct cp_diag *d)
 {
-    *id = cp_strmap_get(m, s, n, -1);
-    if (*id >= 0)
+    if (key >= 0 && (size_t)key < f->cap_key_op && f->key_op[key] >= 0) {
+        *id = f->key_op[key];
         return CP_OK;
-    const char *k = cp_imp_pool_add(&f->pool, s, n);
-    if (!k || cp_strmap_add(m, k, n, next, NULL, NULL) != CP_OK)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    *id = next;
-    if (kept)
-        *kept = k;
+    }
+    size_t n = name.len > 120 ? 120 : name.len;
+    int64_t at = cp_strmap_get(&f->op_ix, name.s, n, -1);
+    if (at < 0) {
+        const char **g = cp_imp_grow(f->ops, f->n_ops, &f->cap_ops, sizeof *g, 64);
+        const char *k = g ? cp_imp_pool_add(&f->pool, name.s, n) : NULL;
+        if (g)
+            f->ops = g;
+        if (!k || cp_strmap_add(&f->op_ix, k, n, (int64_t)f->n_ops, NULL, NULL) != CP_OK)
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        at = (int64_t)f->n_ops;
+        f->ops[f->n_ops++] = k;
+    }
+    *id = (int32_t)at;
+    if (key >= 0) {
+        if ((size_t)key >= f->cap_key_op) {
+            size_t nc = f->cap_key_op ? f->cap_key_op : 256;
+            while (nc <= (size_t)key)
+                nc *= 2;
+            int32_t *g = cp_realloc_array(f->key_op, nc, sizeof *g);
+            if (!g)
+                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+            for (size_t i = f->cap_key_op; i < nc; i++)
+                g[i] = -1;
+            f->key_op = g;
+            f->cap_key_op = nc;
+        }
+        f->key_op[key] = *id;
+    }
     return CP_OK;
 }
 
-/* The chain of the last `len` tasks of stream s, counted. */
+/* The stream of a key: a few, searched from the last one used. */
+static enum cp_status stream_of(struct cp_imp_fusible *f, int64_t key,
+                                struct cp_imp_fuse_stream **s, struct cp_diag *d)
+{
+    if (f->n_streams && f->stream_key[f->last_stream] == key) {
+        *s = &f->streams[f->last_stream];
+        return CP_OK;
+    }
+    for (size_t i = 0; i < f->n_streams; i++)
+        if (f->stream_key[i] == key) {
+            f->last_stream = i;
+            *s = &f->streams[i];
+            return CP_OK;
+        }
+    *s = NULL;
+    if (f->n_streams >= FUSE_STREAMS)
+        return CP_OK; /* more streams than any device has: the rest are not read */
+    int64_t *k = cp_imp_grow(f->stream_key, f->n_streams, &f->cap_stream_key, sizeof *k, 8);
+    if (k)
+        f->stream_key = k;
+    struct cp_imp_fuse_stream *g =
+        k ? cp_imp_grow(f->streams, f->n_streams, &f->cap_streams, sizeof *g, 8) : NULL;
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    f->streams = g;
+    f->stream_key[f->n_streams] = key;
+    memset(&f->streams[f->n_streams], 0, sizeof *g);
+    f->last_stream = f->n_streams++;
+    *s = &f->streams[f->last_stream];
+    return CP_OK;
+}
+
+static uint64_t mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+static enum cp_status grow_table(struct cp_imp_fusible *f, struct cp_diag *d)
+{
+    size_t nc = f->cap_tab ? f->cap_tab * 2 : 1024;
+    struct cp_imp_fuse_slot *t = cp_calloc(nc, sizeof *t);
+    if (!t)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < nc; i++)
+        t[i].seq = -1;
+    for (size_t i = 0; i < f->cap_tab; i++) {
+        if (f->tab[i].seq < 0)
+            continue;
+        size_t j = f->tab[i].h & (nc - 1);
+        while (t[j].seq >= 0)
+            j = (j + 1) & (nc - 1);
+        t[j] = f->tab[i];
+    }
+    free(f->tab);
+    f->tab = t;
+    f->cap_tab = nc;
+    return CP_OK;
+}
+
+/* The chain of the last `len` tasks of stream s (hash h), counted. */
 static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_fuse_stream *s,
-                                  int64_t sid, size_t len, struct cp_diag *d)
+                                  size_t sid, size_t len, uint64_t h, bool *untracked,
+                                  struct cp_diag *d)
 {
     int32_t key[CP_IMP_FUSE_MAX];
     double us = 0, light = 0;
@@ -71,22 +160,37 @@ static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_
         us += s->us[at];
         light += s->light[at] ? s->us[at] : 0;
     }
-    size_t kn = len * sizeof *key;
-    int64_t ix = cp_strmap_get(&f->seq_ix, (const char *)key, kn, -1);
+    if ((f->n_seqs + 1) * 2 > f->cap_tab && f->n_seqs < FUSE_SEQS) {
+        enum cp_status st = grow_table(f, d);
+        if (st != CP_OK)
+            return st;
+    }
+    size_t j = h & (f->cap_tab - 1);
+    int32_t ix = -1;
+    for (; f->tab[j].seq >= 0; j = (j + 1) & (f->cap_tab - 1)) {
+        const struct cp_imp_fuse_seq *q = &f->seqs[f->tab[j].seq];
+        if (f->tab[j].h == h && q->len == len && memcmp(q->op, key, len * sizeof *key) == 0) {
+            ix = f->tab[j].seq;
+            break;
+        }
+    }
     if (ix < 0) {
         if (f->n_seqs >= FUSE_SEQS) {
             f->full = true;
+            *untracked = true;
             return CP_OK;
         }
         struct cp_imp_fuse_seq *g = cp_imp_grow(f->seqs, f->n_seqs, &f->cap_seqs, sizeof *g, 256);
-        const char *k = g ? cp_imp_pool_add(&f->pool, (const char *)key, kn) : NULL;
-        if (g)
-            f->seqs = g;
-        if (!k || cp_strmap_add(&f->seq_ix, k, kn, (int64_t)f->n_seqs, NULL, NULL) != CP_OK)
+        if (!g)
             return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        ix = (int64_t)f->n_seqs++;
-        f->seqs[ix] = (struct cp_imp_fuse_seq){
-            (const int32_t *)(const void *)k, (uint8_t)len, 0, 0, 0, -1, 0};
+        f->seqs = g;
+        ix = (int32_t)f->n_seqs++;
+        struct cp_imp_fuse_seq *q = &f->seqs[ix];
+        memset(q, 0, sizeof *q);
+        memcpy(q->op, key, len * sizeof *key);
+        q->len = (uint8_t)len;
+        q->stream = SIZE_MAX;
+        f->tab[j] = (struct cp_imp_fuse_slot){h, ix};
     }
     struct cp_imp_fuse_seq *q = &f->seqs[ix];
     /* occurrences do not overlap: "a b a b a" holds "a b a" once */
@@ -100,49 +204,39 @@ static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_
     return CP_OK;
 }
 
-enum cp_status cp_imp_fusible_task(struct cp_imp_fusible *f, struct cp_imp_val stream,
+enum cp_status cp_imp_fusible_task(struct cp_imp_fusible *f, int64_t stream, int32_t key,
                                    struct cp_imp_val op, double us, double mte, struct cp_diag *d)
 {
     if (!op.s || !(us >= 0) || !isfinite(us))
         return CP_OK;
     f->task_us += us;
-    int64_t oid, sid;
-    const char *kept = NULL;
-    enum cp_status st =
-        intern(f, &f->op_ix, op.s, op.len > 120 ? 120 : op.len, (int64_t)f->n_ops, &oid, &kept, d);
-    if (st == CP_OK && kept) {
-        const char **g = cp_imp_grow(f->ops, f->n_ops, &f->cap_ops, sizeof *g, 64);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        f->ops = g;
-        f->ops[f->n_ops++] = kept;
-    }
-    const char *sk = stream.s ? stream.s : "";
-    size_t sl = stream.s ? (stream.len > 40 ? 40 : stream.len) : 0;
-    if (st == CP_OK) {
-        kept = NULL;
-        st = intern(f, &f->stream_ix, sk, sl, (int64_t)f->n_streams, &sid, &kept, d);
-    }
-    if (st == CP_OK && kept) {
-        struct cp_imp_fuse_stream *g =
-            cp_imp_grow(f->streams, f->n_streams, &f->cap_streams, sizeof *g, 8);
-        if (!g)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        f->streams = g;
-        memset(&f->streams[f->n_streams++], 0, sizeof *g);
-    }
-    if (st != CP_OK)
+    int32_t oid = -1;
+    struct cp_imp_fuse_stream *s = NULL;
+    enum cp_status st = op_id(f, key, op, &oid, d);
+    if (st == CP_OK)
+        st = stream_of(f, stream, &s, d);
+    if (st != CP_OK || !s)
         return st;
-    struct cp_imp_fuse_stream *s = &f->streams[sid];
-    s->op[s->head] = (int32_t)oid;
+    size_t sid = (size_t)(s - f->streams);
+    s->op[s->head] = oid;
     s->us[s->head] = us;
     s->light[s->head] = (isfinite(mte) && mte >= FUSE_MTE) || us < FUSE_SHORT_US;
     s->head = (s->head + 1) % CP_IMP_FUSE_MAX;
     s->tasks++;
     if (s->n < CP_IMP_FUSE_MAX)
         s->n++;
-    for (size_t len = 2; st == CP_OK && len <= s->n; len++)
-        st = count_chain(f, s, sid, len, d);
+    /* the chains that end here, growing backwards, each hashed from the
+     * last: the newest task first. A chain never seen has no longer one
+     * ending here that was (it would hold it): once the table is full, the
+     * first one untracked ends the search. */
+    uint64_t h = 0;
+    bool untracked = false;
+    for (size_t len = 1; st == CP_OK && !untracked && len <= s->n; len++) {
+        size_t at = (s->head + CP_IMP_FUSE_MAX - len) % CP_IMP_FUSE_MAX;
+        h = (h ^ (uint64_t)(uint32_t)s->op[at]) * 0x100000001b3ULL + len;
+        if (len >= 2)
+            st = count_chain(f, s, sid, len, mix(h), &untracked, d);
+    }
     return st;
 }
 

@@ -158,30 +158,41 @@ struct cp_imp_fuse_stream {
     uint64_t tasks; /* tasks seen on the stream */
 };
 struct cp_imp_fuse_seq {
-    const int32_t *op; /* len op type ids (the pool's copy) */
+    int32_t op[CP_IMP_FUSE_MAX]; /* len op type ids */
     uint8_t len;
     uint32_t count;
     double us, light_us;
-    int64_t stream;    /* of the last occurrence counted */
+    size_t stream;     /* of the last occurrence counted */
     uint64_t last_end; /* its last task's number on that stream (+ 1) */
+};
+struct cp_imp_fuse_slot {
+    uint64_t h;
+    int32_t seq; /* -1: empty */
 };
 struct cp_imp_fusible {
     struct cp_imp_pool pool;
-    struct cp_strmap op_ix, stream_ix, seq_ix;
-    const char **ops; /* op type by id */
+    struct cp_strmap op_ix; /* op name -> id */
+    const char **ops;       /* op name by id */
     size_t n_ops, cap_ops;
+    int32_t *key_op; /* the caller's key (a kernel index) -> op id; -1: unseen */
+    size_t cap_key_op;
+    int64_t *stream_key;
+    size_t cap_stream_key, last_stream;
     struct cp_imp_fuse_stream *streams;
     size_t n_streams, cap_streams;
     struct cp_imp_fuse_seq *seqs;
     size_t n_seqs, cap_seqs;
+    struct cp_imp_fuse_slot *tab; /* chains by hash, open addressing */
+    size_t cap_tab;
     double task_us;
     bool full; /* FUSE_SEQS distinct chains reached */
 };
 void cp_imp_fusible_init(struct cp_imp_fusible *f);
 void cp_imp_fusible_release(struct cp_imp_fusible *f);
-/* One task of the table, in order: its stream, op type, time and its
- * largest MTE ratio (NaN: none). */
-enum cp_status cp_imp_fusible_task(struct cp_imp_fusible *f, struct cp_imp_val stream,
+/* One task, in order: its stream, its op (key: the caller's id of it, a
+ * kernel index, or -1; op: its name), time and largest MTE ratio (NaN:
+ * none). */
+enum cp_status cp_imp_fusible_task(struct cp_imp_fusible *f, int64_t stream, int32_t key,
                                    struct cp_imp_val op, double us, double mte, struct cp_diag *d);
 /* The candidates: counter fusible.top_share, meta fusible_sequences (the
  * top 5, JSON), r->fusible (the best, in words). */
