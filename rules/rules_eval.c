@@ -493,8 +493,14 @@ static enum cp_status eval_cause(const struct cp_rule *r, const struct cp_root_c
         st = number(c->affected_share, env, &share, d);
         share *= du; /* a share of kernel time, as a share of the iteration */
     }
-    if (st == CP_OK && !isfinite(share))
-        share = 0;
+    /* a share that needs a feature the trace lacks: the finding could say
+     * neither how much time it is about nor what the change gains, so it
+     * is not made (its rule fired on the indicators that were there) */
+    if (st == CP_OK && !isfinite(share)) {
+        cp_buf_release(&ev);
+        cp_buf_release(&miss);
+        return CP_OK;
+    }
     struct cp_finding fd = {0};
     fd.rule = cp_strdup(r->name);
     fd.bottleneck_type = cp_strdup(r->bottleneck_type);
