@@ -40,19 +40,6 @@ static void facts_release(struct rank_facts *f)
     free(f->ops);
 }
 
-static const struct cp_trace_kernel_desc *desc_of(const struct rank_facts *f, int64_t idx)
-{
-    size_t lo = 0, hi = f->n_k;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (f->k[mid].idx < idx)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < f->n_k && f->k[lo].idx == idx ? &f->k[lo] : NULL;
-}
-
 static enum cp_status read_rank(struct cp_trace_store *s, int64_t run, int rank,
                                 struct rank_facts *f, struct cp_diag *d)
 {
@@ -87,7 +74,7 @@ static enum cp_status read_rank(struct cp_trace_store *s, int64_t run, int rank,
         st = cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     double steps = m ? (double)m : 1;
     for (size_t i = 0; st == CP_OK && i < n; i++) {
-        const struct cp_trace_kernel_desc *kd = desc_of(f, t[i].kernel_idx);
+        const struct cp_trace_kernel_desc *kd = cp_trace_kernel_find(f->k, f->n_k, t[i].kernel_idx);
         const char *op = kd && kd->op_type[0] ? kd->op_type : "?";
         double us = t[i].total_ns / 1000.0 / steps;
         if (!kd || !cp_trace_kernel_is_communication(kd->op_type, kd->impl, kd->node))

@@ -185,6 +185,10 @@ enum cp_status cp_trace_query_kernels(struct cp_trace_store *s, int64_t run_id,
                                       struct cp_trace_kernel_desc **k, size_t *n,
                                       struct cp_diag *d);
 void cp_trace_kernels_free(struct cp_trace_kernel_desc *k, size_t n); /* NULL is a no-op */
+/* The row of kernel `idx` in a table cp_trace_query_kernels returned (by
+ * bisection: it is ascending by idx); NULL when it has none. */
+const struct cp_trace_kernel_desc *cp_trace_kernel_find(const struct cp_trace_kernel_desc *k,
+                                                        size_t n, int64_t idx);
 
 /* Whether a kernel is collective communication, as an import names it:
  * HCCL tasks (impl HCCL / COMMUNICATION, op type HCCL, hcom_*), NCCL

@@ -36,6 +36,20 @@ bool cp_trace_kernel_is_communication(const char *op_type, const char *impl, con
            (node && (strncmp(node, "nccl", 4) == 0 || strncmp(node, "hcom_", 5) == 0));
 }
 
+const struct cp_trace_kernel_desc *cp_trace_kernel_find(const struct cp_trace_kernel_desc *k,
+                                                        size_t n, int64_t idx)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k[mid].idx < idx)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && k[lo].idx == idx ? &k[lo] : NULL;
+}
+
 void cp_trace_kernels_free(struct cp_trace_kernel_desc *k, size_t n)
 {
     if (!k)
