@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,18 +112,12 @@ void cp_trace_kinfo_free(struct cp_trace_kinfo *k, size_t n)
     free(k);
 }
 
+_Static_assert(offsetof(struct cp_trace_kinfo, idx) == 0, "cp_trace_find_idx reads idx first");
+
 const struct cp_trace_kinfo *cp_trace_kinfo_find(const struct cp_trace_kinfo *k, size_t n,
                                                  int64_t idx)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (k[mid].idx < idx)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && k[lo].idx == idx ? &k[lo] : NULL;
+    return cp_trace_find_idx(k, n, sizeof *k, idx);
 }
 
 static char *column_dup(sqlite3_stmt *st, int col)

@@ -3,6 +3,7 @@
 #include "trace/trace_internal.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,18 +37,32 @@ bool cp_trace_kernel_is_communication(const char *op_type, const char *impl, con
            (node && (strncmp(node, "nccl", 4) == 0 || strncmp(node, "hcom_", 5) == 0));
 }
 
-const struct cp_trace_kernel_desc *cp_trace_kernel_find(const struct cp_trace_kernel_desc *k,
-                                                        size_t n, int64_t idx)
+const void *cp_trace_find_idx(const void *base, size_t n, size_t size, int64_t idx)
 {
+    const char *b = base;
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (k[mid].idx < idx)
+        int64_t at;
+        memcpy(&at, b + mid * size, sizeof at);
+        if (at < idx)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < n && k[lo].idx == idx ? &k[lo] : NULL;
+    int64_t at = 0;
+    if (lo < n)
+        memcpy(&at, b + lo * size, sizeof at);
+    return lo < n && at == idx ? b + lo * size : NULL;
+}
+
+_Static_assert(offsetof(struct cp_trace_kernel_desc, idx) == 0,
+               "cp_trace_find_idx reads idx first");
+
+const struct cp_trace_kernel_desc *cp_trace_kernel_find(const struct cp_trace_kernel_desc *k,
+                                                        size_t n, int64_t idx)
+{
+    return cp_trace_find_idx(k, n, sizeof *k, idx);
 }
 
 void cp_trace_kernels_free(struct cp_trace_kernel_desc *k, size_t n)

@@ -109,6 +109,9 @@ enum cp_status cp_trace_kinfo_load(struct cp_trace_store *s, int64_t run, bool w
                                    struct cp_trace_kinfo **k, size_t *n, struct cp_diag *d);
 void cp_trace_kinfo_free(struct cp_trace_kinfo *k, size_t n);
 /* The kernel with index idx, or NULL. */
+/* Of n elements of `size` bytes, ascending by an int64_t idx that is their
+ * first member (kernel tables), the one whose idx is `idx`; NULL when none. */
+const void *cp_trace_find_idx(const void *base, size_t n, size_t size, int64_t idx);
 const struct cp_trace_kinfo *cp_trace_kinfo_find(const struct cp_trace_kinfo *k, size_t n,
                                                  int64_t idx);
 
