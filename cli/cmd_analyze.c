@@ -116,6 +116,13 @@ static void print_findings(const struct cp_diagnosis *dg, size_t top, const char
                    "the affected time)\n",
                    100 * f->gain, 100 * f->gain_lo, 100 * f->gain_hi, f->speedup);
         printf("    nodes:      %s\n", nodes);
+        /* a profile without framework ops behind its tasks (a task table
+         * alone): the kernels are what can be named */
+        if (strcmp(nodes, "-") == 0 && f->kernels_json && strcmp(f->kernels_json, "[]") != 0) {
+            char kernels[200];
+            short_list(f->kernels_json, kernels, sizeof kernels);
+            printf("    kernels:    %s\n", kernels);
+        }
         if (f->stacks_json)
             printf("    stacks:     %s\n", f->stacks_json);
         print_change(&f->change);

@@ -374,6 +374,15 @@ Test(import_analyses, a_task_tables_operator_classes_and_shapes_are_checked)
     cr_expect(fired(rules, "ascend_shape_misaligned"), "fired: %s", rules);
     cr_expect(!fired(rules, "ascend_unbound_operators"), "fired: %s", rules);
     free(rules);
+    /* a task table has no framework ops behind its tasks: the findings
+     * name the kernels of their class */
+    struct cp_run ar;
+    cp_run_cli(&ar, "analyze", db, "--no-calibrate", NULL);
+    cr_expect_eq(ar.exit_code, 0, "%s", ar.err);
+    cr_expect(strstr(ar.out, "    kernels:    \"aclnnFlashAttentionScore_") != NULL, "%s", ar.out);
+    cr_expect(strstr(ar.out, "\"aclnnAdd_AddAiCore_Add\",\"aclnnMul_MulAiCore_Mul\"") != NULL, "%s",
+              ar.out);
+    cp_run_release(&ar);
 
     /* aligned shapes, attention bound on MTE2, the Add's pipes busy */
     char *csv = cp_t_fmt("%s/kernel_details.csv", out), *text = ct_read_text(csv);
