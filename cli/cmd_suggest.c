@@ -195,7 +195,14 @@ int cp_cmd_suggest(int argc, char **argv)
     }
     char history[1400];
     bool use_history = !cp_args_has(&args, OPT_NO_HISTORY);
-    if (use_history &&
+    /* an imported profile has no model here to fingerprint: its priors
+     * stay as they are, and the report says why */
+    bool imported = dg.run.kind && strcmp(dg.run.kind, "import") == 0;
+    if (use_history && imported)
+        snprintf(history, sizeof history,
+                 "not read: an imported profile has no model to compare with the knowledge "
+                 "base's; the priors stand");
+    if (use_history && !imported &&
         cp_tune_history_refine(&dg.analysis, dg.run.model_path, cp_args_get(&args, CP_SO_KB),
                                history, sizeof history, &d) != CP_OK) {
         cp_cli_error("suggest", d.msg);

@@ -185,10 +185,17 @@ void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *cmd, const c
         cp_buf_printf(b, "- **Confidence:** %s (score %.2f)%s%s\n",
                       cp_confidence_name(f->confidence), f->score,
                       f->missing[0] ? "; missing features: " : "", f->missing);
-        cp_buf_printf(b, "- **Where:** %.1f%% of the iteration; %s %s\n", 100 * f->time_share,
-                      dg->run.kind && strcmp(dg->run.kind, "import") == 0 ? "framework ops"
-                                                                          : "ONNX nodes",
-                      f->nodes_json);
+        bool none = !f->nodes_json || strcmp(f->nodes_json, "[]") == 0;
+        bool kernels = none && f->kernels_json && strcmp(f->kernels_json, "[]") != 0;
+        cp_buf_printf(b, "- **Where:** %.1f%% of the iteration", 100 * f->time_share);
+        if (!none)
+            cp_buf_printf(b, "; %s %s",
+                          dg->run.kind && strcmp(dg->run.kind, "import") == 0 ? "framework ops"
+                                                                              : "ONNX nodes",
+                          f->nodes_json);
+        else if (kernels)
+            cp_buf_printf(b, "; kernels %s", f->kernels_json);
+        cp_buf_puts(b, "\n");
         if (f->stacks_json)
             cp_buf_printf(b, "- **Call stacks:** `%s`\n", f->stacks_json);
         cp_buf_printf(b, "- **Expected gain:** %s\n- **Risks:** %s\n", g, r);

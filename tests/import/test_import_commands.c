@@ -19,6 +19,9 @@ Test(import, analyze_suggest_and_export_work_on_an_import)
     cp_run_release(&r);
     cp_run_cli(&r, "suggest", db, "--no-calibrate", NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    /* no model to fingerprint: the knowledge base is not read, and said so */
+    ct_assert_mentions(r.out, "Knowledge base: not read: an imported profile", NULL);
+    cr_expect(strstr(r.out, "cannot be fingerprinted") == NULL, "%s", r.out);
     cp_run_release(&r);
     cp_run_cli(&r, "export", db, "--format", "chrome", "-o", ch, "--json", NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
