@@ -236,12 +236,12 @@ static void judge(const double *b, size_t nb, const double *a, size_t na, enum c
         cp_stats_n_for_relative(fabs(c->delta_pct), sigma, c->before, o->alpha, o->power, &n,
                                 NULL) == CP_OK)
         c->n_needed = n;
-    /* a quantile q above the median is read between the two largest
-     * samples only from 0.5 / (1 - q) samples a side (p99: 50); on fewer it
-     * is the largest sample, and the bootstrap's interval of it means
-     * little: no verdict of a change */
+    /* a quantile q above the median of very few samples is their largest
+     * one, and the bootstrap's interval of it shrinks to nothing when they
+     * barely differ (2 against 2 gave p = 0.0002): under 0.1 / (1 - q)
+     * samples a side (p99: 10), no verdict of a change */
     double q = o->quantile > 0 ? o->quantile : 0.5;
-    size_t least = q > 0.5 ? (size_t)ceil(0.5 / (1.0 - q) - 1e-9) : 0;
+    size_t least = q > 0.5 ? (size_t)ceil(0.1 / (1.0 - q) - 1e-9) : 0;
     if ((nb < least || na < least) && c->verdict != CP_VERDICT_UNCHANGED) {
         c->verdict = CP_VERDICT_INCONCLUSIVE;
         c->n_needed = c->n_needed > least ? c->n_needed : least;
