@@ -303,7 +303,8 @@ static enum cp_status parallel_stage(struct cp_imp_sink *k, const json_t *j, str
         stage = (double)(json_integer_value(rank) / per);
         size = (double)json_integer_value(pp);
     }
-    if (!isfinite(stage) || !(size > 1))
+    /* more stages than any pipeline has: not believed */
+    if (!isfinite(stage) || !(size > 1) || size > CP_IMP_MAX_STAGES || stage >= size)
         return CP_OK;
     enum cp_status st = cp_imp_sink_counter(k, -1, "parallel.pp_stage", stage, 0, d);
     return st == CP_OK ? cp_imp_sink_counter(k, -1, "parallel.pp_size", size, 0, d) : st;

@@ -62,7 +62,9 @@ static enum cp_status read_rank(struct cp_trace_store *s, int64_t run, int rank,
     double stage = NAN;
     if (st == CP_OK)
         st = cp_trace_query_counter(s, run, "parallel.pp_stage", &stage, d);
-    if (isfinite(stage))
+    /* any counter of that name (a timeline's track may have one): a stage
+     * only when it is one */
+    if (isfinite(stage) && stage >= 0 && stage < CP_IMP_MAX_STAGES && stage == floor(stage))
         f->stage = (int)stage;
     struct cp_trace_kernel_time *t = NULL;
     size_t n = 0;
@@ -174,7 +176,7 @@ static enum cp_status compare_stages(struct cp_trace_store *s, const struct rank
             return CP_OK; /* every rank must say */
         stages = f[i].stage + 1 > stages ? f[i].stage + 1 : stages;
     }
-    if (stages < 2 || stages > 4096)
+    if (stages < 2)
         return CP_OK;
     double *sum = cp_calloc((size_t)stages, sizeof *sum),
            *cnt = cp_calloc((size_t)stages, sizeof *cnt);
@@ -220,15 +222,17 @@ enum cp_status cp_imp_cluster_compare(struct cp_trace_store *s, struct cp_import
     if (!f)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     enum cp_status st = CP_OK;
-    size_t n = 0, slow = 0, fast = 0;
+    size_t n = 0, slow = SIZE_MAX, fast = SIZE_MAX;
     for (; st == CP_OK && n < r->n_ranks; n++) {
         st = read_rank(s, r->rank_run[n], r->rank[n], &f[n], d);
-        if (st == CP_OK && f[n].median_us > f[slow].median_us)
+        if (st != CP_OK || !isfinite(f[n].median_us))
+            continue; /* a rank without steps is not compared */
+        if (slow == SIZE_MAX || f[n].median_us > f[slow].median_us)
             slow = n;
-        if (st == CP_OK && f[n].median_us < f[fast].median_us)
+        if (fast == SIZE_MAX || f[n].median_us < f[fast].median_us)
             fast = n;
     }
-    if (st == CP_OK && slow != fast && isfinite(f[slow].median_us) && isfinite(f[fast].median_us))
+    if (st == CP_OK && slow != SIZE_MAX && slow != fast)
         st = compare_ranks(s, r->rank_run[0], &f[slow], &f[fast], r, d);
     if (st == CP_OK)
         st = compare_stages(s, f, n, r, d);

@@ -147,7 +147,10 @@ static enum cp_status grow_table(struct cp_imp_fusible *f, struct cp_diag *d)
     return CP_OK;
 }
 
-/* The chain of the last `len` tasks of stream s (hash h), counted. */
+/* The chain of the last `len` tasks of stream s (hash h), counted: per
+ * stream, so that occurrences on one stream never overlap however the
+ * streams' tasks interleave in the file; the streams' counts of one chain
+ * are added up at the end. */
 static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_fuse_stream *s,
                                   size_t sid, size_t len, uint64_t h, bool *untracked,
                                   struct cp_diag *d)
@@ -169,7 +172,8 @@ static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_
     int32_t ix = -1;
     for (; f->tab[j].seq >= 0; j = (j + 1) & (f->cap_tab - 1)) {
         const struct cp_imp_fuse_seq *q = &f->seqs[f->tab[j].seq];
-        if (f->tab[j].h == h && q->len == len && memcmp(q->op, key, len * sizeof *key) == 0) {
+        if (f->tab[j].h == h && q->stream == sid && q->len == len &&
+            memcmp(q->op, key, len * sizeof *key) == 0) {
             ix = f->tab[j].seq;
             break;
         }
@@ -189,14 +193,13 @@ static enum cp_status count_chain(struct cp_imp_fusible *f, const struct cp_imp_
         memset(q, 0, sizeof *q);
         memcpy(q->op, key, len * sizeof *key);
         q->len = (uint8_t)len;
-        q->stream = SIZE_MAX;
+        q->stream = sid;
         f->tab[j] = (struct cp_imp_fuse_slot){h, ix};
     }
     struct cp_imp_fuse_seq *q = &f->seqs[ix];
     /* occurrences do not overlap: "a b a b a" holds "a b a" once */
-    if (q->stream == sid && s->tasks - len < q->last_end)
+    if (q->count && s->tasks - len < q->last_end)
         return CP_OK;
-    q->stream = sid;
     q->last_end = s->tasks;
     q->count++;
     q->us += us;
@@ -235,7 +238,8 @@ enum cp_status cp_imp_fusible_task(struct cp_imp_fusible *f, int64_t stream, int
         size_t at = (s->head + CP_IMP_FUSE_MAX - len) % CP_IMP_FUSE_MAX;
         h = (h ^ (uint64_t)(uint32_t)s->op[at]) * 0x100000001b3ULL + len;
         if (len >= 2)
-            st = count_chain(f, s, sid, len, mix(h), &untracked, d);
+            st = count_chain(f, s, sid, len, mix(h ^ (sid + 1) * 0x9e3779b97f4a7c15ULL), &untracked,
+                             d);
     }
     return st;
 }
@@ -249,6 +253,14 @@ static bool overlap(const struct cp_imp_fuse_seq *a, const struct cp_imp_fuse_se
             if (a->op[i] == b->op[j] && a->op[i + 1] == b->op[j + 1])
                 return true;
     return false;
+}
+
+static int cmp_ops(const void *pa, const void *pb)
+{
+    const struct cp_imp_fuse_seq *a = pa, *b = pb;
+    if (a->len != b->len)
+        return (int)a->len - (int)b->len;
+    return memcmp(a->op, b->op, a->len * sizeof *a->op);
 }
 
 static int cmp_seq(const void *pa, const void *pb)
@@ -266,6 +278,23 @@ enum cp_status cp_imp_fusible_finish(struct cp_imp_fusible *f, struct cp_imp_sin
 {
     if (!(f->task_us > 0))
         return CP_OK;
+    /* one entry per chain: the streams' counts added up (sorted by ops,
+     * equal chains are neighbours) */
+    qsort(f->seqs, f->n_seqs, sizeof *f->seqs, cmp_ops);
+    size_t m = 0;
+    for (size_t i = 0; i < f->n_seqs; i++) {
+        if (m && cmp_ops(&f->seqs[m - 1], &f->seqs[i]) == 0) {
+            f->seqs[m - 1].count += f->seqs[i].count;
+            f->seqs[m - 1].us += f->seqs[i].us;
+            f->seqs[m - 1].light_us += f->seqs[i].light_us;
+        } else {
+            f->seqs[m++] = f->seqs[i];
+        }
+    }
+    f->n_seqs = m; /* the table no longer indexes them: counting is over */
+    free(f->tab);
+    f->tab = NULL;
+    f->cap_tab = 0;
     size_t n = 0;
     const struct cp_imp_fuse_seq **cand = cp_calloc(f->n_seqs ? f->n_seqs : 1, sizeof *cand);
     if (!cand)

@@ -200,6 +200,9 @@ struct cp_imp_sink;
 enum cp_status cp_imp_fusible_finish(struct cp_imp_fusible *f, struct cp_imp_sink *k,
                                      struct cp_import_result *r, struct cp_diag *d);
 
+/* The most pipeline stages a rank's stage is believed among. */
+#define CP_IMP_MAX_STAGES 4096
+
 /* A cluster's ranks compared after their import (cluster_compare.c):
  * meta cluster.rank_comparison and r->rank_comparison (the slowest rank
  * against the fastest by op type), counters cluster.stage_compute_spread

@@ -661,3 +661,37 @@ Test(import_analyses, a_gpu_traces_short_kernel_chains_and_quiet_gaps_are_found)
     free(db);
     free(path);
 }
+
+/* Two streams whose tasks alternate row by row, each running Cast, Mul,
+ * Add six times: the chain is counted per stream, 12 times, all of the
+ * task time, never more (counted across the streams it went over 100%). */
+Test(import_analyses, interleaved_streams_count_a_chain_once_per_occurrence)
+{
+    char *dir = cp_t_path("il_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(out);
+    struct cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_puts(&b, "Step Id,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n");
+    static const char *const ops[] = {"Cast", "Mul", "Add"};
+    double t = 100;
+    for (int rep = 0; rep < 6; rep++)
+        for (int k = 0; k < 3; k++)
+            for (int stream = 1; stream <= 2; stream++) {
+                cp_buf_printf(&b, "%d,%d,%s_0,%s,AI_VECTOR_CORE,%.3f,5.000\n", 1 + rep / 3, stream,
+                              ops[k], ops[k], t);
+                t += 6;
+            }
+    char *csv = cp_t_fmt("%s/kernel_details.csv", out), *text = cp_buf_steal(&b);
+    ct_write_text(csv, text);
+    char *db = cp_t_path("il.db");
+    json_t *j = import_ok(dir, db);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "fusible_sequence")),
+                     "Cast > Mul > Add x12 (100.0% of the task time)");
+    cr_expect_float_eq(import_feature(db, "fusible_sequence_share"), 1.0, 1e-9);
+    json_decref(j);
+    free(db);
+    free(text);
+    free(csv);
+    free(out);
+    free(dir);
+}
