@@ -1,0 +1,10 @@
+CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT);
+INSERT INTO STRING_IDS VALUES (1, 'aten::mul'), (2, 'aten::add'), (3, 'aten::cast'), (4, 'Cast'), (5, 'AI_VECTOR_CORE'), (6, 'Mul');
+CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER, depth INTEGER);
+INSERT INTO TASK VALUES (2000, 2500, 0, 1, 1, 7, 5, 0, 3, 1, 0, 0), (2600, 2900, 0, 2, 2, 7, 5, 0, 3, 2, 0, 0), (3100, 3300, 0, 3, 3, 7, 5, 0, 3, 3, 0, 0);
+CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER, opType INTEGER, taskType INTEGER);
+INSERT INTO COMPUTE_TASK_INFO VALUES (4, 1, 4, 5), (6, 2, 6, 5);
+CREATE TABLE STEP_TIME (id INTEGER PRIMARY KEY, startNs INTEGER, endNs INTEGER);
+INSERT INTO STEP_TIME VALUES (2, 1500, 2550), (1, 500, 1500), (3, 2550, 3500);
+CREATE TABLE PYTORCH_API (startNs TEXT, endNs TEXT, globalTid INTEGER, connectionId INTEGER, name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, type INTEGER);
+INSERT INTO PYTORCH_API VALUES ('1900', '1990', 77, 3, 2, 0, 0, 0, 0, 0, 1), ('1000', '1100', 77, 1, 3, 0, 0, 0, 0, 0, 1), ('1500', '1800', 77, 2, 1, 0, 0, 0, 0, 0, 1), ('900', '1950', 78, 4, 1, 0, 0, 0, 0, 0, 1), ('3000', '2950', 77, 5, 9, 0, 0, 0, 0, 0, 1), ('x', NULL, 77, 6, 2, 0, 0, 0, 0, 0, 1), (' 1200 ', '1250', 77, 7, 3, 0, 0, 0, 0, 0, 1);
