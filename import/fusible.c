@@ -280,7 +280,8 @@ enum cp_status cp_imp_fusible_finish(struct cp_imp_fusible *f, struct cp_imp_sin
         return CP_OK;
     /* one entry per chain: the streams' counts added up (sorted by ops,
      * equal chains are neighbours) */
-    qsort(f->seqs, f->n_seqs, sizeof *f->seqs, cmp_ops);
+    if (f->n_seqs)
+        qsort(f->seqs, f->n_seqs, sizeof *f->seqs, cmp_ops);
     size_t m = 0;
     for (size_t i = 0; i < f->n_seqs; i++) {
         if (m && cmp_ops(&f->seqs[m - 1], &f->seqs[i]) == 0) {
