@@ -223,10 +223,11 @@ int cp_imp_column(const struct cp_imp_row *header, const char *name)
 /* The pipe ratios msprof-analyze's "no bound" check reads: a task longer
  * than NO_BOUND_MIN_US none of whose pipes is busy more than NO_BOUND_RATIO
  * of its cycles is bound by nothing (latency, scalar code, sync). */
-static const char *const PIPE_RATIOS[] = {
-    "aic_mac_ratio", "aic_scalar_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_fixpipe_ratio",
-    "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"};
-#define N_PIPES         (sizeof PIPE_RATIOS / sizeof *PIPE_RATIOS)
+enum pipe { MAC, SCALAR, MTE1, MTE2, FIXPIPE, VEC, VSCALAR, VMTE2, VMTE3, N_PIPES };
+static const char *const PIPE_RATIOS[N_PIPES] = {
+    [MAC] = "aic_mac_ratio",        [SCALAR] = "aic_scalar_ratio",   [MTE1] = "aic_mte1_ratio",
+    [MTE2] = "aic_mte2_ratio",      [FIXPIPE] = "aic_fixpipe_ratio", [VEC] = "aiv_vec_ratio",
+    [VSCALAR] = "aiv_scalar_ratio", [VMTE2] = "aiv_mte2_ratio",      [VMTE3] = "aiv_mte3_ratio"};
 #define NO_BOUND_MIN_US 20.0
 #define NO_BOUND_RATIO  0.8
 
@@ -445,12 +446,16 @@ static long long cell_count(const struct cp_imp_row *r, int col)
     return (long long)x;
 }
 
-/* A pipe ratio of the row; NaN when the profile has none. */
-static double pipe_ratio(const struct csv_import *c, const struct cp_imp_row *r, size_t p)
+/* The row's pipe ratios, read once for the checks below; NaN for a
+ * ratio the profile does not have. */
+static void pipe_ratios(const struct csv_import *c, const struct cp_imp_row *r,
+                        double ratio[N_PIPES])
 {
-    struct cp_imp_val v = cp_imp_cell(r, c->col_pipe[p]);
-    double x;
-    return v.s && cp_imp_val_num(&v, &x) && isfinite(x) ? x : NAN;
+    for (size_t p = 0; p < N_PIPES; p++) {
+        struct cp_imp_val v = cp_imp_cell(r, c->col_pipe[p]);
+        double x;
+        ratio[p] = v.s && cp_imp_val_num(&v, &x) && isfinite(x) ? x : NAN;
+    }
 }
 
 static bool val_has(const struct cp_imp_val *v, const char *s)
@@ -499,18 +504,16 @@ static size_t input_dims(struct cp_imp_val v, size_t which, long long *dim, size
  * counted. Then the shapes the cube prefers: a matmul's inner axes a
  * multiple of 256, an attention's head dim (rank-4 query) of 128. */
 static enum cp_status class_checks(struct csv_import *c, const struct cp_imp_row *r, int32_t it,
-                                   double us, bool *judged, struct cp_diag *d)
+                                   double us, const double *ratio, bool *judged, struct cp_diag *d)
 {
     *judged = false;
-    enum pipe { MAC, SCALAR, MTE1, MTE2, FIXPIPE, VEC, VSCALAR, VMTE2, VMTE3 };
     struct cp_imp_val type = cp_imp_cell(r, c->col[C_TYPE]), core = cp_imp_cell(r, c->col[C_CORE]);
     bool fa = val_has(&type, "FlashAttention") || val_has(&type, "AttentionScore");
     bool mm = !fa && (val_has(&type, "MatMul") || val_has(&type, "Matmul"));
     bool vec = !fa && cp_imp_val_is(&core, "AI_VECTOR_CORE");
     enum cp_status st = cp_imp_sink_acc(c->k, it, "ascend.task_us", us, 0, true, d);
     if (st == CP_OK && fa) {
-        double mac = pipe_ratio(c, r, MAC), mte2 = pipe_ratio(c, r, MTE2),
-               fix = pipe_ratio(c, r, FIXPIPE), v = pipe_ratio(c, r, VEC);
+        double mac = ratio[MAC], mte2 = ratio[MTE2], fix = ratio[FIXPIPE], v = ratio[VEC];
         if (isfinite(mac) || isfinite(mte2)) {
             *judged = true;
             bool bound = mac >= 0.8 || mte2 >= 0.8 || fix >= 0.75 || v >= 0.75;
@@ -520,8 +523,7 @@ static enum cp_status class_checks(struct csv_import *c, const struct cp_imp_row
         }
     }
     if (st == CP_OK && vec) {
-        double v = pipe_ratio(c, r, VEC), m2 = pipe_ratio(c, r, VMTE2),
-               m3 = pipe_ratio(c, r, VMTE3);
+        double v = ratio[VEC], m2 = ratio[VMTE2], m3 = ratio[VMTE3];
         if (isfinite(v) && isfinite(m2) && isfinite(m3)) {
             *judged = true;
             bool bound = v + m2 + m3 >= 0.9 || v >= 0.7 || m2 >= 0.7 || m3 >= 0.7;
@@ -553,19 +555,16 @@ static enum cp_status class_checks(struct csv_import *c, const struct cp_imp_row
 /* A computing task, for the chains worth fusing (fusible.c): its op type
  * and its largest data-moving ratio. */
 static enum cp_status fusible_task(struct csv_import *c, const struct cp_imp_row *r, double us,
-                                   struct cp_diag *d)
+                                   const double *ratio, struct cp_diag *d)
 {
-    enum pipe { MTE2 = 3, VMTE2 = 7, VMTE3 = 8 };
     struct cp_imp_val core = cp_imp_cell(r, c->col[C_CORE]);
     if (cp_imp_val_is(&core, "HCCL") || cp_imp_val_is(&core, "COMMUNICATION"))
         return CP_OK;
     double mte = NAN;
-    const enum pipe pipes[] = {MTE2, VMTE2, VMTE3};
-    for (size_t i = 0; i < 3; i++) {
-        double x = pipe_ratio(c, r, pipes[i]);
-        if (isfinite(x) && !(x <= mte))
-            mte = x;
-    }
+    const enum pipe moves[] = {MTE2, VMTE2, VMTE3};
+    for (size_t i = 0; i < 3; i++)
+        if (isfinite(ratio[moves[i]]) && !(ratio[moves[i]] <= mte))
+            mte = ratio[moves[i]];
     struct cp_imp_val stream = cp_imp_cell(r, c->col[C_STREAM]);
     int64_t sk = stream.s ? (int64_t)(cp_hash64(stream.s, stream.len) >> 1) : 0;
     return cp_imp_fusible_task(&c->fus, sk, -1, cp_imp_cell(r, c->col[C_TYPE]), us, mte, d);
@@ -578,7 +577,7 @@ static enum cp_status fusible_task(struct csv_import *c, const struct cp_imp_row
  * tasks class_checks judged are left to it). Each adds the task's
  * time to what was checked and to what failed, per iteration. */
 static enum cp_status task_checks(struct csv_import *c, const struct cp_imp_row *r, int32_t it,
-                                  double us, bool judged, struct cp_diag *d)
+                                  double us, const double *ratio, bool judged, struct cp_diag *d)
 {
     enum cp_status st = CP_OK;
     struct cp_imp_val core = cp_imp_cell(r, c->col[C_CORE]);
@@ -596,14 +595,11 @@ static enum cp_status task_checks(struct csv_import *c, const struct cp_imp_row 
     if (st != CP_OK || us <= NO_BOUND_MIN_US || judged)
         return st;
     bool any = false, bound = false;
-    for (size_t p = 0; p < N_PIPES; p++) {
-        struct cp_imp_val v = cp_imp_cell(r, c->col_pipe[p]);
-        double x;
-        if (v.s && cp_imp_val_num(&v, &x) && isfinite(x)) {
+    for (size_t p = 0; p < N_PIPES; p++)
+        if (isfinite(ratio[p])) {
             any = true;
-            bound = bound || x > NO_BOUND_RATIO;
+            bound = bound || ratio[p] > NO_BOUND_RATIO;
         }
-    }
     if (!any)
         return CP_OK;
     st = cp_imp_sink_acc(c->k, it, "ascend.pipe_checked_us", us, 0, true, d);
@@ -646,12 +642,14 @@ static enum cp_status write_row(void *u, const struct cp_imp_row *r, struct cp_d
             st = cp_imp_sink_acc(c->k, it, c->col_name[i], x, w, false, d);
     }
     bool judged = false;
+    double ratio[N_PIPES], us = (double)dur / 1000.0;
+    pipe_ratios(c, r, ratio);
     if (st == CP_OK)
-        st = class_checks(c, r, it, (double)dur / 1000.0, &judged, d);
+        st = class_checks(c, r, it, us, ratio, &judged, d);
     if (st == CP_OK)
-        st = fusible_task(c, r, (double)dur / 1000.0, d);
+        st = fusible_task(c, r, us, ratio, d);
     if (st == CP_OK)
-        st = task_checks(c, r, it, (double)dur / 1000.0, judged, d);
+        st = task_checks(c, r, it, us, ratio, judged, d);
     if (st == CP_OK && state.s) {
         bool dyn = state.len == 7 && memcmp(state.s, "dynamic", 7) == 0;
         st = cp_imp_sink_acc(c->k, it, dyn ? "ascend.op_state.dynamic" : "ascend.op_state.static",
