@@ -266,10 +266,6 @@ static enum cp_status memory(struct cp_imp_sink *k, const char *path, struct cp_
 
 /* ---- profiler_metadata.json ---------------------------------------------------------------- */
 
-/* The environment the run had (ENV_VARIABLES), kept as meta
- * "env.<NAME>", and the settings the Ascend pack reads as counters:
- * env.launch_blocking (ASCEND_LAUNCH_BLOCKING=1 makes every launch
- * synchronous). */
 /* The rank's pipeline stage (parallel.pp_stage, parallel.pp_size): its
  * place in its "pp" group of parallel_group_info, else from
  * distributed_args (Megatron's order, pipeline outermost: rank / (world /
@@ -310,6 +306,10 @@ static enum cp_status parallel_stage(struct cp_imp_sink *k, const json_t *j, str
     return st == CP_OK ? cp_imp_sink_counter(k, -1, "parallel.pp_size", size, 0, d) : st;
 }
 
+/* The environment the run had (ENV_VARIABLES), kept as meta
+ * "env.<NAME>", and the settings the Ascend pack reads as counters:
+ * env.launch_blocking (ASCEND_LAUNCH_BLOCKING=1 makes every launch
+ * synchronous). */
 static enum cp_status metadata(struct cp_imp_sink *k, const char *path, struct cp_diag *d)
 {
     json_error_t e;

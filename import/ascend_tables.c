@@ -15,10 +15,10 @@
  *
  * Every table is read by its header names; a table of another version
  * whose columns are not there is skipped and the import says so. The
- * statistic tables' other numeric columns are kept as whole-run counters,
- * one per row and column: "opstat.<OP Type>.<column>",
- * "apistat.<API Name>.<column>" (a key repeated is averaged; at most
- * EXTRA_ROWS rows a table). */
+ * tables' other numeric columns are kept as whole-run counters, one per
+ * row key and column: "opstat.<OP Type>.<column>", "apistat.<API
+ * Name>.<column>", "opdetail.<Name>.<column>", "opmem.<Name>.<column>"
+ * (extra_row: how a repeated key combines; at most EXTRA_ROWS keys). */
 #define _GNU_SOURCE /* strcasestr, memmem */
 #include "import/import_internal.h"
 
@@ -193,23 +193,28 @@ struct table {
     size_t n_top;
     double peak_allocated_mb;
     struct cp_imp_pool pool;
-    /* the statistic tables' other numeric columns: their headers, the
-     * rows kept so far */
+    /* the other numeric columns: their headers, the keys kept so far */
     const char *extra[EXTRA_COLS]; /* pool; NULL: not kept */
+    bool running[EXTRA_COLS];      /* the allocator's "... Total ...(MB)": a peak */
     size_t extra_rows;
     struct cp_strmap extra_ix; /* the row keys kept (EXTRA_SUM) */
     size_t extra_dropped;      /* rows of keys beyond EXTRA_ROWS */
-    double peak[EXTRA_COLS];   /* "Total" columns of operator_memory: the largest */
+    double peak[EXTRA_COLS];   /* of the running columns (EXTRA_SUM) */
     bool has_peak[EXTRA_COLS];
 };
 
-/* The header's other columns, noted (the first row of a statistic table). */
+/* The header's other columns, noted (a table's first row). */
 static enum cp_status extra_header(struct table *t, const struct cp_imp_row *h, struct cp_diag *d)
 {
-    for (size_t i = 0; i < h->n && i < EXTRA_COLS; i++)
-        if (extra_column(&t->c, h, i) &&
-            !(t->extra[i] = cp_imp_pool_add(&t->pool, h->f[i], h->len[i])))
+    for (size_t i = 0; i < h->n && i < EXTRA_COLS; i++) {
+        if (!extra_column(&t->c, h, i))
+            continue;
+        if (!(t->extra[i] = cp_imp_pool_add(&t->pool, h->f[i], h->len[i])))
             return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        size_t hl = h->len[i];
+        t->running[i] =
+            memmem(h->f[i], hl, "Total", 5) && hl > 4 && memcmp(h->f[i] + hl - 4, "(MB)", 4) == 0;
+    }
     return CP_OK;
 }
 
@@ -241,10 +246,7 @@ static enum cp_status extra_row(struct table *t, const char *prefix, struct cp_i
         double x;
         if (!t->extra[i] || !cell_num(r, (int)i, &x))
             continue;
-        size_t hl = strlen(t->extra[i]);
-        bool running =
-            strstr(t->extra[i], "Total") && hl > 4 && strcmp(t->extra[i] + hl - 4, "(MB)") == 0;
-        if (mode == EXTRA_SUM && running) {
+        if (mode == EXTRA_SUM && t->running[i]) {
             t->peak[i] = t->has_peak[i] && t->peak[i] > x ? t->peak[i] : x;
             t->has_peak[i] = true;
             continue;
