@@ -222,6 +222,7 @@ struct cp_imp_seqs {
     size_t cap_bits;
     struct cp_imp_seq_state *state; /* per thread, per pattern */
     size_t n_threads;
+    uint64_t app_events; /* framework-layer events in steps: the matchers read them */
 };
 
 struct cp_imp_sink {

@@ -94,6 +94,7 @@ enum cp_status cp_imp_seq_event(struct cp_imp_sink *k, int32_t id, const char *n
     struct cp_imp_seqs *q = &k->seq;
     if (id < 0 || thread < 0)
         return CP_OK;
+    q->app_events++;
     if ((size_t)id >= q->cap_bits) {
         size_t nc = q->cap_bits ? q->cap_bits : 1024;
         while (nc <= (size_t)id)

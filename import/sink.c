@@ -427,7 +427,13 @@ static void release(struct cp_imp_sink *k)
 enum cp_status cp_imp_sink_finish(struct cp_imp_sink *k, const uint64_t *samples, size_t n,
                                   struct cp_diag *d)
 {
-    enum cp_status st = flush_acc(k, d);
+    /* the sequence matchers read this many framework events: their counts
+     * of 0 mean none matched (features_load.c) */
+    enum cp_status st = k->seq.app_events ? cp_imp_sink_counter(k, -1, "affinity.app_events",
+                                                                (double)k->seq.app_events, 0, d)
+                                          : CP_OK;
+    if (st == CP_OK)
+        st = flush_acc(k, d);
     if (st == CP_OK)
         st = flush_events(k, d);
     if (st == CP_OK)

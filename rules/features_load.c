@@ -768,11 +768,11 @@ static enum cp_status read_analyses(struct cp_trace_store *s, struct cp_fload *l
     };
     for (size_t i = 0; rc == CP_OK && i < sizeof runwide / sizeof *runwide; i++)
         rc = cp_trace_query_counter(s, l->run_id, runwide[i].counter, &x[runwide[i].x], d);
-    struct cp_trace_iter_time *app = NULL;
-    size_t n_app = 0;
+    /* the import says how many framework events the matchers read (no
+     * scan of the events here) */
+    double app_events = NAN;
     if (rc == CP_OK)
-        rc = cp_trace_query_layer_iterations(s, l->run_id, CP_LAYER_APP, NULL, &app, &n_app, d);
-    free(app);
+        rc = cp_trace_query_counter(s, l->run_id, "affinity.app_events", &app_events, d);
     for (int i = 0; rc == CP_OK && i < 4; i++) {
         char name[64];
         double v[2] = {0, 0};
@@ -781,7 +781,7 @@ static enum cp_status read_analyses(struct cp_trace_store *s, struct cp_fload *l
             snprintf(name, sizeof name, "affinity.%s.%s", apis[i], j ? "us" : "count");
             rc = iteration_sum(s, l, name, &v[j], &has[j], d);
         }
-        bool known = l->n_lat && n_app > 0;
+        bool known = l->n_lat && app_events > 0;
         x[CP_X_RMS_NORM_N + i] = known ? v[0] / (double)l->n_lat : NAN;
         x[CP_X_RMS_NORM_US + i] = known ? v[1] / (double)l->n_lat : NAN;
     }
