@@ -49,8 +49,8 @@ void cp_imp_fusible_release(struct cp_imp_fusible *f)
 static enum cp_status op_id(struct cp_imp_fusible *f, int32_t key, struct cp_imp_val name,
                             int32_t *id, struct cp_diag *d)
 {
-    if (key >= 0 && (size_t)key < f->cap_key_op && f->key_op[key] >= 0) {
-        *id = f->key_op[key];
+    if (key >= 0 && (size_t)key < f->cap_key_op && f->key_op[key] != UINT32_MAX) {
+        *id = (int32_t)f->key_op[key];
         return CP_OK;
     }
     size_t n = name.len > 120 ? 120 : name.len;
@@ -67,19 +67,9 @@ static enum cp_status op_id(struct cp_imp_fusible *f, int32_t key, struct cp_imp
     }
     *id = (int32_t)at;
     if (key >= 0) {
-        if ((size_t)key >= f->cap_key_op) {
-            size_t nc = f->cap_key_op ? f->cap_key_op : 256;
-            while (nc <= (size_t)key)
-                nc *= 2;
-            int32_t *g = cp_realloc_array(f->key_op, nc, sizeof *g);
-            if (!g)
-                return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-            for (size_t i = f->cap_key_op; i < nc; i++)
-                g[i] = -1;
-            f->key_op = g;
-            f->cap_key_op = nc;
-        }
-        f->key_op[key] = *id;
+        if (!cp_imp_u32_slot(&f->key_op, &f->cap_key_op, (size_t)key, UINT32_MAX))
+            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+        f->key_op[key] = (uint32_t)*id;
     }
     return CP_OK;
 }

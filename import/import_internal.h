@@ -131,6 +131,8 @@ void *cp_imp_grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
 /* A byte per id (a spill or intern id): make v[id] exist, new bytes 0.
  * false when out of memory (v unchanged). */
 bool cp_imp_byte_slot(uint8_t **v, size_t *cap, size_t id);
+/* The same for 32-bit values, new slots set to `unseen`. */
+bool cp_imp_u32_slot(uint32_t **v, size_t *cap, size_t id, uint32_t unseen);
 
 /* Owned strings, for keys of a cp_strmap (which borrows them). */
 struct cp_imp_pool {
@@ -174,7 +176,7 @@ struct cp_imp_fusible {
     struct cp_strmap op_ix; /* op name -> id */
     const char **ops;       /* op name by id */
     size_t n_ops, cap_ops;
-    int32_t *key_op; /* the caller's key (a kernel index) -> op id; -1: unseen */
+    uint32_t *key_op; /* the caller's key (a kernel index) -> op id; UINT32_MAX: unseen */
     size_t cap_key_op;
     int64_t *stream_key;
     size_t cap_stream_key, last_stream;

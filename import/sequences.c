@@ -95,17 +95,8 @@ enum cp_status cp_imp_seq_event(struct cp_imp_sink *k, int32_t id, const char *n
     if (id < 0 || thread < 0)
         return CP_OK;
     q->app_events++;
-    if ((size_t)id >= q->cap_bits) {
-        size_t nc = q->cap_bits ? q->cap_bits : 1024;
-        while (nc <= (size_t)id)
-            nc *= 2;
-        uint32_t *b = cp_realloc_array(q->bits, nc, sizeof *b);
-        if (!b)
-            return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-        memset(b + q->cap_bits, 0xff, (nc - q->cap_bits) * sizeof *b); /* unseen */
-        q->bits = b;
-        q->cap_bits = nc;
-    }
+    if (!cp_imp_u32_slot(&q->bits, &q->cap_bits, (size_t)id, UINT32_MAX))
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
     if (q->bits[id] == UINT32_MAX)
         q->bits[id] = classify(name, len);
     uint32_t bits = q->bits[id];

@@ -40,6 +40,23 @@ bool cp_imp_byte_slot(uint8_t **v, size_t *cap, size_t id)
     return true;
 }
 
+bool cp_imp_u32_slot(uint32_t **v, size_t *cap, size_t id, uint32_t unseen)
+{
+    if (id < *cap)
+        return true;
+    size_t nc = *cap ? *cap : 256;
+    while (nc <= id)
+        nc *= 2;
+    uint32_t *g = cp_realloc_array(*v, nc, sizeof *g);
+    if (!g)
+        return false;
+    for (size_t i = *cap; i < nc; i++)
+        g[i] = unseen;
+    *v = g;
+    *cap = nc;
+    return true;
+}
+
 const char *cp_imp_pool_add(struct cp_imp_pool *p, const char *s, size_t len)
 {
     char **g = cp_imp_grow(p->s, p->n, &p->cap, sizeof *g, 256);
