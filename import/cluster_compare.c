@@ -28,12 +28,6 @@ struct rank_facts {
     size_t n_ops;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void facts_release(struct rank_facts *f)
 {
     cp_trace_kernels_free(f->k, f->n_k);
@@ -46,19 +40,10 @@ static enum cp_status read_rank(struct cp_trace_store *s, int64_t run, int rank,
     memset(f, 0, sizeof *f);
     f->rank = rank;
     f->stage = -1;
-    f->median_us = NAN;
-    uint64_t *ns = NULL;
-    size_t m = 0;
-    enum cp_status st = cp_trace_store_samples(s, run, &ns, &m, NULL, d);
-    double *x = st == CP_OK && m ? cp_calloc(m, sizeof *x) : NULL;
-    for (size_t i = 0; x && i < m; i++)
-        x[i] = (double)ns[i] / 1000.0;
-    if (x) {
-        qsort(x, m, sizeof *x, cmp_double);
-        f->median_us = m % 2 ? x[m / 2] : (x[m / 2 - 1] + x[m / 2]) / 2;
-    }
-    free(x);
-    free(ns);
+    double median_ns = NAN;
+    size_t m = 0; /* the steps, to spread kernel time over */
+    enum cp_status st = cp_trace_query_median_sample(s, run, &median_ns, &m, d);
+    f->median_us = median_ns / 1000.0;
     double stage = NAN;
     if (st == CP_OK)
         st = cp_trace_query_counter(s, run, "parallel.pp_stage", &stage, d);

@@ -438,12 +438,6 @@ static enum cp_status iteration_mean(struct cp_trace_store *s, const struct cp_f
     return CP_OK;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The ranks of a cluster import: each rank's median step, their spread. */
 static enum cp_status read_ranks(struct cp_trace_store *s, struct cp_fload *l, struct cp_diag *d)
 {
@@ -457,16 +451,11 @@ static enum cp_status read_ranks(struct cp_trace_store *s, struct cp_fload *l, s
     double lo = INFINITY, hi = -INFINITY, sum = 0;
     size_t k = 0;
     for (size_t i = 0; i < n && rc == CP_OK; i++) {
-        uint64_t *ns = NULL;
-        size_t m = 0;
-        double rank = NAN;
-        rc = cp_trace_store_samples(s, ids[i], &ns, &m, NULL, d);
+        double rank = NAN, med = NAN;
+        rc = cp_trace_query_median_sample(s, ids[i], &med, NULL, d);
         if (rc == CP_OK)
             rc = cp_trace_query_counter(s, ids[i], "rank", &rank, d);
-        if (rc == CP_OK && m > 0 && isfinite(rank)) {
-            qsort(ns, m, sizeof *ns, cmp_u64);
-            double med =
-                m % 2 ? (double)ns[m / 2] : ((double)ns[m / 2 - 1] + (double)ns[m / 2]) / 2;
+        if (rc == CP_OK && isfinite(med) && isfinite(rank)) {
             if (med > hi) {
                 hi = med;
                 l->slowest_rank = (int)rank;
@@ -475,7 +464,6 @@ static enum cp_status read_ranks(struct cp_trace_store *s, struct cp_fload *l, s
             sum += med;
             k++;
         }
-        free(ns);
     }
     free(ids);
     if (rc == CP_OK && k >= 2 && sum > 0) {

@@ -472,3 +472,26 @@ enum cp_status cp_trace_query_host(struct cp_trace_store *s, struct cp_trace_hos
         cp_trace_host_release(h);
     return ret;
 }
+
+static int cmp_sample(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+enum cp_status cp_trace_query_median_sample(struct cp_trace_store *s, int64_t run_id,
+                                            double *median_ns, size_t *n, struct cp_diag *d)
+{
+    *median_ns = NAN;
+    uint64_t *ns = NULL;
+    size_t m = 0;
+    enum cp_status st = cp_trace_store_samples(s, run_id, &ns, &m, NULL, d);
+    if (st == CP_OK && m) {
+        qsort(ns, m, sizeof *ns, cmp_sample);
+        *median_ns = m % 2 ? (double)ns[m / 2] : ((double)ns[m / 2 - 1] + (double)ns[m / 2]) / 2;
+    }
+    free(ns);
+    if (n)
+        *n = m;
+    return st;
+}

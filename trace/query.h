@@ -190,6 +190,11 @@ void cp_trace_kernels_free(struct cp_trace_kernel_desc *k, size_t n); /* NULL is
 const struct cp_trace_kernel_desc *cp_trace_kernel_find(const struct cp_trace_kernel_desc *k,
                                                         size_t n, int64_t idx);
 
+/* The median of run `run_id`'s samples (its iterations' latencies) in ns;
+ * NaN when it has none. OUT (may be NULL): *n, how many samples. */
+enum cp_status cp_trace_query_median_sample(struct cp_trace_store *s, int64_t run_id,
+                                            double *median_ns, size_t *n, struct cp_diag *d);
+
 /* Whether a kernel is collective communication, as an import names it:
  * HCCL tasks (impl HCCL / COMMUNICATION, op type HCCL, hcom_*), NCCL
  * kernels (nccl*). Any argument may be NULL. */
