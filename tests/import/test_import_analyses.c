@@ -27,12 +27,21 @@ static bool fired(const char *rules, const char *rule)
     return yes;
 }
 
+/* <scratch>/<name>/ASCEND_PROFILER_OUTPUT made: the run folder (*out: the
+ * output folder inside it; both freed by the caller). */
+static char *output_folder(const char *name, char **out)
+{
+    char *dir = cp_t_path(name);
+    *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
+    mkdirs(*out);
+    return dir;
+}
+
 /* A torch_npu run folder: the timeline and task table, and `with` of the
  * other files (NULL-terminated); info.json under PROF_<id>/device_0. */
 static char *run_folder(const char *name, const char *const *with, bool info)
 {
-    char *dir = cp_t_path(name), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
-    mkdirs(out);
+    char *out, *dir = output_folder(name, &out);
     copy_fixture("trace_view.json", out, NULL);
     copy_fixture("kernel_details.csv", out, NULL);
     for (size_t i = 0; with && with[i]; i++)
@@ -217,8 +226,7 @@ Test(import_analyses, without_the_files_nothing_is_claimed)
  * 1400 MHz against info.json's 1800. */
 Test(import_analyses, a_timelines_host_calls_and_clock_are_counted_per_step)
 {
-    char *dir = cp_t_path("calls_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
-    mkdirs(out);
+    char *out, *dir = output_folder("calls_ascend_pt", &out);
     copy_fixture("trace_view_calls.json", out, "trace_view.json");
     char *dev = cp_t_fmt("%s/PROF_000001_20250109_abc/device_0", dir);
     mkdirs(dev);
@@ -255,8 +263,7 @@ Test(import_analyses, a_timelines_host_calls_and_clock_are_counted_per_step)
 /* A DB export without communication.json: analysis.db's tables. */
 Test(import_analyses, analysis_db_beside_a_db_export)
 {
-    char *dir = cp_t_path("adb_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
-    mkdirs(out);
+    char *out, *dir = output_folder("adb_ascend_pt", &out);
     char *src = cp_t_fmt("%s/ascend_pytorch_profiler_0.db", out),
          *adb = cp_t_fmt("%s/analysis.db", out);
     make_db("torch_npu_db.sql", src);
@@ -358,8 +365,7 @@ Test(import_analyses, a_broken_summary_file_fails_the_import)
  * pass: nothing is claimed. */
 Test(import_analyses, a_task_tables_operator_classes_and_shapes_are_checked)
 {
-    char *dir = cp_t_path("classes_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
-    mkdirs(out);
+    char *out, *dir = output_folder("classes_ascend_pt", &out);
     copy_fixture("kernel_details_classes.csv", out, "kernel_details.csv");
     char *db = cp_t_path("classes.db");
     json_decref(import_ok(dir, db));
@@ -429,8 +435,7 @@ Test(import_analyses, a_task_tables_operator_classes_and_shapes_are_checked)
  * and steady work. Steps of 300 ms. */
 Test(import_analyses, a_timelines_transfers_collections_and_gaps_are_checked)
 {
-    char *dir = cp_t_path("advisor_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
-    mkdirs(out);
+    char *out, *dir = output_folder("advisor_ascend_pt", &out);
     copy_fixture("trace_view_advisor.json", out, "trace_view.json");
     char *db = cp_t_path("advisor.db");
     json_t *j = import_ok(dir, db);
@@ -470,8 +475,7 @@ Test(import_analyses, a_timelines_transfers_collections_and_gaps_are_checked)
  * rest of an RMSNorm more than 6 ops later, which is not one. */
 Test(import_analyses, framework_op_sequences_with_a_fused_api_are_found)
 {
-    char *dir = cp_t_path("ops_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
-    mkdirs(out);
+    char *out, *dir = output_folder("ops_ascend_pt", &out);
     copy_fixture("trace_view_ops.json", out, "trace_view.json");
     char *db = cp_t_path("ops.db");
     json_decref(import_ok(dir, db));
@@ -494,9 +498,7 @@ Test(import_analyses, framework_op_sequences_with_a_fused_api_are_found)
         cr_expect(fired(rules, all[i]), "%s not fired: %s", all[i], rules);
     free(rules);
     /* a timeline whose framework ops match nothing: 0, not absent */
-    char *db2 = cp_t_path("calls_seq.db"), *dir2 = cp_t_path("calls2_ascend_pt"),
-         *out2 = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir2);
-    mkdirs(out2);
+    char *out2, *dir2 = output_folder("calls2_ascend_pt", &out2), *db2 = cp_t_path("calls_seq.db");
     copy_fixture("trace_view_calls.json", out2, "trace_view.json");
     json_decref(import_ok(dir2, db2));
     cr_expect_float_eq(import_feature(db2, "npu_rms_norm_sequences"), 0, 1e-9);
@@ -515,8 +517,7 @@ Test(import_analyses, framework_op_sequences_with_a_fused_api_are_found)
  * its parts and the chains through the matmul are not reported. */
 Test(import_analyses, a_repeated_chain_of_light_tasks_is_a_fusion_candidate)
 {
-    char *dir = cp_t_path("chain_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
-    mkdirs(out);
+    char *out, *dir = output_folder("chain_ascend_pt", &out);
     copy_fixture("kernel_details_chain.csv", out, "kernel_details.csv");
     char *db = cp_t_path("chain.db");
     json_t *j = import_ok(dir, db);
@@ -667,8 +668,7 @@ Test(import_analyses, a_gpu_traces_short_kernel_chains_and_quiet_gaps_are_found)
  * task time, never more (counted across the streams it went over 100%). */
 Test(import_analyses, interleaved_streams_count_a_chain_once_per_occurrence)
 {
-    char *dir = cp_t_path("il_ascend_pt"), *out = cp_t_fmt("%s/ASCEND_PROFILER_OUTPUT", dir);
-    mkdirs(out);
+    char *out, *dir = output_folder("il_ascend_pt", &out);
     struct cp_buf b;
     cp_buf_init(&b);
     cp_buf_puts(&b, "Step Id,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n");
