@@ -202,7 +202,9 @@ bool cp_pattern_act_is_decomposed_gelu(const struct cp_pattern_act *a);
 
 /* SiLU on x: x read by exactly a Sigmoid and a Mul (x private to them), the
  * Mul multiplying x by the Sigmoid's result, which the Mul alone reads;
- * both single-output. OUT: *m. */
+ * both single-output. The same with a HardSigmoid of alpha 1/6 and beta 1/2
+ * in the Sigmoid's place is HardSwish (m->kind CP_ACT_HARD_SWISH), as
+ * PyTorch writes it for opsets below 14. OUT: *m. */
 bool cp_pattern_match_silu(const struct cp_pattern_view *v, int32_t x, struct cp_pattern_act *m);
 
 /* The exact GELU on x as PyTorch exports it: Div(x, sqrt2) or Mul by

@@ -144,6 +144,20 @@ static bool reads_pair(const struct cp_node *n, int32_t a, int32_t b)
     return (i0 == a && i1 == b) || (i0 == b && i1 == a);
 }
 
+/* The gate of x * gate(x): Sigmoid makes SiLU; HardSigmoid with alpha 1/6
+ * and beta 1/2 makes HardSwish (PyTorch's export below opset 14, where
+ * ONNX has no HardSwish). CP_ACT_BAD for anything else. */
+static enum cp_act_kind gated_kind(const struct cp_node *gate)
+{
+    if (gate->op == CP_OP_SIGMOID)
+        return CP_ACT_SILU;
+    if (gate->op == CP_OP_HARD_SIGMOID &&
+        fabsf(cp_node_attr_float(gate, "alpha", 0.2f) - 1.0f / 6.0f) <= 1e-5f &&
+        fabsf(cp_node_attr_float(gate, "beta", 0.5f) - 0.5f) <= 1e-5f)
+        return CP_ACT_HARD_SWISH;
+    return CP_ACT_BAD;
+}
+
 bool cp_pattern_match_silu(const struct cp_pattern_view *v, int32_t x, struct cp_pattern_act *m)
 {
     int32_t r[3];
@@ -151,14 +165,15 @@ bool cp_pattern_match_silu(const struct cp_pattern_view *v, int32_t x, struct cp
         return false;
     for (int i = 0; i < 2; i++) {
         const struct cp_node *sg = cp_pv_node(v, r[i]), *mul = cp_pv_node(v, r[1 - i]);
-        if (sg->op != CP_OP_SIGMOID || mul->op != CP_OP_MUL || sg->n_inputs < 1 ||
-            sg->inputs[0] != x || sg->n_outputs != 1 || mul->n_outputs != 1)
+        enum cp_act_kind kind = gated_kind(sg);
+        if (kind == CP_ACT_BAD || mul->op != CP_OP_MUL || sg->n_inputs < 1 || sg->inputs[0] != x ||
+            sg->n_outputs != 1 || mul->n_outputs != 1)
             continue;
         int32_t s = sg->outputs[0], only;
         if (s < 0 || s == x || !reads_pair(mul, x, s) || cp_pv_readers(v, s, &only, 1) != 1 ||
             only != r[1 - i] || !cp_pattern_private(v, s, 1))
             continue;
-        act_init(m, CP_ACT_SILU, 2);
+        act_init(m, kind, 2);
         act_add(m, r[i]);
         act_add(m, r[1 - i]);
         m->out = mul->outputs[0];

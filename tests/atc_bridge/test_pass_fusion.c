@@ -358,6 +358,12 @@ static struct cp_graph *conv_graph(int variant)
     case 11:
         gb_node(g, "tanh", "Tanh", I("c"), I("y"));
         break;
+    case 12: { /* HardSwish as PyTorch writes it below opset 14 */
+        int32_t h = gb_node(g, "hsg", "HardSigmoid", I("c"), I("hg"));
+        cp_node_set_float(g, h, "alpha", 1.0f / 6.0f);
+        gb_node(g, "mul", "Mul", I("hg", "c"), I("y"));
+        break;
+    }
     default: /* decomposed GELU, not fused into a Gelu node first */
         gb_node(g, "div", "Div", I("c", "sqrt2"), I("d"));
         gb_node(g, "erf", "Erf", I("d"), I("e"));
@@ -373,11 +379,11 @@ static struct cp_graph *conv_graph(int variant)
 
 Test(pass_fusion, conv_bias_activation_residual_become_one_fused_conv)
 {
-    static const char *const acts[] = {"Relu", "Relu",     "Clip",      "SiLU",
-                                       "Relu", "Gelu",     "HardSwish", "HardSigmoid",
-                                       "Elu",  "Softplus", "Mish",      "Tanh"};
-    static const int64_t res_first[] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    for (int v = 0; v < 12; v++) {
+    static const char *const acts[] = {"Relu", "Relu",      "Clip",        "SiLU", "Relu",
+                                       "Gelu", "HardSwish", "HardSigmoid", "Elu",  "Softplus",
+                                       "Mish", "Tanh",      "HardSwish"};
+    static const int64_t res_first[] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int v = 0; v < 13; v++) {
         struct cp_graph *g = conv_graph(v);
         cr_assert(run_pass(g, "ConvBiasActivationFusionPass"), "variant %d", v);
         cr_assert_eq(cp_graph_n_live_nodes(g), 1, "variant %d", v);
@@ -394,6 +400,22 @@ Test(pass_fusion, conv_bias_activation_residual_become_one_fused_conv)
         snprintf(what, sizeof what, "hand-built Conv variant %d", v);
         expect_same_function(conv_graph(v), g, NULL, what);
     }
+}
+
+/* x * HardSigmoid(x) is HardSwish only with PyTorch's alpha 1/6 and beta
+ * 1/2: with ONNX's default alpha 0.2 it is another function, kept as
+ * written. */
+Test(pass_fusion, x_times_hard_sigmoid_is_hard_swish_only_with_its_constants)
+{
+    struct cp_graph *g = conv_graph(12), *before = conv_graph(12);
+    cr_assert_eq(cp_graph_node(g, 1)->op, CP_OP_HARD_SIGMOID);
+    cp_node_set_float(g, 1, "alpha", 0.2f);
+    cp_node_set_float(before, 1, "alpha", 0.2f);
+    run_pass(g, "ConvBiasActivationFusionPass");
+    cr_expect_eq(count_op(g, CP_OP_HARD_SIGMOID), 1);
+    cr_expect_eq(count_op(g, CP_OP_MUL), 1);
+    cr_expect_eq(count_act(g, CP_OP_FUSED_CONV, "HardSwish"), 0);
+    expect_same_function(before, g, NULL, "x * HardSigmoid(x), alpha 0.2");
 }
 
 Test(pass_fusion, a_conv_whose_output_is_a_graph_output_stays_a_conv)
