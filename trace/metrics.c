@@ -152,8 +152,13 @@ enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_
         (ret = read_samples(s, run, m, &iters, d)) == CP_OK &&
         (ret = read_device_time(s, run, m, iters, d)) == CP_OK &&
         (ret = read_probe(s, run, m, iters, d)) == CP_OK &&
-        (ret = cp_trace_query_counter(s, run, "precision_loss", &m->precision_loss, d)) == CP_OK)
-        ret = cp_trace_query_counter(s, run, CP_TRACE_STARTED_COUNTER, &m->started_us, d);
+        (ret = cp_trace_query_counter(s, run, "precision_loss", &m->precision_loss, d)) == CP_OK &&
+        (ret = cp_trace_query_counter(s, run, CP_TRACE_STARTED_COUNTER, &m->started_us, d)) ==
+            CP_OK) {
+        double hit = NAN;
+        ret = cp_trace_query_counter(s, run, "measure.time_limit_hit", &hit, d);
+        m->time_limit_hit = hit > 0;
+    }
     free(iters);
     if (ret != CP_OK)
         cp_run_metrics_release(m);

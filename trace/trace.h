@@ -306,6 +306,8 @@ struct cp_run_metrics {
     double precision_loss; /* counter "precision_loss" (percent) of the run; NaN when absent */
     double started_us;     /* counter CP_TRACE_STARTED_COUNTER: when the run began, microseconds
                             * since the epoch; NaN in traces written before it existed */
+    bool time_limit_hit;   /* counter "measure.time_limit_hit": the run stopped at its time
+                            * limit before it had the undisturbed iterations it asked for */
 };
 
 /* ---- pipeline runs (docs/trace-format.md, "Pipelines") ------------------------- */

@@ -434,6 +434,25 @@ static enum cp_status run_values(enum cp_vmetric id, const struct cp_validate_si
     return CP_OK;
 }
 
+/* Separate runs that stopped at their time limit before they had the
+ * undisturbed iterations they asked for (bench's "time limit hit"). Such a
+ * run found the machine busy throughout: the few iterations it kept are the
+ * quiet moments of another regime than a run that finished, and separate
+ * runs in different regimes differed by up to 12% on a 2-core machine with
+ * two threads and two CPU hogs (docs/validation.md), where every other
+ * signal looked clean. Interleaved rounds saw the same machine, and
+ * --all-iterations asks for every iteration whatever the machine did. */
+static void count_busy(const struct cp_validate_side *b, const struct cp_validate_side *a,
+                       const struct cp_validate_opts *o, struct cp_vprobe *p)
+{
+    if (o->interleaved || o->all_iterations)
+        return;
+    const struct cp_validate_side *sides[2] = {b, a};
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < sides[s]->n_runs; i++)
+            p->busy[s] += sides[s]->runs[i]->time_limit_hit;
+}
+
 static size_t count_usable(const bool *usable, size_t n)
 {
     size_t k = 0;
@@ -643,6 +662,7 @@ enum cp_status cp_validate_compare(struct cp_validate_side *before, struct cp_va
                            r->after->model_hash);
     bool usable[2][CP_VALIDATE_MAX_RUNS];
     select_iterations(before, after, o, &r->probe, usable);
+    count_busy(before, after, o, &r->probe);
     r->between_runs = !o->interleaved && count_usable(usable[0], before->n_runs) >= 2 &&
                       count_usable(usable[1], after->n_runs) >= 2;
     r->paired = r->between_runs && alternated(before, after, usable);
@@ -657,9 +677,10 @@ enum cp_status cp_validate_compare(struct cp_validate_side *before, struct cp_va
     }
     if (st != CP_OK)
         return st;
-    /* With too few undisturbed iterations on a side, a timing difference
-     * may be the machine's: no verdict on timing. */
-    if (r->probe.too_few)
+    /* With too few undisturbed iterations on a side, or a run that never
+     * got them, a timing difference may be the machine's: no verdict on
+     * timing. */
+    if (r->probe.too_few || r->probe.busy[0] + r->probe.busy[1] > 0)
         for (size_t i = 0; i < r->n_rows; i++) {
             struct cp_vrow *row = &r->rows[i];
             if (row->metric == CP_VM_MEMORY || row->metric == CP_VM_PRECISION)

@@ -70,6 +70,14 @@ static void probe_note(const struct cp_vresult *r, struct cp_buf *out, const cha
 {
     const struct cp_vprobe *p = &r->probe;
     static const char *side[2] = {"before", "after"};
+    for (int s = 0; s < 2; s++)
+        if (p->busy[s])
+            cp_buf_printf(out,
+                          "%stiming: %zu of the %s side's %zu runs stopped at their time limit "
+                          "before they had the undisturbed iterations they asked for: the "
+                          "machine was busy throughout them, so timing gets no verdict; measure "
+                          "again when it is quieter, or interleaved (`cannprof bench A --vs B`)\n",
+                          bullet, p->busy[s], side[s], s ? r->runs[1] : r->runs[0]);
     if (p->used) {
         char floors[64];
         if (p->reference_ns[0] == p->reference_ns[1])
@@ -256,6 +264,7 @@ static json_t *side_json(const char *label, const struct cp_run_metrics *m, size
         cp_json_set(o, "probe_floor_ns",
                     p->floor_ns[s] ? cp_json_int((int64_t)p->floor_ns[s]) : json_null()) &&
         cp_json_set_int(o, "undisturbed", (int64_t)p->kept[s]) &&
+        cp_json_set_int(o, "runs_at_time_limit", (int64_t)p->busy[s]) &&
         cp_json_set_str(o, "model", m->model_path) &&
         cp_json_set_str(o, "model_hash", m->model_hash) &&
         cp_json_set_str(o, "config_id", m->config_id) &&
@@ -481,4 +490,27 @@ void cp_validate_render_text(const struct cp_vresult *r, struct cp_buf *out)
         cp_buf_printf(out, "%s\n", line);
     }
     notes(r, out, "");
+}
+
+enum cp_status cp_validate_write_junit(const struct cp_vresult *r, const char *path,
+                                       struct cp_diag *d)
+{
+    struct cp_buf x;
+    cp_buf_init(&x);
+    cp_validate_render_junit(r, &x);
+    enum cp_status st = cp_buf_status(&x) != CP_OK
+                            ? cp_diag_set(d, CP_ERR_NOMEM, "out of memory rendering JUnit")
+                            : cp_file_write_atomic(path, x.data, x.len, d);
+    cp_buf_release(&x);
+    return st;
+}
+
+enum cp_status cp_validate_write_doc(const struct cp_vresult *r, const char *path,
+                                     struct cp_diag *d)
+{
+    struct cp_doc *doc = cp_validate_doc(r);
+    enum cp_status st = doc ? cp_doc_write(doc, path, d)
+                            : cp_diag_set(d, CP_ERR_NOMEM, "out of memory making the report");
+    cp_doc_free(doc);
+    return st;
 }

@@ -137,6 +137,10 @@ struct cp_vprobe {
     uint64_t floor_ns[2];     /* the lowest own probe floor of each side's runs; 0: no probe */
     uint64_t reference_ns[2]; /* the floor each side was judged against */
     size_t total[2], kept[2]; /* iterations in each side's runs, and undisturbed ones */
+    size_t busy[2];           /* runs of each side that stopped at their time limit short of
+                               * the undisturbed iterations they asked for (separate runs):
+                               * the machine was busy throughout them, and timing gets no
+                               * verdict */
     char why[200];            /* when !used: why all iterations were compared */
 };
 
@@ -212,6 +216,17 @@ struct cp_validate_alert {
  * CP_ERR_INVALID naming it (the flag's name is in the message). */
 enum cp_status cp_validate_alert_secret(const char *file, char *out, size_t n, struct cp_diag *d);
 
+/* Where and how alerts go, from a command's --webhook URL (NULL: else
+ * $CANNPROF_WEBHOOK; empty is none), --webhook-format F (NULL: generic) and
+ * --webhook-secret-file FILE (cp_validate_alert_secret, read only when there
+ * is a URL). A bad format, a secret file without a URL, or a signed Slack
+ * webhook (Slack's URL is its secret) is CP_ERR_USAGE naming the flag.
+ * OUT: *al (al->url NULL when there is no webhook), secret[n] (al->secret
+ * points into it). */
+enum cp_status cp_validate_webhook_setup(const char *url, const char *format,
+                                         const char *secret_file, struct cp_validate_alert *al,
+                                         char *secret, size_t n, struct cp_diag *d);
+
 void cp_validate_send_alert(const struct cp_vresult *r, const char *service, const char *tag,
                             const char *trace, struct cp_validate_alert *al);
 
@@ -276,6 +291,13 @@ json_t *cp_validate_json(const struct cp_vresult *r);
  * notes. Written as HTML or PDF with cp_doc_write. NULL when out of
  * memory; cp_doc_free. */
 struct cp_doc *cp_validate_doc(const struct cp_vresult *r);
+/* cp_validate_render_junit and cp_validate_doc written to a file (the doc
+ * as HTML or PDF by the path's suffix), replacing it whole. A file that
+ * cannot be written is CP_ERR_IO naming it; out of memory CP_ERR_NOMEM. */
+enum cp_status cp_validate_write_junit(const struct cp_vresult *r, const char *path,
+                                       struct cp_diag *d);
+enum cp_status cp_validate_write_doc(const struct cp_vresult *r, const char *path,
+                                     struct cp_diag *d);
 
 /* Just the per-metric figures {"latency": {...}, ...} (what the knowledge
  * base and webhooks keep); NULL when out of memory. */

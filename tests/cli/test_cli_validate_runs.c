@@ -164,6 +164,54 @@ Test(cli_validate_runs, a_real_change_is_found_between_groups)
     free(b);
 }
 
+/* Sets counter measure.time_limit_hit of run `run` in trace `path`, as
+ * bench records it. */
+static void mark_time_limit(const char *path, int64_t run, double hit)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_trace_store *s = NULL;
+    cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(cp_trace_store_add_counter(s, run, -1, "measure.time_limit_hit", hit, 0, &d),
+                 CP_OK, "%s", d.msg);
+    cp_trace_store_close(s);
+}
+
+/* A run that stopped at its time limit found the machine busy throughout:
+ * separate runs with one such run get no timing verdict, whatever their
+ * figures say, and the output says which side and why. */
+Test(cli_validate_runs, a_run_stopped_by_its_time_limit_leaves_timing_without_a_verdict)
+{
+    double slower[5];
+    for (size_t i = 0; i < 5; i++)
+        slower[i] = 0.06 + OFF_B[i];
+    char *a = make_group("a.db", 5, 10, OFF_A, 3), *b = make_group("b.db", 5, 10, slower, 4);
+    for (int64_t run = 1; run <= 5; run++) /* what bench writes when the limit was not hit */
+        mark_time_limit(b, run, 0);
+    int rc = -1;
+    json_t *j = validate(a, b, NULL, &rc);
+    cr_expect_str_eq(verdict_of(j, "latency"), "regressed");
+    cr_expect_eq(ct_num(json_object_get(j, "after"), "runs_at_time_limit"), 0);
+    json_decref(j);
+
+    mark_time_limit(b, 3, 1);
+    j = validate(a, b, NULL, &rc);
+    cr_expect_str_eq(verdict_of(j, "latency"), "inconclusive");
+    cr_expect_str_eq(verdict_of(j, "throughput"), "inconclusive");
+    cr_expect_eq(rc, 4);
+    cr_expect_eq(ct_num(json_object_get(j, "after"), "runs_at_time_limit"), 1);
+    cr_expect_eq(ct_num(json_object_get(j, "before"), "runs_at_time_limit"), 0);
+    json_decref(j);
+    struct cp_run r;
+    cp_run_cli(&r, "validate", "--before", a, "--after", b, "--metrics", "latency", NULL);
+    cr_expect_eq(r.exit_code, 4);
+    ct_assert_mentions(r.out, "1 of the after side's 5 runs stopped at their time limit",
+                       "bench A --vs B", NULL);
+    cp_run_release(&r);
+    free(a);
+    free(b);
+}
+
 Test(cli_validate_runs, a_run_of_the_trace_alone_is_compared_alone)
 {
     char *a = make_group("a.db", 5, 10, OFF_A, 5), *b = make_group("b.db", 5, 10, OFF_B, 6);
