@@ -268,25 +268,17 @@ int cp_cmd_serve(int argc, char **argv)
         if ((v = cp_args_get(&a, OPT_INCIDENT_DIR)))
             mo.incident_dir = v;
         mo.rules_dir = cp_args_get(&a, OPT_RULES);
-        mo.webhook = cp_args_get(&a, OPT_WEBHOOK);
-        if (!mo.webhook)
-            mo.webhook = getenv("CANNPROF_WEBHOOK");
-        if (mo.webhook && !mo.webhook[0])
-            mo.webhook = NULL;
-        const char *fmt = cp_args_get(&a, OPT_WEBHOOK_FORMAT);
-        if (fmt && !cp_webhook_format_parse(fmt, &mo.webhook_format)) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "--webhook-format: '%.60s' is not one of %s", fmt,
-                     cp_webhook_format_choices());
-            cp_cli_error(SERVE.cmd, msg);
-            return 2;
-        }
-        if (cp_validate_alert_secret(cp_args_get(&a, OPT_WEBHOOK_SECRET_FILE), secret,
-                                     sizeof secret, &d) != CP_OK) {
+        struct cp_validate_alert hook;
+        if (cp_validate_webhook_setup(cp_args_get(&a, OPT_WEBHOOK),
+                                      cp_args_get(&a, OPT_WEBHOOK_FORMAT),
+                                      cp_args_get(&a, OPT_WEBHOOK_SECRET_FILE), &hook, secret,
+                                      sizeof secret, &d) != CP_OK) {
             cp_cli_error(SERVE.cmd, d.msg);
             return 2;
         }
-        mo.webhook_secret = secret[0] ? secret : NULL;
+        mo.webhook = hook.url;
+        mo.webhook_format = hook.format;
+        mo.webhook_secret = hook.secret;
         mo.model_path = a.positional[0];
         mo.flow = cp_path_has_suffix(a.positional[0], ".toml");
         mo.max_batch = (int)batch;

@@ -114,7 +114,9 @@ static const struct cp_command_opts OPTS = {
              "the verdict counts the variance between processes. With one run on a side it\n"
              "cannot, and the output says so. --before and --after may be given several times:\n"
              "traces of A and B measured alternately (A, B, A, B, ...) put a drift of the\n"
-             "machine on both sides, which runs of one side after the other cannot.\n",
+             "machine on both sides, which runs of one side after the other cannot. A run\n"
+             "that stopped at its time limit short of its undisturbed iterations found the\n"
+             "machine busy throughout: separate runs with one get no timing verdict.\n",
     .exit_codes = "0 no regression (unchanged or improved), 1 a metric regressed, 2 bad usage or "
                   "input, 3 environment failure (an alert not delivered, a report not written or "
                   "the result not stored, when the verdict was fine), 4 inconclusive: no verdict "
@@ -187,45 +189,22 @@ static bool parse_opts(const struct cp_args *args, struct cp_validate_opts *o, s
     return true;
 }
 
-/* The alert options: where, how signed, in which format. */
+/* The alert options: where, how signed, in which format; only against a
+ * baseline. */
 static bool parse_alert(const struct cp_args *args, const struct inputs *in, bool alert,
                         struct cp_validate_alert *al, char *secret, size_t n, struct cp_diag *d)
 {
-    memset(al, 0, sizeof *al);
-    al->url = cp_args_get(args, OPT_WEBHOOK);
-    if (!al->url && alert)
-        al->url = getenv("CANNPROF_WEBHOOK");
-    if (alert && (!al->url || !*al->url)) {
+    const char *url = cp_args_get(args, OPT_WEBHOOK);
+    if (cp_validate_webhook_setup(alert || url ? url : "", cp_args_get(args, OPT_WEBHOOK_FORMAT),
+                                  cp_args_get(args, OPT_WEBHOOK_SECRET_FILE), al, secret, n,
+                                  d) != CP_OK)
+        return false;
+    if (alert && !al->url)
         cp_diag_set(d, CP_ERR_USAGE,
                     "--alert-on-regression needs --webhook URL (or $CANNPROF_WEBHOOK)");
-        return false;
-    }
-    if (al->url && !in->baseline) {
+    else if (al->url && !in->baseline)
         cp_diag_set(d, CP_ERR_USAGE, "--webhook works with --baseline/--service/--trace");
-        return false;
-    }
-    const char *fmt = cp_args_get(args, OPT_WEBHOOK_FORMAT);
-    if (fmt && !cp_webhook_format_parse(fmt, &al->format)) {
-        cp_diag_set(d, CP_ERR_USAGE, "--webhook-format: '%s' is not one of %s", fmt,
-                    cp_webhook_format_choices());
-        return false;
-    }
-    const char *secret_file = cp_args_get(args, OPT_WEBHOOK_SECRET_FILE);
-    if (secret_file && !al->url) {
-        cp_diag_set(d, CP_ERR_USAGE, "--webhook-secret-file signs alerts: give --webhook URL too");
-        return false;
-    }
-    if (al->url && cp_validate_alert_secret(secret_file, secret, n, d) != CP_OK)
-        return false;
-    al->secret = secret[0] ? secret : NULL;
-    if (al->secret && al->format == CP_WEBHOOK_SLACK) {
-        cp_diag_set(d, CP_ERR_USAGE,
-                    "slack incoming webhooks are not signed (their URL is the secret): drop "
-                    "--webhook-secret-file and $CANNPROF_WEBHOOK_SECRET, or use another "
-                    "--webhook-format");
-        return false;
-    }
-    return true;
+    return !(alert && !al->url) && !(al->url && !in->baseline);
 }
 
 /* --before and --after, each given once or more: every trace's last run
@@ -275,31 +254,16 @@ static int output(const struct cp_args *args, const struct cp_vresult *r, const 
         cp_buf_release(&out);
     }
     const char *report = cp_args_get(args, OPT_OUTPUT);
-    if (rc == 0 && report) {
-        struct cp_diag d;
-        cp_diag_init(&d);
-        struct cp_doc *doc = cp_validate_doc(r);
-        if (!doc)
-            cp_diag_set(&d, CP_ERR_NOMEM, "out of memory");
-        if (!doc || cp_doc_write(doc, report, &d) != CP_OK) {
-            cp_cli_error("validate", d.msg);
-            rc = cp_status_exit_code(d.status);
-        } else if (!cp_args_has(args, CP_SO_JSON)) {
-            printf("report: %s\n", report);
-        }
-        cp_doc_free(doc);
-    }
-    if (rc == 0 && junit) {
-        struct cp_diag d;
-        cp_diag_init(&d);
-        struct cp_buf x;
-        cp_buf_init(&x);
-        cp_validate_render_junit(r, &x);
-        if (cp_buf_status(&x) != CP_OK || cp_file_write_atomic(junit, x.data, x.len, &d) != CP_OK) {
-            cp_cli_error("validate", d.msg[0] ? d.msg : "out of memory rendering JUnit");
-            rc = 3;
-        }
-        cp_buf_release(&x);
+    struct cp_diag d;
+    cp_diag_init(&d);
+    if (rc == 0 && report && cp_validate_write_doc(r, report, &d) != CP_OK) {
+        cp_cli_error("validate", d.msg);
+        rc = cp_status_exit_code(d.status);
+    } else if (rc == 0 && report && !cp_args_has(args, CP_SO_JSON))
+        printf("report: %s\n", report);
+    if (rc == 0 && junit && cp_validate_write_junit(r, junit, &d) != CP_OK) {
+        cp_cli_error("validate", d.msg);
+        rc = 3;
     }
     return rc;
 }

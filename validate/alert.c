@@ -143,3 +143,30 @@ enum cp_status cp_validate_alert_secret(const char *file, char *out, size_t n, s
     }
     return CP_OK;
 }
+
+enum cp_status cp_validate_webhook_setup(const char *url, const char *format,
+                                         const char *secret_file, struct cp_validate_alert *al,
+                                         char *secret, size_t n, struct cp_diag *d)
+{
+    memset(al, 0, sizeof *al);
+    secret[0] = '\0';
+    al->url = url ? url : getenv("CANNPROF_WEBHOOK");
+    if (al->url && !al->url[0])
+        al->url = NULL;
+    if (format && !cp_webhook_format_parse(format, &al->format))
+        return cp_diag_set(d, CP_ERR_USAGE, "--webhook-format: '%.60s' is not one of %s", format,
+                           cp_webhook_format_choices());
+    if (secret_file && !al->url)
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "--webhook-secret-file signs alerts: give --webhook URL too");
+    enum cp_status st = al->url ? cp_validate_alert_secret(secret_file, secret, n, d) : CP_OK;
+    if (st != CP_OK)
+        return st;
+    al->secret = secret[0] ? secret : NULL;
+    if (al->secret && al->format == CP_WEBHOOK_SLACK)
+        return cp_diag_set(d, CP_ERR_USAGE,
+                           "slack incoming webhooks are not signed (their URL is the secret): "
+                           "drop --webhook-secret-file and $CANNPROF_WEBHOOK_SECRET, or use "
+                           "another --webhook-format");
+    return CP_OK;
+}
