@@ -90,6 +90,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--min-round-ms", type=float, default=150.0,
+                    help="each side of a round measures at least this long: a model of 0.2 ms "
+                         "gets more iterations than --iterations, so that its median is not "
+                         "the noise of a few milliseconds")
     ap.add_argument("--lowp-modes", default="allow_mix_precision_bf16,allow_fp32_to_bf16")
     ap.add_argument("--models", nargs="*", default=None)
     args = ap.parse_args()
@@ -101,8 +105,9 @@ def main():
     ort = Ort(args.node, os.path.join(HERE, "ort_runner.js"), args.node_path)
     ver = ort.call(cmd="version").get("version", "?")
     print(f"# onnxruntime-node {ver} (CPU, all graph optimisations) vs cannprof, "
-          f"{args.threads} threads, {args.rounds} interleaved rounds x {args.iterations} "
-          f"iterations (warm-up {args.warmup}); latency = median per round, then median of "
+          f"{args.threads} threads, {args.rounds} interleaved rounds x at least "
+          f"{args.iterations} iterations and {args.min_round_ms:g} ms per side (warm-up "
+          f"{args.warmup}, or a tenth of the iterations); latency = median per round, then median of "
           f"rounds; ratio = cannprof / ORT (below 1: cannprof faster)", flush=True)
     results, refused, low_refused = [], [], {}
     with tempfile.TemporaryDirectory(prefix="cannprof-ort.") as work:
@@ -136,17 +141,24 @@ def main():
             times = {k: [] for k in ["ort", *oms]}
             order = ["ort", *oms]
             try:
+                # iterations per round from ORT's speed (the same count for
+                # every side): sub-millisecond models get enough of them
+                t = ort.call(cmd="time", warmup=args.warmup, iterations=args.iterations)
+                if not t["ok"]:
+                    raise RuntimeError("ORT: " + t["error"])
+                iters = max(args.iterations,
+                            math.ceil(args.min_round_ms / max(t["median_ms"], 1e-3)))
+                warm = max(args.warmup, iters // 10)
                 for r in range(args.rounds):
                     for k in (order if r % 2 == 0 else order[::-1]):
                         if k == "ort":
-                            t = ort.call(cmd="time", warmup=args.warmup,
-                                         iterations=args.iterations)
+                            t = ort.call(cmd="time", warmup=warm, iterations=iters)
                             if not t["ok"]:
                                 raise RuntimeError("ORT: " + t["error"])
                             times["ort"].append(t["median_ms"])
                         else:
                             times[k].append(cp_round(args.cli, oms[k], inputs, args.threads,
-                                                     args.warmup, args.iterations))
+                                                     warm, iters))
             except RuntimeError as e:
                 refused.append((label, "a timed run failed", str(e)[:160]))
                 continue
