@@ -151,8 +151,8 @@ static int write_skeleton(const struct cp_diagnosis *dg, const char *path)
     cp_rules_skeleton(f, dg->features, &b);
     struct cp_diag d;
     cp_diag_init(&d);
-    if (cp_buf_status(&b) != CP_OK || cp_file_write_atomic(path, b.data, b.len, &d) != CP_OK) {
-        cp_cli_error("analyze", d.msg[0] ? d.msg : "out of memory");
+    if (cp_buf_write_file(&b, path, &d) != CP_OK) {
+        cp_cli_error("analyze", d.msg);
         cp_buf_release(&b);
         return 3;
     }
@@ -193,8 +193,7 @@ static int write_report(const struct cp_diagnosis *dg, const char *trace, enum c
         struct cp_buf b;
         cp_buf_init(&b);
         cp_suggest_markdown(dg, "analyze", trace, t, NULL, NULL, NULL, &b);
-        st = cp_buf_status(&b) != CP_OK ? cp_diag_set(&d, CP_ERR_NOMEM, "out of memory")
-                                        : cp_file_write_atomic(out, b.data, b.len, &d);
+        st = cp_buf_write_file(&b, out, &d);
         cp_buf_release(&b);
     } else {
         struct cp_doc *doc = cp_suggest_doc(dg, "analyze", trace, t, NULL, NULL, NULL);

@@ -199,12 +199,16 @@ static bool parse_alert(const struct cp_args *args, const struct inputs *in, boo
                                   cp_args_get(args, OPT_WEBHOOK_SECRET_FILE), al, secret, n,
                                   d) != CP_OK)
         return false;
-    if (alert && !al->url)
+    if (alert && !al->url) {
         cp_diag_set(d, CP_ERR_USAGE,
                     "--alert-on-regression needs --webhook URL (or $CANNPROF_WEBHOOK)");
-    else if (al->url && !in->baseline)
+        return false;
+    }
+    if (al->url && !in->baseline) {
         cp_diag_set(d, CP_ERR_USAGE, "--webhook works with --baseline/--service/--trace");
-    return !(alert && !al->url) && !(al->url && !in->baseline);
+        return false;
+    }
+    return true;
 }
 
 /* --before and --after, each given once or more: every trace's last run

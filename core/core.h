@@ -140,6 +140,11 @@ enum cp_status cp_file_read(const char *path, uint8_t **data, size_t *len, struc
 enum cp_status cp_file_write_atomic(const char *path, const void *data, size_t len,
                                     struct cp_diag *d);
 
+/* A rendered buffer written with cp_file_write_atomic; a buffer that failed
+ * while it was filled (cp_buf_status) is CP_ERR_NOMEM naming the path, and
+ * nothing is written. */
+enum cp_status cp_buf_write_file(const struct cp_buf *b, const char *path, struct cp_diag *d);
+
 /* A read-only mapping of a whole file. */
 struct cp_mmap {
     const uint8_t *data;

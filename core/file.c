@@ -218,3 +218,10 @@ enum cp_status cp_cache_dir(char *out, size_t n, struct cp_diag *d)
     }
     return CP_OK;
 }
+
+enum cp_status cp_buf_write_file(const struct cp_buf *b, const char *path, struct cp_diag *d)
+{
+    if (cp_buf_status(b) != CP_OK)
+        return cp_diag_set(d, CP_ERR_NOMEM, "%s: out of memory preparing its contents", path);
+    return cp_file_write_atomic(path, b->data, b->len, d);
+}

@@ -870,9 +870,8 @@ void cp_mon_incident(struct cp_monitor *m, int64_t t_fire)
     free(text);
     path_in(&in, "findings.md", path, sizeof path);
     cp_diag_init(&d);
-    if (cp_buf_status(&in.md) != CP_OK ||
-        cp_file_write_atomic(path, in.md.data, in.md.len, &d) != CP_OK)
-        fprintf(stderr, "monitor: %s\n", d.msg[0] ? d.msg : "out of memory writing findings.md");
+    if (cp_buf_write_file(&in.md, path, &d) != CP_OK)
+        fprintf(stderr, "monitor: %s\n", d.msg);
     printf("monitor: incident written to %s: limiting node %s%s%s; validate: %s\n", in.dir,
            in.limiting[0] ? in.limiting : "unknown", in.top_finding[0] ? "; top finding " : "",
            in.top_finding, in.verdict);

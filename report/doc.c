@@ -966,9 +966,7 @@ enum cp_status cp_doc_write(const struct cp_doc *d, const char *path, struct cp_
     struct cp_buf o;
     cp_buf_init(&o);
     cp_doc_html(d, &o);
-    enum cp_status st = cp_buf_status(&o) != CP_OK
-                            ? cp_diag_set(dg, CP_ERR_NOMEM, "out of memory writing the report")
-                            : cp_file_write_atomic(path, o.data, o.len, dg);
+    enum cp_status st = cp_buf_write_file(&o, path, dg);
     cp_buf_release(&o);
     return st;
 }

@@ -498,9 +498,7 @@ enum cp_status cp_validate_write_junit(const struct cp_vresult *r, const char *p
     struct cp_buf x;
     cp_buf_init(&x);
     cp_validate_render_junit(r, &x);
-    enum cp_status st = cp_buf_status(&x) != CP_OK
-                            ? cp_diag_set(d, CP_ERR_NOMEM, "out of memory rendering JUnit")
-                            : cp_file_write_atomic(path, x.data, x.len, d);
+    enum cp_status st = cp_buf_write_file(&x, path, d);
     cp_buf_release(&x);
     return st;
 }
