@@ -113,8 +113,9 @@ enum cp_status cp_infer_if(struct cp_infer *c)
     /* A branch that cannot take these inputs (Silero VAD's 8 kHz branch,
      * given a 16 kHz chunk) is an error only if it can be taken: with a
      * condition known at run time only, the other branch's outputs stand,
-     * their dimensions left to the run, and the run names the node if the
-     * bad branch is ever taken (as ONNX Runtime, which infers lazily). */
+     * shapes and all, since only that branch can produce outputs; a run
+     * that takes the bad branch fails naming the node and why (as ONNX
+     * Runtime, which infers lazily, fails there). */
     bool bad[2] = {false, false};
     for (int k = 0; k < 2; k++) {
         if (cp_graph_n_outputs(br[k]) != c->node->n_outputs)
@@ -134,12 +135,7 @@ enum cp_status cp_infer_if(struct cp_infer *c)
         const struct cp_graph *ok = br[bad[0] ? 1 : 0];
         for (size_t i = 0; i < c->node->n_outputs; i++) {
             const struct cp_tensor *t = sub_out(ok, i);
-            struct cp_shape s;
-            if (t->shape.rank >= 0)
-                cp_infer_shape_dyn(&s, t->shape.rank);
-            else
-                cp_shape_set_unknown(&s);
-            enum cp_status st = cp_infer_set_out(c, i, t->dtype, &s);
+            enum cp_status st = cp_infer_set_out(c, i, t->dtype, &t->shape);
             if (st != CP_OK)
                 return st;
         }

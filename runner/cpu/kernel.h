@@ -71,6 +71,10 @@ struct cp_kexec {
      * wrote in *rows. NULL: the rows are exactly out[0]'s. */
     int64_t *rows;
     int64_t rows_kept;
+    /* Set by run when it fails and can say why better than its status (a
+     * string that lives as long as the instance); the plan's message
+     * ends with it. */
+    const char *run_why;
 };
 
 struct cp_kernel {

@@ -36,8 +36,9 @@ enum cp_status cp_plan_run(struct cp_plan *p, int32_t iteration, struct cp_diag 
             st = x->kernel->run(x);
         }
         if (st != CP_OK)
-            return cp_diag_set(d, st, "%s: node '%s' (%s): kernel %s failed (%s)", p->m->name,
-                               x->node->name, x->node->op_type, x->kernel->name, cp_status_str(st));
+            return cp_diag_set(d, st, "%s: node '%s' (%s): kernel %s failed (%s)%s%s", p->m->name,
+                               x->node->name, x->node->op_type, x->kernel->name, cp_status_str(st),
+                               x->run_why ? ": " : "", x->run_why ? x->run_why : "");
     }
     if (tr)
         cp_runtime_record(p->rt, p->rt->names.execute, iteration, t0, cp_clock_ns());

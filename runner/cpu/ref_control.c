@@ -27,6 +27,9 @@ struct cf_state {
     struct cf_sub sub[2];
     void *tmp; /* carried values between iterations */
     size_t tmp_bytes;
+    /* If: why a branch that cannot take the model's shapes was left out
+     * (empty: both run); a run that takes it fails with this. */
+    char bad_why[1100];
 };
 
 static size_t tbytes(const struct cp_tensor *t)
@@ -174,11 +177,30 @@ static enum cp_status if_prepare_state(struct cp_kexec *k, struct cp_diag *d)
     static const char *const br[2] = {"then_branch", "else_branch"};
     const struct cp_tensor *cond = k->in[0];
     bool known = cond->value && cond->value_len == 1;
+    int bad = -1;
     for (int b = 0; b < 2; b++) {
         if (known && (cond->value[0] != 0) != (b == 0))
             continue; /* never taken */
-        if ((st = open_sub(k, br[b], &s->sub[b], d)) != CP_OK)
-            return st;
+        struct cp_diag local;
+        cp_diag_init(&local);
+        if ((st = open_sub(k, br[b], &s->sub[b], &local)) != CP_OK) {
+            /* A branch the model's shapes do not fit (inference took the
+             * other's outputs, infer_control.c) stays out of the plan;
+             * it is an error when both are out, or when it is taken. */
+            if (known || bad >= 0 || st == CP_ERR_NOMEM)
+                return cp_diag_set(d, st, "%s", local.msg);
+            bad = b;
+            /* Inference says why better than the plan (shapes it left
+             * open): run it again on the branch for the message. */
+            struct cp_diag why;
+            cp_diag_init(&why);
+            bool inferred = cp_graph_infer(sub_graph(k->node, br[b]), &why) == CP_OK;
+            snprintf(s->bad_why, sizeof s->bad_why, "%s cannot run on these inputs: %s", br[b],
+                     inferred ? local.msg : why.msg);
+            cp_plan_free(s->sub[b].plan);
+            s->sub[b].plan = NULL;
+            continue;
+        }
         for (size_t i = 0; i < k->node->n_outputs; i++) {
             char x[96], y[96];
             if (!k->out[i] || same_shape(sub_out(&s->sub[b], i), k->out[i]))
@@ -199,8 +221,10 @@ static enum cp_status if_run(struct cp_kexec *k)
     struct cf_state *s = k->state;
     bool c = cp_elem_load_i64(k->in_data[0], k->in[0]->dtype, 0) != 0;
     struct cf_sub *b = &s->sub[c ? 0 : 1];
-    if (!b->plan)
-        return CP_ERR_INTERNAL;
+    if (!b->plan) {
+        k->run_why = s->bad_why[0] ? s->bad_why : "the branch taken was not planned";
+        return CP_ERR_UNSUPPORTED;
+    }
     bind_outer(k, b);
     enum cp_status st = cp_plan_run_nested(b->plan);
     if (st != CP_OK)

@@ -335,6 +335,43 @@ Test(cli_control, if_branches_of_different_shapes_give_the_taken_ones)
     free(om);
 }
 
+/* A branch the inputs' shapes do not fit (else_branch reshapes 6 elements
+ * to [2, 4]): the other branch's shapes stand, so the output is [1, 6]
+ * whichever way the condition goes at run time; taking the bad branch is
+ * exit 2 naming the node, the branch and the op that cannot run. */
+Test(cli_control, a_branch_the_shapes_do_not_fit_fails_only_when_taken)
+{
+    char *om = convert_ok("if_bad_branch");
+    const float x[6] = {-1, 2, -3, 4, -5, 6};
+    char *xp = write_f32("x", 2, (int64_t[]){1, 6}, x);
+    char *in_x = cp_t_fmt("--input=x=%s", xp);
+    char *c1 = write_bool("c1", true), *c0 = write_bool("c0", false);
+    char *in_c1 = cp_t_fmt("--input=c=%s", c1), *in_c0 = cp_t_fmt("--input=c=%s", c0);
+    char *dir = cp_t_path("out_then");
+    run_ok(om, dir, in_c1, in_x, NULL);
+    float *y = read_shaped(dir, "y", 2, (int64_t[]){1, 6});
+    for (int i = 0; i < 6; i++)
+        cr_assert_float_eq(y[i], x[i] > 0 ? x[i] : 0.0f, 1e-6);
+    free(y);
+    char *out = cp_t_fmt("--output-dir=%s", dir);
+    struct cp_run r;
+    cp_run_cli(&r, "run", om, in_c0, in_x, out, NULL);
+    char *err = ct_fails_2(&r);
+    cr_assert(strstr(err, "'pick'") && strstr(err, "else_branch cannot run on these inputs") &&
+                  strstr(err, "e_reshape"),
+              "stderr: %s", err);
+    free(err);
+    free(out);
+    free(dir);
+    free(in_c0);
+    free(in_c1);
+    free(c0);
+    free(c1);
+    free(in_x);
+    free(xp);
+    free(om);
+}
+
 Test(cli_control, loop_with_a_run_time_trip_count_grows_its_carried_value)
 {
     char *om = convert_ok("dyn_loop");

@@ -224,3 +224,16 @@ g = h.make_graph([h.make_node("If", ["c"], ["y"], name="pick", then_branch=tb, e
                   nh.from_array(rng.standard_normal(4).astype(np.float32), "bf"),
                   nh.from_array(rng.standard_normal((4, 1, 3)).astype(np.float32), "wd")])
 write("if_conv", model(g))
+
+# 16. An If on a run-time condition whose else_branch cannot take x's shape
+#     (a Reshape of 6 elements to [2, 4]), as Silero VAD's 8 kHz branch
+#     cannot take a 16 kHz chunk: then_branch's shapes stand, the plan stays
+#     static, and a run that takes else_branch fails naming it.
+tb = h.make_graph([h.make_node("Relu", ["x"], ["t_y"], name="t_relu")], "then", [],
+                  [vi("t_y", F, [1, 6])])
+eb = h.make_graph([h.make_node("Reshape", ["x", "shape24"], ["e_y"], name="e_reshape")], "else",
+                  [], [vi("e_y", F, [2, 4])],
+                  [nh.from_array(np.array([2, 4], np.int64), "shape24")])
+g = h.make_graph([h.make_node("If", ["c"], ["y"], name="pick", then_branch=tb, else_branch=eb)],
+                 "if_bad_branch", [vi("c", B, []), vi("x", F, [1, 6])], [vi("y", F, None)])
+write("if_bad_branch", model(g))
