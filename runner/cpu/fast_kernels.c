@@ -15,9 +15,12 @@
 
 const struct cp_kernel *const cp_fast_kernels[] = {
     /* compute-bound: oneDNN, but for depthwise convolutions on plain
-     * tensors, which oneDNN runs as one gemm per group */
+     * tensors, which oneDNN runs as one gemm per group, and convolutions
+     * with a handful of output positions (matrix-vector products) */
     &cp_fast_dw_conv,
     &cp_fast_dw_fused_conv,
+    &cp_fast_thin_conv,
+    &cp_fast_thin_fused_conv,
     &cp_dnnl_conv,
     &cp_dnnl_deconv,
     &cp_dnnl_fused_conv,

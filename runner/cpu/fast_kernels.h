@@ -22,6 +22,7 @@ extern const struct cp_kernel cp_dnnl_fused_conv, cp_dnnl_fused_matmul; /* FUSIO
 
 /* C */
 extern const struct cp_kernel cp_fast_dw_conv, cp_fast_dw_fused_conv;
+extern const struct cp_kernel cp_fast_thin_conv, cp_fast_thin_fused_conv;
 extern const struct cp_kernel cp_fast_add, cp_fast_sub, cp_fast_mul, cp_fast_div, cp_fast_where;
 extern const struct cp_kernel cp_fast_softmax, cp_fast_matmul_n16;
 extern const struct cp_kernel cp_fast_relu, cp_fast_leaky_relu, cp_fast_sigmoid, cp_fast_exp,

@@ -121,6 +121,42 @@ static void c_dwconv_1d_s3_wide(struct cp_graph *g)
     INTS(g, n, "strides", 3);
 }
 
+/* Few output positions (batch x spatial <= 8), group 1: the C thin kernel
+ * on plain tensors */
+static void c_thinconv_wide_pad(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 1, 100));
+    W(g, "w", 3, D(20, 1, 32));
+    W(g, "b", 1, D(20));
+    int32_t n = N(g, "Conv", I("x", "w", "b"), I("y"));
+    INTS(g, n, "pads", 8, 8);
+    INTS(g, n, "strides", 16);
+}
+static void c_thinconv_1d_s2(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 24, 3));
+    W(g, "w", 3, D(12, 24, 3));
+    int32_t n = N(g, "Conv", I("x", "w"), I("y"));
+    INTS(g, n, "pads", 1, 1);
+    INTS(g, n, "strides", 2);
+}
+static void c_thinconv_2d_dil_batch2(struct cp_graph *g)
+{
+    X(g, "x", 4, D(2, 5, 5, 5));
+    W(g, "w", 4, D(7, 5, 3, 3));
+    W(g, "b", 1, D(7));
+    int32_t n = N(g, "Conv", I("x", "w", "b"), I("y"));
+    INTS(g, n, "dilations", 2, 2);
+    INTS(g, n, "pads", 1, 1, 1, 1);
+    INTS(g, n, "strides", 2, 2);
+}
+static void c_thinconv_1x1_runtime_w(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 40, 5));
+    X(g, "w", 3, D(9, 40, 1));
+    N(g, "Conv", I("x", "w"), I("y"));
+}
+
 /* ConvTranspose */
 static void c_deconv_s2(struct cp_graph *g)
 {

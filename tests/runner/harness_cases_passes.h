@@ -48,6 +48,25 @@ static void c_fconv_res_first_silu(struct cp_graph *g)
     cp_node_set_string(g, n, "activation", "SiLU");
     cp_node_set_int(g, n, "residual_first", 1);
 }
+static void c_fthinconv_res_first_sigmoid(struct cp_graph *g)
+{
+    X(g, "x", 3, D(1, 16, 3));
+    W(g, "w", 3, D(10, 16, 3));
+    W(g, "b", 1, D(10));
+    X(g, "r", 3, D(1, 10, 3));
+    int32_t n = NF(g, "FusedConv", I("x", "w", "b", "r"), I("y"));
+    INTS(g, n, "pads", 1, 1);
+    cp_node_set_string(g, n, "activation", "Sigmoid");
+    cp_node_set_int(g, n, "residual_first", 1);
+}
+static void c_fthinconv_relu_res_after_2d(struct cp_graph *g)
+{
+    X(g, "x", 4, D(1, 6, 2, 2));
+    W(g, "w", 4, D(8, 6, 2, 2));
+    X(g, "r", 4, D(1, 8, 1, 1));
+    int32_t n = NF(g, "FusedConv", I("x", "w", "", "r"), I("y"));
+    cp_node_set_string(g, n, "activation", "Relu");
+}
 static void c_fconv_clip(struct cp_graph *g)
 {
     X(g, "x", 4, D(1, 3, 16, 16));
