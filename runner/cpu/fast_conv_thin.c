@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define THIN_POSITIONS 8 /* output positions (batch x spatial) at most */
-#define GRAIN 32768      /* multiply-adds per thread */
+#define THIN_POSITIONS 8     /* output positions (batch x spatial) at most */
+#define GRAIN          32768 /* multiply-adds per thread */
 
 struct thin_state {
     int64_t batch, cin, cout;
@@ -60,8 +60,8 @@ static bool thin_supports_common(const struct cp_graph *g, const struct cp_node 
     struct cp_conv_geom gm;
     if (!cp_conv_geom(n, x, w, y, false, &gm) || gm.group != 1)
         return false;
-    int64_t positions = y->shape.dims[0].value * y->shape.dims[2].value *
-                        (rank == 4 ? y->shape.dims[3].value : 1);
+    int64_t positions =
+        y->shape.dims[0].value * y->shape.dims[2].value * (rank == 4 ? y->shape.dims[3].value : 1);
     int64_t M = y->shape.dims[1].value;
     if (positions < 1 || positions > THIN_POSITIONS || M < 1 || w->shape.dims[0].value != M ||
         w->shape.dims[1].value != x->shape.dims[1].value ||
@@ -180,8 +180,7 @@ static void gather_narrow(const struct thin_state *s, const float *x, float *col
                 for (int64_t p = 0; p < P; p++) {
                     int64_t ih = ih0[p] + kh * s->dh, iw = iw0[p] + kw * s->dw;
                     bool in = ih >= 0 && ih < s->ih && iw >= 0 && iw < s->iw;
-                    cols[p * s->k + tap] =
-                        in ? x[base[p] + (ic * s->ih + ih) * s->iw + iw] : 0.0f;
+                    cols[p * s->k + tap] = in ? x[base[p] + (ic * s->ih + ih) * s->iw + iw] : 0.0f;
                 }
 }
 
@@ -273,7 +272,10 @@ static void thin_release(struct cp_kexec *k)
 
 const struct cp_kernel cp_fast_thin_conv = {
     "c:thin_conv", CP_OP_CONV, thin_supports, thin_prepare, thin_run, thin_release, NULL};
-const struct cp_kernel cp_fast_thin_fused_conv = {"c:thin_fused_conv", CP_OP_FUSED_CONV,
-                                                  fthin_supports,      thin_prepare,
-                                                  thin_run,            thin_release,
+const struct cp_kernel cp_fast_thin_fused_conv = {"c:thin_fused_conv",
+                                                  CP_OP_FUSED_CONV,
+                                                  fthin_supports,
+                                                  thin_prepare,
+                                                  thin_run,
+                                                  thin_release,
                                                   NULL};

@@ -14,6 +14,7 @@
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_kernels.h"
 #include "runner/cpu/fast_math.h"
+#include "runner/cpu/fast_util.h"
 #include "runner/cpu/ref_util.h"
 
 #include <omp.h>
@@ -28,7 +29,14 @@ struct frnn {
     size_t own_off; /* where this kernel's own scratch starts */
     size_t per_row; /* floats of scratch per thread */
     int threads;
+    /* LSTM and RNN with constant R: R transposed per direction, [H][GH],
+     * so a row's step adds h[j] times row j (a vectorised axpy) instead of
+     * taking GH dot products, each ending in a horizontal sum. NULL:
+     * dot products. */
+    float *rt;
 };
+
+#define RT_MAX_BYTES ((size_t)8 << 20)
 
 static bool frnn_supports(const struct cp_graph *g, const struct cp_node *n)
 {
@@ -68,6 +76,19 @@ static enum cp_status frnn_prepare(struct cp_kexec *k, struct cp_diag *d)
     st->H = st->rd.hidden;
     int64_t GH = st->rd.gates * st->H, rows = st->S * st->N;
     st->threads = k->env && k->env->threads > 0 ? k->env->threads : 1;
+    const struct cp_tensor *R = k->in[2];
+    size_t rt_n = (size_t)(st->rd.dirs * GH * st->H);
+    if (k->node->op != CP_OP_GRU && R->kind == CP_TENSOR_INITIALIZER && k->in_data[2] &&
+        rt_n * sizeof(float) <= RT_MAX_BYTES) {
+        st->rt = malloc(rt_n * sizeof(float));
+        if (!st->rt)
+            return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+        const float *r = k->in_data[2];
+        for (int dir = 0; dir < st->rd.dirs; dir++)
+            for (int64_t row = 0; row < GH; row++)
+                for (int64_t j = 0; j < st->H; j++)
+                    st->rt[(dir * st->H + j) * GH + row] = r[(dir * GH + row) * st->H + j];
+    }
     for (int dir = 0; dir < st->rd.dirs; dir++) {
         dnnl_memory_desc_t a, b, y;
         dnnl_dims_t ad = {rows, st->I}, as = {st->I, 1};
@@ -116,6 +137,7 @@ static void frnn_release(struct cp_kexec *k)
     struct frnn *st = k->state;
     if (st) {
         cp_dk_prog_release(&st->prog);
+        free(st->rt);
         free(st);
         k->state = NULL;
     }
@@ -150,6 +172,18 @@ static float dot(const float *a, const float *b, int64_t n)
     return s;
 }
 
+/* z[0, n) += h . R for R transposed ([H][n] rows in rt). */
+CP_FK_HOT static void add_hr(float *z, const float *h, const float *rt, int64_t H, int64_t n)
+{
+    for (int64_t j = 0; j < H; j++) {
+        float hj = h[j];
+        const float *row = rt + j * n;
+#pragma omp simd
+        for (int64_t r = 0; r < n; r++)
+            z[r] += hj * row[r];
+    }
+}
+
 /* One direction's recurrence for batch row b; `inner` threads share its
  * h·Rᵀ dot products (1: this row runs on one thread). */
 static void row_run(const struct frnn *st, struct cp_kexec *k, int dir, int64_t b, int inner,
@@ -159,6 +193,7 @@ static void row_run(const struct frnn *st, struct cp_kexec *k, int dir, int64_t 
     const int64_t S = st->S, N = st->N, H = st->H, G = rd->gates, D = rd->dirs, GH = G * H;
     size_t n_in = k->node->n_inputs, n_out = k->node->n_outputs;
     const float *R = (const float *)k->in_data[2] + dir * GH * H;
+    const float *RT = st->rt ? st->rt + dir * H * GH : NULL;
     const void *L = n_in > 4 ? k->in_data[4] : NULL;
     const float *H0 = n_in > 5 ? k->in_data[5] : NULL, *C0 = n_in > 6 ? k->in_data[6] : NULL;
     const float *P = n_in > 7 && k->in_data[7] ? (const float *)k->in_data[7] + dir * 3 * H : NULL;
@@ -200,13 +235,23 @@ static void row_run(const struct frnn *st, struct cp_kexec *k, int dir, int64_t 
                 hn[j] = (1.0f - z[j]) * nv + z[j] * h[j];
             }
         } else if (k->node->op == CP_OP_RNN) {
+            if (RT && inner == 1) {
+                add_hr(z, h, RT, H, H);
+                for (int64_t r = 0; r < H; r++)
+                    hn[r] = tanhf_fast(clipf(rd, z[r]));
+            } else {
 #pragma omp parallel for num_threads(inner) if (inner > 1) schedule(static)
-            for (int64_t r = 0; r < H; r++)
-                hn[r] = tanhf_fast(clipf(rd, z[r] + dot(h, R + r * H, H)));
+                for (int64_t r = 0; r < H; r++)
+                    hn[r] = tanhf_fast(clipf(rd, z[r] + dot(h, R + r * H, H)));
+            }
         } else {
+            if (RT && inner == 1) {
+                add_hr(z, h, RT, H, GH);
+            } else {
 #pragma omp parallel for num_threads(inner) if (inner > 1) schedule(static)
-            for (int64_t r = 0; r < GH; r++)
-                z[r] += dot(h, R + r * H, H);
+                for (int64_t r = 0; r < GH; r++)
+                    z[r] += dot(h, R + r * H, H);
+            }
             bool coupled = rd->input_forget;
 #pragma omp simd
             for (int64_t j = 0; j < H; j++) {

@@ -81,24 +81,35 @@ static void c_rnn_bidir_clip_lens(struct cp_graph *g)
     cp_node_set_string(g, n, "direction", "bidirectional");
     cp_node_set_float(g, n, "clip", 0.9f);
 }
-/* Batch 1 with R big enough that the threads share each step's dot
- * products. */
+/* Batch 1 with R big enough (gates x hidden x hidden >= 65536) that the
+ * threads share each step's dot products. */
 static void c_lstm_batch1_wide(struct cp_graph *g)
 {
     X(g, "x", 3, D(4, 1, 16));
-    W(g, "w", 3, D(2, 256, 16));
-    W(g, "r", 3, D(2, 256, 64));
-    W(g, "b", 2, D(2, 512));
+    W(g, "w", 3, D(2, 512, 16));
+    W(g, "r", 3, D(2, 512, 128));
+    W(g, "b", 2, D(2, 1024));
     int32_t n = N(g, "LSTM", I("x", "w", "r", "b"), I("y", "yh", "yc"));
     cp_node_set_string(g, n, "direction", "bidirectional");
 }
 static void c_gru_batch1_wide(struct cp_graph *g)
 {
     X(g, "x", 3, D(4, 1, 16));
-    W(g, "w", 3, D(1, 240, 16));
-    W(g, "r", 3, D(1, 240, 80));
+    W(g, "w", 3, D(1, 480, 16));
+    W(g, "r", 3, D(1, 480, 160));
     int32_t n = N(g, "GRU", I("x", "w", "r"), I("y", "yh"));
-    cp_node_set_int(g, n, "hidden_size", 80);
+    cp_node_set_int(g, n, "hidden_size", 160);
+}
+/* Batch 1, R a runtime input: the dot products, not the transposed copy
+ * of a constant R. */
+static void c_lstm_runtime_r(struct cp_graph *g)
+{
+    X(g, "x", 3, D(3, 1, 6));
+    W(g, "w", 3, D(1, 36, 6));
+    X(g, "r", 3, D(1, 36, 9));
+    W(g, "b", 2, D(1, 72));
+    int32_t n = N(g, "LSTM", I("x", "w", "r", "b"), I("y", "yh", "yc"));
+    cp_node_set_int(g, n, "hidden_size", 9);
 }
 /* ---- end [rnn] ---- */
 /* ---- [elementwise] ---- */

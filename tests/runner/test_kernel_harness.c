@@ -266,6 +266,7 @@ static const struct hcase cases[] = {
     C(c_rnn_bidir_clip_lens),
     C(c_lstm_batch1_wide),
     C(c_gru_batch1_wide),
+    C(c_lstm_runtime_r),
     REDUCE_INDEX_CASES,
     /* [nn] */
     C(c_lrn5),
