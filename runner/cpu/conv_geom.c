@@ -1,6 +1,7 @@
 /* The geometry of a convolution against its concrete shapes (conv_geom.h). */
 #include "runner/cpu/conv_geom.h"
 #include "runner/cpu/fast_util.h"
+#include "runner/cpu/layout.h"
 
 #include <string.h>
 
@@ -83,5 +84,62 @@ bool cp_conv_geom(const struct cp_node *n, const struct cp_tensor *x, const stru
         gm->pl[i] = pb;
         gm->pr[i] = pe;
     }
+    return true;
+}
+
+/* ---- plain tensors, for the C kernels ---------------------------------------------------- */
+
+bool cp_plain_conv_supports(const struct cp_graph *g, const struct cp_node *n, bool fused,
+                            struct cp_conv_geom *gm)
+{
+    size_t max_in = fused ? 4 : 3;
+    if (n->n_inputs < 2 || n->n_inputs > max_in || n->n_outputs != 1 ||
+        !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) || !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) ||
+        !cp_fk_out_is(g, n, 0, CP_DTYPE_F32) ||
+        strcmp(cp_node_attr_string(n, "compute_precision", "fp32"), "fp32") != 0)
+        return false;
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *w = cp_fk_in(g, n, 1), *y = cp_fk_out(g, n, 0);
+    const struct cp_tensor *b = cp_fk_in(g, n, 2), *r = fused ? cp_fk_in(g, n, 3) : NULL;
+    int rank = x->shape.rank;
+    if ((rank != 3 && rank != 4) || !cp_tensor_is_plain(x) || !cp_tensor_is_plain(y) ||
+        !cp_tensor_is_plain(w) || !cp_conv_geom(n, x, w, y, false, gm))
+        return false;
+    int64_t M = y->shape.dims[1].value;
+    if (w->shape.dims[0].value != M || x->shape.dims[0].value != y->shape.dims[0].value)
+        return false;
+    if (b && (b->dtype != CP_DTYPE_F32 || !cp_shape_is_static(&b->shape) ||
+              cp_shape_numel(&b->shape) != M))
+        return false;
+    if (fused && cp_act_of(n).kind == CP_ACT_BAD)
+        return false;
+    return !r || (r->dtype == CP_DTYPE_F32 && cp_tensor_is_plain(r) &&
+                  cp_shape_equal(&r->shape, &y->shape));
+}
+
+bool cp_plain_conv_init(const struct cp_kexec *k, struct cp_plain_conv *pc)
+{
+    const struct cp_tensor *x = k->in[0], *w = k->in[1], *y = k->out[0];
+    struct cp_conv_geom gm;
+    if (!cp_conv_geom(k->node, x, w, y, false, &gm))
+        return false;
+    bool two = gm.ns == 2;
+    pc->batch = x->shape.dims[0].value;
+    pc->cin = x->shape.dims[1].value;
+    pc->cout = y->shape.dims[1].value;
+    pc->ih = two ? x->shape.dims[2].value : 1;
+    pc->iw = x->shape.dims[two ? 3 : 2].value;
+    pc->oh = two ? y->shape.dims[2].value : 1;
+    pc->ow = y->shape.dims[two ? 3 : 2].value;
+    pc->kh = two ? w->shape.dims[2].value : 1;
+    pc->kw = w->shape.dims[two ? 3 : 2].value;
+    pc->sh = two ? gm.strides[0] : 1;
+    pc->dh = two ? gm.dil[0] + 1 : 1;
+    pc->ph = two ? gm.pl[0] : 0;
+    pc->sw = gm.strides[gm.ns - 1];
+    pc->dw = gm.dil[gm.ns - 1] + 1;
+    pc->pw = gm.pl[gm.ns - 1];
+    pc->act = k->node->op == CP_OP_FUSED_CONV ? cp_act_of(k->node) : (struct cp_act){0};
+    pc->residual = k->node->n_inputs > 3 && k->in[3];
+    pc->res_first = cp_node_attr_int(k->node, "residual_first", 0) != 0;
     return true;
 }

@@ -1,12 +1,15 @@
 /*
  * Private to runner/cpu: the geometry of a Conv or ConvTranspose, resolved
  * against its concrete shapes, shared by the oneDNN convolution kernels
- * and the C depthwise kernel.
+ * and the C ones; and the plain-tensor form the C kernels (depthwise in
+ * fast_conv.c, few positions in fast_conv_thin.c) check and run.
  */
 #ifndef CP_RUNNER_CONV_GEOM_H
 #define CP_RUNNER_CONV_GEOM_H
 
 #include "graph/graph.h"
+#include "graph/op_eval.h" /* struct cp_act */
+#include "runner/cpu/kernel.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,5 +32,26 @@ struct cp_conv_geom {
  * shapes disagree or the form is not one a kernel here runs. */
 bool cp_conv_geom(const struct cp_node *n, const struct cp_tensor *x, const struct cp_tensor *w,
                   const struct cp_tensor *y, bool transpose, struct cp_conv_geom *gm);
+
+/* A Conv or FusedConv on plain NCW / NCHW tensors, 1-D as one row. */
+struct cp_plain_conv {
+    int64_t batch, cin, cout;
+    int64_t ih, iw, oh, ow, kh, kw;
+    int64_t sh, sw, dh, dw, ph, pw; /* dh, dw: full dilations */
+    struct cp_act act;              /* FusedConv's, else none */
+    bool residual, res_first;       /* FusedConv's input 3, and its order */
+};
+
+/* Whether n is an fp32 Conv (FusedConv when `fused`) on plain rank-3 or
+ * rank-4 tensors whose geometry resolves (OUT: *gm), with as many output
+ * channels as weight rows, the batch kept, a bias of one float per output
+ * channel if any, an activation the C kernels apply and a residual of the
+ * output's shape. Each kernel adds its own conditions (group, sizes). */
+bool cp_plain_conv_supports(const struct cp_graph *g, const struct cp_node *n, bool fused,
+                            struct cp_conv_geom *gm);
+
+/* The dims of k's convolution (one that cp_plain_conv_supports accepted).
+ * False when its geometry does not resolve. */
+bool cp_plain_conv_init(const struct cp_kexec *k, struct cp_plain_conv *pc);
 
 #endif

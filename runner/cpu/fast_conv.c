@@ -22,7 +22,6 @@
 #include "runner/cpu/conv_geom.h"
 #include "runner/cpu/fast_util.h"
 #include "runner/cpu/fused_act.h"
-#include "runner/cpu/layout.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -31,42 +30,19 @@
 #define GRAIN 32768 /* multiply-adds per thread */
 
 struct dw_state {
-    int64_t batch, cin, cout, mult; /* mult: output channels per input channel */
-    int64_t ih, iw, oh, ow, kh, kw;
-    int64_t sh, sw, dh, dw, ph, pw; /* dh, dw: full dilations */
-    struct cp_act act;
-    bool residual, res_first;
+    struct cp_plain_conv c;
+    int64_t mult; /* output channels per input channel */
     int threads;
 };
 
 static bool dw_supports_common(const struct cp_graph *g, const struct cp_node *n, bool fused)
 {
-    size_t max_in = fused ? 4 : 3;
-    if (n->n_inputs < 2 || n->n_inputs > max_in || n->n_outputs != 1 ||
-        !cp_fk_in_is(g, n, 0, CP_DTYPE_F32) || !cp_fk_in_is(g, n, 1, CP_DTYPE_F32) ||
-        !cp_fk_out_is(g, n, 0, CP_DTYPE_F32) ||
-        strcmp(cp_node_attr_string(n, "compute_precision", "fp32"), "fp32") != 0)
-        return false;
-    const struct cp_tensor *x = cp_fk_in(g, n, 0), *w = cp_fk_in(g, n, 1), *y = cp_fk_out(g, n, 0);
-    const struct cp_tensor *b = cp_fk_in(g, n, 2), *r = fused ? cp_fk_in(g, n, 3) : NULL;
-    int rank = x->shape.rank;
-    if ((rank != 3 && rank != 4) || !cp_tensor_is_plain(x) || !cp_tensor_is_plain(y) ||
-        !cp_tensor_is_plain(w))
-        return false;
     struct cp_conv_geom gm;
-    if (!cp_conv_geom(n, x, w, y, false, &gm))
+    if (!cp_plain_conv_supports(g, n, fused, &gm))
         return false;
-    int64_t C = x->shape.dims[1].value, M = y->shape.dims[1].value;
-    if (gm.group != C || C < 2 || M % C || w->shape.dims[0].value != M ||
-        w->shape.dims[1].value != 1 || x->shape.dims[0].value != y->shape.dims[0].value)
-        return false;
-    if (b && (b->dtype != CP_DTYPE_F32 || !cp_shape_is_static(&b->shape) ||
-              cp_shape_numel(&b->shape) != M))
-        return false;
-    if (fused && cp_act_of(n).kind == CP_ACT_BAD)
-        return false;
-    return !r || (r->dtype == CP_DTYPE_F32 && cp_tensor_is_plain(r) &&
-                  cp_shape_equal(&r->shape, &y->shape));
+    const struct cp_tensor *x = cp_fk_in(g, n, 0), *w = cp_fk_in(g, n, 1);
+    int64_t C = x->shape.dims[1].value, M = w->shape.dims[0].value;
+    return gm.group == C && C >= 2 && M % C == 0 && w->shape.dims[1].value == 1;
 }
 
 static bool dw_supports(const struct cp_graph *g, const struct cp_node *n)
@@ -81,40 +57,22 @@ static bool fdw_supports(const struct cp_graph *g, const struct cp_node *n)
 
 static enum cp_status dw_prepare(struct cp_kexec *k, struct cp_diag *d)
 {
-    const struct cp_tensor *x = k->in[0], *w = k->in[1], *y = k->out[0];
-    struct cp_conv_geom gm;
-    if (!cp_conv_geom(k->node, x, w, y, false, &gm))
-        return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': convolution geometry unsupported",
-                           k->node->name);
     struct dw_state *s = calloc(1, sizeof *s);
     if (!s)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
-    bool two = gm.ns == 2; /* 1-D runs as one row */
-    s->batch = x->shape.dims[0].value;
-    s->cin = x->shape.dims[1].value;
-    s->cout = y->shape.dims[1].value;
-    s->mult = s->cout / s->cin;
-    s->ih = two ? x->shape.dims[2].value : 1;
-    s->iw = x->shape.dims[two ? 3 : 2].value;
-    s->oh = two ? y->shape.dims[2].value : 1;
-    s->ow = y->shape.dims[two ? 3 : 2].value;
-    s->kh = two ? w->shape.dims[2].value : 1;
-    s->kw = w->shape.dims[two ? 3 : 2].value;
-    s->sh = two ? gm.strides[0] : 1;
-    s->dh = two ? gm.dil[0] + 1 : 1;
-    s->ph = two ? gm.pl[0] : 0;
-    s->sw = gm.strides[gm.ns - 1];
-    s->dw = gm.dil[gm.ns - 1] + 1;
-    s->pw = gm.pl[gm.ns - 1];
-    s->act = k->node->op == CP_OP_FUSED_CONV ? cp_act_of(k->node) : (struct cp_act){0};
-    s->residual = k->node->n_inputs > 3 && k->in[3];
-    s->res_first = cp_node_attr_int(k->node, "residual_first", 0) != 0;
-    int64_t planes = s->batch * s->cout;
-    s->threads = cp_fk_threads(k, planes * s->oh * s->ow * s->kh * s->kw, GRAIN);
+    if (!cp_plain_conv_init(k, &s->c)) {
+        free(s);
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': convolution geometry unsupported",
+                           k->node->name);
+    }
+    const struct cp_plain_conv *c = &s->c;
+    s->mult = c->cout / c->cin;
+    int64_t planes = c->batch * c->cout;
+    s->threads = cp_fk_threads(k, planes * c->oh * c->ow * c->kh * c->kw, GRAIN);
     if (s->threads > planes)
         s->threads = (int)planes;
-    if (s->residual)
-        k->scratch_bytes = (size_t)s->threads * (size_t)(s->oh * s->ow) * sizeof(float);
+    if (c->residual)
+        k->scratch_bytes = (size_t)s->threads * (size_t)(c->oh * c->ow) * sizeof(float);
     k->state = s;
     return CP_OK;
 }
@@ -132,30 +90,30 @@ static void col_range(int64_t off, int64_t sw, int64_t iw, int64_t ow, int64_t *
 }
 
 /* acc (oh x ow) = bias + the taps w (kh x kw) over the input plane x. */
-CP_FK_HOT static void dw_plane(const struct dw_state *s, const float *x, const float *w, float bias,
-                               float *acc)
+CP_FK_HOT static void dw_plane(const struct cp_plain_conv *c, const float *x, const float *w,
+                               float bias, float *acc)
 {
-    int64_t np = s->oh * s->ow;
+    int64_t np = c->oh * c->ow;
     for (int64_t i = 0; i < np; i++)
         acc[i] = bias;
-    for (int64_t oh = 0; oh < s->oh; oh++) {
-        float *ar = acc + oh * s->ow;
-        for (int64_t kh = 0; kh < s->kh; kh++) {
-            int64_t ih = oh * s->sh - s->ph + kh * s->dh;
-            if (ih < 0 || ih >= s->ih)
+    for (int64_t oh = 0; oh < c->oh; oh++) {
+        float *ar = acc + oh * c->ow;
+        for (int64_t kh = 0; kh < c->kh; kh++) {
+            int64_t ih = oh * c->sh - c->ph + kh * c->dh;
+            if (ih < 0 || ih >= c->ih)
                 continue;
-            const float *xr = x + ih * s->iw;
-            for (int64_t kw = 0; kw < s->kw; kw++) {
-                float wv = w[kh * s->kw + kw];
-                int64_t off = kw * s->dw - s->pw, lo, hi;
-                col_range(off, s->sw, s->iw, s->ow, &lo, &hi);
-                if (s->sw == 1) {
+            const float *xr = x + ih * c->iw;
+            for (int64_t kw = 0; kw < c->kw; kw++) {
+                float wv = w[kh * c->kw + kw];
+                int64_t off = kw * c->dw - c->pw, lo, hi;
+                col_range(off, c->sw, c->iw, c->ow, &lo, &hi);
+                if (c->sw == 1) {
                     const float *xo = xr + off;
                     for (int64_t o = lo; o < hi; o++)
                         ar[o] += wv * xo[o];
                 } else {
                     for (int64_t o = lo; o < hi; o++)
-                        ar[o] += wv * xr[o * s->sw + off];
+                        ar[o] += wv * xr[o * c->sw + off];
                 }
             }
         }
@@ -163,14 +121,14 @@ CP_FK_HOT static void dw_plane(const struct dw_state *s, const float *x, const f
 }
 
 /* y = act(acc [+ r]) [+ r], in the order residual_first says. */
-CP_FK_HOT static void dw_finish(const struct dw_state *s, float *acc, const float *r, float *y,
+CP_FK_HOT static void dw_finish(const struct cp_plain_conv *c, float *acc, const float *r, float *y,
                                 int64_t n)
 {
-    if (r && s->res_first)
+    if (r && c->res_first)
         for (int64_t i = 0; i < n; i++)
             acc[i] += r[i];
-    cp_act_row(&s->act, acc, n);
-    if (r && !s->res_first)
+    cp_act_row(&c->act, acc, n);
+    if (r && !c->res_first)
         for (int64_t i = 0; i < n; i++)
             acc[i] += r[i];
     if (acc != y)
@@ -180,20 +138,21 @@ CP_FK_HOT static void dw_finish(const struct dw_state *s, float *acc, const floa
 static enum cp_status dw_run(struct cp_kexec *k)
 {
     const struct dw_state *s = k->state;
+    const struct cp_plain_conv *c = &s->c;
     const float *x = k->in_data[0], *w = k->in_data[1];
     const float *b = k->node->n_inputs > 2 ? k->in_data[2] : NULL;
-    const float *r = s->residual ? k->in_data[3] : NULL;
+    const float *r = c->residual ? k->in_data[3] : NULL;
     float *y = k->out_data[0];
-    int64_t planes = s->batch * s->cout, np = s->oh * s->ow, ktaps = s->kh * s->kw;
+    int64_t planes = c->batch * c->cout, np = c->oh * c->ow, ktaps = c->kh * c->kw;
     int nt = s->threads;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t p = 0; p < planes; p++) {
-        int64_t n = p / s->cout, oc = p % s->cout, ic = oc / s->mult;
+        int64_t n = p / c->cout, oc = p % c->cout, ic = oc / s->mult;
         float *out = y + p * np;
         float *acc = r ? (float *)k->scratch + (size_t)omp_get_thread_num() * (size_t)np : out;
-        dw_plane(s, x + (n * s->cin + ic) * s->ih * s->iw, w + oc * ktaps, b ? b[oc] : 0.0f, acc);
-        if (r || s->act.kind != CP_ACT_NONE)
-            dw_finish(s, acc, r ? r + p * np : NULL, out, np);
+        dw_plane(c, x + (n * c->cin + ic) * c->ih * c->iw, w + oc * ktaps, b ? b[oc] : 0.0f, acc);
+        if (r || c->act.kind != CP_ACT_NONE)
+            dw_finish(c, acc, r ? r + p * np : NULL, out, np);
     }
     return CP_OK;
 }

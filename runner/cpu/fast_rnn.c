@@ -3,13 +3,17 @@
  * linear_before_reset).
  *
  * The input projection X·Wᵀ of every time step is one oneDNN matmul per
- * direction, [seq*batch, I] x [I, gates*H], into scratch. The recurrence
- * then runs per direction and batch row (rows in parallel): the gates'
- * pre-activations are that projection plus the biases plus h·Rᵀ (dot
- * products along R's contiguous rows), and the gate math is a plain f32
- * loop over H the compiler vectorises (fast_math.h's exp). Other
- * activations go to the reference kernel (ref_rnn.c), which this kernel is
- * checked against (tests/runner/test_kernel_harness_rnn.c). */
+ * direction, [seq*batch, I] x [I, gates*H], into scratch; with at most
+ * four rows (a streaming model's one step) and a constant W it is I axpys
+ * per row over W transposed at prepare instead. The recurrence then runs
+ * per direction and batch row (rows in parallel): the gates'
+ * pre-activations are that projection plus the biases plus h·Rᵀ (axpys
+ * over R transposed at prepare when R is constant, else dot products along
+ * R's rows; a single wide row shares them across the threads), and the
+ * gate math is a plain f32 loop over H the compiler vectorises
+ * (fast_math.h's exp). Other activations go to the reference kernel
+ * (ref_rnn.c), which this kernel is checked against (the [rnn] cases of
+ * tests/runner/harness_cases_families.h). */
 #include "graph/op_eval.h" /* cp_rnn_describe */
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/fast_kernels.h"
@@ -34,9 +38,27 @@ struct frnn {
      * taking GH dot products, each ending in a horizontal sum. NULL:
      * dot products. */
     float *rt;
+    /* A constant W and at most WT_MAX_ROWS rows (seq x batch): W
+     * transposed, [I][GH] per direction, and the projection is I axpys
+     * per row into own scratch (xw_off), no oneDNN call: a primitive's
+     * fixed cost is most of a one-step projection. NULL: oneDNN. */
+    float *wt;
+    size_t xw_off; /* bytes into scratch of the projections, with wt */
 };
 
-#define RT_MAX_BYTES ((size_t)8 << 20)
+#define RT_MAX_BYTES ((size_t)8 << 20) /* each transposed copy at most */
+#define WT_MAX_ROWS  4
+
+/* [dirs][rows][cols] -> [dirs][cols][rows], or NULL without memory. */
+static float *transposed(const float *m, int dirs, int64_t rows, int64_t cols)
+{
+    float *t = malloc((size_t)(dirs * rows * cols) * sizeof *t);
+    for (int d = 0; t && d < dirs; d++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++)
+                t[(d * cols + c) * rows + r] = m[(d * rows + r) * cols + c];
+    return t;
+}
 
 static bool frnn_supports(const struct cp_graph *g, const struct cp_node *n)
 {
@@ -76,20 +98,17 @@ static enum cp_status frnn_prepare(struct cp_kexec *k, struct cp_diag *d)
     st->H = st->rd.hidden;
     int64_t GH = st->rd.gates * st->H, rows = st->S * st->N;
     st->threads = k->env && k->env->threads > 0 ? k->env->threads : 1;
-    const struct cp_tensor *R = k->in[2];
-    size_t rt_n = (size_t)(st->rd.dirs * GH * st->H);
+    const struct cp_tensor *W = k->in[1], *R = k->in[2];
+    int dirs = st->rd.dirs;
     if (k->node->op != CP_OP_GRU && R->kind == CP_TENSOR_INITIALIZER && k->in_data[2] &&
-        rt_n * sizeof(float) <= RT_MAX_BYTES) {
-        st->rt = malloc(rt_n * sizeof(float));
-        if (!st->rt)
-            return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
-        const float *r = k->in_data[2];
-        for (int dir = 0; dir < st->rd.dirs; dir++)
-            for (int64_t row = 0; row < GH; row++)
-                for (int64_t j = 0; j < st->H; j++)
-                    st->rt[(dir * st->H + j) * GH + row] = r[(dir * GH + row) * st->H + j];
-    }
-    for (int dir = 0; dir < st->rd.dirs; dir++) {
+        (size_t)(dirs * GH * st->H) * sizeof(float) <= RT_MAX_BYTES &&
+        !(st->rt = transposed(k->in_data[2], dirs, GH, st->H)))
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    if (rows <= WT_MAX_ROWS && W->kind == CP_TENSOR_INITIALIZER && k->in_data[1] &&
+        (size_t)(dirs * GH * st->I) * sizeof(float) <= RT_MAX_BYTES &&
+        !(st->wt = transposed(k->in_data[1], dirs, GH, st->I)))
+        return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
+    for (int dir = 0; !st->wt && dir < st->rd.dirs; dir++) {
         dnnl_memory_desc_t a, b, y;
         dnnl_dims_t ad = {rows, st->I}, as = {st->I, 1};
         dnnl_dims_t bd = {st->I, GH}, bs = {1, st->I};
@@ -123,12 +142,13 @@ static enum cp_status frnn_prepare(struct cp_kexec *k, struct cp_diag *d)
                                k->node->name, cp_op_name(k->node->op));
     }
     /* Own scratch: the combined biases [dirs, 2 * gates*H], then per
-     * thread h, c, the new h and the gates. */
+     * thread h, c, the new h and the gates; with wt, the projections
+     * [dirs, rows, gates*H]. */
     st->own_off = (cp_dk_prog_scratch_bytes(&st->prog) + 63) & ~(size_t)63;
     st->per_row = (size_t)(3 * st->H + GH + 16);
-    k->scratch_bytes =
-        st->own_off +
-        ((size_t)(st->rd.dirs * 2 * GH) + (size_t)st->threads * st->per_row) * sizeof(float);
+    size_t own = (size_t)(dirs * 2 * GH) + (size_t)st->threads * st->per_row;
+    st->xw_off = st->own_off + own * sizeof(float);
+    k->scratch_bytes = st->xw_off + (st->wt ? (size_t)(dirs * rows * GH) * sizeof(float) : 0);
     return CP_OK;
 }
 
@@ -138,6 +158,7 @@ static void frnn_release(struct cp_kexec *k)
     if (st) {
         cp_dk_prog_release(&st->prog);
         free(st->rt);
+        free(st->wt);
         free(st);
         k->state = NULL;
     }
@@ -286,10 +307,21 @@ static enum cp_status frnn_run(struct cp_kexec *k)
         if (len < 0 || len > st->S)
             return CP_ERR_INTERNAL; /* a sequence length outside [0, seq] */
     }
-    enum cp_status cs = cp_dk_prog_run(&st->prog, k->scratch);
-    if (cs != CP_OK)
-        return cs;
-    const int64_t H = st->H, GH = rd->gates * H;
+    const int64_t H = st->H, GH = rd->gates * H, rows = st->S * st->N;
+    float *own_xw = (float *)((char *)k->scratch + st->xw_off);
+    if (st->wt) {
+        const float *x = k->in_data[0];
+        for (int dir = 0; dir < rd->dirs; dir++)
+            for (int64_t r = 0; r < rows; r++) {
+                float *z = own_xw + (dir * rows + r) * GH;
+                memset(z, 0, (size_t)GH * sizeof *z);
+                add_hr(z, x + r * st->I, st->wt + dir * st->I * GH, st->I, GH);
+            }
+    } else {
+        enum cp_status cs = cp_dk_prog_run(&st->prog, k->scratch);
+        if (cs != CP_OK)
+            return cs;
+    }
     float *bias = (float *)((char *)k->scratch + st->own_off);
     float *bufs = bias + rd->dirs * 2 * GH;
     const float *B = n_in > 3 ? k->in_data[3] : NULL;
@@ -305,12 +337,14 @@ static enum cp_status frnn_run(struct cp_kexec *k)
     }
     memset(k->out_data[0], 0, (size_t)(st->S * rd->dirs * st->N * H) * sizeof(float));
     for (int dir = 0; dir < rd->dirs; dir++) {
-        const float *xw = (const float *)((char *)k->scratch + st->prog.scratch_off[st->xw[dir]]);
+        const float *xw =
+            st->wt ? own_xw + dir * rows * GH
+                   : (const float *)((char *)k->scratch + st->prog.scratch_off[st->xw[dir]]);
         const float *bd = bias + dir * 2 * GH;
         /* Rows in parallel; a single row (batch 1, common at inference)
          * shares its dot products instead when R is big enough to pay for
          * a fork per step. */
-        if (st->N == 1 && st->threads > 1 && GH * H >= 16384) {
+        if (st->N == 1 && st->threads > 1 && GH * H >= 65536) {
             row_run(st, k, dir, 0, st->threads, xw, bd, bufs);
             continue;
         }
