@@ -116,12 +116,14 @@ bool cp_plain_conv_supports(const struct cp_graph *g, const struct cp_node *n, b
                   cp_shape_equal(&r->shape, &y->shape));
 }
 
-bool cp_plain_conv_init(const struct cp_kexec *k, struct cp_plain_conv *pc)
+enum cp_status cp_plain_conv_init(const struct cp_kexec *k, struct cp_plain_conv *pc,
+                                  struct cp_diag *d)
 {
     const struct cp_tensor *x = k->in[0], *w = k->in[1], *y = k->out[0];
     struct cp_conv_geom gm;
     if (!cp_conv_geom(k->node, x, w, y, false, &gm))
-        return false;
+        return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': convolution geometry unsupported",
+                           k->node->name);
     bool two = gm.ns == 2;
     pc->batch = x->shape.dims[0].value;
     pc->cin = x->shape.dims[1].value;
@@ -141,5 +143,5 @@ bool cp_plain_conv_init(const struct cp_kexec *k, struct cp_plain_conv *pc)
     pc->act = k->node->op == CP_OP_FUSED_CONV ? cp_act_of(k->node) : (struct cp_act){0};
     pc->residual = k->node->n_inputs > 3 && k->in[3];
     pc->res_first = cp_node_attr_int(k->node, "residual_first", 0) != 0;
-    return true;
+    return CP_OK;
 }

@@ -51,7 +51,8 @@ bool cp_plain_conv_supports(const struct cp_graph *g, const struct cp_node *n, b
                             struct cp_conv_geom *gm);
 
 /* The dims of k's convolution (one that cp_plain_conv_supports accepted).
- * False when its geometry does not resolve. */
-bool cp_plain_conv_init(const struct cp_kexec *k, struct cp_plain_conv *pc);
+ * CP_ERR_UNSUPPORTED naming the node when its geometry does not resolve. */
+enum cp_status cp_plain_conv_init(const struct cp_kexec *k, struct cp_plain_conv *pc,
+                                  struct cp_diag *d);
 
 #endif

@@ -60,10 +60,10 @@ static enum cp_status dw_prepare(struct cp_kexec *k, struct cp_diag *d)
     struct dw_state *s = calloc(1, sizeof *s);
     if (!s)
         return cp_diag_set(d, CP_ERR_NOMEM, "node '%s': out of memory", k->node->name);
-    if (!cp_plain_conv_init(k, &s->c)) {
+    enum cp_status st = cp_plain_conv_init(k, &s->c, d);
+    if (st != CP_OK) {
         free(s);
-        return cp_diag_set(d, CP_ERR_UNSUPPORTED, "node '%s': convolution geometry unsupported",
-                           k->node->name);
+        return st;
     }
     const struct cp_plain_conv *c = &s->c;
     s->mult = c->cout / c->cin;
