@@ -8,11 +8,12 @@
 #define CP_RUNNER_CONV_GEOM_H
 
 #include "graph/graph.h"
-#include "graph/op_eval.h" /* struct cp_act */
+#include "runner/cpu/fused_act.h"
 #include "runner/cpu/kernel.h"
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define CP_CONV_MAX_SPATIAL 3
 
@@ -54,5 +55,22 @@ bool cp_plain_conv_supports(const struct cp_graph *g, const struct cp_node *n, b
  * CP_ERR_UNSUPPORTED naming the node when its geometry does not resolve. */
 enum cp_status cp_plain_conv_init(const struct cp_kexec *k, struct cp_plain_conv *pc,
                                   struct cp_diag *d);
+
+/* y[0, n) = act(acc [+ r]) [+ r], the residual r (NULL: none) added in the
+ * order residual_first says; acc may be y. Inlined into the caller's ISA
+ * clone. */
+__attribute__((always_inline)) static inline void
+cp_plain_conv_finish(const struct cp_plain_conv *c, float *acc, const float *r, float *y, int64_t n)
+{
+    if (r && c->res_first)
+        for (int64_t i = 0; i < n; i++)
+            acc[i] += r[i];
+    cp_act_row(&c->act, acc, n);
+    if (r && !c->res_first)
+        for (int64_t i = 0; i < n; i++)
+            acc[i] += r[i];
+    if (acc != y)
+        memcpy(y, acc, (size_t)n * sizeof *y);
+}
 
 #endif

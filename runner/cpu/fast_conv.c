@@ -120,19 +120,11 @@ CP_FK_HOT static void dw_plane(const struct cp_plain_conv *c, const float *x, co
     }
 }
 
-/* y = act(acc [+ r]) [+ r], in the order residual_first says. */
+/* The epilogue, compiled per ISA clone like the plane. */
 CP_FK_HOT static void dw_finish(const struct cp_plain_conv *c, float *acc, const float *r, float *y,
                                 int64_t n)
 {
-    if (r && c->res_first)
-        for (int64_t i = 0; i < n; i++)
-            acc[i] += r[i];
-    cp_act_row(&c->act, acc, n);
-    if (r && !c->res_first)
-        for (int64_t i = 0; i < n; i++)
-            acc[i] += r[i];
-    if (acc != y)
-        memcpy(y, acc, (size_t)n * sizeof *y);
+    cp_plain_conv_finish(c, acc, r, y, n);
 }
 
 static enum cp_status dw_run(struct cp_kexec *k)

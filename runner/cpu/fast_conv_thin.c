@@ -177,8 +177,8 @@ CP_FK_HOT static void thin_dots(const float *row, const float *cols, int64_t k, 
 }
 
 /* Output channels [lo, hi): each weight row against every patch. */
-static void channels(const struct thin_state *s, const float *w, const float *bias,
-                     const float *cols, const float *r, float *y, int64_t lo, int64_t hi)
+CP_FK_HOT static void channels(const struct thin_state *s, const float *w, const float *bias,
+                               const float *cols, const float *r, float *y, int64_t lo, int64_t hi)
 {
     const struct cp_plain_conv *c = &s->c;
     float acc[THIN_POSITIONS];
@@ -189,14 +189,7 @@ static void channels(const struct thin_state *s, const float *w, const float *bi
             thin_dots(row, cols + n * s->np * s->k, s->k, s->np, acc);
             for (int64_t p = 0; bias && p < s->np; p++)
                 acc[p] += bias[oc];
-            if (r && c->res_first)
-                for (int64_t p = 0; p < s->np; p++)
-                    acc[p] += r[at + p];
-            cp_act_row(&c->act, acc, s->np);
-            if (r && !c->res_first)
-                for (int64_t p = 0; p < s->np; p++)
-                    acc[p] += r[at + p];
-            memcpy(y + at, acc, (size_t)s->np * sizeof *acc);
+            cp_plain_conv_finish(c, acc, r ? r + at : NULL, y + at, s->np);
         }
     }
 }
