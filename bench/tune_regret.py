@@ -123,7 +123,9 @@ precision_loss bound in %):
 
 Usage: bench/tune_regret.sh [--models "M[:BOUND] ..."] [--reps K]
            [--grid-rounds N] [--confirm-rounds N] [--hogs "0 2"] [--seed S]
-           [--keep DIR]
+           [--keep DIR] [--priority high]
+--priority high passes `--priority high` to every bench and tune run (the
+measurements at nice -20; the hogs stay at their own priority).
 Exit 1 when a bar is missed or a step fails (the tables are printed anyway),
 2 on bad usage.
 """
@@ -151,6 +153,8 @@ GROUPS = 5
 LAYOUTS = ("auto", "blocked", "nhwc", "nchw")
 FUSIONS = {"default": None, "noflash": "FlashAttentionFusionPass:off"}
 BUDGET = 12
+# `--priority high` for every bench and tune run (set by --priority)
+PRIORITY = []
 BAR_MEDIAN = 3.0   # % regret, median over runs
 BAR_WORST = 5.0    # % regret, worst run
 TOP_CONFIRM = 10
@@ -263,7 +267,7 @@ def on_signal(signum, _frame):
 
 def ab(cli, a, b, n):
     """`bench A --vs B` interleaved: B's median over A's (undisturbed rounds) and its CI."""
-    d = json.loads(run([cli, "bench", a, "--vs", b, "-n", str(n), "--json"]).stdout)
+    d = json.loads(run([cli, "bench", a, "--vs", b, "-n", str(n), "--json"] + PRIORITY).stdout)
     c = d.get("comparison") or {}
     if c.get("unit") != "ms" or not c.get("before") or c.get("after") is None:
         raise Failure("bench --vs --json has no comparison in ms: " + json.dumps(d)[:300])
@@ -275,7 +279,7 @@ def ab(cli, a, b, n):
 
 
 def bench_one(cli, om, n, threads=None):
-    cmd = [cli, "bench", om, "-n", str(n), "--json"]
+    cmd = [cli, "bench", om, "-n", str(n), "--json"] + PRIORITY
     if threads:
         cmd += ["--threads", str(threads)]
     d = json.loads(run(cmd).stdout)
@@ -460,7 +464,7 @@ def grid_phase(args, m, cli_sha):
         with open(path) as f:
             cache = json.load(f)
     ident = {"version": CACHE_VERSION, "cli_sha256": cli_sha, "groups":
-             [g["names"] for g in m.groups], "fusions": FUSIONS}
+             [g["names"] for g in m.groups], "fusions": FUSIONS, "priority": PRIORITY}
     if cache.get("ident") != ident:
         if cache:
             log(f"{m.name}: grid cache is for another binary or grouping: measuring again")
@@ -612,7 +616,7 @@ def tune_run(args, m, g, hogs, rep, cores):
             os.remove(kb + suffix)
     cons = f"precision_loss<{m.bound:g}%"
     cmd = [m.cli, "tune", m.path, "--target", "latency", "--constraints", cons,
-           "--budget", str(BUDGET), "--kb", kb, "--out", out, "--json", "--quiet"]
+           "--budget", str(BUDGET), "--kb", kb, "--out", out, "--json", "--quiet"] + PRIORITY
     log(f"{m.name}: tune run {rep}, {hogs} hogs ...")
     h = Hogs(hogs)
     t = time.monotonic()
@@ -789,7 +793,7 @@ def do_model(args, wd, name, bound, cli_sha, cores, bars, errors):
         with open(rpath) as f:
             rcache = json.load(f)
     rid = {"version": CACHE_VERSION, "runs_method": 2, "cli_sha256": cli_sha, "bound": bound,
-           "grid_best": gb, "confirm_rounds": args.confirm_rounds}
+           "grid_best": gb, "confirm_rounds": args.confirm_rounds, "priority": PRIORITY}
     if rcache.get("ident") != rid:
         rcache = {"ident": rid, "runs": {}}
     runs = []
@@ -875,7 +879,12 @@ def main():
     ap.add_argument("--hogs", default="0 2", help="background hogs per condition (\"0 2\")")
     ap.add_argument("--seed", type=int, default=1, help="seed of the grid order and simulations")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (reused on a rerun)")
+    ap.add_argument("--priority", choices=("normal", "high"), default="normal",
+                    help="every bench and tune run's --priority (normal; high measures at "
+                    "nice -20, needs root)")
     a = ap.parse_args()
+    if a.priority == "high":
+        PRIORITY.extend(["--priority", "high"])
     try:
         a.hogs = [int(x) for x in a.hogs.split()]
         models = []
@@ -918,7 +927,8 @@ def main():
     print("# cannprof tune: regret against an exhaustive grid\n")
     print(f"{version} (sha256 {cli_sha[:12]}); {cores} cores; work folder {wd}"
           f"{' (kept)' if a.keep else ' (temporary)'}; tuner runs per condition: {a.reps}; "
-          f"grid rounds {a.grid_rounds}, confirmation rounds {a.confirm_rounds}; seed {a.seed}.\n")
+          f"grid rounds {a.grid_rounds}, confirmation rounds {a.confirm_rounds}; seed {a.seed}; "
+          f"priority {a.priority}.\n")
     print(f"load before: `{load_before}`\n")
     print("Random search and coordinate descent are simulated on the grid's measured table "
           "(no noise), with the same budget of 12 latency evaluations; the tuner is run for "

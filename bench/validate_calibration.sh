@@ -33,7 +33,7 @@
 # warm-up, 100 undisturbed iterations or rounds).
 #
 # usage: [MODELS="m1 m2"] [THREADS="1 2"] [LOADS="0 2"] [PATHS="..."] [TRIALS=N]
-#        [RUNS=R] [TRUE_ROUNDS=N] bench/validate_calibration.sh
+#        [RUNS=R] [TRUE_ROUNDS=N] [PRIORITY=high] bench/validate_calibration.sh
 #   MODELS       example models (default: transformer_encoder_op14 resnet_tiny
 #                nhwc_roundtrip)
 #   THREADS      runtime thread counts (default "1 2")
@@ -45,6 +45,9 @@
 #   TRIALS       trials per figure (default 40)
 #   RUNS         processes per side on the runs path (default 5)
 #   TRUE_ROUNDS  rounds of the run that measures SLOW's true change (default 2000)
+#   PRIORITY     the trials' `bench --priority` (default normal; high needs
+#                root or CAP_SYS_NICE: bench measures at nice -20, the hogs
+#                stay at their own)
 # The cannprof binary is $CANNPROF, else build/cannprof (built here).
 # Exit 1 when a target is missed in some row.
 set -euo pipefail
@@ -64,6 +67,11 @@ loads=${LOADS:-0 2}
 paths=${PATHS:-interleaved separate runs alternating}
 trials=${TRIALS:-40}
 runs=${RUNS:-5}
+prio=${PRIORITY:-normal}
+case "$prio" in
+normal | high) ;;
+*) echo "validate_calibration: PRIORITY is normal or high, not '$prio'" >&2; exit 2 ;;
+esac
 true_rounds=${TRUE_ROUNDS:-2000}
 case "$trials$runs$true_rounds${threads_list// /}${loads// /}" in
 *[!0-9]*) echo "validate_calibration: TRIALS, RUNS, TRUE_ROUNDS, THREADS and LOADS are whole numbers" >&2; exit 2 ;;
@@ -132,23 +140,23 @@ trial() {
     local path=$1 a=$2 b=$3 t=$4 out rc=0
     case "$path" in
     interleaved)
-        "$cli" bench "$a" --vs "$b" --threads "$t" --json |
+        "$cli" bench "$a" --vs "$b" --threads "$t" --priority "$prio" --json |
             jq -r '"\(.comparison.verdict) \(.comparison.delta_pct)"'
         return ;;
     separate)
         rm -f "$work"/x.db* "$work"/y.db*
-        "$cli" bench "$a" --threads "$t" --trace "$work/x.db" >/dev/null
-        "$cli" bench "$b" --threads "$t" --trace "$work/y.db" >/dev/null ;;
+        "$cli" bench "$a" --threads "$t" --priority "$prio" --trace "$work/x.db" >/dev/null
+        "$cli" bench "$b" --threads "$t" --priority "$prio" --trace "$work/y.db" >/dev/null ;;
     runs)
         rm -f "$work"/x.db* "$work"/y.db*
-        "$cli" bench "$a" --runs "$runs" --threads "$t" --trace "$work/x.db" >/dev/null
-        "$cli" bench "$b" --runs "$runs" --threads "$t" --trace "$work/y.db" >/dev/null ;;
+        "$cli" bench "$a" --runs "$runs" --threads "$t" --priority "$prio" --trace "$work/x.db" >/dev/null
+        "$cli" bench "$b" --runs "$runs" --threads "$t" --priority "$prio" --trace "$work/y.db" >/dev/null ;;
     alternating)
         rm -f "$work"/x*.db* "$work"/y*.db*
         local i sides=()
         for i in $(seq "$runs"); do
-            "$cli" bench "$a" --threads "$t" --trace "$work/x$i.db" >/dev/null
-            "$cli" bench "$b" --threads "$t" --trace "$work/y$i.db" >/dev/null
+            "$cli" bench "$a" --threads "$t" --priority "$prio" --trace "$work/x$i.db" >/dev/null
+            "$cli" bench "$b" --threads "$t" --priority "$prio" --trace "$work/y$i.db" >/dev/null
             sides+=(--before "$work/x$i.db" --after "$work/y$i.db")
         done
         out=$("$cli" validate "${sides[@]}" --metrics latency --force --json) || rc=$? ;;
@@ -190,7 +198,7 @@ run_trials() {
 }
 
 t0=$(date +%s)
-echo "# Verdict calibration (default settings): $trials trials per figure, $runs runs per side on the runs path"
+echo "# Verdict calibration (default settings, bench --priority $prio): $trials trials per figure, $runs runs per side on the runs path"
 echo "# machine: $(nproc) cores, load average at the start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| model | threads | hogs | path | SLOW true change | A/A false verdicts (95% CI) | A/A inconclusive | A/A median abs. delta | power (95% CI) | power inconclusive | target met | seconds |"

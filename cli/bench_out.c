@@ -18,6 +18,15 @@ static void print_stop(const struct cp_measurement *m, const char *what)
         printf("interrupted: after %zu %s (%.1f s)\n", m->n, what, m->elapsed_s);
 }
 
+/* Only when --priority high was asked for: whether it was had. */
+static void print_priority(const struct cp_measurement *m)
+{
+    if (m->priority_raised)
+        printf("priority:   high (nice %d while measuring)\n", CP_MEASURE_HIGH_NICE);
+    else if (m->priority_why[0])
+        printf("priority:   normal: high was refused (%s)\n", m->priority_why);
+}
+
 void cp_bench_print_one(const struct cp_bench_request *q, const struct cp_bench_result *r)
 {
     const struct cp_summary *sm = &r->all[0];
@@ -40,6 +49,7 @@ void cp_bench_print_one(const struct cp_bench_request *q, const struct cp_bench_
             printf("undisturbed latency: none (the machine was busy throughout; measure again, "
                    "or longer with --max-duration)\n");
     }
+    print_priority(m);
     print_stop(m, "iterations");
     if (q->trace_path)
         printf("trace:      %s (cannprof export %s --format chrome -o trace.json)\n", q->trace_path,
@@ -73,6 +83,7 @@ void cp_bench_print_ab(const struct cp_bench_request *q, const struct cp_bench_r
     if (m->verdict == CP_VERDICT_INCONCLUSIVE && m->n_needed > 0)
         printf("            about %zu rounds would settle it (--iterations %zu)\n", m->n_needed,
                m->n_needed);
+    print_priority(&r->m);
     print_stop(&r->m, "rounds");
     if (q->trace_path)
         printf("trace:      %s (run %lld = A, run %lld = B)\n", q->trace_path,
@@ -99,6 +110,7 @@ void cp_bench_print_runs(const struct cp_bench_request *q, const struct cp_bench
            100 * rs->cv_of_medians);
     printf("            (each run's median of its undisturbed iterations)\n");
     cp_out_memory_line(&r0->mem[0], r0->peak_rss);
+    print_priority(&r0->m);
     if (q->trace_path)
         printf("trace:      %s (runs %lld to %lld, one group: cannprof validate compares them "
                "run against run)\n",
@@ -114,7 +126,10 @@ static bool json_policy(json_t *o, const struct cp_measurement *m)
               cp_json_set_str(o, "stop", cp_measure_stop_name(m->stop)) &&
               cp_json_set_bool(o, "time_limit_hit", m->stop == CP_MEASURE_STOP_TIME_LIMIT) &&
               cp_json_set_num(o, "time_limit_s", m->time_limit_s > 0 ? m->time_limit_s : NAN) &&
-              cp_json_set_num(o, "elapsed_s", m->elapsed_s);
+              cp_json_set_num(o, "elapsed_s", m->elapsed_s) &&
+              cp_json_set_str(o, "priority", m->priority_raised ? "high" : "normal");
+    if (ok && m->priority_why[0])
+        ok = cp_json_set_str(o, "priority_refused", m->priority_why);
     if (ok && m->probed) {
         json_t *p = json_object();
         ok = p && cp_json_set_int(p, "floor_ns", (int64_t)m->floor_ns) &&

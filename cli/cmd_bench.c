@@ -48,6 +48,7 @@ static const struct cp_opt_use shared[] = {
     {CP_SO_INPUT_SHAPE, NULL},
     {CP_SO_ITERATIONS, "undisturbed iterations (with --vs: rounds) to measure (default 100)"},
     {CP_SO_JSON, NULL},
+    {CP_SO_PRIORITY, NULL},
     {CP_SO_SEED, "seed of random inputs (default 0)"},
     {CP_SO_TEST, "with --vs: mann-whitney (default), welch, t-test or bootstrap"},
     {CP_SO_THREADS, NULL},
@@ -151,6 +152,7 @@ static bool parse_cli(const struct cp_args *args, struct bench_cli *c)
     p->probe = !no_probe;
     p->mode = has_d ? CP_MEASURE_DURATION : no_probe ? CP_MEASURE_EXACT : CP_MEASURE_UNDISTURBED;
     p->duration_s = cp_args_num(args, CP_SO_DURATION, 0);
+    p->priority = (enum cp_measure_priority)cp_args_int(args, CP_SO_PRIORITY, p->priority);
     const char *v = cp_args_get(args, OPT_MAX_DURATION);
     if (v) {
         if (!cp_parse_duration(v, &p->time_limit_s))
@@ -202,11 +204,15 @@ static int bench_runs(const struct bench_cli *c)
     if (cp_bench_models_runs(&c->req, c->runs, &rs, &d) != CP_OK) {
         cp_cli_error("bench", d.msg);
         rc = cp_status_exit_code(d.status);
-    } else if (c->json) {
+    } else if (rs.n > 0 && rs.runs[0].m.priority_why[0])
+        fprintf(stderr,
+                "cannprof bench: warning: --priority high: %s; measured at normal priority\n",
+                rs.runs[0].m.priority_why);
+    if (rc == 0 && c->json) {
         json_t *j = cp_bench_json_runs(&c->req, &rs);
         rc = cp_out_json(j, "bench");
         json_decref(j);
-    } else
+    } else if (rc == 0)
         cp_bench_print_runs(&c->req, &rs);
     if (rc == 0 && rs.interrupted)
         rc = 130;
@@ -253,6 +259,10 @@ int cp_cmd_bench(int argc, char **argv)
         goto out;
     }
     rc = r.m.stop == CP_MEASURE_STOP_INTERRUPTED ? 130 : 0;
+    if (r.m.priority_why[0])
+        fprintf(stderr,
+                "cannprof bench: warning: --priority high: %s; measured at normal priority\n",
+                r.m.priority_why);
     if (c->json) {
         json_t *j =
             c->req.models[1] ? cp_bench_json_ab(&c->req, &r) : cp_bench_json_one(&c->req, &r);

@@ -35,6 +35,7 @@ static const struct cp_opt_use shared[] = {
     {CP_SO_HELP, NULL},
     {CP_SO_ITERATIONS, "with --measure: interleaved rounds per finding (default 30)"},
     {CP_SO_JSON, "print the report as JSON on stdout; with -o, what was written"},
+    {CP_SO_PRIORITY, "with --measure: normal (default) or high (nice -20 while measuring)"},
     {CP_SO_KB, "knowledge base whose measured history refines the priors (default "
                "$XDG_DATA_HOME/cannprof/kb.sqlite; one that does not exist is not created)"},
     {CP_SO_RULES, NULL},
@@ -214,6 +215,8 @@ int cp_cmd_suggest(int argc, char **argv)
         struct cp_whatif_opts wo;
         cp_whatif_opts_init(&wo);
         wo.rounds = (int)cp_args_int(&args, CP_SO_ITERATIONS, wo.rounds);
+        wo.priority = (enum cp_measure_priority)cp_args_int(&args, CP_SO_PRIORITY, wo.priority);
+        cp_cli_check_priority("suggest", &wo.priority);
         wo.target =
             o.analysis.target == CP_TARGET_THROUGHPUT ? CP_TARGET_THROUGHPUT : CP_TARGET_LATENCY;
         if (cp_tune_whatif_analysis(&dg, &wo, &w, &d) != CP_OK) {

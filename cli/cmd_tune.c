@@ -71,6 +71,7 @@ static const struct cp_opt_use shared[] = {
     {CP_SO_ITERATIONS, "undisturbed interleaved rounds per evaluation, 5 or more (default 60)"},
     {CP_SO_JSON, "print report.json instead of the summary; with --batch, one object per model"},
     {CP_SO_KB, NULL},
+    {CP_SO_PRIORITY, NULL},
     {CP_SO_QUIET, NULL},
     {CP_SO_RULES, NULL},
     {CP_SO_SEED, "seed of random inputs (default 0)"},
@@ -290,6 +291,7 @@ static bool parse_opts(const struct cp_args *a, struct cp_tune_opts *o, struct c
     if (warmup > 10000)
         return cp_diag_set(d, CP_ERR_USAGE, "--warmup takes a whole number from 0 to 10000"), false;
     o->warmup = (int)warmup;
+    o->priority = (enum cp_measure_priority)cp_args_int(a, CP_SO_PRIORITY, o->priority);
     o->threads = (int)cp_args_int(a, CP_SO_THREADS, o->threads);
     o->seed = (uint64_t)cp_args_int(a, CP_SO_SEED, (int64_t)o->seed);
     o->verdict.test = (enum cp_stat_test)cp_args_int(a, CP_SO_TEST, o->verdict.test);
@@ -451,6 +453,7 @@ int cp_cmd_tune(int argc, char **argv)
         cp_cli_error("tune", d.msg);
         return 2;
     }
+    cp_cli_check_priority("tune", &o.priority);
     const char *batch = cp_args_get(&args, OPT_BATCH);
     if ((batch && args.n_positional) || (!batch && args.n_positional != 1)) {
         cp_cli_error("tune", "give one MODEL (.onnx or .om), or --batch LIST.txt|DIR");

@@ -8,6 +8,7 @@
 #define CP_CLI_OPTIONS_H
 
 #include "core/core.h"
+#include "runner/measure.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -58,6 +59,7 @@ enum cp_shared_opt {
     CP_SO_ITERATIONS,          /* -n, 1 .. 100000000; alias --rounds */
     CP_SO_JSON,                /* structured output on stdout */
     CP_SO_KB,                  /* the knowledge base FILE */
+    CP_SO_PRIORITY,            /* normal | high (enum cp_measure_priority) */
     CP_SO_QUIET,               /* -q */
     CP_SO_RESAMPLES,           /* 100 .. 10000000 */
     CP_SO_RULES,               /* -r, DIR|FILE, repeatable */
@@ -148,6 +150,12 @@ void cp_cmd_help(FILE *f, const struct cp_command_opts *c);
  * stands for ("threads"; for -o, "output" names where a command writes,
  * whatever its long name); NULL when the letter is not a short flag. */
 const char *cp_short_flag_meaning(char c);
+
+/* For a command that measures many times (tune, suggest --measure): when
+ * *p is high, check once that this process may raise its priority; when it
+ * may not, warn on stderr ("cannprof <cmd>: warning: ...") and set *p to
+ * normal, so that the report says what was really used. */
+void cp_cli_check_priority(const char *cmd, enum cp_measure_priority *p);
 
 /* Print an error in the CLI's one format: "cannprof <cmd>: error: msg". */
 void cp_cli_error(const char *cmd, const char *msg);

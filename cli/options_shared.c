@@ -1,10 +1,13 @@
 /* The options several commands share, defined once: names, short flags,
  * value checks; merging them into a command's table; --help. */
 #include "cli/options.h"
+#include "core/host.h"
 #include "rules/rules.h"
+#include "runner/measure.h"
 #include "stats/verdict.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +20,7 @@ enum check {
     C_DURATION, /* cp_parse_duration */
     C_TARGET,   /* cp_target_parse */
     C_TEST,     /* cp_stat_test_parse */
+    C_PRIORITY, /* cp_measure_priority_parse */
 };
 
 struct shared_def {
@@ -82,6 +86,13 @@ static const struct shared_def SHARED[] = {
      0,
      0,
      NULL},
+    {{"priority", 0, CP_OPT_VALUE, CP_SO_PRIORITY, "P",
+      "normal (default) or high: measure at nice -20, so that other work on the machine takes "
+      "little of the CPUs (needs root or CAP_SYS_NICE; without, says so and goes on)"},
+     C_PRIORITY,
+     0,
+     0,
+     "normal or high"},
     {{"quiet", 'q', CP_OPT_FLAG, CP_SO_QUIET, NULL, "no progress lines on stderr"},
      C_FLAG,
      0,
@@ -295,6 +306,13 @@ static bool check_value(const struct shared_def *def, const char *v, union cp_op
         out->i = (int64_t)t;
         return true;
     }
+    case C_PRIORITY: {
+        enum cp_measure_priority pr;
+        if (!cp_measure_priority_parse(v, &pr))
+            return false;
+        out->i = (int64_t)pr;
+        return true;
+    }
     }
     return false;
 }
@@ -383,4 +401,18 @@ void cp_cmd_help(FILE *f, const struct cp_command_opts *c)
     fputs("\noptions:\n", f);
     cp_opts_print_help(f, table, n);
     fprintf(f, "\nexit codes: %s\n", c->exit_codes);
+}
+
+void cp_cli_check_priority(const char *cmd, enum cp_measure_priority *p)
+{
+    if (*p != CP_MEASURE_PRIORITY_HIGH)
+        return;
+    struct cp_host_priority hp;
+    if (cp_host_priority_raise(CP_MEASURE_HIGH_NICE, &hp)) {
+        cp_host_priority_restore(&hp);
+        return;
+    }
+    fprintf(stderr, "cannprof %s: warning: --priority high: %s; measuring at normal priority\n",
+            cmd, hp.why);
+    *p = CP_MEASURE_PRIORITY_NORMAL;
 }

@@ -3,10 +3,14 @@
 #include "core/host.h"
 #include "core/core.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -226,4 +230,96 @@ int cp_host_usable_cpus(void)
     int in_mask = sched_getaffinity(0, size, set) == 0 ? CPU_COUNT_S(size, set) : 0;
     CPU_FREE(set);
     return in_mask > 0 && in_mask < n ? in_mask : n;
+}
+
+/* ---- priority ------------------------------------------------------------- */
+
+/* Nice value of thread tid, or -1000 when it cannot be read (it ended). */
+static int thread_nice(int tid)
+{
+    errno = 0;
+    int v = getpriority(PRIO_PROCESS, (id_t)tid);
+    return v == -1 && errno ? -1000 : v;
+}
+
+/* Calls fn(tid, ctx) for every thread of this process /proc lists. */
+static void each_thread(void (*fn)(int tid, void *ctx), void *ctx)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        if (end != e->d_name && *end == '\0' && tid > 0 && tid <= INT32_MAX)
+            fn((int)tid, ctx);
+    }
+    closedir(dir);
+}
+
+static void raise_one(int tid, void *ctx)
+{
+    struct cp_host_priority *p = ctx;
+    int v = thread_nice(tid);
+    if (v == -1000 || v <= p->nice || p->n == CP_HOST_PRIORITY_THREADS)
+        return; /* gone, already at least as high, or no room to remember it */
+    if (setpriority(PRIO_PROCESS, (id_t)tid, p->nice) == 0) {
+        p->tid[p->n] = tid;
+        p->saved[p->n] = v;
+        p->n++;
+    }
+}
+
+bool cp_host_priority_raise(int nice, struct cp_host_priority *p)
+{
+    memset(p, 0, sizeof *p);
+    p->nice = nice < -20 ? -20 : nice > 19 ? 19 : nice;
+    int self = (int)syscall(SYS_gettid);
+    p->before = thread_nice(self);
+    if (p->before == -1000) {
+        snprintf(p->why, sizeof p->why, "this thread's nice value cannot be read: %s",
+                 strerror(errno));
+        return false;
+    }
+    if (p->before > p->nice && setpriority(PRIO_PROCESS, (id_t)self, p->nice) != 0) {
+        int e = errno;
+        snprintf(p->why, sizeof p->why,
+                 "nice %d needs CAP_SYS_NICE (root) or an RLIMIT_NICE of %d (ulimit -e): %s",
+                 p->nice, 20 - p->nice, strerror(e));
+        return false;
+    }
+    if (p->before > p->nice) { /* remember the caller first, then the others */
+        p->tid[0] = self;
+        p->saved[0] = p->before;
+        p->n = 1;
+    }
+    each_thread(raise_one, p);
+    p->raised = true;
+    return true;
+}
+
+struct restore_ctx {
+    const struct cp_host_priority *p;
+};
+
+static void restore_one(int tid, void *ctx)
+{
+    const struct cp_host_priority *p = ((struct restore_ctx *)ctx)->p;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->tid[i] == tid) {
+            setpriority(PRIO_PROCESS, (id_t)tid, p->saved[i]);
+            return;
+        }
+    /* born while raised: it inherited the raised value from its creator */
+    if (thread_nice(tid) == p->nice && p->before > p->nice)
+        setpriority(PRIO_PROCESS, (id_t)tid, p->before);
+}
+
+void cp_host_priority_restore(const struct cp_host_priority *p)
+{
+    if (!p->raised)
+        return;
+    struct restore_ctx c = {p};
+    each_thread(restore_one, &c);
 }

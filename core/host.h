@@ -62,4 +62,35 @@ int cp_host_usable_cpus(void);
 /* Whether the CPU lists `flag` ("avx2", "avx512_bf16") among its flags. */
 bool cp_host_has_flag(const struct cp_host *h, const char *flag);
 
+/* ---- the process's share of the CPUs ---------------------------------------
+ *
+ * A measurement on a machine that runs other work can ask for a larger share
+ * of the CPUs than the rest: every thread of this process gets a lower nice
+ * value (setpriority(2) per thread, since Linux keeps a nice value per
+ * thread; threads created later inherit their creator's). It needs
+ * CAP_SYS_NICE or an RLIMIT_NICE that allows it; without, nothing changes
+ * and the reason is given. Restoring gives each thread its value from
+ * before, and a thread that appeared since the value its creator had. */
+
+#define CP_HOST_PRIORITY_THREADS 512
+
+struct cp_host_priority {
+    bool raised; /* the threads run at `nice` */
+    int nice;    /* the value asked for */
+    int before;  /* the calling thread's value before */
+    size_t n;    /* threads whose value was saved */
+    int tid[CP_HOST_PRIORITY_THREADS];
+    int saved[CP_HOST_PRIORITY_THREADS];
+    char why[160]; /* why not raised ("" when raised) */
+};
+
+/* Give every thread of this process nice value `nice` (-20 .. 19; lower is
+ * more CPU). false when the calling thread's cannot be set (p->why says
+ * why, nothing changed); true otherwise, threads that could not be set
+ * being left as they were. OUT: *p, for cp_host_priority_restore. */
+bool cp_host_priority_raise(int nice, struct cp_host_priority *p);
+
+/* Undo cp_host_priority_raise (nothing when it did not raise). */
+void cp_host_priority_restore(const struct cp_host_priority *p);
+
 #endif

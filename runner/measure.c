@@ -2,6 +2,7 @@
  * rotating order, the interference probe, the stopping rule, and what a
  * measurement leaves in a trace. */
 #include "runner/measure.h"
+#include "core/host.h"
 #include "runner/probe.h"
 
 #include <math.h>
@@ -27,6 +28,22 @@ const char *cp_measure_stop_name(enum cp_measure_stop s)
     static const char *const names[] = {"target",     "count",       "duration",
                                         "time limit", "interrupted", "stopped early"};
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown";
+}
+
+const char *cp_measure_priority_name(enum cp_measure_priority p)
+{
+    return p == CP_MEASURE_PRIORITY_HIGH ? "high" : "normal";
+}
+
+bool cp_measure_priority_parse(const char *s, enum cp_measure_priority *out)
+{
+    if (strcmp(s, "normal") == 0)
+        *out = CP_MEASURE_PRIORITY_NORMAL;
+    else if (strcmp(s, "high") == 0)
+        *out = CP_MEASURE_PRIORITY_HIGH;
+    else
+        return false;
+    return true;
 }
 
 static enum cp_status run_plan(void *ctx, size_t subject, int32_t iteration, struct cp_diag *d)
@@ -299,6 +316,15 @@ enum cp_status cp_measure(const struct cp_measure_subject *s, size_t n,
             m.floor_hint_ns = cp_probe_floor_load(path);
     }
 
+    /* raised before the warm-up, so that threads the first rounds create
+     * (the runtime's and the probe's) start raised as well */
+    struct cp_host_priority prio = {0};
+    if (p->priority == CP_MEASURE_PRIORITY_HIGH) {
+        m.priority_raised = cp_host_priority_raise(CP_MEASURE_HIGH_NICE, &prio);
+        if (!m.priority_raised)
+            snprintf(m.priority_why, sizeof m.priority_why, "%s", prio.why);
+    }
+
     /* warm-up: its mean round time is what the time limit and the first
      * probe window are sized from */
     ranges(s, n, "warmup");
@@ -406,12 +432,14 @@ enum cp_status cp_measure(const struct cp_measure_subject *s, size_t n,
     round_ns = NULL;
     if (st != CP_OK)
         goto fail;
+    cp_host_priority_restore(&prio);
     if (p->floor_cache)
         save_floor(&m, p->threads);
     cp_probe_free(probe);
     *out = m;
     return CP_OK;
 fail:
+    cp_host_priority_restore(&prio);
     cp_probe_free(probe);
     cp_measurement_release(&m);
     return st;
@@ -510,6 +538,7 @@ static enum cp_status store_policy(struct cp_trace_store *store, int64_t run,
         {"measure.interrupted", m->stop == CP_MEASURE_STOP_INTERRUPTED ? 1.0 : 0.0},
         {"measure.elapsed_s", m->elapsed_s},
         {"measure.subjects", (double)m->n_subjects},
+        {"measure.priority_raised", m->priority_raised ? 1.0 : 0.0},
     };
     enum cp_status st = CP_OK;
     for (size_t i = 0; i < sizeof kv / sizeof *kv && st == CP_OK; i++)

@@ -85,6 +85,16 @@ enum cp_measure_mode {
 
 struct cp_measurement;
 
+enum cp_measure_priority {
+    CP_MEASURE_PRIORITY_NORMAL = 0, /* as the process runs */
+    CP_MEASURE_PRIORITY_HIGH,       /* nice CP_MEASURE_HIGH_NICE while measuring */
+};
+#define CP_MEASURE_HIGH_NICE (-20)
+
+/* "normal" / "high" <-> the enum; parse returns false for anything else. */
+const char *cp_measure_priority_name(enum cp_measure_priority p);
+bool cp_measure_priority_parse(const char *s, enum cp_measure_priority *out);
+
 struct cp_measure_policy {
     enum cp_measure_mode mode;
     int64_t warmup;      /* rounds before measuring, >= 0 */
@@ -124,6 +134,12 @@ struct cp_measure_policy {
     bool (*look_fn)(void *ctx, const struct cp_measurement *so_far);
     void *look_ctx;
     int64_t look_every;
+    /* CP_MEASURE_PRIORITY_HIGH: every thread of the process runs at nice
+     * CP_MEASURE_HIGH_NICE from warm-up to the end (core/host.h), so that
+     * other work on the machine takes little of the CPUs from the subjects;
+     * each thread's value is restored after. Without the right to raise it
+     * the measurement goes on at normal priority and says why. */
+    enum cp_measure_priority priority;
 };
 
 /* mode UNDISTURBED, warm-up 10, 100 iterations, the default time limit
@@ -159,6 +175,10 @@ struct cp_measurement {
     bool probed;
     struct cp_perf_reading perf; /* valid when perf_valid */
     bool perf_valid;
+    /* The priority it ran at: raised (nice CP_MEASURE_HIGH_NICE) or not;
+     * when high was asked for and could not be had, why (else ""). */
+    bool priority_raised;
+    char priority_why[160];
 };
 
 /* Measure n subjects (1 .. CP_MEASURE_MAX_SUBJECTS) under policy p.

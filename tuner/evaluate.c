@@ -243,11 +243,12 @@ double cp_tune_precision_share(const struct cp_tune_ctx *c)
 /* The measurement policy of every tuning evaluation: the engine's, with
  * the tuner's warm-up and rounds, and its interrupt flag so that Ctrl-C
  * stops inside a measurement too. */
-static void policy(const struct cp_tune_ctx *c, struct cp_bench_request *q)
+void cp_tune_policy(const struct cp_tune_ctx *c, struct cp_bench_request *q)
 {
     q->policy.warmup = c->o->warmup;
     q->policy.iterations = c->o->rounds;
     q->policy.interrupt = c->o->interrupt;
+    q->policy.priority = c->o->priority;
     /* A tuning session makes dozens of measurements: on a busy machine,
      * wait for undisturbed rounds a little, then decide on what there is
      * (interleaving keeps the comparison fair). */
@@ -278,7 +279,7 @@ enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *
 {
     struct cp_bench_request q;
     cp_bench_request_init(&q);
-    policy(c, &q);
+    cp_tune_policy(c, &q);
     q.models[0] = om_path;
     session_of(p, &q.session[0]);
     q.trace_path = trace_path;
@@ -479,7 +480,7 @@ static enum cp_status ab_measured(struct cp_tune_ctx *c, enum cp_tune_ab_kind ki
     const struct cp_tune_opts *o = c->o;
     struct cp_bench_request q;
     cp_bench_request_init(&q);
-    policy(c, &q);
+    cp_tune_policy(c, &q);
     struct cp_tune_futility fut;
     futility_init(c, &fut);
     if (kind == CP_TUNE_AB_CANDIDATE) {

@@ -362,13 +362,8 @@ enum cp_status cp_tune_profile_pair(struct cp_tune_ctx *c, const char *om_a,
     unlink(trace);
     struct cp_bench_request q;
     cp_bench_request_init(&q);
-    q.policy.warmup = c->o->warmup;
+    cp_tune_policy(c, &q);
     q.policy.iterations = c->o->rounds > 40 ? c->o->rounds / 2 : c->o->rounds;
-    q.policy.interrupt = c->o->interrupt;
-    q.policy.time_limit_min_s = CP_TUNE_MIN_TIME_LIMIT_S;
-    q.inputs = c->o->inputs;
-    q.n_inputs = c->o->n_inputs;
-    q.seed = c->o->seed;
     q.models[0] = om_a;
     q.models[1] = om_b;
     q.session[0].threads = pa->threads;

@@ -341,6 +341,7 @@ static json_t *report_json(const struct cp_tune_opts *o, const struct cp_tune_re
          cp_json_set_int(j, "profile_runs", r->profile_runs) &&
          cp_json_set_int(j, "early_stops", r->early_stops) &&
          cp_json_set_int(j, "races", r->races) && cp_json_set_int(j, "rounds", r->rounds_spent) &&
+         cp_json_set_str(j, "priority", cp_measure_priority_name(o->priority)) &&
          cp_json_set(j, "precision_plan", r->prec.ran ? prec_json(&r->prec) : json_null()) &&
          cp_json_set(j, "int8_plan", r->int8.ran ? int8_json(&r->int8) : json_null()) &&
          cp_json_set_str(j, "stop_reason", r->stop_reason) &&
@@ -466,9 +467,12 @@ static void write_md(const struct cp_tune_opts *o, const struct cp_tune_result *
                   "Spent: %d latency evaluations (interleaved A/B against the best; %d stopped "
                   "early as clear losers; %d races of alternatives), %d confirmations, %lld "
                   "interleaved rounds in all, %d precision checks (deterministic runs against the "
-                  "fp32 reference), %d profiling runs.\n\n",
+                  "fp32 reference), %d profiling runs%s.\n\n",
                   r->latency_evals, r->early_stops, r->races, r->confirmations,
-                  (long long)r->rounds_spent, r->precision_checks, r->profile_runs);
+                  (long long)r->rounds_spent, r->precision_checks, r->profile_runs,
+                  o->priority == CP_MEASURE_PRIORITY_HIGH
+                      ? "; every measurement at high priority (nice -20)"
+                      : "");
     cp_buf_puts(b, "## Result\n\n| | baseline | best | change |\n|---|---:|---:|---:|\n");
     cp_buf_printf(b, "| latency (median, ms) | %.3f | %.3f | %+.1f%% |\n", r->baseline_ns / 1e6,
                   r->best_ns / 1e6, 100 * (r->best_ns / r->baseline_ns - 1));

@@ -291,6 +291,8 @@ struct cp_tune_opts {
     int threads;   /* the baseline's threads; 0: all cores */
     int rounds;    /* A/B rounds per evaluation; default 60 */
     int warmup;    /* A/B warm-up rounds; default 5 */
+    /* every measurement's priority (runner/measure.h); default normal */
+    enum cp_measure_priority priority;
     struct cp_verdict_opts verdict;
     bool fresh;                    /* start a new session even when one can be resumed */
     bool use_kb_strategies;        /* try strategies from similar models first (default true) */
@@ -468,12 +470,13 @@ void cp_tune_report_row_release(struct cp_tune_report_row *r); /* NULL ok; leave
  * callers report. */
 
 struct cp_whatif_opts {
-    int rounds;                       /* interleaved rounds; default 30 */
-    int warmup;                       /* default 3 */
-    enum cp_target target;            /* latency (default) or throughput */
-    struct cp_verdict_opts verdict;   /* the test and its alpha */
-    const char *work_dir;             /* where B is converted; NULL: a temporary folder */
-    volatile sig_atomic_t *interrupt; /* Ctrl-C: stop, keep the prior */
+    int rounds;                        /* interleaved rounds; default 30 */
+    int warmup;                        /* default 3 */
+    enum cp_measure_priority priority; /* default normal */
+    enum cp_target target;             /* latency (default) or throughput */
+    struct cp_verdict_opts verdict;    /* the test and its alpha */
+    const char *work_dir;              /* where B is converted; NULL: a temporary folder */
+    volatile sig_atomic_t *interrupt;  /* Ctrl-C: stop, keep the prior */
 };
 
 void cp_whatif_opts_init(struct cp_whatif_opts *o);

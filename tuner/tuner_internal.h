@@ -261,6 +261,11 @@ uint64_t cp_tune_memory(const struct cp_session *s);
 
 /* Bench a point alone with a trace (the baseline): fills *median_ns and the
  * run id in the trace at trace_path. */
+/* The measurement policy of every tuning evaluation (evaluate.c): the
+ * engine's, with the session's warm-up, rounds, priority, inputs and
+ * interrupt flag. */
+void cp_tune_policy(const struct cp_tune_ctx *c, struct cp_bench_request *q);
+
 enum cp_status cp_tune_bench(struct cp_tune_ctx *c, const struct cp_tune_point *p,
                              const char *om_path, const char *trace_path, double *median_ns,
                              double *items_s, uint64_t *memory, int64_t *run_id, struct cp_diag *d);

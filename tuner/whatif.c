@@ -143,6 +143,7 @@ enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_
     req.policy.warmup = o->warmup;
     req.policy.iterations = o->rounds;
     req.policy.interrupt = o->interrupt;
+    req.policy.priority = o->priority;
     req.policy.time_limit_min_s = CP_TUNE_MIN_TIME_LIMIT_S;
     req.verdict = o->verdict;
     struct cp_bench_result r;

@@ -19,10 +19,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 TestSuite(cli_bench, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close);
 
 /* ---- bench: statistics ------------------------------------------------------------------ */
+
+/* --priority high: said in the text and the JSON; as root it is had, for
+ * anyone else it is refused with the reason and the measurement goes on */
+Test(cli_bench, bench_priority_high_is_reported_or_refused_with_its_reason)
+{
+    char *om = ct_convert("nhwc_roundtrip");
+    struct cp_run r;
+    cp_run_cli(&r, "bench", om, "--iterations", "5", "--warmup", "1", "--threads", "1",
+               "--priority", "high", "--json", NULL);
+    cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    cr_assert(j, "%s", je.text);
+    const char *pr = json_string_value(json_object_get(j, "priority"));
+    cr_assert(pr);
+    if (geteuid() == 0) {
+        cr_assert_str_eq(pr, "high");
+        cr_assert_null(json_object_get(j, "priority_refused"));
+    } else {
+        cr_assert_str_eq(pr, "normal");
+        cr_assert(json_object_get(j, "priority_refused"));
+        ct_assert_mentions(r.err, "--priority high", "CAP_SYS_NICE", NULL);
+    }
+    json_decref(j);
+    cp_run_cli(&r, "bench", om, "--iterations", "5", "--warmup", "1", "--threads", "1",
+               "--priority", "high", NULL);
+    cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+    ct_assert_mentions(r.out, "priority:", NULL);
+    /* normal, the default, prints no priority line */
+    cp_run_cli(&r, "bench", om, "--iterations", "5", "--warmup", "1", "--threads", "1", NULL);
+    cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err);
+    cr_assert_null(strstr(r.out, "priority:"), "%s", r.out);
+    cp_run_release(&r);
+    free(om);
+}
 
 Test(cli_bench, bench_prints_every_statistic)
 {
@@ -123,7 +159,7 @@ Test(cli_bench, bench_rejects_iterations_with_duration_and_bad_numbers)
         {"--iterations", "-3"},     {"--warmup", "-1"},      {"--warmup", "w"},
         {"--duration", "0"},        {"--duration", "x"},     {"--duration", "-1"},
         {"--duration", "5parsecs"}, {"--threads", "0"},      {"--threads", "many"},
-        {"--batch", "0"},           {"--seed", "-4"},
+        {"--batch", "0"},           {"--seed", "-4"},        {"--priority", "urgent"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cp_run_cli(&r, "bench", om, bad[i][0], bad[i][1], NULL);

@@ -189,12 +189,19 @@ Test(tune, the_report_reproduces_best_om)
     char buf[2048];
     char *kb = cp_t_path("kb.sqlite"), *out = cp_t_path("cli");
     struct cp_run r;
+    /* --priority high: every measurement at nice -20 as root (the report
+     * and each run's counters say so); refused with a warning otherwise */
     cp_run_cli(&r, "tune", cp_example_model(buf, sizeof buf, "resnet_tiny"), "--budget", "2",
-               "--rounds", "20", "--kb", kb, "--out", out, "--quiet", "--json", NULL);
+               "--rounds", "20", "--kb", kb, "--out", out, "--quiet", "--json", "--priority",
+               "high", NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     json_error_t e;
     json_t *j = json_loads(r.out, 0, &e);
     cr_assert_not_null(j, "tune --json: %s", e.text);
+    bool root = geteuid() == 0;
+    cr_expect_str_eq(json_string_value(json_object_get(j, "priority")), root ? "high" : "normal");
+    if (!root)
+        cr_expect(strstr(r.err, "--priority high"), "%s", r.err);
     cp_run_release(&r);
     const char *cmd =
         json_string_value(json_object_get(json_object_get(j, "best"), "convert_command"));
@@ -216,6 +223,12 @@ Test(tune, the_report_reproduces_best_om)
      * limit with fewer): every one it measured is stored */
     cr_expect_geq(samples, 1);
     cr_expect_eq(probes, samples);
+    int64_t raised = -1;
+    cr_assert(cp_t_sql_int(db,
+                           "SELECT value FROM counters WHERE name = 'measure.priority_raised' "
+                           "ORDER BY run_id LIMIT 1",
+                           &raised));
+    cr_expect_eq(raised, root ? 1 : 0);
     sqlite3_close(db);
     free(bdb);
     /* run the printed command (split on blanks: our paths have none) and
