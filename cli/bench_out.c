@@ -12,8 +12,9 @@ static void print_stop(const struct cp_measurement *m, const char *what)
 {
     if (m->stop == CP_MEASURE_STOP_TIME_LIMIT)
         printf("time limit: %.1f s reached with %zu of %lld %s undisturbed (%zu measured); "
-               "measure again when the machine is quieter, or raise --max-duration\n",
-               m->time_limit_s, m->n_undisturbed, (long long)m->target, what, m->n);
+               "measure again when the machine is quieter%s, or raise --max-duration\n",
+               m->time_limit_s, m->n_undisturbed, (long long)m->target, what, m->n,
+               m->priority_raised ? "" : " or with --priority high (as root)");
     else if (m->stop == CP_MEASURE_STOP_INTERRUPTED)
         printf("interrupted: after %zu %s (%.1f s)\n", m->n, what, m->elapsed_s);
 }

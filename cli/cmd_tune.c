@@ -15,6 +15,7 @@
 
 enum {
     OPT_BATCH = 1,
+    OPT_BATCH_WINDOW,
     OPT_CALIBRATION_DATA,
     OPT_CALIBRATION_METHOD,
     OPT_CONCURRENCY,
@@ -22,25 +23,29 @@ enum {
     OPT_INT8,
     OPT_JOBS,
     OPT_KEEP,
+    OPT_MAX_BATCH,
     OPT_MODELS,
     OPT_NO_KB,
     OPT_OUT,
     OPT_PAIRS,
     OPT_RATE,
     OPT_REQUESTS,
+    OPT_SERVE,
     OPT_TIME_LIMIT,
 };
 
 static const struct cp_opt own[] = {
     {"batch", 0, CP_OPT_VALUE, OPT_BATCH, "LIST.txt|DIR",
      "tune many models: one path per line, or every .onnx of a folder"},
+    {"batch-window", 0, CP_OPT_VALUE, OPT_BATCH_WINDOW, "MS",
+     "--serve: the batching window to start from, ms (default 0)"},
     {"calibration-data", 0, CP_OPT_VALUE, OPT_CALIBRATION_DATA, "DIR",
      "int8 calibration inputs (implies --int8): one folder a sample holding NAME.pb/.npy per "
      "input, or one file a sample for one input"},
     {"calibration-method", 0, CP_OPT_VALUE, OPT_CALIBRATION_METHOD, "METHOD",
      "int8 activation ranges: minmax (default), percentile, entropy"},
     {"concurrency", 0, CP_OPT_VALUE, OPT_CONCURRENCY, "C",
-     "a flow: requests in flight at most in the workload (default 64)"},
+     "a flow or --serve: requests in flight at most in the workload (default 64)"},
     {"fresh", 0, CP_OPT_FLAG, OPT_FRESH, NULL, "start a new session instead of resuming"},
     {"int8", 0, CP_OPT_FLAG, OPT_INT8, NULL,
      "let the plan put Conv/MatMul/Gemm into int8 under the precision_loss bound (calibrated; "
@@ -48,17 +53,23 @@ static const struct cp_opt own[] = {
     {"jobs", 'j', CP_OPT_VALUE, OPT_JOBS, "N",
      "with --batch: N worker processes, each pinned to CPUs of its own (default 1)"},
     {"keep", 0, CP_OPT_VALUE, OPT_KEEP, "best|all", "candidate .om files to keep (default all)"},
+    {"max-batch", 0, CP_OPT_VALUE, OPT_MAX_BATCH, "N",
+     "--serve: the largest batch to start from, 1 to 256 (default 1)"},
     {"models", 0, CP_OPT_FLAG, OPT_MODELS, NULL,
      "a flow: also tune its inference nodes' .om models with the model loop"},
     {"no-kb-strategies", 0, CP_OPT_FLAG, OPT_NO_KB, NULL,
      "do not try what won on similar models first"},
     {"out", 'o', CP_OPT_VALUE, OPT_OUT, "DIR", "artifacts (default tune-<model>)"},
     {"pairs", 0, CP_OPT_VALUE, OPT_PAIRS, "N",
-     "a flow: alternating runs of each side per measurement, 3 to 64 (default 5)"},
+     "a flow or --serve: alternating runs of each side per measurement, 3 to 64 (default 5)"},
     {"rate", 0, CP_OPT_VALUE, OPT_RATE, "R",
-     "a flow: the workload in requests/s (default: 60% of its capacity for latency, 150% for "
+     "a flow or --serve: the workload in requests/s (default: 60% of its capacity for latency, "
+     "150% for "
      "throughput)"},
     {"requests", 0, CP_OPT_VALUE, OPT_REQUESTS, "N", "a flow: requests per run (default 60)"},
+    {"serve", 0, CP_OPT_FLAG, OPT_SERVE, NULL,
+     "tune how `cannprof serve MODEL` runs it (--max-batch, --batch-window, --threads) under an "
+     "open-loop workload, instead of its conversion"},
     {"time-limit", 0, CP_OPT_VALUE, OPT_TIME_LIMIT, "T", "stop after T (\"10m\", \"90s\", \"1h\")"},
 };
 
@@ -66,6 +77,7 @@ static const struct cp_opt_use shared[] = {
     {CP_SO_ALPHA, "significance level of acceptance (default 0.05)"},
     {CP_SO_BUDGET, NULL},
     {CP_SO_CONSTRAINTS, "what every accepted candidate must respect (docs/constraints.md)"},
+    {CP_SO_DURATION, "--serve: seconds of load per run (default 2s)"},
     {CP_SO_HELP, NULL},
     {CP_SO_INPUT, "inputs for measurement and precision (default: seeded random data)"},
     {CP_SO_ITERATIONS, "undisturbed interleaved rounds per evaluation, 5 or more (default 60)"},
@@ -93,7 +105,9 @@ static const struct cp_command_opts OPTS = {
              "                     [--time-limit 10m] [--out DIR] [--kb FILE] [--keep best|all]\n"
              "       cannprof tune --batch LIST.txt|DIR [--jobs N] [same options]\n"
              "       cannprof tune FLOW.toml [--target latency|throughput] [--budget N]\n"
-             "                     [--rate R] [--pairs N] [--requests N] [--models]\n\n"
+             "                     [--rate R] [--pairs N] [--requests N] [--models]\n"
+             "       cannprof tune MODEL --serve [--target latency|throughput] [--budget N]\n"
+             "                     [--rate R] [--pairs N] [--duration S] [--max-batch N]\n\n"
              "Profile the model, diagnose it with the rule packs, re-convert candidates and\n"
              "measure each interleaved against the current best; accept a candidate only when\n"
              "it is significantly better by more than the threshold and every constraint holds\n"
@@ -106,7 +120,11 @@ static const struct cp_command_opts OPTS = {
              "--models its .om models through the loop above; each candidate predicted by the\n"
              "what-if replay, then served beside the current flow and loaded alternately with\n"
              "`cannprof load`'s open-loop workload, accepted under the same rules. The tuned\n"
-             "flow is written beside the original as NAME.tuned.toml.\n",
+             "flow is written beside the original as NAME.tuned.toml.\n\n"
+             "--serve tunes how `cannprof serve MODEL` runs the model instead: --max-batch,\n"
+             "--batch-window and --threads, one at a time, each candidate served beside the\n"
+             "current knobs and loaded alternately with the same open-loop workload, accepted\n"
+             "under the same rules; it prints the `cannprof serve` command of the best.\n",
     .exit_codes = "0 done, 2 bad usage or input (a model, constraint or report.json that cannot "
                   "be read), 3 environment failure (an output that cannot be written, a worker "
                   "that died), 130 interrupted",
@@ -333,13 +351,22 @@ static void default_out(const char *path, char *out, size_t cap)
     snprintf(out, cap, "tune-%.*s", len, *name ? name : "model");
 }
 
-static int tune_flow(const struct cp_args *args, const char *flow)
+/* What tuning a served flow or model shares: the target, constraints,
+ * budget, acceptance and the workload. Each points into its options. */
+struct workload {
+    enum cp_target *target;
+    struct cp_constraints *constraints;
+    int *budget, *pairs, *concurrency;
+    struct cp_verdict_opts *verdict;
+    uint64_t *seed;
+    double *rate;
+};
+
+/* Refuses the model loop's own options ("that option tunes a model, not
+ * WHAT") and parses the shared ones. */
+static bool parse_workload(const struct cp_args *args, const char *what, struct workload w,
+                           struct cp_diag *d)
 {
-    struct cp_diag d;
-    cp_diag_init(&d);
-    struct cp_flow_tune_opts o;
-    cp_flow_tune_opts_init(&o);
-    o.flow = flow;
     static const int model_only[] = {OPT_BATCH,
                                      OPT_CALIBRATION_DATA,
                                      OPT_CALIBRATION_METHOD,
@@ -350,56 +377,70 @@ static int tune_flow(const struct cp_args *args, const char *flow)
                                      OPT_FRESH,
                                      OPT_TIME_LIMIT};
     for (size_t i = 0; i < sizeof model_only / sizeof *model_only; i++)
-        if (cp_args_get(args, model_only[i]) || cp_args_has(args, model_only[i])) {
-            cp_cli_error("tune", "that option tunes a model, not a flow (FLOW.toml)");
-            return 2;
-        }
+        if (cp_args_get(args, model_only[i]) || cp_args_has(args, model_only[i]))
+            return cp_diag_set(d, CP_ERR_USAGE, "that option tunes a model, not %s", what), false;
     if (cp_args_has(args, CP_SO_TARGET)) {
-        o.target = (enum cp_target)cp_args_int(args, CP_SO_TARGET, CP_TARGET_LATENCY);
-        if (o.target == CP_TARGET_MEMORY) {
-            cp_cli_error("tune", "a flow is tuned for latency or throughput");
-            return 2;
-        }
+        *w.target = (enum cp_target)cp_args_int(args, CP_SO_TARGET, CP_TARGET_LATENCY);
+        if (*w.target == CP_TARGET_MEMORY)
+            return cp_diag_set(d, CP_ERR_USAGE, "%s is tuned for latency or throughput", what),
+                   false;
     }
     if (cp_args_get(args, CP_SO_CONSTRAINTS) &&
-        cp_constraints_parse(cp_args_get(args, CP_SO_CONSTRAINTS), &o.constraints, &d) != CP_OK) {
+        cp_constraints_parse(cp_args_get(args, CP_SO_CONSTRAINTS), w.constraints, d) != CP_OK)
+        return false;
+    *w.budget = (int)cp_args_int(args, CP_SO_BUDGET, *w.budget);
+    w.verdict->alpha = cp_args_num(args, CP_SO_ALPHA, w.verdict->alpha);
+    w.verdict->threshold_pct = cp_args_num(args, CP_SO_THRESHOLD, w.verdict->threshold_pct);
+    *w.seed = (uint64_t)cp_args_int(args, CP_SO_SEED, (int64_t)*w.seed);
+    const char *v;
+    int64_t x;
+    if ((v = cp_args_get(args, OPT_PAIRS)) && (!cp_parse_i64(v, &x) || x < 3 || x > 64))
+        return cp_diag_set(d, CP_ERR_USAGE, "--pairs takes 3 to 64"), false;
+    if (v)
+        *w.pairs = (int)x;
+    if ((v = cp_args_get(args, OPT_CONCURRENCY)) && (!cp_parse_i64(v, &x) || x < 1 || x > 1024))
+        return cp_diag_set(d, CP_ERR_USAGE, "--concurrency takes 1 to 1024"), false;
+    if (v)
+        *w.concurrency = (int)x;
+    if ((v = cp_args_get(args, OPT_RATE))) {
+        char *end = NULL;
+        *w.rate = strtod(v, &end);
+        if (end == v || *end || !(*w.rate > 0) || *w.rate > 1e6)
+            return cp_diag_set(d, CP_ERR_USAGE, "--rate takes requests per second above 0"), false;
+    }
+    return true;
+}
+
+static int tune_flow(const struct cp_args *args, const char *flow)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_flow_tune_opts o;
+    cp_flow_tune_opts_init(&o);
+    o.flow = flow;
+    static const int serve_only[] = {OPT_SERVE, OPT_MAX_BATCH, OPT_BATCH_WINDOW, CP_SO_DURATION};
+    for (size_t i = 0; i < sizeof serve_only / sizeof *serve_only; i++)
+        if (cp_args_has(args, serve_only[i])) {
+            cp_cli_error("tune", "--serve, --max-batch, --batch-window and --duration tune a "
+                                 "served model; a flow's batching is its nodes' batch_size");
+            return 2;
+        }
+    struct workload w = {&o.target,      &o.constraints, &o.budget, &o.pairs,
+                         &o.concurrency, &o.verdict,     &o.seed,   &o.rate};
+    if (!parse_workload(args, "a flow", w, &d)) {
         cp_cli_error("tune", d.msg);
         return 2;
     }
-    o.budget = (int)cp_args_int(args, CP_SO_BUDGET, o.budget);
-    o.verdict.alpha = cp_args_num(args, CP_SO_ALPHA, o.verdict.alpha);
-    o.verdict.threshold_pct = cp_args_num(args, CP_SO_THRESHOLD, o.verdict.threshold_pct);
-    o.seed = (uint64_t)cp_args_int(args, CP_SO_SEED, (int64_t)o.seed);
     o.kb_path = cp_args_get(args, CP_SO_KB);
     o.models = cp_args_has(args, OPT_MODELS);
     const char *v;
     int64_t x;
-    if ((v = cp_args_get(args, OPT_PAIRS)) && (!cp_parse_i64(v, &x) || x < 3 || x > 64)) {
-        cp_cli_error("tune", "--pairs takes 3 to 64");
-        return 2;
-    }
-    if (v)
-        o.pairs = (int)x;
     if ((v = cp_args_get(args, OPT_REQUESTS)) && (!cp_parse_i64(v, &x) || x < 10 || x > 100000)) {
         cp_cli_error("tune", "--requests takes 10 to 100000");
         return 2;
     }
     if (v)
         o.requests = (uint64_t)x;
-    if ((v = cp_args_get(args, OPT_CONCURRENCY)) && (!cp_parse_i64(v, &x) || x < 1 || x > 1024)) {
-        cp_cli_error("tune", "--concurrency takes 1 to 1024");
-        return 2;
-    }
-    if (v)
-        o.concurrency = (int)x;
-    if ((v = cp_args_get(args, OPT_RATE))) {
-        char *end = NULL;
-        o.rate = strtod(v, &end);
-        if (end == v || *end || !(o.rate > 0) || o.rate > 1e6) {
-            cp_cli_error("tune", "--rate takes requests per second above 0");
-            return 2;
-        }
-    }
     char out[1100];
     default_out(flow, out, sizeof out);
     o.out_dir = cp_args_get(args, OPT_OUT) ? cp_args_get(args, OPT_OUT) : out;
@@ -424,6 +465,76 @@ static int tune_flow(const struct cp_args *args, const char *flow)
     return rc;
 }
 
+/* tune MODEL --serve: the knobs of `cannprof serve MODEL`. */
+static int tune_serve(const struct cp_args *args, const char *model)
+{
+    struct cp_diag d;
+    cp_diag_init(&d);
+    struct cp_serve_tune_opts o;
+    cp_serve_tune_opts_init(&o);
+    o.model = model;
+    if (cp_args_has(args, OPT_REQUESTS) || cp_args_has(args, OPT_MODELS)) {
+        cp_cli_error("tune", "--requests and --models tune a flow (FLOW.toml); --serve runs "
+                             "for --duration");
+        return 2;
+    }
+    struct workload w = {&o.target,      &o.constraints, &o.budget, &o.pairs,
+                         &o.concurrency, &o.verdict,     &o.seed,   &o.rate};
+    if (!parse_workload(args, "its serving (--serve)", w, &d)) {
+        cp_cli_error("tune", d.msg);
+        return 2;
+    }
+    o.run_s = cp_args_num(args, CP_SO_DURATION, o.run_s);
+    o.start.threads = (int)cp_args_int(args, CP_SO_THREADS, 0);
+    const char *v;
+    int64_t x;
+    if ((v = cp_args_get(args, OPT_MAX_BATCH)) && (!cp_parse_i64(v, &x) || x < 1 || x > 256)) {
+        cp_cli_error("tune", "--max-batch takes 1 to 256");
+        return 2;
+    }
+    if (v)
+        o.start.max_batch = (int)x;
+    if ((v = cp_args_get(args, OPT_BATCH_WINDOW))) {
+        char *end = NULL;
+        o.start.window_ms = strtod(v, &end);
+        if (end == v || *end || !(o.start.window_ms >= 0) || o.start.window_ms > 10000) {
+            cp_cli_error("tune", "--batch-window takes milliseconds from 0 to 10000");
+            return 2;
+        }
+    }
+    /* the servers measured are this very program's `serve` */
+    static char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        cp_cli_error("tune", "cannot find this program (/proc/self/exe) to serve the model with");
+        return 3;
+    }
+    self[n] = '\0';
+    o.cli = self;
+    char out[1100];
+    default_out(model, out, sizeof out);
+    o.out_dir = cp_args_get(args, OPT_OUT) ? cp_args_get(args, OPT_OUT) : out;
+    o.progress = cp_args_has(args, CP_SO_QUIET) ? NULL : stderr;
+    struct cp_serve_tune_result r;
+    enum cp_status st = cp_serve_tune(&o, &r, &d);
+    if (st != CP_OK) {
+        cp_serve_tune_result_release(&r);
+        return cp_cli_fail("tune", &d);
+    }
+    if (cp_args_has(args, CP_SO_JSON)) {
+        json_t *j = cp_serve_tune_json(&o, &r);
+        cp_serve_tune_result_release(&r);
+        return cp_out_json_take(j, "tune");
+    }
+    struct cp_buf text;
+    cp_buf_init(&text);
+    cp_serve_tune_render(&o, &r, &text);
+    int rc = cp_out_buf(&text, "tune");
+    cp_buf_release(&text);
+    cp_serve_tune_result_release(&r);
+    return rc;
+}
+
 int cp_cmd_tune(int argc, char **argv)
 {
     struct cp_diag d;
@@ -439,11 +550,20 @@ int cp_cmd_tune(int argc, char **argv)
     }
     if (args.n_positional == 1 && cp_path_has_suffix(args.positional[0], ".toml"))
         return tune_flow(&args, args.positional[0]);
-    static const int flow_only[] = {OPT_PAIRS, OPT_RATE, OPT_REQUESTS, OPT_CONCURRENCY, OPT_MODELS};
+    if (cp_args_has(&args, OPT_SERVE)) {
+        if (args.n_positional != 1) {
+            cp_cli_error("tune", "--serve tunes one MODEL (.om or .onnx)");
+            return 2;
+        }
+        return tune_serve(&args, args.positional[0]);
+    }
+    static const int flow_only[] = {OPT_PAIRS,  OPT_RATE,      OPT_REQUESTS,     OPT_CONCURRENCY,
+                                    OPT_MODELS, OPT_MAX_BATCH, OPT_BATCH_WINDOW, CP_SO_DURATION};
     for (size_t i = 0; i < sizeof flow_only / sizeof *flow_only; i++)
         if (cp_args_has(&args, flow_only[i])) {
-            cp_cli_error("tune", "--pairs, --rate, --requests, --concurrency and --models tune a "
-                                 "flow (FLOW.toml)");
+            cp_cli_error("tune", "--pairs, --rate, --concurrency and --duration tune a flow "
+                                 "(FLOW.toml) or a served model (--serve); --requests and --models "
+                                 "a flow; --max-batch and --batch-window a served model");
             return 2;
         }
     struct cp_tune_opts o;

@@ -158,6 +158,10 @@ enum cp_status cp_trace_store_run_metrics(struct cp_trace_store *s, int64_t run_
         double hit = NAN;
         ret = cp_trace_query_counter(s, run, "measure.time_limit_hit", &hit, d);
         m->time_limit_hit = hit > 0;
+        double raised = NAN;
+        if (ret == CP_OK)
+            ret = cp_trace_query_counter(s, run, "measure.priority_raised", &raised, d);
+        m->priority_raised = raised > 0;
     }
     free(iters);
     if (ret != CP_OK)

@@ -308,6 +308,7 @@ struct cp_run_metrics {
                             * since the epoch; NaN in traces written before it existed */
     bool time_limit_hit;   /* counter "measure.time_limit_hit": the run stopped at its time
                             * limit before it had the undisturbed iterations it asked for */
+    bool priority_raised;  /* counter "measure.priority_raised": measured at nice -20 */
 };
 
 /* ---- pipeline runs (docs/trace-format.md, "Pipelines") ------------------------- */

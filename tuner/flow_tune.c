@@ -27,6 +27,7 @@
  *      hold) and measured once more against the original, alternately: the
  *      figure to quote. */
 #include "tuner/tuner.h"
+#include "tuner/tuner_internal.h"
 #include "pipeline/pipeline.h"
 #include "runner/session.h"
 
@@ -140,14 +141,9 @@ static double figure(const struct cp_whatif_figures *f, enum cp_target t)
 
 /* ---- measurements --------------------------------------------------------------------- */
 
-/* One run's sample of the target's metric, and its p99 and throughput for
- * the constraints. */
-struct sample {
-    double value, p99_ms, throughput;
-};
-
 static enum cp_status one_run(struct cp_flow_service *s, const struct cp_flow_tune_opts *o,
-                              double rate, uint64_t seed, struct sample *out, struct cp_diag *d)
+                              double rate, uint64_t seed, struct cp_tune_load_sample *out,
+                              struct cp_diag *d)
 {
     struct cp_flow_load_opts lo = {
         .rate = rate, .requests = o->requests, .concurrency = o->concurrency, .seed = seed};
@@ -166,86 +162,43 @@ static enum cp_status one_run(struct cp_flow_service *s, const struct cp_flow_tu
     return CP_OK;
 }
 
-/* The current flow (a) against a candidate (b), alternately, pairs times,
- * the same arrivals for both sides of a pair. */
+struct two_flows {
+    struct cp_flow_service *s[2];
+    const struct cp_flow_tune_opts *o;
+    double rate;
+};
+
+static enum cp_status run_side(void *ctx, int side, uint64_t seed, struct cp_tune_load_sample *out,
+                               struct cp_diag *d)
+{
+    struct two_flows *t = ctx;
+    return one_run(t->s[side], t->o, t->rate, seed, out, d);
+}
+
+/* The current flow (a) against a candidate (b), served side by side,
+ * alternately (cp_tune_load_pairs). */
 static enum cp_status compare_flows(const char *a_path, const char *b_path,
                                     const struct cp_flow_tune_opts *o, double rate,
-                                    struct cp_comparison *cmp, struct sample *b_worst,
+                                    struct cp_comparison *cmp, struct cp_tune_load_sample *b_worst,
                                     struct cp_diag *d)
 {
     struct cp_flow *fa = NULL, *fb = NULL;
-    struct cp_flow_service *sa = NULL, *sb = NULL;
+    struct two_flows t = {.o = o, .rate = rate};
     enum cp_status st = cp_flow_load(a_path, &fa, d);
     if (st == CP_OK)
         st = cp_flow_load(b_path, &fb, d);
     if (st == CP_OK)
-        st = cp_flow_service_start(fa, NULL, NULL, &sa, d);
+        st = cp_flow_service_start(fa, NULL, NULL, &t.s[0], d);
     if (st == CP_OK)
-        st = cp_flow_service_start(fb, NULL, NULL, &sb, d);
-    double va[64], vb[64];
-    int pairs = o->pairs < 64 ? o->pairs : 64;
-    *b_worst = (struct sample){.value = NAN, .p99_ms = 0, .throughput = INFINITY};
-    /* a warm-up run each: the models' first runs */
-    struct sample s = {0};
+        st = cp_flow_service_start(fb, NULL, NULL, &t.s[1], d);
     if (st == CP_OK)
-        st = one_run(sa, o, rate, o->seed, &s, d);
-    if (st == CP_OK)
-        st = one_run(sb, o, rate, o->seed, &s, d);
-    for (int i = 0; st == CP_OK && i < pairs; i++) {
-        uint64_t seed = o->seed + 1 + (uint64_t)i;
-        struct sample x = {0}, y = {0};
-        /* alternate which goes first, so that neither is always second */
-        if (i % 2 == 0) {
-            st = one_run(sa, o, rate, seed, &x, d);
-            if (st == CP_OK)
-                st = one_run(sb, o, rate, seed, &y, d);
-        } else {
-            st = one_run(sb, o, rate, seed, &y, d);
-            if (st == CP_OK)
-                st = one_run(sa, o, rate, seed, &x, d);
-        }
-        if (st != CP_OK)
-            break;
-        va[i] = x.value;
-        vb[i] = y.value;
-        say(o, "flow-tune:     pair %d: %.4g vs %.4g %s\n", i + 1, x.value, y.value,
-            o->target == CP_TARGET_THROUGHPUT ? "requests/s" : "ms");
-        b_worst->p99_ms = fmax(b_worst->p99_ms, y.p99_ms);
-        b_worst->throughput = fmin(b_worst->throughput, y.throughput);
-    }
-    cp_flow_service_stop(sa);
-    cp_flow_service_stop(sb);
+        st = cp_tune_load_pairs(run_side, &t, o->pairs, o->seed, o->target, &o->verdict,
+                                o->progress, "flow-tune", cmp, b_worst, d);
+    cp_flow_service_stop(t.s[0]);
+    cp_flow_service_stop(t.s[1]);
     cp_flow_free(fa);
     cp_flow_free(fb);
-    if (st != CP_OK)
-        return st;
-    enum cp_better better = o->target == CP_TARGET_THROUGHPUT ? CP_BETTER_HIGHER : CP_BETTER_LOWER;
-    return cp_verdict_compare_paired(va, vb, (size_t)pairs, better, &o->verdict, cmp, d);
-}
-
-/* Whether a candidate's runs respect the constraints; why not in `why`. */
-static bool constraints_hold(const struct cp_flow_tune_opts *o, const struct sample *w, char *why,
-                             size_t n)
-{
-    const struct cp_constraint *lat = cp_constraints_find(&o->constraints, CP_CONSTRAINT_LATENCY);
-    const struct cp_constraint *thr =
-        cp_constraints_find(&o->constraints, CP_CONSTRAINT_THROUGHPUT);
-    char v[48], b[48];
-    if (lat && !cp_constraint_holds(lat, w->p99_ms / 1e3)) {
-        cp_constraint_format_value(CP_CONSTRAINT_LATENCY, w->p99_ms / 1e3, v);
-        cp_constraint_format_value(CP_CONSTRAINT_LATENCY, lat->value, b);
-        snprintf(why, n, "a run's p99 latency %s breaks latency%s%s", v,
-                 cp_constraint_op_text(lat->op), b);
-        return false;
-    }
-    if (thr && !cp_constraint_holds(thr, w->throughput)) {
-        cp_constraint_format_value(CP_CONSTRAINT_THROUGHPUT, w->throughput, v);
-        cp_constraint_format_value(CP_CONSTRAINT_THROUGHPUT, thr->value, b);
-        snprintf(why, n, "a run's throughput %s breaks throughput%s%s", v,
-                 cp_constraint_op_text(thr->op), b);
-        return false;
-    }
-    return true;
+    return st;
 }
 
 /* ---- the flow's own figures ------------------------------------------------------------- */
@@ -561,7 +514,7 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
                                                  cand_path, &cd)
                            : cp_flow_patch(cur, &cands[i].c, 1, cand_path, &cd);
             struct cp_comparison cmp;
-            struct sample worst;
+            struct cp_tune_load_sample worst;
             if (cs == CP_OK) {
                 say(o,
                     "flow-tune: measuring %s (%s; predicted %+.1f%%) against the current "
@@ -570,28 +523,7 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
                 cs = compare_flows(cur, cand_path, o, rate, &cmp, &worst, &cd);
             }
             evaluations++;
-            if (cs != CP_OK) {
-                s.verdict = CP_VERDICT_INCONCLUSIVE;
-                snprintf(s.reason, sizeof s.reason, "failed: %.400s", cd.msg);
-                s.measured_pct = s.ci_lo = s.ci_hi = s.p = NAN;
-            } else {
-                s.measured_pct = cmp.delta_pct;
-                s.ci_lo = cmp.ci_lo_pct;
-                s.ci_hi = cmp.ci_hi_pct;
-                s.p = cmp.p;
-                s.before = cmp.before;
-                s.after = cmp.after;
-                s.verdict = cmp.verdict;
-                char why[200] = "";
-                bool holds = constraints_hold(o, &worst, why, sizeof why);
-                s.accepted = cmp.verdict == CP_VERDICT_IMPROVED && holds;
-                snprintf(s.reason, sizeof s.reason, "%s",
-                         s.accepted                            ? "accepted"
-                         : !holds                              ? why
-                         : cmp.verdict == CP_VERDICT_REGRESSED ? "slower: rejected"
-                         : cmp.verdict == CP_VERDICT_UNCHANGED ? "no change beyond the threshold"
-                                                               : "not significant");
-            }
+            cp_tune_load_judge(&s, cs == CP_OK ? &cmp : NULL, cd.msg, &o->constraints, &worst);
             say(o, "flow-tune:   %s %+.1f%% [%+.1f%%, %+.1f%%] p=%.3g: %s\n",
                 o->target == CP_TARGET_THROUGHPUT ? "throughput" : "mean latency", s.measured_pct,
                 s.ci_lo, s.ci_hi, s.p, s.reason);
@@ -617,7 +549,7 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
     r->final_pct = r->final_lo = r->final_hi = r->final_p = NAN;
     if (st == CP_OK && n_acc) {
         struct cp_comparison cmp;
-        struct sample worst;
+        struct cp_tune_load_sample worst;
         struct cp_diag fd;
         cp_diag_init(&fd);
         say(o, "flow-tune: the tuned flow against the original, %d pairs\n", o->pairs);

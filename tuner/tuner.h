@@ -579,6 +579,74 @@ json_t *cp_flow_tune_json(const struct cp_flow_tune_opts *o, const struct cp_flo
 void cp_flow_tune_render(const struct cp_flow_tune_opts *o, const struct cp_flow_tune_result *r,
                          struct cp_buf *out);
 
+/* ---- a served model's runtime knobs (serve_tune.c) ------------------------------ */
+
+/* What `cannprof serve MODEL` runs with. */
+struct cp_serve_knobs {
+    int max_batch;    /* --max-batch, 1 .. 256 */
+    double window_ms; /* --batch-window */
+    int threads;      /* --threads; 0: all cores (resolved before measuring) */
+};
+
+/* "max_batch=4 window=1.5ms threads=2" */
+void cp_serve_knobs_format(const struct cp_serve_knobs *k, char *out, size_t n);
+
+struct cp_serve_tune_opts {
+    const char *model;                 /* .om or .onnx */
+    const char *cli;                   /* the cannprof program whose `serve` is measured */
+    enum cp_target target;             /* latency (each run's mean) or throughput */
+    struct cp_constraints constraints; /* latency<X bounds the runs' p99, throughput>Y theirs */
+    struct cp_serve_knobs start;       /* default: max_batch 1, no window, all cores */
+    int budget;                        /* candidates measured; default 8 */
+    int pairs;           /* alternating runs of each side per measurement, 3..64; default 5 */
+    double run_s;        /* seconds of load per run; default 2 */
+    double rate;         /* the workload, requests/s; 0: 60% (latency) or 150% (throughput) of
+                          * the capacity at the starting knobs */
+    int concurrency;     /* requests in flight at most; default 64 */
+    const char *out_dir; /* the servers' logs */
+    struct cp_verdict_opts verdict;
+    uint64_t seed;  /* of the workload's arrivals */
+    FILE *progress; /* NULL: quiet */
+};
+
+/* Defaults as above. */
+void cp_serve_tune_opts_init(struct cp_serve_tune_opts *o);
+
+struct cp_serve_tune_result {
+    double capacity;     /* requests/s flat out at the starting knobs */
+    double call_ms;      /* mean latency at a tenth of it */
+    double rate;         /* the workload */
+    bool batch_settable; /* a server at --max-batch 2 started */
+    char batch_why[512]; /* why not */
+    struct cp_serve_knobs original, best;
+    struct cp_flow_tune_step *steps; /* change: "max_batch 1 -> 2"; predicted_pct NaN */
+    size_t n_steps;
+    int evaluations;
+    char stop_reason[160];
+    /* the best knobs against the starting ones (NaN: nothing was accepted,
+     * or that measurement failed: final_why) */
+    double final_pct, final_lo, final_hi, final_p;
+    double baseline_value, best_value;
+    char final_why[512];
+    char command[1200]; /* `cannprof serve MODEL ...` with the best knobs */
+};
+
+/* Tune the knobs of `cannprof serve` for o->model (see serve_tune.c). A
+ * candidate that fails to start or answer is a failed step, not an error.
+ * Errors: the model cannot be served at the starting knobs (its message),
+ * the output folder (CP_ERR_IO), options out of range (CP_ERR_USAGE).
+ * OUT: *r (release). */
+enum cp_status cp_serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve_tune_result *r,
+                             struct cp_diag *d);
+void cp_serve_tune_result_release(struct cp_serve_tune_result *r);
+
+/* The result as JSON (NULL when out of memory) and as text appended to out
+ * (flow_tune_report.c). */
+json_t *cp_serve_tune_json(const struct cp_serve_tune_opts *o,
+                           const struct cp_serve_tune_result *r);
+void cp_serve_tune_render(const struct cp_serve_tune_opts *o, const struct cp_serve_tune_result *r,
+                          struct cp_buf *out);
+
 /* ---- suggest's report (suggest_report.c) ---------------------------------------- */
 
 /* The report of a diagnosis `dg` of `trace` for target t under

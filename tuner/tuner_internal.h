@@ -13,6 +13,44 @@
  * default is longer: runner/measure.h). */
 #define CP_TUNE_MIN_TIME_LIMIT_S 2.0
 
+/* ---- two served configurations under one workload (load_pairs.c) ---------- */
+
+#define CP_TUNE_MAX_PAIRS 64
+
+/* One run of a workload: the target's figure (mean latency in ms, or
+ * answered requests/s), and the p99 and throughput the constraints bound. */
+struct cp_tune_load_sample {
+    double value, p99_ms, throughput;
+};
+
+/* Run the workload of `seed` once against side 0 (the current
+ * configuration) or side 1 (the candidate). */
+typedef enum cp_status (*cp_tune_load_fn)(void *ctx, int side, uint64_t seed,
+                                          struct cp_tune_load_sample *out, struct cp_diag *d);
+
+/* Side 1 against side 0: a warm-up run each, then `pairs` (at most
+ * CP_TUNE_MAX_PAIRS) pairs, which side goes first alternating, both sides
+ * of a pair on the same arrivals (seed); the paired test of the log ratios
+ * of the target's figure judges it (stats/verdict.h). Each pair is printed
+ * on `progress` (may be NULL) after `tag`. OUT: *cmp, *b_worst (side 1's
+ * highest p99 and lowest throughput over the pairs). */
+enum cp_status cp_tune_load_pairs(cp_tune_load_fn run, void *ctx, int pairs, uint64_t seed,
+                                  enum cp_target target, const struct cp_verdict_opts *vo,
+                                  FILE *progress, const char *tag, struct cp_comparison *cmp,
+                                  struct cp_tune_load_sample *b_worst, struct cp_diag *d);
+
+/* Whether a candidate's worst runs respect c (latency<X bounds their p99,
+ * throughput>Y their throughput); why not in `why`. */
+bool cp_tune_load_constraints_hold(const struct cp_constraints *c,
+                                   const struct cp_tune_load_sample *w, char *why, size_t n);
+
+/* A measured step's figures and outcome from its comparison (NULL: the
+ * measurement failed with `failure`): accepted when significantly better
+ * and the worst runs respect c; the reason otherwise. */
+void cp_tune_load_judge(struct cp_flow_tune_step *s, const struct cp_comparison *cmp,
+                        const char *failure, const struct cp_constraints *c,
+                        const struct cp_tune_load_sample *worst);
+
 /* ---- int8 calibration (calibrate.c) --------------------------------------- */
 
 #define CP_CALIB_BINS 2048

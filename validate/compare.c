@@ -450,7 +450,10 @@ static void count_busy(const struct cp_validate_side *b, const struct cp_validat
     const struct cp_validate_side *sides[2] = {b, a};
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < sides[s]->n_runs; i++)
-            p->busy[s] += sides[s]->runs[i]->time_limit_hit;
+            if (sides[s]->runs[i]->time_limit_hit) {
+                p->busy[s]++;
+                p->busy_raised[s] += sides[s]->runs[i]->priority_raised;
+            }
 }
 
 static size_t count_usable(const bool *usable, size_t n)

@@ -76,8 +76,12 @@ static void probe_note(const struct cp_vresult *r, struct cp_buf *out, const cha
                           "%stiming: %zu of the %s side's %zu runs stopped at their time limit "
                           "before they had the undisturbed iterations they asked for: the "
                           "machine was busy throughout them, so timing gets no verdict; measure "
-                          "again when it is quieter, or interleaved (`cannprof bench A --vs B`)\n",
-                          bullet, p->busy[s], side[s], s ? r->runs[1] : r->runs[0]);
+                          "again when it is quieter, %sor interleaved (`cannprof bench A --vs "
+                          "B`)\n",
+                          bullet, p->busy[s], side[s], s ? r->runs[1] : r->runs[0],
+                          p->busy_raised[s] < p->busy[s]
+                              ? "at a higher priority (`bench --priority high`, as root), "
+                              : "");
     if (p->used) {
         char floors[64];
         if (p->reference_ns[0] == p->reference_ns[1])

@@ -141,6 +141,7 @@ struct cp_vprobe {
                                * the undisturbed iterations they asked for (separate runs):
                                * the machine was busy throughout them, and timing gets no
                                * verdict */
+    size_t busy_raised[2];    /* of them, runs measured at high priority already */
     char why[200];            /* when !used: why all iterations were compared */
 };
 

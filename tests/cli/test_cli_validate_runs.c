@@ -164,17 +164,21 @@ Test(cli_validate_runs, a_real_change_is_found_between_groups)
     free(b);
 }
 
-/* Sets counter measure.time_limit_hit of run `run` in trace `path`, as
- * bench records it. */
-static void mark_time_limit(const char *path, int64_t run, double hit)
+/* Sets whole-run counter `name` of run `run` in trace `path`, as bench
+ * records it. */
+static void mark_counter(const char *path, int64_t run, const char *name, double value)
 {
     struct cp_diag d;
     cp_diag_init(&d);
     struct cp_trace_store *s = NULL;
     cr_assert_eq(cp_trace_store_open(path, &s, &d), CP_OK, "%s", d.msg);
-    cr_assert_eq(cp_trace_store_add_counter(s, run, -1, "measure.time_limit_hit", hit, 0, &d),
-                 CP_OK, "%s", d.msg);
+    cr_assert_eq(cp_trace_store_add_counter(s, run, -1, name, value, 0, &d), CP_OK, "%s", d.msg);
     cp_trace_store_close(s);
+}
+
+static void mark_time_limit(const char *path, int64_t run, double hit)
+{
+    mark_counter(path, run, "measure.time_limit_hit", hit);
 }
 
 /* A run that stopped at its time limit found the machine busy throughout:
@@ -206,7 +210,14 @@ Test(cli_validate_runs, a_run_stopped_by_its_time_limit_leaves_timing_without_a_
     cp_run_cli(&r, "validate", "--before", a, "--after", b, "--metrics", "latency", NULL);
     cr_expect_eq(r.exit_code, 4);
     ct_assert_mentions(r.out, "1 of the after side's 5 runs stopped at their time limit",
-                       "bench A --vs B", NULL);
+                       "bench A --vs B", "--priority high", NULL);
+    /* a run measured at high priority already: that advice would change
+     * nothing, so it is not given */
+    mark_counter(b, 3, "measure.priority_raised", 1);
+    cp_run_cli(&r, "validate", "--before", a, "--after", b, "--metrics", "latency", NULL);
+    cr_expect_eq(r.exit_code, 4);
+    ct_assert_mentions(r.out, "stopped at their time limit", "bench A --vs B", NULL);
+    cr_expect_null(strstr(r.out, "--priority"), "%s", r.out);
     cp_run_release(&r);
     free(a);
     free(b);
