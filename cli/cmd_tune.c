@@ -485,6 +485,8 @@ static int tune_serve(const struct cp_args *args, const char *model)
         return 2;
     }
     o.run_s = cp_args_num(args, CP_SO_DURATION, o.run_s);
+    o.priority = (enum cp_measure_priority)cp_args_int(args, CP_SO_PRIORITY, o.priority);
+    cp_cli_check_priority("tune", &o.priority);
     o.start.threads = (int)cp_args_int(args, CP_SO_THREADS, 0);
     const char *v;
     int64_t x;

@@ -86,6 +86,7 @@ json_t *cp_serve_tune_json(const struct cp_serve_tune_opts *o, const struct cp_s
               cp_json_set_str(j, "command", r->command) &&
               cp_json_set_int(j, "evaluations", r->evaluations) &&
               cp_json_set_str(j, "stop_reason", r->stop_reason) &&
+              cp_json_set_str(j, "priority", r->priority_raised ? "high" : "normal") &&
               final_json(j, r->final_pct, r->final_lo, r->final_hi, r->final_p, "baseline_value",
                          r->baseline_value, "best_value", r->best_value) &&
               (!r->final_why[0] || cp_json_set_str(j, "final_failed", r->final_why)) &&
@@ -152,6 +153,8 @@ void cp_serve_tune_render(const struct cp_serve_tune_opts *o, const struct cp_se
                   "workload:    %.1f requests/s, open loop, %d pairs of %.1f s runs per "
                   "measurement\n",
                   o->model, start, r->capacity, r->call_ms, r->rate, o->pairs, o->run_s);
+    if (r->priority_raised)
+        cp_buf_printf(out, "priority:    high (the load and the servers at nice -20)\n");
     if (!r->batch_settable)
         cp_buf_printf(out, "batching:    not tried: %s\n", r->batch_why);
     steps_render(r->steps, r->n_steps, thr, false, out);

@@ -399,6 +399,9 @@ static void describe_change(const struct cp_serve_knobs *a, const struct cp_serv
         snprintf(out + k, n - k, "%sthreads %d -> %d", k ? ", " : "", a->threads, b->threads);
 }
 
+static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve_tune_result *r,
+                                 struct cp_diag *d);
+
 enum cp_status cp_serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve_tune_result *r,
                              struct cp_diag *d)
 {
@@ -418,6 +421,19 @@ enum cp_status cp_serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve
     enum cp_status st = cp_mkdir_p(o->out_dir, 0755, d);
     if (st != CP_OK)
         return st;
+    /* the servers inherit the priority of the thread that starts them */
+    struct cp_host_priority prio = {0};
+    if (o->priority == CP_MEASURE_PRIORITY_HIGH)
+        r->priority_raised = cp_host_priority_raise(CP_MEASURE_HIGH_NICE, &prio);
+    st = serve_tune(o, r, d);
+    cp_host_priority_restore(&prio);
+    return st;
+}
+
+static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve_tune_result *r,
+                                 struct cp_diag *d)
+{
+    enum cp_status st = CP_OK;
     int cores = cp_host_usable_cpus();
     struct cp_serve_knobs cur = o->start;
     if (cur.threads <= 0 || cur.threads > cores)

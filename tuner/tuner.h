@@ -598,11 +598,14 @@ struct cp_serve_tune_opts {
     struct cp_constraints constraints; /* latency<X bounds the runs' p99, throughput>Y theirs */
     struct cp_serve_knobs start;       /* default: max_batch 1, no window, all cores */
     int budget;                        /* candidates measured; default 8 */
-    int pairs;           /* alternating runs of each side per measurement, 3..64; default 5 */
-    double run_s;        /* seconds of load per run; default 2 */
-    double rate;         /* the workload, requests/s; 0: 60% (latency) or 150% (throughput) of
-                          * the capacity at the starting knobs */
-    int concurrency;     /* requests in flight at most; default 64 */
+    int pairs;       /* alternating runs of each side per measurement, 3..64; default 5 */
+    double run_s;    /* seconds of load per run; default 2 */
+    double rate;     /* the workload, requests/s; 0: 60% (latency) or 150% (throughput) of
+                      * the capacity at the starting knobs */
+    int concurrency; /* requests in flight at most; default 64 */
+    /* high: the tuner (the load generator) and the servers it starts run at
+     * nice CP_MEASURE_HIGH_NICE throughout (runner/measure.h) */
+    enum cp_measure_priority priority;
     const char *out_dir; /* the servers' logs */
     struct cp_verdict_opts verdict;
     uint64_t seed;  /* of the workload's arrivals */
@@ -628,7 +631,8 @@ struct cp_serve_tune_result {
     double final_pct, final_lo, final_hi, final_p;
     double baseline_value, best_value;
     char final_why[512];
-    char command[1200]; /* `cannprof serve MODEL ...` with the best knobs */
+    char command[1200];   /* `cannprof serve MODEL ...` with the best knobs */
+    bool priority_raised; /* measured at high priority */
 };
 
 /* Tune the knobs of `cannprof serve` for o->model (see serve_tune.c). A

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 TestSuite(serve_tune, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 600);
 
@@ -27,12 +28,13 @@ static void check_knobs(const json_t *k)
 }
 
 /* Runs a short tuning of `model` and returns its JSON. */
-static json_t *tune_served(const char *model, const char *target, const char *budget)
+static json_t *tune_served(const char *model, const char *target, const char *budget,
+                           const char *priority)
 {
     char *out = cp_t_path("serve-tune");
     struct cp_run r;
     cp_run_cli(&r, "tune", model, "--serve", "--target", target, "--budget", budget, "--pairs", "3",
-               "--duration", "300ms", "-o", out, "--json", "--quiet", NULL);
+               "--duration", "300ms", "-o", out, "--json", "--quiet", "--priority", priority, NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     json_t *j = ct_json(r.out);
     cp_run_release(&r);
@@ -43,7 +45,11 @@ static json_t *tune_served(const char *model, const char *target, const char *bu
 Test(serve_tune, a_served_model_is_measured_and_its_serve_command_printed)
 {
     char buf[2048];
-    json_t *j = tune_served(cp_example_model(buf, sizeof buf, "resnet_tiny"), "throughput", "2");
+    json_t *j =
+        tune_served(cp_example_model(buf, sizeof buf, "resnet_tiny"), "throughput", "2", "high");
+    /* as root the load and the servers ran raised; otherwise refused */
+    cr_expect_str_eq(json_string_value(json_object_get(j, "priority")),
+                     geteuid() == 0 ? "high" : "normal");
     cr_expect_gt(ct_num(j, "capacity"), 0);
     cr_expect_gt(ct_num(j, "rate"), ct_num(j, "capacity"), "throughput: above the capacity");
     cr_expect_gt(ct_num(j, "call_ms"), 0);
@@ -89,7 +95,8 @@ Test(serve_tune, a_model_whose_batch_is_fixed_gets_no_batching_candidate)
 {
     /* its Reshape to 1x4x32x32 pins the batch: --max-batch 2 cannot serve it */
     char *om = ct_convert("text_encoder_tiny");
-    json_t *j = tune_served(om, "latency", "1");
+    json_t *j = tune_served(om, "latency", "1", "normal");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "priority")), "normal");
     cr_expect(json_is_false(json_object_get(j, "batch_settable")));
     const char *why = json_string_value(json_object_get(j, "batch_why"));
     cr_assert(why);
