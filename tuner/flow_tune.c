@@ -58,20 +58,6 @@ void cp_flow_tune_result_release(struct cp_flow_tune_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static void say(const struct cp_flow_tune_opts *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void say(const struct cp_flow_tune_opts *o, const char *fmt, ...)
-{
-    if (!o->progress)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(o->progress, fmt, ap);
-    va_end(ap);
-    fflush(o->progress);
-}
-
 /* ---- candidates ----------------------------------------------------------------------- */
 
 struct cand {
@@ -272,7 +258,8 @@ static bool tune_model(const struct cp_flow_tune_opts *o, const char *flow, cons
     mo.fresh = true;
     mo.constraints = o->constraints; /* precision_loss and memory bounds hold per model */
     struct cp_tune_result r;
-    say(o, "flow-tune: tuning node %s's model %s (budget %d)\n", node, path, mo.budget);
+    cp_tune_progress(o->progress, "flow-tune: tuning node %s's model %s (budget %d)\n", node, path,
+                     mo.budget);
     enum cp_status st = cp_tune(&mo, &r, &d);
     /* final_change: the latency it saved, measured against the model as it was */
     bool better = st == CP_OK && isfinite(r.final_change) && r.final_change > 0 &&
@@ -284,11 +271,12 @@ static bool tune_model(const struct cp_flow_tune_opts *o, const char *flow, cons
         *speed = r.final_baseline_ns > 0 && r.final_best_ns > 0
                      ? r.final_baseline_ns / r.final_best_ns
                      : 1 / (1 - r.final_change);
-        say(o, "flow-tune: node %s's model: latency %.1f%% lower alone: %s\n", node,
-            100 * r.final_change, best);
+        cp_tune_progress(o->progress,
+                         "flow-tune: node %s's model: latency %.1f%% lower alone: %s\n", node,
+                         100 * r.final_change, best);
     } else {
-        say(o, "flow-tune: node %s's model: %s\n", node,
-            st != CP_OK ? d.msg : "nothing better than it is");
+        cp_tune_progress(o->progress, "flow-tune: node %s's model: %s\n", node,
+                         st != CP_OK ? d.msg : "nothing better than it is");
     }
     cp_tune_result_release(&r);
     return better;
@@ -296,13 +284,12 @@ static bool tune_model(const struct cp_flow_tune_opts *o, const char *flow, cons
 
 /* ---- the loop ------------------------------------------------------------------------------ */
 
+/* A step that cannot be kept (out of memory) is left out of the report. */
 static void step_add(struct cp_flow_tune_result *r, const struct cp_flow_tune_step *s)
 {
-    struct cp_flow_tune_step *g = cp_realloc_array(r->steps, r->n_steps + 1, sizeof *g);
-    if (!g)
-        return;
-    r->steps = g;
-    r->steps[r->n_steps++] = *s;
+    struct cp_diag ignored;
+    cp_diag_init(&ignored);
+    (void)cp_tune_load_step_add(&r->steps, &r->n_steps, s, &ignored);
 }
 
 /* Where a flow file derived from `original` goes: beside it (its relative
@@ -377,7 +364,8 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
                 rate = (o->target == CP_TARGET_THROUGHPUT ? 1.5 : 0.6) * b.throughput;
             r->rate = rate;
         }
-        say(o,
+        cp_tune_progress(
+            o->progress,
             "flow-tune: round %d: %.1f requests/s flat out, limiting node %s; the workload "
             "%.1f requests/s\n",
             round, b.throughput, b.limiting >= 0 ? b.nodes[b.limiting].name : "none", rate);
@@ -407,10 +395,10 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
                 snprintf(v, sizeof v, "%d", n->batch_size * 2);
                 add(cands, &nc, 32, n->name, "batch_size", v, "limiting node");
             } else if (inference) {
-                say(o,
-                    "flow-tune: node %s's model cannot run at batch %d: no batch_size "
-                    "candidate\n",
-                    n->name, n->batch_size * 2);
+                cp_tune_progress(o->progress,
+                                 "flow-tune: node %s's model cannot run at batch %d: no batch_size "
+                                 "candidate\n",
+                                 n->name, n->batch_size * 2);
             }
             /* a batched node without a batching window: let its batches
              * fill for half a call's time (1..50 ms), so that a call
@@ -501,7 +489,8 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
                 s.measured_pct = s.ci_lo = s.ci_hi = s.p = NAN;
                 snprintf(s.reason, sizeof s.reason,
                          "not measured: the replay predicts it %.1f%% worse", harm);
-                say(o, "flow-tune: skipping %s (%s): %s\n", s.change, s.source, s.reason);
+                cp_tune_progress(o->progress, "flow-tune: skipping %s (%s): %s\n", s.change,
+                                 s.source, s.reason);
                 step_add(r, &s);
                 continue;
             }
@@ -516,7 +505,8 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
             struct cp_comparison cmp;
             struct cp_tune_load_sample worst;
             if (cs == CP_OK) {
-                say(o,
+                cp_tune_progress(
+                    o->progress,
                     "flow-tune: measuring %s (%s; predicted %+.1f%%) against the current "
                     "flow, %d pairs\n",
                     s.change, s.source, s.predicted_pct, o->pairs);
@@ -524,9 +514,9 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
             }
             evaluations++;
             cp_tune_load_judge(&s, cs == CP_OK ? &cmp : NULL, cd.msg, &o->constraints, &worst);
-            say(o, "flow-tune:   %s %+.1f%% [%+.1f%%, %+.1f%%] p=%.3g: %s\n",
-                o->target == CP_TARGET_THROUGHPUT ? "throughput" : "mean latency", s.measured_pct,
-                s.ci_lo, s.ci_hi, s.p, s.reason);
+            cp_tune_progress(o->progress, "flow-tune:   %s %+.1f%% [%+.1f%%, %+.1f%%] p=%.3g: %s\n",
+                             o->target == CP_TARGET_THROUGHPUT ? "throughput" : "mean latency",
+                             s.measured_pct, s.ci_lo, s.ci_hi, s.p, s.reason);
             if (s.accepted) {
                 accepted = true;
                 struct cp_diag rd;
@@ -552,7 +542,8 @@ enum cp_status cp_flow_tune(const struct cp_flow_tune_opts *o, struct cp_flow_tu
         struct cp_tune_load_sample worst;
         struct cp_diag fd;
         cp_diag_init(&fd);
-        say(o, "flow-tune: the tuned flow against the original, %d pairs\n", o->pairs);
+        cp_tune_progress(o->progress, "flow-tune: the tuned flow against the original, %d pairs\n",
+                         o->pairs);
         if (compare_flows(o->flow, cur, o, rate, &cmp, &worst, &fd) == CP_OK) {
             r->final_pct = cmp.delta_pct;
             r->final_lo = cmp.ci_lo_pct;

@@ -4,6 +4,7 @@
 #include "tuner/tuner_internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 enum cp_status cp_tune_load_pairs(cp_tune_load_fn run, void *ctx, int pairs, uint64_t seed,
@@ -95,4 +96,26 @@ void cp_tune_load_judge(struct cp_flow_tune_step *s, const struct cp_comparison 
              : cmp->verdict == CP_VERDICT_REGRESSED ? "slower: rejected"
              : cmp->verdict == CP_VERDICT_UNCHANGED ? "no change beyond the threshold"
                                                     : "not significant");
+}
+
+void cp_tune_progress(FILE *f, const char *fmt, ...)
+{
+    if (!f)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fflush(f);
+}
+
+enum cp_status cp_tune_load_step_add(struct cp_flow_tune_step **steps, size_t *n,
+                                     const struct cp_flow_tune_step *s, struct cp_diag *d)
+{
+    struct cp_flow_tune_step *g = cp_realloc_array(*steps, *n + 1, sizeof *g);
+    if (!g)
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    *steps = g;
+    (*steps)[(*n)++] = *s;
+    return CP_OK;
 }

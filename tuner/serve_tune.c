@@ -34,7 +34,6 @@
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,20 +67,6 @@ void cp_serve_tune_result_release(struct cp_serve_tune_result *r)
 {
     free(r->steps);
     memset(r, 0, sizeof *r);
-}
-
-static void say(const struct cp_serve_tune_opts *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void say(const struct cp_serve_tune_opts *o, const char *fmt, ...)
-{
-    if (!o->progress)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(o->progress, fmt, ap);
-    va_end(ap);
-    fflush(o->progress);
 }
 
 void cp_serve_knobs_format(const struct cp_serve_knobs *k, char *out, size_t n)
@@ -373,17 +358,6 @@ static size_t neighbours(const struct cp_serve_knobs *c, bool batch_ok, double c
     return n;
 }
 
-static enum cp_status step_add(struct cp_serve_tune_result *r, const struct cp_flow_tune_step *s,
-                               struct cp_diag *d)
-{
-    struct cp_flow_tune_step *v = realloc(r->steps, (r->n_steps + 1) * sizeof *v);
-    if (!v)
-        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
-    r->steps = v;
-    r->steps[r->n_steps++] = *s;
-    return CP_OK;
-}
-
 /* "max_batch 1 -> 2" for what b changes from a. */
 static void describe_change(const struct cp_serve_knobs *a, const struct cp_serve_knobs *b,
                             char *out, size_t n)
@@ -449,7 +423,8 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
     if (st != CP_OK)
         return st;
     r->rate = o->rate > 0 ? o->rate : (o->target == CP_TARGET_THROUGHPUT ? 1.5 : 0.6) * r->capacity;
-    say(o,
+    cp_tune_progress(
+        o->progress,
         "serve-tune: %.1f requests/s flat out, a call %.3f ms at a tenth of it; the workload "
         "%.1f requests/s\n",
         r->capacity, r->call_ms, r->rate);
@@ -466,7 +441,7 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
         server_stop(&sb);
         if (!r->batch_settable) {
             snprintf(r->batch_why, sizeof r->batch_why, "%.500s", bd.msg);
-            say(o, "serve-tune: no batching candidate: %s\n", bd.msg);
+            cp_tune_progress(o->progress, "serve-tune: no batching candidate: %s\n", bd.msg);
         }
     }
 
@@ -493,8 +468,9 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
             struct cp_flow_tune_step s = {.round = round, .predicted_pct = NAN};
             describe_change(&cur, &c[i].k, s.change, sizeof s.change);
             snprintf(s.source, sizeof s.source, "%s", c[i].why);
-            say(o, "serve-tune: measuring %s (%s) against the current knobs, %d pairs\n", s.change,
-                s.source, o->pairs);
+            cp_tune_progress(o->progress,
+                             "serve-tune: measuring %s (%s) against the current knobs, %d pairs\n",
+                             s.change, s.source, o->pairs);
             struct cp_comparison cmp;
             struct cp_tune_load_sample worst;
             struct cp_diag cd;
@@ -502,14 +478,15 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
             enum cp_status cs = compare_knobs(o, &cur, &c[i].k, r->rate, &cmp, &worst, &cd);
             r->evaluations++;
             cp_tune_load_judge(&s, cs == CP_OK ? &cmp : NULL, cd.msg, &o->constraints, &worst);
-            say(o, "serve-tune:   %s %+.1f%% [%+.1f%%, %+.1f%%] p=%.3g: %s\n",
-                o->target == CP_TARGET_THROUGHPUT ? "throughput" : "mean latency", s.measured_pct,
-                s.ci_lo, s.ci_hi, s.p, s.reason);
+            cp_tune_progress(o->progress,
+                             "serve-tune:   %s %+.1f%% [%+.1f%%, %+.1f%%] p=%.3g: %s\n",
+                             o->target == CP_TARGET_THROUGHPUT ? "throughput" : "mean latency",
+                             s.measured_pct, s.ci_lo, s.ci_hi, s.p, s.reason);
             if (s.accepted) {
                 accepted = true;
                 cur = c[i].k;
             }
-            st = step_add(r, &s, d);
+            st = cp_tune_load_step_add(&r->steps, &r->n_steps, &s, d);
         }
         if (st == CP_OK && !accepted && r->evaluations < o->budget) {
             snprintf(r->stop_reason, sizeof r->stop_reason,
@@ -527,7 +504,9 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
         struct cp_tune_load_sample worst;
         struct cp_diag fd;
         cp_diag_init(&fd);
-        say(o, "serve-tune: the tuned knobs against the starting ones, %d pairs\n", o->pairs);
+        cp_tune_progress(o->progress,
+                         "serve-tune: the tuned knobs against the starting ones, %d pairs\n",
+                         o->pairs);
         if (compare_knobs(o, &r->original, &r->best, r->rate, &cmp, &worst, &fd) == CP_OK) {
             r->final_pct = cmp.delta_pct;
             r->final_lo = cmp.ci_lo_pct;

@@ -44,6 +44,13 @@ enum cp_status cp_tune_load_pairs(cp_tune_load_fn run, void *ctx, int pairs, uin
 bool cp_tune_load_constraints_hold(const struct cp_constraints *c,
                                    const struct cp_tune_load_sample *w, char *why, size_t n);
 
+/* Append step s to *steps (n of them). */
+enum cp_status cp_tune_load_step_add(struct cp_flow_tune_step **steps, size_t *n,
+                                     const struct cp_flow_tune_step *s, struct cp_diag *d);
+
+/* printf to f and flush; nothing when f is NULL (quiet). */
+void cp_tune_progress(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A measured step's figures and outcome from its comparison (NULL: the
  * measurement failed with `failure`): accepted when significantly better
  * and the worst runs respect c; the reason otherwise. */
