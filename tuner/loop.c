@@ -362,14 +362,46 @@ static void judge_slot(struct cp_tune_ctx *c, struct slot *sl)
         }
         r->confirmations++;
         r->rounds_spent += again.rounds;
+        double inconclusive_gain = NAN; /* the second's, when a third was measured */
+        /* A confirmation that cannot tell (its interval spans both a gain
+         * and a loss beyond the threshold: a burst of load during it) says
+         * nothing either way: one more decides, so that a real gain is not
+         * thrown away on a noisy minute. */
+        if (!improved2 && cp_tune_why_not(c->o, &again) == CP_WHY_NOT_INCONCLUSIVE) {
+            struct cp_tune_step third = *s;
+            struct cp_measurement res3;
+            int64_t run3;
+            snprintf(third.trace_path, sizeof third.trace_path, "%s/%s-confirm2.db", c->o->out_dir,
+                     sl->name);
+            unlink(third.trace_path);
+            if (cp_tune_ab(c, CP_TUNE_AB_CONFIRM, &r->best, c->best_om, &sl->cand, s->om_path,
+                           third.trace_path, &third, &run3, &improved2, &res3, &ed) != CP_OK) {
+                cp_measurement_release(&res2);
+                set_reason(s, CP_STEP_FAILED, "confirmation measurement: %s", ed.msg);
+                return;
+            }
+            r->confirmations++;
+            r->rounds_spent += third.rounds;
+            inconclusive_gain = again.measured_gain;
+            cp_measurement_release(&res2);
+            res2 = res3;
+            run2 = run3;
+            again = third;
+        }
         if (!improved2) {
             improved = false;
             s->measured_gain = again.measured_gain;
             s->ci_lo = again.ci_lo;
             s->ci_hi = again.ci_hi;
             s->p = again.p;
-            snprintf(why, sizeof why, "not reproduced: a second measurement gave %+.1f%%",
-                     100 * again.measured_gain);
+            if (isfinite(inconclusive_gain))
+                snprintf(why, sizeof why,
+                         "not reproduced: a second measurement gave %+.1f%% (inconclusive), a "
+                         "third %+.1f%%",
+                         100 * inconclusive_gain, 100 * again.measured_gain);
+            else
+                snprintf(why, sizeof why, "not reproduced: a second measurement gave %+.1f%%",
+                         100 * again.measured_gain);
         } else {
             cp_measurement_release(&sl->res);
             sl->res = res2;

@@ -58,6 +58,9 @@ struct replay {
     int calls[3];   /* by kind */
     int confirms_of_step[16];
     bool single; /* give one subject only (a broken measurement) */
+    /* The k-th confirmation of the session ran on a noisy minute: both
+     * subjects alike, their rounds scattered this much (0: a normal one). */
+    double noisy_confirm[4];
 };
 
 static enum cp_status replay(void *ctx, const struct cp_tune_ab_request *q,
@@ -79,12 +82,16 @@ static enum cp_status replay(void *ctx, const struct cp_tune_ab_request *q,
     gsl_rng_set(g, 1000 * (unsigned long)q->step + (unsigned long)q->kind + 1);
     const struct cp_tune_point *pts[2] = {q->a, q->b};
     double sd = r->scatter > 0 ? r->scatter : 0.005;
+    int k = r->calls[CP_TUNE_AB_CONFIRM] - 1;
+    bool noisy = q->kind == CP_TUNE_AB_CONFIRM && k < 4 && r->noisy_confirm[k] > 0;
+    if (noisy)
+        sd = r->noisy_confirm[k];
     for (size_t s = 0; s < out->n_subjects; s++) {
         out->ns[s] = malloc(n * sizeof *out->ns[s]);
         cr_assert_not_null(out->ns[s]);
-        double mean = BASE_NS * r->factor(pts[s], q->kind);
+        double mean = BASE_NS * (noisy ? 1.0 : r->factor(pts[s], q->kind));
         for (size_t i = 0; i < n; i++)
-            out->ns[s][i] = (uint64_t)(mean * (1 + gsl_ran_gaussian(g, sd)));
+            out->ns[s][i] = (uint64_t)(mean * fmax(0.05, 1 + gsl_ran_gaussian(g, sd)));
     }
     gsl_rng_free(g);
     return CP_OK;
@@ -289,6 +296,57 @@ Test(tune_replayed, a_gain_the_confirmation_does_not_reproduce_is_rejected)
     /* the figures are the second measurement's */
     expect_near(s->measured_gain, 0, 0.01, "latency saved, measured again");
     cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_AUTO);
+    cp_tune_result_release(&r);
+    opts_release(&o);
+}
+
+/* NHWC twice as fast whenever it is measured calmly. */
+static double nhwc_twice_as_fast(const struct cp_tune_point *p, enum cp_tune_ab_kind kind)
+{
+    (void)kind;
+    return p->cfg.layout_policy == CP_LAYOUT_POLICY_NHWC ? 0.5 : 1.0;
+}
+
+/* The confirmation of a real gain ran on a noisy minute (rounds scattered
+ * by 60%, the gain hidden): it cannot tell, so a third measurement decides,
+ * and the gain is kept. */
+Test(tune_replayed, an_inconclusive_confirmation_is_decided_by_a_third)
+{
+    char buf[2048];
+    struct replay rp = {.factor = nhwc_twice_as_fast, .noisy_confirm = {0.6}};
+    struct cp_tune_opts o;
+    replayed_opts(&o, cp_example_model(buf, sizeof buf, "resnet_tiny"), "noisy", &rp);
+    o.budget = 3;
+    struct cp_tune_result r;
+    run(&o, &r);
+    const struct cp_tune_step *s = step_with(&r, "layout_policy=nhwc");
+    cr_assert_not_null(s, "nhwc was not tried within the budget");
+    cr_expect_eq(rp.confirms_of_step[s->step], 2, "a third measurement");
+    cr_expect_str_eq(cp_step_status_name(s->status), "accepted", "%s", s->reason);
+    expect_near(s->measured_gain, 0.5, 0.02, "the third measurement is the one reported");
+    cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_NHWC);
+    cr_expect_eq(r.confirmations, 2);
+    cp_tune_result_release(&r);
+    opts_release(&o);
+}
+
+/* Both confirmations noisy: the gain is not taken, and the reason gives
+ * both. */
+Test(tune_replayed, two_inconclusive_confirmations_reject_the_gain)
+{
+    char buf[2048];
+    struct replay rp = {.factor = nhwc_twice_as_fast, .noisy_confirm = {0.6, 0.6}};
+    struct cp_tune_opts o;
+    replayed_opts(&o, cp_example_model(buf, sizeof buf, "resnet_tiny"), "noisy2", &rp);
+    o.budget = 3;
+    struct cp_tune_result r;
+    run(&o, &r);
+    const struct cp_tune_step *s = step_with(&r, "layout_policy=nhwc");
+    cr_assert_not_null(s, "nhwc was not tried within the budget");
+    cr_expect_eq(rp.confirms_of_step[s->step], 2);
+    cr_expect_str_eq(cp_step_status_name(s->status), "rejected", "%s", s->reason);
+    cr_expect(strstr(s->reason, "(inconclusive), a third"), "%s", s->reason);
+    cr_expect_neq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_NHWC);
     cp_tune_result_release(&r);
     opts_release(&o);
 }
