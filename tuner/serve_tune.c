@@ -33,15 +33,13 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define MAX_BATCH      64
 #define MAX_WINDOW_MS  50.0
@@ -146,15 +144,36 @@ static enum cp_status server_start(const struct cp_serve_tune_opts *o,
                     "--threads",
                     t,
                     NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int rc = posix_spawn(&s->pid, o->cli, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
+    /* opened here, so that the child only duplicates descriptors */
+    int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (null_fd < 0 || log_fd < 0) {
+        int e = errno;
+        if (null_fd >= 0)
+            close(null_fd);
+        if (log_fd >= 0)
+            close(log_fd);
+        return cp_diag_set(d, CP_ERR_IO, "cannot open %s: %s", log, strerror(e));
+    }
+    pid_t parent = getpid();
+    fflush(NULL);
+    s->pid = fork();
+    if (s->pid == 0) {
+        /* a server outlives nothing: when the tuner dies (killed, Ctrl-C),
+         * its servers get SIGTERM and drain */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+            _exit(127);
+        if (dup2(null_fd, 1) < 0 || dup2(log_fd, 2) < 0)
+            _exit(127);
+        execv(o->cli, argv);
+        _exit(127);
+    }
+    int e = errno;
+    close(null_fd);
+    close(log_fd);
+    if (s->pid < 0) {
         s->pid = 0;
-        return cp_diag_set(d, CP_ERR_IO, "cannot start %s serve: %s", o->cli, strerror(rc));
+        return cp_diag_set(d, CP_ERR_IO, "cannot start %s serve: %s", o->cli, strerror(e));
     }
     /* the model loads and warms up before the port opens: up to 2 minutes */
     for (int i = 0; i < 12000; i++) {

@@ -12,7 +12,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 TestSuite(serve_tune, .init = cp_t_scratch_setup, .fini = cp_t_scratch_close, .timeout = 600);
@@ -130,4 +135,74 @@ Test(serve_tune, bad_options_are_refused)
         cr_expect(strstr(r.err, "error:"), "%s", r.err);
         cp_run_release(&r);
     }
+}
+
+/* The children of process `parent` now (from /proc). OUT: pids, returns how many. */
+static size_t children_of(pid_t parent, pid_t *pids, size_t cap)
+{
+    size_t n = 0;
+    DIR *dir = opendir("/proc");
+    cr_assert_not_null(dir);
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL && n < cap) {
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/%.200s/status", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "PPid:", 5) == 0 && atoi(line + 5) == parent)
+                pids[n++] = atoi(e->d_name);
+        fclose(f);
+    }
+    closedir(dir);
+    return n;
+}
+
+/* A tuner killed outright leaves no server running: each gets SIGTERM when
+ * its parent dies, and drains. */
+Test(serve_tune, a_killed_tuner_leaves_no_server_behind)
+{
+    char buf[2048];
+    char *out = cp_t_path("serve-tune-killed");
+    char *port0 = cp_t_fmt("%s/serve-0.port", out);
+    pid_t t = fork();
+    cr_assert_geq(t, 0);
+    if (t == 0) {
+        int null_fd = open("/dev/null", O_WRONLY);
+        dup2(null_fd, 1);
+        dup2(null_fd, 2);
+        execl(CP_CLI, CP_CLI, "tune", cp_example_model(buf, sizeof buf, "resnet_tiny"), "--serve",
+              "--duration", "5s", "--pairs", "3", "-o", out, "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    /* until its first server listens */
+    for (int i = 0; i < 6000 && access(port0, R_OK) != 0; i++)
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    cr_assert_eq(access(port0, R_OK), 0, "the tuner's first server did not start");
+    pid_t kids[16];
+    size_t n = children_of(t, kids, 16);
+    cr_assert_geq(n, 1, "a server is the tuner's child");
+    kill(t, SIGKILL);
+    waitpid(t, NULL, 0);
+    for (size_t k = 0; k < n; k++) {
+        bool gone = false;
+        for (int i = 0; i < 3000 && !gone; i++) {
+            /* reaped by init once it exits; until then it may be a zombie */
+            char path[64], state = '?';
+            snprintf(path, sizeof path, "/proc/%d/stat", (int)kids[k]);
+            FILE *f = fopen(path, "r");
+            if (!f || fscanf(f, "%*d %*s %c", &state) != 1 || state == 'Z')
+                gone = true;
+            if (f)
+                fclose(f);
+            if (!gone)
+                nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        }
+        cr_expect(gone, "server %d still runs after its tuner was killed", (int)kids[k]);
+        if (!gone)
+            kill(kids[k], SIGKILL);
+    }
+    free(port0);
+    free(out);
 }
