@@ -271,6 +271,36 @@ static void raise_one(int tid, void *ctx)
     }
 }
 
+/* The nice value of this session's autogroup ("/autogroup-123 nice 0"),
+ * or -1000 when there is none (autogroups off, or no /proc). */
+static int group_nice(void)
+{
+    FILE *f = fopen("/proc/self/autogroup", "r");
+    if (!f)
+        return -1000;
+    int v = -1000;
+    if (fscanf(f, "%*s nice %d", &v) != 1)
+        v = -1000;
+    fclose(f);
+    return v;
+}
+
+static bool set_group_nice(int v)
+{
+    FILE *f = fopen("/proc/self/autogroup", "w");
+    if (!f)
+        return false;
+    bool ok = fprintf(f, "%d", v) > 0;
+    return fclose(f) == 0 && ok;
+}
+
+static void raise_group(struct cp_host_priority *p)
+{
+    p->group_before = group_nice();
+    if (p->group_before != -1000 && p->group_before > p->nice)
+        p->group_raised = set_group_nice(p->nice);
+}
+
 bool cp_host_priority_raise(int nice, struct cp_host_priority *p)
 {
     memset(p, 0, sizeof *p);
@@ -296,6 +326,7 @@ bool cp_host_priority_raise(int nice, struct cp_host_priority *p)
     }
     each_thread(raise_one, p);
     p->raised = true;
+    raise_group(p);
     return true;
 }
 
@@ -322,4 +353,6 @@ void cp_host_priority_restore(const struct cp_host_priority *p)
         return;
     struct restore_ctx c = {p};
     each_thread(restore_one, &c);
+    if (p->group_raised)
+        (void)set_group_nice(p->group_before);
 }

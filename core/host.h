@@ -70,7 +70,10 @@ bool cp_host_has_flag(const struct cp_host *h, const char *flag);
  * thread; threads created later inherit their creator's). It needs
  * CAP_SYS_NICE or an RLIMIT_NICE that allows it; without, nothing changes
  * and the reason is given. Restoring gives each thread its value from
- * before, and a thread that appeared since the value its creator had. */
+ * before, and a thread that appeared since the value its creator had.
+ * Where the kernel schedules sessions as autogroups, the session's group
+ * is raised to the same value (and restored): the other processes of this
+ * session share the group's larger share while it lasts. */
 
 #define CP_HOST_PRIORITY_THREADS 512
 
@@ -82,6 +85,12 @@ struct cp_host_priority {
     int tid[CP_HOST_PRIORITY_THREADS];
     int saved[CP_HOST_PRIORITY_THREADS];
     char why[160]; /* why not raised ("" when raised) */
+    /* The session's autogroup (/proc/self/autogroup, when the kernel
+     * groups by session): the scheduler shares the CPUs between autogroups
+     * first, so work started in another session (another terminal, a job
+     * of its own) is held back only by the group's nice value. */
+    bool group_raised;
+    int group_before;
 };
 
 /* Give every thread of this process nice value `nice` (-20 .. 19; lower is

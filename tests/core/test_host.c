@@ -4,6 +4,7 @@
 
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -139,9 +140,23 @@ Test(host, priority_raises_every_thread_and_restores_each_one)
     pthread_join(born, NULL);
     cr_assert_eq(born_nice, -20);
 
+    /* where sessions are autogroups, the session's group is raised too */
+    FILE *g = fopen("/proc/self/autogroup", "r");
+    int group = 99;
+    if (g) {
+        cr_assert_eq(fscanf(g, "%*s nice %d", &group), 1);
+        fclose(g);
+        cr_expect_eq(group, -20, "the session's autogroup");
+        cr_expect(p.group_raised);
+    }
     cp_host_priority_restore(&p);
     cr_assert_eq(my_nice(), before);
     cr_assert_eq(getpriority(PRIO_PROCESS, (id_t)parked_tid), 5, "its own value back");
+    if (g && (g = fopen("/proc/self/autogroup", "r")) != NULL) {
+        cr_assert_eq(fscanf(g, "%*s nice %d", &group), 1);
+        fclose(g);
+        cr_expect_eq(group, p.group_before, "the group's value back");
+    }
     pthread_mutex_unlock(&park);
     pthread_join(parked_thread, NULL);
 }
