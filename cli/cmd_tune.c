@@ -1,6 +1,7 @@
 /* cannprof tune: the closed loop on one model, or on many (--batch).
  * Parsing and printing only: the loop is tuner/loop.c, the batch
  * tuner/batch.c. */
+#include "cli/cmd_tune.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -12,27 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-enum {
-    OPT_BATCH = 1,
-    OPT_BATCH_WINDOW,
-    OPT_CALIBRATION_DATA,
-    OPT_CALIBRATION_METHOD,
-    OPT_CONCURRENCY,
-    OPT_FRESH,
-    OPT_INT8,
-    OPT_JOBS,
-    OPT_KEEP,
-    OPT_MAX_BATCH,
-    OPT_MODELS,
-    OPT_NO_KB,
-    OPT_OUT,
-    OPT_PAIRS,
-    OPT_RATE,
-    OPT_REQUESTS,
-    OPT_SERVE,
-    OPT_TIME_LIMIT,
-};
 
 static const struct cp_opt own[] = {
     {"batch", 0, CP_OPT_VALUE, OPT_BATCH, "LIST.txt|DIR",
@@ -342,199 +322,13 @@ static bool parse_opts(const struct cp_args *a, struct cp_tune_opts *o, struct c
 }
 
 /* The file name of `path` without its extension, for "tune-<stem>". */
-static void default_out(const char *path, char *out, size_t cap)
+void cp_tune_default_out(const char *path, char *out, size_t cap)
 {
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
     const char *dot = strrchr(name, '.');
     int len = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
     snprintf(out, cap, "tune-%.*s", len, *name ? name : "model");
-}
-
-/* What tuning a served flow or model shares: the target, constraints,
- * budget, acceptance and the workload. Each points into its options. */
-struct workload {
-    enum cp_target *target;
-    struct cp_constraints *constraints;
-    int *budget, *pairs, *concurrency;
-    struct cp_verdict_opts *verdict;
-    uint64_t *seed;
-    double *rate;
-};
-
-/* Refuses the model loop's own options ("that option tunes a model, not
- * WHAT") and parses the shared ones. */
-static bool parse_workload(const struct cp_args *args, const char *what, struct workload w,
-                           struct cp_diag *d)
-{
-    static const int model_only[] = {OPT_BATCH,
-                                     OPT_CALIBRATION_DATA,
-                                     OPT_CALIBRATION_METHOD,
-                                     OPT_INT8,
-                                     OPT_JOBS,
-                                     OPT_KEEP,
-                                     OPT_NO_KB,
-                                     OPT_FRESH,
-                                     OPT_TIME_LIMIT};
-    for (size_t i = 0; i < sizeof model_only / sizeof *model_only; i++)
-        if (cp_args_get(args, model_only[i]) || cp_args_has(args, model_only[i]))
-            return cp_diag_set(d, CP_ERR_USAGE, "that option tunes a model, not %s", what), false;
-    if (cp_args_has(args, CP_SO_TARGET)) {
-        *w.target = (enum cp_target)cp_args_int(args, CP_SO_TARGET, CP_TARGET_LATENCY);
-        if (*w.target == CP_TARGET_MEMORY)
-            return cp_diag_set(d, CP_ERR_USAGE, "%s is tuned for latency or throughput", what),
-                   false;
-    }
-    if (cp_args_get(args, CP_SO_CONSTRAINTS) &&
-        cp_constraints_parse(cp_args_get(args, CP_SO_CONSTRAINTS), w.constraints, d) != CP_OK)
-        return false;
-    *w.budget = (int)cp_args_int(args, CP_SO_BUDGET, *w.budget);
-    w.verdict->alpha = cp_args_num(args, CP_SO_ALPHA, w.verdict->alpha);
-    w.verdict->threshold_pct = cp_args_num(args, CP_SO_THRESHOLD, w.verdict->threshold_pct);
-    *w.seed = (uint64_t)cp_args_int(args, CP_SO_SEED, (int64_t)*w.seed);
-    const char *v;
-    int64_t x;
-    if ((v = cp_args_get(args, OPT_PAIRS)) && (!cp_parse_i64(v, &x) || x < 3 || x > 64))
-        return cp_diag_set(d, CP_ERR_USAGE, "--pairs takes 3 to 64"), false;
-    if (v)
-        *w.pairs = (int)x;
-    if ((v = cp_args_get(args, OPT_CONCURRENCY)) && (!cp_parse_i64(v, &x) || x < 1 || x > 1024))
-        return cp_diag_set(d, CP_ERR_USAGE, "--concurrency takes 1 to 1024"), false;
-    if (v)
-        *w.concurrency = (int)x;
-    if ((v = cp_args_get(args, OPT_RATE))) {
-        char *end = NULL;
-        *w.rate = strtod(v, &end);
-        if (end == v || *end || !(*w.rate > 0) || *w.rate > 1e6)
-            return cp_diag_set(d, CP_ERR_USAGE, "--rate takes requests per second above 0"), false;
-    }
-    return true;
-}
-
-static int tune_flow(const struct cp_args *args, const char *flow)
-{
-    struct cp_diag d;
-    cp_diag_init(&d);
-    struct cp_flow_tune_opts o;
-    cp_flow_tune_opts_init(&o);
-    o.flow = flow;
-    static const int serve_only[] = {OPT_SERVE, OPT_MAX_BATCH, OPT_BATCH_WINDOW, CP_SO_DURATION};
-    for (size_t i = 0; i < sizeof serve_only / sizeof *serve_only; i++)
-        if (cp_args_has(args, serve_only[i])) {
-            cp_cli_error("tune", "--serve, --max-batch, --batch-window and --duration tune a "
-                                 "served model; a flow's batching is its nodes' batch_size");
-            return 2;
-        }
-    struct workload w = {&o.target,      &o.constraints, &o.budget, &o.pairs,
-                         &o.concurrency, &o.verdict,     &o.seed,   &o.rate};
-    if (!parse_workload(args, "a flow", w, &d)) {
-        cp_cli_error("tune", d.msg);
-        return 2;
-    }
-    o.kb_path = cp_args_get(args, CP_SO_KB);
-    o.models = cp_args_has(args, OPT_MODELS);
-    const char *v;
-    int64_t x;
-    if ((v = cp_args_get(args, OPT_REQUESTS)) && (!cp_parse_i64(v, &x) || x < 10 || x > 100000)) {
-        cp_cli_error("tune", "--requests takes 10 to 100000");
-        return 2;
-    }
-    if (v)
-        o.requests = (uint64_t)x;
-    char out[1100];
-    default_out(flow, out, sizeof out);
-    o.out_dir = cp_args_get(args, OPT_OUT) ? cp_args_get(args, OPT_OUT) : out;
-    o.progress = cp_args_has(args, CP_SO_QUIET) ? NULL : stderr;
-    struct cp_flow_tune_result r;
-    enum cp_status st = cp_flow_tune(&o, &r, &d);
-    if (st != CP_OK) {
-        cp_flow_tune_result_release(&r);
-        return cp_cli_fail("tune", &d);
-    }
-    if (cp_args_has(args, CP_SO_JSON)) {
-        json_t *j = cp_flow_tune_json(&o, &r);
-        cp_flow_tune_result_release(&r);
-        return cp_out_json_take(j, "tune");
-    }
-    struct cp_buf text;
-    cp_buf_init(&text);
-    cp_flow_tune_render(&o, &r, &text);
-    int rc = cp_out_buf(&text, "tune");
-    cp_buf_release(&text);
-    cp_flow_tune_result_release(&r);
-    return rc;
-}
-
-/* tune MODEL --serve: the knobs of `cannprof serve MODEL`. */
-static int tune_serve(const struct cp_args *args, const char *model)
-{
-    struct cp_diag d;
-    cp_diag_init(&d);
-    struct cp_serve_tune_opts o;
-    cp_serve_tune_opts_init(&o);
-    o.model = model;
-    if (cp_args_has(args, OPT_REQUESTS) || cp_args_has(args, OPT_MODELS)) {
-        cp_cli_error("tune", "--requests and --models tune a flow (FLOW.toml); --serve runs "
-                             "for --duration");
-        return 2;
-    }
-    struct workload w = {&o.target,      &o.constraints, &o.budget, &o.pairs,
-                         &o.concurrency, &o.verdict,     &o.seed,   &o.rate};
-    if (!parse_workload(args, "its serving (--serve)", w, &d)) {
-        cp_cli_error("tune", d.msg);
-        return 2;
-    }
-    o.run_s = cp_args_num(args, CP_SO_DURATION, o.run_s);
-    o.priority = (enum cp_measure_priority)cp_args_int(args, CP_SO_PRIORITY, o.priority);
-    cp_cli_check_priority("tune", &o.priority);
-    o.start.threads = (int)cp_args_int(args, CP_SO_THREADS, 0);
-    const char *v;
-    int64_t x;
-    if ((v = cp_args_get(args, OPT_MAX_BATCH)) && (!cp_parse_i64(v, &x) || x < 1 || x > 256)) {
-        cp_cli_error("tune", "--max-batch takes 1 to 256");
-        return 2;
-    }
-    if (v)
-        o.start.max_batch = (int)x;
-    if ((v = cp_args_get(args, OPT_BATCH_WINDOW))) {
-        char *end = NULL;
-        o.start.window_ms = strtod(v, &end);
-        if (end == v || *end || !(o.start.window_ms >= 0) || o.start.window_ms > 10000) {
-            cp_cli_error("tune", "--batch-window takes milliseconds from 0 to 10000");
-            return 2;
-        }
-    }
-    /* the servers measured are this very program's `serve` */
-    static char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        cp_cli_error("tune", "cannot find this program (/proc/self/exe) to serve the model with");
-        return 3;
-    }
-    self[n] = '\0';
-    o.cli = self;
-    char out[1100];
-    default_out(model, out, sizeof out);
-    o.out_dir = cp_args_get(args, OPT_OUT) ? cp_args_get(args, OPT_OUT) : out;
-    o.progress = cp_args_has(args, CP_SO_QUIET) ? NULL : stderr;
-    struct cp_serve_tune_result r;
-    enum cp_status st = cp_serve_tune(&o, &r, &d);
-    if (st != CP_OK) {
-        cp_serve_tune_result_release(&r);
-        return cp_cli_fail("tune", &d);
-    }
-    if (cp_args_has(args, CP_SO_JSON)) {
-        json_t *j = cp_serve_tune_json(&o, &r);
-        cp_serve_tune_result_release(&r);
-        return cp_out_json_take(j, "tune");
-    }
-    struct cp_buf text;
-    cp_buf_init(&text);
-    cp_serve_tune_render(&o, &r, &text);
-    int rc = cp_out_buf(&text, "tune");
-    cp_buf_release(&text);
-    cp_serve_tune_result_release(&r);
-    return rc;
 }
 
 int cp_cmd_tune(int argc, char **argv)
@@ -551,13 +345,13 @@ int cp_cmd_tune(int argc, char **argv)
         return 0;
     }
     if (args.n_positional == 1 && cp_path_has_suffix(args.positional[0], ".toml"))
-        return tune_flow(&args, args.positional[0]);
+        return cp_tune_cli_flow(&args, args.positional[0]);
     if (cp_args_has(&args, OPT_SERVE)) {
         if (args.n_positional != 1) {
             cp_cli_error("tune", "--serve tunes one MODEL (.om or .onnx)");
             return 2;
         }
-        return tune_serve(&args, args.positional[0]);
+        return cp_tune_cli_serve(&args, args.positional[0]);
     }
     static const int flow_only[] = {OPT_PAIRS,  OPT_RATE,      OPT_REQUESTS,     OPT_CONCURRENCY,
                                     OPT_MODELS, OPT_MAX_BATCH, OPT_BATCH_WINDOW, CP_SO_DURATION};
@@ -606,7 +400,7 @@ int cp_cmd_tune(int argc, char **argv)
     o.progress_tty = !quiet && isatty(STDERR_FILENO);
     o.interrupt = cp_cli_interrupt_flag();
     char out[1100];
-    default_out(batch ? batch : args.positional[0], out, sizeof out);
+    cp_tune_default_out(batch ? batch : args.positional[0], out, sizeof out);
     o.out_dir = cp_args_get(&args, OPT_OUT) ? cp_args_get(&args, OPT_OUT) : out;
     bool json = cp_args_has(&args, CP_SO_JSON);
     if (batch)

@@ -408,9 +408,21 @@ enum cp_status cp_serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve
         return cp_diag_set(d, CP_ERR_USAGE, "a run lasts 0.1 to 600 seconds");
     if (o->start.max_batch < 1 || o->start.max_batch > 256)
         return cp_diag_set(d, CP_ERR_USAGE, "--max-batch is 1 to 256");
-    if (!o->cli || access(o->cli, X_OK) != 0)
-        return cp_diag_set(d, CP_ERR_IO, "no cannprof program to serve with (%s)",
-                           o->cli ? o->cli : "none given");
+    /* by default the servers are this very program's `serve` */
+    char self[4096];
+    struct cp_serve_tune_opts own = *o;
+    if (!own.cli) {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+            return cp_diag_set(d, CP_ERR_IO,
+                               "cannot find this program (/proc/self/exe) to "
+                               "serve the model with");
+        self[n] = '\0';
+        own.cli = self;
+    }
+    o = &own;
+    if (access(o->cli, X_OK) != 0)
+        return cp_diag_set(d, CP_ERR_IO, "no cannprof program to serve with (%s)", o->cli);
     enum cp_status st = cp_mkdir_p(o->out_dir, 0755, d);
     if (st != CP_OK)
         return st;

@@ -592,9 +592,9 @@ struct cp_serve_knobs {
 void cp_serve_knobs_format(const struct cp_serve_knobs *k, char *out, size_t n);
 
 struct cp_serve_tune_opts {
-    const char *model;                 /* .om or .onnx */
-    const char *cli;                   /* the cannprof program whose `serve` is measured */
-    enum cp_target target;             /* latency (each run's mean) or throughput */
+    const char *model;     /* .om or .onnx */
+    const char *cli;       /* the cannprof program whose `serve` is measured; NULL: this one */
+    enum cp_target target; /* latency (each run's mean) or throughput */
     struct cp_constraints constraints; /* latency<X bounds the runs' p99, throughput>Y theirs */
     struct cp_serve_knobs start;       /* default: max_batch 1, no window, all cores */
     int budget;                        /* candidates measured; default 8 */
