@@ -494,7 +494,7 @@ enum cp_status cp_measurement_compare(const struct cp_measurement *m, size_t a, 
     c->verdict = CP_VERDICT_INCONCLUSIVE;
     if (a >= m->n_subjects || b >= m->n_subjects)
         return cp_diag_set(d, CP_ERR_INVALID, "measure: no subjects %zu and %zu", a, b);
-    bool und = m->probed && m->n_undisturbed >= 2;
+    bool und = m->probed && m->n_undisturbed >= CP_MEASURE_MIN_UNDISTURBED_COMPARED;
     if (used_undisturbed)
         *used_undisturbed = und;
     size_t k = und ? m->n_undisturbed : m->n;

@@ -204,9 +204,19 @@ enum cp_status cp_measurement_summary(const struct cp_measurement *m, size_t sub
                                       bool undisturbed_only, struct cp_summary *out,
                                       struct cp_diag *d);
 
+/* A verdict on the undisturbed rounds alone needs at least this many of
+ * them. Fewer say little (a t-test on 2 rounds cannot be significant) and
+ * mean the probe judged nearly every round disturbed, a probe floor the
+ * machine no longer reaches: then every round is compared, which the
+ * interleaving keeps paired. (Found by bench/tune_regret.py: beside two
+ * hogs, 2 of 180 rounds judged undisturbed turned a +45% gain, measured
+ * three times, into three "inconclusive" verdicts.) */
+#define CP_MEASURE_MIN_UNDISTURBED_COMPARED 10
+
 /* The verdict on subject b against subject a (a is "before"), on the
  * rounds both ran in: the undisturbed ones when the measurement probed and
- * at least 2 were, else all (*used_undisturbed says which; may be NULL).
+ * at least CP_MEASURE_MIN_UNDISTURBED_COMPARED were, else all
+ * (*used_undisturbed says which; may be NULL).
  * metric "latency" (lower is better) or, with items_a/items_b > 0,
  * throughput in items per second (higher is better). vo NULL: the defaults.
  * OUT: *c. */

@@ -280,22 +280,23 @@ Test(measure, a_failing_subject_fails_the_measurement_and_keeps_nothing)
 
 Test(measure, the_verdict_compares_only_the_rounds_both_ran_undisturbed)
 {
-    /* a measurement made by hand: rounds 0..9, all but the first two
-     * disturbed and 3x slower for B only */
+    /* a measurement made by hand: rounds 0..39, all but the first
+     * CP_MEASURE_MIN_UNDISTURBED_COMPARED disturbed and 3x slower for B only */
+    enum { N = 40, CLEAN = CP_MEASURE_MIN_UNDISTURBED_COMPARED };
     struct cp_measurement m = {0};
     m.n_subjects = 2;
-    m.n = 10;
+    m.n = N;
     m.probed = true;
-    m.ns[0] = calloc(10, sizeof(uint64_t));
-    m.ns[1] = calloc(10, sizeof(uint64_t));
-    m.undisturbed = calloc(10, sizeof(bool));
-    m.probe_ns = calloc(10, sizeof(uint64_t));
+    m.ns[0] = calloc(N, sizeof(uint64_t));
+    m.ns[1] = calloc(N, sizeof(uint64_t));
+    m.undisturbed = calloc(N, sizeof(bool));
+    m.probe_ns = calloc(N, sizeof(uint64_t));
     cr_assert(m.ns[0] && m.ns[1] && m.undisturbed && m.probe_ns);
-    for (size_t r = 0; r < 10; r++) {
-        m.undisturbed[r] = r < 2;
+    for (size_t r = 0; r < N; r++) {
+        m.undisturbed[r] = r < CLEAN;
         m.n_undisturbed += m.undisturbed[r];
-        m.ns[0][r] = 1000000 + r;
-        m.ns[1][r] = m.undisturbed[r] ? 1000000 + r : 3000000;
+        m.ns[0][r] = 1000000 + r * (r % 2 ? 7 : 3);
+        m.ns[1][r] = m.undisturbed[r] ? 1000000 + r * (r % 2 ? 3 : 7) : 3000000;
     }
     struct cp_comparison c;
     bool und = false;
@@ -303,19 +304,30 @@ Test(measure, the_verdict_compares_only_the_rounds_both_ran_undisturbed)
     cp_diag_init(&d);
     cr_assert_eq(cp_measurement_compare(&m, 0, 1, 0, 0, NULL, &c, &und, &d), CP_OK, "%s", d.msg);
     cr_assert(und);
-    cr_assert_eq(c.n_before, 2);
-    cr_assert_eq(c.n_after, 2);
+    cr_assert_eq(c.n_before, CLEAN);
+    cr_assert_eq(c.n_after, CLEAN);
     cr_assert_eq(c.verdict, CP_VERDICT_UNCHANGED, "the disturbed rounds are left out");
     /* without the probe's word every round counts, and B is slower */
     m.probed = false;
     cr_assert_eq(cp_measurement_compare(&m, 0, 1, 0, 0, NULL, &c, &und, &d), CP_OK, "%s", d.msg);
     cr_assert_not(und);
-    cr_assert_eq(c.n_before, 10);
+    cr_assert_eq(c.n_before, N);
     cr_assert_eq(c.verdict, CP_VERDICT_REGRESSED);
     /* throughput: higher is better, items per second */
     cr_assert_eq(cp_measurement_compare(&m, 0, 1, 4, 4, NULL, &c, NULL, &d), CP_OK, "%s", d.msg);
     cr_assert_eq(c.verdict, CP_VERDICT_REGRESSED);
     cr_assert_gt(c.before, c.after);
+    /* too few undisturbed rounds to judge on: every round is compared */
+    m.probed = true;
+    m.n_undisturbed = 0;
+    for (size_t r = 0; r < N; r++) {
+        m.undisturbed[r] = r < CLEAN - 1;
+        m.n_undisturbed += m.undisturbed[r];
+    }
+    cr_assert_eq(cp_measurement_compare(&m, 0, 1, 0, 0, NULL, &c, &und, &d), CP_OK, "%s", d.msg);
+    cr_assert_not(und, "%zu undisturbed rounds were judged on", m.n_undisturbed);
+    cr_assert_eq(c.n_before, N);
+    cr_assert_eq(c.verdict, CP_VERDICT_REGRESSED);
     cp_measurement_release(&m);
 }
 
