@@ -29,8 +29,14 @@ gain and interval and the realised gain, then:
     (goal >= 90%); "within noise" also counts a top finding whose realised
     gain is inside the realised CI of the one that gained most.
 
+The measured list is ranked as `suggest --measure` ranks it: by the
+what-ifs, then the race of the top three whose intervals overlap (the
+"race" column: won or lost against the first; --no-race ranks by the
+what-ifs alone, the ranking before the race existed).
+
 Usage: bench/suggest_calibration.sh [--models a,b] [--layouts auto,nchw]
         [--whatif-rounds R] [--rounds N] [--processes P] [--keep DIR]
+        [--priority high] [--no-race]
 Exit 1 when the measured list misses a goal, 0 otherwise (the prior list's
 figures are reported, not judged: they are the "before").
 """
@@ -50,6 +56,7 @@ MODELS = ["resnet_tiny", "nhwc_roundtrip", "launch_bound_tiny", "transformer_enc
           "transformer_encoder_op17", "sd_unet_tiny"]
 T0 = time.monotonic()
 PROCESSES = 3  # set from --processes
+PRIORITY = []  # `--priority high` for every bench and suggest --measure (set by --priority)
 
 
 def log(msg):
@@ -95,7 +102,7 @@ def realise(cli, wd, base_om, idx, cmd, rounds):
             swap = p % 2 == 1  # B --vs A: its change is the inverse
             a, b = (cand, base_om) if swap else (base_om, cand)
             c = json.loads(run([cli, "bench", a, "--vs", b, "-n", str(rounds),
-                                "--json"]).stdout)["comparison"]
+                                "--json"] + PRIORITY).stdout)["comparison"]
             r, lo, hi = (1 + c["delta_pct"] / 100, 1 + c["ci_pct"][0] / 100,
                          1 + c["ci_pct"][1] / 100)
             if swap:  # cand/base = 1 / (base/cand)
@@ -112,7 +119,8 @@ def realise(cli, wd, base_om, idx, cmd, rounds):
         if rep % 2:
             order.reverse()
         for name, om, flags in order:
-            j = json.loads(run([cli, "bench", om, "-n", str(rounds), "--json"] + flags).stdout)
+            j = json.loads(run([cli, "bench", om, "-n", str(rounds), "--json"] + flags +
+                               PRIORITY).stdout)
             # the undisturbed iterations' median when the probe found any
             und = (j.get("probe") or {}).get("latency_ms") or {}
             meds[name] = und.get("median") if isinstance(und, dict) else None
@@ -133,8 +141,14 @@ def main():
     ap.add_argument("--keep", default=None)
     ap.add_argument("--processes", type=int, default=3,
                     help="separate interleaved processes per realised change")
+    ap.add_argument("--priority", choices=("normal", "high"), default="normal",
+                    help="every bench and suggest --measure run's --priority (normal)")
+    ap.add_argument("--no-race", action="store_true",
+                    help="suggest --measure --no-race: rank by the what-ifs alone")
     a = ap.parse_args()
     global PROCESSES
+    if a.priority == "high":
+        PRIORITY.extend(["--priority", "high"])
     if a.processes < 1:
         ap.error("--processes takes 1 or more")
     PROCESSES = a.processes
@@ -143,7 +157,8 @@ def main():
     with open(os.path.join(wd, "off.cfg"), "w") as f:
         f.write("ALL:off\n")
     up = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print(f"# Do suggest's expected gains hold?\n\nload before: {up}\n")
+    print(f"# Do suggest's expected gains hold?\n\nload before: {up}; priority "
+          f"{a.priority}; race {'off' if a.no_race else 'on'}\n")
     lists = {"prior": [], "measured": []}  # per model: [(finding row)...]
     realised = {}
     cand_n = 0
@@ -164,7 +179,8 @@ def main():
                 got = {
                     "prior": json.loads(run([a.cli, "suggest", trace, "--json"]).stdout),
                     "measured": json.loads(run([a.cli, "suggest", trace, "--measure", "-n",
-                                                str(a.whatif_rounds), "--json"]).stdout),
+                                                str(a.whatif_rounds), "--json"] + PRIORITY +
+                                               (["--no-race"] if a.no_race else [])).stdout),
                 }
             except RuntimeError as e:
                 print(f"**{name}: {e}**\n")
@@ -178,7 +194,9 @@ def main():
                     if not cmd.get("convert"):
                         continue
                     eg = f["expected_gain"]
-                    rows.append({"model": name, "rank": i + 1, "rule": f["rule"],
+                    race = ((j.get("measured") or [{}] * 3)[i] or {}).get("race") or {}
+                    rows.append({"race": ("won" if race.get("won") else "lost")
+                                 if race.get("measured") else ("failed" if race else ""),"model": name, "rank": i + 1, "rule": f["rule"],
                                  "gain": eg["latency_saved"], "lo": eg["low"], "hi": eg["high"],
                                  "key": key_of(f, cmd), "cmd": cmd,
                                  "measured": (j.get("measured") or [{}] * 3)[i].get("measured")})
@@ -199,38 +217,47 @@ def main():
     summary = {}
     for mode in ("prior", "measured"):
         print(f"## {mode}\n")
-        print("| model | rank | rule | predicted [interval] | realised [CI] | inside |")
-        print("|---|---:|---|---|---|---|")
-        inside = total = tops = tops_noise = models = 0
+        print("| model | rank | rule | predicted [interval] | realised [CI] | inside | race |")
+        print("|---|---:|---|---|---|---|---|")
+        inside = total = tops = tops_noise = models = races = tops_whatif = 0
         for rows in lists[mode]:
             got = []
             for r in rows:
                 z = realised.get((r["model"], r["key"]), {"error": "not measured"})
                 if "error" in z:
                     print(f"| {r['model']} | {r['rank']} | {r['rule']} | {100*r['gain']:.1f}% "
-                          f"[{100*r['lo']:.1f}, {100*r['hi']:.1f}] | error: {z['error'][:80]} | - |")
+                          f"[{100*r['lo']:.1f}, {100*r['hi']:.1f}] | error: {z['error'][:80]} | - "
+                          f"| {r['race']} |")
                     continue
                 ok = r["lo"] <= z["gain"] <= r["hi"]
                 inside += ok
                 total += 1
+                races += bool(r["race"])
                 got.append((r, z))
                 print(f"| {r['model']} | {r['rank']} | {r['rule']} | {100*r['gain']:.1f}% "
                       f"[{100*r['lo']:.1f}, {100*r['hi']:.1f}] | {100*z['gain']:.1f}% "
                       f"[{100*z['ci'][0]:.1f}, {100*z['ci'][1]:.1f}]"
-                      f"{' cross-run' if z['cross_run'] else ''} | {'yes' if ok else 'no'} |")
+                      f"{' cross-run' if z['cross_run'] else ''} | {'yes' if ok else 'no'} "
+                      f"| {r['race']} |")
             if got:
                 models += 1
                 best = max(got, key=lambda t: t[1]["gain"])
                 top = got[0]
                 tops += top[1]["gain"] >= best[1]["gain"]
                 tops_noise += top[1]["gain"] >= best[1]["ci"][0]
+                # the ranking by the predicted gains alone (for the measured
+                # list: the what-ifs without the race), on the same realised
+                # figures
+                first = max(got, key=lambda t: t[0]["gain"])
+                tops_whatif += first[1]["gain"] >= best[1]["gain"]
         summary[mode] = (inside, total, tops, tops_noise, models)
         print()
         if total:
             print(f"{mode}: {inside} of {total} realised gains inside the predicted interval "
                   f"({100*inside/total:.0f}%); top finding realises the most on {tops} of "
                   f"{models} models ({100*tops/max(models,1):.0f}%), within noise on "
-                  f"{tops_noise} of {models}\n")
+                  f"{tops_noise} of {models}; {races} raced; ranked by the predicted gains "
+                  f"alone, the top realises the most on {tops_whatif} of {models}\n")
     ok = True
     inside, total, tops, tops_noise, models = summary.get("measured", (0, 0, 0, 0, 0))
     if not total or inside / total < 0.8 or tops / max(models, 1) < 0.9:

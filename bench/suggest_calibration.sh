@@ -6,7 +6,7 @@
 #
 # usage: bench/suggest_calibration.sh [--models a,b] [--layouts auto,nchw]
 #                                     [--whatif-rounds R] [--rounds N] [--processes P]
-#                                     [--keep DIR]
+#                                     [--keep DIR] [--priority high] [--no-race]
 # The cannprof binary is $CANNPROF, else build/cannprof (built here).
 set -euo pipefail
 CP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -16,6 +16,7 @@ enum {
     OPT_MEASURE = 1,
     OPT_NO_CALIBRATE,
     OPT_NO_HISTORY,
+    OPT_NO_RACE,
     OPT_OUTPUT,
 };
 
@@ -26,6 +27,9 @@ static const struct cp_opt own[] = {
     {"no-calibrate", 0, CP_OPT_FLAG, OPT_NO_CALIBRATE, NULL, "skip the machine's roofline"},
     {"no-history", 0, CP_OPT_FLAG, OPT_NO_HISTORY, NULL,
      "keep the rules' priors: do not refine them by the knowledge base's measured history"},
+    {"no-race", 0, CP_OPT_FLAG, OPT_NO_RACE, NULL,
+     "with --measure: rank by the what-ifs alone, without racing the top three whose "
+     "intervals overlap"},
     {"output", 'o', CP_OPT_VALUE, OPT_OUTPUT, "FILE.md|.json|.html|.pdf",
      "write the report there (format by extension; default: Markdown on stdout)"},
 };
@@ -66,7 +70,10 @@ static const struct cp_command_opts OPTS = {
              "change is converted from the run's recorded config and measured against the run's\n"
              "own .om, interleaved (-n rounds, default 30; seconds per finding), and the\n"
              "findings are ranked by the measured gain and its 95% CI. The prior stays in the\n"
-             "report beside it.\n",
+             "report beside it. Findings ranked second and third whose interval overlaps the\n"
+             "first's are then raced against it: the two changed models measured against each\n"
+             "other, interleaved (2 x -n rounds), and the faster ranks first (--no-race skips\n"
+             "it).\n",
     .exit_codes = "0 reported, 2 bad usage or input (a trace, rule pack or constraint that cannot "
                   "be read), 3 environment failure (FILE cannot be written)",
 };
@@ -217,6 +224,8 @@ int cp_cmd_suggest(int argc, char **argv)
         wo.rounds = (int)cp_args_int(&args, CP_SO_ITERATIONS, wo.rounds);
         wo.priority = (enum cp_measure_priority)cp_args_int(&args, CP_SO_PRIORITY, wo.priority);
         cp_cli_check_priority("suggest", &wo.priority);
+        if (cp_args_has(&args, OPT_NO_RACE))
+            wo.race_top = 0;
         wo.target =
             o.analysis.target == CP_TARGET_THROUGHPUT ? CP_TARGET_THROUGHPUT : CP_TARGET_LATENCY;
         if (cp_tune_whatif_analysis(&dg, &wo, &w, &d) != CP_OK) {

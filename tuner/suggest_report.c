@@ -122,6 +122,28 @@ static void fmt_measured(const struct cp_whatif *w, enum cp_target t, char *out,
         snprintf(out, n, "not measured (%s); the rule's prior stands", w->note);
 }
 
+/* The race of a finding against the one ranked first by its what-if, as
+ * a line for people; "" when it was not raced. */
+static void fmt_race(const struct cp_whatif *w, enum cp_target t, char *out, size_t n)
+{
+    const struct cp_whatif_race *r = &w->race;
+    if (!r->run)
+        *out = '\0';
+    else if (!r->measured)
+        snprintf(out, n,
+                 "against \"%s\", whose interval overlapped this one's: %s; the what-ifs' "
+                 "order stands",
+                 r->against, r->note);
+    else
+        snprintf(out, n,
+                 "against \"%s\", whose interval overlapped this one's: this change's %s %s "
+                 "%.1f%%, 95%% CI [%.1f%%, %.1f%%], in %lld interleaved rounds of the two changed "
+                 "models (p = %.3g); ranked %s it",
+                 r->against, t == CP_TARGET_THROUGHPUT ? "throughput" : "latency",
+                 t == CP_TARGET_THROUGHPUT ? "higher by" : "lower by", 100 * r->gain, 100 * r->lo,
+                 100 * r->hi, (long long)r->rounds, r->p, r->won ? "above" : "below");
+}
+
 /* The op types by kernel time, the biggest first. */
 static void where_time_goes(const struct cp_diagnosis *dg, struct cp_buf *b)
 {
@@ -208,6 +230,9 @@ void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *cmd, const c
             char m[600];
             fmt_measured(&w[i], t, m, sizeof m);
             cp_buf_printf(b, "- **Measured:** %s\n", m);
+            fmt_race(&w[i], t, m, sizeof m);
+            if (*m)
+                cp_buf_printf(b, "- **Raced:** %s\n", m);
         }
         cp_buf_printf(b, "- **Change:** %s\n\n", f->change.summary);
         struct applied ap;
@@ -363,6 +388,28 @@ struct cp_doc *cp_suggest_doc(const struct cp_diagnosis *dg, const char *cmd, co
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 
+/* A finding's race (null when it was not raced); NULL when out of memory. */
+static json_t *race_json(const struct cp_whatif_race *r)
+{
+    if (!r->run)
+        return json_null();
+    json_t *o = json_object(), *ci = json_array();
+    if (!o || !ci || !cp_json_push(ci, cp_json_num(r->lo)) ||
+        !cp_json_push(ci, cp_json_num(r->hi))) {
+        json_decref(ci);
+        json_decref(o);
+        return NULL;
+    }
+    /* ci is o's from here, whatever happens */
+    if (cp_json_set(o, "ci", ci) && cp_json_set_str(o, "against", r->against) &&
+        cp_json_set_bool(o, "measured", r->measured) && cp_json_set_str(o, "note", r->note) &&
+        cp_json_set_num(o, "gain", r->gain) && cp_json_set_num(o, "p", r->p) &&
+        cp_json_set_int(o, "rounds", r->rounds) && cp_json_set_bool(o, "won", r->won))
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
 /* --measure's results, one per finding. NULL when out of memory. */
 static json_t *measured_json(const struct cp_whatif *w, size_t n)
 {
@@ -382,7 +429,8 @@ static json_t *measured_json(const struct cp_whatif *w, size_t n)
                   cp_json_set_num(o, "p", w[i].p) && cp_json_set_int(o, "rounds", w[i].rounds) &&
                   cp_json_set_num(o, "seconds", w[i].seconds) &&
                   cp_json_set_num(o, "prior_gain", w[i].prior_gain) &&
-                  cp_json_set(o, "prior_interval", prior) && cp_json_push(a, o);
+                  cp_json_set(o, "prior_interval", prior) &&
+                  cp_json_set(o, "race", race_json(&w[i].race)) && cp_json_push(a, o);
         if (!ok) {
             json_decref(o);
             json_decref(a);

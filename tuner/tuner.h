@@ -476,7 +476,12 @@ struct cp_whatif_opts {
     enum cp_target target;             /* latency (default) or throughput */
     struct cp_verdict_opts verdict;    /* the test and its alpha */
     const char *work_dir;              /* where B is converted; NULL: a temporary folder */
-    volatile sig_atomic_t *interrupt;  /* Ctrl-C: stop, keep the prior */
+    /* cp_tune_whatif_analysis: the findings ranked 2..race_top whose CI
+     * overlaps the first's are raced against it (below); 0 or 1: none.
+     * Default 3. Rounds of a race: race_rounds; 0 (default): 2 x rounds. */
+    int race_top;
+    int race_rounds;
+    volatile sig_atomic_t *interrupt; /* Ctrl-C: stop, keep the prior */
 };
 
 void cp_whatif_opts_init(struct cp_whatif_opts *o);
@@ -500,6 +505,22 @@ struct cp_whatif {
     int64_t rounds;
     double seconds;                        /* conversion and measurement */
     double prior_gain, prior_lo, prior_hi; /* what the rule expected */
+    int threads, batch;                    /* the changed model's session (batch 0: its own) */
+    int slot;                              /* cp_tune_whatif_analysis: the finding's index when
+                                            * measured (its candidate's folder) */
+    /* The race against the finding ranked first, run when this one's CI
+     * overlapped the first's: two what-ifs measured apart cannot order
+     * changes a few points apart, one interleaved measurement of the two
+     * changed models against each other can. */
+    struct cp_whatif_race {
+        bool run;               /* raced */
+        bool measured;          /* and measured (else note says why) */
+        char against[256];      /* the other finding's title */
+        double gain, lo, hi, p; /* this change over the other: latency saved (throughput won) */
+        int64_t rounds;
+        bool won; /* ranked above the other */
+        char note[200];
+    } race;
 };
 
 /* Measure `change` on the run `run` describes (trace/trace.h). A change
@@ -512,8 +533,12 @@ enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_
 
 /* Measure every finding of a diagnosis that proposes a change, replace its
  * gain and interval by the measured ones, and rank the findings again
- * (constraint-respecting first, then by gain). OUT: *out, one what-if per
- * finding in the new order (caller frees). */
+ * (constraint-respecting first, then by gain). Then race (o->race_top):
+ * each finding ranked 2..race_top whose CI overlaps the first's has its
+ * changed model measured against the first's, interleaved; the faster one
+ * ranks first (by the race's estimate: it is the better evidence of the
+ * two, significant or not), and the race is recorded on the challenger.
+ * OUT: *out, one what-if per finding in the new order (caller frees). */
 enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_whatif_opts *o,
                                        struct cp_whatif **out, struct cp_diag *d);
 

@@ -58,6 +58,23 @@ void cp_tune_load_judge(struct cp_flow_tune_step *s, const struct cp_comparison 
                         const char *failure, const struct cp_constraints *c,
                         const struct cp_tune_load_sample *worst);
 
+/* ---- racing what-ifs (whatif.c) -------------------------------------------- */
+
+/* Measure the changed model of `challenger` against the one of `leader`
+ * into out (gain: the challenger's advantage; out->measured false and
+ * out->note when it could not be). Errors stop the race. */
+typedef enum cp_status (*cp_whatif_race_fn)(void *ctx, const struct cp_whatif *leader,
+                                            const struct cp_whatif *challenger,
+                                            struct cp_whatif_race *out, int rounds,
+                                            struct cp_diag *d);
+
+/* The race of cp_tune_whatif_analysis over findings f and what-ifs w (n,
+ * already ranked): each finding ranked 2..top that was measured, respects
+ * the constraints and whose CI overlaps the first's is raced against the
+ * first; a challenger with a positive estimate moves to the top. */
+enum cp_status cp_whatif_race_top(struct cp_finding *f, struct cp_whatif *w, size_t n, size_t top,
+                                  int rounds, cp_whatif_race_fn race, void *ctx, struct cp_diag *d);
+
 /* ---- int8 calibration (calibrate.c) --------------------------------------- */
 
 #define CP_CALIB_BINS 2048

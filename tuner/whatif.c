@@ -3,10 +3,12 @@
  * against the same config with the finding's change. */
 #include "tuner/tuner_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void cp_whatif_opts_init(struct cp_whatif_opts *o)
@@ -15,6 +17,7 @@ void cp_whatif_opts_init(struct cp_whatif_opts *o)
     o->rounds = 30;
     o->warmup = 3;
     o->target = CP_TARGET_LATENCY;
+    o->race_top = 3;
     cp_verdict_opts_init(&o->verdict);
 }
 
@@ -94,9 +97,75 @@ static enum cp_status convert_candidate(const struct cp_tune_point *p, const cha
     return st;
 }
 
-enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_change *change,
-                              const struct cp_whatif_opts *o, struct cp_whatif *w,
-                              struct cp_diag *d)
+/* One interleaved measurement of model b (session bt, bb) against a (at,
+ * ab) for `rounds` rounds: b's gain over a (latency saved or throughput
+ * won, fractions) with its 95% CI and p into the out-parameters. A failure
+ * is returned with `local` saying why. */
+struct pair_figures {
+    double gain, lo, hi, p, before_ns, after_ns;
+    int64_t rounds;
+};
+
+static enum cp_status measure_pair(const char *a, int at, int ab, const char *b, int bt, int bb,
+                                   const struct cp_whatif_opts *o, int rounds,
+                                   struct pair_figures *f, struct cp_diag *local)
+{
+    struct cp_bench_request req;
+    cp_bench_request_init(&req);
+    req.models[0] = a;
+    req.models[1] = b;
+    req.session[0].threads = at;
+    req.session[0].batch = ab;
+    req.session[0].buffer_optimize = -1;
+    req.session[1] = req.session[0];
+    req.session[1].threads = bt;
+    req.session[1].batch = bb;
+    req.same_inputs = false;
+    req.policy.warmup = o->warmup;
+    req.policy.iterations = rounds;
+    req.policy.interrupt = o->interrupt;
+    req.policy.priority = o->priority;
+    req.policy.time_limit_min_s = CP_TUNE_MIN_TIME_LIMIT_S;
+    req.verdict = o->verdict;
+    struct cp_bench_result r;
+    enum cp_status st = cp_bench_models(&req, &r, local);
+    if (st == CP_OK && r.m.stop == CP_MEASURE_STOP_INTERRUPTED)
+        st = cp_diag_set(local, CP_ERR_INVALID, "interrupted");
+    struct cp_comparison c = r.cmp;
+    bool thr = o->target == CP_TARGET_THROUGHPUT;
+    if (st == CP_OK && thr)
+        st = cp_measurement_compare(&r.m, 0, 1, r.items[0], r.items[1], &o->verdict, &c, NULL,
+                                    local);
+    if (st == CP_OK) {
+        /* gains read "how much better": latency saved, or throughput won */
+        f->gain = (thr ? 1 : -1) * c.delta_pct / 100;
+        f->lo = thr ? c.ci_lo_pct / 100 : -c.ci_hi_pct / 100;
+        f->hi = thr ? c.ci_hi_pct / 100 : -c.ci_lo_pct / 100;
+        f->p = c.p;
+        f->before_ns = r.cmp.before;
+        f->after_ns = r.cmp.after;
+        f->rounds = (int64_t)r.m.n;
+    }
+    cp_bench_result_release(&r);
+    return st;
+}
+
+static void remove_work(const char *dir)
+{
+    const char *files[] = {"whatif.om", "whatif.switches", "whatif.keep_dtype"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* cp_tune_whatif in the folder `work`, where the changed model stays
+ * (whatif.om) for a race. */
+static enum cp_status whatif_in(const struct cp_run_metrics *run, const struct cp_change *change,
+                                const struct cp_whatif_opts *o, const char *work,
+                                struct cp_whatif *w)
 {
     memset(w, 0, sizeof *w);
     w->gain = w->lo = w->hi = w->p = w->before_ns = w->after_ns = NAN;
@@ -112,6 +181,39 @@ enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_
         not_measured(w, "%.250s", local.msg);
         return CP_OK;
     }
+    w->threads = q.threads;
+    w->batch = q.batch;
+    uint64_t t0 = cp_clock_ns();
+    char om[1100] = "";
+    struct pair_figures f;
+    if (convert_candidate(&q, work, om, &local) != CP_OK)
+        /* a change that cannot be converted is a finding's fault, not the
+         * command's: say so and keep the prior */
+        not_measured(w, "the change does not convert: %.200s", local.msg);
+    else if (measure_pair(run->model_path, p.threads, p.batch, om, q.threads, q.batch, o, o->rounds,
+                          &f, &local) != CP_OK)
+        not_measured(w, "the measurement failed: %.220s", local.msg);
+    else {
+        w->measured = true;
+        w->gain = f.gain;
+        w->lo = f.lo;
+        w->hi = f.hi;
+        w->p = f.p;
+        double drift = fmax(CP_WHATIF_DRIFT_POINTS, CP_WHATIF_DRIFT_RELATIVE * fabs(w->gain));
+        w->expect_lo = w->lo - drift;
+        w->expect_hi = w->hi + drift;
+        w->before_ns = f.before_ns;
+        w->after_ns = f.after_ns;
+        w->rounds = f.rounds;
+    }
+    w->seconds = (double)(cp_clock_ns() - t0) / 1e9;
+    return CP_OK;
+}
+
+enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_change *change,
+                              const struct cp_whatif_opts *o, struct cp_whatif *w,
+                              struct cp_diag *d)
+{
     char dir[] = "/tmp/cannprof-whatif.XXXXXX";
     const char *work = o->work_dir;
     if (!work) {
@@ -119,71 +221,9 @@ enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_
             return cp_diag_set(d, CP_ERR_IO, "cannot make a temporary folder for the what-if");
         work = dir;
     }
-    uint64_t t0 = cp_clock_ns();
-    char om[1100] = "";
-    enum cp_status st = convert_candidate(&q, work, om, &local);
-    if (st != CP_OK) {
-        /* a change that cannot be converted is a finding's fault, not the
-         * command's: say so and keep the prior */
-        not_measured(w, "the change does not convert: %.200s", local.msg);
-        st = CP_OK;
-        goto out;
-    }
-    struct cp_bench_request req;
-    cp_bench_request_init(&req);
-    req.models[0] = run->model_path;
-    req.models[1] = om;
-    req.session[0].threads = p.threads;
-    req.session[0].batch = p.batch;
-    req.session[0].buffer_optimize = -1;
-    req.session[1] = req.session[0];
-    req.session[1].threads = q.threads;
-    req.session[1].batch = q.batch;
-    req.same_inputs = false;
-    req.policy.warmup = o->warmup;
-    req.policy.iterations = o->rounds;
-    req.policy.interrupt = o->interrupt;
-    req.policy.priority = o->priority;
-    req.policy.time_limit_min_s = CP_TUNE_MIN_TIME_LIMIT_S;
-    req.verdict = o->verdict;
-    struct cp_bench_result r;
-    st = cp_bench_models(&req, &r, &local);
-    if (st == CP_OK && r.m.stop == CP_MEASURE_STOP_INTERRUPTED)
-        st = cp_diag_set(&local, CP_ERR_INVALID, "interrupted");
-    struct cp_comparison c = r.cmp;
-    if (st == CP_OK && o->target == CP_TARGET_THROUGHPUT)
-        st = cp_measurement_compare(&r.m, 0, 1, r.items[0], r.items[1], &o->verdict, &c, NULL,
-                                    &local);
-    if (st == CP_OK) {
-        bool thr = o->target == CP_TARGET_THROUGHPUT;
-        /* gains read "how much better": latency saved, or throughput won */
-        w->measured = true;
-        w->gain = (thr ? 1 : -1) * c.delta_pct / 100;
-        w->lo = thr ? c.ci_lo_pct / 100 : -c.ci_hi_pct / 100;
-        w->hi = thr ? c.ci_hi_pct / 100 : -c.ci_lo_pct / 100;
-        w->p = c.p;
-        double drift = fmax(CP_WHATIF_DRIFT_POINTS, CP_WHATIF_DRIFT_RELATIVE * fabs(w->gain));
-        w->expect_lo = w->lo - drift;
-        w->expect_hi = w->hi + drift;
-        w->before_ns = r.cmp.before;
-        w->after_ns = r.cmp.after;
-        w->rounds = (int64_t)r.m.n;
-    } else {
-        not_measured(w, "the measurement failed: %.220s", local.msg);
-        st = CP_OK;
-    }
-    cp_bench_result_release(&r);
-out:
-    w->seconds = (double)(cp_clock_ns() - t0) / 1e9;
-    if (work == dir) {
-        const char *files[] = {"whatif.om", "whatif.switches", "whatif.keep_dtype"};
-        for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-            char path[1100];
-            snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-            unlink(path);
-        }
-        rmdir(dir);
-    }
+    enum cp_status st = whatif_in(run, change, o, work, w);
+    if (work == dir)
+        remove_work(dir);
     return st;
 }
 
@@ -200,6 +240,80 @@ static int cmp_finding(const struct cp_finding *a, const struct cp_finding *b)
     return ga > gb ? -1 : ga < gb;
 }
 
+static bool race_eligible(const struct cp_finding *f, const struct cp_whatif *w)
+{
+    return w->measured && !f->violates && !f->unclassified;
+}
+
+/* Move position j to position 0, shifting 0..j-1 down by one. */
+static void to_front(struct cp_finding *f, struct cp_whatif *w, size_t j)
+{
+    struct cp_finding tf = f[j];
+    struct cp_whatif tw = w[j];
+    memmove(f + 1, f, j * sizeof *f);
+    memmove(w + 1, w, j * sizeof *w);
+    f[0] = tf;
+    w[0] = tw;
+}
+
+enum cp_status cp_whatif_race_top(struct cp_finding *f, struct cp_whatif *w, size_t n, size_t top,
+                                  int rounds, cp_whatif_race_fn race, void *ctx, struct cp_diag *d)
+{
+    if (n < 2 || top < 2 || !race_eligible(&f[0], &w[0]))
+        return CP_OK;
+    for (size_t j = 1; j < n && j < top; j++) {
+        /* ranked by gain, so w[j].gain <= w[0].gain: the CIs overlap when
+         * the challenger's top reaches the leader's bottom */
+        if (!race_eligible(&f[j], &w[j]) || !(w[j].hi >= w[0].lo))
+            continue;
+        struct cp_whatif_race *r = &w[j].race;
+        memset(r, 0, sizeof *r);
+        r->run = true;
+        r->gain = r->lo = r->hi = r->p = NAN;
+        snprintf(r->against, sizeof r->against, "%s", f[0].title);
+        enum cp_status st = race(ctx, &w[0], &w[j], r, rounds, d);
+        if (st != CP_OK)
+            return st;
+        r->won = r->measured && r->gain > 0;
+        if (r->won)
+            to_front(f, w, j);
+    }
+    return CP_OK;
+}
+
+/* cp_tune_whatif_analysis's race: the two findings' changed models, kept
+ * in root/f<slot>/whatif.om. */
+struct race_ctx {
+    const char *root;
+    const struct cp_whatif_opts *o;
+};
+
+static enum cp_status race_measured(void *ctx, const struct cp_whatif *leader,
+                                    const struct cp_whatif *challenger, struct cp_whatif_race *out,
+                                    int rounds, struct cp_diag *d)
+{
+    (void)d;
+    const struct race_ctx *rc = ctx;
+    char a[1100], b[1100];
+    snprintf(a, sizeof a, "%.1000s/f%d/whatif.om", rc->root, leader->slot);
+    snprintf(b, sizeof b, "%.1000s/f%d/whatif.om", rc->root, challenger->slot);
+    struct cp_diag local;
+    cp_diag_init(&local);
+    struct pair_figures pf;
+    if (measure_pair(a, leader->threads, leader->batch, b, challenger->threads, challenger->batch,
+                     rc->o, rounds, &pf, &local) != CP_OK) {
+        snprintf(out->note, sizeof out->note, "the race failed: %.170s", local.msg);
+        return CP_OK;
+    }
+    out->measured = true;
+    out->gain = pf.gain;
+    out->lo = pf.lo;
+    out->hi = pf.hi;
+    out->p = pf.p;
+    out->rounds = pf.rounds;
+    return CP_OK;
+}
+
 enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_whatif_opts *o,
                                        struct cp_whatif **out, struct cp_diag *d)
 {
@@ -208,40 +322,44 @@ enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_
     struct cp_whatif *w = cp_calloc(n ? n : 1, sizeof *w);
     if (!w)
         return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    /* one folder a finding, kept until the race is run */
+    char tmp[] = "/tmp/cannprof-whatif.XXXXXX";
+    const char *root = o->work_dir;
+    if (!root) {
+        if (!mkdtemp(tmp)) {
+            free(w);
+            return cp_diag_set(d, CP_ERR_IO, "cannot make a temporary folder for the what-ifs");
+        }
+        root = tmp;
+    }
     enum cp_status st = CP_OK;
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         struct cp_finding *f = &dg->analysis.findings[i];
-        w[i].prior_gain = f->gain;
-        w[i].prior_lo = f->gain_lo;
-        w[i].prior_hi = f->gain_hi;
-        if (f->unclassified) {
-            w[i].gain = w[i].lo = w[i].hi = w[i].p = w[i].expect_lo = w[i].expect_hi = NAN;
+        double pg = f->gain, pl = f->gain_lo, ph = f->gain_hi;
+        char work[1100];
+        snprintf(work, sizeof work, "%.1000s/f%zu", root, i);
+        w[i].gain = w[i].lo = w[i].hi = w[i].p = w[i].expect_lo = w[i].expect_hi = NAN;
+        if (f->unclassified)
             not_measured(&w[i], "no change to measure");
-            continue;
-        }
-        if (o->interrupt && *o->interrupt) {
-            w[i].gain = w[i].lo = w[i].hi = w[i].p = w[i].expect_lo = w[i].expect_hi = NAN;
+        else if (o->interrupt && *o->interrupt)
             not_measured(&w[i], "interrupted before it was measured");
-            continue;
-        }
-        double pg = w[i].prior_gain, pl = w[i].prior_lo, ph = w[i].prior_hi;
-        st = cp_tune_whatif(&dg->run, &f->change, o, &w[i], d);
+        else if (mkdir(work, 0700) != 0 && errno != EEXIST)
+            st = cp_diag_set(d, CP_ERR_IO, "cannot make %s: %s", work, strerror(errno));
+        else
+            st = whatif_in(&dg->run, &f->change, o, work, &w[i]);
         w[i].prior_gain = pg;
         w[i].prior_lo = pl;
         w[i].prior_hi = ph;
+        w[i].slot = (int)i;
         if (st == CP_OK && w[i].measured) {
             f->gain = w[i].gain;
             f->gain_lo = w[i].expect_lo;
             f->gain_hi = w[i].expect_hi;
         }
     }
-    if (st != CP_OK) {
-        free(w);
-        return st;
-    }
     /* rank by what was measured: a stable insertion sort keeps the rule
      * engine's order among equals */
-    for (size_t i = 1; i < n; i++)
+    for (size_t i = 1; st == CP_OK && i < n; i++)
         for (size_t j = i;
              j > 0 && cmp_finding(&dg->analysis.findings[j], &dg->analysis.findings[j - 1]) < 0;
              j--) {
@@ -252,6 +370,25 @@ enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_
             w[j] = w[j - 1];
             w[j - 1] = tw;
         }
+    if (st == CP_OK && !(o->interrupt && *o->interrupt)) {
+        struct race_ctx rc = {root, o};
+        int rounds = o->race_rounds > 0 ? o->race_rounds : 2 * o->rounds;
+        st = cp_whatif_race_top(dg->analysis.findings, w, n,
+                                (size_t)(o->race_top > 0 ? o->race_top : 0), rounds, race_measured,
+                                &rc, d);
+    }
+    if (root == tmp) {
+        for (size_t i = 0; i < n; i++) {
+            char work[1100];
+            snprintf(work, sizeof work, "%.1000s/f%zu", root, i);
+            remove_work(work);
+        }
+        rmdir(tmp);
+    }
+    if (st != CP_OK) {
+        free(w);
+        return st;
+    }
     *out = w;
     return CP_OK;
 }

@@ -40,10 +40,12 @@ static char *unfused_trace(char **om_out)
     return trace;
 }
 
-static json_t *suggest_measure(const char *trace)
+/* race: leave the race on (else --no-race) */
+static json_t *suggest_measure(const char *trace, bool race)
 {
     struct cp_run r;
-    cp_run_cli(&r, "suggest", trace, "--measure", "-n", "8", "--json", "--no-calibrate", NULL);
+    cp_run_cli(&r, "suggest", trace, "--measure", "-n", "8", "--json", "--no-calibrate",
+               race ? NULL : "--no-race", NULL);
     cr_assert_eq(r.exit_code, 0, "exit %d: %s", r.exit_code, r.err);
     json_t *j = ct_json(r.out);
     cp_run_release(&r);
@@ -59,7 +61,7 @@ static double gain_of(json_t *finding)
 Test(cli_suggest_measure, every_change_is_measured_and_ranked_by_what_was_measured)
 {
     char *trace = unfused_trace(NULL);
-    json_t *j = suggest_measure(trace);
+    json_t *j = suggest_measure(trace, false);
     json_t *findings = json_object_get(j, "findings"), *measured = json_object_get(j, "measured");
     cr_assert(json_is_array(measured), "no measured array");
     cr_assert_eq(json_array_size(measured), json_array_size(findings));
@@ -94,6 +96,7 @@ Test(cli_suggest_measure, every_change_is_measured_and_ranked_by_what_was_measur
         cr_expect_eq(json_number_value(json_object_get(eg, "high")), ehi);
         cr_expect_geq(json_integer_value(json_object_get(m, "rounds")), 8);
         cr_expect(json_is_number(json_object_get(m, "prior_gain")), "the prior stays");
+        cr_expect(json_is_null(json_object_get(m, "race")), "--no-race raced");
         /* ranked by the measured gain among findings that respect the
          * constraints (none are given here) */
         cr_expect_leq(g, prev, "finding %zu (%g) ranked after a smaller gain (%g)", i, g, prev);
@@ -117,7 +120,7 @@ Test(cli_suggest_measure, a_run_whose_model_is_gone_keeps_its_priors_and_says_wh
     char *om = NULL;
     char *trace = unfused_trace(&om);
     cr_assert_eq(unlink(om), 0);
-    json_t *j = suggest_measure(trace);
+    json_t *j = suggest_measure(trace, true);
     json_t *measured = json_object_get(j, "measured");
     cr_assert_gt(json_array_size(measured), 0);
     for (size_t i = 0; i < json_array_size(measured); i++) {
@@ -129,5 +132,68 @@ Test(cli_suggest_measure, a_run_whose_model_is_gone_keeps_its_priors_and_says_wh
     }
     json_decref(j);
     free(om);
+    free(trace);
+}
+
+/* The race: a finding ranked second or third whose CI overlaps the first's
+ * is measured against it. Which ones overlap is the machine's business;
+ * what a race records, and where it leaves the two findings, is not. */
+Test(cli_suggest_measure, overlapping_findings_are_raced_and_ranked_by_the_race)
+{
+    char *trace = unfused_trace(NULL);
+    json_t *j = suggest_measure(trace, true);
+    json_t *findings = json_object_get(j, "findings"), *measured = json_object_get(j, "measured");
+    size_t n = json_array_size(findings), raced = 0;
+    cr_assert_eq(json_array_size(measured), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *race = json_object_get(json_array_get(measured, i), "race");
+        if (json_is_null(race))
+            continue;
+        cr_assert(json_is_object(race), "finding %zu: race is neither null nor an object", i);
+        raced++;
+        cr_expect_lt(i, 3, "only the top three are raced");
+        const char *against = json_string_value(json_object_get(race, "against"));
+        cr_assert(against, "finding %zu: a race names the other finding", i);
+        size_t other = n;
+        for (size_t k = 0; k < n; k++)
+            if (k != i &&
+                strcmp(json_string_value(json_object_get(json_array_get(findings, k), "title")),
+                       against) == 0)
+                other = k;
+        cr_assert_lt(other, n, "finding %zu raced '%s', which is not in the list", i, against);
+        if (!json_is_true(json_object_get(race, "measured"))) {
+            cr_expect(*json_string_value(json_object_get(race, "note")), "no reason given");
+            continue;
+        }
+        double g = json_number_value(json_object_get(race, "gain"));
+        json_t *ci = json_object_get(race, "ci");
+        cr_expect(json_number_value(json_array_get(ci, 0)) <= g &&
+                      g <= json_number_value(json_array_get(ci, 1)),
+                  "the race's gain lies in its CI");
+        cr_expect_geq(json_integer_value(json_object_get(race, "rounds")), 16,
+                      "a race runs 2 x -n rounds");
+        bool won = json_is_true(json_object_get(race, "won"));
+        cr_expect_eq(won, g > 0, "won is a positive estimate");
+        /* the winner ranks above the finding it beat, the loser below */
+        cr_expect_eq(won, i < other, "finding %zu (won %d) and %zu are in the wrong order", i, won,
+                     other);
+    }
+    cr_log_info("%zu findings raced", raced);
+    json_decref(j);
+
+    /* a raced finding's Markdown says how its race ended */
+    struct cp_run r;
+    cp_run_cli(&r, "suggest", trace, "--measure", "-n", "8", "--no-calibrate", NULL);
+    cr_assert_eq(r.exit_code, 0, "%s", r.err);
+    for (const char *p = strstr(r.out, "**Raced:**"); p; p = strstr(p + 1, "**Raced:**")) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+        cr_expect(strstr(line, "ranked above it") || strstr(line, "ranked below it") ||
+                      strstr(line, "order stands"),
+                  "%s", line);
+    }
+    cp_run_release(&r);
     free(trace);
 }
