@@ -24,15 +24,9 @@ struct workload {
 static bool parse_workload(const struct cp_args *args, const char *what, struct workload w,
                            struct cp_diag *d)
 {
-    static const int model_only[] = {OPT_BATCH,
-                                     OPT_CALIBRATION_DATA,
-                                     OPT_CALIBRATION_METHOD,
-                                     OPT_INT8,
-                                     OPT_JOBS,
-                                     OPT_KEEP,
-                                     OPT_NO_KB,
-                                     OPT_FRESH,
-                                     OPT_TIME_LIMIT};
+    static const int model_only[] = {
+        OPT_BATCH, OPT_CALIBRATION_DATA, OPT_CALIBRATION_METHOD, OPT_INT8, OPT_JOBS, OPT_KEEP,
+        OPT_FRESH, OPT_TIME_LIMIT};
     for (size_t i = 0; i < sizeof model_only / sizeof *model_only; i++)
         if (cp_args_get(args, model_only[i]) || cp_args_has(args, model_only[i]))
             return cp_diag_set(d, CP_ERR_USAGE, "that option tunes a model, not %s", what), false;
@@ -86,6 +80,10 @@ int cp_tune_cli_flow(const struct cp_args *args, const char *flow)
                          &o.concurrency, &o.verdict,     &o.seed,   &o.rate};
     if (!parse_workload(args, "a flow", w, &d)) {
         cp_cli_error("tune", d.msg);
+        return 2;
+    }
+    if (cp_args_has(args, OPT_NO_KB)) {
+        cp_cli_error("tune", "that option tunes a model, not a flow");
         return 2;
     }
     o.kb_path = cp_args_get(args, CP_SO_KB);
@@ -142,6 +140,8 @@ int cp_tune_cli_serve(const struct cp_args *args, const char *model)
         return 2;
     }
     o.run_s = cp_args_num(args, CP_SO_DURATION, o.run_s);
+    o.kb_path = cp_args_get(args, CP_SO_KB);
+    o.use_kb_hints = !cp_args_has(args, OPT_NO_KB);
     o.priority = (enum cp_measure_priority)cp_args_int(args, CP_SO_PRIORITY, o.priority);
     cp_cli_check_priority("tune", &o.priority);
     o.start.threads = (int)cp_args_int(args, CP_SO_THREADS, 0);

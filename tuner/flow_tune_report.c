@@ -72,6 +72,17 @@ static json_t *knobs_json(const struct cp_serve_knobs *k)
     return NULL;
 }
 
+/* Where the run was recorded: {"path", "session", "hints"}. */
+static json_t *serve_kb_json(const struct cp_serve_tune_result *r)
+{
+    json_t *o = json_object();
+    if (o && cp_json_set_str(o, "path", r->kb_path) &&
+        cp_json_set_int(o, "session", r->kb_session) && cp_json_set_int(o, "hints", r->kb_hints))
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
 json_t *cp_serve_tune_json(const struct cp_serve_tune_opts *o, const struct cp_serve_tune_result *r)
 {
     json_t *j = json_object();
@@ -90,6 +101,7 @@ json_t *cp_serve_tune_json(const struct cp_serve_tune_opts *o, const struct cp_s
               final_json(j, r->final_pct, r->final_lo, r->final_hi, r->final_p, "baseline_value",
                          r->baseline_value, "best_value", r->best_value) &&
               (!r->final_why[0] || cp_json_set_str(j, "final_failed", r->final_why)) &&
+              cp_json_set(j, "knowledge_base", serve_kb_json(r)) &&
               cp_json_set(j, "steps", steps_json(r->steps, r->n_steps));
     if (ok)
         return j;
@@ -170,4 +182,7 @@ void cp_serve_tune_render(const struct cp_serve_tune_opts *o, const struct cp_se
     else
         cp_buf_printf(out, "no change was accepted: the starting knobs stay\n");
     cp_buf_printf(out, "best:        %s\nserve it:    %s\n", best, r->command);
+    if (r->kb_session > 0)
+        cp_buf_printf(out, "recorded:    session %lld in %s%s\n", (long long)r->kb_session,
+                      r->kb_path, r->kb_hints ? " (its serving strategies were tried first)" : "");
 }

@@ -57,6 +57,7 @@ void cp_serve_tune_opts_init(struct cp_serve_tune_opts *o)
     o->run_s = 2;
     o->concurrency = 64;
     o->start.max_batch = 1;
+    o->use_kb_hints = true;
     cp_verdict_opts_init(&o->verdict);
     o->seed = 1;
 }
@@ -393,7 +394,7 @@ static void describe_change(const struct cp_serve_knobs *a, const struct cp_serv
 }
 
 static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve_tune_result *r,
-                                 struct cp_diag *d);
+                                 struct cp_serve_kb *kb, struct cp_diag *d);
 
 enum cp_status cp_serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve_tune_result *r,
                              struct cp_diag *d)
@@ -430,13 +431,37 @@ enum cp_status cp_serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve
     struct cp_host_priority prio = {0};
     if (o->priority == CP_MEASURE_PRIORITY_HIGH)
         r->priority_raised = cp_host_priority_raise(CP_MEASURE_HIGH_NICE, &prio);
-    st = serve_tune(o, r, d);
+    struct cp_serve_kb kb;
+    st = cp_serve_kb_open(o->kb_path, o->model, &kb, d);
+    if (st == CP_OK) {
+        snprintf(r->kb_path, sizeof r->kb_path, "%s", cp_kb_path(kb.kb));
+        st = serve_tune(o, r, &kb, d);
+        cp_serve_kb_close(&kb);
+    }
     cp_host_priority_restore(&prio);
     return st;
 }
 
+/* The knowledge base's serving strategies as candidates from cur, first. */
+struct hints {
+    struct cp_kb_strategy_hit *hits;
+    size_t n;
+    char (*why)[64];
+};
+
+static void push_hints(const struct hints *h, const struct cp_serve_knobs *cur, int cores,
+                       bool batch_ok, const struct cp_serve_knobs *tried, size_t n_tried,
+                       struct cand *v, size_t *n)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        struct cp_serve_knobs k;
+        if (cp_serve_kb_apply(h->hits[i].delta, cur, cores, batch_ok, &k))
+            push(v, n, &k, h->why[i], tried, n_tried);
+    }
+}
+
 static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_serve_tune_result *r,
-                                 struct cp_diag *d)
+                                 struct cp_serve_kb *kb, struct cp_diag *d)
 {
     enum cp_status st = CP_OK;
     int cores = cp_host_usable_cpus();
@@ -476,6 +501,27 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
         }
     }
 
+    /* the run in the knowledge base, and what held there before */
+    if ((st = cp_serve_kb_begin(kb, o, &cur, d)) != CP_OK)
+        return st;
+    r->kb_session = kb->session_id;
+    struct hints h = {0};
+    if (o->use_kb_hints && (st = cp_serve_kb_hints(kb, &h.hits, &h.n, d)) != CP_OK)
+        return st;
+    if (h.n && !(h.why = malloc(h.n * sizeof *h.why))) {
+        cp_kb_strategy_hits_free(h.hits, h.n);
+        return cp_diag_set(d, CP_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < h.n; i++)
+        snprintf(h.why[i], sizeof h.why[i], "held %d of %d on %.30s", h.hits[i].count,
+                 h.hits[i].tried, h.hits[i].models ? h.hits[i].models : "?");
+    r->kb_hints = (int)h.n;
+    if (h.n)
+        cp_tune_progress(o->progress,
+                         "serve-tune: the knowledge base has %zu serving strateg%s of this or a "
+                         "similar model; tried first where they apply\n",
+                         h.n, h.n == 1 ? "y" : "ies");
+
     /* 3.-4. one knob at a time */
     struct cp_serve_knobs tried[MAX_TRIED];
     size_t n_tried = 0;
@@ -484,9 +530,13 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
     snprintf(r->stop_reason, sizeof r->stop_reason, "budget spent (%d measurements)", o->budget);
     while (st == CP_OK && r->evaluations < o->budget) {
         round++;
-        struct cand c[MAX_CANDIDATES];
-        size_t nc =
-            neighbours(&cur, r->batch_settable, r->call_ms, cores, o->target, tried, n_tried, c);
+        struct cand c[MAX_CANDIDATES], nb[MAX_CANDIDATES];
+        size_t nc = 0;
+        push_hints(&h, &cur, cores, r->batch_settable, tried, n_tried, c, &nc);
+        size_t nn =
+            neighbours(&cur, r->batch_settable, r->call_ms, cores, o->target, tried, n_tried, nb);
+        for (size_t i = 0; i < nn; i++)
+            push(c, &nc, &nb[i].k, nb[i].why, tried, n_tried);
         if (nc == 0) {
             snprintf(r->stop_reason, sizeof r->stop_reason, "every neighbour of %s was measured",
                      "the best knobs");
@@ -513,11 +563,13 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
                              "serve-tune:   %s %+.1f%% [%+.1f%%, %+.1f%%] p=%.3g: %s\n",
                              o->target == CP_TARGET_THROUGHPUT ? "throughput" : "mean latency",
                              s.measured_pct, s.ci_lo, s.ci_hi, s.p, s.reason);
+            st = cp_serve_kb_step(kb, o, r->evaluations, &cur, &c[i].k, &s, d);
             if (s.accepted) {
                 accepted = true;
                 cur = c[i].k;
             }
-            st = cp_tune_load_step_add(&r->steps, &r->n_steps, &s, d);
+            if (st == CP_OK)
+                st = cp_tune_load_step_add(&r->steps, &r->n_steps, &s, d);
         }
         if (st == CP_OK && !accepted && r->evaluations < o->budget) {
             snprintf(r->stop_reason, sizeof r->stop_reason,
@@ -525,6 +577,8 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
             break;
         }
     }
+    cp_kb_strategy_hits_free(h.hits, h.n);
+    free(h.why);
     if (st != CP_OK)
         return st;
     r->best = cur;
@@ -552,5 +606,5 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
     snprintf(r->command, sizeof r->command,
              "cannprof serve %.1000s --max-batch %d --batch-window %g --threads %d", o->model,
              r->best.max_batch, r->best.window_ms, r->best.threads);
-    return CP_OK;
+    return cp_serve_kb_finish(kb, o, r, d);
 }

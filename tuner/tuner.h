@@ -632,6 +632,12 @@ struct cp_serve_tune_opts {
      * nice CP_MEASURE_HIGH_NICE throughout (runner/measure.h) */
     enum cp_measure_priority priority;
     const char *out_dir; /* the servers' logs */
+    /* The run, its steps and their outcomes are recorded in the knowledge
+     * base at kb_path (NULL: the default), and knobs that held on this or a
+     * similar model on this hardware are tried first (use_kb_hints,
+     * default true). */
+    const char *kb_path;
+    bool use_kb_hints;
     struct cp_verdict_opts verdict;
     uint64_t seed;  /* of the workload's arrivals */
     FILE *progress; /* NULL: quiet */
@@ -658,6 +664,9 @@ struct cp_serve_tune_result {
     char final_why[512];
     char command[1200];   /* `cannprof serve MODEL ...` with the best knobs */
     bool priority_raised; /* measured at high priority */
+    int64_t kb_session;   /* the knowledge base's session of this run */
+    char kb_path[1024];
+    int kb_hints; /* serving strategies the knowledge base offered */
 };
 
 /* Tune the knobs of `cannprof serve` for o->model (see serve_tune.c). A

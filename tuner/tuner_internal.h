@@ -58,6 +58,47 @@ void cp_tune_load_judge(struct cp_flow_tune_step *s, const struct cp_comparison 
                         const char *failure, const struct cp_constraints *c,
                         const struct cp_tune_load_sample *worst);
 
+/* ---- tune --serve in the knowledge base (serve_tune_kb.c) ----------------- */
+
+struct cp_serve_kb {
+    struct cp_kb *kb;
+    struct cp_kb_fingerprint fp;
+    bool approximate; /* fingerprinted from a converted graph */
+    struct cp_kb_hardware hw;
+    int64_t model_id, hw_id, session_id;
+};
+
+/* Open the knowledge base at path (NULL: the default), fingerprint model
+ * and record it and this hardware. */
+enum cp_status cp_serve_kb_open(const char *path, const char *model, struct cp_serve_kb *k,
+                                struct cp_diag *d);
+void cp_serve_kb_close(struct cp_serve_kb *k);
+/* The session of one run and its step 0 (the starting knobs). */
+enum cp_status cp_serve_kb_begin(struct cp_serve_kb *k, const struct cp_serve_tune_opts *o,
+                                 const struct cp_serve_knobs *start, struct cp_diag *d);
+/* Step `step`, the knobs `to` measured against `from` (s: its verdict),
+ * and its outcome as a strategy (when it was measured). */
+enum cp_status cp_serve_kb_step(struct cp_serve_kb *k, const struct cp_serve_tune_opts *o, int step,
+                                const struct cp_serve_knobs *from, const struct cp_serve_knobs *to,
+                                const struct cp_flow_tune_step *s, struct cp_diag *d);
+/* The session done: its evaluations, best knobs and stop reason. */
+enum cp_status cp_serve_kb_finish(struct cp_serve_kb *k, const struct cp_serve_tune_opts *o,
+                                  const struct cp_serve_tune_result *r, struct cp_diag *d);
+/* The serving strategies recorded on models at least
+ * CP_TUNE_HISTORY_MIN_SIMILARITY similar on this hardware, best first
+ * (cp_kb_strategy_hits_free(*hits, *n)). */
+enum cp_status cp_serve_kb_hints(struct cp_serve_kb *k, struct cp_kb_strategy_hit **hits, size_t *n,
+                                 struct cp_diag *d);
+/* "serve:max_batch=2 serve:threads=1": the knobs b sets that a does not
+ * have. */
+void cp_serve_kb_delta(const struct cp_serve_knobs *a, const struct cp_serve_knobs *b, char *out,
+                       size_t n);
+/* cur with delta's knobs set, into out; false when the delta is not a
+ * serving delta, sets a value out of range (threads above cores, batching
+ * when !batch_ok) or changes nothing. */
+bool cp_serve_kb_apply(const char *delta, const struct cp_serve_knobs *cur, int cores,
+                       bool batch_ok, struct cp_serve_knobs *out);
+
 /* ---- racing what-ifs (whatif.c) -------------------------------------------- */
 
 /* Measure the changed model of `challenger` against the one of `leader`

@@ -36,14 +36,20 @@ static void check_knobs(const json_t *k)
 static json_t *tune_served(const char *model, const char *target, const char *budget,
                            const char *priority)
 {
-    char *out = cp_t_path("serve-tune");
+    char *out = cp_t_path("serve-tune"), *kb = cp_t_path("kb.sqlite");
     struct cp_run r;
     cp_run_cli(&r, "tune", model, "--serve", "--target", target, "--budget", budget, "--pairs", "3",
-               "--duration", "300ms", "-o", out, "--json", "--quiet", "--priority", priority, NULL);
+               "--duration", "300ms", "-o", out, "--json", "--quiet", "--priority", priority,
+               "--kb", kb, NULL);
     cr_assert_eq(r.exit_code, 0, "%s", r.err);
     json_t *j = ct_json(r.out);
     cp_run_release(&r);
+    /* the run is in the knowledge base it names */
+    json_t *k = json_object_get(j, "knowledge_base");
+    cr_expect_str_eq(json_string_value(json_object_get(k, "path")), kb);
+    cr_expect_gt(ct_num(k, "session"), 0);
     free(out);
+    free(kb);
     return j;
 }
 
@@ -173,7 +179,8 @@ Test(serve_tune, a_killed_tuner_leaves_no_server_behind)
         dup2(null_fd, 1);
         dup2(null_fd, 2);
         execl(CP_CLI, CP_CLI, "tune", cp_example_model(buf, sizeof buf, "resnet_tiny"), "--serve",
-              "--duration", "5s", "--pairs", "3", "-o", out, "--quiet", (char *)NULL);
+              "--duration", "5s", "--pairs", "3", "-o", out, "--quiet", "--kb",
+              cp_t_path("kb.sqlite"), (char *)NULL);
         _exit(127);
     }
     /* until its first server listens */
