@@ -123,7 +123,10 @@ precision_loss bound in %):
 
 Usage: bench/tune_regret.sh [--models "M[:BOUND] ..."] [--reps K]
            [--grid-rounds N] [--confirm-rounds N] [--hogs "0 2"] [--seed S]
-           [--keep DIR] [--priority high]
+           [--keep DIR] [--priority high] [--grid-binary PATH]
+--grid-binary PATH reuses the grid another binary measured into --keep DIR
+(for a change that touches neither the converter nor the runtime); the
+tuner runs are measured again.
 --priority high passes `--priority high` to every bench and tune run (the
 measurements at nice -20; the hogs stay at their own priority).
 Exit 1 when a bar is missed or a step fails (the tables are printed anyway),
@@ -457,6 +460,10 @@ class Model:
 
 # ---- the grid ---------------------------------------------------------------------------------
 
+# the sha256 of --grid-binary, whose grid cache is reused; None: the --cli binary's
+GRID_SHA = None
+
+
 def grid_phase(args, m, cli_sha):
     path = os.path.join(m.wd, "grid.json")
     cache = {}
@@ -732,7 +739,7 @@ def do_model(args, wd, name, bound, cli_sha, cores, bars, errors):
         errors.append(f"{name}: group mapping: {len(m.check)} problems")
     sys.stdout.flush()
 
-    g = grid_phase(args, m, cli_sha)
+    g = grid_phase(args, m, GRID_SHA or cli_sha)
     grid, conf, loss = g["grid"], g["confirm"], g["loss"]
     dk = m.default_key()
     n_lim = sum(1 for k in g["keys"] if grid[k]["time_limit_hit"])
@@ -879,6 +886,9 @@ def main():
     ap.add_argument("--hogs", default="0 2", help="background hogs per condition (\"0 2\")")
     ap.add_argument("--seed", type=int, default=1, help="seed of the grid order and simulations")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (reused on a rerun)")
+    ap.add_argument("--grid-binary", metavar="PATH",
+                    help="reuse the grid (--keep) another cannprof binary measured: for a change "
+                         "that touches neither the converter nor the runtime")
     ap.add_argument("--priority", choices=("normal", "high"), default="normal",
                     help="every bench and tune run's --priority (normal; high measures at "
                     "nice -20, needs root)")
@@ -922,6 +932,9 @@ def main():
         wd = holder.name
     cores = os.cpu_count() or 1
     cli_sha = sha256(a.cli)
+    global GRID_SHA
+    if a.grid_binary:
+        GRID_SHA = sha256(a.grid_binary)
     version = run([a.cli, "--version"]).stdout.strip()
     load_before = load()
     print("# cannprof tune: regret against an exhaustive grid\n")
@@ -929,6 +942,10 @@ def main():
           f"{' (kept)' if a.keep else ' (temporary)'}; tuner runs per condition: {a.reps}; "
           f"grid rounds {a.grid_rounds}, confirmation rounds {a.confirm_rounds}; seed {a.seed}; "
           f"priority {a.priority}.\n")
+    if GRID_SHA:
+        print(f"The grid is the one binary sha256 {GRID_SHA[:12]} measured (--grid-binary): "
+              f"the tuner runs are this binary's, the grid's points that binary's conversions "
+              f"and timings.\n")
     print(f"load before: `{load_before}`\n")
     print("Random search and coordinate descent are simulated on the grid's measured table "
           "(no noise), with the same budget of 12 latency evaluations; the tuner is run for "

@@ -8,7 +8,7 @@
 #
 # usage: bench/tune_regret.sh [--models "M[:BOUND] ..."] [--reps K] [--grid-rounds N]
 #                             [--confirm-rounds N] [--hogs "0 2"] [--seed S] [--keep DIR]
-#                             [--priority high]
+#                             [--priority high] [--grid-binary PATH]
 # The cannprof binary is $CANNPROF, else build/cannprof (built here).
 # Exit 1 when a bar is missed or a step fails (the tables are printed anyway).
 set -euo pipefail
