@@ -61,6 +61,10 @@ struct replay {
     /* The k-th confirmation of the session ran on a noisy minute: both
      * subjects alike, their rounds scattered this much (0: a normal one). */
     double noisy_confirm[4];
+    /* != 0: every confirmation ran on a busy machine: probed, not one round
+     * undisturbed, and the change's size scaled by this (0.02: a 50% gain
+     * measures 1%; negative: it measures as a loss). */
+    double busy_confirm;
 };
 
 static enum cp_status replay(void *ctx, const struct cp_tune_ab_request *q,
@@ -86,10 +90,21 @@ static enum cp_status replay(void *ctx, const struct cp_tune_ab_request *q,
     bool noisy = q->kind == CP_TUNE_AB_CONFIRM && k < 4 && r->noisy_confirm[k] > 0;
     if (noisy)
         sd = r->noisy_confirm[k];
+    bool busy = q->kind == CP_TUNE_AB_CONFIRM && r->busy_confirm != 0;
+    if (busy) {
+        out->probed = true;
+        out->n_undisturbed = 0;
+        out->undisturbed = calloc(n, sizeof *out->undisturbed);
+        out->probe_ns = calloc(n, sizeof *out->probe_ns);
+        cr_assert(out->undisturbed && out->probe_ns);
+    }
     for (size_t s = 0; s < out->n_subjects; s++) {
         out->ns[s] = malloc(n * sizeof *out->ns[s]);
         cr_assert_not_null(out->ns[s]);
-        double mean = BASE_NS * (noisy ? 1.0 : r->factor(pts[s], q->kind));
+        double f = r->factor(pts[s], q->kind);
+        if (busy)
+            f = 1 + (f - 1) * r->busy_confirm;
+        double mean = BASE_NS * (noisy ? 1.0 : f);
         for (size_t i = 0; i < n; i++)
             out->ns[s][i] = (uint64_t)(mean * fmax(0.05, 1 + gsl_ran_gaussian(g, sd)));
     }
@@ -346,6 +361,47 @@ Test(tune_replayed, two_inconclusive_confirmations_reject_the_gain)
     cr_expect_eq(rp.confirms_of_step[s->step], 2);
     cr_expect_str_eq(cp_step_status_name(s->status), "rejected", "%s", s->reason);
     cr_expect(strstr(s->reason, "(inconclusive), a third"), "%s", s->reason);
+    cr_expect_neq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_NHWC);
+    cp_tune_result_release(&r);
+    opts_release(&o);
+}
+
+/* The confirmation ran on a busy machine (every round disturbed, the
+ * halving measured as 1% faster): it agrees in direction, significantly, so
+ * the gain is kept, with the first measurement's figures and a note. */
+Test(tune_replayed, a_busy_confirmation_that_agrees_in_direction_confirms)
+{
+    char buf[2048];
+    struct replay rp = {.factor = nhwc_twice_as_fast, .scatter = 0.001, .busy_confirm = 0.02};
+    struct cp_tune_opts o;
+    replayed_opts(&o, cp_example_model(buf, sizeof buf, "resnet_tiny"), "busy", &rp);
+    o.budget = 3;
+    struct cp_tune_result r;
+    run(&o, &r);
+    const struct cp_tune_step *s = step_with(&r, "layout_policy=nhwc");
+    cr_assert_not_null(s, "nhwc was not tried within the budget");
+    cr_expect_str_eq(cp_step_status_name(s->status), "accepted", "%s", s->reason);
+    cr_expect(strstr(s->reason, "confirmed on a busy machine: -1.0%"), "%s", s->reason);
+    expect_near(s->measured_gain, 0.5, 0.02, "the first (undisturbed) measurement is reported");
+    cr_expect_eq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_NHWC);
+    cp_tune_result_release(&r);
+    opts_release(&o);
+}
+
+/* A busy confirmation that measures a loss does not confirm. */
+Test(tune_replayed, a_busy_confirmation_that_measures_a_loss_rejects)
+{
+    char buf[2048];
+    struct replay rp = {.factor = nhwc_twice_as_fast, .scatter = 0.001, .busy_confirm = -0.04};
+    struct cp_tune_opts o;
+    replayed_opts(&o, cp_example_model(buf, sizeof buf, "resnet_tiny"), "busyloss", &rp);
+    o.budget = 3;
+    struct cp_tune_result r;
+    run(&o, &r);
+    const struct cp_tune_step *s = step_with(&r, "layout_policy=nhwc");
+    cr_assert_not_null(s, "nhwc was not tried within the budget");
+    cr_expect_str_eq(cp_step_status_name(s->status), "rejected", "%s", s->reason);
+    cr_expect(strstr(s->reason, "not reproduced"), "%s", s->reason);
     cr_expect_neq(r.best.cfg.layout_policy, CP_LAYOUT_POLICY_NHWC);
     cp_tune_result_release(&r);
     opts_release(&o);
