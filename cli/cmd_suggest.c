@@ -72,8 +72,8 @@ static const struct cp_command_opts OPTS = {
              "findings are ranked by the measured gain and its 95% CI. The prior stays in the\n"
              "report beside it. Findings ranked second and third whose interval overlaps the\n"
              "first's are then raced against it: the two changed models measured against each\n"
-             "other, interleaved (2 x -n rounds), and the faster ranks first (--no-race skips\n"
-             "it).\n",
+             "other, interleaved (2 x -n rounds); one faster by 2 points or more, significantly,\n"
+             "ranks first (--no-race skips the race).\n",
     .exit_codes = "0 reported, 2 bad usage or input (a trace, rule pack or constraint that cannot "
                   "be read), 3 environment failure (FILE cannot be written)",
 };

@@ -138,10 +138,14 @@ static void fmt_race(const struct cp_whatif *w, enum cp_target t, char *out, siz
         snprintf(out, n,
                  "against \"%s\", whose interval overlapped this one's: this change's %s %s "
                  "%.1f%%, 95%% CI [%.1f%%, %.1f%%], in %lld interleaved rounds of the two changed "
-                 "models (p = %.3g); ranked %s it",
+                 "models (p = %.3g); ranked %s it%s",
                  r->against, t == CP_TARGET_THROUGHPUT ? "throughput" : "latency",
                  t == CP_TARGET_THROUGHPUT ? "higher by" : "lower by", 100 * r->gain, 100 * r->lo,
-                 100 * r->hi, (long long)r->rounds, r->p, r->won ? "above" : "below");
+                 100 * r->hi, (long long)r->rounds, r->p, r->won ? "above" : "below",
+                 !r->won && r->gain > 0
+                     ? " (a win under 2 points, or not significant, is not one a later "
+                       "measurement reproduces)"
+                     : "");
 }
 
 /* The op types by kernel time, the biggest first. */
@@ -227,7 +231,7 @@ void cp_suggest_markdown(const struct cp_diagnosis *dg, const char *cmd, const c
             cp_buf_printf(b, "- **History:** %s\n", h);
         }
         if (w) {
-            char m[600];
+            char m[1024];
             fmt_measured(&w[i], t, m, sizeof m);
             cp_buf_printf(b, "- **Measured:** %s\n", m);
             fmt_race(&w[i], t, m, sizeof m);

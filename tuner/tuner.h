@@ -535,9 +535,10 @@ enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_
  * gain and interval by the measured ones, and rank the findings again
  * (constraint-respecting first, then by gain). Then race (o->race_top):
  * each finding ranked 2..race_top whose CI overlaps the first's has its
- * changed model measured against the first's, interleaved; the faster one
- * ranks first (by the race's estimate: it is the better evidence of the
- * two, significant or not), and the race is recorded on the challenger.
+ * changed model measured against the first's, interleaved; a challenger
+ * faster by at least CP_WHATIF_DRIFT_POINTS at p < alpha ranks first (a
+ * smaller difference is not one a later measurement reproduces), and the
+ * race is recorded on the challenger.
  * OUT: *out, one what-if per finding in the new order (caller frees). */
 enum cp_status cp_tune_whatif_analysis(struct cp_diagnosis *dg, const struct cp_whatif_opts *o,
                                        struct cp_whatif **out, struct cp_diag *d);

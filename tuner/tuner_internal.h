@@ -112,9 +112,11 @@ typedef enum cp_status (*cp_whatif_race_fn)(void *ctx, const struct cp_whatif *l
 /* The race of cp_tune_whatif_analysis over findings f and what-ifs w (n,
  * already ranked): each finding ranked 2..top that was measured, respects
  * the constraints and whose CI overlaps the first's is raced against the
- * first; a challenger with a positive estimate moves to the top. */
+ * first; a challenger faster by at least CP_WHATIF_DRIFT_POINTS, at p <
+ * alpha, moves to the top. */
 enum cp_status cp_whatif_race_top(struct cp_finding *f, struct cp_whatif *w, size_t n, size_t top,
-                                  int rounds, cp_whatif_race_fn race, void *ctx, struct cp_diag *d);
+                                  int rounds, double alpha, cp_whatif_race_fn race, void *ctx,
+                                  struct cp_diag *d);
 
 /* ---- int8 calibration (calibrate.c) --------------------------------------- */
 

@@ -173,7 +173,9 @@ Test(cli_suggest_measure, overlapping_findings_are_raced_and_ranked_by_the_race)
         cr_expect_geq(json_integer_value(json_object_get(race, "rounds")), 16,
                       "a race runs 2 x -n rounds");
         bool won = json_is_true(json_object_get(race, "won"));
-        cr_expect_eq(won, g > 0, "won is a positive estimate");
+        double p = json_number_value(json_object_get(race, "p"));
+        cr_expect_eq(won, g >= 0.02 && p < 0.05,
+                     "won is 2 points or more, significantly (%g, p=%g)", g, p);
         /* the winner ranks above the finding it beat, the loser below */
         cr_expect_eq(won, i < other, "finding %zu (won %d) and %zu are in the wrong order", i, won,
                      other);

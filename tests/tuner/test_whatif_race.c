@@ -1,8 +1,9 @@
 /* The race of `suggest --measure` (tuner/whatif.c, cp_whatif_race_top),
  * with injected measurements: which findings are raced (ranked 2..top,
  * measured, within the constraints, their CI overlapping the first's),
- * that a challenger with a positive estimate moves to the top and the next
- * one races the new leader, that a race which could not be measured leaves
+ * that a challenger faster by the drift between runs, significantly, moves
+ * to the top and the next one races the new leader, that a smaller or
+ * insignificant win does not, that a race which could not be measured leaves
  * the order as it was, and that an error stops the race. */
 #include "tuner/tuner.h"
 #include "tuner/tuner_internal.h"
@@ -45,6 +46,7 @@ struct oracle {
     double truth[MAXF];
     bool fail_measure; /* the race cannot be measured */
     bool fail_error;   /* the race returns an error */
+    double p;          /* the races' p-value; 0: 0.01 */
     char log[128];
     int rounds_seen;
 };
@@ -68,7 +70,7 @@ static enum cp_status race(void *ctx, const struct cp_whatif *leader,
     out->gain = o->truth[challenger->slot] - o->truth[leader->slot];
     out->lo = out->gain - 0.01;
     out->hi = out->gain + 0.01;
-    out->p = 0.01;
+    out->p = o->p > 0 ? o->p : 0.01;
     out->rounds = rounds;
     return CP_OK;
 }
@@ -89,7 +91,8 @@ static void run(struct fixture *x, struct oracle *o, size_t top, const char *wan
 {
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_assert_eq(cp_whatif_race_top(x->f, x->w, x->n, top, 60, race, o, &d), CP_OK, "%s", d.msg);
+    cr_assert_eq(cp_whatif_race_top(x->f, x->w, x->n, top, 60, 0.05, race, o, &d), CP_OK, "%s",
+                 d.msg);
     char got[64];
     order(x, got, sizeof got);
     cr_expect_str_eq(got, want_order);
@@ -134,6 +137,24 @@ Test(whatif_race, a_losing_challenger_leaves_the_order)
     run(&x, &o, 3, "0,1,2", "0>1 0>2");
     cr_expect(x.w[1].race.run && !x.w[1].race.won && x.w[1].race.gain < 0);
     cr_expect(x.w[2].race.run && !x.w[2].race.won);
+}
+
+Test(whatif_race, a_win_within_the_drift_or_not_significant_leaves_the_order)
+{
+    struct fixture x;
+    /* faster by 1 point, significantly: within the drift between runs */
+    setup(&x, 3, (double[]){0.05, 0.045, 0.04}, (double[]){0.02, 0.02, 0.02});
+    struct oracle o = {.truth = {0.05, 0.06, 0.06}};
+    run(&x, &o, 3, "0,1,2", "0>1 0>2");
+    cr_expect(x.w[1].race.measured && !x.w[1].race.won);
+    /* faster by 10 points, not significantly */
+    setup(&x, 3, (double[]){0.05, 0.045, 0.04}, (double[]){0.02, 0.02, 0.02});
+    struct oracle o2 = {.truth = {0.0, 0.1, 0.1}, .p = 0.2};
+    run(&x, &o2, 3, "0,1,2", "0>1 0>2");
+    /* exactly the drift, significantly: a win */
+    setup(&x, 2, (double[]){0.05, 0.045}, (double[]){0.02, 0.02});
+    struct oracle o3 = {.truth = {0.0, CP_WHATIF_DRIFT_POINTS}};
+    run(&x, &o3, 3, "1,0", "0>1");
 }
 
 Test(whatif_race, only_measured_findings_within_the_constraints_are_raced)
@@ -185,6 +206,6 @@ Test(whatif_race, an_error_stops_the_race)
     struct oracle o = {.truth = {0.0, 1.0, 1.0}, .fail_error = true};
     struct cp_diag d;
     cp_diag_init(&d);
-    cr_expect_eq(cp_whatif_race_top(x.f, x.w, x.n, 3, 60, race, &o, &d), CP_ERR_IO);
+    cr_expect_eq(cp_whatif_race_top(x.f, x.w, x.n, 3, 60, 0.05, race, &o, &d), CP_ERR_IO);
     cr_expect_str_eq(o.log, "0>1", "no race after the error");
 }
