@@ -19,7 +19,7 @@
 struct fixture {
     struct cp_finding f[MAXF];
     struct cp_whatif w[MAXF];
-    char titles[MAXF][16];
+    char titles[MAXF][24];
     size_t n;
 };
 
