@@ -154,8 +154,8 @@ static void remove_work(const char *dir)
 {
     const char *files[] = {"whatif.om", "whatif.switches", "whatif.keep_dtype"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        char path[1200];
+        snprintf(path, sizeof path, "%.1100s/%s", dir, files[i]);
         unlink(path);
     }
     rmdir(dir);
