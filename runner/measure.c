@@ -479,6 +479,11 @@ enum cp_status cp_measurement_summary(const struct cp_measurement *m, size_t sub
     return st;
 }
 
+bool cp_measurement_uses_undisturbed(const struct cp_measurement *m)
+{
+    return m->probed && m->n_undisturbed >= CP_MEASURE_MIN_UNDISTURBED_COMPARED;
+}
+
 enum cp_status cp_measurement_compare(const struct cp_measurement *m, size_t a, size_t b,
                                       int64_t items_a, int64_t items_b,
                                       const struct cp_verdict_opts *vo, struct cp_comparison *c,
@@ -494,7 +499,7 @@ enum cp_status cp_measurement_compare(const struct cp_measurement *m, size_t a, 
     c->verdict = CP_VERDICT_INCONCLUSIVE;
     if (a >= m->n_subjects || b >= m->n_subjects)
         return cp_diag_set(d, CP_ERR_INVALID, "measure: no subjects %zu and %zu", a, b);
-    bool und = m->probed && m->n_undisturbed >= CP_MEASURE_MIN_UNDISTURBED_COMPARED;
+    bool und = cp_measurement_uses_undisturbed(m);
     if (used_undisturbed)
         *used_undisturbed = und;
     size_t k = und ? m->n_undisturbed : m->n;

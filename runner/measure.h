@@ -213,6 +213,10 @@ enum cp_status cp_measurement_summary(const struct cp_measurement *m, size_t sub
  * three times, into three "inconclusive" verdicts.) */
 #define CP_MEASURE_MIN_UNDISTURBED_COMPARED 10
 
+/* Whether a verdict on m takes its undisturbed rounds alone: it probed,
+ * and at least CP_MEASURE_MIN_UNDISTURBED_COMPARED were. */
+bool cp_measurement_uses_undisturbed(const struct cp_measurement *m);
+
 /* The verdict on subject b against subject a (a is "before"), on the
  * rounds both ran in: the undisturbed ones when the measurement probed and
  * at least CP_MEASURE_MIN_UNDISTURBED_COMPARED were, else all

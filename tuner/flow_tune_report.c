@@ -61,17 +61,6 @@ json_t *cp_flow_tune_json(const struct cp_flow_tune_opts *o, const struct cp_flo
     return NULL;
 }
 
-static json_t *knobs_json(const struct cp_serve_knobs *k)
-{
-    json_t *o = json_object();
-    if (o && cp_json_set_int(o, "max_batch", k->max_batch) &&
-        cp_json_set_num(o, "batch_window_ms", k->window_ms) &&
-        cp_json_set_int(o, "threads", k->threads))
-        return o;
-    json_decref(o);
-    return NULL;
-}
-
 /* Where the run was recorded: {"path", "session", "hints"}. */
 static json_t *serve_kb_json(const struct cp_serve_tune_result *r)
 {
@@ -92,8 +81,8 @@ json_t *cp_serve_tune_json(const struct cp_serve_tune_opts *o, const struct cp_s
               cp_json_set_num(j, "call_ms", r->call_ms) && cp_json_set_num(j, "rate", r->rate) &&
               cp_json_set_bool(j, "batch_settable", r->batch_settable) &&
               (r->batch_settable || cp_json_set_str(j, "batch_why", r->batch_why)) &&
-              cp_json_set(j, "original", knobs_json(&r->original)) &&
-              cp_json_set(j, "best", knobs_json(&r->best)) &&
+              cp_json_set(j, "original", cp_serve_knobs_json(&r->original)) &&
+              cp_json_set(j, "best", cp_serve_knobs_json(&r->best)) &&
               cp_json_set_str(j, "command", r->command) &&
               cp_json_set_int(j, "evaluations", r->evaluations) &&
               cp_json_set_str(j, "stop_reason", r->stop_reason) &&

@@ -336,7 +336,7 @@ static enum cp_status measure_slot(struct cp_tune_ctx *c, const struct cp_tune_p
  * verdict compared every round (runner/measure.h). */
 static bool busy(const struct cp_measurement *m)
 {
-    return m->probed && m->n_undisturbed < CP_MEASURE_MIN_UNDISTURBED_COMPARED;
+    return m->probed && !cp_measurement_uses_undisturbed(m);
 }
 
 /* The verdict on a measured candidate: a confirmation of an improvement,
@@ -403,11 +403,10 @@ static void judge_slot(struct cp_tune_ctx *c, struct slot *sl)
          * in direction, significantly; its size is not held against the
          * threshold, and the first measurement's figures are reported. A
          * thread-count change is left out: load favours fewer threads. */
-        char busy_note[160] = "";
         if (!improved2 && busy(&res2) && !busy(&sl->res) && sl->cand.threads == r->best.threads &&
             again.measured_gain > 0 && again.p < c->o->verdict.alpha &&
             !(again.ci_lo <= 0 && again.ci_hi >= 0)) {
-            snprintf(busy_note, sizeof busy_note,
+            snprintf(confirm_note, sizeof confirm_note,
                      "; confirmed on a busy machine: %+.1f%% over %lld rounds, every one "
                      "disturbed, p=%.3g",
                      100 * (c->o->target == CP_TARGET_THROUGHPUT ? 1 : -1) * again.measured_gain,
@@ -426,7 +425,7 @@ static void judge_slot(struct cp_tune_ctx *c, struct slot *sl)
             else
                 snprintf(why, sizeof why, "not reproduced: a second measurement gave %+.1f%%",
                          100 * again.measured_gain);
-        } else if (!busy_note[0]) {
+        } else {
             cp_measurement_release(&sl->res);
             sl->res = res2;
             memset(&res2, 0, sizeof res2);
@@ -438,7 +437,6 @@ static void judge_slot(struct cp_tune_ctx *c, struct slot *sl)
             set_reason(s, CP_STEP_REJECTED, "%s", why);
             return;
         }
-        snprintf(confirm_note, sizeof confirm_note, "%s", busy_note);
     }
     const char *what = c->o->target == CP_TARGET_THROUGHPUT ? "throughput" : "latency";
     if (c->o->target == CP_TARGET_MEMORY) {

@@ -73,7 +73,18 @@ void cp_serve_knobs_format(const struct cp_serve_knobs *k, char *out, size_t n)
     snprintf(out, n, "max_batch=%d window=%gms threads=%d", k->max_batch, k->window_ms, k->threads);
 }
 
-static bool same_knobs(const struct cp_serve_knobs *a, const struct cp_serve_knobs *b)
+json_t *cp_serve_knobs_json(const struct cp_serve_knobs *k)
+{
+    json_t *o = json_object();
+    if (o && cp_json_set_int(o, "max_batch", k->max_batch) &&
+        cp_json_set_num(o, "batch_window_ms", k->window_ms) &&
+        cp_json_set_int(o, "threads", k->threads))
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+bool cp_serve_knobs_equal(const struct cp_serve_knobs *a, const struct cp_serve_knobs *b)
 {
     return a->max_batch == b->max_batch && fabs(a->window_ms - b->window_ms) < 1e-9 &&
            a->threads == b->threads;
@@ -315,10 +326,10 @@ static void push(struct cand *v, size_t *n, const struct cp_serve_knobs *k, cons
     if (*n == MAX_CANDIDATES)
         return;
     for (size_t i = 0; i < n_tried; i++)
-        if (same_knobs(&tried[i], k))
+        if (cp_serve_knobs_equal(&tried[i], k))
             return;
     for (size_t i = 0; i < *n; i++)
-        if (same_knobs(&v[i].k, k))
+        if (cp_serve_knobs_equal(&v[i].k, k))
             return;
     v[(*n)++] = (struct cand){*k, why};
 }
@@ -584,7 +595,7 @@ static enum cp_status serve_tune(const struct cp_serve_tune_opts *o, struct cp_s
     r->best = cur;
 
     /* 5. the best against the start, the figure to quote */
-    if (!same_knobs(&r->best, &r->original)) {
+    if (!cp_serve_knobs_equal(&r->best, &r->original)) {
         struct cp_comparison cmp;
         struct cp_tune_load_sample worst;
         struct cp_diag fd;

@@ -85,8 +85,7 @@ bool cp_serve_kb_apply(const char *delta, const struct cp_serve_knobs *cur, int 
         out->window_ms = 0;
     if (out->max_batch > 1 && !batch_ok)
         return false;
-    return out->max_batch != cur->max_batch || fabs(out->window_ms - cur->window_ms) > 1e-9 ||
-           out->threads != cur->threads;
+    return !cp_serve_knobs_equal(out, cur);
 }
 
 enum cp_status cp_serve_kb_hints(struct cp_serve_kb *k, struct cp_kb_strategy_hit **hits, size_t *n,
@@ -104,32 +103,30 @@ enum cp_status cp_serve_kb_hints(struct cp_serve_kb *k, struct cp_kb_strategy_hi
     size_t kept = 0;
     for (size_t i = 0; i < m; i++) {
         if (strncmp(all[i].delta, SERVE_PREFIX, strlen(SERVE_PREFIX)) == 0) {
-            struct cp_kb_strategy_hit h = all[i];
-            all[i] = all[kept];
-            all[kept++] = h;
+            all[kept++] = all[i];
+        } else {
+            free(all[i].delta);
+            free(all[i].models);
         }
     }
     if (kept == 0) {
-        cp_kb_strategy_hits_free(all, m);
+        free(all);
         return CP_OK;
-    }
-    /* the others are freed with the array: move them past `kept` and free
-     * them now */
-    for (size_t i = kept; i < m; i++) {
-        free(all[i].delta);
-        free(all[i].models);
-        all[i].delta = all[i].models = NULL;
     }
     *hits = all;
     *n = kept;
     return CP_OK;
 }
 
-/* {"serve":{"max_batch":2,"window_ms":0.9,"threads":2}} */
+/* {"serve":{"max_batch":2,"batch_window_ms":0.9,"threads":2}}: the knobs
+ * as the result's JSON gives them (cp_serve_knobs_json). */
 static void knobs_json(const struct cp_serve_knobs *k, struct cp_buf *b)
 {
-    cp_buf_printf(b, "{\"serve\":{\"max_batch\":%d,\"window_ms\":%g,\"threads\":%d}}", k->max_batch,
-                  k->window_ms, k->threads);
+    json_t *o = json_object();
+    if (!o || !cp_json_set(o, "serve", cp_serve_knobs_json(k)) ||
+        cp_json_dump(o, false, b) != CP_OK)
+        b->failed = true;
+    json_decref(o);
 }
 
 enum cp_status cp_serve_kb_begin(struct cp_serve_kb *k, const struct cp_serve_tune_opts *o,

@@ -475,7 +475,8 @@ struct cp_whatif_opts {
     enum cp_measure_priority priority; /* default normal */
     enum cp_target target;             /* latency (default) or throughput */
     struct cp_verdict_opts verdict;    /* the test and its alpha */
-    const char *work_dir;              /* where B is converted; NULL: a temporary folder */
+    const char *work_dir; /* where the changed models are converted, f<N>/ a finding; NULL: a
+                           * temporary folder, removed after */
     /* cp_tune_whatif_analysis: the findings ranked 2..race_top whose CI
      * overlaps the first's are raced against it (below); 0 or 1: none.
      * Default 3. Rounds of a race: race_rounds; 0 (default): 2 x rounds. */
@@ -522,14 +523,6 @@ struct cp_whatif {
         char note[200];
     } race;
 };
-
-/* Measure `change` on the run `run` describes (trace/trace.h). A change
- * that cannot be applied, converted or measured is not an error: w->note
- * says why and w->measured is false. Errors: a temporary folder that
- * cannot be made (CP_ERR_IO). */
-enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_change *change,
-                              const struct cp_whatif_opts *o, struct cp_whatif *w,
-                              struct cp_diag *d);
 
 /* Measure every finding of a diagnosis that proposes a change, replace its
  * gain and interval by the measured ones, and rank the findings again
@@ -616,6 +609,9 @@ struct cp_serve_knobs {
 
 /* "max_batch=4 window=1.5ms threads=2" */
 void cp_serve_knobs_format(const struct cp_serve_knobs *k, char *out, size_t n);
+/* {"max_batch": 4, "batch_window_ms": 1.5, "threads": 2}; NULL when out of
+ * memory. */
+json_t *cp_serve_knobs_json(const struct cp_serve_knobs *k);
 
 struct cp_serve_tune_opts {
     const char *model;     /* .om or .onnx */

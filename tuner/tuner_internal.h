@@ -60,6 +60,9 @@ void cp_tune_load_judge(struct cp_flow_tune_step *s, const struct cp_comparison 
 
 /* ---- tune --serve in the knowledge base (serve_tune_kb.c) ----------------- */
 
+/* The same knobs (windows within 1e-9 ms). serve_tune.c */
+bool cp_serve_knobs_equal(const struct cp_serve_knobs *a, const struct cp_serve_knobs *b);
+
 struct cp_serve_kb {
     struct cp_kb *kb;
     struct cp_kb_fingerprint fp;

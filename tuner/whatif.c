@@ -161,8 +161,10 @@ static void remove_work(const char *dir)
     rmdir(dir);
 }
 
-/* cp_tune_whatif in the folder `work`, where the changed model stays
- * (whatif.om) for a race. */
+/* Measure `change` on the run `run` describes (trace/trace.h), the
+ * changed model converted in the folder `work`, where it stays
+ * (whatif.om) for a race. A change that cannot be applied, converted or
+ * measured is not an error: w->note says why and w->measured is false. */
 static enum cp_status whatif_in(const struct cp_run_metrics *run, const struct cp_change *change,
                                 const struct cp_whatif_opts *o, const char *work,
                                 struct cp_whatif *w)
@@ -208,23 +210,6 @@ static enum cp_status whatif_in(const struct cp_run_metrics *run, const struct c
     }
     w->seconds = (double)(cp_clock_ns() - t0) / 1e9;
     return CP_OK;
-}
-
-enum cp_status cp_tune_whatif(const struct cp_run_metrics *run, const struct cp_change *change,
-                              const struct cp_whatif_opts *o, struct cp_whatif *w,
-                              struct cp_diag *d)
-{
-    char dir[] = "/tmp/cannprof-whatif.XXXXXX";
-    const char *work = o->work_dir;
-    if (!work) {
-        if (!mkdtemp(dir))
-            return cp_diag_set(d, CP_ERR_IO, "cannot make a temporary folder for the what-if");
-        work = dir;
-    }
-    enum cp_status st = whatif_in(run, change, o, work, w);
-    if (work == dir)
-        remove_work(dir);
-    return st;
 }
 
 /* Findings in their new order: constraint-respecting first, then by the
